@@ -1,0 +1,40 @@
+# The two commands a new user runs: `make dev` and `make test`. Both create .venv on first use
+# and are quick when run again (the install is redone only when pyproject.toml changes).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+
+.PHONY: install dev test bench build synth lint clean
+
+$(STAMP): pyproject.toml
+	@$(PY) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	@rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+install: $(STAMP)
+
+dev: $(STAMP)
+	$(BIN)/dovecote dev $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 $(ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench $(ARGS)
+
+build: $(STAMP)
+	$(BIN)/python -m infra.build
+
+synth: build
+	$(BIN)/python -m infra.app
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+clean:
+	rm -rf .build cdk.out .dovecote

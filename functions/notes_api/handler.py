@@ -1,0 +1,108 @@
+"""Notes API function: parse → call NotesService → return a model. No rules here."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+
+from dovecote.notes.model import NoteFilter, NoteMeta
+from dovecote.notes.service import NotesService, PutNote
+from dovecote.platform.http import current_principal, error_responses, json_response, lambda_entry, new_resolver
+from functions.notes_api.models import (
+    NoteBodyOut,
+    NoteListItem,
+    NoteListOut,
+    NoteOut,
+    PutNoteBody,
+    UploadBody,
+    UploadOut,
+)
+
+app = new_resolver()
+
+
+@lru_cache(maxsize=1)
+def service() -> NotesService:
+    """Composition root: wires the AWS adapters on the first request of the container."""
+    from dovecote.notes.dynamo import DynamoNoteStore
+    from dovecote.platform import aws
+    from dovecote.platform.cursors import CursorSigner
+    from dovecote.platform.settings import get_settings
+
+    settings = get_settings()
+    store = DynamoNoteStore(
+        table=settings.notes_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.client("s3")
+    )
+    return NotesService(
+        store, signer_factory=lambda: CursorSigner(aws.cursor_key()), presign_seconds=settings.presign_seconds
+    )
+
+
+def _out(meta: NoteMeta) -> NoteOut:
+    c = meta.coordinates
+    return NoteOut(
+        ref=meta.ref, key=c.key, run=c.run, name=c.name, author=c.author, size=meta.size,
+        sha256=meta.sha256, content_type=meta.content_type, updated_at=meta.updated_at,
+    )
+
+
+@app.put("/v1/notes", tags=["notes"], responses=error_responses(400, 401, 403, 404, 413, 429, 503))
+def put_note(body: Annotated[PutNoteBody, Body()]) -> NoteOut:
+    """Store a note body under (key, run, name, author), overwriting; or commit an upload."""
+    meta = service().put(current_principal(app), PutNote(**body.model_dump()))
+    return _out(meta)
+
+
+@app.post("/v1/notes/uploads", tags=["notes"], responses=error_responses(400, 401, 403, 413, 503))
+def create_upload(body: Annotated[UploadBody, Body()]) -> UploadOut:
+    """A presigned PUT for a body up to 64 MiB; commit it with PUT /v1/notes {upload: true}."""
+    upload = service().create_upload(current_principal(app), PutNote(**body.model_dump()))
+    return UploadOut(ref=upload.ref, upload_url=upload.upload_url, expires_at=upload.expires_at)
+
+
+@app.get("/v1/notes/<ref>", tags=["notes"], responses=error_responses(401, 403, 404, 429, 503))
+def get_note(ref: Annotated[str, Path()]) -> Response[NoteBodyOut]:
+    view = service().get(current_principal(app), ref)
+    return json_response(
+        NoteBodyOut(**_out(view.meta).model_dump(), text=view.text, body_b64=view.body_b64, download_url=view.download_url)
+    )
+
+
+@app.delete(
+    "/v1/notes/<ref>",
+    tags=["notes"],
+    responses={204: {"description": "deleted"}, **error_responses(401, 403, 404, 429, 503)},
+)
+def delete_note(ref: Annotated[str, Path()]) -> Response[None]:
+    service().delete(current_principal(app), ref)
+    return Response(status_code=204)
+
+
+@app.get("/v1/notes", tags=["notes"], responses=error_responses(400, 401, 403, 429, 503))
+def list_notes(
+    key: Annotated[str, Query()] = "",
+    run: Annotated[int | None, Query()] = None,
+    name: Annotated[str, Query()] = "",
+    author: Annotated[str | None, Query(description="absent: any author; empty: the shared scope")] = None,
+    limit: Annotated[int | None, Query()] = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> Response[NoteListOut]:
+    items, next_cursor = service().list(
+        current_principal(app), NoteFilter(key=key, run=run, name=name, author=author), limit, cursor
+    )
+    return json_response(NoteListOut(
+        items=[
+            NoteListItem(
+                ref=m.ref, key=m.coordinates.key, run=m.coordinates.run, name=m.coordinates.name,
+                author=m.coordinates.author, size=m.size, updated_at=m.updated_at,
+            )
+            for m in items
+        ],
+        cursor=next_cursor,
+    ))
+
+
+handler = lambda_entry(app)

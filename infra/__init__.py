@@ -1,0 +1,1 @@
+"""Deployment (CDK), the route table, and the local runtime (`dovecote dev`)."""

@@ -1,0 +1,1 @@
+"""`dovecote dev`: the whole service on one machine, over moto, with API Gateway emulated."""

@@ -1,0 +1,65 @@
+"""Create the AWS resources the service needs, against whatever endpoint boto3 points at (moto
+locally). The key schema comes from infra/constants.py, the same names CDK uses."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from infra import constants as c
+
+
+def notes_table_spec(name: str) -> dict[str, Any]:
+    attributes = [{"AttributeName": c.NOTES_PK, "AttributeType": "S"}, {"AttributeName": c.NOTES_SK, "AttributeType": "S"}]
+    indexes = []
+    for index, attribute in c.NOTES_INDEXES.items():
+        attributes.append({"AttributeName": attribute, "AttributeType": "S"})
+        indexes.append(
+            {
+                "IndexName": index,
+                "KeySchema": [
+                    {"AttributeName": attribute, "KeyType": "HASH"},
+                    {"AttributeName": c.NOTES_SK, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": c.NOTES_INDEX_PROJECTION},
+            }
+        )
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": attributes,
+        "KeySchema": [
+            {"AttributeName": c.NOTES_PK, "KeyType": "HASH"},
+            {"AttributeName": c.NOTES_SK, "KeyType": "RANGE"},
+        ],
+        "GlobalSecondaryIndexes": indexes,
+    }
+
+
+def tokens_table_spec(name: str) -> dict[str, Any]:
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": c.TOKENS_PK, "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": c.TOKENS_PK, "KeyType": "HASH"}],
+    }
+
+
+def create_all(*, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dict[str, str]) -> dict[str, str]:
+    """Create tables, the versioned bucket and the cursor secret. Returns settings env values."""
+    dynamodb.create_table(**notes_table_spec(names["notes_table"]))
+    dynamodb.create_table(**tokens_table_spec(names["tokens_table"]))
+    s3.create_bucket(Bucket=names["bucket"])
+    s3.put_bucket_versioning(Bucket=names["bucket"], VersioningConfiguration={"Status": "Enabled"})
+    env = {
+        c.ENV_NOTES_TABLE: names["notes_table"],
+        c.ENV_TOKENS_TABLE: names["tokens_table"],
+        c.ENV_BUCKET: names["bucket"],
+    }
+    if secretsmanager is not None:
+        arn = secretsmanager.create_secret(Name="dovecote/cursor-key", SecretString=secrets.token_urlsafe(48))["ARN"]
+        env[c.ENV_CURSOR_SECRET_ARN] = arn
+    return env
+
+
+DEFAULT_NAMES = {"notes_table": "dovecote-notes", "tokens_table": "dovecote-tokens", "bucket": "dovecote-bodies"}

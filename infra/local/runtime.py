@@ -1,0 +1,116 @@
+"""The local runtime behind `dovecote dev`: moto in-process (a threaded moto server, so presigned
+S3 URLs work over real HTTP), the resources bootstrapped, dev tokens minted, and the API Gateway
+emulator serving the route table."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+DEV_AUTHORITY = "dev"
+DEV_WORKER = "dev-worker"
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_request(self, *args: Any, **kwargs: Any) -> None:  # one line per request is noise here
+        pass
+
+
+@dataclass
+class LocalRuntime:
+    host: str = "127.0.0.1"
+    port: int = 8787
+    tokens_file: Path = field(default_factory=lambda: Path(".dovecote/dev-tokens.json"))
+    endpoint: str = ""
+    tokens: dict[str, str] = field(default_factory=dict)
+    _moto: Any = None
+    _server: BaseWSGIServer | None = None
+    _thread: threading.Thread | None = None
+
+    def start(self) -> LocalRuntime:
+        import logging
+
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines
+
+        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._moto.start()
+        moto_host, moto_port = self._moto.get_host_and_port()
+        # The handlers read their settings from the environment, exactly as in Lambda.
+        os.environ.update(
+            {
+                "AWS_ENDPOINT_URL": f"http://{moto_host}:{moto_port}",
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_REGION": "us-east-1",
+                "POWERTOOLS_SERVICE_NAME": "dovecote",
+                "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
+                "POWERTOOLS_TRACE_DISABLED": "true",
+                "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+            }
+        )
+        from dovecote.platform import aws
+        from dovecote.platform.settings import get_settings
+
+        aws.reset_clients()
+        get_settings.cache_clear()
+        from infra.local.resources import DEFAULT_NAMES, create_all
+
+        os.environ.update(
+            create_all(
+                dynamodb=aws.client("dynamodb"),
+                s3=aws.client("s3"),
+                secretsmanager=aws.client("secretsmanager"),
+                names=DEFAULT_NAMES,
+            )
+        )
+        get_settings.cache_clear()
+        self._mint_tokens()
+
+        from infra.local.gateway import Gateway
+
+        self._server = make_server(self.host, self.port, Gateway(), threaded=True, request_handler=_QuietHandler)
+        self.port = self._server.server_port
+        self.endpoint = f"http://{self.host}:{self.port}"
+        self._write_tokens_file()
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def _mint_tokens(self) -> None:
+        from dovecote.admin.dynamo import DynamoTokenStore
+        from dovecote.admin.tokens import TokenService
+        from dovecote.platform import aws
+        from dovecote.platform.settings import get_settings
+
+        tokens = TokenService(DynamoTokenStore(table=get_settings().tokens_table, dynamodb=aws.client("dynamodb")))
+        for role, worker in (("admin", ""), ("caller", ""), ("worker", DEV_WORKER)):
+            token, _ = tokens.mint(None, DEV_AUTHORITY, role, worker)
+            self.tokens[role] = token
+
+    def _write_tokens_file(self) -> None:
+        self.tokens_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.tokens_file.with_suffix(f".{secrets.token_hex(4)}.tmp")
+        tmp.write_text(json.dumps({"endpoint": self.endpoint, "tokens": self.tokens}, indent=2) + "\n")
+        tmp.chmod(0o600)
+        tmp.replace(self.tokens_file)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+        if self._moto is not None:
+            self._moto.stop()
+
+
+def ensure_cursor_key_env() -> None:
+    """Outside `dovecote dev` a generated dev key stands in for the Secrets Manager secret."""
+    os.environ.setdefault("DOVECOTE_CURSOR_KEY", secrets.token_urlsafe(48))

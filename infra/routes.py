@@ -1,0 +1,49 @@
+"""The route table, defined once. CDK builds the API Gateway routes from it and the local runtime
+serves it: method + path → function, and whether the bearer-token authorizer guards the route."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    name: str  # also the folder under functions/
+    handler: str  # module path inside the asset, then the attribute
+    memory_mb: int = 512
+    timeout_s: int = 29
+
+    @property
+    def module(self) -> str:
+        return self.handler.rsplit(".", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    method: str
+    path: str  # API Gateway syntax: {param}
+    function: str
+    authorized: bool = True
+
+
+AUTHORIZER = Function("authorizer", "functions.authorizer.handler.handler", memory_mb=256, timeout_s=10)
+
+FUNCTIONS: dict[str, Function] = {
+    f.name: f
+    for f in (
+        Function("admin_api", "functions.admin_api.handler.handler"),
+        # The upload commit streams up to 64 MiB through a SHA-256: more memory, more time.
+        Function("notes_api", "functions.notes_api.handler.handler", memory_mb=1024),
+    )
+}
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/v1/health", "admin_api", authorized=False),
+    Route("GET", "/v1/openapi.json", "admin_api", authorized=False),
+    Route("POST", "/v1/admin/tokens", "admin_api"),
+    Route("PUT", "/v1/notes", "notes_api"),
+    Route("GET", "/v1/notes", "notes_api"),
+    Route("POST", "/v1/notes/uploads", "notes_api"),
+    Route("GET", "/v1/notes/{ref}", "notes_api"),
+    Route("DELETE", "/v1/notes/{ref}", "notes_api"),
+)

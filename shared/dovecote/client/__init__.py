@@ -1,0 +1,195 @@
+"""The Python SDK (httpx). It computes a note's Ref on the client side, so an agent can address a
+note from its coordinates without a lookup, and it moves large bodies through presigned URLs."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from dovecote.notes.model import INLINE_LIMIT, note_ref
+
+__all__ = ["DovecoteClient", "DovecoteError", "Note", "note_ref"]
+
+DEV_TOKENS_FILE = Path(".dovecote/dev-tokens.json")
+
+
+class DovecoteError(Exception):
+    """A non-2xx answer, with the stable code and facts of the error envelope."""
+
+    def __init__(self, status: int, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details or {}
+
+
+@dataclass(frozen=True)
+class Note:
+    ref: str
+    key: str
+    run: int
+    name: str
+    author: str
+    size: int
+    sha256: str
+    content_type: str
+    updated_at: str
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8")
+
+
+class DovecoteClient:
+    def __init__(self, endpoint: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.endpoint = endpoint.rstrip("/")
+        self._http = httpx.Client(base_url=self.endpoint, headers=headers, timeout=timeout)
+
+    @classmethod
+    def from_env(cls, role: str = "caller", tokens_file: Path = DEV_TOKENS_FILE) -> DovecoteClient:
+        """DOVECOTE_ENDPOINT / DOVECOTE_TOKEN, else the dev tokens file that `dovecote dev` writes."""
+        endpoint = os.environ.get("DOVECOTE_ENDPOINT")
+        token = os.environ.get("DOVECOTE_TOKEN")
+        if (not endpoint or not token) and tokens_file.exists():
+            dev = json.loads(tokens_file.read_text())
+            endpoint = endpoint or dev["endpoint"]
+            token = token or dev["tokens"].get(role)
+        if not endpoint:
+            raise DovecoteError(0, "configuration", "set DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, or run `make dev`")
+        return cls(endpoint, token)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> DovecoteClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- transport ----------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._http.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            try:
+                error = response.json().get("error") or {}
+            except ValueError:
+                error = {}
+            if not error:  # the gateway's own answers (401/403/413) carry only {"message"}
+                message = response.text
+                try:
+                    message = response.json().get("message", message)
+                except ValueError:
+                    pass
+                code = {401: "unauthenticated", 403: "forbidden", 413: "payload_too_large"}.get(
+                    response.status_code, "http_error"
+                )
+                raise DovecoteError(response.status_code, code, message)
+            raise DovecoteError(response.status_code, error.get("code", ""), error.get("message", ""), error.get("details"))
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    # ---- meta ---------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        return dict(self.request("GET", "/v1/health"))
+
+    def create_token(self, authority: str, role: str, worker: str | None = None) -> dict[str, Any]:
+        body = {"authority": authority, "role": role, **({"worker": worker} if worker else {})}
+        return dict(self.request("POST", "/v1/admin/tokens", json=body))
+
+    # ---- notes --------------------------------------------------------------------------------
+
+    @staticmethod
+    def note_ref(key: str, run: int, name: str, author: str = "") -> str:
+        return note_ref(key, run, name, author)
+
+    def put_note(
+        self,
+        key: str,
+        run: int,
+        name: str,
+        body: bytes | str = b"",
+        *,
+        author: str = "",
+        content_type: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a note. Bodies over the inline limit go through a presigned upload and a commit."""
+        coordinates: dict[str, Any] = {"key": key, "run": run, "name": name, "author": author}
+        if content_type:
+            coordinates["content_type"] = content_type
+        data = body.encode("utf-8") if isinstance(body, str) else body
+        if len(data) > INLINE_LIMIT:
+            digest = hashlib.sha256(data).hexdigest()
+            upload = self.request("POST", "/v1/notes/uploads", json={**coordinates, "size": len(data), "sha256": digest})
+            put = httpx.put(upload["upload_url"], content=data, timeout=300)
+            put.raise_for_status()
+            return dict(self.request("PUT", "/v1/notes", json={**coordinates, "upload": True, "sha256": digest, "size": len(data)}))
+        if isinstance(body, str):
+            return dict(self.request("PUT", "/v1/notes", json={**coordinates, "text": body}))
+        return dict(self.request("PUT", "/v1/notes", json={**coordinates, "body_b64": base64.b64encode(data).decode()}))
+
+    def get_note(self, ref: str) -> Note:
+        raw = self.request("GET", f"/v1/notes/{ref}")
+        if raw.get("download_url"):
+            response = httpx.get(raw["download_url"], timeout=300)
+            response.raise_for_status()
+            body = response.content
+        elif raw.get("body_b64") is not None:
+            body = base64.b64decode(raw["body_b64"])
+        else:
+            body = (raw.get("text") or "").encode("utf-8")
+        fields = {k: raw[k] for k in ("ref", "key", "run", "name", "author", "size", "sha256", "content_type", "updated_at")}
+        return Note(**fields, body=body)
+
+    def get_note_at(self, key: str, run: int, name: str, author: str = "") -> Note:
+        return self.get_note(note_ref(key, run, name, author))
+
+    def list_notes(
+        self,
+        *,
+        key: str = "",
+        run: int | None = None,
+        name: str = "",
+        author: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        for field, value in (("key", key), ("name", name)):
+            if value:
+                params[field] = value
+        if run is not None:
+            params["run"] = run
+        if author is not None:
+            params["author"] = author  # "" selects the shared scope
+        if limit:
+            params["limit"] = limit
+        if cursor:
+            params["cursor"] = cursor
+        return dict(self.request("GET", "/v1/notes", params=params))
+
+    def iter_notes(self, **filters: Any) -> Iterator[dict[str, Any]]:
+        cursor = None
+        while True:
+            page = self.list_notes(**filters, cursor=cursor)
+            yield from page["items"]
+            cursor = page.get("cursor")
+            if not cursor:
+                return
+
+    def delete_note(self, ref: str) -> None:
+        self.request("DELETE", f"/v1/notes/{ref}")

@@ -1,0 +1,280 @@
+"""The AWS NoteStore: bodies in S3, the listing index in DynamoDB.
+
+Layout
+- S3 `notes/<authority>/<ref>` holds the body. The bucket is versioned and the index item records
+  the version it committed, so an upload or a failed Put that replaced the current S3 version can
+  never change what Get returns.
+- DynamoDB item (pk = "a#<authority>", ref) holds the coordinates, size, sha256, content type, the
+  S3 version, and the body itself when it is at most INLINE_LIMIT: Get is one GetItem.
+- Three sparse-free GSIs answer the filters agents use with one Query each, in Ref order:
+  by_key (authority, key), by_run (authority, key, run), by_name (authority, key, run, name).
+  A filter without a key (author only, run only, or empty) queries the base table partition of the
+  authority and applies the rest with NoteFilter.matches: it reads every note of the authority.
+
+Round trips: put 2 (PutObject, PutItem), get 1 (GetItem), list 1 per page (Query),
+delete 2 (DeleteItem, DeleteObject). The index is written last, so a failure before it leaves
+nothing listed and a retry converges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from dovecote.notes.model import (
+    INLINE_LIMIT,
+    NoteCoordinates,
+    NoteFilter,
+    NoteMeta,
+    NotePage,
+    StoredNote,
+    ref_preimage,
+    verify_upload,
+)
+from dovecote.platform.aws import aws_error_code
+from dovecote.platform.errors import CommitUnknown, NotFound, Throttled, Unavailable
+
+THROTTLE_CODES = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "SlowDown",
+    "TooManyRequestsException",
+}
+
+# name → (partition attribute, coordinates that must be fixed by the filter)
+INDEXES = {
+    "by_name": ("pk_name", ("key", "run", "name")),
+    "by_run": ("pk_run", ("key", "run")),
+    "by_key": ("pk_key", ("key",)),
+}
+LIST_ATTRIBUTES = ["ref", "key", "run", "name", "author", "size", "updated_at", "sha256", "content_type"]
+
+
+def _partition(authority: str, *parts: str | int) -> str:
+    # Length-prefixed like the Ref, so no coordinate can forge another partition.
+    data = authority.encode()
+    for part in parts:
+        data += b"|" + ref_preimage(str(part), 0, "", "")
+    return hashlib.sha256(data).hexdigest()[:40]
+
+
+def blob_key(authority: str, ref: str) -> str:
+    return f"notes/{authority}/{ref}"
+
+
+@contextmanager
+def aws_call(*, write: bool) -> Iterator[None]:
+    """Map AWS infrastructure failures to domain errors. A write that may have been sent is
+    `commit_unknown`; Put is an idempotent overwrite, so the exact retry is safe."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except ClientError as exc:
+        code = aws_error_code(exc)
+        if code in THROTTLE_CODES:
+            raise Throttled("AWS throttled the request; retry with backoff", aws_code=code) from exc
+        if write:
+            raise CommitUnknown("the write may not have completed; retry the exact request", aws_code=code) from exc
+        raise Unavailable("a storage dependency failed; retry", aws_code=code) from exc
+    except BotoCoreError as exc:
+        cls = CommitUnknown if write else Unavailable
+        raise cls("a storage dependency failed; retry the exact request", cause=type(exc).__name__) from exc
+
+
+class DynamoNoteStore:
+    def __init__(self, *, table: str, bucket: str, dynamodb: Any, s3: Any) -> None:
+        self._table = table
+        self._bucket = bucket
+        self._ddb = dynamodb
+        self._s3 = s3
+
+    # ---- writes -------------------------------------------------------------------------------
+
+    def put(self, authority: str, meta: NoteMeta, body: bytes) -> NoteMeta:
+        with aws_call(write=True):
+            response = self._s3.put_object(
+                Bucket=self._bucket,
+                Key=blob_key(authority, meta.ref),
+                Body=body,
+                ContentType=meta.content_type,
+                Metadata={"sha256": meta.sha256},
+            )
+        self._index(authority, meta, body, response.get("VersionId"))
+        return meta
+
+    def presign_upload(self, authority: str, coordinates: NoteCoordinates, expires_in: int) -> str:
+        return str(
+            self._s3.generate_presigned_url(
+                "put_object",
+                Params={"Bucket": self._bucket, "Key": blob_key(authority, coordinates.ref)},
+                ExpiresIn=expires_in,
+            )
+        )
+
+    def commit_upload(self, authority: str, meta: NoteMeta) -> NoteMeta:
+        # The body is hashed here rather than trusting a client-sent checksum: one streamed
+        # GetObject, pinned to the version it read, so a concurrent upload cannot slip in.
+        from botocore.exceptions import ClientError
+
+        try:
+            with aws_call(write=False):
+                obj = self._s3.get_object(Bucket=self._bucket, Key=blob_key(authority, meta.ref))
+        except Unavailable as exc:
+            if isinstance(exc.__cause__, ClientError) and aws_error_code(exc.__cause__) in ("NoSuchKey", "404"):
+                raise NotFound("no upload found for this note; PUT the body to the upload URL first", ref=meta.ref) from None
+            raise
+        digest = hashlib.sha256()
+        size = 0
+        inline = bytearray()
+        with aws_call(write=False):
+            for chunk in obj["Body"].iter_chunks(1024 * 1024):
+                digest.update(chunk)
+                size += len(chunk)
+                if size <= INLINE_LIMIT:
+                    inline += chunk
+        meta = verify_upload(meta, size, digest.hexdigest())
+        self._index(authority, meta, bytes(inline) if size <= INLINE_LIMIT else None, obj.get("VersionId"))
+        return meta
+
+    def _index(self, authority: str, meta: NoteMeta, body: bytes | None, version: str | None) -> None:
+        c = meta.coordinates
+        item: dict[str, Any] = {
+            "pk": {"S": "a#" + authority},
+            "ref": {"S": meta.ref},
+            "pk_key": {"S": _partition(authority, c.key)},
+            "pk_run": {"S": _partition(authority, c.key, c.run)},
+            "pk_name": {"S": _partition(authority, c.key, c.run, c.name)},
+            "key": {"S": c.key},
+            "run": {"N": str(c.run)},
+            "name": {"S": c.name},
+            "author": {"S": c.author},
+            "size": {"N": str(meta.size)},
+            "sha256": {"S": meta.sha256},
+            "content_type": {"S": meta.content_type},
+            "updated_at": {"S": meta.updated_at},
+        }
+        if body is not None and len(body) <= INLINE_LIMIT:
+            item["body"] = {"B": body}
+        if version and version != "null":
+            item["blob_version"] = {"S": version}
+        with aws_call(write=True):
+            self._ddb.put_item(TableName=self._table, Item=item)
+
+    def delete(self, authority: str, ref: str) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            with aws_call(write=True):
+                self._ddb.delete_item(
+                    TableName=self._table,
+                    Key={"pk": {"S": "a#" + authority}, "ref": {"S": ref}},
+                    ConditionExpression="attribute_exists(pk)",
+                )
+        except CommitUnknown as exc:
+            if isinstance(exc.__cause__, ClientError) and aws_error_code(exc.__cause__) == "ConditionalCheckFailedException":
+                raise NotFound("note not found", ref=ref) from None
+            raise
+        # The index entry is gone, so the note is deleted. The body gets a delete marker; older
+        # versions expire through the bucket's noncurrent-version lifecycle rule.
+        with aws_call(write=True):
+            self._s3.delete_object(Bucket=self._bucket, Key=blob_key(authority, ref))
+
+    # ---- reads --------------------------------------------------------------------------------
+
+    def get(self, authority: str, ref: str) -> StoredNote:
+        with aws_call(write=False):
+            response = self._ddb.get_item(
+                TableName=self._table,
+                Key={"pk": {"S": "a#" + authority}, "ref": {"S": ref}},
+                ConsistentRead=True,
+            )
+        item = response.get("Item")
+        if item is None:
+            raise NotFound("note not found", ref=ref)
+        meta = _meta(item)
+        if meta.ref != ref:  # the key is derived; a mismatch means a corrupt index item
+            raise Unavailable("corrupt note index item", ref=ref)
+        body = item.get("body", {}).get("B")
+        return StoredNote(
+            meta=meta,
+            body=bytes(body) if body is not None else (b"" if meta.size == 0 else None),
+            blob_key=blob_key(authority, ref),
+            blob_version=item.get("blob_version", {}).get("S"),
+        )
+
+    def download_url(self, authority: str, note: StoredNote, expires_in: int) -> str:
+        params = {"Bucket": self._bucket, "Key": blob_key(authority, note.meta.ref)}
+        if note.blob_version:
+            params["VersionId"] = note.blob_version
+        return str(self._s3.generate_presigned_url("get_object", Params=params, ExpiresIn=expires_in))
+
+    def list(self, authority: str, note_filter: NoteFilter, limit: int, after_ref: str | None) -> NotePage:
+        index, partition_attr, partition = self._plan(authority, note_filter)
+        names = {f"#a{i}": attr for i, attr in enumerate(LIST_ATTRIBUTES)}
+        names["#pk"] = partition_attr
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            # One extra item tells whether more matches remain without a second query.
+            "Limit": limit + 1,
+            "ProjectionExpression": ", ".join(names_for(LIST_ATTRIBUTES)),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {":pk": {"S": partition}},
+            "KeyConditionExpression": "#pk = :pk",
+        }
+        if index:
+            query["IndexName"] = index
+        else:
+            query["ConsistentRead"] = True
+        if after_ref:
+            query["KeyConditionExpression"] += " AND #a0 > :after"
+            query["ExpressionAttributeValues"][":after"] = {"S": after_ref}
+        with aws_call(write=False):
+            response = self._ddb.query(**query)
+        items: list[NoteMeta] = []
+        last_consumed: str | None = None
+        for raw in response.get("Items", []):
+            meta = _meta(raw)
+            if not note_filter.matches(meta.coordinates):
+                last_consumed = meta.ref
+                continue
+            if len(items) == limit:
+                return NotePage(items=items, after_ref=items[-1].ref)
+            items.append(meta)
+            last_consumed = meta.ref
+        if "LastEvaluatedKey" in response:
+            # More may match past what this query evaluated: the page can be short, cursor set.
+            return NotePage(items=items, after_ref=last_consumed or after_ref)
+        return NotePage(items=items, after_ref=None)
+
+    @staticmethod
+    def _plan(authority: str, f: NoteFilter) -> tuple[str | None, str, str]:
+        """Pick the narrowest index the filter fixes; the rest is applied with NoteFilter.matches."""
+        if f.key and f.run is not None and f.name:
+            return "by_name", "pk_name", _partition(authority, f.key, f.run, f.name)
+        if f.key and f.run is not None:
+            return "by_run", "pk_run", _partition(authority, f.key, f.run)
+        if f.key:
+            return "by_key", "pk_key", _partition(authority, f.key)
+        return None, "pk", "a#" + authority
+
+
+def names_for(attributes: list[str]) -> list[str]:
+    return [f"#a{i}" for i in range(len(attributes))]
+
+
+def _meta(item: dict[str, Any]) -> NoteMeta:
+    return NoteMeta(
+        coordinates=NoteCoordinates(
+            key=item["key"]["S"],
+            run=int(item["run"]["N"]),
+            name=item["name"]["S"],
+            author=item["author"]["S"],
+        ),
+        size=int(item["size"]["N"]),
+        sha256=item["sha256"]["S"],
+        content_type=item["content_type"]["S"],
+        updated_at=item["updated_at"]["S"],
+    )

@@ -1,0 +1,79 @@
+"""In-memory NoteStore: the fake the unit tests and the conformance suite use beside the real
+adapter. It is held to the same contract, including Ref order, short pages and authority scope."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from bisect import bisect_right
+
+from dovecote.notes.model import (
+    INLINE_LIMIT,
+    NoteCoordinates,
+    NoteFilter,
+    NoteMeta,
+    NotePage,
+    StoredNote,
+    verify_upload,
+)
+from dovecote.platform.errors import NotFound
+
+
+class InMemoryNoteStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._notes: dict[str, dict[str, tuple[NoteMeta, bytes]]] = {}
+        self._uploads: dict[str, bytes] = {}
+
+    def put(self, authority: str, meta: NoteMeta, body: bytes) -> NoteMeta:
+        with self._lock:
+            self._notes.setdefault(authority, {})[meta.ref] = (meta, bytes(body))
+        return meta
+
+    def presign_upload(self, authority: str, coordinates: NoteCoordinates, expires_in: int) -> str:
+        return f"memory://{authority}/{coordinates.ref}"
+
+    def upload(self, url: str, body: bytes) -> None:
+        """Stands in for the client's HTTP PUT to the presigned URL."""
+        self._uploads[url] = bytes(body)
+
+    def commit_upload(self, authority: str, meta: NoteMeta) -> NoteMeta:
+        body = self._uploads.get(f"memory://{authority}/{meta.ref}")
+        if body is None:
+            raise NotFound("no upload found for this note; PUT the body to the upload URL first", ref=meta.ref)
+        return self.put(authority, verify_upload(meta, len(body), hashlib.sha256(body).hexdigest()), body)
+
+    def get(self, authority: str, ref: str) -> StoredNote:
+        with self._lock:
+            found = self._notes.get(authority, {}).get(ref)
+        if found is None:
+            raise NotFound("note not found", ref=ref)
+        meta, body = found
+        if meta.size > INLINE_LIMIT:
+            return StoredNote(meta=meta, body=None, blob_key=f"memory://{authority}/{ref}")
+        return StoredNote(meta=meta, body=body)
+
+    def download_url(self, authority: str, note: StoredNote, expires_in: int) -> str:
+        return note.blob_key or f"memory://{authority}/{note.meta.ref}"
+
+    def list(self, authority: str, note_filter: NoteFilter, limit: int, after_ref: str | None) -> NotePage:
+        with self._lock:
+            notes = self._notes.get(authority, {})
+            refs = sorted(notes)
+            start = bisect_right(refs, after_ref) if after_ref else 0
+            items: list[NoteMeta] = []
+            last: str | None = None
+            for ref in refs[start:]:
+                meta = notes[ref][0]
+                if not note_filter.matches(meta.coordinates):
+                    continue
+                if len(items) == limit:
+                    return NotePage(items=items, after_ref=last)
+                items.append(meta)
+                last = ref
+        return NotePage(items=items, after_ref=None)
+
+    def delete(self, authority: str, ref: str) -> None:
+        with self._lock:
+            if self._notes.get(authority, {}).pop(ref, None) is None:
+                raise NotFound("note not found", ref=ref)

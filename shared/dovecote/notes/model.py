@@ -1,0 +1,173 @@
+"""Notes: the pure rules. Coordinates, Ref, the one validation gate, the one filter matcher.
+
+Nothing here touches AWS; every store (DynamoDB adapter, in-memory fake) calls these functions so
+"what is a storable note" and "what a filter selects" are each defined once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass
+
+from dovecote.platform.errors import InvalidArgument, PayloadTooLarge
+
+# The seed's blob-backed store caps a note at 64 MiB.
+MAX_NOTE_BYTES = 64 * 1024 * 1024
+# Bodies up to this size travel inline (text / body_b64) and are kept inline in the index item so
+# Get is one round trip. Larger bodies use the presigned upload and come back as download_url.
+INLINE_LIMIT = 256 * 1024
+# DynamoDB items are capped at 400 KB; bounded coordinates keep index items well under it.
+MAX_COORDINATE_BYTES = 1024
+MAX_RUN = 2**63 - 1
+DEFAULT_LIST_LIMIT = 1000
+MAX_LIST_LIMIT = 1000
+
+
+def _field(value: bytes) -> bytes:
+    return struct.pack(">Q", len(value)) + value
+
+
+def ref_preimage(key: str, run: int, name: str, author: str) -> bytes:
+    """Length-prefixing makes the encoding injective for all inputs: a boundary comes from the
+    lengths, never from the content, so no coordinate can shift bytes across a boundary."""
+    return (
+        _field(key.encode("utf-8"))
+        + struct.pack(">Q", run & 0xFFFFFFFFFFFFFFFF)
+        + _field(name.encode("utf-8"))
+        + _field(author.encode("utf-8"))
+    )
+
+
+def note_ref(key: str, run: int, name: str, author: str) -> str:
+    """The note's primary key, computable by any agent from the coordinates alone."""
+    return hashlib.sha256(ref_preimage(key, run, name, author)).hexdigest()
+
+
+def is_ref(value: str) -> bool:
+    return len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+@dataclass(frozen=True, slots=True)
+class NoteCoordinates:
+    key: str
+    run: int
+    name: str
+    author: str = ""
+
+    @property
+    def ref(self) -> str:
+        # Derived, never stored beside the coordinates, so it cannot disagree with them.
+        return note_ref(self.key, self.run, self.name, self.author)
+
+    def validate(self) -> NoteCoordinates:
+        """The single gate every store's Put calls, in the reference order."""
+        if self.key == "":
+            raise InvalidArgument("Note.Key is required", field="key")
+        if self.name == "":
+            raise InvalidArgument("Note.Name is required", field="name")
+        if self.run < 1:
+            raise InvalidArgument(f"Note.Run must be >= 1, got {self.run}", field="run")
+        if self.run > MAX_RUN:
+            raise InvalidArgument(f"Note.Run must be <= {MAX_RUN}, got {self.run}", field="run")
+        for field, value in (("key", self.key), ("name", self.name), ("author", self.author)):
+            size = len(value.encode("utf-8"))
+            if size > MAX_COORDINATE_BYTES:
+                raise InvalidArgument(
+                    f"Note.{field.capitalize()} is {size} bytes; the limit is {MAX_COORDINATE_BYTES}",
+                    field=field,
+                    size=size,
+                    limit=MAX_COORDINATE_BYTES,
+                )
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class NoteFilter:
+    """Empty or absent fields are wildcards. Author has three states: None (any author),
+    "" (the shared scope only) and a value (that author only)."""
+
+    key: str = ""
+    run: int | None = None
+    name: str = ""
+    author: str | None = None
+
+    def validate(self) -> NoteFilter:
+        if self.run is not None and self.run < 1:
+            raise InvalidArgument(f"Filter.Run must be >= 1, got {self.run}", field="run")
+        return self
+
+    def matches(self, note: NoteCoordinates) -> bool:
+        """The single definition of what a filter selects; a store that narrows only part of the
+        filter through an index applies the rest with this."""
+        return (
+            (self.key == "" or note.key == self.key)
+            and (self.run is None or note.run == self.run)
+            and (self.name == "" or note.name == self.name)
+            and (self.author is None or note.author == self.author)
+        )
+
+    def digest(self) -> str:
+        """Binds a cursor to this filter: a cursor replayed with another filter is refused."""
+        author = "\x00absent" if self.author is None else self.author
+        run = -1 if self.run is None else self.run
+        return hashlib.sha256(ref_preimage(self.key, run, self.name, author)).hexdigest()[:32]
+
+
+def list_limit(limit: int | None) -> int:
+    """A limit of 0 or none means the default; above the maximum is refused, not clamped."""
+    if limit is None or limit == 0:
+        return DEFAULT_LIST_LIMIT
+    if limit < 0 or limit > MAX_LIST_LIMIT:
+        raise InvalidArgument(
+            f"limit must be between 0 and {MAX_LIST_LIMIT}, got {limit}", field="limit", limit=limit
+        )
+    return limit
+
+
+@dataclass(frozen=True, slots=True)
+class NoteMeta:
+    """What the index knows of a stored note."""
+
+    coordinates: NoteCoordinates
+    size: int
+    sha256: str
+    content_type: str
+    updated_at: str
+
+    @property
+    def ref(self) -> str:
+        return self.coordinates.ref
+
+
+@dataclass(frozen=True, slots=True)
+class StoredNote:
+    """A Get result: the body inline when it is small, otherwise only a blob location."""
+
+    meta: NoteMeta
+    body: bytes | None
+    blob_key: str | None = None
+    blob_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NotePage:
+    items: list[NoteMeta]
+    # Position to continue strictly after; None when the listing is exhausted.
+    after_ref: str | None
+
+
+def verify_upload(meta: NoteMeta, size: int, sha256: str) -> NoteMeta:
+    """An uploaded body is committed only if it is exactly what the client declared. A size of -1
+    in `meta` means the commit did not repeat it; the digest still pins the body."""
+    if size > MAX_NOTE_BYTES:
+        raise PayloadTooLarge(f"notes are limited to {MAX_NOTE_BYTES} bytes", size=size, limit=MAX_NOTE_BYTES)
+    if (meta.size != -1 and size != meta.size) or sha256 != meta.sha256:
+        raise InvalidArgument(
+            "uploaded body does not match the declared size and sha256",
+            expected_size=meta.size,
+            actual_size=size,
+            expected_sha256=meta.sha256,
+            actual_sha256=sha256,
+        )
+    return NoteMeta(meta.coordinates, size, meta.sha256, meta.content_type, meta.updated_at)

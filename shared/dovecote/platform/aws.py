@@ -1,0 +1,64 @@
+"""Cached boto3 clients: created lazily, once per container, and shared by every adapter.
+
+boto3 is imported on first use, not at module import, so a handler's import time stays low and a
+function that never reaches AWS on a request path (health) never pays for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from typing import Any
+
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=None)
+def client(service: str) -> Any:
+    with _lock:
+        import boto3
+        from botocore.config import Config
+
+        from dovecote.platform.settings import get_settings
+
+        import os
+
+        s3_style = {"addressing_style": "path"} if os.environ.get("AWS_ENDPOINT_URL") else None
+        config = Config(
+            region_name=get_settings().region,
+            s3=s3_style,
+            retries={"mode": "standard", "max_attempts": 3},
+            connect_timeout=3,
+            read_timeout=10,
+            # S3 presigned URLs must use SigV4 (KMS-encrypted objects refuse SigV2).
+            signature_version="s3v4" if service == "s3" else None,
+        )
+        return boto3.session.Session().client(service, config=config)
+
+
+def reset_clients() -> None:
+    """Forget cached clients (tests that start a new moto backend)."""
+    client.cache_clear()
+
+
+@lru_cache(maxsize=1)
+def _secret_cursor_key(arn: str) -> bytes:
+    value = client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+    return value.encode("utf-8")
+
+
+def cursor_key() -> bytes:
+    """Cloud: the Secrets Manager secret (fetched once per container). Local: the dev key."""
+    from dovecote.platform.settings import get_settings
+
+    settings = get_settings()
+    if settings.cursor_secret_arn:
+        return _secret_cursor_key(settings.cursor_secret_arn)
+    if settings.cursor_key:
+        return settings.cursor_key.encode("utf-8")
+    raise RuntimeError("no cursor key: set DOVECOTE_CURSOR_SECRET_ARN or DOVECOTE_CURSOR_KEY")
+
+
+def aws_error_code(exc: BaseException) -> str:
+    response = getattr(exc, "response", None) or {}
+    return str((response.get("Error") or {}).get("Code") or "")

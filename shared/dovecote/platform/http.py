@@ -1,0 +1,109 @@
+"""The HTTP edge shared by every API function: one resolver factory, one error mapping, one
+decorator stack. Handlers only parse, call a service, and return models."""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any, Callable
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.logging import correlation_paths
+from pydantic import BaseModel
+
+from dovecote.platform.errors import DomainError, InvalidArgument, NotFound
+from dovecote.platform.observability import logger, metrics
+from dovecote.platform.principal import Principal, principal_from_event
+
+JSON = "application/json"
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: dict[str, Any] = {}
+
+
+class ErrorEnvelope(BaseModel):
+    """Every non-2xx response: {"error": {"code", "message", "details"}}."""
+
+    error: ErrorBody
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI response entries for the error statuses a route can return."""
+    schema = {"$ref": "#/components/schemas/ErrorEnvelope"}
+    return {
+        status: {"description": "error", "content": {JSON: {"schema": schema}}} for status in statuses
+    }
+
+
+def json_response(model: BaseModel, status: int = 200) -> Response:
+    """Serialize without null fields: an absent cursor or body form is left out, not null."""
+    return Response(status_code=status, content_type=JSON, body=model.model_dump_json(exclude_none=True))
+
+
+def error_response(error: DomainError) -> Response:
+    return Response(status_code=error.status, content_type=JSON, body=json.dumps(error.envelope()))
+
+
+def _validation_details(exc: RequestValidationError) -> dict[str, Any]:
+    problems = []
+    for err in exc.errors():
+        location = [str(part) for part in err.get("loc", ()) if part not in ("body",)]
+        if err.get("type") == "json_invalid":
+            location = []
+        problems.append({"field": ".".join(location), "problem": err.get("msg", "invalid")})
+    return {"problems": problems}
+
+
+def new_resolver() -> APIGatewayHttpResolver:
+    app = APIGatewayHttpResolver(enable_validation=True)
+
+    @app.exception_handler(DomainError)
+    def _domain(exc: DomainError) -> Response:
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(exc: RequestValidationError) -> Response:
+        details = _validation_details(exc)
+        first = details["problems"][0] if details["problems"] else {"field": "", "problem": "invalid"}
+        where = f"{first['field']}: " if first["field"] else ""
+        return error_response(InvalidArgument(f"{where}{first['problem']}", **details))
+
+    @app.not_found
+    def _not_found(_exc: Exception) -> Response:
+        return error_response(NotFound("no such route"))
+
+    return app
+
+
+def current_principal(app: APIGatewayHttpResolver) -> Principal:
+    return principal_from_event(app.current_event.raw_event)
+
+
+def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The one decorator stack, in the same order on every entry point: logger context with the
+    correlation id, metrics, tracer. The Tracer (X-Ray SDK, which loads botocore) is built on the
+    first invocation so that import stays cheap; the first call loads botocore anyway."""
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return _traced(app)(event, context)
+
+    return handler
+
+
+@functools.lru_cache(maxsize=None)
+def _traced(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    from aws_lambda_powertools import Tracer
+
+    tracer = Tracer()
+
+    @tracer.capture_lambda_handler
+    def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return app.resolve(event, context)
+
+    return run

@@ -1,0 +1,40 @@
+"""Typed settings, validated once per container (cold start) from the environment.
+
+Resource names are the only coupling between CDK and code: `infra/constants.py` names the
+environment variables, CDK sets them, and this model reads them.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    tokens_table: str = Field(default="dovecote-tokens")
+    notes_table: str = Field(default="dovecote-notes")
+    bucket: str = Field(default="dovecote-bodies")
+    # Cloud: the HMAC key lives in Secrets Manager. Local: a generated dev key may be given directly.
+    cursor_secret_arn: str | None = None
+    cursor_key: str | None = None
+    # Presigned URLs (upload and download) stay valid this long.
+    presign_seconds: int = Field(default=900, ge=60, le=7 * 24 * 3600)
+    region: str = "us-east-1"
+
+
+ENV_PREFIX = "DOVECOTE_"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    values: dict[str, str] = {}
+    for name in Settings.model_fields:
+        raw = os.environ.get(ENV_PREFIX + name.upper())
+        if raw is not None and raw != "":
+            values[name] = raw
+    values.setdefault("region", os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+    return Settings.model_validate(values)
