@@ -1,0 +1,30 @@
+"""moto-backed fixtures: the same resources `dovecote dev` creates, in mock_aws."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto import mock_aws
+
+from dovecote.platform import aws
+from dovecote.platform.settings import get_settings
+from infra.local.resources import DEFAULT_NAMES, create_all
+
+
+@pytest.fixture
+def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    with mock_aws():
+        aws.reset_clients()
+        get_settings.cache_clear()
+        env = create_all(
+            dynamodb=aws.client("dynamodb"), s3=aws.client("s3"), secretsmanager=aws.client("secretsmanager"),
+            names=DEFAULT_NAMES,
+        )
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        get_settings.cache_clear()
+        yield {"dynamodb": aws.client("dynamodb"), "s3": aws.client("s3"), "settings": get_settings()}
+    aws.reset_clients()
+    get_settings.cache_clear()
