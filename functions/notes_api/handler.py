@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from dovecote.notes.model import NoteFilter, NoteMeta
 from dovecote.notes.service import NotesService, PutNote
-from dovecote.platform.http import current_principal, error_responses, json_response, lambda_entry, new_resolver
+from dovecote.platform.http import current_principal, error_responses, lambda_entry, new_resolver
 from functions.notes_api.models import (
     NoteBodyOut,
     NoteListItem,
@@ -64,10 +64,10 @@ def create_upload(body: Annotated[UploadBody, Body()]) -> UploadOut:
 
 
 @app.get("/v1/notes/<ref>", tags=["notes"], responses=error_responses(401, 403, 404, 429, 503))
-def get_note(ref: Annotated[str, Path()]) -> Response[NoteBodyOut]:
+def get_note(ref: Annotated[str, Path()]) -> NoteBodyOut:
     view = service().get(current_principal(app), ref)
-    return json_response(
-        NoteBodyOut(**_out(view.meta).model_dump(), text=view.text, body_b64=view.body_b64, download_url=view.download_url)
+    return NoteBodyOut(
+        **_out(view.meta).model_dump(), text=view.text, body_b64=view.body_b64, download_url=view.download_url
     )
 
 
@@ -89,11 +89,11 @@ def list_notes(
     author: Annotated[str | None, Query(description="absent: any author; empty: the shared scope")] = None,
     limit: Annotated[int | None, Query()] = None,
     cursor: Annotated[str | None, Query()] = None,
-) -> Response[NoteListOut]:
+) -> NoteListOut:
     items, next_cursor = service().list(
         current_principal(app), NoteFilter(key=key, run=run, name=name, author=author), limit, cursor
     )
-    return json_response(NoteListOut(
+    return NoteListOut(
         items=[
             NoteListItem(
                 ref=m.ref, key=m.coordinates.key, run=m.coordinates.run, name=m.coordinates.name,
@@ -102,7 +102,7 @@ def list_notes(
             for m in items
         ],
         cursor=next_cursor,
-    ))
+    )
 
 
 handler = lambda_entry(app)

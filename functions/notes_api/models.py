@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
+from dovecote.platform.http import ApiModel
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -33,7 +35,7 @@ class UploadBody(_Strict):
     content_type: StrictStr | None = None
 
 
-class NoteOut(BaseModel):
+class NoteOut(ApiModel):
     ref: str
     key: str
     run: int
@@ -51,13 +53,13 @@ class NoteBodyOut(NoteOut):
     download_url: str | None = None
 
 
-class UploadOut(BaseModel):
+class UploadOut(ApiModel):
     ref: str
     upload_url: str
     expires_at: str
 
 
-class NoteListItem(BaseModel):
+class NoteListItem(ApiModel):
     ref: str
     key: str
     run: int
@@ -67,6 +69,6 @@ class NoteListItem(BaseModel):
     updated_at: str
 
 
-class NoteListOut(BaseModel):
+class NoteListOut(ApiModel):
     items: list[NoteListItem]
     cursor: str | None = None

@@ -8,15 +8,24 @@ import json
 from typing import Any, Callable
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
 from aws_lambda_powertools.logging import correlation_paths
-from pydantic import BaseModel
+from pydantic import BaseModel, model_serializer
 
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound
 from dovecote.platform.observability import logger, metrics
 from dovecote.platform.principal import Principal, principal_from_event
 
 JSON = "application/json"
+
+
+class ApiModel(BaseModel):
+    """Response models leave out null fields: an absent cursor or body form is omitted, not null."""
+
+    @model_serializer(mode="wrap")
+    def _omit_none(self, handler: Any) -> Any:
+        data = handler(self)
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
 
 
 class ErrorBody(BaseModel):
@@ -39,11 +48,6 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     }
 
 
-def json_response(model: BaseModel, status: int = 200) -> Response:
-    """Serialize without null fields: an absent cursor or body form is left out, not null."""
-    return Response(status_code=status, content_type=JSON, body=model.model_dump_json(exclude_none=True))
-
-
 def error_response(error: DomainError) -> Response:
     return Response(status_code=error.status, content_type=JSON, body=json.dumps(error.envelope()))
 
@@ -59,7 +63,8 @@ def _validation_details(exc: RequestValidationError) -> dict[str, Any]:
 
 
 def new_resolver() -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True)
+    # A response that fails its own schema is our bug: 500, never a client error.
+    app = APIGatewayHttpResolver(enable_validation=True, response_validation_error_http_code=500)
 
     @app.exception_handler(DomainError)
     def _domain(exc: DomainError) -> Response:
@@ -71,6 +76,12 @@ def new_resolver() -> APIGatewayHttpResolver:
         first = details["problems"][0] if details["problems"] else {"field": "", "problem": "invalid"}
         where = f"{first['field']}: " if first["field"] else ""
         return error_response(InvalidArgument(f"{where}{first['problem']}", **details))
+
+    @app.exception_handler(ResponseValidationError)
+    def _bad_response(exc: ResponseValidationError) -> Response:
+        logger.error("response failed its schema", extra={"errors": exc.errors()})
+        internal = DomainError("internal error")
+        return error_response(internal)
 
     @app.not_found
     def _not_found(_exc: Exception) -> Response:

@@ -1,0 +1,67 @@
+"""Start `dovecote dev` as a real process on a free port; tests speak HTTP to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import ROOT
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tokens_file = tmp_path_factory.mktemp("dev") / "dev-tokens.json"
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dovecote.cli", "dev", "--port", str(port), "--tokens-file", str(tokens_file)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    deadline = time.monotonic() + 60
+    endpoint = f"http://127.0.0.1:{port}"
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"dovecote dev exited early:\n{process.stdout.read() if process.stdout else ''}")
+        if tokens_file.exists():
+            try:
+                if httpx.get(endpoint + "/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+        time.sleep(0.2)
+    else:
+        process.kill()
+        raise RuntimeError("dovecote dev did not become ready in 60 s")
+    data = json.loads(Path(tokens_file).read_text())
+    yield {"endpoint": data["endpoint"], "tokens": data["tokens"], "tokens_file": tokens_file}
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture
+def http(dev_runtime: dict[str, Any]) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=dev_runtime["endpoint"], timeout=30) as client:
+        yield client
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
