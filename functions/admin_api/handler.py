@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, StrictStr
 
 import dovecote
 from dovecote.admin.tokens import TokenService
-from dovecote.platform.http import current_principal, error_responses, lambda_entry, new_resolver
+from dovecote.platform.http import current_principal, lambda_entry, new_resolver, responses
 
 app = new_resolver()
 
@@ -59,7 +59,7 @@ def openapi() -> dict[str, Any]:
     return openapi_document()
 
 
-@app.post("/v1/admin/tokens", tags=["admin"], responses={201: {"description": "created"}, **error_responses(400, 401, 403, 503)})
+@app.post("/v1/admin/tokens", tags=["admin"], responses=responses(201, TokenOut, 400, 401, 403, 503))
 def create_token(body: Annotated[TokenBody, Body()]) -> Response[TokenOut]:
     """Mint a bearer token. Admin only, inside the admin's own authority. Shown once."""
     token, principal = service().mint(current_principal(app), body.authority, body.role, body.worker)
@@ -85,15 +85,12 @@ def openapi_document() -> dict[str, Any]:
             continue
         merged["paths"].update(doc.get("paths", {}))
         merged["components"]["schemas"].update(doc.get("components", {}).get("schemas", {}))
-    from dovecote.platform.http import ErrorEnvelope
+    from dovecote.platform.http import ErrorEnvelope, GatewayMessage
 
-    merged["components"]["schemas"].update(
-        ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}").pop("$defs", {})
-    )
-    merged["components"]["schemas"]["ErrorEnvelope"] = ErrorEnvelope.model_json_schema(
-        ref_template="#/components/schemas/{model}"
-    )
-    merged["components"]["schemas"]["ErrorEnvelope"].pop("$defs", None)
+    for model in (ErrorEnvelope, GatewayMessage):
+        model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        merged["components"]["schemas"].update(model_schema.pop("$defs", {}))
+        merged["components"]["schemas"][model.__name__] = model_schema
     for operations in merged["paths"].values():
         for operation in operations.values():
             # Powertools documents FastAPI's 422; Dovecote answers bad input 400 invalid_argument.

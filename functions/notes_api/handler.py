@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from dovecote.notes.model import NoteFilter, NoteMeta
 from dovecote.notes.service import NotesService, PutNote
-from dovecote.platform.http import current_principal, error_responses, lambda_entry, new_resolver
+from dovecote.platform.http import current_principal, lambda_entry, new_resolver, responses
 from functions.notes_api.models import (
     NoteBodyOut,
     NoteListItem,
@@ -49,21 +49,21 @@ def _out(meta: NoteMeta) -> NoteOut:
     )
 
 
-@app.put("/v1/notes", tags=["notes"], responses=error_responses(400, 401, 403, 404, 413, 429, 503))
+@app.put("/v1/notes", tags=["notes"], responses=responses(200, NoteOut, 400, 401, 403, 404, 413, 429, 503))
 def put_note(body: Annotated[PutNoteBody, Body()]) -> NoteOut:
     """Store a note body under (key, run, name, author), overwriting; or commit an upload."""
     meta = service().put(current_principal(app), PutNote(**body.model_dump()))
     return _out(meta)
 
 
-@app.post("/v1/notes/uploads", tags=["notes"], responses=error_responses(400, 401, 403, 413, 503))
+@app.post("/v1/notes/uploads", tags=["notes"], responses=responses(200, UploadOut, 400, 401, 403, 413, 429, 503))
 def create_upload(body: Annotated[UploadBody, Body()]) -> UploadOut:
     """A presigned PUT for a body up to 64 MiB; commit it with PUT /v1/notes {upload: true}."""
     upload = service().create_upload(current_principal(app), PutNote(**body.model_dump()))
     return UploadOut(ref=upload.ref, upload_url=upload.upload_url, expires_at=upload.expires_at)
 
 
-@app.get("/v1/notes/<ref>", tags=["notes"], responses=error_responses(401, 403, 404, 429, 503))
+@app.get("/v1/notes/<ref>", tags=["notes"], responses=responses(200, NoteBodyOut, 401, 403, 404, 429, 503))
 def get_note(ref: Annotated[str, Path()]) -> NoteBodyOut:
     view = service().get(current_principal(app), ref)
     return NoteBodyOut(
@@ -74,14 +74,14 @@ def get_note(ref: Annotated[str, Path()]) -> NoteBodyOut:
 @app.delete(
     "/v1/notes/<ref>",
     tags=["notes"],
-    responses={204: {"description": "deleted"}, **error_responses(401, 403, 404, 429, 503)},
+    responses=responses(204, None, 401, 403, 404, 429, 503),
 )
 def delete_note(ref: Annotated[str, Path()]) -> Response[None]:
     service().delete(current_principal(app), ref)
     return Response(status_code=204)
 
 
-@app.get("/v1/notes", tags=["notes"], responses=error_responses(400, 401, 403, 429, 503))
+@app.get("/v1/notes", tags=["notes"], responses=responses(200, NoteListOut, 400, 401, 403, 429, 503))
 def list_notes(
     key: Annotated[str, Query()] = "",
     run: Annotated[int | None, Query()] = None,

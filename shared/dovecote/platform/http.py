@@ -40,11 +40,36 @@ class ErrorEnvelope(BaseModel):
     error: ErrorBody
 
 
-def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+class GatewayMessage(BaseModel):
+    """API Gateway's own answers, given before any function runs: 401 when the Authorization
+    header is missing, 413 when the body is over the Lambda payload limit."""
+
+    message: str
+
+
+# Statuses API Gateway itself may answer, with {"message"} instead of the envelope.
+GATEWAY_STATUSES = (401, 413)
+
+
+def responses(status: int, model: type[BaseModel] | None, *errors: int) -> dict[int, dict[str, Any]]:
+    """OpenAPI responses of a route: its success (with its model, or none for 204) and the error
+    statuses it can return. Powertools documents only what is listed once any entry is given."""
+    success: dict[str, Any] = {"description": "success"}
+    if model is not None:
+        success["content"] = {JSON: {"model": model}}
+    return {status: success, **error_responses(*errors)}
+
+
+def error_responses(*statuses: int) -> dict[int, dict[str, Any]]:
     """OpenAPI response entries for the error statuses a route can return."""
-    schema = {"$ref": "#/components/schemas/ErrorEnvelope"}
+    envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
+    either = {"anyOf": [envelope, {"$ref": "#/components/schemas/GatewayMessage"}]}
     return {
-        status: {"description": "error", "content": {JSON: {"schema": schema}}} for status in statuses
+        status: {
+            "description": "error",
+            "content": {JSON: {"schema": either if status in GATEWAY_STATUSES else envelope}},
+        }
+        for status in statuses
     }
 
 
@@ -60,6 +85,27 @@ def _validation_details(exc: RequestValidationError) -> dict[str, Any]:
             location = []
         problems.append({"field": ".".join(location), "problem": err.get("msg", "invalid")})
     return {"problems": problems}
+
+
+def refuse_non_json_body(event: dict[str, Any]) -> dict[str, Any] | None:
+    """Request bodies are JSON. Any other declared Content-Type is refused before the resolver's
+    body parser sees it (a multipart type without a boundary would crash it into a 500)."""
+    if not event.get("body"):
+        return None
+    declared = ""
+    for name, value in (event.get("headers") or {}).items():
+        if name.lower() == "content-type":
+            declared = value
+    essence = declared.split(";", 1)[0].strip().lower()
+    if not essence or essence == JSON or essence.endswith("+json"):
+        return None
+    error = InvalidArgument("request bodies are JSON: send Content-Type: application/json", content_type=declared)
+    return {
+        "statusCode": error.status,
+        "headers": {"Content-Type": JSON},
+        "body": json.dumps(error.envelope()),
+        "isBase64Encoded": False,
+    }
 
 
 def new_resolver() -> APIGatewayHttpResolver:
@@ -83,6 +129,12 @@ def new_resolver() -> APIGatewayHttpResolver:
         internal = DomainError("internal error")
         return error_response(internal)
 
+    @app.exception_handler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        # A bug or an unmapped dependency failure: log it whole, answer the envelope, no details.
+        logger.exception("unhandled error")
+        return error_response(DomainError("internal error"))
+
     @app.not_found
     def _not_found(_exc: Exception) -> Response:
         return error_response(NotFound("no such route"))
@@ -102,7 +154,7 @@ def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any],
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return _traced(app)(event, context)
+        return refuse_non_json_body(event) or _traced(app)(event, context)
 
     return handler
 
