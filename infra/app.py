@@ -1,0 +1,46 @@
+"""CDK entry point (`cdk synth` / `cdk deploy`, or `make synth`, which needs no AWS account).
+
+Context (cdk.json or `-c key=value`):
+- production (false): retain data on stack deletion and turn on table deletion protection;
+- log_retention_days (30);
+- authorizer_cache_seconds (300): how long API Gateway caches a token's principal.
+"""
+
+from __future__ import annotations
+
+import os
+
+from aws_cdk import App, Environment, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from infra.build import build_functions, build_layer
+from infra.stack import DovecoteStack
+
+
+def _bool(value: object) -> bool:
+    return str(value).lower() in ("1", "true", "yes")
+
+
+def build_app(outdir: str | None = None) -> tuple[App, DovecoteStack]:
+    app = App(outdir=outdir) if outdir else App()
+    ctx = app.node.try_get_context
+    stack = DovecoteStack(
+        app, "Dovecote",
+        layer_dir=build_layer(quiet=True),
+        functions_dir=build_functions(),
+        production=_bool(ctx("production") or False),
+        log_retention_days=int(ctx("log_retention_days") or 30),
+        authorizer_cache_seconds=int(ctx("authorizer_cache_seconds") or 300),
+        env=Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
+    return app, stack
+
+
+def main() -> None:
+    app, _ = build_app(outdir=os.environ.get("CDK_OUTDIR") or "cdk.out")
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""Build the Lambda assets without Docker.
+
+- `.build/layer/python/`: the pinned runtime dependencies for arm64 / Python 3.12, installed with
+  `pip install --platform manylinux2014_aarch64 --only-binary=:all:`, plus the `dovecote` package.
+  boto3/botocore are not bundled: the Lambda runtime's own copy is used. Every dependency is named
+  with its exact pin and installed `--no-deps`, so nothing unpinned (botocore, via aws-xray-sdk)
+  slips in.
+- `.build/functions/`: the `functions` package, shared by every function (each has its own handler
+  path and its own IAM role).
+
+A stamp (a hash of the pins and the sources) makes a second build instant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / ".build"
+LAYER = BUILD / "layer"
+FUNCTIONS = BUILD / "functions"
+
+# Exact pins of the layer (the runtime closure of powertools[tracer] and pydantic, minus boto3).
+LAYER_REQUIREMENTS = (
+    "aws-lambda-powertools==3.37.0",
+    "aws-xray-sdk==2.15.0",
+    "wrapt==2.5.2",
+    "jmespath==1.1.0",
+    "pydantic==2.14.3",
+    "pydantic-core==2.50.4",
+    "annotated-types==0.8.0",
+    "typing-inspection==0.4.5",
+    "typing-extensions==4.16.0",
+)
+# The SDK and the CLI are client-side; the layer ships only what handlers import.
+LAYER_EXCLUDES = ("cli", "client")
+
+
+def _sources_digest(*roots: Path) -> str:
+    digest = hashlib.sha256("\n".join(LAYER_REQUIREMENTS).encode())
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(ROOT)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _copy_package(src: Path, dest: Path, exclude: tuple[str, ...] = ()) -> None:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(
+        src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *exclude)
+    )
+
+
+def build_layer(*, quiet: bool = False) -> Path:
+    stamp = LAYER / ".stamp"
+    want = _sources_digest(ROOT / "shared" / "dovecote")
+    if stamp.exists() and stamp.read_text() == want:
+        return LAYER
+    site = LAYER / "python"
+    deps_stamp = LAYER / ".deps"
+    deps_want = hashlib.sha256("\n".join(LAYER_REQUIREMENTS).encode()).hexdigest()[:16]
+    if not (deps_stamp.exists() and deps_stamp.read_text() == deps_want):
+        if LAYER.exists():
+            shutil.rmtree(LAYER)
+        site.mkdir(parents=True)
+        if not quiet:
+            print("building the Lambda layer (arm64, Python 3.12) without Docker ...", flush=True)
+        subprocess.run(
+            [
+                sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                "--platform", "manylinux2014_aarch64", "--implementation", "cp", "--python-version", "3.12",
+                "--only-binary=:all:", "--target", str(site), *LAYER_REQUIREMENTS,
+            ],
+            check=True,
+        )
+        deps_stamp.write_text(deps_want)
+    _copy_package(ROOT / "shared" / "dovecote", site / "dovecote", LAYER_EXCLUDES)
+    stamp.write_text(want)
+    return LAYER
+
+
+def build_functions() -> Path:
+    stamp = FUNCTIONS / ".stamp"
+    want = _sources_digest(ROOT / "functions")
+    if stamp.exists() and stamp.read_text() == want:
+        return FUNCTIONS
+    FUNCTIONS.mkdir(parents=True, exist_ok=True)
+    _copy_package(ROOT / "functions", FUNCTIONS / "functions")
+    stamp.write_text(want)
+    return FUNCTIONS
+
+
+def main() -> None:
+    layer = build_layer()
+    functions = build_functions()
+    print(f"layer: {layer}\nfunctions: {functions}")
+
+
+if __name__ == "__main__":
+    main()

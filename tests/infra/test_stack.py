@@ -1,0 +1,200 @@
+"""CDK Template assertions and the cdk-nag gate (AwsSolutions runs inside synth)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+from aws_cdk.assertions import Match, Template  # noqa: E402
+
+from infra import stack as stack_module  # noqa: E402
+from infra.app import build_app  # noqa: E402
+from infra.build import FUNCTIONS as FUNCTIONS_DIR  # noqa: E402
+from infra.routes import AUTHORIZER, FUNCTIONS, ROUTES  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app, stack = build_app(outdir=str(outdir))
+    app.synth()
+    template = json.loads((outdir / "Dovecote.template.json").read_text())
+    return {"template": Template.from_json(template), "raw": template, "outdir": outdir, "stack": stack}
+
+
+def resources(raw: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in raw["Resources"].items() if v["Type"] == kind}
+
+
+def test_cdk_nag_has_no_unacknowledged_findings(synthesized: dict[str, Any]) -> None:
+    report = json.loads((synthesized["outdir"] / "validation-report.json").read_text())
+    violations = [v for p in report["pluginReports"] for v in p.get("violations", [])]
+    assert violations == []
+    assert all(p["conclusion"] == "success" for p in report["pluginReports"])
+
+
+def test_every_acknowledgment_carries_a_reason(synthesized: dict[str, Any]) -> None:
+    acknowledged = stack_module.ACKNOWLEDGED(synthesized["stack"])
+    assert acknowledged
+    for _, rule, reason in acknowledged:
+        assert rule.startswith("AwsSolutions-") and len(reason) >= 40, rule
+
+
+def test_a_missing_acknowledgment_fails_synth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = stack_module.ACKNOWLEDGED
+    monkeypatch.setattr(stack_module, "ACKNOWLEDGED", lambda s: [a for a in real(s) if a[1] != "AwsSolutions-SMG4"])
+    app, _ = build_app(outdir=str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"(?s)ValidationFailed.*AwsSolutions-SMG4"):
+        app.synth()
+    report = json.loads(next(tmp_path.rglob("validation-report.json")).read_text())
+    names = [v["ruleName"] for p in report["pluginReports"] for v in p["violations"]]
+    assert names == ["AwsSolutions-SMG4"]
+
+
+def test_every_function_is_arm64_python312_with_the_layer(synthesized: dict[str, Any]) -> None:
+    functions = resources(synthesized["raw"], "AWS::Lambda::Function")
+    layers = resources(synthesized["raw"], "AWS::Lambda::LayerVersion")
+    assert len(layers) == 1
+    layer_id = next(iter(layers))
+    assert len(functions) == len(FUNCTIONS) + 1
+    for props in (f["Properties"] for f in functions.values()):
+        assert props["Runtime"] == "python3.12"
+        assert props["Architectures"] == ["arm64"]
+        assert props["Layers"] == [{"Ref": layer_id}]
+        assert props["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_handler_paths_exist_in_the_function_asset(synthesized: dict[str, Any]) -> None:
+    handlers = {f["Properties"]["Handler"] for f in resources(synthesized["raw"], "AWS::Lambda::Function").values()}
+    assert handlers == {spec.handler for spec in (AUTHORIZER, *FUNCTIONS.values())}
+    for handler in handlers:
+        module, attr = handler.rsplit(".", 1)
+        path = FUNCTIONS_DIR / (module.replace(".", "/") + ".py")
+        assert path.exists(), handler
+        assert f"\n{attr} = " in path.read_text() or f"\ndef {attr}(" in path.read_text(), handler
+
+
+def test_layer_ships_dovecote_but_not_boto3(synthesized: dict[str, Any]) -> None:
+    from infra.build import LAYER
+
+    site = LAYER / "python"
+    assert (site / "dovecote" / "notes" / "service.py").exists()
+    assert (site / "pydantic_core").exists() and any((site / "pydantic_core").glob("*aarch64*.so"))
+    assert not (site / "boto3").exists() and not (site / "botocore").exists()
+    assert not (site / "dovecote" / "cli").exists()
+
+
+def _policy_for(raw: dict[str, Any], function: str) -> list[dict[str, Any]]:
+    fn = next(v for k, v in resources(raw, "AWS::Lambda::Function").items() if v["Properties"]["Handler"] == FUNCTIONS.get(function, AUTHORIZER).handler)
+    role = fn["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements: list[dict[str, Any]] = []
+    for policy in resources(raw, "AWS::IAM::Policy").values():
+        if {"Ref": role} in policy["Properties"]["Roles"]:
+            statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return statements
+
+
+def _logical_ids(value: Any) -> set[str]:
+    text = json.dumps(value)
+    return {part.split('"')[0] for part in text.split('"Fn::GetAtt": ["')[1:]} | {
+        part.split('"')[0] for part in text.split('"Ref": "')[1:]
+    }
+
+
+def test_notes_role_touches_only_the_notes_table(synthesized: dict[str, Any]) -> None:
+    raw = synthesized["raw"]
+    tables = resources(raw, "AWS::DynamoDB::Table")
+    notes = next(k for k in tables if k.startswith("DataNotes"))
+    dynamo_statements = [s for s in _policy_for(raw, "notes_api") if any(a.startswith("dynamodb:") for a in _actions(s))]
+    assert dynamo_statements
+    for statement in dynamo_statements:
+        assert _logical_ids(statement["Resource"]) & set(tables) == {notes}
+        assert not any(a in ("dynamodb:*", "dynamodb:Scan") for a in _actions(statement))
+
+
+def test_authorizer_can_only_read_tokens(synthesized: dict[str, Any]) -> None:
+    raw = synthesized["raw"]
+    tables = resources(raw, "AWS::DynamoDB::Table")
+    tokens = next(k for k in tables if k.startswith("DataTokens"))
+    statements = [s for s in _policy_for(raw, "authorizer") if any(a.startswith("dynamodb:") for a in _actions(s))]
+    assert [_actions(s) for s in statements] == [["dynamodb:GetItem"]]
+    assert _logical_ids(statements[0]["Resource"]) & set(tables) == {tokens}
+    assert not [s for s in _policy_for(raw, "authorizer") if any(a.startswith("s3:") for a in _actions(s))]
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    actions = statement["Action"]
+    return [actions] if isinstance(actions, str) else list(actions)
+
+
+def test_bucket_is_kms_encrypted_private_versioned_and_denies_non_tls(synthesized: dict[str, Any]) -> None:
+    template: Template = synthesized["template"]
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketEncryption": {"ServerSideEncryptionConfiguration": [Match.object_like(
+                {"ServerSideEncryptionByDefault": Match.object_like({"SSEAlgorithm": "aws:kms"})}
+            )]},
+            "PublicAccessBlockConfiguration": {"BlockPublicAcls": True, "BlockPublicPolicy": True,
+                                               "IgnorePublicAcls": True, "RestrictPublicBuckets": True},
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "LifecycleConfiguration": {"Rules": Match.array_with([Match.object_like({"NoncurrentVersionExpiration": {"NoncurrentDays": 7}})])},
+        },
+    )
+    policies = resources(synthesized["raw"], "AWS::S3::BucketPolicy")
+    bodies = next(k for k in resources(synthesized["raw"], "AWS::S3::Bucket") if k.startswith("DataBodies"))
+    policy = next(p for p in policies.values() if p["Properties"]["Bucket"] == {"Ref": bodies})
+    deny = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} and s["Action"] == "s3:*" for s in deny)
+
+
+def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[str, Any]) -> None:
+    tables = resources(synthesized["raw"], "AWS::DynamoDB::Table")
+    assert len(tables) == 2
+    for props in (t["Properties"] for t in tables.values()):
+        assert props["BillingMode"] == "PAY_PER_REQUEST"
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+        assert props["SSESpecification"]["SSEEnabled"] is True
+    notes = next(t["Properties"] for k, t in tables.items() if k.startswith("DataNotes"))
+    assert {i["IndexName"] for i in notes["GlobalSecondaryIndexes"]} == {"by_key", "by_run", "by_name"}
+
+
+def test_routes_come_from_the_route_table(synthesized: dict[str, Any]) -> None:
+    routes = resources(synthesized["raw"], "AWS::ApiGatewayV2::Route")
+    keys = {r["Properties"]["RouteKey"]: r["Properties"] for r in routes.values()}
+    assert set(keys) == {f"{r.method} {r.path}" for r in ROUTES}
+    for route in ROUTES:
+        props = keys[f"{route.method} {route.path}"]
+        assert props.get("AuthorizationType", "NONE") == ("CUSTOM" if route.authorized else "NONE")
+    authorizer = next(iter(resources(synthesized["raw"], "AWS::ApiGatewayV2::Authorizer").values()))["Properties"]
+    assert authorizer["EnableSimpleResponses"] is True
+    assert authorizer["IdentitySource"] == ["$request.header.Authorization"]
+    assert authorizer["AuthorizerResultTtlInSeconds"] == 300
+
+
+def test_log_retention_and_access_logs(synthesized: dict[str, Any]) -> None:
+    groups = resources(synthesized["raw"], "AWS::Logs::LogGroup")
+    assert len(groups) == len(FUNCTIONS) + 2  # one per function + authorizer + API access logs
+    assert all(g["Properties"]["RetentionInDays"] == 30 for g in groups.values())
+    stage = next(iter(resources(synthesized["raw"], "AWS::ApiGatewayV2::Stage").values()))["Properties"]
+    assert "DestinationArn" in stage["AccessLogSettings"]
+
+
+def test_production_context_retains_data(tmp_path: Path) -> None:
+    from aws_cdk import App
+
+    from infra.build import build_functions, build_layer
+    from infra.stack import DovecoteStack
+
+    app = App(outdir=str(tmp_path))
+    DovecoteStack(app, "Prod", layer_dir=build_layer(quiet=True), functions_dir=build_functions(), production=True)
+    template = Template.from_stack(app.node.find_child("Prod"))  # type: ignore[arg-type]
+    template.has_resource("AWS::DynamoDB::Table", {"DeletionPolicy": "Retain",
+                                                    "Properties": Match.object_like({"DeletionProtectionEnabled": True})})
