@@ -1,0 +1,2 @@
+"""`make bench`: the figures the README quotes. Deterministic round-trip counts, handler import
+time as a ratio to `import boto3`, and latency/throughput against the local runtime."""

@@ -1,0 +1,207 @@
+"""Run every benchmark and print the figures (also written to bench/results/latest.json)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+console = Console()
+
+
+# ---- round trips ---------------------------------------------------------------------------------
+
+
+def round_trips() -> dict[str, int]:
+    """AWS requests per notes command, counted through botocore `request-created` events."""
+    import hashlib
+
+    import requests
+    from moto import mock_aws
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        os.environ[name] = value
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    from dovecote.notes.dynamo import DynamoNoteStore
+    from dovecote.notes.model import INLINE_LIMIT, NoteFilter
+    from dovecote.notes.service import NotesService, PutNote
+    from dovecote.platform import aws
+    from dovecote.platform.cursors import CursorSigner
+    from dovecote.platform.principal import Principal
+    from infra.local.metering import count_round_trips
+    from infra.local.resources import DEFAULT_NAMES, create_all
+
+    who = Principal("bench", "caller")
+    out: dict[str, int] = {}
+    with mock_aws():
+        aws.reset_clients()
+        ddb, s3 = aws.client("dynamodb"), aws.client("s3")
+        create_all(dynamodb=ddb, s3=s3, secretsmanager=None, names=DEFAULT_NAMES)
+        store = DynamoNoteStore(table=DEFAULT_NAMES["notes_table"], bucket=DEFAULT_NAMES["bucket"], dynamodb=ddb, s3=s3)
+        service = NotesService(store, CursorSigner(b"bench-key-0123456789abcdefghijkl"))
+        for i in range(30):
+            service.put(who, PutNote(key="k", run=1, name=f"n{i}", text="x"))
+
+        def measure(label: str, fn: Any) -> None:
+            with count_round_trips(ddb, s3) as meter:
+                fn()
+            out[label] = meter.total
+
+        measure("put (inline)", lambda: service.put(who, PutNote(key="k", run=1, name="p", text="hello")))
+        ref = service.put(who, PutNote(key="k", run=1, name="p", text="hello")).ref
+        measure("get", lambda: service.get(who, ref))
+        measure("list, 1 page of 10", lambda: service.list(who, NoteFilter(key="k"), 10, None))
+        measure("list, key+run+name page", lambda: service.list(who, NoteFilter(key="k", run=1, name="p"), 10, None))
+        measure("delete", lambda: service.delete(who, ref))
+        body = b"b" * (INLINE_LIMIT + 1)
+        digest = hashlib.sha256(body).hexdigest()
+        upload = service.create_upload(who, PutNote(key="k", run=1, name="big", size=len(body), sha256=digest))
+        requests.put(upload.upload_url, data=body, timeout=30)
+        measure("upload commit", lambda: service.put(who, PutNote(key="k", run=1, name="big", upload=True, sha256=digest)))
+        measure("get (large, download_url)", lambda: service.get(who, upload.ref))
+        aws.reset_clients()
+    return out
+
+
+# ---- import time ---------------------------------------------------------------------------------
+
+_IMPORT_PROBE = "import time,sys;t=time.perf_counter();__import__(sys.argv[1]);print(time.perf_counter()-t)"
+
+
+def _import_seconds(module: str) -> float:
+    env = {**os.environ, "POWERTOOLS_SERVICE_NAME": "bench", "DOVECOTE_CURSOR_KEY": "x" * 32}
+    result = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, module], capture_output=True, text=True,
+                            env=env, cwd=ROOT, check=True)
+    return float(result.stdout.strip())
+
+
+def import_ratios(rounds: int) -> dict[str, dict[str, float]]:
+    """Median import time of each handler module, in fresh interpreters, interleaved with
+    `import boto3` in the same run so machine load affects both alike."""
+    modules = {"notes_api": "functions.notes_api.handler", "authorizer": "functions.authorizer.handler",
+               "admin_api": "functions.admin_api.handler"}
+    samples: dict[str, list[float]] = {name: [] for name in ["boto3", *modules]}
+    for module in ("boto3", *modules.values()):  # warm the bytecode caches once
+        _import_seconds(module)
+    for _ in range(rounds):
+        samples["boto3"].append(_import_seconds("boto3"))
+        for name, module in modules.items():
+            samples[name].append(_import_seconds(module))
+    boto3_median = statistics.median(samples["boto3"])
+    return {
+        name: {"median_ms": statistics.median(values) * 1000, "ratio": statistics.median(values) / boto3_median}
+        for name, values in samples.items()
+    }
+
+
+# ---- latency and throughput against the local runtime -----------------------------------------------
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+def local_runtime(count: int, workers: int) -> dict[str, dict[str, float]]:
+    import concurrent.futures
+
+    import httpx
+
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(port=0, tokens_file=ROOT / ".dovecote" / "bench-tokens.json").start()
+    headers = {"Authorization": f"Bearer {runtime.tokens['caller']}"}
+    results: dict[str, dict[str, float]] = {}
+    try:
+        with httpx.Client(base_url=runtime.endpoint, headers=headers, timeout=30) as http:
+            def timed(label: str, calls: list[Any]) -> list[Any]:
+                latencies, answers = [], []
+                start = time.perf_counter()
+                for call in calls:
+                    t = time.perf_counter()
+                    response = call()
+                    latencies.append(time.perf_counter() - t)
+                    assert response.status_code < 300, response.text
+                    answers.append(response)
+                wall = time.perf_counter() - start
+                results[label] = {"n": len(calls), "median_ms": statistics.median(latencies) * 1000,
+                                  "p95_ms": _percentile(latencies, 95) * 1000, "per_s": len(calls) / wall}
+                return answers
+
+            puts = timed("put (1 KiB, sequential)", [
+                (lambda i=i: http.put("/v1/notes", json={"key": "bench", "run": 1, "name": f"n{i}", "text": "x" * 1024}))
+                for i in range(count)
+            ])
+            refs = [r.json()["ref"] for r in puts]
+            timed("get (sequential)", [(lambda r=r: http.get(f"/v1/notes/{r}")) for r in refs])
+            timed("list key, 100 per page", [
+                (lambda: http.get("/v1/notes", params={"key": "bench", "limit": 100})) for _ in range(max(10, count // 10))
+            ])
+
+        def put_one(i: int) -> float:
+            t = time.perf_counter()
+            response = httpx.put(runtime.endpoint + "/v1/notes", headers=headers, timeout=30,
+                                 json={"key": "bench-par", "run": 1, "name": f"n{i}", "text": "x" * 1024})
+            assert response.status_code == 200, response.text
+            return time.perf_counter() - t
+
+        start = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            latencies = list(pool.map(put_one, range(count)))
+        wall = time.perf_counter() - start
+        results[f"put ({workers} concurrent clients)"] = {
+            "n": count, "median_ms": statistics.median(latencies) * 1000,
+            "p95_ms": _percentile(latencies, 95) * 1000, "per_s": count / wall,
+        }
+    finally:
+        runtime.stop()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="fewer samples (CI smoke run)")
+    args = parser.parse_args()
+    count, rounds = (40, 3) if args.quick else (300, 9)
+    report: dict[str, Any] = {"python": sys.version.split()[0], "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+    console.print("[bold]1/3[/bold] AWS round trips per command (moto, botocore request-created events)")
+    report["round_trips"] = round_trips()
+    table = Table("command", "AWS round trips")
+    for label, n in report["round_trips"].items():
+        table.add_row(label, str(n))
+    console.print(table)
+
+    console.print(f"[bold]2/3[/bold] handler import time vs `import boto3` (median of {rounds} fresh interpreters)")
+    report["imports"] = import_ratios(rounds)
+    table = Table("module", "median ms", "× import boto3")
+    for name, row in report["imports"].items():
+        table.add_row(name, f"{row['median_ms']:.0f}", f"{row['ratio']:.2f}")
+    console.print(table)
+
+    console.print(f"[bold]3/3[/bold] latency and throughput against the local runtime ({count} requests each)")
+    report["local_runtime"] = local_runtime(count, workers=8)
+    table = Table("operation", "n", "median ms", "p95 ms", "req/s")
+    for label, row in report["local_runtime"].items():
+        table.add_row(label, str(row["n"]), f"{row['median_ms']:.1f}", f"{row['p95_ms']:.1f}", f"{row['per_s']:.0f}")
+    console.print(table)
+
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "latest.json").write_text(json.dumps(report, indent=2) + "\n")
+    console.print(f"written: {out / 'latest.json'}")
+
+
+if __name__ == "__main__":
+    main()
