@@ -125,7 +125,9 @@ def test_malformed_json_is_400(http: httpx.Client, caller: dict[str, str]) -> No
     assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_argument"
 
 
-@pytest.mark.parametrize("query", [{"run": "x"}, {"run": "0"}, {"limit": "1001"}, {"limit": "-1"}, {"cursor": "zzz"}])
+@pytest.mark.parametrize(
+    "query", [{"run": "x"}, {"run": "0"}, {"limit": "1001"}, {"limit": "-1"}, {"cursor": "zzz"}, {"atuhor": "x"}]
+)
 def test_bad_list_queries_are_400(http: httpx.Client, caller: dict[str, str], query: dict[str, str]) -> None:
     response = http.get("/v1/notes", params=query, headers=caller)
     assert response.status_code == 400, response.text

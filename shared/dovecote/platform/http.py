@@ -108,9 +108,26 @@ def refuse_non_json_body(event: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _refuse_unknown_query(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
+    """A misspelt filter (`?atuhor=x`) must not silently widen a listing: every query parameter
+    has to be one the route declares."""
+    route = app.context.get("_route")
+    given = set((app.current_event.query_string_parameters or {}).keys())
+    if route is not None and given:
+        declared = {p.alias for p in route.dependant.query_params}
+        unknown = sorted(given - declared)
+        if unknown:
+            return error_response(
+                InvalidArgument(f"unknown query parameter {unknown[0]!r}", unknown=unknown, allowed=sorted(declared))
+            )
+    return next_middleware(app)
+
+
 def new_resolver() -> APIGatewayHttpResolver:
     # A response that fails its own schema is our bug: 500, never a client error.
     app = APIGatewayHttpResolver(enable_validation=True, response_validation_error_http_code=500)
+
+    app.use(middlewares=[_refuse_unknown_query])
 
     @app.exception_handler(DomainError)
     def _domain(exc: DomainError) -> Response:
