@@ -29,8 +29,11 @@ def round_trips() -> dict[str, int]:
     import requests
     from moto import mock_aws
 
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
         os.environ[name] = value
     os.environ.pop("AWS_ENDPOINT_URL", None)
     from dovecote.notes.dynamo import DynamoNoteStore
@@ -39,6 +42,7 @@ def round_trips() -> dict[str, int]:
     from dovecote.platform import aws
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.principal import Principal
+
     from infra.local.metering import count_round_trips
     from infra.local.resources import DEFAULT_NAMES, create_all
 
@@ -68,7 +72,9 @@ def round_trips() -> dict[str, int]:
         digest = hashlib.sha256(body).hexdigest()
         upload = service.create_upload(who, PutNote(key="k", run=1, name="big", size=len(body), sha256=digest))
         requests.put(upload.upload_url, data=body, timeout=30)
-        measure("upload commit", lambda: service.put(who, PutNote(key="k", run=1, name="big", upload=True, sha256=digest)))
+        measure(
+            "upload commit", lambda: service.put(who, PutNote(key="k", run=1, name="big", upload=True, sha256=digest))
+        )
         measure("get (large, download_url)", lambda: service.get(who, upload.ref))
         aws.reset_clients()
     return out
@@ -81,16 +87,20 @@ _IMPORT_PROBE = "import time,sys;t=time.perf_counter();__import__(sys.argv[1]);p
 
 def _import_seconds(module: str) -> float:
     env = {**os.environ, "POWERTOOLS_SERVICE_NAME": "bench", "DOVECOTE_CURSOR_KEY": "x" * 32}
-    result = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, module], capture_output=True, text=True,
-                            env=env, cwd=ROOT, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE, module], capture_output=True, text=True, env=env, cwd=ROOT, check=True
+    )
     return float(result.stdout.strip())
 
 
 def import_ratios(rounds: int) -> dict[str, dict[str, float]]:
     """Median import time of each handler module, in fresh interpreters, interleaved with
     `import boto3` in the same run so machine load affects both alike."""
-    modules = {"notes_api": "functions.notes_api.handler", "authorizer": "functions.authorizer.handler",
-               "admin_api": "functions.admin_api.handler"}
+    modules = {
+        "notes_api": "functions.notes_api.handler",
+        "authorizer": "functions.authorizer.handler",
+        "admin_api": "functions.admin_api.handler",
+    }
     samples: dict[str, list[float]] = {name: [] for name in ["boto3", *modules]}
     for module in ("boto3", *modules.values()):  # warm the bytecode caches once
         _import_seconds(module)
@@ -125,6 +135,7 @@ def local_runtime(count: int, workers: int) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
     try:
         with httpx.Client(base_url=runtime.endpoint, headers=headers, timeout=30) as http:
+
             def timed(label: str, calls: list[Any]) -> list[Any]:
                 latencies, answers = [], []
                 start = time.perf_counter()
@@ -135,24 +146,43 @@ def local_runtime(count: int, workers: int) -> dict[str, dict[str, float]]:
                     assert response.status_code < 300, response.text
                     answers.append(response)
                 wall = time.perf_counter() - start
-                results[label] = {"n": len(calls), "median_ms": statistics.median(latencies) * 1000,
-                                  "p95_ms": _percentile(latencies, 95) * 1000, "per_s": len(calls) / wall}
+                results[label] = {
+                    "n": len(calls),
+                    "median_ms": statistics.median(latencies) * 1000,
+                    "p95_ms": _percentile(latencies, 95) * 1000,
+                    "per_s": len(calls) / wall,
+                }
                 return answers
 
-            puts = timed("put (1 KiB, sequential)", [
-                (lambda i=i: http.put("/v1/notes", json={"key": "bench", "run": 1, "name": f"n{i}", "text": "x" * 1024}))
-                for i in range(count)
-            ])
+            puts = timed(
+                "put (1 KiB, sequential)",
+                [
+                    (
+                        lambda i=i: http.put(
+                            "/v1/notes", json={"key": "bench", "run": 1, "name": f"n{i}", "text": "x" * 1024}
+                        )
+                    )
+                    for i in range(count)
+                ],
+            )
             refs = [r.json()["ref"] for r in puts]
             timed("get (sequential)", [(lambda r=r: http.get(f"/v1/notes/{r}")) for r in refs])
-            timed("list key, 100 per page", [
-                (lambda: http.get("/v1/notes", params={"key": "bench", "limit": 100})) for _ in range(max(10, count // 10))
-            ])
+            timed(
+                "list key, 100 per page",
+                [
+                    (lambda: http.get("/v1/notes", params={"key": "bench", "limit": 100}))
+                    for _ in range(max(10, count // 10))
+                ],
+            )
 
         def put_one(i: int) -> float:
             t = time.perf_counter()
-            response = httpx.put(runtime.endpoint + "/v1/notes", headers=headers, timeout=30,
-                                 json={"key": "bench-par", "run": 1, "name": f"n{i}", "text": "x" * 1024})
+            response = httpx.put(
+                runtime.endpoint + "/v1/notes",
+                headers=headers,
+                timeout=30,
+                json={"key": "bench-par", "run": 1, "name": f"n{i}", "text": "x" * 1024},
+            )
             assert response.status_code == 200, response.text
             return time.perf_counter() - t
 
@@ -161,8 +191,10 @@ def local_runtime(count: int, workers: int) -> dict[str, dict[str, float]]:
             latencies = list(pool.map(put_one, range(count)))
         wall = time.perf_counter() - start
         results[f"put ({workers} concurrent clients)"] = {
-            "n": count, "median_ms": statistics.median(latencies) * 1000,
-            "p95_ms": _percentile(latencies, 95) * 1000, "per_s": count / wall,
+            "n": count,
+            "median_ms": statistics.median(latencies) * 1000,
+            "p95_ms": _percentile(latencies, 95) * 1000,
+            "per_s": count / wall,
         }
     finally:
         runtime.stop()
@@ -174,7 +206,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer samples (CI smoke run)")
     args = parser.parse_args()
     count, rounds = (40, 3) if args.quick else (300, 9)
-    report: dict[str, Any] = {"python": sys.version.split()[0], "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    report: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
     console.print("[bold]1/3[/bold] AWS round trips per command (moto, botocore request-created events)")
     report["round_trips"] = round_trips()

@@ -25,7 +25,8 @@ def build_app(outdir: str | None = None) -> tuple[App, DovecoteStack]:
     app = App(outdir=outdir) if outdir else App()
     ctx = app.node.try_get_context
     stack = DovecoteStack(
-        app, "Dovecote",
+        app,
+        "Dovecote",
         layer_dir=build_layer(quiet=True),
         functions_dir=build_functions(),
         production=_bool(ctx("production") or False),

@@ -52,9 +52,7 @@ def _sources_digest(*roots: Path) -> str:
 def _copy_package(src: Path, dest: Path, exclude: tuple[str, ...] = ()) -> None:
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(
-        src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *exclude)
-    )
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *exclude))
 
 
 def build_layer(*, quiet: bool = False) -> Path:
@@ -71,11 +69,24 @@ def build_layer(*, quiet: bool = False) -> Path:
         site.mkdir(parents=True)
         if not quiet:
             print("building the Lambda layer (arm64, Python 3.12) without Docker ...", flush=True)
-        subprocess.run(
+        subprocess.run(  # noqa: S603 (fixed argv: this interpreter, pinned requirements)
             [
-                sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                "--platform", "manylinux2014_aarch64", "--implementation", "cp", "--python-version", "3.12",
-                "--only-binary=:all:", "--target", str(site), *LAYER_REQUIREMENTS,
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--platform",
+                "manylinux2014_aarch64",
+                "--implementation",
+                "cp",
+                "--python-version",
+                "3.12",
+                "--only-binary=:all:",
+                "--target",
+                str(site),
+                *LAYER_REQUIREMENTS,
             ],
             check=True,
         )

@@ -6,7 +6,7 @@ SERVICE = "dovecote"
 ENV_TOKENS_TABLE = "DOVECOTE_TOKENS_TABLE"
 ENV_NOTES_TABLE = "DOVECOTE_NOTES_TABLE"
 ENV_BUCKET = "DOVECOTE_BUCKET"
-ENV_CURSOR_SECRET_ARN = "DOVECOTE_CURSOR_SECRET_ARN"
+ENV_CURSOR_SECRET_ARN = "DOVECOTE_CURSOR_SECRET_ARN"  # noqa: S105 (an env var name)
 ENV_CURSOR_KEY = "DOVECOTE_CURSOR_KEY"
 
 # Notes table: key schema and the three GSIs the list filters use (see dovecote/notes/dynamo.py).

@@ -15,13 +15,25 @@ from infra.constructs.observability import Observability
 
 class DovecoteStack(Stack):
     def __init__(
-        self, scope: Construct, id: str, *, layer_dir: Path, functions_dir: Path, production: bool = False,
-        log_retention_days: int = 30, authorizer_cache_seconds: int = 300, **kwargs: object,
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        layer_dir: Path,
+        functions_dir: Path,
+        production: bool = False,
+        log_retention_days: int = 30,
+        authorizer_cache_seconds: int = 300,
+        **kwargs: object,
     ) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
         self.data = Data(self, "Data", production=production)
         self.api = Api(
-            self, "Api", data=self.data, layer_dir=layer_dir, functions_dir=functions_dir,
+            self,
+            "Api",
+            data=self.data,
+            layer_dir=layer_dir,
+            functions_dir=functions_dir,
             log_retention=_retention(log_retention_days),
             authorizer_cache_seconds=authorizer_cache_seconds,
         )
@@ -39,38 +51,83 @@ class DovecoteStack(Stack):
 def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # noqa: N802
     """(construct, rule id, reason). tests/infra checks each one still matches a real finding."""
     out: list[tuple[Construct, str, str]] = [
-        (stack, "AwsSolutions-L1", "Python 3.12 is pinned on purpose: the layer is built for cp312/arm64 and the "
-         "suite runs against it; moving runtimes is a deliberate, tested change."),
-        (stack.data.cursor_secret, "AwsSolutions-SMG4", "The cursor HMAC key is not a credential; rotating it only "
-         "invalidates open list cursors, so it is rotated by redeploying, not on a schedule."),
-        (stack.data.access_logs, "AwsSolutions-S1", "This is the server access log destination; logging it into "
-         "itself would loop."),
+        (
+            stack,
+            "AwsSolutions-L1",
+            "Python 3.12 is pinned on purpose: the layer is built for cp312/arm64 and the "
+            "suite runs against it; moving runtimes is a deliberate, tested change.",
+        ),
+        (
+            stack.data.cursor_secret,
+            "AwsSolutions-SMG4",
+            "The cursor HMAC key is not a credential; rotating it only "
+            "invalidates open list cursors, so it is rotated by redeploying, not on a schedule.",
+        ),
+        (
+            stack.data.access_logs,
+            "AwsSolutions-S1",
+            "This is the server access log destination; logging it into itself would loop.",
+        ),
     ]
+
     def ref(construct: Construct) -> str:
         return stack.get_logical_id(construct.node.default_child)  # type: ignore[arg-type]
 
     for name, fn in stack.api.functions.items():
         role = fn.role
-        out.append((role, "AwsSolutions-IAM5[Resource::*]", "X-Ray PutTraceSegments and PutTelemetryRecords "
-                    "support no resource-level permissions (added by Tracing.ACTIVE)."))
-        out.append((role, f"AwsSolutions-IAM5[Resource::<{ref(stack.api.log_groups[name])}.Arn>:*]",
-                    "Log streams inside this function's own log group, whose names Lambda chooses."))
+        out.append(
+            (
+                role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "X-Ray PutTraceSegments and PutTelemetryRecords "
+                "support no resource-level permissions (added by Tracing.ACTIVE).",
+            )
+        )
+        out.append(
+            (
+                role,
+                f"AwsSolutions-IAM5[Resource::<{ref(stack.api.log_groups[name])}.Arn>:*]",
+                "Log streams inside this function's own log group, whose names Lambda chooses.",
+            )
+        )
     notes_role = stack.api.functions["notes_api"].role
-    out.append((notes_role, f"AwsSolutions-IAM5[Resource::<{ref(stack.data.notes)}.Arn>/index/*]",
-                "The three list GSIs of the notes table (by_key, by_run, by_name), Query only."))
-    out.append((notes_role, f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/notes/*]",
-                "Note bodies live under notes/<authority>/<ref>; the key is derived per request."))
+    out.append(
+        (
+            notes_role,
+            f"AwsSolutions-IAM5[Resource::<{ref(stack.data.notes)}.Arn>/index/*]",
+            "The three list GSIs of the notes table (by_key, by_run, by_name), Query only.",
+        )
+    )
+    out.append(
+        (
+            notes_role,
+            f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/notes/*]",
+            "Note bodies live under notes/<authority>/<ref>; the key is derived per request.",
+        )
+    )
     for route in ("GET /v1/health", "GET /v1/openapi.json"):
-        out.append((stack.api.routes[route], "AwsSolutions-APIG4", "Public by the API contract: health and the "
-                    "OpenAPI document need no token; every other route uses the bearer-token authorizer."))
+        out.append(
+            (
+                stack.api.routes[route],
+                "AwsSolutions-APIG4",
+                "Public by the API contract: health and the "
+                "OpenAPI document need no token; every other route uses the bearer-token authorizer.",
+            )
+        )
     return out
 
 
 def _retention(days: int) -> logs.RetentionDays:
     allowed = {
-        1: logs.RetentionDays.ONE_DAY, 7: logs.RetentionDays.ONE_WEEK, 14: logs.RetentionDays.TWO_WEEKS,
-        30: logs.RetentionDays.ONE_MONTH, 90: logs.RetentionDays.THREE_MONTHS, 180: logs.RetentionDays.SIX_MONTHS,
-        365: logs.RetentionDays.ONE_YEAR, 731: logs.RetentionDays.TWO_YEARS, 1827: logs.RetentionDays.FIVE_YEARS,
+        1: logs.RetentionDays.ONE_DAY,
+        7: logs.RetentionDays.ONE_WEEK,
+        14: logs.RetentionDays.TWO_WEEKS,
+        30: logs.RetentionDays.ONE_MONTH,
+        90: logs.RetentionDays.THREE_MONTHS,
+        180: logs.RetentionDays.SIX_MONTHS,
+        365: logs.RetentionDays.ONE_YEAR,
+        731: logs.RetentionDays.TWO_YEARS,
+        1827: logs.RetentionDays.FIVE_YEARS,
     }
     if days not in allowed:
         raise ValueError(f"log_retention_days must be one of {sorted(allowed)}, got {days}")

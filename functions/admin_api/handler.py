@@ -6,13 +6,12 @@ import importlib
 from functools import lru_cache
 from typing import Annotated, Any
 
+import dovecote
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
-from pydantic import BaseModel, ConfigDict, StrictStr
-
-import dovecote
 from dovecote.admin.tokens import TokenService
 from dovecote.platform.http import current_principal, lambda_entry, new_resolver, responses
+from pydantic import BaseModel, ConfigDict, StrictStr
 
 app = new_resolver()
 
@@ -64,7 +63,7 @@ def create_token(body: Annotated[TokenBody, Body()]) -> Response[TokenOut]:
     """Mint a bearer token. Admin only, inside the admin's own authority. Shown once."""
     token, principal = service().mint(current_principal(app), body.authority, body.role, body.worker)
     out = TokenOut(token=token, authority=principal.authority, role=principal.role, worker=principal.worker)
-    return Response(status_code=201, content_type="application/json", body=out.model_dump_json())
+    return Response(status_code=201, content_type="application/json", body=out)
 
 
 @lru_cache(maxsize=1)

@@ -7,10 +7,10 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
-
 from dovecote.notes.model import NoteFilter, NoteMeta
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.http import current_principal, lambda_entry, new_resolver, responses
+
 from functions.notes_api.models import (
     NoteBodyOut,
     NoteListItem,
@@ -44,8 +44,15 @@ def service() -> NotesService:
 def _out(meta: NoteMeta) -> NoteOut:
     c = meta.coordinates
     return NoteOut(
-        ref=meta.ref, key=c.key, run=c.run, name=c.name, author=c.author, size=meta.size,
-        sha256=meta.sha256, content_type=meta.content_type, updated_at=meta.updated_at,
+        ref=meta.ref,
+        key=c.key,
+        run=c.run,
+        name=c.name,
+        author=c.author,
+        size=meta.size,
+        sha256=meta.sha256,
+        content_type=meta.content_type,
+        updated_at=meta.updated_at,
     )
 
 
@@ -96,8 +103,13 @@ def list_notes(
     return NoteListOut(
         items=[
             NoteListItem(
-                ref=m.ref, key=m.coordinates.key, run=m.coordinates.run, name=m.coordinates.name,
-                author=m.coordinates.author, size=m.size, updated_at=m.updated_at,
+                ref=m.ref,
+                key=m.coordinates.key,
+                run=m.coordinates.run,
+                name=m.coordinates.name,
+                author=m.coordinates.author,
+                size=m.size,
+                updated_at=m.updated_at,
             )
             for m in items
         ],

@@ -3,9 +3,8 @@ dovecote.notes, so these models stay permissive where the domain gate decides.""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
-
 from dovecote.platform.http import ApiModel
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 
 class _Strict(BaseModel):

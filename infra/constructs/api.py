@@ -20,12 +20,20 @@ from infra.routes import AUTHORIZER, FUNCTIONS, ROUTES, Function
 
 class Api(Construct):
     def __init__(
-        self, scope: Construct, id: str, *, data: Data, layer_dir: Path, functions_dir: Path,
-        log_retention: logs.RetentionDays, authorizer_cache_seconds: int,
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        data: Data,
+        layer_dir: Path,
+        functions_dir: Path,
+        log_retention: logs.RetentionDays,
+        authorizer_cache_seconds: int,
     ) -> None:
         super().__init__(scope, id)
         self.layer = lambda_.LayerVersion(
-            self, "SharedLayer",
+            self,
+            "SharedLayer",
             code=lambda_.Code.from_asset(str(layer_dir)),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
             compatible_architectures=[lambda_.Architecture.ARM_64],
@@ -52,9 +60,9 @@ class Api(Construct):
         stage.access_log_settings = apigw.CfnStage.AccessLogSettingsProperty(
             destination_arn=self.access_logs.log_group_arn,
             format=(
-                    '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
-                    '"routeKey":"$context.routeKey","status":"$context.status",'
-                    '"latency":"$context.responseLatency","error":"$context.error.message",'
+                '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
+                '"routeKey":"$context.routeKey","status":"$context.status",'
+                '"latency":"$context.responseLatency","error":"$context.error.message",'
                 '"authorizerError":"$context.authorizer.error"}'
             ),
         )
@@ -70,12 +78,14 @@ class Api(Construct):
         )
         integration_by_function = {
             name: integrations.HttpLambdaIntegration(f"{name}-integration", fn)
-            for name, fn in self.functions.items() if name != AUTHORIZER.name
+            for name, fn in self.functions.items()
+            if name != AUTHORIZER.name
         }
         self.routes: dict[str, apigw.HttpRoute] = {}
         for route in ROUTES:
             self.routes[f"{route.method} {route.path}"] = apigw.HttpRoute(
-                self, f"Route {route.method} {route.path}",
+                self,
+                f"Route {route.method} {route.path}",
                 http_api=self.http_api,
                 route_key=apigw.HttpRouteKey.with_(route.path, apigw.HttpMethod(route.method)),
                 integration=integration_by_function[route.function],
@@ -86,7 +96,8 @@ class Api(Construct):
         log_group = logs.LogGroup(self, f"{spec.name}-logs", retention=self._retention)
         self.log_groups[spec.name] = log_group
         role = iam.Role(
-            self, f"{spec.name}-role",
+            self,
+            f"{spec.name}-role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"Dovecote {spec.name}: least privilege",
         )
@@ -98,7 +109,8 @@ class Api(Construct):
             )
         )
         return lambda_.Function(
-            self, spec.name,
+            self,
+            spec.name,
             runtime=lambda_.Runtime.PYTHON_3_12,
             architecture=lambda_.Architecture.ARM_64,
             handler=spec.handler,

@@ -16,11 +16,14 @@ class Data(Construct):
     def __init__(self, scope: Construct, id: str, *, production: bool) -> None:
         super().__init__(scope, id)
         removal = RemovalPolicy.RETAIN if production else RemovalPolicy.DESTROY
-        self.key = kms.Key(self, "Key", enable_key_rotation=True, description="Dovecote data key", removal_policy=removal)
+        self.key = kms.Key(
+            self, "Key", enable_key_rotation=True, description="Dovecote data key", removal_policy=removal
+        )
 
         def table(name: str, partition: str, sort: str | None = None) -> ddb.Table:
             return ddb.Table(
-                self, name,
+                self,
+                name,
                 partition_key=ddb.Attribute(name=partition, type=ddb.AttributeType.STRING),
                 sort_key=ddb.Attribute(name=sort, type=ddb.AttributeType.STRING) if sort else None,
                 billing_mode=ddb.BillingMode.PAY_PER_REQUEST,
@@ -46,7 +49,8 @@ class Data(Construct):
 
         # Server access logs: the destination bucket cannot use SSE-KMS, so it uses SSE-S3.
         self.access_logs = s3.Bucket(
-            self, "AccessLogs",
+            self,
+            "AccessLogs",
             encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
@@ -56,7 +60,8 @@ class Data(Construct):
             auto_delete_objects=False,
         )
         self.bucket = s3.Bucket(
-            self, "Bodies",
+            self,
+            "Bodies",
             encryption=s3.BucketEncryption.KMS,
             encryption_key=self.key,
             bucket_key_enabled=True,
@@ -77,7 +82,8 @@ class Data(Construct):
             removal_policy=removal,
         )
         self.cursor_secret = sm.Secret(
-            self, "CursorKey",
+            self,
+            "CursorKey",
             description="HMAC key that signs Dovecote list cursors",
             encryption_key=self.key,
             generate_secret_string=sm.SecretStringGenerator(password_length=64, exclude_punctuation=True),

@@ -19,20 +19,30 @@ class Observability(Construct):
             self._alarm(f"{name}-throttles", fn.metric_throttles(period=Duration.minutes(5)), 1)
             widgets.append(self._function_widget(name, fn))
         server_errors = cw.Metric(
-            namespace="AWS/ApiGateway", metric_name="5xx",
-            dimensions_map={"ApiId": api.http_api.api_id}, statistic="Sum", period=Duration.minutes(5),
+            namespace="AWS/ApiGateway",
+            metric_name="5xx",
+            dimensions_map={"ApiId": api.http_api.api_id},
+            statistic="Sum",
+            period=Duration.minutes(5),
         )
         self._alarm("api-5xx", server_errors, 5)
         latency = cw.Metric(
-            namespace="AWS/ApiGateway", metric_name="Latency",
-            dimensions_map={"ApiId": api.http_api.api_id}, statistic="p95", period=Duration.minutes(5),
+            namespace="AWS/ApiGateway",
+            metric_name="Latency",
+            dimensions_map={"ApiId": api.http_api.api_id},
+            statistic="p95",
+            period=Duration.minutes(5),
         )
         widgets.append(cw.GraphWidget(title="API 5xx and p95 latency", left=[server_errors], right=[latency]))
         cw.Dashboard(self, "Dashboard", dashboard_name="dovecote", widgets=[widgets])
 
     def _alarm(self, name: str, metric: cw.IMetric, threshold: float) -> cw.Alarm:
         return cw.Alarm(
-            self, name, metric=metric, threshold=threshold, evaluation_periods=1,
+            self,
+            name,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=1,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )

@@ -148,7 +148,8 @@ class Gateway:
         return {
             "version": "2.0",
             "type": "REQUEST",
-            "routeArn": f"arn:aws:execute-api:us-east-1:000000000000:local/$default/{event['routeKey'].replace(' ', '')}",
+            "routeArn": "arn:aws:execute-api:us-east-1:000000000000:local/$default/"
+            + event["routeKey"].replace(" ", ""),
             "identitySource": [event["headers"].get("authorization", "")],
             "routeKey": event["routeKey"],
             "rawPath": event["rawPath"],

@@ -10,7 +10,10 @@ from infra import constants as c
 
 
 def notes_table_spec(name: str) -> dict[str, Any]:
-    attributes = [{"AttributeName": c.NOTES_PK, "AttributeType": "S"}, {"AttributeName": c.NOTES_SK, "AttributeType": "S"}]
+    attributes = [
+        {"AttributeName": c.NOTES_PK, "AttributeType": "S"},
+        {"AttributeName": c.NOTES_SK, "AttributeType": "S"},
+    ]
     indexes = []
     for index, attribute in c.NOTES_INDEXES.items():
         attributes.append({"AttributeName": attribute, "AttributeType": "S"})

@@ -31,7 +31,11 @@ def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))}
     process = subprocess.Popen(
         [sys.executable, "-m", "dovecote.cli", "dev", "--port", str(port), "--tokens-file", str(tokens_file)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     deadline = time.monotonic() + 60
     endpoint = f"http://127.0.0.1:{port}"

@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
-
 from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.notes.model import INLINE_LIMIT, note_ref
+
 from tests.e2e.conftest import bearer
 
 
@@ -38,8 +38,11 @@ def test_health_and_openapi_need_no_token(http: httpx.Client) -> None:
 
 def test_put_get_list_delete(http: httpx.Client, caller: dict[str, str]) -> None:
     key = unique_key()
-    put = http.put("/v1/notes", json={"key": key, "run": 1, "name": "fix_plan", "author": "claude", "text": "plan A"},
-                   headers=caller)
+    put = http.put(
+        "/v1/notes",
+        json={"key": key, "run": 1, "name": "fix_plan", "author": "claude", "text": "plan A"},
+        headers=caller,
+    )
     assert put.status_code == 200, put.text
     note = put.json()
     assert note["ref"] == note_ref(key, 1, "fix_plan", "claude")
@@ -74,8 +77,9 @@ def test_paging_over_http(http: httpx.Client, caller: dict[str, str]) -> None:
         if not cursor:
             break
     assert sizes == [10, 10, 5]
-    bad = http.get("/v1/notes", params={"key": key + "x", "limit": 10, "cursor": page_cursor(http, caller, key)},
-                   headers=caller)
+    bad = http.get(
+        "/v1/notes", params={"key": key + "x", "limit": 10, "cursor": page_cursor(http, caller, key)}, headers=caller
+    )
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_argument"
 
 
@@ -109,7 +113,9 @@ BAD_PUTS = [
 
 
 @pytest.mark.parametrize(("body", "message"), BAD_PUTS, ids=[m for _, m in BAD_PUTS])
-def test_bad_input_is_400_and_stores_nothing(http: httpx.Client, caller: dict[str, str], body: dict, message: str) -> None:
+def test_bad_input_is_400_and_stores_nothing(
+    http: httpx.Client, caller: dict[str, str], body: dict, message: str
+) -> None:
     key = unique_key()
     if body.get("key") == "K":
         body = {**body, "key": key}
@@ -136,8 +142,9 @@ def test_bad_list_queries_are_400(http: httpx.Client, caller: dict[str, str], qu
 
 def test_inline_body_over_the_limit_is_413(http: httpx.Client, caller: dict[str, str]) -> None:
     key = unique_key()
-    response = http.put("/v1/notes", json={"key": key, "run": 1, "name": "n", "text": "x" * (INLINE_LIMIT + 1)},
-                        headers=caller)
+    response = http.put(
+        "/v1/notes", json={"key": key, "run": 1, "name": "n", "text": "x" * (INLINE_LIMIT + 1)}, headers=caller
+    )
     assert response.status_code == 413 and response.json()["error"]["code"] == "payload_too_large"
     assert listed(http, caller, key=key) == []
 
@@ -173,7 +180,9 @@ def other_authority_token(dev_runtime: dict[str, Any]) -> dict[str, str]:
         "t,_=TokenService(DynamoTokenStore(table='dovecote-tokens',dynamodb=d)).mint(None,'other','caller',None);print(t)"
     )
     endpoint = moto_endpoint(dev_runtime)
-    token = subprocess.run([sys.executable, "-c", code, endpoint], capture_output=True, text=True, check=True).stdout.strip()
+    token = subprocess.run(
+        [sys.executable, "-c", code, endpoint], capture_output=True, text=True, check=True
+    ).stdout.strip()
     json.dumps(token)
     return bearer(token)
 
@@ -182,9 +191,11 @@ def moto_endpoint(dev_runtime: dict[str, Any]) -> str:
     import httpx as _h
 
     # The dev runtime's presigned upload URL names the in-process moto endpoint.
-    response = _h.post(dev_runtime["endpoint"] + "/v1/notes/uploads",
-                       json={"key": "probe", "run": 1, "name": "n", "size": 1, "sha256": "0" * 64},
-                       headers=bearer(dev_runtime["tokens"]["caller"]))
+    response = _h.post(
+        dev_runtime["endpoint"] + "/v1/notes/uploads",
+        json={"key": "probe", "run": 1, "name": "n", "size": 1, "sha256": "0" * 64},
+        headers=bearer(dev_runtime["tokens"]["caller"]),
+    )
     url = httpx.URL(response.json()["upload_url"])
     return f"{url.scheme}://{url.host}:{url.port}"
 
@@ -206,8 +217,11 @@ def test_large_upload_over_http(dev_runtime: dict[str, Any], http: httpx.Client,
 
 
 def test_upload_over_64_mib_is_413(http: httpx.Client, caller: dict[str, str]) -> None:
-    response = http.post("/v1/notes/uploads", json={"key": "k", "run": 1, "name": "n", "size": 64 * 1024 * 1024 + 1,
-                                                    "sha256": "0" * 64}, headers=caller)
+    response = http.post(
+        "/v1/notes/uploads",
+        json={"key": "k", "run": 1, "name": "n", "size": 64 * 1024 * 1024 + 1, "sha256": "0" * 64},
+        headers=caller,
+    )
     assert response.status_code == 413
 
 
@@ -219,7 +233,9 @@ def test_sdk_computes_refs_and_moves_large_bodies(dev_runtime: dict[str, Any]) -
         big = b"\x00\x01" * (INLINE_LIMIT // 2 + 100)
         client.put_note(key, 3, "blob", big)
         assert client.get_note(client.note_ref(key, 3, "blob")).body == big
-        assert [n["name"] for n in client.iter_notes(key=key, limit=1)] == sorted(["plan", "blob"], key=lambda n: client.note_ref(key, 3, n, "w" if n == "plan" else ""))
+        assert [n["name"] for n in client.iter_notes(key=key, limit=1)] == sorted(
+            ["plan", "blob"], key=lambda n: client.note_ref(key, 3, n, "w" if n == "plan" else "")
+        )
         with pytest.raises(DovecoteError) as caught:
             client.get_note(client.note_ref(key, 3, "absent"))
         assert caught.value.status == 404 and caught.value.code == "not_found"

@@ -16,9 +16,7 @@ FUZZED_PREFIXES = ("/v1/notes", "/v1/admin/tokens", "/v1/health")
 
 # The same document GET /v1/openapi.json serves (a test below checks that), built in-process so
 # the operations are known at collection time.
-schema = schemathesis.openapi.from_dict(openapi_document()).include(
-    path_regex="^(" + "|".join(FUZZED_PREFIXES) + ")"
-)
+schema = schemathesis.openapi.from_dict(openapi_document()).include(path_regex="^(" + "|".join(FUZZED_PREFIXES) + ")")
 
 
 def test_served_document_is_the_fuzzed_one(dev_runtime: dict[str, Any]) -> None:

@@ -17,7 +17,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if os.environ.get("CI") == "true":
         raise pytest.UsageError("CI=true but Node.js is missing: the CDK infra tests cannot be skipped in CI")
-    skip = pytest.mark.skip(reason="Node.js is not installed; aws-cdk-lib needs it to synthesize (apt-get install nodejs)")
+    skip = pytest.mark.skip(
+        reason="Node.js is not installed; aws-cdk-lib needs it to synthesize (apt-get install nodejs)"
+    )
     for item in items:
         if "tests/infra" in str(item.fspath):
             item.add_marker(skip)

@@ -92,7 +92,11 @@ def test_layer_ships_dovecote_but_not_boto3(synthesized: dict[str, Any]) -> None
 
 
 def _policy_for(raw: dict[str, Any], function: str) -> list[dict[str, Any]]:
-    fn = next(v for k, v in resources(raw, "AWS::Lambda::Function").items() if v["Properties"]["Handler"] == FUNCTIONS.get(function, AUTHORIZER).handler)
+    fn = next(
+        v
+        for k, v in resources(raw, "AWS::Lambda::Function").items()
+        if v["Properties"]["Handler"] == FUNCTIONS.get(function, AUTHORIZER).handler
+    )
     role = fn["Properties"]["Role"]["Fn::GetAtt"][0]
     statements: list[dict[str, Any]] = []
     for policy in resources(raw, "AWS::IAM::Policy").values():
@@ -112,7 +116,9 @@ def test_notes_role_touches_only_the_notes_table(synthesized: dict[str, Any]) ->
     raw = synthesized["raw"]
     tables = resources(raw, "AWS::DynamoDB::Table")
     notes = next(k for k in tables if k.startswith("DataNotes"))
-    dynamo_statements = [s for s in _policy_for(raw, "notes_api") if any(a.startswith("dynamodb:") for a in _actions(s))]
+    dynamo_statements = [
+        s for s in _policy_for(raw, "notes_api") if any(a.startswith("dynamodb:") for a in _actions(s))
+    ]
     assert dynamo_statements
     for statement in dynamo_statements:
         assert _logical_ids(statement["Resource"]) & set(tables) == {notes}
@@ -139,13 +145,21 @@ def test_bucket_is_kms_encrypted_private_versioned_and_denies_non_tls(synthesize
     template.has_resource_properties(
         "AWS::S3::Bucket",
         {
-            "BucketEncryption": {"ServerSideEncryptionConfiguration": [Match.object_like(
-                {"ServerSideEncryptionByDefault": Match.object_like({"SSEAlgorithm": "aws:kms"})}
-            )]},
-            "PublicAccessBlockConfiguration": {"BlockPublicAcls": True, "BlockPublicPolicy": True,
-                                               "IgnorePublicAcls": True, "RestrictPublicBuckets": True},
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [
+                    Match.object_like({"ServerSideEncryptionByDefault": Match.object_like({"SSEAlgorithm": "aws:kms"})})
+                ]
+            },
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
             "VersioningConfiguration": {"Status": "Enabled"},
-            "LifecycleConfiguration": {"Rules": Match.array_with([Match.object_like({"NoncurrentVersionExpiration": {"NoncurrentDays": 7}})])},
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with([Match.object_like({"NoncurrentVersionExpiration": {"NoncurrentDays": 7}})])
+            },
         },
     )
     policies = resources(synthesized["raw"], "AWS::S3::BucketPolicy")
@@ -196,5 +210,7 @@ def test_production_context_retains_data(tmp_path: Path) -> None:
     app = App(outdir=str(tmp_path))
     DovecoteStack(app, "Prod", layer_dir=build_layer(quiet=True), functions_dir=build_functions(), production=True)
     template = Template.from_stack(app.node.find_child("Prod"))  # type: ignore[arg-type]
-    template.has_resource("AWS::DynamoDB::Table", {"DeletionPolicy": "Retain",
-                                                    "Properties": Match.object_like({"DeletionProtectionEnabled": True})})
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {"DeletionPolicy": "Retain", "Properties": Match.object_like({"DeletionProtectionEnabled": True})},
+    )

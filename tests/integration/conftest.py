@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from moto import mock_aws
-
 from dovecote.platform import aws
 from dovecote.platform.settings import get_settings
+from moto import mock_aws
+
 from infra.local.resources import DEFAULT_NAMES, create_all
 
 
@@ -19,7 +19,9 @@ def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         aws.reset_clients()
         get_settings.cache_clear()
         env = create_all(
-            dynamodb=aws.client("dynamodb"), s3=aws.client("s3"), secretsmanager=aws.client("secretsmanager"),
+            dynamodb=aws.client("dynamodb"),
+            s3=aws.client("s3"),
+            secretsmanager=aws.client("secretsmanager"),
             names=DEFAULT_NAMES,
         )
         for name, value in env.items():

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
-
 from dovecote.notes.dynamo import DynamoNoteStore
 from dovecote.notes.model import INLINE_LIMIT, NoteFilter, note_ref
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, NotFound, Throttled, Unavailable
 from dovecote.platform.principal import Principal
+
 from infra.local.metering import count_round_trips
 
 ACME = Principal("acme", "caller")
@@ -21,8 +21,12 @@ ACME = Principal("acme", "caller")
 
 @pytest.fixture
 def notes(moto_env: dict[str, Any]) -> Iterator[tuple[NotesService, dict[str, Any]]]:
-    store = DynamoNoteStore(table=moto_env["settings"].notes_table, bucket=moto_env["settings"].bucket,
-                            dynamodb=moto_env["dynamodb"], s3=moto_env["s3"])
+    store = DynamoNoteStore(
+        table=moto_env["settings"].notes_table,
+        bucket=moto_env["settings"].bucket,
+        dynamodb=moto_env["dynamodb"],
+        s3=moto_env["s3"],
+    )
     yield NotesService(store, CursorSigner(b"fault-key-0123456789abcdefghij")), moto_env
 
 
@@ -117,7 +121,9 @@ def test_timeout_after_the_index_write_is_commit_unknown_and_the_retry_converges
 
 def test_throttle_is_429_and_read_failure_is_503(notes: Any) -> None:
     service, env = notes
-    inject(env["dynamodb"], "before-call.dynamodb.Query", server_error("Query", "ProvisionedThroughputExceededException"))
+    inject(
+        env["dynamodb"], "before-call.dynamodb.Query", server_error("Query", "ProvisionedThroughputExceededException")
+    )
     with pytest.raises(Throttled) as throttled:
         service.list(ACME, NoteFilter(), None, None)
     assert throttled.value.status == 429

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import requests
-
 from dovecote.notes.dynamo import DynamoNoteStore
 from dovecote.notes.memory import InMemoryNoteStore
 from dovecote.notes.model import INLINE_LIMIT, NoteFilter, note_ref
@@ -37,8 +36,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         yield Backend(NotesService(store, signer), store.upload)
         return
     env = request.getfixturevalue("moto_env")
-    store_ = DynamoNoteStore(table=env["settings"].notes_table, bucket=env["settings"].bucket,
-                             dynamodb=env["dynamodb"], s3=env["s3"])
+    store_ = DynamoNoteStore(
+        table=env["settings"].notes_table, bucket=env["settings"].bucket, dynamodb=env["dynamodb"], s3=env["s3"]
+    )
 
     def http_upload(url: str, body: bytes) -> None:
         assert requests.put(url, data=body, timeout=30).status_code == 200
@@ -94,8 +94,11 @@ def test_invalid_text_utf8_declared_as_text_comes_back_as_base64(backend: Backen
 
 
 def test_invalid_note_stores_nothing(backend: Backend) -> None:
-    for bad in (PutNote(key="", run=1, name="n", text="x"), PutNote(key="k", run=0, name="n", text="x"),
-                PutNote(key="k", run=1, name="", text="x")):
+    for bad in (
+        PutNote(key="", run=1, name="n", text="x"),
+        PutNote(key="k", run=0, name="n", text="x"),
+        PutNote(key="k", run=1, name="", text="x"),
+    ):
         with pytest.raises(InvalidArgument):
             backend.service.put(ACME, bad)
     assert listing(backend) == []

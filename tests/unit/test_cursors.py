@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import InvalidArgument
 
@@ -19,7 +18,14 @@ def test_tampered_payload_is_refused() -> None:
     cursor = signer.seal(authority="acme", scope="notes:f1", position={"after": "ab"})
     payload, mac = cursor.split(".")
     forged = CursorSigner(b"x" * 32).seal(authority="acme", scope="notes:f1", position={"after": "zz"}).split(".")[0]
-    for bad in (forged + "." + mac, payload[:-2] + "AA." + mac, payload + "." + mac[:-2] + "AA", "garbage", "", "a.b.c"):
+    for bad in (
+        forged + "." + mac,
+        payload[:-2] + "AA." + mac,
+        payload + "." + mac[:-2] + "AA",
+        "garbage",
+        "",
+        "a.b.c",
+    ):
         with pytest.raises(InvalidArgument, match="malformed or was not issued"):
             signer.open(bad, authority="acme", scope="notes:f1")
 

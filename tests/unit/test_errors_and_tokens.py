@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import pytest
-
 from dovecote.admin.tokens import InMemoryTokenStore, TokenService, token_hash
 from dovecote.platform.errors import STATUS_BY_CODE, DomainError, Forbidden, InvalidArgument, error_for
 from dovecote.platform.principal import Principal, principal_from_event
 
 
 def test_every_api_md_code_has_its_status() -> None:
-    expected = {400: {"invalid_argument", "ambiguous_ref"}, 401: {"unauthenticated"}, 403: {"forbidden"},
-                404: {"not_found"}, 413: {"payload_too_large"}, 429: {"throttled"}}
+    expected = {
+        400: {"invalid_argument", "ambiguous_ref"},
+        401: {"unauthenticated"},
+        403: {"forbidden"},
+        404: {"not_found"},
+        413: {"payload_too_large"},
+        429: {"throttled"},
+    }
     for status, codes in expected.items():
         for code in codes:
             assert STATUS_BY_CODE[code] == status
@@ -28,8 +33,11 @@ def test_error_envelope_is_data() -> None:
 
 
 def test_principal_comes_only_from_the_authorizer_context() -> None:
-    event = {"requestContext": {"authorizer": {"lambda": {"authority": "acme", "role": "worker", "worker": "w1"}}},
-             "body": '{"authority": "evil"}', "headers": {"x-authority": "evil"}}
+    event = {
+        "requestContext": {"authorizer": {"lambda": {"authority": "acme", "role": "worker", "worker": "w1"}}},
+        "body": '{"authority": "evil"}',
+        "headers": {"x-authority": "evil"},
+    }
     assert principal_from_event(event) == Principal("acme", "worker", "w1")
     with pytest.raises(DomainError) as caught:
         principal_from_event({"requestContext": {"authorizer": {"lambda": {"reason": "invalid bearer token"}}}})
@@ -55,8 +63,14 @@ def test_tokens_are_stored_hashed_and_resolve_back() -> None:
 
 @pytest.mark.parametrize(
     ("authority", "role", "worker"),
-    [("", "caller", None), ("bad authority", "caller", None), ("acme", "root", None), ("acme", "worker", None),
-     ("acme", "caller", "w1"), ("acme", "worker", "bad worker")],
+    [
+        ("", "caller", None),
+        ("bad authority", "caller", None),
+        ("acme", "root", None),
+        ("acme", "worker", None),
+        ("acme", "caller", "w1"),
+        ("acme", "worker", "bad worker"),
+    ],
 )
 def test_token_gate(authority: str, role: str, worker: str | None) -> None:
     with pytest.raises(InvalidArgument):

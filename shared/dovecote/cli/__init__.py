@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -38,8 +38,10 @@ def _fail(exc: DovecoteError) -> None:
 def dev(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind (0 picks a free one).")] = 8787,
-    data: Annotated[Optional[Path], typer.Option(help="Persist state in DIR (not built yet).")] = None,
-    tokens_file: Annotated[Path, typer.Option(help="Where to write the dev tokens.")] = Path(".dovecote/dev-tokens.json"),
+    data: Annotated[Path | None, typer.Option(help="Persist state in DIR (not built yet).")] = None,
+    tokens_file: Annotated[Path, typer.Option(help="Where to write the dev tokens.")] = Path(
+        ".dovecote/dev-tokens.json"
+    ),
 ) -> None:
     """Run the whole service locally over moto, with API Gateway emulated."""
     if data is not None:
@@ -62,7 +64,7 @@ def dev(
 def tokens_create(
     authority: Annotated[str, typer.Option(help="Authority the token acts in.")],
     role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
-    worker: Annotated[Optional[str], typer.Option(help="Worker id (worker tokens).")] = None,
+    worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
 ) -> None:
     """Mint a token with an admin token (DOVECOTE_TOKEN, or the dev admin token)."""
     try:
@@ -78,9 +80,9 @@ def notes_put(
     key: str,
     run: int,
     name: str,
-    file: Annotated[Optional[Path], typer.Option("--file", "-f", help="Read the body from FILE (default: stdin).")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the body from FILE (default: stdin).")] = None,
     author: Annotated[str, typer.Option(help="Author; empty is the shared scope.")] = "",
-    content_type: Annotated[Optional[str], typer.Option(help="Media type of the body.")] = None,
+    content_type: Annotated[str | None, typer.Option(help="Media type of the body.")] = None,
 ) -> None:
     """Store a note body from stdin or a file."""
     data = file.read_bytes() if file else sys.stdin.buffer.read()
@@ -100,7 +102,7 @@ def notes_put(
 
 @notes_app.command("get")
 def notes_get(
-    ref: Annotated[Optional[str], typer.Argument(help="The note's ref; or give --key/--run/--name.")] = None,
+    ref: Annotated[str | None, typer.Argument(help="The note's ref; or give --key/--run/--name.")] = None,
     key: Annotated[str, typer.Option()] = "",
     run: Annotated[int, typer.Option()] = 0,
     name: Annotated[str, typer.Option()] = "",
@@ -125,11 +127,11 @@ def notes_get(
 @notes_app.command("ls")
 def notes_ls(
     key: Annotated[str, typer.Option()] = "",
-    run: Annotated[Optional[int], typer.Option()] = None,
+    run: Annotated[int | None, typer.Option()] = None,
     name: Annotated[str, typer.Option()] = "",
-    author: Annotated[Optional[str], typer.Option(help="Omit for any author; '' for the shared scope.")] = None,
-    limit: Annotated[Optional[int], typer.Option()] = None,
-    cursor: Annotated[Optional[str], typer.Option()] = None,
+    author: Annotated[str | None, typer.Option(help="Omit for any author; '' for the shared scope.")] = None,
+    limit: Annotated[int | None, typer.Option()] = None,
+    cursor: Annotated[str | None, typer.Option()] = None,
     all_pages: Annotated[bool, typer.Option("--all", help="Follow the cursor to the end.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
@@ -143,7 +145,15 @@ def notes_ls(
                 if as_json:
                     out.print(json.dumps(item), highlight=False, soft_wrap=True)
                 else:
-                    table.add_row(item["ref"][:16], item["key"], str(item["run"]), item["name"], item["author"], str(item["size"]), item["updated_at"])
+                    table.add_row(
+                        item["ref"][:16],
+                        item["key"],
+                        str(item["run"]),
+                        item["name"],
+                        item["author"],
+                        str(item["size"]),
+                        item["updated_at"],
+                    )
             cursor = page.get("cursor")
             if not all_pages or not cursor:
                 break

@@ -97,7 +97,9 @@ class DovecoteClient:
                     response.status_code, "http_error"
                 )
                 raise DovecoteError(response.status_code, code, message)
-            raise DovecoteError(response.status_code, error.get("code", ""), error.get("message", ""), error.get("details"))
+            raise DovecoteError(
+                response.status_code, error.get("code", ""), error.get("message", ""), error.get("details")
+            )
         if response.status_code == 204 or not response.content:
             return None
         return response.json()
@@ -134,10 +136,16 @@ class DovecoteClient:
         data = body.encode("utf-8") if isinstance(body, str) else body
         if len(data) > INLINE_LIMIT:
             digest = hashlib.sha256(data).hexdigest()
-            upload = self.request("POST", "/v1/notes/uploads", json={**coordinates, "size": len(data), "sha256": digest})
+            upload = self.request(
+                "POST", "/v1/notes/uploads", json={**coordinates, "size": len(data), "sha256": digest}
+            )
             put = httpx.put(upload["upload_url"], content=data, timeout=300)
             put.raise_for_status()
-            return dict(self.request("PUT", "/v1/notes", json={**coordinates, "upload": True, "sha256": digest, "size": len(data)}))
+            return dict(
+                self.request(
+                    "PUT", "/v1/notes", json={**coordinates, "upload": True, "sha256": digest, "size": len(data)}
+                )
+            )
         if isinstance(body, str):
             return dict(self.request("PUT", "/v1/notes", json={**coordinates, "text": body}))
         return dict(self.request("PUT", "/v1/notes", json={**coordinates, "body_b64": base64.b64encode(data).decode()}))
@@ -152,7 +160,9 @@ class DovecoteClient:
             body = base64.b64decode(raw["body_b64"])
         else:
             body = (raw.get("text") or "").encode("utf-8")
-        fields = {k: raw[k] for k in ("ref", "key", "run", "name", "author", "size", "sha256", "content_type", "updated_at")}
+        fields = {
+            k: raw[k] for k in ("ref", "key", "run", "name", "author", "size", "sha256", "content_type", "updated_at")
+        }
         return Note(**fields, body=body)
 
     def get_note_at(self, key: str, run: int, name: str, author: str = "") -> Note:

@@ -124,7 +124,9 @@ class DynamoNoteStore:
                 obj = self._s3.get_object(Bucket=self._bucket, Key=blob_key(authority, meta.ref))
         except Unavailable as exc:
             if isinstance(exc.__cause__, ClientError) and aws_error_code(exc.__cause__) in ("NoSuchKey", "404"):
-                raise NotFound("no upload found for this note; PUT the body to the upload URL first", ref=meta.ref) from None
+                raise NotFound(
+                    "no upload found for this note; PUT the body to the upload URL first", ref=meta.ref
+                ) from None
             raise
         digest = hashlib.sha256()
         size = 0
@@ -174,7 +176,10 @@ class DynamoNoteStore:
                     ConditionExpression="attribute_exists(pk)",
                 )
         except CommitUnknown as exc:
-            if isinstance(exc.__cause__, ClientError) and aws_error_code(exc.__cause__) == "ConditionalCheckFailedException":
+            if (
+                isinstance(exc.__cause__, ClientError)
+                and aws_error_code(exc.__cause__) == "ConditionalCheckFailedException"
+            ):
                 raise NotFound("note not found", ref=ref) from None
             raise
         # The index entry is gone, so the note is deleted. The body gets a delete marker; older

@@ -119,9 +119,7 @@ def list_limit(limit: int | None) -> int:
     if limit is None or limit == 0:
         return DEFAULT_LIST_LIMIT
     if limit < 0 or limit > MAX_LIST_LIMIT:
-        raise InvalidArgument(
-            f"limit must be between 0 and {MAX_LIST_LIMIT}, got {limit}", field="limit", limit=limit
-        )
+        raise InvalidArgument(f"limit must be between 0 and {MAX_LIST_LIMIT}, got {limit}", field="limit", limit=limit)
     return limit
 
 

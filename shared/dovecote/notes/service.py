@@ -191,7 +191,9 @@ class NotesService:
         page = self._store.list(principal.authority, note_filter, size, after)
         next_cursor = None
         if page.after_ref is not None:
-            next_cursor = self.signer.seal(authority=principal.authority, scope=scope, position={"after": page.after_ref})
+            next_cursor = self.signer.seal(
+                authority=principal.authority, scope=scope, position={"after": page.after_ref}
+            )
         return page.items, next_cursor
 
     def delete(self, principal: Principal, ref: str) -> None:

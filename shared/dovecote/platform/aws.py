@@ -7,21 +7,21 @@ function that never reaches AWS on a request path (health) never pays for it.
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 _lock = threading.Lock()
 
 
-@lru_cache(maxsize=None)
+@cache
 def client(service: str) -> Any:
     with _lock:
+        import os
+
         import boto3
         from botocore.config import Config
 
         from dovecote.platform.settings import get_settings
-
-        import os
 
         s3_style = {"addressing_style": "path"} if os.environ.get("AWS_ENDPOINT_URL") else None
         config = Config(

@@ -52,37 +52,81 @@ class DomainError(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
-def _error(code: str) -> type[DomainError]:
-    return type(
-        "".join(part.capitalize() for part in code.split("_")),
-        (DomainError,),
-        {"code": code, "__doc__": f"`{code}` → HTTP {STATUS_BY_CODE[code]}"},
-    )
+class InvalidArgument(DomainError):
+    code = "invalid_argument"
 
 
-InvalidArgument = _error("invalid_argument")
-Unauthenticated = _error("unauthenticated")
-Forbidden = _error("forbidden")
-NotFound = _error("not_found")
-PayloadTooLarge = _error("payload_too_large")
-Throttled = _error("throttled")
-Unavailable = _error("unavailable")
-CommitUnknown = _error("commit_unknown")
-RevisionConflict = _error("revision_conflict")
-IdempotencyConflict = _error("idempotency_conflict")
-InvalidTransition = _error("invalid_transition")
-TerminalTask = _error("terminal_task")
-TaskConflict = _error("task_conflict")
-MessageConflict = _error("message_conflict")
-SubmissionConflict = _error("submission_conflict")
-LeaseUnavailable = _error("lease_unavailable")
-StaleLease = _error("stale_lease")
-LeaseFenceExhausted = _error("lease_fence_exhausted")
+class Unauthenticated(DomainError):
+    code = "unauthenticated"
+
+
+class Forbidden(DomainError):
+    code = "forbidden"
+
+
+class NotFound(DomainError):
+    code = "not_found"
+
+
+class PayloadTooLarge(DomainError):
+    code = "payload_too_large"
+
+
+class Throttled(DomainError):
+    code = "throttled"
+
+
+class Unavailable(DomainError):
+    code = "unavailable"
+
+
+class CommitUnknown(DomainError):
+    code = "commit_unknown"
+
+
+class RevisionConflict(DomainError):
+    code = "revision_conflict"
+
+
+class IdempotencyConflict(DomainError):
+    code = "idempotency_conflict"
+
+
+class InvalidTransition(DomainError):
+    code = "invalid_transition"
+
+
+class TerminalTask(DomainError):
+    code = "terminal_task"
+
+
+class TaskConflict(DomainError):
+    code = "task_conflict"
+
+
+class MessageConflict(DomainError):
+    code = "message_conflict"
+
+
+class SubmissionConflict(DomainError):
+    code = "submission_conflict"
+
+
+class LeaseUnavailable(DomainError):
+    code = "lease_unavailable"
+
+
+class StaleLease(DomainError):
+    code = "stale_lease"
+
+
+class LeaseFenceExhausted(DomainError):
+    code = "lease_fence_exhausted"
 
 
 def error_for(code: str, message: str, **details: Any) -> DomainError:
     """Rebuild a typed error from its code, e.g. when replaying a stored outcome."""
-    for cls in DomainError.__subclasses__():
+    for cls in DomainError.__subclasses__():  # one level: every code is a direct subclass
         if cls.code == code:
             return cls(message, **details)
     err = DomainError(message, **details)

@@ -51,7 +51,7 @@ class GatewayMessage(BaseModel):
 GATEWAY_STATUSES = (401, 413)
 
 
-def responses(status: int, model: type[BaseModel] | None, *errors: int) -> dict[int, dict[str, Any]]:
+def responses(status: int, model: type[BaseModel] | None, *errors: int) -> dict[int, Any]:
     """OpenAPI responses of a route: its success (with its model, or none for 204) and the error
     statuses it can return. Powertools documents only what is listed once any entry is given."""
     success: dict[str, Any] = {"description": "success"}
@@ -60,7 +60,7 @@ def responses(status: int, model: type[BaseModel] | None, *errors: int) -> dict[
     return {status: success, **error_responses(*errors)}
 
 
-def error_responses(*statuses: int) -> dict[int, dict[str, Any]]:
+def error_responses(*statuses: int) -> dict[int, Any]:
     """OpenAPI response entries for the error statuses a route can return."""
     envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
     either = {"anyOf": [envelope, {"$ref": "#/components/schemas/GatewayMessage"}]}
@@ -176,7 +176,7 @@ def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any],
     return handler
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _traced(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     from aws_lambda_powertools import Tracer
 

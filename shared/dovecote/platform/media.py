@@ -7,7 +7,7 @@ import re
 from dovecote.platform.errors import InvalidArgument
 
 MAX_MEDIA_TYPE_BYTES = 128
-_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # noqa: S105 (an RFC 7230 token pattern, not a secret)
 _MEDIA_TYPE = re.compile(rf"^{_TOKEN}/{_TOKEN}(\s*;\s*{_TOKEN}=(?:{_TOKEN}|\"[^\"]*\"))*$")
 
 
