@@ -42,7 +42,6 @@ def round_trips() -> dict[str, int]:
     from dovecote.platform import aws
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.principal import Principal
-
     from infra.local.metering import count_round_trips
     from infra.local.resources import DEFAULT_NAMES, create_all
 

@@ -9,12 +9,11 @@ ENV_BUCKET = "DOVECOTE_BUCKET"
 ENV_CURSOR_SECRET_ARN = "DOVECOTE_CURSOR_SECRET_ARN"  # noqa: S105 (an env var name)
 ENV_CURSOR_KEY = "DOVECOTE_CURSOR_KEY"
 
-# Notes table: key schema and the three GSIs the list filters use (see dovecote/notes/dynamo.py).
+# Notes table key schema: note items and view items (see dovecote/notes/dynamo.py).
 NOTES_PK = "pk"
 NOTES_SK = "ref"
-NOTES_INDEXES = {"by_key": "pk_key", "by_run": "pk_run", "by_name": "pk_name"}
-NOTES_INDEX_PROJECTION = ["key", "run", "name", "author", "size", "updated_at", "sha256", "content_type"]
 TOKENS_PK = "token_hash"
 
-# Noncurrent body versions (overwritten or deleted notes) are kept this long, then expire.
+# The janitor deletes unreferenced body versions; any it misses (a failed Put's orphan made
+# noncurrent by a later Put) expire after this many days.
 NONCURRENT_VERSION_DAYS = 7

@@ -37,6 +37,13 @@ FUNCTIONS: dict[str, Function] = {
     )
 }
 
+# Stream consumers: not behind the API. The notes table's stream drives body cleanup.
+JANITOR = Function("notes_janitor", "functions.notes_janitor.handler.handler", memory_mb=256, timeout_s=60)
+JANITOR_BATCH_SIZE = 5  # a record carries old and new images (up to ~800 KB); 5 stay under 6 MB
+# Lambda event filter (the event source mapping in CDK, and the local stream emulator): only note
+# items that were removed or replaced can orphan a body; view items and inserts never invoke it.
+JANITOR_FILTER = {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "a#"}]}}}}
+
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "admin_api", authorized=False),
     Route("GET", "/v1/openapi.json", "admin_api", authorized=False),

@@ -79,8 +79,8 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
             (
                 role,
                 "AwsSolutions-IAM5[Resource::*]",
-                "X-Ray PutTraceSegments and PutTelemetryRecords "
-                "support no resource-level permissions (added by Tracing.ACTIVE).",
+                "X-Ray PutTraceSegments and PutTelemetryRecords (Tracing.ACTIVE) and, for the janitor, "
+                "dynamodb:ListStreams support no resource-level permissions.",
             )
         )
         out.append(
@@ -90,21 +90,14 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
                 "Log streams inside this function's own log group, whose names Lambda chooses.",
             )
         )
-    notes_role = stack.api.functions["notes_api"].role
-    out.append(
-        (
-            notes_role,
-            f"AwsSolutions-IAM5[Resource::<{ref(stack.data.notes)}.Arn>/index/*]",
-            "The three list GSIs of the notes table (by_key, by_run, by_name), Query only.",
+    for name in ("notes_api", "notes_janitor"):
+        out.append(
+            (
+                stack.api.functions[name].role,
+                f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/notes/*]",
+                "Note bodies live under notes/<authority>/<ref>; the key is derived per request.",
+            )
         )
-    )
-    out.append(
-        (
-            notes_role,
-            f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/notes/*]",
-            "Note bodies live under notes/<authority>/<ref>; the key is derived per request.",
-        )
-    )
     for route in ("GET /v1/health", "GET /v1/openapi.json"):
         out.append(
             (

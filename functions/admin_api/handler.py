@@ -6,12 +6,13 @@ import importlib
 from functools import lru_cache
 from typing import Annotated, Any
 
-import dovecote
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
+from pydantic import BaseModel, ConfigDict, StrictStr
+
+import dovecote
 from dovecote.admin.tokens import TokenService
 from dovecote.platform.http import current_principal, lambda_entry, new_resolver, responses
-from pydantic import BaseModel, ConfigDict, StrictStr
 
 app = new_resolver()
 

@@ -7,10 +7,10 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+
 from dovecote.notes.model import NoteFilter, NoteMeta
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.http import current_principal, lambda_entry, new_resolver, responses
-
 from functions.notes_api.models import (
     NoteBodyOut,
     NoteListItem,

@@ -3,8 +3,9 @@ dovecote.notes, so these models stay permissive where the domain gate decides.""
 
 from __future__ import annotations
 
-from dovecote.platform.http import ApiModel
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from dovecote.platform.http import ApiModel
 
 
 class _Strict(BaseModel):

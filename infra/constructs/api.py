@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from aws_cdk import Duration, Stack
@@ -15,7 +16,7 @@ from constructs import Construct
 
 from infra import constants as c
 from infra.constructs.data import Data
-from infra.routes import AUTHORIZER, FUNCTIONS, ROUTES, Function
+from infra.routes import AUTHORIZER, FUNCTIONS, JANITOR, JANITOR_BATCH_SIZE, JANITOR_FILTER, ROUTES, Function
 
 
 class Api(Construct):
@@ -50,9 +51,20 @@ class Api(Construct):
         }
         self.functions: dict[str, lambda_.Function] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
-        for spec in (AUTHORIZER, *FUNCTIONS.values()):
+        for spec in (AUTHORIZER, JANITOR, *FUNCTIONS.values()):
             self.functions[spec.name] = self._function(spec, env)
         self._grant()
+        self.functions[JANITOR.name].add_event_source_mapping(
+            "NotesStream",
+            event_source_arn=data.notes.table_stream_arn,
+            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+            batch_size=JANITOR_BATCH_SIZE,
+            bisect_batch_on_error=True,
+            retry_attempts=10,
+            report_batch_item_failures=True,
+            filters=[{"pattern": json.dumps(JANITOR_FILTER)}],
+        )
+        data.notes.grant_stream_read(self.functions[JANITOR.name])
 
         self.access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention)
         self.http_api = apigw.HttpApi(self, "HttpApi", api_name="dovecote", create_default_stage=True)
@@ -133,18 +145,18 @@ class Api(Construct):
 
         allow("authorizer", ["dynamodb:GetItem"], [d.tokens.table_arn])
         allow("admin_api", ["dynamodb:PutItem"], [d.tokens.table_arn])
+        # PutItem/DeleteItem are the actions inside the note's TransactWriteItems.
         allow(
             "notes_api",
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"],
-            [d.notes.table_arn, f"{d.notes.table_arn}/index/*"],
+            [d.notes.table_arn],
         )
         allow(
-            "notes_api",
-            ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"],
-            [d.bucket.arn_for_objects("notes/*")],
+            "notes_api", ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"], [d.bucket.arn_for_objects("notes/*")]
         )
+        allow(JANITOR.name, ["s3:DeleteObject", "s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
         allow("notes_api", ["secretsmanager:GetSecretValue"], [d.cursor_secret.secret_arn])
-        for name in ("authorizer", "admin_api"):
+        for name in ("authorizer", "admin_api", JANITOR.name):
             allow(name, ["kms:Decrypt"], [d.key.key_arn])
         allow("notes_api", ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [d.key.key_arn])
 

@@ -20,7 +20,9 @@ class Data(Construct):
             self, "Key", enable_key_rotation=True, description="Dovecote data key", removal_policy=removal
         )
 
-        def table(name: str, partition: str, sort: str | None = None) -> ddb.Table:
+        def table(
+            name: str, partition: str, sort: str | None = None, stream: ddb.StreamViewType | None = None
+        ) -> ddb.Table:
             return ddb.Table(
                 self,
                 name,
@@ -34,18 +36,12 @@ class Data(Construct):
                 encryption_key=self.key,
                 deletion_protection=production,
                 removal_policy=removal,
+                stream=stream,
             )
 
         self.tokens = table("Tokens", c.TOKENS_PK)
-        self.notes = table("Notes", c.NOTES_PK, c.NOTES_SK)
-        for index, attribute in c.NOTES_INDEXES.items():
-            self.notes.add_global_secondary_index(
-                index_name=index,
-                partition_key=ddb.Attribute(name=attribute, type=ddb.AttributeType.STRING),
-                sort_key=ddb.Attribute(name=c.NOTES_SK, type=ddb.AttributeType.STRING),
-                projection_type=ddb.ProjectionType.INCLUDE,
-                non_key_attributes=c.NOTES_INDEX_PROJECTION,
-            )
+        # Note items and view items share the table; its stream drives the body janitor.
+        self.notes = table("Notes", c.NOTES_PK, c.NOTES_SK, stream=ddb.StreamViewType.NEW_AND_OLD_IMAGES)
 
         # Server access logs: the destination bucket cannot use SSE-KMS, so it uses SSE-S3.
         self.access_logs = s3.Bucket(

@@ -10,32 +10,20 @@ from infra import constants as c
 
 
 def notes_table_spec(name: str) -> dict[str, Any]:
-    attributes = [
-        {"AttributeName": c.NOTES_PK, "AttributeType": "S"},
-        {"AttributeName": c.NOTES_SK, "AttributeType": "S"},
-    ]
-    indexes = []
-    for index, attribute in c.NOTES_INDEXES.items():
-        attributes.append({"AttributeName": attribute, "AttributeType": "S"})
-        indexes.append(
-            {
-                "IndexName": index,
-                "KeySchema": [
-                    {"AttributeName": attribute, "KeyType": "HASH"},
-                    {"AttributeName": c.NOTES_SK, "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": c.NOTES_INDEX_PROJECTION},
-            }
-        )
+    """Note items and their view items share one table (see dovecote/notes/dynamo.py); the stream
+    feeds the janitor that deletes unreferenced body versions."""
     return {
         "TableName": name,
         "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": attributes,
+        "AttributeDefinitions": [
+            {"AttributeName": c.NOTES_PK, "AttributeType": "S"},
+            {"AttributeName": c.NOTES_SK, "AttributeType": "S"},
+        ],
         "KeySchema": [
             {"AttributeName": c.NOTES_PK, "KeyType": "HASH"},
             {"AttributeName": c.NOTES_SK, "KeyType": "RANGE"},
         ],
-        "GlobalSecondaryIndexes": indexes,
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
     }
 
 

@@ -33,12 +33,16 @@ class LocalRuntime:
     _moto: Any = None
     _server: BaseWSGIServer | None = None
     _thread: threading.Thread | None = None
+    _janitor: Any = None
 
     def start(self) -> LocalRuntime:
         import logging
 
         from moto.server import ThreadedMotoServer
 
+        from infra.local.moto_patches import serialize_dynamodb
+
+        serialize_dynamodb()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines
 
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -76,6 +80,17 @@ class LocalRuntime:
         get_settings.cache_clear()
         self._mint_tokens()
 
+        from infra.local.streams import StreamPoller, streams_client
+        from infra.routes import JANITOR, JANITOR_BATCH_SIZE
+
+        self._janitor = StreamPoller(
+            dynamodb=aws.client("dynamodb"),
+            streams=streams_client(),
+            table=get_settings().notes_table,
+            function=JANITOR,
+            batch_size=JANITOR_BATCH_SIZE,
+        ).start()
+
         from infra.local.gateway import Gateway
 
         self._server = make_server(self.host, self.port, Gateway(), threaded=True, request_handler=_QuietHandler)
@@ -105,6 +120,8 @@ class LocalRuntime:
         tmp.replace(self.tokens_file)
 
     def stop(self) -> None:
+        if self._janitor is not None:
+            self._janitor.stop()
         if self._server is not None:
             self._server.shutdown()
         if self._moto is not None:

@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
+
 from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.notes.model import INLINE_LIMIT, note_ref
-
 from tests.e2e.conftest import bearer
 
 

@@ -17,7 +17,7 @@ from aws_cdk.assertions import Match, Template  # noqa: E402
 from infra import stack as stack_module  # noqa: E402
 from infra.app import build_app  # noqa: E402
 from infra.build import FUNCTIONS as FUNCTIONS_DIR  # noqa: E402
-from infra.routes import AUTHORIZER, FUNCTIONS, ROUTES  # noqa: E402
+from infra.routes import AUTHORIZER, FUNCTIONS, JANITOR, ROUTES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_every_function_is_arm64_python312_with_the_layer(synthesized: dict[str,
     layers = resources(synthesized["raw"], "AWS::Lambda::LayerVersion")
     assert len(layers) == 1
     layer_id = next(iter(layers))
-    assert len(functions) == len(FUNCTIONS) + 1
+    assert len(functions) == len(FUNCTIONS) + 2  # + authorizer, janitor
     for props in (f["Properties"] for f in functions.values()):
         assert props["Runtime"] == "python3.12"
         assert props["Architectures"] == ["arm64"]
@@ -73,7 +73,7 @@ def test_every_function_is_arm64_python312_with_the_layer(synthesized: dict[str,
 
 def test_handler_paths_exist_in_the_function_asset(synthesized: dict[str, Any]) -> None:
     handlers = {f["Properties"]["Handler"] for f in resources(synthesized["raw"], "AWS::Lambda::Function").values()}
-    assert handlers == {spec.handler for spec in (AUTHORIZER, *FUNCTIONS.values())}
+    assert handlers == {spec.handler for spec in (AUTHORIZER, JANITOR, *FUNCTIONS.values())}
     for handler in handlers:
         module, attr = handler.rsplit(".", 1)
         path = FUNCTIONS_DIR / (module.replace(".", "/") + ".py")
@@ -95,7 +95,8 @@ def _policy_for(raw: dict[str, Any], function: str) -> list[dict[str, Any]]:
     fn = next(
         v
         for k, v in resources(raw, "AWS::Lambda::Function").items()
-        if v["Properties"]["Handler"] == FUNCTIONS.get(function, AUTHORIZER).handler
+        if v["Properties"]["Handler"]
+        == {**FUNCTIONS, "authorizer": AUTHORIZER, "notes_janitor": JANITOR}[function].handler
     )
     role = fn["Properties"]["Role"]["Fn::GetAtt"][0]
     statements: list[dict[str, Any]] = []
@@ -177,7 +178,22 @@ def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[s
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
         assert props["SSESpecification"]["SSEEnabled"] is True
     notes = next(t["Properties"] for k, t in tables.items() if k.startswith("DataNotes"))
-    assert {i["IndexName"] for i in notes["GlobalSecondaryIndexes"]} == {"by_key", "by_run", "by_name"}
+    # Views are items in the base table (strongly consistent lists), not GSIs.
+    assert "GlobalSecondaryIndexes" not in notes
+    assert notes["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+
+
+def test_janitor_consumes_only_note_removals_and_replacements(synthesized: dict[str, Any]) -> None:
+    mappings = resources(synthesized["raw"], "AWS::Lambda::EventSourceMapping")
+    assert len(mappings) == 1
+    props = next(iter(mappings.values()))["Properties"]
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    pattern = json.loads(props["FilterCriteria"]["Filters"][0]["Pattern"])
+    assert pattern == {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "a#"}]}}}}
+    janitor = [
+        s for s in _policy_for(synthesized["raw"], "notes_janitor") if any(a.startswith("s3:") for a in _actions(s))
+    ]
+    assert [sorted(_actions(s)) for s in janitor] == [["s3:DeleteObject", "s3:DeleteObjectVersion"]]
 
 
 def test_routes_come_from_the_route_table(synthesized: dict[str, Any]) -> None:
@@ -195,7 +211,7 @@ def test_routes_come_from_the_route_table(synthesized: dict[str, Any]) -> None:
 
 def test_log_retention_and_access_logs(synthesized: dict[str, Any]) -> None:
     groups = resources(synthesized["raw"], "AWS::Logs::LogGroup")
-    assert len(groups) == len(FUNCTIONS) + 2  # one per function + authorizer + API access logs
+    assert len(groups) == len(FUNCTIONS) + 3  # one per function + authorizer + janitor + API access logs
     assert all(g["Properties"]["RetentionInDays"] == 30 for g in groups.values())
     stage = next(iter(resources(synthesized["raw"], "AWS::ApiGatewayV2::Stage").values()))["Properties"]
     assert "DestinationArn" in stage["AccessLogSettings"]

@@ -6,11 +6,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from dovecote.platform import aws
-from dovecote.platform.settings import get_settings
 from moto import mock_aws
 
+from dovecote.platform import aws
+from dovecote.platform.settings import get_settings
+from infra.local.moto_patches import serialize_dynamodb
 from infra.local.resources import DEFAULT_NAMES, create_all
+
+serialize_dynamodb()
 
 
 @pytest.fixture

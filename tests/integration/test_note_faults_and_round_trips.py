@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
+
 from dovecote.notes.dynamo import DynamoNoteStore
 from dovecote.notes.model import INLINE_LIMIT, NoteFilter, note_ref
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, NotFound, Throttled, Unavailable
 from dovecote.platform.principal import Principal
-
 from infra.local.metering import count_round_trips
 
 ACME = Principal("acme", "caller")
@@ -52,10 +52,10 @@ def put(service: NotesService, text: str = "body") -> Any:
 def test_index_write_failing_after_the_body_write_leaves_nothing_listed(notes: Any) -> None:
     service, env = notes
     ref = note_ref("k", 1, "n", "a")
-    inject(env["dynamodb"], "before-call.dynamodb.PutItem", server_error("PutItem"))
+    inject(env["dynamodb"], "before-call.dynamodb.TransactWriteItems", server_error("TransactWriteItems"))
     with pytest.raises(CommitUnknown):
         put(service)
-    heal(env["dynamodb"], "before-call.dynamodb.PutItem")
+    heal(env["dynamodb"], "before-call.dynamodb.TransactWriteItems")
     assert service.list(ACME, NoteFilter(), None, None) == ([], None)
     with pytest.raises(NotFound):
         service.get(ACME, ref)
@@ -69,10 +69,10 @@ def test_index_write_failing_after_the_body_write_leaves_nothing_listed(notes: A
 def test_failed_overwrite_keeps_the_previous_note_whole(notes: Any) -> None:
     service, env = notes
     put(service, "v1")
-    inject(env["dynamodb"], "before-call.dynamodb.PutItem", server_error("PutItem"))
+    inject(env["dynamodb"], "before-call.dynamodb.TransactWriteItems", server_error("TransactWriteItems"))
     with pytest.raises(CommitUnknown):
         put(service, "v2 replaces the body in S3 first")
-    heal(env["dynamodb"], "before-call.dynamodb.PutItem")
+    heal(env["dynamodb"], "before-call.dynamodb.TransactWriteItems")
     view = service.get(ACME, note_ref("k", 1, "n", "a"))
     assert view.text == "v1" and view.meta.size == 2
 
@@ -89,10 +89,10 @@ def test_failed_overwrite_of_a_large_note_keeps_serving_the_committed_version(no
         upload = service.create_upload(ACME, PutNote(key="k", run=1, name="big", size=len(body), sha256=digest))
         assert requests.put(upload.upload_url, data=body, timeout=30).status_code == 200
         if fail:
-            inject(env["dynamodb"], "before-call.dynamodb.PutItem", server_error("PutItem"))
+            inject(env["dynamodb"], "before-call.dynamodb.TransactWriteItems", server_error("TransactWriteItems"))
             with pytest.raises(CommitUnknown):
                 service.put(ACME, PutNote(key="k", run=1, name="big", upload=True, sha256=digest))
-            heal(env["dynamodb"], "before-call.dynamodb.PutItem")
+            heal(env["dynamodb"], "before-call.dynamodb.TransactWriteItems")
         else:
             service.put(ACME, PutNote(key="k", run=1, name="big", upload=True, sha256=digest))
     url = service.get(ACME, note_ref("k", 1, "big", "")).download_url
@@ -110,10 +110,10 @@ def test_body_write_failing_stores_nothing(notes: Any) -> None:
 
 def test_timeout_after_the_index_write_is_commit_unknown_and_the_retry_converges(notes: Any) -> None:
     service, env = notes
-    inject(env["dynamodb"], "after-call.dynamodb.PutItem", ReadTimeoutError(endpoint_url="https://dynamodb"))
+    inject(env["dynamodb"], "after-call.dynamodb.TransactWriteItems", ReadTimeoutError(endpoint_url="https://dynamodb"))
     with pytest.raises(CommitUnknown):
         put(service)
-    heal(env["dynamodb"], "after-call.dynamodb.PutItem")
+    heal(env["dynamodb"], "after-call.dynamodb.TransactWriteItems")
     put(service)
     items, _ = service.list(ACME, NoteFilter(), None, None)
     assert len(items) == 1
@@ -132,6 +132,33 @@ def test_throttle_is_429_and_read_failure_is_503(notes: Any) -> None:
     with pytest.raises(Unavailable) as unavailable:
         service.get(ACME, note_ref("k", 1, "n", "a"))
     assert unavailable.value.status == 503
+
+
+def test_transaction_conflicts_are_retried_then_surface_as_503(notes: Any) -> None:
+    service, env = notes
+    conflict = ClientError(
+        {
+            "Error": {"Code": "TransactionCanceledException", "Message": "injected"},
+            "CancellationReasons": [{"Code": "TransactionConflict"}] * 4,
+        },
+        "TransactWriteItems",
+    )
+    calls = {"n": 0}
+
+    def fail_twice(**_: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise conflict
+
+    env["dynamodb"].meta.events.register("before-call.dynamodb.TransactWriteItems", fail_twice, unique_id="fault")
+    put(service)  # third attempt commits
+    assert calls["n"] == 3
+    heal(env["dynamodb"], "before-call.dynamodb.TransactWriteItems")
+    inject(env["dynamodb"], "before-call.dynamodb.TransactWriteItems", conflict)
+    with pytest.raises(CommitUnknown):
+        put(service, "other")
+    heal(env["dynamodb"], "before-call.dynamodb.TransactWriteItems")
+    assert service.get(ACME, note_ref("k", 1, "n", "a")).text == "body"
 
 
 def test_round_trips_per_command(notes: Any) -> None:
@@ -170,7 +197,7 @@ def test_get_of_a_large_note_is_one_round_trip(notes: Any) -> None:
     requests.put(upload.upload_url, data=body, timeout=30)
     with count_round_trips(env["dynamodb"], env["s3"]) as meter:
         service.put(ACME, PutNote(key="k", run=1, name="big", upload=True, sha256=digest))
-    assert meter.total == 2, meter.calls  # GetObject (hashed) + PutItem
+    assert meter.total == 2, meter.calls  # GetObject (hashed) + TransactWriteItems
     with count_round_trips(env["dynamodb"], env["s3"]) as meter:
         assert service.get(ACME, upload.ref).download_url
     assert meter.total == 1, meter.calls

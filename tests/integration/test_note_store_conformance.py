@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import requests
+
 from dovecote.notes.dynamo import DynamoNoteStore
 from dovecote.notes.memory import InMemoryNoteStore
 from dovecote.notes.model import INLINE_LIMIT, NoteFilter, note_ref

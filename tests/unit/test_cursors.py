@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import InvalidArgument
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from dovecote.admin.tokens import InMemoryTokenStore, TokenService, token_hash
 from dovecote.platform.errors import STATUS_BY_CODE, DomainError, Forbidden, InvalidArgument, error_for
 from dovecote.platform.principal import Principal, principal_from_event

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from dovecote.notes.model import note_ref, ref_preimage
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dovecote.notes.model import note_ref, ref_preimage
 from tests.conftest import SHARED_DATA
 
 # The shared vectors (../shared/data) when they are beside the repo; else the committed copy.

@@ -4,21 +4,28 @@ Layout
 - S3 `notes/<authority>/<ref>` holds the body. The bucket is versioned and the index item records
   the version it committed, so an upload or a failed Put that replaced the current S3 version can
   never change what Get returns.
-- DynamoDB item (pk = "a#<authority>", ref) holds the coordinates, size, sha256, content type, the
-  S3 version, and the body itself when it is at most INLINE_LIMIT: Get is one GetItem.
-- Three sparse-free GSIs answer the filters agents use with one Query each, in Ref order:
-  by_key (authority, key), by_run (authority, key, run), by_name (authority, key, run, name).
-  A filter without a key (author only, run only, or empty) queries the base table partition of the
-  authority and applies the rest with NoteFilter.matches: it reads every note of the authority.
+- DynamoDB, one table, four items per note, all with sort key `ref`:
+  - the note item, pk `a#<authority>`: coordinates, size, sha256, content type, the S3 version, and
+    the body itself when it is at most INLINE_LIMIT, so Get is one GetItem;
+  - three view items for the filters agents use, pk `k#h(authority, key)`,
+    `r#h(authority, key, run)` and `n#h(authority, key, run, name)`, carrying the listing fields.
+  The four are written (and deleted) in one TransactWriteItems. Views live in the base table rather
+  than in GSIs because GSIs are only eventually consistent: here every list is a strongly consistent
+  Query, so a Put that returned is listed at once, as the contract says.
+- A filter without a key (author only, run only, or empty) queries the authority's note items and
+  applies the rest with NoteFilter.matches: it reads every note of the authority.
 
-Round trips: put 2 (PutObject, PutItem), get 1 (GetItem), list 1 per page (Query),
-delete 2 (DeleteItem, DeleteObject). The index is written last, so a failure before it leaves
-nothing listed and a retry converges.
+Round trips: put 2 (PutObject, TransactWriteItems), get 1 (GetItem), list 1 per page (Query),
+delete 2 (GetItem for the coordinates, TransactWriteItems). Bodies of deleted or replaced notes are
+removed asynchronously by the janitor, version by version, from the table's stream.
+The index is written last, so a failure before it leaves nothing listed, and a retry converges.
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -43,21 +50,30 @@ THROTTLE_CODES = {
     "TooManyRequestsException",
 }
 
-# name → (partition attribute, coordinates that must be fixed by the filter)
-INDEXES = {
-    "by_name": ("pk_name", ("key", "run", "name")),
-    "by_run": ("pk_run", ("key", "run")),
-    "by_key": ("pk_key", ("key",)),
-}
 LIST_ATTRIBUTES = ["ref", "key", "run", "name", "author", "size", "updated_at", "sha256", "content_type"]
+# Under contention a transaction can be cancelled with TransactionConflict; a note Put or Delete is
+# safe to repeat, so it is retried this many times before the caller sees 503.
+TRANSACTION_ATTEMPTS = 3
 
 
-def _partition(authority: str, *parts: str | int) -> str:
+def _partition(prefix: str, authority: str, *parts: str | int) -> str:
     # Length-prefixed like the Ref, so no coordinate can forge another partition.
     data = authority.encode()
     for part in parts:
         data += b"|" + ref_preimage(str(part), 0, "", "")
-    return hashlib.sha256(data).hexdigest()[:40]
+    return prefix + hashlib.sha256(data).hexdigest()[:40]
+
+
+def note_partition(authority: str) -> str:
+    return "a#" + authority
+
+
+def view_partitions(authority: str, c: NoteCoordinates) -> list[str]:
+    return [
+        _partition("k#", authority, c.key),
+        _partition("r#", authority, c.key, c.run),
+        _partition("n#", authority, c.key, c.run, c.name),
+    ]
 
 
 def blob_key(authority: str, ref: str) -> str:
@@ -143,12 +159,8 @@ class DynamoNoteStore:
 
     def _index(self, authority: str, meta: NoteMeta, body: bytes | None, version: str | None) -> None:
         c = meta.coordinates
-        item: dict[str, Any] = {
-            "pk": {"S": "a#" + authority},
+        listing: dict[str, Any] = {
             "ref": {"S": meta.ref},
-            "pk_key": {"S": _partition(authority, c.key)},
-            "pk_run": {"S": _partition(authority, c.key, c.run)},
-            "pk_name": {"S": _partition(authority, c.key, c.run, c.name)},
             "key": {"S": c.key},
             "run": {"N": str(c.run)},
             "name": {"S": c.name},
@@ -158,34 +170,62 @@ class DynamoNoteStore:
             "content_type": {"S": meta.content_type},
             "updated_at": {"S": meta.updated_at},
         }
+        note = {"pk": {"S": note_partition(authority)}, **listing}
         if body is not None and len(body) <= INLINE_LIMIT:
-            item["body"] = {"B": body}
+            note["body"] = {"B": body}
         if version and version != "null":
-            item["blob_version"] = {"S": version}
-        with aws_call(write=True):
-            self._ddb.put_item(TableName=self._table, Item=item)
+            note["blob_version"] = {"S": version}
+        items = [note] + [{"pk": {"S": pk}, **listing} for pk in view_partitions(authority, c)]
+        self._transact([{"Put": {"TableName": self._table, "Item": item}} for item in items])
 
-    def delete(self, authority: str, ref: str) -> None:
+    def _transact(self, operations: list[dict[str, Any]]) -> None:
         from botocore.exceptions import ClientError
 
+        for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+            try:
+                with aws_call(write=True):
+                    self._ddb.transact_write_items(TransactItems=operations)
+                return
+            except CommitUnknown as exc:
+                cause = exc.__cause__
+                reasons = _cancellation_codes(cause) if isinstance(cause, ClientError) else []
+                if "ConditionalCheckFailed" in reasons:
+                    raise NotFound("note not found") from None
+                if "TransactionConflict" in reasons and attempt < TRANSACTION_ATTEMPTS:
+                    time.sleep(random.uniform(0.01, 0.05) * attempt)  # noqa: S311 - jitter only
+                    continue
+                raise
+
+    def delete(self, authority: str, ref: str) -> None:
+        found = self.get(authority, ref)  # the coordinates name the view items to remove
+        operations: list[dict[str, Any]] = [
+            {
+                "Delete": {
+                    "TableName": self._table,
+                    "Key": {"pk": {"S": note_partition(authority)}, "ref": {"S": ref}},
+                    "ConditionExpression": "attribute_exists(pk)",
+                }
+            }
+        ]
+        operations += [
+            {"Delete": {"TableName": self._table, "Key": {"pk": {"S": pk}, "ref": {"S": ref}}}}
+            for pk in view_partitions(authority, found.meta.coordinates)
+        ]
         try:
-            with aws_call(write=True):
-                self._ddb.delete_item(
-                    TableName=self._table,
-                    Key={"pk": {"S": "a#" + authority}, "ref": {"S": ref}},
-                    ConditionExpression="attribute_exists(pk)",
-                )
-        except CommitUnknown as exc:
-            if (
-                isinstance(exc.__cause__, ClientError)
-                and aws_error_code(exc.__cause__) == "ConditionalCheckFailedException"
-            ):
-                raise NotFound("note not found", ref=ref) from None
-            raise
-        # The index entry is gone, so the note is deleted. The body gets a delete marker; older
-        # versions expire through the bucket's noncurrent-version lifecycle rule.
+            self._transact(operations)
+        except NotFound:
+            raise NotFound("note not found", ref=ref) from None
+        # The note is deleted once its index items are gone. Its body version is removed by the
+        # notes janitor from the table's stream (dovecote.notes.janitor), off the request path.
+
+    def delete_body_version(self, key: str, version: str | None) -> None:
+        """Permanently delete one body version (the janitor's only write). A pinned version never
+        touches a newer body written by a later Put of the same note."""
+        params = {"Bucket": self._bucket, "Key": key}
+        if version:
+            params["VersionId"] = version
         with aws_call(write=True):
-            self._s3.delete_object(Bucket=self._bucket, Key=blob_key(authority, ref))
+            self._s3.delete_object(**params)
 
     # ---- reads --------------------------------------------------------------------------------
 
@@ -193,7 +233,7 @@ class DynamoNoteStore:
         with aws_call(write=False):
             response = self._ddb.get_item(
                 TableName=self._table,
-                Key={"pk": {"S": "a#" + authority}, "ref": {"S": ref}},
+                Key={"pk": {"S": note_partition(authority)}, "ref": {"S": ref}},
                 ConsistentRead=True,
             )
         item = response.get("Item")
@@ -217,22 +257,18 @@ class DynamoNoteStore:
         return str(self._s3.generate_presigned_url("get_object", Params=params, ExpiresIn=expires_in))
 
     def list(self, authority: str, note_filter: NoteFilter, limit: int, after_ref: str | None) -> NotePage:
-        index, partition_attr, partition = self._plan(authority, note_filter)
         names = {f"#a{i}": attr for i, attr in enumerate(LIST_ATTRIBUTES)}
-        names["#pk"] = partition_attr
+        names["#pk"] = "pk"
         query: dict[str, Any] = {
             "TableName": self._table,
             # One extra item tells whether more matches remain without a second query.
             "Limit": limit + 1,
+            "ConsistentRead": True,
             "ProjectionExpression": ", ".join(names_for(LIST_ATTRIBUTES)),
             "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": {":pk": {"S": partition}},
+            "ExpressionAttributeValues": {":pk": {"S": self._plan(authority, note_filter)}},
             "KeyConditionExpression": "#pk = :pk",
         }
-        if index:
-            query["IndexName"] = index
-        else:
-            query["ConsistentRead"] = True
         if after_ref:
             query["KeyConditionExpression"] += " AND #a0 > :after"
             query["ExpressionAttributeValues"][":after"] = {"S": after_ref}
@@ -255,15 +291,20 @@ class DynamoNoteStore:
         return NotePage(items=items, after_ref=None)
 
     @staticmethod
-    def _plan(authority: str, f: NoteFilter) -> tuple[str | None, str, str]:
-        """Pick the narrowest index the filter fixes; the rest is applied with NoteFilter.matches."""
+    def _plan(authority: str, f: NoteFilter) -> str:
+        """Pick the narrowest view the filter fixes; the rest is applied with NoteFilter.matches."""
         if f.key and f.run is not None and f.name:
-            return "by_name", "pk_name", _partition(authority, f.key, f.run, f.name)
+            return _partition("n#", authority, f.key, f.run, f.name)
         if f.key and f.run is not None:
-            return "by_run", "pk_run", _partition(authority, f.key, f.run)
+            return _partition("r#", authority, f.key, f.run)
         if f.key:
-            return "by_key", "pk_key", _partition(authority, f.key)
-        return None, "pk", "a#" + authority
+            return _partition("k#", authority, f.key)
+        return note_partition(authority)
+
+
+def _cancellation_codes(exc: Any) -> list[str]:
+    reasons = (getattr(exc, "response", None) or {}).get("CancellationReasons") or []
+    return [str(r.get("Code") or "") for r in reasons]
 
 
 def names_for(attributes: list[str]) -> list[str]:

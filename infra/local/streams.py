@@ -1,0 +1,128 @@
+"""A DynamoDB Streams event-source emulator for the local runtime: it polls moto's stream of a
+table and invokes the consumer handler with Lambda's DynamoDB stream event shape, batch by batch,
+honouring `batchItemFailures` by retrying from the first failed record."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+import time
+from typing import Any, Callable
+
+from infra.local.gateway import _context
+from infra.routes import Function
+
+
+def streams_client() -> Any:
+    """The emulator's own Streams client. Account-based endpoints are off because moto does not
+    route `<account>.streams-ddb.<region>.amazonaws.com`; in the cloud, Lambda's event source
+    mapping reads the stream and no Dovecote code calls this API."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(region_name=os.environ.get("AWS_REGION", "us-east-1"), account_id_endpoint_mode="disabled")
+    return boto3.session.Session().client("dynamodbstreams", config=config)
+
+
+def matches(pattern: Any, value: Any) -> bool:
+    """The subset of Lambda event filtering the route table uses: nested objects, lists of allowed
+    values, and {"prefix": ...}."""
+    if isinstance(pattern, dict):
+        return isinstance(value, dict) and all(k in value and matches(p, value[k]) for k, p in pattern.items())
+    if isinstance(pattern, list):
+        return any(
+            (isinstance(rule, dict) and isinstance(value, str) and value.startswith(rule["prefix"]))
+            or (not isinstance(rule, dict) and value == rule)
+            for rule in pattern
+        )
+    return bool(pattern == value)
+
+
+class StreamPoller:
+    def __init__(
+        self,
+        *,
+        dynamodb: Any,
+        streams: Any,
+        table: str,
+        function: Function,
+        batch_size: int = 5,
+        interval_s: float = 0.2,
+        max_attempts: int = 3,
+        event_filter: dict[str, Any] | None = None,
+    ) -> None:
+        self._ddb = dynamodb
+        self._streams = streams
+        self._table = table
+        self._function = function
+        self._batch_size = batch_size
+        self._interval = interval_s
+        self._max_attempts = max_attempts
+        self._filter = event_filter
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._iterators: dict[str, str | None] = {}
+        self.delivered = 0
+
+    def _handler(self) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+        module, attr = self._function.handler.rsplit(".", 1)
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+    def start(self) -> StreamPoller:
+        self._arn = self._ddb.describe_table(TableName=self._table)["Table"]["LatestStreamArn"]
+        self._thread = threading.Thread(target=self._run, name=f"stream-{self._table}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        handler = self._handler()
+        while not self._stop.is_set():
+            try:
+                delivered = self.poll_once(handler)
+            except Exception:  # noqa: BLE001 - the emulator must outlive a bad poll, and say so
+                logging.getLogger("dovecote.dev").exception("stream poll of %s failed", self._table)
+                delivered = 0
+            if not delivered:
+                self._stop.wait(self._interval)
+
+    def poll_once(self, handler: Callable[[dict[str, Any], Any], dict[str, Any]]) -> int:
+        shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
+        delivered = 0
+        for shard in shards:
+            shard_id = shard["ShardId"]
+            if shard_id not in self._iterators:
+                self._iterators[shard_id] = self._streams.get_shard_iterator(
+                    StreamArn=self._arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+            iterator = self._iterators[shard_id]
+            if iterator is None:
+                continue
+            response = self._streams.get_records(ShardIterator=iterator, Limit=self._batch_size)
+            records = [{**r, "eventSourceARN": self._arn, "awsRegion": "us-east-1"} for r in response["Records"]]
+            if self._filter is not None:
+                records = [r for r in records if matches(self._filter, r)]
+            if records:
+                self._deliver(handler, records)
+                delivered += len(records)
+            self._iterators[shard_id] = response.get("NextShardIterator")
+        self.delivered += delivered
+        return delivered
+
+    def _deliver(self, handler: Callable[[dict[str, Any], Any], dict[str, Any]], records: list[dict[str, Any]]) -> None:
+        pending = records
+        for _ in range(self._max_attempts):
+            result = handler({"Records": pending}, _context(self._function)) or {}
+            failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+            if not failed:
+                return
+            # Like Lambda: resume from the first failed sequence number.
+            first = next(i for i, r in enumerate(pending) if r["dynamodb"]["SequenceNumber"] in failed)
+            pending = pending[first:]
+            time.sleep(self._interval)
