@@ -12,14 +12,15 @@ os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 
+NO_NODE = "Node.js is not installed; aws-cdk-lib needs it to synthesize (apt-get install nodejs)"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if shutil.which("node"):
         return
     if os.environ.get("CI") == "true":
         raise pytest.UsageError("CI=true but Node.js is missing: the CDK infra tests cannot be skipped in CI")
-    skip = pytest.mark.skip(
-        reason="Node.js is not installed; aws-cdk-lib needs it to synthesize (apt-get install nodejs)"
-    )
+    skip = pytest.mark.skip(reason=NO_NODE)
     for item in items:
         if "tests/infra" in str(item.fspath):
             item.add_marker(skip)
