@@ -124,6 +124,10 @@ class LeaseFenceExhausted(DomainError):
     code = "lease_fence_exhausted"
 
 
+class ArtifactState(DomainError):
+    code = "artifact_state"
+
+
 def error_for(code: str, message: str, **details: Any) -> DomainError:
     """Rebuild a typed error from its code, e.g. when replaying a stored outcome."""
     for cls in DomainError.__subclasses__():  # one level: every code is a direct subclass

@@ -1,0 +1,227 @@
+"""Task records and the one validation gate per command input. Pure."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from dovecote.platform.errors import InvalidArgument
+from dovecote.platform.media import validate_media_type
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+MAX_PARTS = 32
+MAX_MESSAGE_BYTES = 2 * 1024 * 1024
+MAX_FENCE = 2**63 - 1
+MAX_COUNTER = 2**63 - 1
+DEFAULT_PAGE = 100
+MAX_PAGE = 100
+
+
+def check_id(value: Any, field_name: str) -> str:
+    if not isinstance(value, str) or not ID_PATTERN.match(value):
+        raise InvalidArgument(f"{field_name} must match {ID_PATTERN.pattern}", field=field_name)
+    return value
+
+
+def page_limit(limit: int | None) -> int:
+    """0 or none means 100; negative or over 100 is invalid (the seed's MaxPageSize)."""
+    if limit is None or limit == 0:
+        return DEFAULT_PAGE
+    if limit < 0 or limit > MAX_PAGE:
+        raise InvalidArgument(f"limit must be between 0 and {MAX_PAGE}, got {limit}", field="limit", limit=limit)
+    return limit
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    media_type: str
+    data: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {"media_type": self.media_type, "data_b64": base64.b64encode(self.data).decode()}
+
+
+@dataclass(frozen=True, slots=True)
+class MessageInput:
+    id: str
+    parts: tuple[Part, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "parts": [p.to_json() for p in self.parts]}
+
+
+def gate_message(raw: Any) -> MessageInput:
+    """The one gate for a message: id pattern, 1–32 parts, non-empty data, ≤ 2 MiB in total,
+    parseable media types."""
+    if not isinstance(raw, dict):
+        raise InvalidArgument("message must be an object {id, parts}", field="message")
+    message_id = check_id(raw.get("id"), "message.id")
+    parts_raw = raw.get("parts")
+    if not isinstance(parts_raw, list) or not 1 <= len(parts_raw) <= MAX_PARTS:
+        raise InvalidArgument(f"message.parts must hold 1 to {MAX_PARTS} parts", field="message.parts")
+    parts: list[Part] = []
+    total = 0
+    for i, part in enumerate(parts_raw):
+        where = f"message.parts[{i}]"
+        if not isinstance(part, dict):
+            raise InvalidArgument(f"{where} must be an object", field=where)
+        media_type = part.get("media_type")
+        if not isinstance(media_type, str):
+            raise InvalidArgument(f"{where}.media_type is required", field=f"{where}.media_type")
+        validate_media_type(media_type, field=f"{where}.media_type")
+        text, data_b64 = part.get("text"), part.get("data_b64")
+        if (text is None) == (data_b64 is None):
+            raise InvalidArgument(f"{where} needs exactly one of text or data_b64", field=where)
+        if text is not None:
+            if not isinstance(text, str):
+                raise InvalidArgument(f"{where}.text must be a string", field=f"{where}.text")
+            data = text.encode("utf-8")
+        else:
+            if not isinstance(data_b64, str):
+                raise InvalidArgument(f"{where}.data_b64 must be a string", field=f"{where}.data_b64")
+            try:
+                data = base64.b64decode(data_b64, validate=True)
+            except (binascii.Error, ValueError):
+                raise InvalidArgument(f"{where}.data_b64 is not valid base64", field=f"{where}.data_b64") from None
+        if not data:
+            raise InvalidArgument(f"{where} has empty data", field=where)
+        total += len(data)
+        if total > MAX_MESSAGE_BYTES:
+            raise InvalidArgument(
+                f"message parts exceed {MAX_MESSAGE_BYTES} bytes in total", field="message.parts", limit=MAX_MESSAGE_BYTES
+            )
+        parts.append(Part(media_type, data))
+    return MessageInput(message_id, tuple(parts))
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    authority: str
+    id: str
+    workspace: str
+    context: str
+    state: str
+    revision: int
+    message_count: int
+    event_count: int
+    created_at: str
+    updated_at: str
+    # Current lease: an empty owner means unleased; the fence never decreases.
+    owner: str = ""
+    fence: int = 0
+    granted_at: str = ""
+    # The published submission: {"id", "final_message", "published_at"}, set on completion.
+    submission: dict[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "workspace": self.workspace,
+            "context": self.context,
+            "state": self.state,
+            "revision": self.revision,
+            "message_count": self.message_count,
+            "event_count": self.event_count,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+        if self.submission:
+            out["submission"] = dict(self.submission)
+        return out
+
+    def evolve(self, **changes: Any) -> Task:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    task: str
+    id: str
+    sequence: int
+    author: str  # caller | agent
+    parts: tuple[Part, ...]
+    created_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "sequence": self.sequence,
+            "author": self.author,
+            "parts": [_render_part(p) for p in self.parts],
+            "created_at": self.created_at,
+        }
+
+
+def _render_part(part: Part) -> dict[str, Any]:
+    from dovecote.platform.media import is_textual
+
+    if is_textual(part.media_type):
+        try:
+            return {"media_type": part.media_type, "text": part.data.decode("utf-8")}
+        except UnicodeDecodeError:
+            pass
+    return part.to_json()
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    task: str
+    sequence: int
+    type: str
+    state: str
+    revision: int
+    occurred_at: str
+    message: str = ""
+    submission: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "sequence": self.sequence,
+            "type": self.type,
+            "state": self.state,
+            "revision": self.revision,
+            "occurred_at": self.occurred_at,
+        }
+        if self.message:
+            out["message"] = self.message
+        if self.submission:
+            out["submission"] = self.submission
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    task: str
+    worker: str
+    fence: int
+    granted_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """The durable idempotency receipt of one committed command, keyed by (authority, id)."""
+
+    authority: str
+    id: str
+    kind: str
+    digest: str
+    status: int
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+def intent_digest(kind: str, command: dict[str, Any]) -> str:
+    """SHA-256 of a canonical encoding of {kind, command}: sorted keys, no whitespace, UTF-8."""
+    canonical = json.dumps({"kind": kind, "command": command}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:
+    return {"task": task.to_json(), "fence": fence, "worker": worker, "granted_at": granted_at}
+
+
+__all__ = ["asdict"]
