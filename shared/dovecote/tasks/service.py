@@ -162,7 +162,7 @@ class TaskService:
                 raise TaskConflict("a task with this id already exists", task=task_id) from None
             except MessageIdTaken:
                 ids = [m.id for m in commit.messages]
-                raise MessageConflict("message id is already in use", message=ids[0] if ids else "") from None
+                raise MessageConflict("message id is already in use", message_id=ids[0] if ids else "") from None
             except SubmissionIdTaken:
                 raise SubmissionConflict("submission id is already in use", submission=commit.submission) from None
             return Outcome(commit.receipt.status, commit.receipt.result)

@@ -1,0 +1,377 @@
+"""SEMANTICS §2 over the in-memory store: every (command × state) pair, the check order, the
+two-round conversation, replay and idempotency, leases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dovecote.platform.cursors import CursorSigner
+from dovecote.platform.errors import DomainError
+from dovecote.tasks import machine
+from dovecote.tasks.memory import InMemoryTaskStore
+from dovecote.tasks.model import MAX_FENCE
+from dovecote.tasks.service import TaskService
+from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Flow, message, uid
+
+
+def new_service() -> TaskService:
+    return TaskService(InMemoryTaskStore(), CursorSigner(b"task-unit-key-0123456789abcdef"))
+
+
+@pytest.fixture
+def service() -> TaskService:
+    return new_service()
+
+
+def code_of(call: Any) -> str:
+    try:
+        call()
+    except DomainError as err:
+        return err.code
+    return "ok"
+
+
+COMMANDS = {
+    "accept_task": ("worker", "accept"),
+    "reject_task": ("worker", "reject"),
+    "request_input": ("worker", "request_input"),
+    "reply_task": ("caller", "reply"),
+    "cancel_task": ("caller", "cancel"),
+    "fail_task": ("worker", "fail"),
+    "complete_task": ("worker", "complete"),
+}
+NON_CREATE_STATES = [s for s in machine.STATES]
+
+
+def expected_for(kind: str, state: str) -> str:
+    by = machine.TRANSITIONS[kind].by
+    if machine.is_terminal(state):
+        # Terminal states clear the lease, so a worker command is stale before its state is looked at.
+        return "stale_lease" if by == "worker" else "terminal_task"
+    return "ok" if state in machine.TRANSITIONS[kind].allowed_from else "invalid_transition"
+
+
+@pytest.mark.parametrize("state", NON_CREATE_STATES)
+@pytest.mark.parametrize("kind", list(COMMANDS))
+def test_every_command_in_every_state(service: TaskService, kind: str, state: str) -> None:
+    flow = Flow(service).to_state(state)
+    if state == "submitted" and COMMANDS[kind][0] == "worker":
+        flow.acquire()
+    before = service.get(CALLER, flow.task_id)["task"]
+    by, method = COMMANDS[kind]
+    call = (lambda: flow.worker_cmd(method)) if by == "worker" else (lambda: flow.caller_cmd(method))
+    assert code_of(call) == expected_for(kind, state)
+    after = service.get(CALLER, flow.task_id)["task"]
+    if expected_for(kind, state) == "ok":
+        assert after["state"] == machine.TRANSITIONS[kind].to
+        assert after["revision"] == before["revision"] + 1 == after["event_count"]
+    else:
+        assert after == before  # a refused command changes nothing
+
+
+def test_create_gives_revision_1_with_one_message_and_event(service: TaskService) -> None:
+    out = Flow(service).create()
+    assert out.status == 201
+    task = out.body
+    assert (task["state"], task["revision"], task["message_count"], task["event_count"]) == ("submitted", 1, 1, 1)
+
+
+def test_two_round_conversation(service: TaskService) -> None:
+    flow = Flow(service)
+    flow.create()
+    flow.acquire()
+    flow.worker_cmd("accept")
+    for _ in range(2):
+        flow.worker_cmd("request_input")
+        flow.caller_cmd("reply")
+    done = flow.worker_cmd("complete").body
+    assert (done["state"], done["revision"], done["message_count"], done["event_count"]) == ("completed", 7, 6, 7)
+    messages = service.messages(CALLER, flow.task_id, None, None)
+    assert [m["author"] for m in messages["items"]] == ["caller", "agent"] * 3
+    assert [m["sequence"] for m in messages["items"]] == [1, 2, 3, 4, 5, 6]
+    events = service.events(CALLER, flow.task_id, None, None)["items"]
+    assert [e["type"] for e in events] == [
+        "task_submitted", "task_accepted", "input_required", "caller_replied", "input_required",
+        "caller_replied", "task_completed",
+    ]
+    assert [e["revision"] for e in events] == list(range(1, 8))
+    assert done["submission"]["final_message"] == messages["items"][-1]["id"]
+    with pytest.raises(DomainError) as caught:
+        service.get_lease(WORKER, flow.task_id)  # terminal: the lease is gone, the fence kept
+    assert caught.value.code == "not_found"
+
+
+def test_late_worker_command_after_completion_is_stale_lease(service: TaskService) -> None:
+    flow = Flow(service).to_state("working")
+    flow.worker_cmd("complete")
+    flow.revision = 3
+    assert code_of(lambda: flow.worker_cmd("fail")) == "stale_lease"
+
+
+def test_wrong_revision_is_reported_before_a_bad_state(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    flow.acquire()
+    flow.revision = 5  # wrong, and request_input is also not allowed from submitted
+    with pytest.raises(DomainError) as caught:
+        flow.worker_cmd("request_input")
+    assert caught.value.code == "revision_conflict"
+    assert caught.value.details == {"expected": 5, "actual": 1}
+
+
+def test_request_input_from_submitted_is_invalid_and_changes_nothing(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    flow.acquire()
+    assert code_of(lambda: flow.worker_cmd("request_input")) == "invalid_transition"
+    assert service.get(CALLER, flow.task_id)["task"]["revision"] == 1
+
+
+def test_exact_replay_returns_the_original_result_after_the_task_moved_on(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    flow.acquire()
+    body = {"command_id": "accept-1", "expected_revision": 1, "fence": flow.fence}
+    first = service.accept(WORKER, flow.task_id, body)
+    flow.revision = first.body["revision"]
+    flow.worker_cmd("complete")
+    replay = service.accept(WORKER, flow.task_id, body)
+    assert replay.body == first.body and replay.body["state"] == "working"
+
+
+def test_replay_after_a_fence(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    flow.acquire()
+    body = {"command_id": "accept-2", "expected_revision": 1, "fence": flow.fence}
+    first = service.accept(WORKER, flow.task_id, body)
+    service.fence(WORKER, flow.task_id, {"command_id": uid("c"), "fence": flow.fence})
+    assert service.accept(WORKER, flow.task_id, body).body == first.body
+
+
+def test_same_id_different_intent_is_an_idempotency_conflict(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    flow.caller_cmd("cancel", command_id="shared-id")
+    other = Flow(service).to_state("submitted")
+    with pytest.raises(DomainError) as caught:
+        other.caller_cmd("cancel", command_id="shared-id")
+    assert caught.value.code == "idempotency_conflict"
+
+
+def test_create_replay_is_200_with_the_same_task(service: TaskService) -> None:
+    body = {"command_id": "create-1", "workspace": "ws", "id": "t-replay", "context": "c", "message": message(message_id="m-r")}
+    first = service.create(CALLER, body)
+    again = service.create(CALLER, body)
+    assert (first.status, again.status) == (201, 200) and first.body == again.body
+    with pytest.raises(DomainError) as caught:
+        service.create(CALLER, {**body, "command_id": "create-2"})
+    assert caught.value.code == "task_conflict"
+
+
+def test_a_rejected_command_reserves_nothing(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    with pytest.raises(DomainError):
+        flow.caller_cmd("reply", command_id="retry-me")  # invalid from submitted
+    flow.acquire()
+    flow.worker_cmd("accept")
+    flow.worker_cmd("request_input")
+    assert flow.caller_cmd("reply", command_id="retry-me").body["state"] == "working"
+
+
+def test_duplicate_message_id_rolls_back_the_whole_transition(service: TaskService) -> None:
+    flow = Flow(service).to_state("working")
+    used = service.messages(CALLER, flow.task_id, None, None)["items"][0]["id"]
+    with pytest.raises(DomainError) as caught:
+        flow.worker_cmd("request_input", message=message(message_id=used))
+    assert caught.value.code == "message_conflict"
+    task = service.get(CALLER, flow.task_id)["task"]
+    assert (task["state"], task["revision"], task["message_count"]) == ("working", 2, 1)
+
+
+def test_duplicate_submission_id_rolls_back(service: TaskService) -> None:
+    first = Flow(service).to_state("working")
+    first.worker_cmd("complete", submission_id="sub-1")
+    second = Flow(service).to_state("working")
+    with pytest.raises(DomainError) as caught:
+        second.worker_cmd("complete", submission_id="sub-1")
+    assert caught.value.code == "submission_conflict"
+    assert service.get(CALLER, second.task_id)["task"]["state"] == "working"
+
+
+def test_complete_naming_an_unfrozen_artifact_is_an_artifact_state_error(service: TaskService) -> None:
+    flow = Flow(service).to_state("working")
+    assert code_of(lambda: flow.worker_cmd("complete", artifact_id="art-1")) == "artifact_state"
+
+
+# ---- leases ----------------------------------------------------------------------------------
+
+
+def test_acquire_fence_reacquire(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    assert flow.acquire().body["assignment"]["fence"] == 1
+    assert code_of(lambda: service.acquire(OTHER_WORKER, flow.task_id, {"command_id": uid("c")})) == "lease_unavailable"
+    assert service.get_lease(WORKER, flow.task_id)["assignment"]["worker"] == "w1"
+    service.fence(WORKER, flow.task_id, {"command_id": uid("c"), "fence": 1})
+    assert code_of(lambda: service.get_lease(WORKER, flow.task_id)) == "not_found"
+    assert flow.acquire().body["assignment"]["fence"] == 2
+    flow.fence = 1
+    assert code_of(lambda: flow.worker_cmd("accept")) == "stale_lease"  # the old generation is fenced
+    assert service.get(CALLER, flow.task_id)["task"]["revision"] == 1  # leases never change the revision
+
+
+def test_stale_lease_details_carry_the_current_fence(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    flow.acquire()
+    flow.fence = 7
+    with pytest.raises(DomainError) as caught:
+        flow.worker_cmd("accept")
+    assert caught.value.details["current_fence"] == 1
+
+
+def test_another_worker_cannot_drive_or_fence_the_lease(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    flow.acquire()
+    flow.worker = OTHER_WORKER
+    assert code_of(lambda: flow.worker_cmd("accept")) == "stale_lease"
+    assert code_of(lambda: service.fence(OTHER_WORKER, flow.task_id, {"command_id": uid("c"), "fence": 1})) == "forbidden"
+
+
+def test_acquire_of_a_terminal_task_is_a_transition_error(service: TaskService) -> None:
+    flow = Flow(service).to_state("canceled")
+    assert code_of(flow.acquire) == "invalid_transition"
+
+
+def test_fence_exhausted(service: TaskService) -> None:
+    store = InMemoryTaskStore()
+    svc = TaskService(store, CursorSigner(b"k" * 32))
+    flow = Flow(svc).to_state("submitted")
+    key = ("acme", flow.task_id)
+    store.tasks[key] = store.tasks[key].evolve(fence=MAX_FENCE)
+    assert code_of(flow.acquire) == "lease_fence_exhausted"
+
+
+def test_claim_takes_the_oldest_claimable(service: TaskService) -> None:
+    flows = [Flow(service).to_state("submitted") for _ in range(3)]
+    Flow(service).to_state("canceled")
+    claimed = [service.claim(WORKER, {"command_id": uid("c")}).body["assignment"]["task"]["id"] for _ in range(3)]
+    assert claimed == [f.task_id for f in flows]
+    assert code_of(lambda: service.claim(WORKER, {"command_id": uid("c")})) == "not_found"
+    leases = service.list_leases(WORKER, None, None)
+    assert [a["task"]["id"] for a in leases["items"]] == claimed and "cursor" not in leases or not leases["cursor"]
+
+
+def test_claim_replay_returns_the_same_assignment(service: TaskService) -> None:
+    Flow(service).to_state("submitted")
+    Flow(service).to_state("submitted")
+    first = service.claim(WORKER, {"command_id": "claim-1"})
+    again = service.claim(WORKER, {"command_id": "claim-1"})
+    assert first.body == again.body
+
+
+def test_caller_cannot_run_worker_commands(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    assert code_of(lambda: service.accept(CALLER, flow.task_id, {"command_id": "x", "expected_revision": 1, "fence": 1})) == "forbidden"
+    assert code_of(lambda: service.claim(CALLER, {"command_id": "x"})) == "forbidden"
+    assert code_of(lambda: service.create(WORKER, {})) == "forbidden"
+
+
+# ---- validation --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"id": "bad id"}, "id"),
+        ({"id": "-leading"}, "id"),
+        ({"workspace": "x" * 129}, "workspace"),
+        ({"command_id": ""}, "command_id"),
+        ({"expected_revision": 1}, "expected_revision"),
+        ({"message": {"id": "m", "parts": []}}, "message.parts"),
+        ({"message": {"id": "m", "parts": [{"media_type": "text/plain", "text": "x"}] * 33}}, "message.parts"),
+        ({"message": {"id": "m", "parts": [{"media_type": "text/plain", "text": ""}]}}, "message.parts[0]"),
+        ({"message": {"id": "m", "parts": [{"media_type": "bogus", "text": "x"}]}}, "message.parts[0].media_type"),
+        ({"message": {"id": "m", "parts": [{"media_type": "text/plain", "text": "x", "data_b64": "eA=="}]}}, "message.parts[0]"),
+        ({"message": {"id": "m", "parts": [{"media_type": "text/plain", "data_b64": "%%%"}]}}, "message.parts[0].data_b64"),
+        ({"message": {"id": "m", "parts": [{"media_type": "a/b", "data_b64": "A" * (3 * 1024 * 1024)}]}}, "message.parts"),
+    ],
+)
+def test_create_validation(service: TaskService, patch: dict[str, Any], field: str) -> None:
+    body = {"command_id": uid("c"), "workspace": "ws", "id": uid("t"), "context": "c", "message": message(), **patch}
+    with pytest.raises(DomainError) as caught:
+        service.create(CALLER, body)
+    assert caught.value.code == "invalid_argument" and caught.value.details["field"] == field
+    assert service.list_tasks(CALLER, __import__("dovecote.tasks.ports", fromlist=["TaskFilter"]).TaskFilter(), None, None)["total_size"] == 0
+
+
+def test_expected_revision_must_be_positive_for_other_commands(service: TaskService) -> None:
+    flow = Flow(service).to_state("submitted")
+    flow.revision = 0
+    assert code_of(lambda: flow.caller_cmd("cancel")) == "invalid_argument"
+
+
+# ---- streams and lists -------------------------------------------------------------------------
+
+
+def test_stream_paging_next_and_has_more(service: TaskService) -> None:
+    flow = Flow(service).to_state("working")
+    flow.worker_cmd("request_input")
+    flow.caller_cmd("reply")  # 3 messages
+    page = service.messages(CALLER, flow.task_id, None, 1)
+    assert (page["next"], page["has_more"], len(page["items"])) == (1, True, 1)
+    page = service.messages(CALLER, flow.task_id, 3, 1)
+    assert (page["next"], page["has_more"], page["items"]) == (3, False, [])
+    assert code_of(lambda: service.messages(CALLER, flow.task_id, 4, 1)) == "invalid_argument"
+    assert service.snapshot(CALLER, flow.task_id)["event_cursor"] == 4
+
+
+def test_lists_and_total_size(service: TaskService) -> None:
+    from dovecote.tasks.ports import TaskFilter
+
+    flows = [Flow(service, context="c1").to_state("submitted") for _ in range(5)]
+    Flow(service, context="c2").to_state("canceled")
+    page1 = service.list_context(CALLER, "c1", 2, None)
+    page2 = service.list_context(CALLER, "c1", 2, page1["cursor"])
+    page3 = service.list_context(CALLER, "c1", 2, page2["cursor"])
+    ids = [t["id"] for p in (page1, page2, page3) for t in p["items"]]
+    assert ids == [f.task_id for f in flows] and page3["cursor"] is None
+    everything = service.list_tasks(CALLER, TaskFilter(), 100, None)
+    assert everything["total_size"] == 6
+    updated = [t["updated_at"] for t in everything["items"]]
+    assert updated == sorted(updated, reverse=True)
+    assert service.list_tasks(CALLER, TaskFilter(state="canceled"), None, None)["total_size"] == 1
+    assert service.list_tasks(CALLER, TaskFilter(context="c1"), None, None)["total_size"] == 5
+    with pytest.raises(DomainError):
+        service.list_context(CALLER, "c2", 2, page1["cursor"])  # a cursor of another list
+
+
+# ---- invariants (hypothesis) -------------------------------------------------------------------
+
+ACTIONS = ["acquire", "fence", "accept", "reject", "request_input", "reply", "cancel", "fail", "complete", "stale"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(ACTIONS), max_size=25))
+def test_random_command_sequences_keep_the_invariants(actions: list[str]) -> None:
+    service = new_service()
+    flow = Flow(service)
+    flow.create()
+    for action in actions:
+        if action == "acquire":
+            code_of(flow.acquire)
+        elif action == "fence":
+            code_of(lambda: service.fence(WORKER, flow.task_id, {"command_id": uid("c"), "fence": max(flow.fence, 1)}))
+        elif action == "stale":
+            code_of(lambda: flow.worker_cmd("accept", fence=flow.fence + 1))
+        elif action in ("reply", "cancel"):
+            code_of(lambda: flow.caller_cmd(action))
+        else:
+            code_of(lambda: flow.worker_cmd(action))
+        task = service.get(CALLER, flow.task_id)["task"]
+        flow.revision = task["revision"]
+        assert task["revision"] == task["event_count"]
+        assert task["message_count"] <= task["revision"]
+        messages = service.messages(CALLER, flow.task_id, None, None)["items"]
+        assert [m["author"] for m in messages] == ["caller" if m["sequence"] % 2 else "agent" for m in messages]
+        events = service.events(CALLER, flow.task_id, None, None)["items"]
+        assert [e["revision"] for e in events] == list(range(1, task["revision"] + 1))
+        assert events[-1]["state"] == task["state"]
