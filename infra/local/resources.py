@@ -27,6 +27,28 @@ def notes_table_spec(name: str) -> dict[str, Any]:
     }
 
 
+def tasks_table_spec(name: str) -> dict[str, Any]:
+    """One table for tasks, messages, events, grants, receipts (dovecote/tasks/dynamo.py)."""
+    keys = {"pk": "S", "sk": "S"}
+    indexes = []
+    for index, (pk, sk) in c.TASKS_INDEXES.items():
+        keys.update({pk: "S", sk: "S"})
+        indexes.append(
+            {
+                "IndexName": index,
+                "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        )
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": k, "AttributeType": t} for k, t in keys.items()],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "GlobalSecondaryIndexes": indexes,
+    }
+
+
 def tokens_table_spec(name: str) -> dict[str, Any]:
     return {
         "TableName": name,
@@ -40,12 +62,14 @@ def create_all(*, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dic
     """Create tables, the versioned bucket and the cursor secret. Returns settings env values."""
     dynamodb.create_table(**notes_table_spec(names["notes_table"]))
     dynamodb.create_table(**tokens_table_spec(names["tokens_table"]))
+    dynamodb.create_table(**tasks_table_spec(names["tasks_table"]))
     s3.create_bucket(Bucket=names["bucket"])
     s3.put_bucket_versioning(Bucket=names["bucket"], VersioningConfiguration={"Status": "Enabled"})
     env = {
         c.ENV_NOTES_TABLE: names["notes_table"],
         c.ENV_TOKENS_TABLE: names["tokens_table"],
         c.ENV_BUCKET: names["bucket"],
+        c.ENV_TASKS_TABLE: names["tasks_table"],
     }
     if secretsmanager is not None:
         arn = secretsmanager.create_secret(Name="dovecote/cursor-key", SecretString=secrets.token_urlsafe(48))["ARN"]
@@ -53,4 +77,9 @@ def create_all(*, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dic
     return env
 
 
-DEFAULT_NAMES = {"notes_table": "dovecote-notes", "tokens_table": "dovecote-tokens", "bucket": "dovecote-bodies"}
+DEFAULT_NAMES = {
+    "notes_table": "dovecote-notes",
+    "tokens_table": "dovecote-tokens",
+    "tasks_table": "dovecote-tasks",
+    "bucket": "dovecote-bodies",
+}

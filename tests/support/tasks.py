@@ -36,8 +36,17 @@ class Flow:
     workspace: str = "ws"
 
     def create(self, **extra: Any) -> Outcome:
-        out = self.service.create(CALLER, {"command_id": uid("c"), "workspace": self.workspace, "id": self.task_id,
-                                           "context": self.context, "message": message("do it"), **extra})
+        out = self.service.create(
+            CALLER,
+            {
+                "command_id": uid("c"),
+                "workspace": self.workspace,
+                "id": self.task_id,
+                "context": self.context,
+                "message": message("do it"),
+                **extra,
+            },
+        )
         self.revision = out.body["revision"]
         return out
 

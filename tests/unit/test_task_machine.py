@@ -95,8 +95,13 @@ def test_two_round_conversation(service: TaskService) -> None:
     assert [m["sequence"] for m in messages["items"]] == [1, 2, 3, 4, 5, 6]
     events = service.events(CALLER, flow.task_id, None, None)["items"]
     assert [e["type"] for e in events] == [
-        "task_submitted", "task_accepted", "input_required", "caller_replied", "input_required",
-        "caller_replied", "task_completed",
+        "task_submitted",
+        "task_accepted",
+        "input_required",
+        "caller_replied",
+        "input_required",
+        "caller_replied",
+        "task_completed",
     ]
     assert [e["revision"] for e in events] == list(range(1, 8))
     assert done["submission"]["final_message"] == messages["items"][-1]["id"]
@@ -159,7 +164,13 @@ def test_same_id_different_intent_is_an_idempotency_conflict(service: TaskServic
 
 
 def test_create_replay_is_200_with_the_same_task(service: TaskService) -> None:
-    body = {"command_id": "create-1", "workspace": "ws", "id": "t-replay", "context": "c", "message": message(message_id="m-r")}
+    body = {
+        "command_id": "create-1",
+        "workspace": "ws",
+        "id": "t-replay",
+        "context": "c",
+        "message": message(message_id="m-r"),
+    }
     first = service.create(CALLER, body)
     again = service.create(CALLER, body)
     assert (first.status, again.status) == (201, 200) and first.body == again.body
@@ -233,7 +244,9 @@ def test_another_worker_cannot_drive_or_fence_the_lease(service: TaskService) ->
     flow.acquire()
     flow.worker = OTHER_WORKER
     assert code_of(lambda: flow.worker_cmd("accept")) == "stale_lease"
-    assert code_of(lambda: service.fence(OTHER_WORKER, flow.task_id, {"command_id": uid("c"), "fence": 1})) == "forbidden"
+    assert (
+        code_of(lambda: service.fence(OTHER_WORKER, flow.task_id, {"command_id": uid("c"), "fence": 1})) == "forbidden"
+    )
 
 
 def test_acquire_of_a_terminal_task_is_a_transition_error(service: TaskService) -> None:
@@ -270,7 +283,10 @@ def test_claim_replay_returns_the_same_assignment(service: TaskService) -> None:
 
 def test_caller_cannot_run_worker_commands(service: TaskService) -> None:
     flow = Flow(service).to_state("submitted")
-    assert code_of(lambda: service.accept(CALLER, flow.task_id, {"command_id": "x", "expected_revision": 1, "fence": 1})) == "forbidden"
+    assert (
+        code_of(lambda: service.accept(CALLER, flow.task_id, {"command_id": "x", "expected_revision": 1, "fence": 1}))
+        == "forbidden"
+    )
     assert code_of(lambda: service.claim(CALLER, {"command_id": "x"})) == "forbidden"
     assert code_of(lambda: service.create(WORKER, {})) == "forbidden"
 
@@ -290,9 +306,18 @@ def test_caller_cannot_run_worker_commands(service: TaskService) -> None:
         ({"message": {"id": "m", "parts": [{"media_type": "text/plain", "text": "x"}] * 33}}, "message.parts"),
         ({"message": {"id": "m", "parts": [{"media_type": "text/plain", "text": ""}]}}, "message.parts[0]"),
         ({"message": {"id": "m", "parts": [{"media_type": "bogus", "text": "x"}]}}, "message.parts[0].media_type"),
-        ({"message": {"id": "m", "parts": [{"media_type": "text/plain", "text": "x", "data_b64": "eA=="}]}}, "message.parts[0]"),
-        ({"message": {"id": "m", "parts": [{"media_type": "text/plain", "data_b64": "%%%"}]}}, "message.parts[0].data_b64"),
-        ({"message": {"id": "m", "parts": [{"media_type": "a/b", "data_b64": "A" * (3 * 1024 * 1024)}]}}, "message.parts"),
+        (
+            {"message": {"id": "m", "parts": [{"media_type": "text/plain", "text": "x", "data_b64": "eA=="}]}},
+            "message.parts[0]",
+        ),
+        (
+            {"message": {"id": "m", "parts": [{"media_type": "text/plain", "data_b64": "%%%"}]}},
+            "message.parts[0].data_b64",
+        ),
+        (
+            {"message": {"id": "m", "parts": [{"media_type": "a/b", "data_b64": "A" * (3 * 1024 * 1024)}]}},
+            "message.parts",
+        ),
     ],
 )
 def test_create_validation(service: TaskService, patch: dict[str, Any], field: str) -> None:
@@ -300,7 +325,12 @@ def test_create_validation(service: TaskService, patch: dict[str, Any], field: s
     with pytest.raises(DomainError) as caught:
         service.create(CALLER, body)
     assert caught.value.code == "invalid_argument" and caught.value.details["field"] == field
-    assert service.list_tasks(CALLER, __import__("dovecote.tasks.ports", fromlist=["TaskFilter"]).TaskFilter(), None, None)["total_size"] == 0
+    assert (
+        service.list_tasks(
+            CALLER, __import__("dovecote.tasks.ports", fromlist=["TaskFilter"]).TaskFilter(), None, None
+        )["total_size"]
+        == 0
+    )
 
 
 def test_expected_revision_must_be_positive_for_other_commands(service: TaskService) -> None:

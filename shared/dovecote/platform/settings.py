@@ -17,6 +17,7 @@ class Settings(BaseModel):
 
     tokens_table: str = Field(default="dovecote-tokens")
     notes_table: str = Field(default="dovecote-notes")
+    tasks_table: str = Field(default="dovecote-tasks")
     bucket: str = Field(default="dovecote-bodies")
     # Cloud: the HMAC key lives in Secrets Manager. Local: a generated dev key may be given directly.
     cursor_secret_arn: str | None = None

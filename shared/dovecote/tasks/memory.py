@@ -65,7 +65,11 @@ class InMemoryTaskStore:
                     raise TaskExists()
             else:
                 e = commit.expect
-                if current is None or (current.revision, current.owner, current.fence) != (e.revision, e.owner, e.fence):
+                if current is None or (current.revision, current.owner, current.fence) != (
+                    e.revision,
+                    e.owner,
+                    e.fence,
+                ):
                     raise TaskChanged(current)
             if any((authority, m.id) in self.message_ids for m in commit.messages):
                 raise MessageIdTaken()
@@ -87,7 +91,11 @@ class InMemoryTaskStore:
 
     def claimable(self, authority: str, limit: int) -> list[Task]:
         with self._lock:
-            tasks = [t for (a, _), t in self.tasks.items() if a == authority and not t.owner and not machine.is_terminal(t.state)]
+            tasks = [
+                t
+                for (a, _), t in self.tasks.items()
+                if a == authority and not t.owner and not machine.is_terminal(t.state)
+            ]
         return sorted(tasks, key=context_key)[:limit]
 
     def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
@@ -116,7 +124,8 @@ class InMemoryTaskStore:
     ) -> TaskPage:
         with self._lock:
             tasks = [
-                t for (a, _), t in self.tasks.items()
+                t
+                for (a, _), t in self.tasks.items()
                 if a == authority
                 and (not task_filter.context or t.context == task_filter.context)
                 and (not task_filter.state or t.state == task_filter.state)

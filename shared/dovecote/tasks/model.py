@@ -93,7 +93,9 @@ def gate_message(raw: Any) -> MessageInput:
         total += len(data)
         if total > MAX_MESSAGE_BYTES:
             raise InvalidArgument(
-                f"message parts exceed {MAX_MESSAGE_BYTES} bytes in total", field="message.parts", limit=MAX_MESSAGE_BYTES
+                f"message parts exceed {MAX_MESSAGE_BYTES} bytes in total",
+                field="message.parts",
+                limit=MAX_MESSAGE_BYTES,
             )
         parts.append(Part(media_type, data))
     return MessageInput(message_id, tuple(parts))
@@ -216,7 +218,9 @@ class Receipt:
 
 def intent_digest(kind: str, command: dict[str, Any]) -> str:
     """SHA-256 of a canonical encoding of {kind, command}: sorted keys, no whitespace, UTF-8."""
-    canonical = json.dumps({"kind": kind, "command": command}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = json.dumps(
+        {"kind": kind, "command": command}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

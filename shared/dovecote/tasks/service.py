@@ -144,7 +144,9 @@ class TaskService:
             if isinstance(decided, Outcome):
                 return decided
             commit = Commit(
-                receipt=Receipt(principal.authority, command_id, kind, digest, decided.receipt.status, decided.receipt.result),
+                receipt=Receipt(
+                    principal.authority, command_id, kind, digest, decided.receipt.status, decided.receipt.result
+                ),
                 task=decided.task,
                 expect=decided.expect,
                 messages=decided.messages,
@@ -225,8 +227,9 @@ class TaskService:
         artifact = body.get("artifact_id")
         if artifact is not None:
             check_id(artifact, "artifact_id")
-        return self._transition(principal, "complete_task", task_id, body, message=message, submission=submission,
-                                artifact=artifact)
+        return self._transition(
+            principal, "complete_task", task_id, body, message=message, submission=submission, artifact=artifact
+        )
 
     def _transition(
         self,
@@ -301,10 +304,25 @@ class TaskService:
             if submission:
                 changes["submission"] = {"id": submission, "final_message": message_id, "published_at": now}
             after = task.evolve(**changes)
-            event = Event(task_id, task.event_count + 1, transition.event, to, revision, now, message=message_id,
-                          submission=submission)
-            return _commit(after, Expect(task.revision, task.owner, task.fence), 200, after.to_json(),
-                           messages=messages, events=(event,), submission=submission)
+            event = Event(
+                task_id,
+                task.event_count + 1,
+                transition.event,
+                to,
+                revision,
+                now,
+                message=message_id,
+                submission=submission,
+            )
+            return _commit(
+                after,
+                Expect(task.revision, task.owner, task.fence),
+                200,
+                after.to_json(),
+                messages=messages,
+                events=(event,),
+                submission=submission,
+            )
 
         return self._run(principal, kind, command_id, task_id, command, decide)
 
@@ -315,8 +333,9 @@ class TaskService:
         check_id(task_id, "task")
         command_id = check_id(body.get("command_id"), "command_id")
         command = {"task": task_id, "worker": worker}
-        return self._run(principal, "acquire_lease", command_id, task_id, command,
-                         lambda task: self._grant(task, worker, task_id))
+        return self._run(
+            principal, "acquire_lease", command_id, task_id, command, lambda task: self._grant(task, worker, task_id)
+        )
 
     def claim(self, principal: Principal, body: dict[str, Any]) -> Outcome:
         worker = worker_id(principal)
@@ -334,7 +353,9 @@ class TaskService:
                 continue
             commit = Commit(
                 receipt=Receipt(principal.authority, command_id, "claim_lease", digest, 200, decided.receipt.result),
-                task=decided.task, expect=decided.expect, grant=decided.grant,
+                task=decided.task,
+                expect=decided.expect,
+                grant=decided.grant,
             )
             try:
                 self._store.commit(commit)
@@ -361,8 +382,13 @@ class TaskService:
         now = self._now()
         fence = task.fence + 1
         after = task.evolve(owner=worker, fence=fence, granted_at=now)
-        return _commit(after, Expect(task.revision, "", task.fence), 200, {"assignment": assignment_json(after, worker, fence, now)},
-                       grant=Grant(task.id, worker, fence, now))
+        return _commit(
+            after,
+            Expect(task.revision, "", task.fence),
+            200,
+            {"assignment": assignment_json(after, worker, fence, now)},
+            grant=Grant(task.id, worker, fence, now),
+        )
 
     def fence(self, principal: Principal, task_id: str, body: dict[str, Any]) -> Outcome:
         principal.require("worker")
@@ -375,8 +401,11 @@ class TaskService:
             if task is None:
                 raise NotFound("task not found", task=task_id)
             if not task.owner or task.fence != fence:
-                raise StaleLease("that lease generation is not current", fence=fence,
-                                 current_fence=task.fence if task.owner else None)
+                raise StaleLease(
+                    "that lease generation is not current",
+                    fence=fence,
+                    current_fence=task.fence if task.owner else None,
+                )
             if principal.role != "admin" and task.owner != principal.worker:
                 raise Forbidden("only the owning worker or an admin may fence this lease")
             after = task.evolve(owner="", granted_at="")

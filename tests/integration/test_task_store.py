@@ -1,0 +1,323 @@
+"""The task scenarios of tests/unit/test_task_machine.py, run through both TaskStores (the fake and
+DynamoDB on moto), then races with real threads, faults at each AWS call, and round trips."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
+
+from dovecote.platform.cursors import CursorSigner
+from dovecote.platform.errors import CommitUnknown, DomainError, Throttled
+from dovecote.tasks.dynamo import DynamoTaskStore
+from dovecote.tasks.memory import InMemoryTaskStore
+from dovecote.tasks.service import TaskService
+from infra.local.metering import count_round_trips
+from tests.support.tasks import CALLER, WORKER, Flow, message, uid
+
+# The conformance suite: these scenarios run here once per store (fixture `service` below).
+from tests.unit.test_task_machine import (  # noqa: F401
+    test_a_rejected_command_reserves_nothing,
+    test_acquire_fence_reacquire,
+    test_acquire_of_a_terminal_task_is_a_transition_error,
+    test_claim_replay_returns_the_same_assignment,
+    test_claim_takes_the_oldest_claimable,
+    test_create_gives_revision_1_with_one_message_and_event,
+    test_create_replay_is_200_with_the_same_task,
+    test_duplicate_message_id_rolls_back_the_whole_transition,
+    test_duplicate_submission_id_rolls_back,
+    test_every_command_in_every_state,
+    test_exact_replay_returns_the_original_result_after_the_task_moved_on,
+    test_late_worker_command_after_completion_is_stale_lease,
+    test_lists_and_total_size,
+    test_replay_after_a_fence,
+    test_request_input_from_submitted_is_invalid_and_changes_nothing,
+    test_same_id_different_intent_is_an_idempotency_conflict,
+    test_stale_lease_details_carry_the_current_fence,
+    test_stream_paging_next_and_has_more,
+    test_two_round_conversation,
+    test_wrong_revision_is_reported_before_a_bad_state,
+)
+
+KEY = b"task-integration-key-0123456789ab"
+
+
+def dynamo_store(env: dict[str, Any]) -> DynamoTaskStore:
+    return DynamoTaskStore(
+        table=env["settings"].tasks_table, bucket=env["settings"].bucket, dynamodb=env["dynamodb"], s3=env["s3"]
+    )
+
+
+@pytest.fixture(params=["memory", "dynamo"])
+def service(request: pytest.FixtureRequest) -> Iterator[TaskService]:
+    if request.param == "memory":
+        yield TaskService(InMemoryTaskStore(), CursorSigner(KEY))
+    else:
+        yield TaskService(dynamo_store(request.getfixturevalue("moto_env")), CursorSigner(KEY))
+
+
+@pytest.fixture
+def dynamo(moto_env: dict[str, Any]) -> tuple[TaskService, dict[str, Any]]:
+    return TaskService(dynamo_store(moto_env), CursorSigner(KEY)), moto_env
+
+
+def test_large_parts_go_to_s3_and_come_back(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, env = dynamo
+    big = "x" * (64 * 1024)
+    flow = Flow(service)
+    service.create(
+        CALLER,
+        {
+            "command_id": uid("c"),
+            "workspace": "ws",
+            "id": flow.task_id,
+            "context": "c",
+            "message": {
+                "id": uid("m"),
+                "parts": [
+                    {"media_type": "text/plain", "text": big},
+                    {"media_type": "application/octet-stream", "data_b64": "AAEC"},
+                ],
+            },
+        },
+    )
+    parts = service.messages(CALLER, flow.task_id, None, None)["items"][0]["parts"]
+    assert parts == [
+        {"media_type": "text/plain", "text": big},
+        {"media_type": "application/octet-stream", "data_b64": "AAEC"},
+    ]
+    objects = env["s3"].list_objects_v2(Bucket=env["settings"].bucket, Prefix="parts/acme/").get("Contents", [])
+    assert len(objects) == 1  # content-addressed; the small part stayed inline
+
+
+# ---- races, real threads against moto ------------------------------------------------------------
+
+
+def race(count: int, target: Any) -> list[str]:
+    barrier = threading.Barrier(count)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            target(i)
+            result = "ok"
+        except DomainError as err:
+            result = err.code
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sorted(outcomes)
+
+
+def test_two_accepts_at_the_same_revision(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, _ = dynamo
+    flow = Flow(service).to_state("submitted")
+    flow.acquire()
+    outcomes = race(
+        2,
+        lambda i: service.accept(
+            WORKER, flow.task_id, {"command_id": uid("c"), "expected_revision": 1, "fence": flow.fence}
+        ),
+    )
+    assert outcomes == ["ok", "revision_conflict"]
+    assert service.get(CALLER, flow.task_id)["task"]["revision"] == 2
+
+
+def test_cancel_races_complete(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, _ = dynamo
+    for _ in range(3):
+        flow = Flow(service).to_state("working")
+        revision = flow.revision
+
+        def act(i: int, flow: Flow = flow, revision: int = revision) -> None:
+            if i == 0:
+                service.cancel(CALLER, flow.task_id, {"command_id": uid("c"), "expected_revision": revision})
+            else:
+                service.complete(
+                    WORKER,
+                    flow.task_id,
+                    {
+                        "command_id": uid("c"),
+                        "expected_revision": revision,
+                        "fence": flow.fence,
+                        "submission_id": uid("s"),
+                        "message": message(),
+                    },
+                )
+
+        outcomes = race(2, act)
+        assert outcomes.count("ok") == 1 and len(outcomes) == 2
+        task = service.get(CALLER, flow.task_id)["task"]
+        assert task["state"] in ("canceled", "completed") and task["revision"] == revision + 1
+        assert task["revision"] == task["event_count"]
+        with pytest.raises(DomainError):
+            service.get_lease(WORKER, flow.task_id)  # the lease is gone
+
+
+def test_eight_workers_claim_100_tasks_each_exactly_once(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    from dovecote.platform.principal import Principal
+
+    service, _ = dynamo
+    created = {Flow(service).create().body["id"] for _ in range(100)}
+    claimed: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(8)
+
+    def worker(i: int) -> None:
+        me = Principal("acme", "worker", f"worker-{i}")
+        barrier.wait()
+        while True:
+            try:
+                assignment = service.claim(me, {"command_id": uid("claim")}).body["assignment"]
+            except DomainError as err:
+                if err.code == "not_found":
+                    return
+                raise
+            with lock:
+                claimed.append((assignment["task"]["id"], assignment["worker"]))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ids = [task for task, _ in claimed]
+    assert sorted(ids) == sorted(created) and len(set(ids)) == 100
+
+
+def test_after_fence_and_reacquire_every_old_fence_command_is_stale(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, _ = dynamo
+    flow = Flow(service).to_state("submitted")
+    flow.acquire()
+    old = flow.fence
+    service.fence(WORKER, flow.task_id, {"command_id": uid("c"), "fence": old})
+    flow.acquire()
+    for kind in ("accept", "reject", "fail"):
+        with pytest.raises(DomainError) as caught:
+            getattr(service, kind)(WORKER, flow.task_id, {"command_id": uid("c"), "expected_revision": 1, "fence": old})
+        assert caught.value.code == "stale_lease" and caught.value.details["current_fence"] == old + 1
+    outcomes = race(
+        4,
+        lambda i: service.accept(
+            WORKER, flow.task_id, {"command_id": uid("c"), "expected_revision": 1, "fence": old if i % 2 else old + 1}
+        ),
+    )
+    assert outcomes == ["ok", "revision_conflict", "stale_lease", "stale_lease"]
+
+
+# ---- faults at each AWS call -----------------------------------------------------------------------
+
+
+def _error(code: str, op: str, reasons: list[dict[str, str]] | None = None) -> ClientError:
+    response: dict[str, Any] = {"Error": {"Code": code, "Message": "injected"}}
+    if reasons:
+        response["CancellationReasons"] = reasons
+    return ClientError(response, op)
+
+
+def inject(client: Any, event: str, error: Exception) -> None:
+    def fail(**_: Any) -> None:
+        raise error
+
+    client.meta.events.register(event, fail, unique_id="fault")
+
+
+def heal(client: Any, event: str) -> None:
+    client.meta.events.unregister(event, unique_id="fault")
+
+
+def _state(env: dict[str, Any]) -> list[dict[str, Any]]:
+    return sorted(
+        env["dynamodb"].scan(TableName=env["settings"].tasks_table)["Items"], key=lambda i: (i["pk"]["S"], i["sk"]["S"])
+    )
+
+
+FAULTS = {
+    "conflict at the commit": (
+        "before-call.dynamodb.TransactWriteItems",
+        _error("TransactionCanceledException", "TransactWriteItems", [{"Code": "TransactionConflict"}] * 4),
+        CommitUnknown,
+        False,
+    ),
+    "throttle at the commit": (
+        "before-call.dynamodb.TransactWriteItems",
+        _error("ThrottlingException", "TransactWriteItems"),
+        CommitUnknown,
+        False,
+    ),
+    "timeout after the commit": (
+        "after-call.dynamodb.TransactWriteItems",
+        ReadTimeoutError(endpoint_url="https://dynamodb"),
+        CommitUnknown,
+        True,
+    ),
+    "throttle at the read": (
+        "before-call.dynamodb.TransactGetItems",
+        _error("ThrottlingException", "TransactGetItems"),
+        Throttled,
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_faults_leave_nothing_partial_and_the_exact_retry_converges(
+    dynamo: tuple[TaskService, dict[str, Any]], fault: str
+) -> None:
+    service, env = dynamo
+    event, error, raised, committed = FAULTS[fault]
+    flow = Flow(service).to_state("working")
+    body = {
+        "command_id": "the-command",
+        "expected_revision": flow.revision,
+        "fence": flow.fence,
+        "message": message("input please", message_id="m-fault"),
+    }
+    before = _state(env)
+    inject(env["dynamodb"], event, error)
+    with pytest.raises(raised):
+        service.request_input(WORKER, flow.task_id, body)
+    heal(env["dynamodb"], event)
+    after = _state(env)
+    if committed:
+        assert len(after) == len(before) + 4  # receipt, task (replaced), message, message id, event
+    else:
+        assert after == before  # nothing partial
+    first = service.request_input(WORKER, flow.task_id, body)
+    again = service.request_input(WORKER, flow.task_id, body)
+    assert first.body == again.body and first.body["revision"] == flow.revision + 1
+    task = service.get(CALLER, flow.task_id)["task"]
+    assert (task["revision"], task["event_count"], task["message_count"]) == (flow.revision + 1,) * 2 + (2,)
+
+
+def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, env = dynamo
+    clients = (env["dynamodb"], env["s3"])
+    flow = Flow(service)
+    with count_round_trips(*clients) as meter:
+        flow.create()
+    assert meter.total == 2, meter.calls
+    with count_round_trips(*clients) as meter:
+        flow.acquire()
+    assert meter.total == 2, meter.calls
+    body = {"command_id": "rt-accept", "expected_revision": 1, "fence": flow.fence}
+    with count_round_trips(*clients) as meter:
+        service.accept(WORKER, flow.task_id, body)
+    assert meter.total == 2, meter.calls
+    with count_round_trips(*clients) as meter:
+        service.accept(WORKER, flow.task_id, body)  # exact replay
+    assert meter.total == 1, meter.calls
+    Flow(service).create()
+    with count_round_trips(*clients) as meter:
+        service.claim(WORKER, {"command_id": uid("claim")})
+    assert meter.total <= 3, meter.calls
