@@ -393,9 +393,9 @@ def test_random_command_sequences_keep_the_invariants(actions: list[str]) -> Non
         elif action == "stale":
             code_of(lambda: flow.worker_cmd("accept", fence=flow.fence + 1))
         elif action in ("reply", "cancel"):
-            code_of(lambda: flow.caller_cmd(action))
+            code_of(lambda action=action: flow.caller_cmd(action))
         else:
-            code_of(lambda: flow.worker_cmd(action))
+            code_of(lambda action=action: flow.worker_cmd(action))
         task = service.get(CALLER, flow.task_id)["task"]
         flow.revision = task["revision"]
         assert task["revision"] == task["event_count"]
