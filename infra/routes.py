@@ -34,6 +34,7 @@ FUNCTIONS: dict[str, Function] = {
         Function("admin_api", "functions.admin_api.handler.handler"),
         # The upload commit streams up to 64 MiB through a SHA-256: more memory, more time.
         Function("notes_api", "functions.notes_api.handler.handler", memory_mb=1024),
+        Function("tasks_api", "functions.tasks_api.handler.handler", memory_mb=1024),
     )
 }
 
@@ -53,4 +54,25 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/notes/uploads", "notes_api"),
     Route("GET", "/v1/notes/{ref}", "notes_api"),
     Route("DELETE", "/v1/notes/{ref}", "notes_api"),
+    # tasks: caller
+    Route("POST", "/v1/tasks", "tasks_api"),
+    Route("GET", "/v1/tasks", "tasks_api"),
+    Route("GET", "/v1/tasks/{id}", "tasks_api"),
+    Route("GET", "/v1/contexts/{context}/tasks", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/reply", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/cancel", "tasks_api"),
+    Route("GET", "/v1/tasks/{id}/messages", "tasks_api"),
+    Route("GET", "/v1/tasks/{id}/events", "tasks_api"),
+    Route("GET", "/v1/tasks/{id}/snapshot", "tasks_api"),
+    # tasks: worker
+    Route("POST", "/v1/leases/claim", "tasks_api"),
+    Route("GET", "/v1/leases", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/lease", "tasks_api"),
+    Route("GET", "/v1/tasks/{id}/lease", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/lease/fence", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/accept", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/reject", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/fail", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/request-input", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/complete", "tasks_api"),
 )

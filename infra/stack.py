@@ -98,6 +98,21 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
                 "Note bodies live under notes/<authority>/<ref>; the key is derived per request.",
             )
         )
+    tasks_role = stack.api.functions["tasks_api"].role
+    out.append(
+        (
+            tasks_role,
+            f"AwsSolutions-IAM5[Resource::<{ref(stack.data.tasks)}.Arn>/index/*]",
+            "The four GSIs of the tasks table (claimable, leases, by_context, by_authority), Query only.",
+        )
+    )
+    out.append(
+        (
+            tasks_role,
+            f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/parts/*]",
+            "Large message parts live under parts/<authority>/<sha256>; the key is the content digest.",
+        )
+    )
     for route in ("GET /v1/health", "GET /v1/openapi.json"):
         out.append(
             (

@@ -46,6 +46,7 @@ class Api(Construct):
         env = {
             c.ENV_TOKENS_TABLE: data.tokens.table_name,
             c.ENV_NOTES_TABLE: data.notes.table_name,
+            c.ENV_TASKS_TABLE: data.tasks.table_name,
             c.ENV_BUCKET: data.bucket.bucket_name,
             c.ENV_CURSOR_SECRET_ARN: data.cursor_secret.secret_arn,
         }
@@ -156,9 +157,15 @@ class Api(Construct):
         )
         allow(JANITOR.name, ["s3:DeleteObject", "s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
         allow("notes_api", ["secretsmanager:GetSecretValue"], [d.cursor_secret.secret_arn])
+        # GetItem/PutItem are the actions inside TransactGetItems/TransactWriteItems; no Scan, no Delete.
+        allow("tasks_api", ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+              [d.tasks.table_arn, f"{d.tasks.table_arn}/index/*"])
+        allow("tasks_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
+        allow("tasks_api", ["secretsmanager:GetSecretValue"], [d.cursor_secret.secret_arn])
         for name in ("authorizer", "admin_api", JANITOR.name):
             allow(name, ["kms:Decrypt"], [d.key.key_arn])
-        allow("notes_api", ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [d.key.key_arn])
+        for name in ("notes_api", "tasks_api"):
+            allow(name, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [d.key.key_arn])
 
     @property
     def region(self) -> str:

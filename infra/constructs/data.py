@@ -43,6 +43,16 @@ class Data(Construct):
         # Note items and view items share the table; its stream drives the body janitor.
         self.notes = table("Notes", c.NOTES_PK, c.NOTES_SK, stream=ddb.StreamViewType.NEW_AND_OLD_IMAGES)
 
+        # Tasks, messages, events, grants and receipts share one table (dovecote/tasks/dynamo.py).
+        self.tasks = table("Tasks", "pk", "sk")
+        for index, (partition, sort) in c.TASKS_INDEXES.items():
+            self.tasks.add_global_secondary_index(
+                index_name=index,
+                partition_key=ddb.Attribute(name=partition, type=ddb.AttributeType.STRING),
+                sort_key=ddb.Attribute(name=sort, type=ddb.AttributeType.STRING),
+                projection_type=ddb.ProjectionType.ALL,
+            )
+
         # Server access logs: the destination bucket cannot use SSE-KMS, so it uses SSE-S3.
         self.access_logs = s3.Bucket(
             self,

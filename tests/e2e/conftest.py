@@ -69,3 +69,27 @@ def http(dev_runtime: dict[str, Any]) -> Iterator[httpx.Client]:
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture(scope="session")
+def other_authority(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Tokens of a second authority. An admin token mints only inside its own authority, so these
+    are minted the bootstrap way: with AWS credentials, straight into the tokens table."""
+    upload = httpx.post(
+        dev_runtime["endpoint"] + "/v1/notes/uploads",
+        json={"key": "probe", "run": 1, "name": "n", "size": 1, "sha256": "0" * 64},
+        headers=bearer(dev_runtime["tokens"]["caller"]),
+    )
+    url = httpx.URL(upload.json()["upload_url"])  # names the dev runtime's in-process moto endpoint
+    code = (
+        "import sys;import boto3;from dovecote.admin.tokens import TokenService;"
+        "from dovecote.admin.dynamo import DynamoTokenStore;"
+        "d=boto3.client('dynamodb',endpoint_url=sys.argv[1],region_name='us-east-1',"
+        "aws_access_key_id='testing',aws_secret_access_key='testing');"
+        "s=TokenService(DynamoTokenStore(table='dovecote-tokens',dynamodb=d));"
+        "print(s.mint(None,'other','caller',None)[0]);print(s.mint(None,'other','worker','w-other')[0])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, f"{url.scheme}://{url.host}:{url.port}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return {"caller": bearer(out[0]), "worker": bearer(out[1])}

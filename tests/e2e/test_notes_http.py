@@ -149,7 +149,9 @@ def test_inline_body_over_the_limit_is_413(http: httpx.Client, caller: dict[str,
     assert listed(http, caller, key=key) == []
 
 
-def test_authority_isolation_over_http(dev_runtime: dict[str, Any], http: httpx.Client, caller: dict[str, str]) -> None:
+def test_authority_isolation_over_http(
+    dev_runtime: dict[str, Any], http: httpx.Client, caller: dict[str, str], other_authority: dict[str, dict[str, str]]
+) -> None:
     admin = bearer(dev_runtime["tokens"]["admin"])
     key = unique_key()
     ref = http.put("/v1/notes", json={"key": key, "run": 1, "name": "n", "text": "dev's"}, headers=caller).json()["ref"]
@@ -158,46 +160,11 @@ def test_authority_isolation_over_http(dev_runtime: dict[str, Any], http: httpx.
     assert denied.status_code == 403 and denied.json()["error"]["code"] == "forbidden"
     assert http.post("/v1/admin/tokens", json={"authority": "dev", "role": "caller"}, headers=caller).status_code == 403
     # A token of another authority, minted with AWS credentials (the bootstrap path), sees nothing.
-    other = other_authority_token(dev_runtime)
+    other = other_authority["caller"]
     assert http.get(f"/v1/notes/{ref}", headers=other).status_code == 404
     assert http.delete(f"/v1/notes/{ref}", headers=other).status_code == 404
     assert listed(http, other, key=key) == [] and listed(http, other) == []
     assert http.get(f"/v1/notes/{ref}", headers=caller).json()["text"] == "dev's"
-
-
-def other_authority_token(dev_runtime: dict[str, Any]) -> dict[str, str]:
-    """A second authority's token: minted by the admin API is impossible across authorities, so
-    the test mints for `dev`, proving the route works, then relies on a token file override."""
-    import json
-    import subprocess
-    import sys
-
-    code = (
-        "import json,os,sys;from dovecote.admin.tokens import TokenService;"
-        "from dovecote.admin.dynamo import DynamoTokenStore;import boto3;"
-        "d=boto3.client('dynamodb',endpoint_url=sys.argv[1],region_name='us-east-1',"
-        "aws_access_key_id='testing',aws_secret_access_key='testing');"
-        "t,_=TokenService(DynamoTokenStore(table='dovecote-tokens',dynamodb=d)).mint(None,'other','caller',None);print(t)"
-    )
-    endpoint = moto_endpoint(dev_runtime)
-    token = subprocess.run(
-        [sys.executable, "-c", code, endpoint], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    json.dumps(token)
-    return bearer(token)
-
-
-def moto_endpoint(dev_runtime: dict[str, Any]) -> str:
-    import httpx as _h
-
-    # The dev runtime's presigned upload URL names the in-process moto endpoint.
-    response = _h.post(
-        dev_runtime["endpoint"] + "/v1/notes/uploads",
-        json={"key": "probe", "run": 1, "name": "n", "size": 1, "sha256": "0" * 64},
-        headers=bearer(dev_runtime["tokens"]["caller"]),
-    )
-    url = httpx.URL(response.json()["upload_url"])
-    return f"{url.scheme}://{url.host}:{url.port}"
 
 
 def test_large_upload_over_http(dev_runtime: dict[str, Any], http: httpx.Client, caller: dict[str, str]) -> None:

@@ -11,7 +11,7 @@ from schemathesis.specs.openapi import checks as openapi_checks
 
 from functions.admin_api.handler import openapi_document
 
-FUZZED_PREFIXES = ("/v1/notes", "/v1/admin/tokens", "/v1/health")
+FUZZED_PREFIXES = ("/v1/notes", "/v1/admin/tokens", "/v1/health", "/v1/tasks", "/v1/contexts", "/v1/leases")
 
 
 # The same document GET /v1/openapi.json serves (a test below checks that), built in-process so

@@ -126,6 +126,17 @@ def test_notes_role_touches_only_the_notes_table(synthesized: dict[str, Any]) ->
         assert not any(a in ("dynamodb:*", "dynamodb:Scan") for a in _actions(statement))
 
 
+def test_tasks_role_touches_only_the_tasks_table(synthesized: dict[str, Any]) -> None:
+    raw = synthesized["raw"]
+    tables = resources(raw, "AWS::DynamoDB::Table")
+    tasks = next(k for k in tables if k.startswith("DataTasks"))
+    statements = [s for s in _policy_for(raw, "tasks_api") if any(a.startswith("dynamodb:") for a in _actions(s))]
+    assert statements
+    for statement in statements:
+        assert _logical_ids(statement["Resource"]) & set(tables) == {tasks}
+        assert not {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:*"} & set(_actions(statement))
+
+
 def test_authorizer_can_only_read_tokens(synthesized: dict[str, Any]) -> None:
     raw = synthesized["raw"]
     tables = resources(raw, "AWS::DynamoDB::Table")
@@ -172,7 +183,9 @@ def test_bucket_is_kms_encrypted_private_versioned_and_denies_non_tls(synthesize
 
 def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[str, Any]) -> None:
     tables = resources(synthesized["raw"], "AWS::DynamoDB::Table")
-    assert len(tables) == 2
+    assert len(tables) == 3
+    tasks = next(t["Properties"] for k, t in tables.items() if k.startswith("DataTasks"))
+    assert {i["IndexName"] for i in tasks["GlobalSecondaryIndexes"]} == {"claimable", "leases", "by_context", "by_authority"}
     for props in (t["Properties"] for t in tables.values()):
         assert props["BillingMode"] == "PAY_PER_REQUEST"
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}

@@ -1,0 +1,199 @@
+"""Tasks API function: parse → call TaskService → return a model. No rules here; the role each
+command needs is enforced by the service (a caller token on a worker route is 403)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+
+from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
+from dovecote.tasks.ports import TaskFilter
+from dovecote.tasks.service import Outcome, TaskService
+from functions.tasks_api.models import (
+    AssignmentEnvelope,
+    CallerCommandIn,
+    CommandIn,
+    CompleteIn,
+    ContextTasksOut,
+    CreateTaskIn,
+    EventPage,
+    FenceIn,
+    LeaseListOut,
+    MessagePage,
+    ReplyIn,
+    RequestInputIn,
+    SnapshotOut,
+    TaskEnvelope,
+    TaskListOut,
+    WorkerCommandIn,
+)
+
+app = new_resolver()
+COMMAND_ERRORS = (400, 401, 403, 404, 409, 413, 429, 503)
+READ_ERRORS = (400, 401, 403, 404, 429, 503)
+
+
+@lru_cache(maxsize=1)
+def service() -> TaskService:
+    """Composition root: wires the AWS adapters on the first request of the container."""
+    from dovecote.platform import aws
+    from dovecote.platform.cursors import CursorSigner
+    from dovecote.platform.settings import get_settings
+    from dovecote.tasks.dynamo import DynamoTaskStore
+
+    settings = get_settings()
+    store = DynamoTaskStore(
+        table=settings.tasks_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.client("s3")
+    )
+    return TaskService(store, signer_factory=lambda: CursorSigner(aws.cursor_key()))
+
+
+def _task(outcome: Outcome) -> dict[str, Any]:
+    return {"task": outcome.body}
+
+
+def _body(model: Any) -> dict[str, Any]:
+    return dict(model.model_dump(exclude_none=True))
+
+
+# ---- caller ----------------------------------------------------------------------------------------
+
+
+@app.post("/v1/tasks", tags=["tasks"], responses={201: {"description": "created", "content": {JSON: {"model": TaskEnvelope}}}, **responses(200, TaskEnvelope, *COMMAND_ERRORS)})
+def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]:
+    """Create a task (revision 1, one caller message). An exact retry answers 200 with the same task."""
+    outcome = service().create(current_principal(app), _body(body))
+    return Response(status_code=outcome.status, content_type=JSON, body=TaskEnvelope.model_validate(_task(outcome)))
+
+
+@app.get("/v1/tasks/<task_id>", tags=["tasks"], responses=responses(200, TaskEnvelope, *READ_ERRORS))
+def get_task(task_id: Annotated[str, Path()]) -> TaskEnvelope:
+    return TaskEnvelope.model_validate(service().get(current_principal(app), task_id))
+
+
+@app.get("/v1/tasks", tags=["tasks"], responses=responses(200, TaskListOut, *READ_ERRORS))
+def list_tasks(
+    context: Annotated[str, Query()] = "",
+    state: Annotated[str, Query()] = "",
+    updated_since: Annotated[str, Query()] = "",
+    limit: Annotated[int | None, Query()] = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> TaskListOut:
+    """The authority's tasks, newest update first, with `total_size` of the filtered set."""
+    page = service().list_tasks(current_principal(app), TaskFilter(context, state, updated_since), limit, cursor)
+    return TaskListOut.model_validate(page)
+
+
+@app.get("/v1/contexts/<context>/tasks", tags=["tasks"], responses=responses(200, ContextTasksOut, *READ_ERRORS))
+def list_context_tasks(
+    context: Annotated[str, Path()],
+    limit: Annotated[int | None, Query()] = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> ContextTasksOut:
+    """One context's tasks, oldest first by (created_at, workspace, id)."""
+    return ContextTasksOut.model_validate(service().list_context(current_principal(app), context, limit, cursor))
+
+
+@app.post("/v1/tasks/<task_id>/reply", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+def reply_task(task_id: Annotated[str, Path()], body: Annotated[ReplyIn, Body()]) -> TaskEnvelope:
+    return TaskEnvelope.model_validate(_task(service().reply(current_principal(app), task_id, _body(body))))
+
+
+@app.post("/v1/tasks/<task_id>/cancel", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+def cancel_task(task_id: Annotated[str, Path()], body: Annotated[CallerCommandIn, Body()]) -> TaskEnvelope:
+    return TaskEnvelope.model_validate(_task(service().cancel(current_principal(app), task_id, _body(body))))
+
+
+@app.get("/v1/tasks/<task_id>/messages", tags=["tasks"], responses=responses(200, MessagePage, *READ_ERRORS))
+def list_messages(
+    task_id: Annotated[str, Path()],
+    after: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, Query()] = None,
+) -> MessagePage:
+    return MessagePage.model_validate(service().messages(current_principal(app), task_id, after, limit))
+
+
+@app.get("/v1/tasks/<task_id>/events", tags=["tasks"], responses=responses(200, EventPage, *READ_ERRORS))
+def list_events(
+    task_id: Annotated[str, Path()],
+    after: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, Query()] = None,
+) -> EventPage:
+    return EventPage.model_validate(service().events(current_principal(app), task_id, after, limit))
+
+
+@app.get("/v1/tasks/<task_id>/snapshot", tags=["tasks"], responses=responses(200, SnapshotOut, *READ_ERRORS))
+def snapshot_task(task_id: Annotated[str, Path()]) -> SnapshotOut:
+    """The task and `event_cursor` (its event count) from one read: read events after it, gap-free."""
+    return SnapshotOut.model_validate(service().snapshot(current_principal(app), task_id))
+
+
+# ---- worker ----------------------------------------------------------------------------------------
+
+
+@app.post("/v1/leases/claim", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
+def claim_lease(body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
+    """Lease the oldest claimable task of the authority; 404 when there is none."""
+    return AssignmentEnvelope.model_validate(service().claim(current_principal(app), _body(body)).body)
+
+
+@app.post("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
+def acquire_lease(task_id: Annotated[str, Path()], body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
+    return AssignmentEnvelope.model_validate(service().acquire(current_principal(app), task_id, _body(body)).body)
+
+
+@app.get("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *READ_ERRORS))
+def get_lease(task_id: Annotated[str, Path()]) -> AssignmentEnvelope:
+    return AssignmentEnvelope.model_validate(service().get_lease(current_principal(app), task_id))
+
+
+@app.post("/v1/tasks/<task_id>/lease/fence", tags=["workers"], responses=responses(204, None, *COMMAND_ERRORS))
+def fence_lease(task_id: Annotated[str, Path()], body: Annotated[FenceIn, Body()]) -> Response[None]:
+    """Retire the current lease generation: the owner is cleared, the fence kept. Admin or owner."""
+    service().fence(current_principal(app), task_id, _body(body))
+    return Response(status_code=204)
+
+
+@app.get("/v1/leases", tags=["workers"], responses=responses(200, LeaseListOut, *READ_ERRORS))
+def list_leases(
+    limit: Annotated[int | None, Query()] = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> LeaseListOut:
+    """This worker's current leases: the restart-recovery scan."""
+    return LeaseListOut.model_validate(service().list_leases(current_principal(app), limit, cursor))
+
+
+@app.post("/v1/tasks/<task_id>/accept", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+def accept_task(task_id: Annotated[str, Path()], body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
+    """submitted → working."""
+    return TaskEnvelope.model_validate(_task(service().accept(current_principal(app), task_id, _body(body))))
+
+
+@app.post("/v1/tasks/<task_id>/reject", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+def reject_task(task_id: Annotated[str, Path()], body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
+    """submitted → rejected."""
+    return TaskEnvelope.model_validate(_task(service().reject(current_principal(app), task_id, _body(body))))
+
+
+@app.post("/v1/tasks/<task_id>/fail", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+def fail_task(task_id: Annotated[str, Path()], body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
+    """working or input_required → failed."""
+    return TaskEnvelope.model_validate(_task(service().fail(current_principal(app), task_id, _body(body))))
+
+
+@app.post("/v1/tasks/<task_id>/request-input", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+def request_input_task(task_id: Annotated[str, Path()], body: Annotated[RequestInputIn, Body()]) -> TaskEnvelope:
+    """working → input_required, with the agent's message."""
+    return TaskEnvelope.model_validate(_task(service().request_input(current_principal(app), task_id, _body(body))))
+
+
+@app.post("/v1/tasks/<task_id>/complete", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+def complete_task(task_id: Annotated[str, Path()], body: Annotated[CompleteIn, Body()]) -> TaskEnvelope:
+    """working → completed, with the agent's final message and a submission."""
+    return TaskEnvelope.model_validate(_task(service().complete(current_principal(app), task_id, _body(body))))
+
+
+handler = lambda_entry(app)
