@@ -62,7 +62,14 @@ def _body(model: Any) -> dict[str, Any]:
 # ---- caller ----------------------------------------------------------------------------------------
 
 
-@app.post("/v1/tasks", tags=["tasks"], responses={201: {"description": "created", "content": {JSON: {"model": TaskEnvelope}}}, **responses(200, TaskEnvelope, *COMMAND_ERRORS)})
+@app.post(
+    "/v1/tasks",
+    tags=["tasks"],
+    responses={
+        201: {"description": "created", "content": {JSON: {"model": TaskEnvelope}}},
+        **responses(200, TaskEnvelope, *COMMAND_ERRORS),
+    },
+)
 def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]:
     """Create a task (revision 1, one caller message). An exact retry answers 200 with the same task."""
     outcome = service().create(current_principal(app), _body(body))
@@ -184,7 +191,9 @@ def fail_task(task_id: Annotated[str, Path()], body: Annotated[WorkerCommandIn, 
     return TaskEnvelope.model_validate(_task(service().fail(current_principal(app), task_id, _body(body))))
 
 
-@app.post("/v1/tasks/<task_id>/request-input", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+@app.post(
+    "/v1/tasks/<task_id>/request-input", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS)
+)
 def request_input_task(task_id: Annotated[str, Path()], body: Annotated[RequestInputIn, Body()]) -> TaskEnvelope:
     """working → input_required, with the agent's message."""
     return TaskEnvelope.model_validate(_task(service().request_input(current_principal(app), task_id, _body(body))))

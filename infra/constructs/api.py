@@ -158,8 +158,11 @@ class Api(Construct):
         allow(JANITOR.name, ["s3:DeleteObject", "s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
         allow("notes_api", ["secretsmanager:GetSecretValue"], [d.cursor_secret.secret_arn])
         # GetItem/PutItem are the actions inside TransactGetItems/TransactWriteItems; no Scan, no Delete.
-        allow("tasks_api", ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
-              [d.tasks.table_arn, f"{d.tasks.table_arn}/index/*"])
+        allow(
+            "tasks_api",
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+            [d.tasks.table_arn, f"{d.tasks.table_arn}/index/*"],
+        )
         allow("tasks_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
         allow("tasks_api", ["secretsmanager:GetSecretValue"], [d.cursor_secret.secret_arn])
         for name in ("authorizer", "admin_api", JANITOR.name):

@@ -90,6 +90,9 @@ def other_authority(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
         "print(s.mint(None,'other','caller',None)[0]);print(s.mint(None,'other','worker','w-other')[0])"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, f"{url.scheme}://{url.host}:{url.port}"], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, f"{url.scheme}://{url.host}:{url.port}"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     return {"caller": bearer(out[0]), "worker": bearer(out[1])}

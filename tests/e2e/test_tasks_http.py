@@ -26,8 +26,14 @@ def roles(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 
 def create(http: httpx.Client, caller: dict[str, str], **extra: Any) -> dict[str, Any]:
-    body = {"command_id": uid("c"), "workspace": "ws", "id": uid("t"), "context": uid("ctx"), "message": msg("hi"),
-            **extra}
+    body = {
+        "command_id": uid("c"),
+        "workspace": "ws",
+        "id": uid("t"),
+        "context": uid("ctx"),
+        "message": msg("hi"),
+        **extra,
+    }
     response = http.post("/v1/tasks", json=body, headers=caller)
     assert response.status_code == 201, response.text
     return dict(response.json()["task"])
@@ -45,8 +51,11 @@ def test_a_whole_conversation(http: httpx.Client, roles: dict[str, dict[str, str
 
     def worker_cmd(kind: str, **extra: Any) -> dict[str, Any]:
         nonlocal rev
-        r = http.post(f"/v1/tasks/{tid}/{kind}", json={"command_id": uid("c"), "expected_revision": rev, "fence": fence,
-                                                      **extra}, headers=worker)
+        r = http.post(
+            f"/v1/tasks/{tid}/{kind}",
+            json={"command_id": uid("c"), "expected_revision": rev, "fence": fence, **extra},
+            headers=worker,
+        )
         assert r.status_code == 200, r.text
         rev = r.json()["task"]["revision"]
         return dict(r.json()["task"])
@@ -54,8 +63,11 @@ def test_a_whole_conversation(http: httpx.Client, roles: dict[str, dict[str, str
     worker_cmd("accept")
     for _ in range(2):
         worker_cmd("request-input", message=msg("which colour?"))
-        r = http.post(f"/v1/tasks/{tid}/reply", json={"command_id": uid("c"), "expected_revision": rev,
-                                                     "message": msg("blue")}, headers=caller)
+        r = http.post(
+            f"/v1/tasks/{tid}/reply",
+            json={"command_id": uid("c"), "expected_revision": rev, "message": msg("blue")},
+            headers=caller,
+        )
         assert r.status_code == 200, r.text
         rev = r.json()["task"]["revision"]
     done = worker_cmd("complete", submission_id=uid("s"), message=msg("done"))
@@ -75,8 +87,9 @@ def test_create_replay_is_200_and_conflicts_are_409(http: httpx.Client, roles: d
     assert (first.status_code, again.status_code) == (201, 200) and first.json() == again.json()
     clash = http.post("/v1/tasks", json={**body, "command_id": uid("c")}, headers=roles["caller"])
     assert clash.status_code == 409 and clash.json()["error"]["code"] == "task_conflict"
-    wrong = http.post(f"/v1/tasks/{body['id']}/cancel", json={"command_id": uid("c"), "expected_revision": 4},
-                      headers=roles["caller"])
+    wrong = http.post(
+        f"/v1/tasks/{body['id']}/cancel", json={"command_id": uid("c"), "expected_revision": 4}, headers=roles["caller"]
+    )
     assert wrong.status_code == 409 and wrong.json()["error"]["details"] == {"expected": 4, "actual": 1}
 
 
@@ -89,21 +102,33 @@ def test_roles_are_enforced(http: httpx.Client, roles: dict[str, dict[str, str]]
     ):
         response = http.post(path, json=body, headers=roles["caller"])
         assert response.status_code == 403 and response.json()["error"]["code"] == "forbidden", path
-    response = http.post("/v1/tasks", json={"command_id": uid("c"), "workspace": "w", "id": uid("t"), "context": "c",
-                                            "message": msg("x")}, headers=roles["worker"])
+    response = http.post(
+        "/v1/tasks",
+        json={"command_id": uid("c"), "workspace": "w", "id": uid("t"), "context": "c", "message": msg("x")},
+        headers=roles["worker"],
+    )
     assert response.status_code == 403
     assert http.get("/v1/tasks", headers={}).status_code == 401
 
 
-def test_cross_authority_is_404(http: httpx.Client, roles: dict[str, dict[str, str]],
-                                other_authority: dict[str, dict[str, str]]) -> None:
+def test_cross_authority_is_404(
+    http: httpx.Client, roles: dict[str, dict[str, str]], other_authority: dict[str, dict[str, str]]
+) -> None:
     task = create(http, roles["caller"])
     other = other_authority
     assert http.get(f"/v1/tasks/{task['id']}", headers=other["caller"]).status_code == 404
-    assert http.post(f"/v1/tasks/{task['id']}/cancel", json={"command_id": uid("c"), "expected_revision": 1},
-                     headers=other["caller"]).status_code == 404
-    assert http.post(f"/v1/tasks/{task['id']}/lease", json={"command_id": uid("c")},
-                     headers=other["worker"]).status_code == 404
+    assert (
+        http.post(
+            f"/v1/tasks/{task['id']}/cancel",
+            json={"command_id": uid("c"), "expected_revision": 1},
+            headers=other["caller"],
+        ).status_code
+        == 404
+    )
+    assert (
+        http.post(f"/v1/tasks/{task['id']}/lease", json={"command_id": uid("c")}, headers=other["worker"]).status_code
+        == 404
+    )
     assert http.get(f"/v1/tasks/{task['id']}/messages", headers=other["caller"]).status_code == 404
     listed = http.get("/v1/tasks", params={"context": task["context"]}, headers=other["caller"]).json()
     assert listed["items"] == [] and listed["total_size"] == 0
@@ -142,10 +167,18 @@ def test_bad_creates_are_400_and_store_nothing(
 
 @pytest.mark.parametrize(
     ("path", "query"),
-    [("/v1/tasks", {"limit": "101"}), ("/v1/tasks", {"limit": "-1"}), ("/v1/tasks", {"state": "done"}),
-     ("/v1/tasks", {"updated_since": "yesterday"}), ("/v1/tasks", {"cursor": "forged"}), ("/v1/leases", {"limit": "x"})],
+    [
+        ("/v1/tasks", {"limit": "101"}),
+        ("/v1/tasks", {"limit": "-1"}),
+        ("/v1/tasks", {"state": "done"}),
+        ("/v1/tasks", {"updated_since": "yesterday"}),
+        ("/v1/tasks", {"cursor": "forged"}),
+        ("/v1/leases", {"limit": "x"}),
+    ],
 )
-def test_bad_queries_are_400(http: httpx.Client, roles: dict[str, dict[str, str]], path: str, query: dict[str, str]) -> None:
+def test_bad_queries_are_400(
+    http: httpx.Client, roles: dict[str, dict[str, str]], path: str, query: dict[str, str]
+) -> None:
     headers = roles["worker"] if path == "/v1/leases" else roles["caller"]
     response = http.get(path, params=query, headers=headers)
     assert response.status_code == 400, response.text
@@ -154,7 +187,9 @@ def test_bad_queries_are_400(http: httpx.Client, roles: dict[str, dict[str, str]
 def test_bad_worker_commands_change_nothing(http: httpx.Client, roles: dict[str, dict[str, str]]) -> None:
     task = create(http, roles["caller"])
     tid = task["id"]
-    fence = http.post(f"/v1/tasks/{tid}/lease", json={"command_id": uid("c")}, headers=roles["worker"]).json()["assignment"]["fence"]
+    fence = http.post(f"/v1/tasks/{tid}/lease", json={"command_id": uid("c")}, headers=roles["worker"]).json()[
+        "assignment"
+    ]["fence"]
     for body in (
         {"command_id": uid("c"), "expected_revision": 0, "fence": fence},
         {"command_id": uid("c"), "expected_revision": 1, "fence": 0},
@@ -162,8 +197,11 @@ def test_bad_worker_commands_change_nothing(http: httpx.Client, roles: dict[str,
         {"command_id": "bad id", "expected_revision": 1, "fence": fence},
     ):
         assert http.post(f"/v1/tasks/{tid}/accept", json=body, headers=roles["worker"]).status_code == 400
-    stale = http.post(f"/v1/tasks/{tid}/accept", json={"command_id": uid("c"), "expected_revision": 1, "fence": fence + 1},
-                      headers=roles["worker"])
+    stale = http.post(
+        f"/v1/tasks/{tid}/accept",
+        json={"command_id": uid("c"), "expected_revision": 1, "fence": fence + 1},
+        headers=roles["worker"],
+    )
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_lease"
     assert http.get(f"/v1/tasks/{tid}", headers=roles["caller"]).json()["task"]["revision"] == 1
     after = http.get(f"/v1/tasks/{tid}/messages", params={"after": 5}, headers=roles["caller"])
@@ -181,7 +219,9 @@ def test_claim_and_lease_listing(http: httpx.Client, roles: dict[str, dict[str, 
         claimed.append(response.json()["assignment"]["task"]["id"])
     listed, cursor = [], None
     while True:
-        page = http.get("/v1/leases", params={"limit": 2, **({"cursor": cursor} if cursor else {})}, headers=worker).json()
+        page = http.get(
+            "/v1/leases", params={"limit": 2, **({"cursor": cursor} if cursor else {})}, headers=worker
+        ).json()
         listed += [a["task"]["id"] for a in page["items"]]
         cursor = page.get("cursor")
         if not cursor:

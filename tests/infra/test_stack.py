@@ -185,7 +185,12 @@ def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[s
     tables = resources(synthesized["raw"], "AWS::DynamoDB::Table")
     assert len(tables) == 3
     tasks = next(t["Properties"] for k, t in tables.items() if k.startswith("DataTasks"))
-    assert {i["IndexName"] for i in tasks["GlobalSecondaryIndexes"]} == {"claimable", "leases", "by_context", "by_authority"}
+    assert {i["IndexName"] for i in tasks["GlobalSecondaryIndexes"]} == {
+        "claimable",
+        "leases",
+        "by_context",
+        "by_authority",
+    }
     for props in (t["Properties"] for t in tables.values()):
         assert props["BillingMode"] == "PAY_PER_REQUEST"
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
