@@ -63,3 +63,35 @@ def test_dev_refuses_data_dir_until_built(tmp_path: Path) -> None:
         [sys.executable, "-m", "dovecote.cli", "dev", "--data", str(tmp_path)], capture_output=True, timeout=60
     )
     assert result.returncode == 2 and b"not built yet" in result.stderr
+
+
+def test_tasks_and_worker_commands(dev_runtime: dict[str, Any]) -> None:
+    task_id = f"cli-{uuid.uuid4().hex[:8]}"
+    created = cli(dev_runtime, "tasks", "create", task_id, "hello", "--context", "cli")
+    assert created.returncode == 0, created.stderr
+    assert json.loads(created.stdout)["revision"] == 1
+    leased = None
+    while True:  # earlier tests may have left claimable tasks: claim until ours comes up
+        claim = cli(dev_runtime, "worker", "claim", role="worker")
+        assert claim.returncode == 0, claim.stderr
+        assignment = json.loads(claim.stdout)
+        if assignment["task"]["id"] == task_id:
+            leased = assignment
+            break
+    fence = str(leased["fence"])
+    assert cli(dev_runtime, "worker", "accept", task_id, "1", fence, role="worker").returncode == 0
+    asked = cli(dev_runtime, "worker", "request-input", task_id, "2", fence, "why?", role="worker")
+    assert json.loads(asked.stdout)["state"] == "input_required"
+    assert cli(dev_runtime, "tasks", "reply", task_id, "3", "because").returncode == 0
+    done = cli(dev_runtime, "worker", "complete", task_id, "4", fence, "done", role="worker")
+    assert json.loads(done.stdout)["state"] == "completed"
+    stale = cli(dev_runtime, "worker", "fail", task_id, "5", fence, role="worker")
+    assert stale.returncode == 1 and b"stale_lease" in stale.stderr
+    messages = json.loads(cli(dev_runtime, "tasks", "messages", task_id).stdout)
+    assert [m["author"] for m in messages["items"]] == ["caller", "agent", "caller", "agent"]
+    events = json.loads(cli(dev_runtime, "tasks", "events", task_id, "--after", "3").stdout)
+    assert [e["type"] for e in events["items"]] == ["caller_replied", "task_completed"]
+    listed = json.loads(cli(dev_runtime, "tasks", "ls", "--context", "cli", "--state", "completed").stdout)
+    assert task_id in [t["id"] for t in listed["items"]] and listed["total_size"] >= 1
+    assert json.loads(cli(dev_runtime, "tasks", "get", task_id).stdout)["state"] == "completed"
+    assert cli(dev_runtime, "worker", "leases", role="worker").returncode == 0

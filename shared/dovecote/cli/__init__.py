@@ -17,8 +17,12 @@ from dovecote.client import DovecoteClient, DovecoteError
 app = typer.Typer(help="Dovecote: durable notes, tasks, recall and memory for teams of agents.", no_args_is_help=True)
 tokens_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
 notes_app = typer.Typer(help="Notes: pass work between agents by (key, run, name, author).", no_args_is_help=True)
+tasks_app = typer.Typer(help="Tasks, as a caller: create, read, reply, cancel.", no_args_is_help=True)
+worker_app = typer.Typer(help="Tasks, as a worker: claim, lease, drive to a terminal state.", no_args_is_help=True)
 app.add_typer(tokens_app, name="tokens")
 app.add_typer(notes_app, name="notes")
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(worker_app, name="worker")
 out = Console()
 err = Console(stderr=True)
 
@@ -175,6 +179,139 @@ def notes_rm(ref: str) -> None:
         _fail(exc)
         return
     out.print(f"deleted {ref}")
+
+
+def _print(value: object) -> None:
+    out.print_json(json.dumps(value))
+
+
+def _call(role: str, fn: str, *args: object, **kwargs: object) -> None:
+    try:
+        _print(getattr(_client(role), fn)(*args, **kwargs))
+    except DovecoteError as exc:
+        _fail(exc)
+
+
+CommandId = Annotated[str | None, typer.Option(help="Reuse to retry safely; generated when absent.")]
+
+
+@tasks_app.command("create")
+def tasks_create(
+    task_id: str,
+    text: Annotated[str, typer.Argument(help="The first message (text/plain).")],
+    workspace: Annotated[str, typer.Option()] = "default",
+    context: Annotated[str, typer.Option()] = "default",
+    command_id: CommandId = None,
+) -> None:
+    """Create a task with its first message."""
+    _call("caller", "create_task", task_id, text, workspace=workspace, context=context, command_id=command_id)
+
+
+@tasks_app.command("get")
+def tasks_get(task_id: str) -> None:
+    _call("caller", "get_task", task_id)
+
+
+@tasks_app.command("ls")
+def tasks_ls(
+    context: Annotated[str, typer.Option()] = "",
+    state: Annotated[str, typer.Option()] = "",
+    updated_since: Annotated[str, typer.Option(help="RFC 3339")] = "",
+    limit: Annotated[int | None, typer.Option()] = None,
+    cursor: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """The authority's tasks, newest update first, with total_size."""
+    _call("caller", "list_tasks", context=context, state=state, updated_since=updated_since, limit=limit, cursor=cursor)
+
+
+@tasks_app.command("reply")
+def tasks_reply(task_id: str, expected_revision: int, text: str, command_id: CommandId = None) -> None:
+    """Answer input_required: back to working."""
+    _call("caller", "reply", task_id, expected_revision, text, command_id=command_id)
+
+
+@tasks_app.command("cancel")
+def tasks_cancel(task_id: str, expected_revision: int, command_id: CommandId = None) -> None:
+    _call("caller", "cancel", task_id, expected_revision, command_id=command_id)
+
+
+@tasks_app.command("messages")
+def tasks_messages(
+    task_id: str, after: Annotated[int, typer.Option()] = 0, limit: Annotated[int | None, typer.Option()] = None
+) -> None:
+    _call("caller", "messages", task_id, after, limit)
+
+
+@tasks_app.command("events")
+def tasks_events(
+    task_id: str, after: Annotated[int, typer.Option()] = 0, limit: Annotated[int | None, typer.Option()] = None
+) -> None:
+    _call("caller", "events", task_id, after, limit)
+
+
+@worker_app.command("claim")
+def worker_claim(command_id: CommandId = None) -> None:
+    """Lease the oldest claimable task (exit 3 when there is none)."""
+    try:
+        assignment = _client("worker").claim(command_id)
+    except DovecoteError as exc:
+        _fail(exc)
+        return
+    if assignment is None:
+        err.print("nothing is claimable")
+        raise typer.Exit(3)
+    _print(assignment)
+
+
+@worker_app.command("leases")
+def worker_leases() -> None:
+    """This worker's current leases (what to resume after a restart)."""
+    _call("worker", "leases")
+
+
+def _worker(
+    kind: str, task_id: str, expected_revision: int, fence: int, command_id: str | None, **extra: object
+) -> None:
+    _call("worker", "worker_command", kind, task_id, expected_revision, fence, command_id=command_id, **extra)
+
+
+@worker_app.command("accept")
+def worker_accept(task_id: str, expected_revision: int, fence: int, command_id: CommandId = None) -> None:
+    _worker("accept", task_id, expected_revision, fence, command_id)
+
+
+@worker_app.command("fail")
+def worker_fail(task_id: str, expected_revision: int, fence: int, command_id: CommandId = None) -> None:
+    _worker("fail", task_id, expected_revision, fence, command_id)
+
+
+@worker_app.command("request-input")
+def worker_request_input(
+    task_id: str, expected_revision: int, fence: int, text: str, command_id: CommandId = None
+) -> None:
+    _worker("request-input", task_id, expected_revision, fence, command_id, message=text)
+
+
+@worker_app.command("complete")
+def worker_complete(
+    task_id: str,
+    expected_revision: int,
+    fence: int,
+    text: str,
+    submission_id: Annotated[str | None, typer.Option()] = None,
+    command_id: CommandId = None,
+) -> None:
+    from dovecote.client import new_id
+
+    _worker(
+        "complete",
+        task_id,
+        expected_revision,
+        fence,
+        command_id,
+        message=text,
+        submission_id=submission_id or new_id("s"),
+    )
 
 
 def main() -> None:

@@ -203,3 +203,95 @@ class DovecoteClient:
 
     def delete_note(self, ref: str) -> None:
         self.request("DELETE", f"/v1/notes/{ref}")
+
+    # ---- tasks (caller) -----------------------------------------------------------------------
+    # Every command takes a command_id: reuse it to retry safely (an exact retry returns the
+    # original result); a fresh one is generated when none is given.
+
+    @staticmethod
+    def text_message(text: str, message_id: str | None = None) -> dict[str, Any]:
+        return {"id": message_id or new_id("m"), "parts": [{"media_type": "text/plain", "text": text}]}
+
+    def create_task(
+        self,
+        task_id: str,
+        message: dict[str, Any] | str,
+        *,
+        workspace: str = "default",
+        context: str = "default",
+        command_id: str | None = None,
+    ) -> dict[str, Any]:
+        body = {
+            "command_id": command_id or new_id("c"),
+            "workspace": workspace,
+            "id": task_id,
+            "context": context,
+            "message": self.text_message(message) if isinstance(message, str) else message,
+        }
+        return dict(self.request("POST", "/v1/tasks", json=body)["task"])
+
+    def get_task(self, task_id: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"/v1/tasks/{task_id}")["task"])
+
+    def list_tasks(self, **params: Any) -> dict[str, Any]:
+        return dict(self.request("GET", "/v1/tasks", params={k: v for k, v in params.items() if v not in (None, "")}))
+
+    def reply(
+        self, task_id: str, expected_revision: int, message: dict[str, Any] | str, command_id: str | None = None
+    ) -> dict[str, Any]:
+        body = {
+            "command_id": command_id or new_id("c"),
+            "expected_revision": expected_revision,
+            "message": self.text_message(message) if isinstance(message, str) else message,
+        }
+        return dict(self.request("POST", f"/v1/tasks/{task_id}/reply", json=body)["task"])
+
+    def cancel(self, task_id: str, expected_revision: int, command_id: str | None = None) -> dict[str, Any]:
+        body = {"command_id": command_id or new_id("c"), "expected_revision": expected_revision}
+        return dict(self.request("POST", f"/v1/tasks/{task_id}/cancel", json=body)["task"])
+
+    def messages(self, task_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        params = {"after": after, **({"limit": limit} if limit else {})}
+        return dict(self.request("GET", f"/v1/tasks/{task_id}/messages", params=params))
+
+    def events(self, task_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        params = {"after": after, **({"limit": limit} if limit else {})}
+        return dict(self.request("GET", f"/v1/tasks/{task_id}/events", params=params))
+
+    # ---- tasks (worker) -----------------------------------------------------------------------
+
+    def claim(self, command_id: str | None = None) -> dict[str, Any] | None:
+        """The oldest claimable task's assignment, or None when nothing is claimable."""
+        try:
+            answer = self.request("POST", "/v1/leases/claim", json={"command_id": command_id or new_id("c")})
+        except DovecoteError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return dict(answer["assignment"])
+
+    def leases(self) -> list[dict[str, Any]]:
+        """Every current lease of this worker (the restart-recovery scan), all pages."""
+        items: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.request("GET", "/v1/leases", params={"cursor": cursor} if cursor else {})
+            items += page["items"]
+            cursor = page.get("cursor")
+            if not cursor:
+                return items
+
+    def worker_command(
+        self, kind: str, task_id: str, expected_revision: int, fence: int, command_id: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        """accept, reject, fail, request-input (message=…) or complete (message=…, submission_id=…)."""
+        body = {"command_id": command_id or new_id("c"), "expected_revision": expected_revision, "fence": fence}
+        for name, value in extra.items():
+            body[name] = self.text_message(value) if name == "message" and isinstance(value, str) else value
+        return dict(self.request("POST", f"/v1/tasks/{task_id}/{kind}", json=body)["task"])
+
+
+def new_id(prefix: str) -> str:
+    import uuid
+
+    return f"{prefix}-{uuid.uuid4().hex}"
