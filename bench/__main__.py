@@ -75,8 +75,95 @@ def round_trips() -> dict[str, int]:
             "upload commit", lambda: service.put(who, PutNote(key="k", run=1, name="big", upload=True, sha256=digest))
         )
         measure("get (large, download_url)", lambda: service.get(who, upload.ref))
+        out.update(task_round_trips(ddb, s3, measure))
         aws.reset_clients()
     return out
+
+
+def task_round_trips(ddb: Any, s3: Any, measure: Any) -> dict[str, int]:
+    from dovecote.platform.cursors import CursorSigner
+    from dovecote.platform.principal import Principal
+    from dovecote.tasks.dynamo import DynamoTaskStore
+    from dovecote.tasks.service import TaskService
+    from infra.local.resources import DEFAULT_NAMES
+
+    tasks = TaskService(
+        DynamoTaskStore(table=DEFAULT_NAMES["tasks_table"], bucket=DEFAULT_NAMES["bucket"], dynamodb=ddb, s3=s3),
+        CursorSigner(b"bench-key-0123456789abcdefghijkl"),
+    )
+    caller, worker = Principal("bench", "caller"), Principal("bench", "worker", "w1")
+    msg = {"id": "m1", "parts": [{"media_type": "text/plain", "text": "hi"}]}
+
+    def run(label: str, fn: Any) -> Any:
+        result: dict[str, Any] = {}
+
+        def call() -> None:
+            result["v"] = fn()
+
+        measure("task " + label, call)
+        return result["v"]
+
+    run(
+        "create",
+        lambda: tasks.create(
+            caller, {"command_id": "c1", "workspace": "w", "id": "t1", "context": "x", "message": msg}
+        ),
+    )
+    fence = run("acquire lease", lambda: tasks.acquire(worker, "t1", {"command_id": "c2"})).body["assignment"]["fence"]
+    accept = {"command_id": "c3", "expected_revision": 1, "fence": fence}
+    run("accept", lambda: tasks.accept(worker, "t1", accept))
+    run("accept, exact replay", lambda: tasks.accept(worker, "t1", accept))
+    run(
+        "request_input",
+        lambda: tasks.request_input(
+            worker,
+            "t1",
+            {
+                "command_id": "c4",
+                "expected_revision": 2,
+                "fence": fence,
+                "message": {"id": "m2", "parts": [{"media_type": "text/plain", "text": "?"}]},
+            },
+        ),
+    )
+    run(
+        "reply",
+        lambda: tasks.reply(
+            caller,
+            "t1",
+            {
+                "command_id": "c5",
+                "expected_revision": 3,
+                "message": {"id": "m3", "parts": [{"media_type": "text/plain", "text": "!"}]},
+            },
+        ),
+    )
+    run(
+        "complete",
+        lambda: tasks.complete(
+            worker,
+            "t1",
+            {
+                "command_id": "c6",
+                "expected_revision": 4,
+                "fence": fence,
+                "submission_id": "s1",
+                "message": {"id": "m4", "parts": [{"media_type": "text/plain", "text": "done"}]},
+            },
+        ),
+    )
+    tasks.create(
+        caller,
+        {
+            "command_id": "c7",
+            "workspace": "w",
+            "id": "t2",
+            "context": "x",
+            "message": {"id": "m5", "parts": [{"media_type": "text/plain", "text": "hi"}]},
+        },
+    )
+    run("claim (uncontended)", lambda: tasks.claim(worker, {"command_id": "c8"}))
+    return {}
 
 
 # ---- import time ---------------------------------------------------------------------------------
@@ -97,6 +184,7 @@ def import_ratios(rounds: int) -> dict[str, dict[str, float]]:
     `import boto3` in the same run so machine load affects both alike."""
     modules = {
         "notes_api": "functions.notes_api.handler",
+        "tasks_api": "functions.tasks_api.handler",
         "authorizer": "functions.authorizer.handler",
         "admin_api": "functions.admin_api.handler",
     }
@@ -195,8 +283,114 @@ def local_runtime(count: int, workers: int) -> dict[str, dict[str, float]]:
             "p95_ms": _percentile(latencies, 95) * 1000,
             "per_s": count / wall,
         }
+        results.update(task_figures(runtime, count, workers))
     finally:
         runtime.stop()
+    return results
+
+
+def task_figures(runtime: Any, count: int, workers: int) -> dict[str, dict[str, float]]:
+    """Command latency over HTTP, then claim throughput with `workers` concurrent worker tokens."""
+    import concurrent.futures
+    import uuid
+
+    import httpx
+
+    admin = {"Authorization": f"Bearer {runtime.tokens['admin']}"}
+    caller = {"Authorization": f"Bearer {runtime.tokens['caller']}"}
+    worker = {"Authorization": f"Bearer {runtime.tokens['worker']}"}
+    latencies: dict[str, list[float]] = {k: [] for k in ("create", "lease", "accept", "complete")}
+    results: dict[str, dict[str, float]] = {}
+    with httpx.Client(base_url=runtime.endpoint, timeout=30) as http:
+
+        def timed(label: str, method: str, path: str, headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
+            t = time.perf_counter()
+            response = http.request(method, path, json=body, headers=headers)
+            latencies[label].append(time.perf_counter() - t)
+            assert response.status_code < 300, response.text
+            return dict(response.json())
+
+        for i in range(count // 3):
+            tid = f"lat-{i}"
+            msg = {"id": f"lat-m{i}", "parts": [{"media_type": "text/plain", "text": "x"}]}
+            timed(
+                "create",
+                "POST",
+                "/v1/tasks",
+                caller,
+                {"command_id": f"lc{i}", "workspace": "w", "id": tid, "context": "bench", "message": msg},
+            )
+            fence = timed("lease", "POST", f"/v1/tasks/{tid}/lease", worker, {"command_id": f"ll{i}"})["assignment"][
+                "fence"
+            ]
+            timed(
+                "accept",
+                "POST",
+                f"/v1/tasks/{tid}/accept",
+                worker,
+                {"command_id": f"la{i}", "expected_revision": 1, "fence": fence},
+            )
+            timed(
+                "complete",
+                "POST",
+                f"/v1/tasks/{tid}/complete",
+                worker,
+                {
+                    "command_id": f"lx{i}",
+                    "expected_revision": 2,
+                    "fence": fence,
+                    "submission_id": f"ls{i}",
+                    "message": {"id": f"lat-r{i}", "parts": [{"media_type": "text/plain", "text": "done"}]},
+                },
+            )
+        for label, values in latencies.items():
+            results[f"task {label}"] = {
+                "n": len(values),
+                "median_ms": statistics.median(values) * 1000,
+                "p95_ms": _percentile(values, 95) * 1000,
+                "per_s": len(values) / sum(values),
+            }
+        tokens = [
+            http.post(
+                "/v1/admin/tokens", json={"authority": "dev", "role": "worker", "worker": f"bench-{i}"}, headers=admin
+            ).json()["token"]
+            for i in range(workers)
+        ]
+        for i in range(count):
+            http.post(
+                "/v1/tasks",
+                headers=caller,
+                json={
+                    "command_id": f"cc{i}",
+                    "workspace": "w",
+                    "id": f"claim-{i}",
+                    "context": "claims",
+                    "message": {"id": f"claim-m{i}", "parts": [{"media_type": "text/plain", "text": "x"}]},
+                },
+            )
+
+    def claim_all(token: str) -> list[float]:
+        took = []
+        with httpx.Client(base_url=runtime.endpoint, timeout=60, headers={"Authorization": f"Bearer {token}"}) as c:
+            while True:
+                t = time.perf_counter()
+                response = c.post("/v1/leases/claim", json={"command_id": f"claim-{uuid.uuid4().hex}"})
+                if response.status_code == 404:
+                    return took
+                assert response.status_code == 200, response.text
+                took.append(time.perf_counter() - t)
+
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        per_worker = list(pool.map(claim_all, tokens))
+    wall = time.perf_counter() - start
+    claims = [t for worker_claims in per_worker for t in worker_claims]
+    results[f"claim ({workers} concurrent workers)"] = {
+        "n": len(claims),
+        "median_ms": statistics.median(claims) * 1000,
+        "p95_ms": _percentile(claims, 95) * 1000,
+        "per_s": len(claims) / wall,
+    }
     return results
 
 
