@@ -39,6 +39,7 @@ from tests.unit.test_task_machine import (  # noqa: F401
     test_stale_lease_details_carry_the_current_fence,
     test_stream_paging_next_and_has_more,
     test_two_round_conversation,
+    test_updated_since_and_state_filters_with_paging,
     test_wrong_revision_is_reported_before_a_bad_state,
 )
 

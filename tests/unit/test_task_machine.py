@@ -405,3 +405,26 @@ def test_random_command_sequences_keep_the_invariants(actions: list[str]) -> Non
         events = service.events(CALLER, flow.task_id, None, None)["items"]
         assert [e["revision"] for e in events] == list(range(1, task["revision"] + 1))
         assert events[-1]["state"] == task["state"]
+
+
+def test_updated_since_and_state_filters_with_paging(service: TaskService) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from dovecote.tasks.ports import TaskFilter
+
+    base = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    moments = iter(base + timedelta(minutes=i) for i in range(100))
+    service._clock = lambda: next(moments)  # a controlled clock: each command one minute later
+    ids = [Flow(service, context="since").create().body["id"] for _ in range(5)]
+    since = "2026-01-01T00:02:00Z"  # the third task's creation, inclusive
+    pages, cursor = [], None
+    while True:
+        page = service.list_tasks(CALLER, TaskFilter(context="since", updated_since=since), 1, cursor)
+        pages.append([t["id"] for t in page["items"]])
+        cursor = page["cursor"]
+        if not cursor:
+            break
+    assert [i for p in pages for i in p] == list(reversed(ids[2:]))  # newest update first
+    assert page["total_size"] == 3
+    with pytest.raises(DomainError):
+        service.list_tasks(CALLER, TaskFilter(updated_since="2026-01-01T00:02:00"), None, None)  # no zone
