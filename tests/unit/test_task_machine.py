@@ -3,6 +3,7 @@ two-round conversation, replay and idempotency, leases."""
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 import pytest
@@ -408,11 +409,11 @@ def test_random_command_sequences_keep_the_invariants(actions: list[str]) -> Non
 
 
 def test_updated_since_and_state_filters_with_paging(service: TaskService) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from dovecote.tasks.ports import TaskFilter
 
-    base = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    base = datetime(2026, 1, 1, tzinfo=UTC)
     moments = iter(base + timedelta(minutes=i) for i in range(100))
     service._clock = lambda: next(moments)  # a controlled clock: each command one minute later
     ids = [Flow(service, context="since").create().body["id"] for _ in range(5)]
