@@ -322,3 +322,20 @@ def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
     with count_round_trips(*clients) as meter:
         service.claim(WORKER, {"command_id": uid("claim")})
     assert meter.total <= 3, meter.calls
+
+
+def test_a_failed_part_upload_commits_nothing_and_the_retry_converges(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, env = dynamo
+    flow = Flow(service).to_state("working")
+    big = {"id": "m-big", "parts": [{"media_type": "text/plain", "text": "y" * 20_000}]}
+    body = {"command_id": "big-ask", "expected_revision": flow.revision, "fence": flow.fence, "message": big}
+    before = _state(env)
+    inject(env["s3"], "before-call.s3.PutObject", _error("InternalError", "PutObject"))
+    with pytest.raises(CommitUnknown):
+        service.request_input(WORKER, flow.task_id, body)
+    heal(env["s3"], "before-call.s3.PutObject")
+    assert _state(env) == before
+    assert service.request_input(WORKER, flow.task_id, body).body["state"] == "input_required"
+    # The part was written once more on the retry; content addressing makes that a no-op.
+    assert service.request_input(WORKER, flow.task_id, body).body["revision"] == flow.revision + 1
+    assert service.messages(CALLER, flow.task_id, 1, None)["items"][0]["parts"][0]["text"] == "y" * 20_000
