@@ -324,7 +324,9 @@ def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
     assert meter.total <= 3, meter.calls
 
 
-def test_a_failed_part_upload_commits_nothing_and_the_retry_converges(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_a_failed_part_upload_commits_nothing_and_the_retry_converges(
+    dynamo: tuple[TaskService, dict[str, Any]],
+) -> None:
     service, env = dynamo
     flow = Flow(service).to_state("working")
     big = {"id": "m-big", "parts": [{"media_type": "text/plain", "text": "y" * 20_000}]}

@@ -39,16 +39,8 @@ from dovecote.notes.model import (
     ref_preimage,
     verify_upload,
 )
-from dovecote.platform.aws import aws_error_code
+from dovecote.platform.aws import THROTTLE_CODES, aws_error_code
 from dovecote.platform.errors import CommitUnknown, NotFound, Throttled, Unavailable
-
-THROTTLE_CODES = {
-    "ProvisionedThroughputExceededException",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-    "SlowDown",
-    "TooManyRequestsException",
-}
 
 LIST_ATTRIBUTES = ["ref", "key", "run", "name", "author", "size", "updated_at", "sha256", "content_type"]
 # Under contention a transaction can be cancelled with TransactionConflict; a note Put or Delete is

@@ -20,7 +20,7 @@ from dovecote.notes.model import (
 )
 from dovecote.notes.ports import NoteStore
 from dovecote.platform.clock import Clock, rfc3339, utc_now
-from dovecote.platform.cursors import CursorSigner
+from dovecote.platform.cursors import CursorSigner, LazySigner
 from dovecote.platform.errors import InvalidArgument, NotFound, PayloadTooLarge
 from dovecote.platform.media import is_textual, validate_media_type
 from dovecote.platform.principal import Principal
@@ -118,18 +118,13 @@ class NotesService:
         signer_factory: Callable[[], CursorSigner] | None = None,
     ) -> None:
         self._store = store
-        self._signer = signer
-        self._signer_factory = signer_factory
+        self._signers = LazySigner(signer, signer_factory)
         self._clock = clock
         self._presign_seconds = presign_seconds
 
     @property
     def signer(self) -> CursorSigner:
-        # Built on first use: the key fetch is paid only by the first List, not by Put or Get.
-        if self._signer is None:
-            assert self._signer_factory is not None, "NotesService needs a cursor signer"
-            self._signer = self._signer_factory()
-        return self._signer
+        return self._signers.get()
 
     def put(self, principal: Principal, request: PutNote) -> NoteMeta:
         principal.require("caller", "worker")

@@ -12,6 +12,17 @@ from typing import Any
 
 _lock = threading.Lock()
 
+# Error codes that mean "AWS refused for rate": nothing was applied.
+THROTTLE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "SlowDown",
+        "TooManyRequestsException",
+    }
+)
+
 
 @cache
 def client(service: str) -> Any:

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from typing import Any
 
 from dovecote.platform.errors import InvalidArgument
@@ -61,3 +62,20 @@ class CursorSigner:
         if not isinstance(position, dict):
             raise InvalidArgument("cursor is malformed", field="cursor")
         return position
+
+
+class LazySigner:
+    """A CursorSigner built on first use, so the key fetch (a Secrets Manager call in the cloud) is
+    paid by the first list of a container, not by every cold start or command."""
+
+    def __init__(self, signer: CursorSigner | None = None, factory: Callable[[], CursorSigner] | None = None) -> None:
+        if signer is None and factory is None:
+            raise ValueError("give a signer or a factory")
+        self._signer = signer
+        self._factory = factory
+
+    def get(self) -> CursorSigner:
+        if self._signer is None:
+            assert self._factory is not None
+            self._signer = self._factory()
+        return self._signer

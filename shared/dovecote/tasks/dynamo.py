@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dovecote.platform.aws import aws_error_code
+from dovecote.platform.aws import THROTTLE_CODES, aws_error_code
 from dovecote.platform.errors import CommitUnknown, Throttled, Unavailable
 from dovecote.tasks import machine
 from dovecote.tasks.model import Event, Message, Part, Receipt, Task
@@ -49,7 +49,6 @@ from dovecote.tasks.ports import (
 # Parts up to this size live in the message item; larger ones in S3 by digest. Items are capped at
 # 400 KB and a message may carry 2 MiB.
 INLINE_PART_BYTES = 8 * 1024
-THROTTLES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "SlowDown"}
 
 
 def invert(timestamp: str) -> str:
@@ -69,7 +68,7 @@ def reading() -> Iterator[None]:
     try:
         yield
     except ClientError as exc:
-        if aws_error_code(exc) in THROTTLES:
+        if aws_error_code(exc) in THROTTLE_CODES:
             raise Throttled("AWS throttled the request; retry with backoff") from exc
         raise Unavailable("a storage dependency failed; retry", aws_code=aws_error_code(exc)) from exc
     except BotoCoreError as exc:
@@ -473,7 +472,7 @@ def committing() -> Iterator[None]:
         yield
     except ClientError as exc:
         code = aws_error_code(exc)
-        if code in THROTTLES:
+        if code in THROTTLE_CODES:
             raise CommitUnknown("AWS throttled the commit; retry the exact command", aws_code=code) from exc
         raise CommitUnknown("the commit outcome is unknown; retry the exact command", aws_code=code) from exc
     except BotoCoreError as exc:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dovecote.platform.clock import Clock, rfc3339, utc_now
-from dovecote.platform.cursors import CursorSigner
+from dovecote.platform.cursors import CursorSigner, LazySigner
 from dovecote.platform.errors import (
     ArtifactState,
     DomainError,
@@ -110,16 +110,12 @@ class TaskService:
         signer_factory: Callable[[], CursorSigner] | None = None,
     ) -> None:
         self._store = store
-        self._signer = signer
-        self._signer_factory = signer_factory
+        self._signers = LazySigner(signer, signer_factory)
         self._clock = clock
 
     @property
     def signer(self) -> CursorSigner:
-        if self._signer is None:
-            assert self._signer_factory is not None, "TaskService needs a cursor signer"
-            self._signer = self._signer_factory()
-        return self._signer
+        return self._signers.get()
 
     # ---- the commit loop --------------------------------------------------------------------
 
