@@ -81,18 +81,34 @@ def other_authority(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
         headers=bearer(dev_runtime["tokens"]["caller"]),
     )
     url = httpx.URL(upload.json()["upload_url"])  # names the dev runtime's in-process moto endpoint
-    code = (
-        "import sys;import boto3;from dovecote.admin.tokens import TokenService;"
-        "from dovecote.admin.dynamo import DynamoTokenStore;"
-        "d=boto3.client('dynamodb',endpoint_url=sys.argv[1],region_name='us-east-1',"
-        "aws_access_key_id='testing',aws_secret_access_key='testing');"
-        "s=TokenService(DynamoTokenStore(table='dovecote-tokens',dynamodb=d));"
-        "print(s.mint(None,'other','caller',None)[0]);print(s.mint(None,'other','worker','w-other')[0])"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, f"{url.scheme}://{url.host}:{url.port}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": f"{url.scheme}://{url.host}:{url.port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    out = []
+    for role, worker in (("caller", []), ("worker", ["--worker", "w-other"])):
+        minted = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dovecote.cli",
+                "tokens",
+                "bootstrap",
+                "--authority",
+                "other",
+                "--role",
+                role,
+                "--table",
+                "dovecote-tokens",
+                *worker,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
+        out.append(json.loads(minted.stdout)["token"])
     return {"caller": bearer(out[0]), "worker": bearer(out[1])}

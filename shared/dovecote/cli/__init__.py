@@ -79,6 +79,31 @@ def tokens_create(
     out.print_json(json.dumps(created))
 
 
+@tokens_app.command("bootstrap")
+def tokens_bootstrap(
+    authority: Annotated[str, typer.Option(help="Authority the token acts in.")],
+    table: Annotated[str, typer.Option(help="The deployed tokens table (stack output TokensTable).")],
+    role: Annotated[str, typer.Option(help="admin, caller or worker.")] = "admin",
+    worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
+) -> None:
+    """Mint a token with AWS credentials instead of a bearer token: the way to the first admin token
+    of an authority. Uses the standard AWS credential chain (and AWS_ENDPOINT_URL, if set)."""
+    import boto3
+
+    from dovecote.admin.dynamo import DynamoTokenStore
+    from dovecote.admin.tokens import TokenService
+    from dovecote.platform.errors import DomainError
+
+    try:
+        token, principal = TokenService(DynamoTokenStore(table=table, dynamodb=boto3.client("dynamodb"))).mint(
+            None, authority, role, worker
+        )
+    except DomainError as exc:
+        err.print(f"[red]error[/red] {exc.code}: {exc.message}")
+        raise typer.Exit(1) from None
+    out.print_json(json.dumps({"token": token, **principal.as_context()}))
+
+
 @notes_app.command("put")
 def notes_put(
     key: str,
