@@ -98,6 +98,21 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
                 "Note bodies live under notes/<authority>/<ref>; the key is derived per request.",
             )
         )
+    for action in ("kms:ReEncrypt*", "kms:GenerateDataKey*"):
+        out.append(
+            (
+                stack.api.functions["notes_janitor"].role,
+                f"AwsSolutions-IAM5[Action::{action}]",
+                "CDK's grant for sending to the KMS-encrypted failure queue; scoped to the one data key.",
+            )
+        )
+    out.append(
+        (
+            stack.api.janitor_dlq,
+            "AwsSolutions-SQS3",
+            "This queue is itself the janitor's failure destination (a DLQ); it has an alarm and is drained by hand.",
+        )
+    )
     tasks_role = stack.api.functions["tasks_api"].role
     out.append(
         (

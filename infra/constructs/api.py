@@ -11,7 +11,9 @@ from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import constants as c
@@ -55,6 +57,16 @@ class Api(Construct):
         for spec in (AUTHORIZER, JANITOR, *FUNCTIONS.values()):
             self.functions[spec.name] = self._function(spec, env)
         self._grant()
+        # Records the janitor gives up on (after retries and bisection) are kept here, not dropped:
+        # each names a body version still to delete.
+        self.janitor_dlq = sqs.Queue(
+            self,
+            "JanitorFailures",
+            encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=data.key,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
         self.functions[JANITOR.name].add_event_source_mapping(
             "NotesStream",
             event_source_arn=data.notes.table_stream_arn,
@@ -63,6 +75,7 @@ class Api(Construct):
             bisect_batch_on_error=True,
             retry_attempts=10,
             report_batch_item_failures=True,
+            on_failure=event_sources.SqsDlq(self.janitor_dlq),
             filters=[{"pattern": json.dumps(JANITOR_FILTER)}],
         )
         data.notes.grant_stream_read(self.functions[JANITOR.name])

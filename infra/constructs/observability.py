@@ -26,6 +26,11 @@ class Observability(Construct):
             period=Duration.minutes(5),
         )
         self._alarm("api-5xx", server_errors, 5)
+        self._alarm(
+            "janitor-failures",
+            api.janitor_dlq.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
+            1,
+        )
         latency = cw.Metric(
             namespace="AWS/ApiGateway",
             metric_name="Latency",

@@ -65,6 +65,7 @@ class StreamPoller:
         self._thread: threading.Thread | None = None
         self._iterators: dict[str, str | None] = {}
         self.delivered = 0
+        self.failures: list[dict[str, Any]] = []
 
     def _handler(self) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         module, attr = self._function.handler.rsplit(".", 1)
@@ -117,12 +118,21 @@ class StreamPoller:
 
     def _deliver(self, handler: Callable[[dict[str, Any], Any], dict[str, Any]], records: list[dict[str, Any]]) -> None:
         pending = records
-        for _ in range(self._max_attempts):
-            result = handler({"Records": pending}, _context(self._function)) or {}
-            failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+        for _attempt in range(self._max_attempts):
+            try:
+                result = handler({"Records": pending}, _context(self._function)) or {}
+                failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+            except Exception:  # noqa: BLE001 - like Lambda: an error fails the whole batch
+                # (Powertools raises BatchProcessingError when every record of a batch failed.)
+                failed = {r["dynamodb"]["SequenceNumber"] for r in pending}
             if not failed:
                 return
             # Like Lambda: resume from the first failed sequence number.
             first = next(i for i, r in enumerate(pending) if r["dynamodb"]["SequenceNumber"] in failed)
             pending = pending[first:]
             time.sleep(self._interval)
+        # Like the cloud's on-failure destination: keep what could not be processed, and say so.
+        self.failures.extend(pending)
+        logging.getLogger("dovecote.dev").error(
+            "%s gave up on %d stream record(s) after %d attempts", self._function.name, len(pending), self._max_attempts
+        )

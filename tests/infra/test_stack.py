@@ -206,6 +206,9 @@ def test_janitor_consumes_only_note_removals_and_replacements(synthesized: dict[
     assert len(mappings) == 1
     props = next(iter(mappings.values()))["Properties"]
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    queues = resources(synthesized["raw"], "AWS::SQS::Queue")
+    assert props["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [next(iter(queues)), "Arn"]}
+    assert "KmsMasterKeyId" in next(iter(queues.values()))["Properties"]
     pattern = json.loads(props["FilterCriteria"]["Filters"][0]["Pattern"])
     assert pattern == {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "a#"}]}}}}
     janitor = [

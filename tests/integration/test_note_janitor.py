@@ -74,3 +74,38 @@ def test_janitor_deletes_exactly_the_unreferenced_versions(moto_env: dict[str, A
     # Only note-item REMOVE/MODIFY records pass the filter: the v1→v2 MODIFY and the two REMOVEs
     # (the re-put after the first delete is an INSERT; view items never pass).
     assert poller.delivered == 3
+
+
+def test_records_the_janitor_cannot_process_are_kept_not_dropped(moto_env: dict[str, Any]) -> None:
+    from botocore.exceptions import ClientError
+
+    settings = moto_env["settings"]
+    store = DynamoNoteStore(
+        table=settings.notes_table, bucket=settings.bucket, dynamodb=moto_env["dynamodb"], s3=moto_env["s3"]
+    )
+    notes = NotesService(store, CursorSigner(b"janitor-key-0123456789abcdefghij"))
+    poller = StreamPoller(
+        dynamodb=moto_env["dynamodb"],
+        streams=streams_client(),
+        table=settings.notes_table,
+        function=JANITOR,
+        event_filter=JANITOR_FILTER,
+        interval_s=0.01,
+        max_attempts=2,
+    )
+    poller._arn = moto_env["dynamodb"].describe_table(TableName=settings.notes_table)["Table"]["LatestStreamArn"]
+    notes.put(ACME, PutNote(key="k", run=1, name="n", text="v1"))
+    notes.delete(ACME, note_ref("k", 1, "n", ""))
+
+    def refuse(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": "InternalError", "Message": "injected"}}, "DeleteObject")
+
+    # The janitor's store uses the same cached S3 client as this fixture.
+    moto_env["s3"].meta.events.register("before-call.s3.DeleteObject", refuse, unique_id="fault")
+    try:
+        drain(poller)
+    finally:
+        moto_env["s3"].meta.events.unregister("before-call.s3.DeleteObject", unique_id="fault")
+    assert [r["eventName"] for r in poller.failures] == ["REMOVE"]
+    key = blob_key("acme", note_ref("k", 1, "n", ""))
+    assert len(versions(moto_env, key)) == 1  # still there, and named by the kept record
