@@ -7,7 +7,7 @@ import binascii
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dovecote.platform.errors import InvalidArgument
@@ -227,5 +227,3 @@ def intent_digest(kind: str, command: dict[str, Any]) -> str:
 def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:
     return {"task": task.to_json(), "fence": fence, "worker": worker, "granted_at": granted_at}
 
-
-__all__ = ["asdict"]

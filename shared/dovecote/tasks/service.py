@@ -18,7 +18,6 @@ from dovecote.platform.clock import Clock, rfc3339, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
 from dovecote.platform.errors import (
     ArtifactState,
-    DomainError,
     Forbidden,
     IdempotencyConflict,
     InvalidArgument,
@@ -552,5 +551,3 @@ def _rfc3339_arg(value: str) -> str:
         raise InvalidArgument("updated_since needs a time zone (Z or an offset)", field="updated_since")
     return rfc3339(moment)
 
-
-__all__ = ["DomainError", "Outcome", "TaskService"]
