@@ -71,8 +71,13 @@ class StreamPoller:
         module, attr = self._function.handler.rsplit(".", 1)
         return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
-    def start(self) -> StreamPoller:
+    def bind(self) -> StreamPoller:
+        """Find the table's stream; `poll_once` can then be driven by hand (tests)."""
         self._arn = self._ddb.describe_table(TableName=self._table)["Table"]["LatestStreamArn"]
+        return self
+
+    def start(self) -> StreamPoller:
+        self.bind()
         self._thread = threading.Thread(target=self._run, name=f"stream-{self._table}", daemon=True)
         self._thread.start()
         return self

@@ -33,20 +33,23 @@ def drain(poller: StreamPoller) -> None:
         pass
 
 
-def test_janitor_deletes_exactly_the_unreferenced_versions(moto_env: dict[str, Any]) -> None:
-    settings = moto_env["settings"]
-    store = DynamoNoteStore(
-        table=settings.notes_table, bucket=settings.bucket, dynamodb=moto_env["dynamodb"], s3=moto_env["s3"]
-    )
-    notes = NotesService(store, CursorSigner(b"janitor-key-0123456789abcdefghij"))
+def wired(env: dict[str, Any], **poller_options: Any) -> tuple[NotesService, StreamPoller]:
+    """The notes service on moto, and the janitor's stream poller bound to its table."""
+    settings = env["settings"]
+    store = DynamoNoteStore(table=settings.notes_table, bucket=settings.bucket, dynamodb=env["dynamodb"], s3=env["s3"])
     poller = StreamPoller(
-        dynamodb=moto_env["dynamodb"],
+        dynamodb=env["dynamodb"],
         streams=streams_client(),
         table=settings.notes_table,
         function=JANITOR,
         event_filter=JANITOR_FILTER,
+        **poller_options,
     )
-    poller._arn = moto_env["dynamodb"].describe_table(TableName=settings.notes_table)["Table"]["LatestStreamArn"]
+    return NotesService(store, CursorSigner(b"janitor-key-0123456789abcdefghij")), poller.bind()
+
+
+def test_janitor_deletes_exactly_the_unreferenced_versions(moto_env: dict[str, Any]) -> None:
+    notes, poller = wired(moto_env)
     key = blob_key("acme", note_ref("k", 1, "n", ""))
 
     notes.put(ACME, PutNote(key="k", run=1, name="n", text="v1"))
@@ -79,21 +82,7 @@ def test_janitor_deletes_exactly_the_unreferenced_versions(moto_env: dict[str, A
 def test_records_the_janitor_cannot_process_are_kept_not_dropped(moto_env: dict[str, Any]) -> None:
     from botocore.exceptions import ClientError
 
-    settings = moto_env["settings"]
-    store = DynamoNoteStore(
-        table=settings.notes_table, bucket=settings.bucket, dynamodb=moto_env["dynamodb"], s3=moto_env["s3"]
-    )
-    notes = NotesService(store, CursorSigner(b"janitor-key-0123456789abcdefghij"))
-    poller = StreamPoller(
-        dynamodb=moto_env["dynamodb"],
-        streams=streams_client(),
-        table=settings.notes_table,
-        function=JANITOR,
-        event_filter=JANITOR_FILTER,
-        interval_s=0.01,
-        max_attempts=2,
-    )
-    poller._arn = moto_env["dynamodb"].describe_table(TableName=settings.notes_table)["Table"]["LatestStreamArn"]
+    notes, poller = wired(moto_env, interval_s=0.01, max_attempts=2)
     notes.put(ACME, PutNote(key="k", run=1, name="n", text="v1"))
     notes.delete(ACME, note_ref("k", 1, "n", ""))
 

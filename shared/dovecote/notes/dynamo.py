@@ -26,8 +26,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from dovecote.notes.model import (
     INLINE_LIMIT,
@@ -39,8 +38,8 @@ from dovecote.notes.model import (
     ref_preimage,
     verify_upload,
 )
-from dovecote.platform.aws import THROTTLE_CODES, aws_error_code
-from dovecote.platform.errors import CommitUnknown, NotFound, Throttled, Unavailable
+from dovecote.platform.aws import aws_error_code, aws_errors
+from dovecote.platform.errors import CommitUnknown, NotFound, Unavailable
 
 LIST_ATTRIBUTES = ["ref", "key", "run", "name", "author", "size", "updated_at", "sha256", "content_type"]
 # Under contention a transaction can be cancelled with TransactionConflict; a note Put or Delete is
@@ -72,26 +71,6 @@ def blob_key(authority: str, ref: str) -> str:
     return f"notes/{authority}/{ref}"
 
 
-@contextmanager
-def aws_call(*, write: bool) -> Iterator[None]:
-    """Map AWS infrastructure failures to domain errors. A write that may have been sent is
-    `commit_unknown`; Put is an idempotent overwrite, so the exact retry is safe."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        yield
-    except ClientError as exc:
-        code = aws_error_code(exc)
-        if code in THROTTLE_CODES:
-            raise Throttled("AWS throttled the request; retry with backoff", aws_code=code) from exc
-        if write:
-            raise CommitUnknown("the write may not have completed; retry the exact request", aws_code=code) from exc
-        raise Unavailable("a storage dependency failed; retry", aws_code=code) from exc
-    except BotoCoreError as exc:
-        cls = CommitUnknown if write else Unavailable
-        raise cls("a storage dependency failed; retry the exact request", cause=type(exc).__name__) from exc
-
-
 class DynamoNoteStore:
     def __init__(self, *, table: str, bucket: str, dynamodb: Any, s3: Any) -> None:
         self._table = table
@@ -102,7 +81,7 @@ class DynamoNoteStore:
     # ---- writes -------------------------------------------------------------------------------
 
     def put(self, authority: str, meta: NoteMeta, body: bytes) -> NoteMeta:
-        with aws_call(write=True):
+        with aws_errors(write=True):
             response = self._s3.put_object(
                 Bucket=self._bucket,
                 Key=blob_key(authority, meta.ref),
@@ -128,7 +107,7 @@ class DynamoNoteStore:
         from botocore.exceptions import ClientError
 
         try:
-            with aws_call(write=False):
+            with aws_errors(write=False):
                 obj = self._s3.get_object(Bucket=self._bucket, Key=blob_key(authority, meta.ref))
         except Unavailable as exc:
             if isinstance(exc.__cause__, ClientError) and aws_error_code(exc.__cause__) in ("NoSuchKey", "404"):
@@ -139,7 +118,7 @@ class DynamoNoteStore:
         digest = hashlib.sha256()
         size = 0
         inline = bytearray()
-        with aws_call(write=False):
+        with aws_errors(write=False):
             for chunk in obj["Body"].iter_chunks(1024 * 1024):
                 digest.update(chunk)
                 size += len(chunk)
@@ -175,7 +154,7 @@ class DynamoNoteStore:
 
         for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
             try:
-                with aws_call(write=True):
+                with aws_errors(write=True):
                     self._ddb.transact_write_items(TransactItems=operations)
                 return
             except CommitUnknown as exc:
@@ -189,7 +168,7 @@ class DynamoNoteStore:
                 raise
 
     def delete(self, authority: str, ref: str) -> None:
-        found = self.get(authority, ref)  # the coordinates name the view items to remove
+        coordinates = self._coordinates(authority, ref)  # they name the view items to remove
         operations: list[dict[str, Any]] = [
             {
                 "Delete": {
@@ -201,7 +180,7 @@ class DynamoNoteStore:
         ]
         operations += [
             {"Delete": {"TableName": self._table, "Key": {"pk": {"S": pk}, "ref": {"S": ref}}}}
-            for pk in view_partitions(authority, found.meta.coordinates)
+            for pk in view_partitions(authority, coordinates)
         ]
         try:
             self._transact(operations)
@@ -210,19 +189,33 @@ class DynamoNoteStore:
         # The note is deleted once its index items are gone. Its body version is removed by the
         # notes janitor from the table's stream (dovecote.notes.janitor), off the request path.
 
+    def _coordinates(self, authority: str, ref: str) -> NoteCoordinates:
+        """Only the coordinates: the inline body (up to 256 KiB) is not worth transferring here."""
+        with aws_errors(write=False):
+            item = self._ddb.get_item(
+                TableName=self._table,
+                Key={"pk": {"S": note_partition(authority)}, "ref": {"S": ref}},
+                ConsistentRead=True,
+                ProjectionExpression="#k, #r, #n, #a",
+                ExpressionAttributeNames={"#k": "key", "#r": "run", "#n": "name", "#a": "author"},
+            ).get("Item")
+        if item is None:
+            raise NotFound("note not found", ref=ref)
+        return NoteCoordinates(item["key"]["S"], int(item["run"]["N"]), item["name"]["S"], item["author"]["S"])
+
     def delete_body_version(self, key: str, version: str | None) -> None:
         """Permanently delete one body version (the janitor's only write). A pinned version never
         touches a newer body written by a later Put of the same note."""
         params = {"Bucket": self._bucket, "Key": key}
         if version:
             params["VersionId"] = version
-        with aws_call(write=True):
+        with aws_errors(write=True):
             self._s3.delete_object(**params)
 
     # ---- reads --------------------------------------------------------------------------------
 
     def get(self, authority: str, ref: str) -> StoredNote:
-        with aws_call(write=False):
+        with aws_errors(write=False):
             response = self._ddb.get_item(
                 TableName=self._table,
                 Key={"pk": {"S": note_partition(authority)}, "ref": {"S": ref}},
@@ -264,7 +257,7 @@ class DynamoNoteStore:
         if after_ref:
             query["KeyConditionExpression"] += " AND #a0 > :after"
             query["ExpressionAttributeValues"][":after"] = {"S": after_ref}
-        with aws_call(write=False):
+        with aws_errors(write=False):
             response = self._ddb.query(**query)
         items: list[NoteMeta] = []
         last_consumed: str | None = None

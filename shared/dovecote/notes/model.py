@@ -11,6 +11,7 @@ import struct
 from dataclasses import dataclass
 
 from dovecote.platform.errors import InvalidArgument, PayloadTooLarge
+from dovecote.platform.paging import page_limit
 
 # The seed's blob-backed store caps a note at 64 MiB.
 MAX_NOTE_BYTES = 64 * 1024 * 1024
@@ -115,12 +116,7 @@ class NoteFilter:
 
 
 def list_limit(limit: int | None) -> int:
-    """A limit of 0 or none means the default; above the maximum is refused, not clamped."""
-    if limit is None or limit == 0:
-        return DEFAULT_LIST_LIMIT
-    if limit < 0 or limit > MAX_LIST_LIMIT:
-        raise InvalidArgument(f"limit must be between 0 and {MAX_LIST_LIMIT}, got {limit}", field="limit", limit=limit)
-    return limit
+    return page_limit(limit, default=DEFAULT_LIST_LIMIT, maximum=MAX_LIST_LIMIT)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,8 @@ function that never reaches AWS on a request path (health) never pays for it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache, lru_cache
 from typing import Any
 
@@ -73,3 +75,26 @@ def cursor_key() -> bytes:
 def aws_error_code(exc: BaseException) -> str:
     response = getattr(exc, "response", None) or {}
     return str((response.get("Error") or {}).get("Code") or "")
+
+
+@contextmanager
+def aws_errors(*, write: bool) -> Iterator[None]:
+    """Map AWS infrastructure failures to domain errors: a throttle is `throttled` (nothing was
+    applied); a write that may have been sent is `commit_unknown` (retry the exact request); a
+    failed read is `unavailable`."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from dovecote.platform.errors import CommitUnknown, Throttled, Unavailable
+
+    try:
+        yield
+    except ClientError as exc:
+        code = aws_error_code(exc)
+        if code in THROTTLE_CODES:
+            raise Throttled("AWS throttled the request; retry with backoff", aws_code=code) from exc
+        if write:
+            raise CommitUnknown("the write may not have completed; retry the exact request", aws_code=code) from exc
+        raise Unavailable("a storage dependency failed; retry", aws_code=code) from exc
+    except BotoCoreError as exc:
+        cls = CommitUnknown if write else Unavailable
+        raise cls("a storage dependency failed; retry the exact request", cause=type(exc).__name__) from exc

@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dovecote.platform.aws import THROTTLE_CODES, aws_error_code
-from dovecote.platform.errors import CommitUnknown, Throttled, Unavailable
+from dovecote.platform.aws import THROTTLE_CODES, aws_error_code, aws_errors
+from dovecote.platform.errors import CommitUnknown
 from dovecote.tasks import machine
 from dovecote.tasks.model import Event, Message, Part, Receipt, Task
 from dovecote.tasks.ports import (
@@ -59,20 +59,6 @@ def invert(timestamp: str) -> str:
 
 def task_pk(authority: str, task_id: str) -> str:
     return f"T#{authority}#{task_id}"
-
-
-@contextmanager
-def reading() -> Iterator[None]:
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        yield
-    except ClientError as exc:
-        if aws_error_code(exc) in THROTTLE_CODES:
-            raise Throttled("AWS throttled the request; retry with backoff") from exc
-        raise Unavailable("a storage dependency failed; retry", aws_code=aws_error_code(exc)) from exc
-    except BotoCoreError as exc:
-        raise Unavailable("a storage dependency failed; retry", cause=type(exc).__name__) from exc
 
 
 class DynamoTaskStore:
@@ -191,7 +177,7 @@ class DynamoTaskStore:
             if "data" in part:
                 data = bytes(part["data"]["B"])
             else:
-                with reading():
+                with aws_errors(write=False):
                     obj = self._s3.get_object(Bucket=self._bucket, Key=self._part_key(authority, part["sha256"]["S"]))
                     data = obj["Body"].read()
             parts.append(Part(part["media_type"]["S"], data))
@@ -212,7 +198,7 @@ class DynamoTaskStore:
             keys.append({"pk": {"S": f"C#{authority}#{command_id}"}, "sk": {"S": "-"}})
         if task_id:
             keys.append({"pk": {"S": task_pk(authority, task_id)}, "sk": {"S": "T"}})
-        with reading():
+        with aws_errors(write=False):
             if len(keys) == 2:
                 response = self._ddb.transact_get_items(
                     TransactItems=[{"Get": {"TableName": self._table, "Key": k}} for k in keys]
@@ -333,7 +319,7 @@ class DynamoTaskStore:
             raise TaskChanged(self._task(old) if what == "task_cas" and old else None) from None
 
     def _query(self, **params: Any) -> dict[str, Any]:
-        with reading():
+        with aws_errors(write=False):
             return dict(self._ddb.query(TableName=self._table, **params))
 
     def claimable(self, authority: str, limit: int) -> list[Task]:

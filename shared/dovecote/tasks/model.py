@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dovecote.platform import paging
 from dovecote.platform.errors import InvalidArgument
 from dovecote.platform.media import validate_media_type
 
@@ -29,12 +30,8 @@ def check_id(value: Any, field_name: str) -> str:
 
 
 def page_limit(limit: int | None) -> int:
-    """0 or none means 100; negative or over 100 is invalid (the seed's MaxPageSize)."""
-    if limit is None or limit == 0:
-        return DEFAULT_PAGE
-    if limit < 0 or limit > MAX_PAGE:
-        raise InvalidArgument(f"limit must be between 0 and {MAX_PAGE}, got {limit}", field="limit", limit=limit)
-    return limit
+    """The seed's MaxPageSize: 0 or none means 100, over 100 is invalid."""
+    return paging.page_limit(limit, default=DEFAULT_PAGE, maximum=MAX_PAGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,4 +223,3 @@ def intent_digest(kind: str, command: dict[str, Any]) -> str:
 
 def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:
     return {"task": task.to_json(), "fence": fence, "worker": worker, "granted_at": granted_at}
-

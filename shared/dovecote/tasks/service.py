@@ -550,4 +550,3 @@ def _rfc3339_arg(value: str) -> str:
     if moment.tzinfo is None:
         raise InvalidArgument("updated_since needs a time zone (Z or an offset)", field="updated_since")
     return rfc3339(moment)
-
