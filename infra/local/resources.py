@@ -1,5 +1,5 @@
 """Create the AWS resources the service needs, against whatever endpoint boto3 points at (moto
-locally). The key schema comes from infra/constants.py, the same names CDK uses."""
+locally). Table schemas come from the PynamoDB models (`TableDef`s), the same source CDK uses."""
 
 from __future__ import annotations
 
@@ -9,22 +9,12 @@ from typing import Any
 from infra import constants as c
 
 
-def notes_table_spec(name: str) -> dict[str, Any]:
-    """Note items and their view items share one table (see dovecote/notes/dynamo.py); the stream
-    feeds the janitor that deletes unreferenced body versions."""
-    return {
-        "TableName": name,
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [
-            {"AttributeName": c.NOTES_PK, "AttributeType": "S"},
-            {"AttributeName": c.NOTES_SK, "AttributeType": "S"},
-        ],
-        "KeySchema": [
-            {"AttributeName": c.NOTES_PK, "KeyType": "HASH"},
-            {"AttributeName": c.NOTES_SK, "KeyType": "RANGE"},
-        ],
-        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    }
+def model_tables() -> list[Any]:
+    """Every table whose items are PynamoDB models: the schema comes from the models."""
+    from dovecote.admin.records import TOKENS_TABLE
+    from dovecote.notes.records import NOTES_TABLE
+
+    return [TOKENS_TABLE, NOTES_TABLE]
 
 
 def tasks_table_spec(name: str) -> dict[str, Any]:
@@ -49,19 +39,10 @@ def tasks_table_spec(name: str) -> dict[str, Any]:
     }
 
 
-def tokens_table_spec(name: str) -> dict[str, Any]:
-    return {
-        "TableName": name,
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [{"AttributeName": c.TOKENS_PK, "AttributeType": "S"}],
-        "KeySchema": [{"AttributeName": c.TOKENS_PK, "KeyType": "HASH"}],
-    }
-
-
 def create_all(*, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dict[str, str]) -> dict[str, str]:
     """Create tables, the versioned bucket and the cursor secret. Returns settings env values."""
-    dynamodb.create_table(**notes_table_spec(names["notes_table"]))
-    dynamodb.create_table(**tokens_table_spec(names["tokens_table"]))
+    for table in model_tables():
+        dynamodb.create_table(**table.create_table_kwargs(names[table.setting]))
     dynamodb.create_table(**tasks_table_spec(names["tasks_table"]))
     s3.create_bucket(Bucket=names["bucket"])
     s3.put_bucket_versioning(Bucket=names["bucket"], VersioningConfiguration={"Status": "Enabled"})

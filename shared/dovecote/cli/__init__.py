@@ -85,23 +85,41 @@ def tokens_bootstrap(
     table: Annotated[str, typer.Option(help="The deployed tokens table (stack output TokensTable).")],
     role: Annotated[str, typer.Option(help="admin, caller or worker.")] = "admin",
     worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
+    expires_in_days: Annotated[
+        int | None, typer.Option(help="Lifetime; default 7 days for admin, 90 otherwise.")
+    ] = None,
 ) -> None:
     """Mint a token with AWS credentials instead of a bearer token: the way to the first admin token
     of an authority. Uses the standard AWS credential chain (and AWS_ENDPOINT_URL, if set)."""
     import boto3
 
     from dovecote.admin.dynamo import DynamoTokenStore
-    from dovecote.admin.tokens import TokenService
+    from dovecote.admin.service import TokenService
     from dovecote.platform.errors import DomainError
 
     try:
-        token, principal = TokenService(DynamoTokenStore(table=table, dynamodb=boto3.client("dynamodb"))).mint(
-            None, authority, role, worker
+        service = TokenService(
+            DynamoTokenStore(table=table, dynamodb=boto3.client("dynamodb")),
+            # The audit line goes to stderr: stdout carries only the minted token's JSON.
+            audit=lambda event, facts: err.print(json.dumps({"audit": event, **facts}), highlight=False),
         )
+        token, record = service.mint(None, authority, role, worker, expires_in_days=expires_in_days)
     except DomainError as exc:
         err.print(f"[red]error[/red] {exc.code}: {exc.message}")
         raise typer.Exit(1) from None
-    out.print_json(json.dumps({"token": token, **principal.as_context()}))
+    p = record.principal
+    out.print_json(
+        json.dumps(
+            {
+                "token": token,
+                "token_id": record.token_id,
+                "authority": p.authority,
+                "role": p.role,
+                "worker": p.worker,
+                "expires_at": record.expires_at,
+            }
+        )
+    )
 
 
 @notes_app.command("put")

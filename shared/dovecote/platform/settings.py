@@ -25,6 +25,9 @@ class Settings(BaseModel):
     # Presigned URLs (upload and download) stay valid this long.
     presign_seconds: int = Field(default=900, ge=60, le=7 * 24 * 3600)
     region: str = "us-east-1"
+    # Token lifetimes when a mint does not say (days). Admin tokens are short on purpose.
+    token_days: int = Field(default=90, ge=1, le=3650)
+    admin_token_days: int = Field(default=7, ge=1, le=3650)
 
 
 ENV_PREFIX = "DOVECOTE_"

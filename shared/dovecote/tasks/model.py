@@ -6,27 +6,20 @@ import base64
 import binascii
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dovecote.platform import paging
 from dovecote.platform.errors import InvalidArgument
+from dovecote.platform.ids import ID_PATTERN, check_id  # noqa: F401 (re-exported)
 from dovecote.platform.media import validate_media_type
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 MAX_PARTS = 32
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024
 MAX_FENCE = 2**63 - 1
 MAX_COUNTER = 2**63 - 1
 DEFAULT_PAGE = 100
 MAX_PAGE = 100
-
-
-def check_id(value: Any, field_name: str) -> str:
-    if not isinstance(value, str) or not ID_PATTERN.match(value):
-        raise InvalidArgument(f"{field_name} must match {ID_PATTERN.pattern}", field=field_name)
-    return value
 
 
 def page_limit(limit: int | None) -> int:

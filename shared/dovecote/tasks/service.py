@@ -549,4 +549,7 @@ def _rfc3339_arg(value: str) -> str:
         raise InvalidArgument("updated_since must be an RFC 3339 timestamp", field="updated_since") from None
     if moment.tzinfo is None:
         raise InvalidArgument("updated_since needs a time zone (Z or an offset)", field="updated_since")
-    return rfc3339(moment)
+    try:
+        return rfc3339(moment)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+        raise InvalidArgument("updated_since is out of range", field="updated_since") from None
