@@ -108,7 +108,7 @@ class TableDef:
         key_schema: list[dict[str, str]] | None = None
         indexes: dict[str, dict[str, Any]] = {}
         for model in self.models:
-            raw: dict[str, Any] = model._get_schema()  # type: ignore[attr-defined]
+            raw: dict[str, Any] = dict(model._get_schema())  # type: ignore[attr-defined]
             for definition in raw["attribute_definitions"]:
                 name, kind = definition["AttributeName"], definition["AttributeType"]
                 if attributes.setdefault(name, kind) != kind:
