@@ -12,6 +12,11 @@ class Function:
     handler: str  # module path inside the asset, then the attribute
     memory_mb: int = 512
     timeout_s: int = 29
+    # The Settings fields this function reads (DOVECOTE_<NAME> env vars): it receives only these.
+    settings: tuple[str, ...] = ()
+    # Reserved concurrency, so one noisy client cannot starve the other functions (CDK context
+    # `reserved_concurrency=0` turns it off, e.g. on a new account whose limit is 10).
+    reserved: int = 50
 
     @property
     def module(self) -> str:
@@ -26,20 +31,53 @@ class Route:
     authorized: bool = True
 
 
-AUTHORIZER = Function("authorizer", "functions.authorizer.handler.handler", memory_mb=256, timeout_s=10)
+AUTHORIZER = Function(
+    "authorizer", "functions.authorizer.handler.handler", memory_mb=256, timeout_s=10, settings=("tokens_table",)
+)
 
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for f in (
-        Function("admin_api", "functions.admin_api.handler.handler"),
+        Function(
+            "admin_api",
+            "functions.admin_api.handler.handler",
+            settings=("tokens_table", "cursor_secret_arn", "token_days", "admin_token_days"),
+        ),
         # The upload commit streams up to 64 MiB through a SHA-256: more memory, more time.
-        Function("notes_api", "functions.notes_api.handler.handler", memory_mb=1024),
-        Function("tasks_api", "functions.tasks_api.handler.handler", memory_mb=1024),
+        Function(
+            "notes_api",
+            "functions.notes_api.handler.handler",
+            memory_mb=1024,
+            settings=("notes_table", "bucket", "cursor_secret_arn", "presign_seconds"),
+        ),
+        Function(
+            "tasks_api",
+            "functions.tasks_api.handler.handler",
+            memory_mb=1024,
+            settings=("tasks_table", "bucket", "cursor_secret_arn"),
+        ),
     )
 }
 
 # Stream consumers: not behind the API. The notes table's stream drives body cleanup.
-JANITOR = Function("notes_janitor", "functions.notes_janitor.handler.handler", memory_mb=256, timeout_s=60)
+JANITOR = Function(
+    "notes_janitor",
+    "functions.notes_janitor.handler.handler",
+    memory_mb=256,
+    timeout_s=60,
+    settings=("notes_table", "bucket"),
+    reserved=5,
+)
+# Scheduled: deletes body versions no note pins (what the janitor could not see or gave up on).
+RECONCILER = Function(
+    "notes_reconciler",
+    "functions.notes_reconciler.handler.handler",
+    memory_mb=256,
+    timeout_s=900,
+    settings=("notes_table", "bucket"),
+    reserved=1,
+)
+RECONCILE_EVERY_HOURS = 24
 JANITOR_BATCH_SIZE = 5  # a record carries old and new images (up to ~800 KB); 5 stay under 6 MB
 # Lambda event filter (the event source mapping in CDK, and the local stream emulator): only note
 # items that were removed or replaced can orphan a body; view items and inserts never invoke it.
@@ -49,6 +87,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "admin_api", authorized=False),
     Route("GET", "/v1/openapi.json", "admin_api", authorized=False),
     Route("POST", "/v1/admin/tokens", "admin_api"),
+    Route("GET", "/v1/admin/tokens", "admin_api"),
+    Route("DELETE", "/v1/admin/tokens/{token_id}", "admin_api"),
     Route("PUT", "/v1/notes", "notes_api"),
     Route("GET", "/v1/notes", "notes_api"),
     Route("POST", "/v1/notes/uploads", "notes_api"),

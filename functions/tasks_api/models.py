@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from dovecote.platform.http import ApiModel
+from dovecote.tasks.model import TOTAL_SIZE_CAP
 
 
 class _In(BaseModel):
@@ -92,7 +93,10 @@ class TaskEnvelope(ApiModel):
 class TaskListOut(ApiModel):
     items: list[TaskOut]
     cursor: str | None = None
-    total_size: int
+    total_size: int = Field(description=f"the filtered set's size, counting at most {TOTAL_SIZE_CAP}")
+    total_is_lower_bound: bool = Field(
+        default=False, description=f"true when the set holds more than {TOTAL_SIZE_CAP}: total_size is then a floor"
+    )
 
 
 class ContextTasksOut(ApiModel):

@@ -20,7 +20,12 @@ from dovecote.platform.principal import Principal
 from functions.notes_reconciler.handler import reconcile
 
 ACME = Principal("acme", "caller")
-LATER = datetime.now(UTC) + GRACE + timedelta(minutes=5)
+
+
+def later() -> datetime:
+    """A moment past the grace period of everything written so far (computed when used: a module
+    constant would age while the suite runs)."""
+    return datetime.now(UTC) + GRACE + timedelta(minutes=5)
 
 
 def wired(env: dict[str, Any]) -> tuple[NotesService, DynamoNoteStore]:
@@ -52,7 +57,7 @@ def test_a_failed_overwrite_leaves_a_version_only_the_reconciler_removes(moto_en
 
     # Young versions are in-flight Puts as far as the reconciler knows: untouched.
     assert reconcile(store, datetime.now(UTC))["versions_deleted"] == 0
-    summary = reconcile(store, LATER)
+    summary = reconcile(store, later())
     assert summary == {"versions_seen": 2, "versions_deleted": 1, "complete": 1}
     assert versions(moto_env, key) == [pinned]
     assert notes.get(ACME, ref).text == "v1"
@@ -63,7 +68,7 @@ def test_bodies_of_notes_deleted_while_the_janitor_was_away_are_removed(moto_env
     kept = notes.put(ACME, PutNote(key="k", run=1, name="kept", text="stay"))
     gone = notes.put(ACME, PutNote(key="k", run=1, name="gone", text="go"))
     notes.delete(ACME, gone.ref)  # no janitor runs in this test
-    reconcile(store, LATER)
+    reconcile(store, later())
     assert versions(moto_env, blob_key("acme", gone.ref)) == []
     assert len(versions(moto_env, blob_key("acme", kept.ref))) == 1
     assert notes.get(ACME, kept.ref).text == "stay"

@@ -52,3 +52,18 @@ def test_roles() -> None:
     assert Principal("a", "admin").require("worker")
     with pytest.raises(Forbidden):
         Principal("a", "caller").require("worker")
+
+
+def test_derived_ids_are_deterministic_per_token_and_unguessable_without_it() -> None:
+    from dovecote.client import DovecoteClient
+
+    a1 = DovecoteClient("http://127.0.0.1:9", "dvc_token_a")
+    a2 = DovecoteClient("http://127.0.0.1:9", "dvc_token_a")
+    b = DovecoteClient("http://127.0.0.1:9", "dvc_token_b")
+    assert a1.derived_id("echo", "t1", 1, "accept") == a2.derived_id("echo", "t1", 1, "accept")
+    assert a1.derived_id("echo", "t1", 1, "accept") != b.derived_id("echo", "t1", 1, "accept")
+    assert a1.derived_id("echo", "t1", 1, "accept") != a1.derived_id("echo", "t1", 2, "accept")
+    # Still a valid command id.
+    from dovecote.platform.ids import is_id
+
+    assert is_id(a1.derived_id("echo", "t1", 1, "accept"))

@@ -69,14 +69,54 @@ def tokens_create(
     authority: Annotated[str, typer.Option(help="Authority the token acts in.")],
     role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
     worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
+    agent: Annotated[str | None, typer.Option(help="The only note author the token may write as.")] = None,
+    expires_in_days: Annotated[int | None, typer.Option(help="Lifetime in days (default from settings).")] = None,
 ) -> None:
     """Mint a token with an admin token (DOVECOTE_TOKEN, or the dev admin token)."""
     try:
-        created = _client("admin").create_token(authority, role, worker)
+        created = _client("admin").create_token(authority, role, worker, agent=agent, expires_in_days=expires_in_days)
     except DovecoteError as exc:
         _fail(exc)
         return
     out.print_json(json.dumps(created))
+
+
+@tokens_app.command("ls")
+def tokens_ls(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """The authority's tokens, newest first (ids and claims; never a secret or a hash)."""
+    client = _client("admin")
+    columns = ("token_id", "role", "worker", "agent", "created_at", "expires_at", "minted_by", "revoked_at")
+    table = Table(*columns)
+    cursor = None
+    try:
+        while True:
+            page = client.list_tokens(cursor=cursor)
+            for item in page["items"]:
+                if as_json:
+                    out.print(json.dumps(item), highlight=False, soft_wrap=True)
+                else:
+                    table.add_row(*(str(item.get(c) or "") for c in columns))
+            cursor = page.get("cursor")
+            if not cursor:
+                break
+    except DovecoteError as exc:
+        _fail(exc)
+        return
+    if not as_json:
+        out.print(table)
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(token_id: Annotated[str, typer.Argument(help="The token's id (from `tokens ls`).")]) -> None:
+    """Revoke a token. It stops working once the authorizer's cache expires (5 minutes by default)."""
+    try:
+        _client("admin").revoke_token(token_id)
+    except DovecoteError as exc:
+        _fail(exc)
+        return
+    out.print(f"revoked {token_id}")
 
 
 @tokens_app.command("bootstrap")

@@ -32,7 +32,7 @@ from typing import Any
 from dovecote.platform.aws import THROTTLE_CODES, aws_error_code, aws_errors
 from dovecote.platform.errors import CommitUnknown
 from dovecote.tasks import machine
-from dovecote.tasks.model import Event, Message, Part, Receipt, Task
+from dovecote.tasks.model import TOTAL_SIZE_CAP, Event, Message, Part, Receipt, Task
 from dovecote.tasks.ports import (
     Commit,
     LeasePage,
@@ -416,16 +416,19 @@ class DynamoTaskStore:
         items, cursor = self._page(
             "by_authority", "auth_pk", authority, "auth_sk", after, limit, upper=upper, filters=filters
         )
-        return TaskPage(items, cursor, total_size=self._count(authority, upper, filters))
+        total, more = self._count(authority, upper, filters)
+        return TaskPage(items, cursor, total_size=total, total_is_lower_bound=more)
 
-    def _count(self, authority: str, upper: str, filters: dict[str, str]) -> int:
-        """The filtered set's size, from COUNT queries over the same index. Not a snapshot: DynamoDB
-        has none, and the GSI is eventually consistent (see the README)."""
+    def _count(self, authority: str, upper: str, filters: dict[str, str]) -> tuple[int, bool]:
+        """The filtered set's size from one COUNT query over the same index that evaluates at most
+        TOTAL_SIZE_CAP items, so a list request's cost stays bounded; past the cap the count is a
+        lower bound. Not a snapshot: the GSI is eventually consistent (see the README)."""
         names = {"#pk": "auth_pk", "#sk": "auth_sk"}
         values = {":pk": {"S": authority}, ":lo": {"S": " "}, ":hi": {"S": upper}}
         params: dict[str, Any] = {
             "IndexName": "by_authority",
             "Select": "COUNT",
+            "Limit": TOTAL_SIZE_CAP,
             "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
         }
         clauses = []
@@ -436,13 +439,9 @@ class DynamoTaskStore:
         if clauses:
             params["FilterExpression"] = " AND ".join(clauses)
         params.update(ExpressionAttributeNames=names, ExpressionAttributeValues=values)
-        total = 0
-        while True:
-            response = self._query(**params)
-            total += int(response.get("Count", 0))
-            if "LastEvaluatedKey" not in response:
-                return total
-            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        response = self._query(**params)
+        # With a filter, fewer than the cap may match among the evaluated items: still a floor.
+        return int(response.get("Count", 0)), "LastEvaluatedKey" in response
 
     def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage:
         items, cursor = self._page("leases", "lease_pk", f"{authority}#{worker}", "lease_sk", after, limit)

@@ -7,7 +7,7 @@ import threading
 from collections import defaultdict
 
 from dovecote.tasks import machine
-from dovecote.tasks.model import Event, Grant, Message, Receipt, Task
+from dovecote.tasks.model import TOTAL_SIZE_CAP, Event, Grant, Message, Receipt, Task
 from dovecote.tasks.ports import (
     Commit,
     LeasePage,
@@ -132,7 +132,8 @@ class InMemoryTaskStore:
                 and (not task_filter.updated_since or t.updated_at >= task_filter.updated_since)
             ]
         page = self._page(tasks, authority_key, after, limit)
-        return TaskPage(page.items, page.after, total_size=len(tasks))
+        capped = min(len(tasks), TOTAL_SIZE_CAP)
+        return TaskPage(page.items, page.after, total_size=capped, total_is_lower_bound=len(tasks) > TOTAL_SIZE_CAP)
 
     def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage:
         with self._lock:

@@ -19,6 +19,9 @@ MAX_MESSAGE_BYTES = 2 * 1024 * 1024
 MAX_FENCE = 2**63 - 1
 MAX_COUNTER = 2**63 - 1
 DEFAULT_PAGE = 100
+# `total_size` counts at most this many tasks: a list request never reads more than it returns plus
+# this constant. Past it, the count is reported as a lower bound.
+TOTAL_SIZE_CAP = 1000
 MAX_PAGE = 100
 
 

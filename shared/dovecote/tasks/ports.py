@@ -79,6 +79,7 @@ class TaskPage:
     items: list[Task]
     after: tuple[str, ...] | None  # keyset position to continue after; None when done
     total_size: int | None = None
+    total_is_lower_bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)

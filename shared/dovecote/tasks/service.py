@@ -483,6 +483,7 @@ class TaskService:
             "items": [t.to_json() for t in page.items],
             "cursor": self._seal(principal, scope, page.after),
             "total_size": page.total_size or 0,
+            "total_is_lower_bound": page.total_is_lower_bound,
         }
 
     def _open(self, principal: Principal, cursor: str | None, scope: str) -> tuple[str, ...] | None:
