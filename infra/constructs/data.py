@@ -7,8 +7,6 @@ tests/infra checks the synthesized template against the models.
 
 from __future__ import annotations
 
-from typing import Any
-
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as ddb
 from aws_cdk import aws_iam as iam
@@ -20,7 +18,7 @@ from constructs import Construct
 from dovecote.admin.records import TOKENS_TABLE
 from dovecote.notes.records import NOTES_TABLE
 from dovecote.platform.dynamo import TableDef
-from infra import constants as c
+from dovecote.tasks.records import TASKS_TABLE
 
 _TYPES = {"S": ddb.AttributeType.STRING, "N": ddb.AttributeType.NUMBER, "B": ddb.AttributeType.BINARY}
 _STREAMS = {
@@ -61,14 +59,7 @@ class Data(Construct):
         self.notes = self.model_table("Notes", NOTES_TABLE)
 
         # Tasks, messages, events, grants and receipts share one table (dovecote/tasks/dynamo.py).
-        self.tasks = self._table("Tasks", "pk", "sk")
-        for index, (partition, sort) in c.TASKS_INDEXES.items():
-            self.tasks.add_global_secondary_index(
-                index_name=index,
-                partition_key=ddb.Attribute(name=partition, type=ddb.AttributeType.STRING),
-                sort_key=ddb.Attribute(name=sort, type=ddb.AttributeType.STRING),
-                projection_type=ddb.ProjectionType.ALL,
-            )
+        self.tasks = self.model_table("Tasks", TASKS_TABLE)
 
         # Server access logs: the destination bucket cannot use SSE-KMS, so it uses SSE-S3. The
         # logging service writes through a bucket policy (ownership enforced: no ACLs at all).
@@ -119,23 +110,6 @@ class Data(Construct):
             encryption_key=self.key,
             generate_secret_string=sm.SecretStringGenerator(password_length=64, exclude_punctuation=True),
             removal_policy=removal,
-        )
-
-    def _table(self, name: str, partition: str, sort: str | None = None, **extra: Any) -> ddb.Table:
-        return ddb.Table(
-            self,
-            name,
-            partition_key=ddb.Attribute(name=partition, type=ddb.AttributeType.STRING),
-            sort_key=ddb.Attribute(name=sort, type=ddb.AttributeType.STRING) if sort else None,
-            billing_mode=ddb.BillingMode.PAY_PER_REQUEST,
-            point_in_time_recovery_specification=ddb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            encryption=ddb.TableEncryption.CUSTOMER_MANAGED,
-            encryption_key=self.key,
-            deletion_protection=self._production,
-            removal_policy=self._removal,
-            **extra,
         )
 
     def model_table(self, name: str, table: TableDef) -> ddb.Table:

@@ -13,37 +13,15 @@ def model_tables() -> list[Any]:
     """Every table whose items are PynamoDB models: the schema comes from the models."""
     from dovecote.admin.records import TOKENS_TABLE
     from dovecote.notes.records import NOTES_TABLE
+    from dovecote.tasks.records import TASKS_TABLE
 
-    return [TOKENS_TABLE, NOTES_TABLE]
-
-
-def tasks_table_spec(name: str) -> dict[str, Any]:
-    """One table for tasks, messages, events, grants, receipts (dovecote/tasks/dynamo.py)."""
-    keys = {"pk": "S", "sk": "S"}
-    indexes = []
-    for index, (pk, sk) in c.TASKS_INDEXES.items():
-        keys.update({pk: "S", sk: "S"})
-        indexes.append(
-            {
-                "IndexName": index,
-                "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        )
-    return {
-        "TableName": name,
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [{"AttributeName": k, "AttributeType": t} for k, t in keys.items()],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        "GlobalSecondaryIndexes": indexes,
-    }
+    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE]
 
 
 def create_all(*, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dict[str, str]) -> dict[str, str]:
     """Create tables, the versioned bucket and the cursor secret. Returns settings env values."""
     for table in model_tables():
         dynamodb.create_table(**table.create_table_kwargs(names[table.setting]))
-    dynamodb.create_table(**tasks_table_spec(names["tasks_table"]))
     s3.create_bucket(Bucket=names["bucket"])
     s3.put_bucket_versioning(Bucket=names["bucket"], VersioningConfiguration={"Status": "Enabled"})
     env = {
