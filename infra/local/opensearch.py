@@ -5,7 +5,7 @@ project): OpenSearch's own jars from Maven Central, run in one JVM with the nett
 and painless modules loaded as classpath plugins. This module
 
 - builds it (`mvn package`) when the jar is missing or the pom/sources changed (a stamp, like
-  `infra/build.py`); the first build downloads ~50 MB of jars into ~/.m2, progress on stderr;
+  `infra/build.py`); the first build downloads ~85 MB of jars into ~/.m2, progress on stderr;
 - starts it as a subprocess on a free loopback port with its own data directory, reads the bound
   URL from the launcher's `DOVECOTE_OPENSEARCH_URL=...` line, and waits for
   `GET /_cluster/health?wait_for_status=yellow`;
@@ -145,8 +145,8 @@ def _build_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-# Maven lines worth showing while it works: one per downloaded artifact, the result, problems.
-_PROGRESS = re.compile(r"^\[(ERROR|WARNING)\]|Downloaded from|BUILD (SUCCESS|FAILURE)|Total time")
+# Maven lines worth showing while it works: the result and problems (downloads are counted).
+_PROGRESS = re.compile(r"^\[(ERROR|WARNING)\]|BUILD (SUCCESS|FAILURE)|Total time")
 
 
 def build(*, progress: IO[str] | None = None) -> Path:
@@ -167,7 +167,7 @@ def build(*, progress: IO[str] | None = None) -> Path:
         cached = (Path.home() / ".m2" / "repository" / "org" / "opensearch" / "opensearch").is_dir()
         print(
             "building infra/opensearch-node (OpenSearch 2.19.6)"
-            + ("" if cached else "; the first build downloads ~50 MB from Maven Central")
+            + ("" if cached else "; the first build downloads ~85 MB from Maven Central")
             + " ...",
             file=out,
             flush=True,
@@ -179,9 +179,16 @@ def build(*, progress: IO[str] | None = None) -> Path:
         )
         assert process.stdout is not None
         tail: list[str] = []
+        downloads = 0
         for line in process.stdout:
             tail = [*tail[-79:], line.rstrip()]
-            if _PROGRESS.search(line):
+            if "Downloaded from" in line:
+                downloads += 1
+                if downloads % 25 == 0:  # a few hundred files on a cold cache: a line per 25
+                    found = re.search(r"/([^/\s]+) \(", line)
+                    name = found.group(1) if found else "?"
+                    print(f"  mvn: {downloads} files downloaded (latest {name})", file=out, flush=True)
+            elif _PROGRESS.search(line):
                 print("  mvn: " + line.rstrip(), file=out, flush=True)
         if process.wait() != 0 or not JAR.is_file():
             raise OpenSearchStartError(f"`{' '.join(command)}` failed (exit {process.returncode}):\n" + "\n".join(tail))
