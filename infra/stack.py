@@ -25,6 +25,7 @@ class DovecoteStack(Stack):
         log_retention_days: int = 30,
         authorizer_cache_seconds: int = 300,
         reserved_concurrency: bool = True,
+        xray_subsegments: bool = False,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
@@ -41,6 +42,7 @@ class DovecoteStack(Stack):
             log_retention=_retention(log_retention_days),
             authorizer_cache_seconds=authorizer_cache_seconds,
             reserved_concurrency=reserved_concurrency,
+            xray_subsegments=xray_subsegments,
         )
         Observability(self, "Observability", api=self.api)
         CfnOutput(self, "Endpoint", value=self.api.http_api.api_endpoint)
@@ -109,6 +111,14 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
             f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/uploads/notes/*]",
             "Presigned uploads land under uploads/notes/<authority>/<ref>, an expiring prefix; the key is "
             "derived per request.",
+        )
+    )
+    out.append(
+        (
+            stack.api.reconcile_failures,
+            "AwsSolutions-SQS3",
+            "This queue is itself the reconciler's failure destination and its schedule's DLQ; it has an "
+            "alarm and is drained by hand.",
         )
     )
     out.append(

@@ -34,7 +34,7 @@ def service() -> NotesService:
 
     settings = get_settings()
     store = DynamoNoteStore(
-        table=settings.notes_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.client("s3")
+        table=settings.notes_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.lazy_client("s3")
     )
     return NotesService(
         store, signer_factory=lambda: CursorSigner(aws.cursor_key()), presign_seconds=settings.presign_seconds

@@ -46,7 +46,7 @@ def service() -> TaskService:
 
     settings = get_settings()
     store = DynamoTaskStore(
-        table=settings.tasks_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.client("s3")
+        table=settings.tasks_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.lazy_client("s3")
     )
     return TaskService(store, signer_factory=lambda: CursorSigner(aws.cursor_key()))
 

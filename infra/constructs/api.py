@@ -14,6 +14,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
@@ -45,6 +46,7 @@ class Api(Construct):
         log_retention: logs.RetentionDays,
         authorizer_cache_seconds: int,
         reserved_concurrency: bool = True,
+        xray_subsegments: bool = False,
     ) -> None:
         super().__init__(scope, id)
         self.layer = lambda_.LayerVersion(
@@ -59,6 +61,7 @@ class Api(Construct):
         self._data = data
         self._retention = log_retention
         self._reserved = reserved_concurrency
+        self._subsegments = xray_subsegments
         # Every setting a function may need; each function receives only the ones it names.
         self._settings = {
             "tokens_table": data.tokens.table_name,
@@ -95,11 +98,34 @@ class Api(Construct):
             filters=[{"pattern": json.dumps(JANITOR_FILTER)}],
         )
         self._grant_stream_read(JANITOR.name)
+        # The schedule invokes asynchronously: two retries, then the event lands in this queue (an
+        # alarm tells an operator; the next run repeats the sweep, which is idempotent).
+        self.reconcile_failures = sqs.Queue(
+            self,
+            "ReconcileFailures",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        self.functions[RECONCILER.name].configure_async_invoke(
+            retry_attempts=2,
+            max_event_age=Duration.hours(6),
+            on_failure=destinations.SqsDestination(self.reconcile_failures),
+        )
+        for child in self.functions[RECONCILER.name].node.find_all():
+            if isinstance(child, lambda_.CfnEventInvokeConfig):
+                # Name the function by ARN, as the schedule's permission does, so cfn-lint's
+                # serverless rule (which compares the two literally) sees they are the same.
+                child.function_name = self.functions[RECONCILER.name].function_arn
         events.Rule(
             self,
             "ReconcileSchedule",
             schedule=events.Schedule.rate(Duration.hours(RECONCILE_EVERY_HOURS)),
-            targets=[targets.LambdaFunction(self.functions[RECONCILER.name])],
+            targets=[
+                targets.LambdaFunction(
+                    self.functions[RECONCILER.name], dead_letter_queue=self.reconcile_failures, retry_attempts=2
+                )
+            ],
         )
 
         self.access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention, encryption_key=data.key)
@@ -178,6 +204,9 @@ class Api(Construct):
                 },
                 "POWERTOOLS_SERVICE_NAME": spec.name,
                 "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
+                # Lambda's active tracing records every invocation either way; subsegments for the
+                # handler and each AWS call cost the X-Ray SDK on every cold start (README, bench).
+                "POWERTOOLS_TRACE_DISABLED": "false" if self._subsegments else "true",
             },
         )
 

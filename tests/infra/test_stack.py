@@ -60,6 +60,30 @@ def test_a_missing_acknowledgment_fails_synth(tmp_path: Path, monkeypatch: pytes
     assert names == ["AwsSolutions-SMG4"]
 
 
+def test_cfn_lint_with_the_serverless_rules_finds_nothing(synthesized: dict[str, Any]) -> None:
+    from infra.cfn_lint import IGNORED, lint
+
+    result = lint(str(synthesized["outdir"] / "Dovecote.template.json"))
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr
+    assert all(len(reason) >= 40 for reason in IGNORED.values())
+
+
+def test_the_layer_pins_match_the_project_pins() -> None:
+    import tomllib
+
+    from infra.build import LAYER_REQUIREMENTS, ROOT
+
+    pinned = {}
+    for requirement in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        name, _, version = requirement.partition("==")
+        pinned[name.split("[")[0].lower()] = version
+    for requirement in LAYER_REQUIREMENTS:
+        name, _, version = requirement.partition("==")
+        if name in pinned:
+            assert pinned[name] == version, name
+    assert "pynamodb==6.1.0" in LAYER_REQUIREMENTS
+
+
 def test_every_function_is_arm64_python312_with_the_layer(synthesized: dict[str, Any]) -> None:
     functions = resources(synthesized["raw"], "AWS::Lambda::Function")
     layers = resources(synthesized["raw"], "AWS::Lambda::LayerVersion")
@@ -88,6 +112,7 @@ def test_layer_ships_dovecote_but_not_boto3(synthesized: dict[str, Any]) -> None
 
     site = LAYER / "python"
     assert (site / "dovecote" / "notes" / "service.py").exists()
+    assert (site / "pynamodb" / "models.py").exists()
     assert (site / "pydantic_core").exists() and any((site / "pydantic_core").glob("*aarch64*.so"))
     assert not (site / "boto3").exists() and not (site / "botocore").exists()
     assert not (site / "dovecote" / "cli").exists()
@@ -342,7 +367,9 @@ def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str
         "DOVECOTE_TOKENS_TABLE",
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
+        "POWERTOOLS_TRACE_DISABLED",
     }
+    assert authorizer["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
 
 
 def test_notes_can_tell_a_missing_upload_from_a_denied_one(synthesized: dict[str, Any]) -> None:
@@ -362,7 +389,14 @@ def test_the_reconciler_runs_on_a_schedule_with_only_its_permissions(synthesized
         for a in _actions(s)
         if not a.startswith(("logs:", "xray:", "kms:"))
     )
-    assert actions == ["dynamodb:BatchGetItem", "s3:DeleteObjectVersion", "s3:ListBucketVersions"]
+    assert actions == [
+        "dynamodb:BatchGetItem",
+        "s3:DeleteObjectVersion",
+        "s3:ListBucketVersions",
+        "sqs:GetQueueAttributes",  # its failure destination
+        "sqs:GetQueueUrl",
+        "sqs:SendMessage",
+    ]
 
 
 def test_production_context_retains_data(tmp_path: Path) -> None:

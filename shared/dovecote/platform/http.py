@@ -259,8 +259,30 @@ def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any],
     return handler
 
 
+def tracing_enabled() -> bool:
+    """X-Ray subsegments from inside the function (the handler and every AWS call) cost the X-Ray
+    SDK's import and botocore patching on a cold start (measured in bench/coldstart.py); Lambda's
+    active tracing records each invocation without them. The deployment sets
+    POWERTOOLS_TRACE_DISABLED from the CDK context `xray_subsegments`."""
+    import os
+
+    return os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").lower() not in ("1", "true")
+
+
+def _gated(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        refused = gate_request(event)
+        if refused is not None:
+            return refused
+        return app.resolve(event, context)
+
+    return handler
+
+
 @functools.cache
 def _traced(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    if not tracing_enabled():
+        return _gated(app)  # not even an import of the tracing SDK
     from aws_lambda_powertools import Tracer
 
     tracer = Tracer()
@@ -269,11 +291,10 @@ def _traced(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict
     # tokens, note bodies, message parts and presigned URLs into X-Ray for anyone who can read it,
     # and an error's capture carries the request. The resolver turns every error into a response,
     # so nothing reaches the tracer as an exception anyway.
+    gated = _gated(app)
+
     @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        refused = gate_request(event)
-        if refused is not None:
-            return refused
-        return app.resolve(event, context)
+        return gated(event, context)
 
     return handler
