@@ -54,7 +54,7 @@ FUNCTIONS: dict[str, Function] = {
             "tasks_api",
             "functions.tasks_api.handler.handler",
             memory_mb=1024,
-            settings=("tasks_table", "bucket", "cursor_secret_arn"),
+            settings=("tasks_table", "bucket", "cursor_secret_arn", "lease_timeout_seconds"),
         ),
     )
 }
@@ -78,6 +78,16 @@ RECONCILER = Function(
     reserved=1,
 )
 RECONCILE_EVERY_HOURS = 24
+# Scheduled: fences leases silent past their timeout (dovecote.tasks: TaskService.expire_silent_leases).
+DISPATCHER = Function(
+    "lease_dispatcher",
+    "functions.lease_dispatcher.handler.handler",
+    memory_mb=256,
+    timeout_s=55,
+    settings=("tasks_table", "bucket", "cursor_secret_arn"),
+    reserved=1,
+)
+DISPATCH_EVERY_SECONDS = 60  # EventBridge's finest schedule; `dovecote dev` runs it every second
 JANITOR_BATCH_SIZE = 5  # a record carries old and new images (up to ~800 KB); 5 stay under 6 MB
 # Lambda event filter (the event source mapping in CDK, and the local stream emulator): only note
 # items that were removed or replaced can orphan a body; view items and inserts never invoke it.
@@ -110,6 +120,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/tasks/{id}/lease", "tasks_api"),
     Route("GET", "/v1/tasks/{id}/lease", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/lease/fence", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/lease/heartbeat", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/accept", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/reject", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/fail", "tasks_api"),

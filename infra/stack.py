@@ -113,14 +113,15 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
             "derived per request.",
         )
     )
-    out.append(
-        (
-            stack.api.reconcile_failures,
-            "AwsSolutions-SQS3",
-            "This queue is itself the reconciler's failure destination and its schedule's DLQ; it has an "
-            "alarm and is drained by hand.",
+    for queue in (stack.api.reconcile_failures, stack.api.dispatch_failures):
+        out.append(
+            (
+                queue,
+                "AwsSolutions-SQS3",
+                "This queue is itself a scheduled function's failure destination and its schedule's DLQ; it "
+                "has an alarm and is drained by hand.",
+            )
         )
-    )
     out.append(
         (
             stack.api.janitor_dlq,
@@ -133,7 +134,7 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
         (
             tasks_role,
             f"AwsSolutions-IAM5[Resource::<{ref(stack.data.tasks)}.Arn>/index/*]",
-            "The four GSIs of the tasks table (claimable, leases, by_context, by_authority), Query only.",
+            "The GSIs of the tasks table (claimable, leases, by_context, by_authority, expiring), Query only.",
         )
     )
     out.append(

@@ -20,9 +20,12 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
 from infra.routes import (
     AUTHORIZER,
+    DISPATCH_EVERY_SECONDS,
+    DISPATCHER,
     FUNCTIONS,
     JANITOR,
     JANITOR_BATCH_SIZE,
@@ -69,10 +72,11 @@ class Api(Construct):
             "tasks_table": data.tasks.table_name,
             "bucket": data.bucket.bucket_name,
             "cursor_secret_arn": data.cursor_secret.secret_arn,
+            "lease_timeout_seconds": str(Settings.model_fields["lease_timeout_seconds"].default),
         }
         self.functions: dict[str, lambda_.Function] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
-        for spec in (AUTHORIZER, JANITOR, RECONCILER, *FUNCTIONS.values()):
+        for spec in (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, *FUNCTIONS.values()):
             self.functions[spec.name] = self._function(spec)
         self._grant()
         # Lambda's on-failure destination for a stream receives only the failed batch's metadata
@@ -98,35 +102,8 @@ class Api(Construct):
             filters=[{"pattern": json.dumps(JANITOR_FILTER)}],
         )
         self._grant_stream_read(JANITOR.name)
-        # The schedule invokes asynchronously: two retries, then the event lands in this queue (an
-        # alarm tells an operator; the next run repeats the sweep, which is idempotent).
-        self.reconcile_failures = sqs.Queue(
-            self,
-            "ReconcileFailures",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        self.functions[RECONCILER.name].configure_async_invoke(
-            retry_attempts=2,
-            max_event_age=Duration.hours(6),
-            on_failure=destinations.SqsDestination(self.reconcile_failures),
-        )
-        for child in self.functions[RECONCILER.name].node.find_all():
-            if isinstance(child, lambda_.CfnEventInvokeConfig):
-                # Name the function by ARN, as the schedule's permission does, so cfn-lint's
-                # serverless rule (which compares the two literally) sees they are the same.
-                child.function_name = self.functions[RECONCILER.name].function_arn
-        events.Rule(
-            self,
-            "ReconcileSchedule",
-            schedule=events.Schedule.rate(Duration.hours(RECONCILE_EVERY_HOURS)),
-            targets=[
-                targets.LambdaFunction(
-                    self.functions[RECONCILER.name], dead_letter_queue=self.reconcile_failures, retry_attempts=2
-                )
-            ],
-        )
+        self.reconcile_failures = self._schedule(RECONCILER, Duration.hours(RECONCILE_EVERY_HOURS), "Reconcile")
+        self.dispatch_failures = self._schedule(DISPATCHER, Duration.seconds(DISPATCH_EVERY_SECONDS), "Dispatch")
 
         self.access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention, encryption_key=data.key)
         self.http_api = apigw.HttpApi(self, "HttpApi", api_name="dovecote", create_default_stage=True)
@@ -167,6 +144,34 @@ class Api(Construct):
                 integration=integration_by_function[route.function],
                 authorizer=authorizer if route.authorized else apigw.HttpNoneAuthorizer(),
             )
+
+    def _schedule(self, spec: Function, every: Duration, name: str) -> sqs.Queue:
+        """Run `spec` on a schedule. The schedule invokes asynchronously: two retries, then the event
+        lands in the returned failure queue (alarmed; the next run repeats the work, which is
+        idempotent)."""
+        failures = sqs.Queue(
+            self,
+            f"{name}Failures",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        fn = self.functions[spec.name]
+        fn.configure_async_invoke(
+            retry_attempts=2, max_event_age=Duration.hours(1), on_failure=destinations.SqsDestination(failures)
+        )
+        for child in fn.node.find_all():
+            if isinstance(child, lambda_.CfnEventInvokeConfig):
+                # Name the function by ARN, as the schedule's permission does, so cfn-lint's
+                # serverless rule (which compares the two literally) sees they are the same.
+                child.function_name = fn.function_arn
+        events.Rule(
+            self,
+            f"{name}Schedule",
+            schedule=events.Schedule.rate(every),
+            targets=[targets.LambdaFunction(fn, dead_letter_queue=failures, retry_attempts=2)],
+        )
+        return failures
 
     def _function(self, spec: Function) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{spec.name}-logs", retention=self._retention, encryption_key=self._data.key)
@@ -290,12 +295,22 @@ class Api(Construct):
         allow(RECONCILER.name, ["dynamodb:BatchGetItem"], [d.notes.table_arn])
         table_key(RECONCILER.name, d.notes, write=False)
         # GetItem/PutItem are the actions inside TransactGetItems/TransactWriteItems; no Scan, no Delete.
+        # UpdateItem: the heartbeat (one conditional update of the task item).
         allow(
             "tasks_api",
-            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
             [d.tasks.table_arn, f"{d.tasks.table_arn}/index/*"],
         )
         table_key("tasks_api", d.tasks, write=True)
+        # The dispatcher: the expiry index (Query), then the ordinary fence command's read and
+        # TransactWriteItems (GetItem/PutItem), and the cursor key its command ids are keyed by.
+        allow(
+            DISPATCHER.name,
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+            [d.tasks.table_arn, f"{d.tasks.table_arn}/index/expiring"],
+        )
+        table_key(DISPATCHER.name, d.tasks, write=True)
+        secret_key(DISPATCHER.name)
         allow("tasks_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
         bucket_key("tasks_api", write=True)
         secret_key("tasks_api")

@@ -32,6 +32,11 @@ class Observability(Construct):
             1,
         )
         self._alarm(
+            "dispatch-failures",
+            api.dispatch_failures.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
+            1,
+        )
+        self._alarm(
             "reconcile-failures",
             api.reconcile_failures.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
             1,

@@ -17,9 +17,9 @@ from aws_cdk.assertions import Match, Template  # noqa: E402
 from infra import stack as stack_module  # noqa: E402
 from infra.app import build_app  # noqa: E402
 from infra.build import FUNCTIONS as FUNCTIONS_DIR  # noqa: E402
-from infra.routes import AUTHORIZER, FUNCTIONS, JANITOR, RECONCILER, ROUTES  # noqa: E402
+from infra.routes import AUTHORIZER, DISPATCHER, FUNCTIONS, JANITOR, RECONCILER, ROUTES  # noqa: E402
 
-BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER)
+BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER)
 
 
 @pytest.fixture(scope="module")
@@ -259,6 +259,7 @@ def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[s
         "leases",
         "by_context",
         "by_authority",
+        "expiring",
     }
     for props in (t["Properties"] for t in tables.values()):
         assert props["BillingMode"] == "PAY_PER_REQUEST"
@@ -382,7 +383,7 @@ def test_notes_can_tell_a_missing_upload_from_a_denied_one(synthesized: dict[str
 def test_the_reconciler_runs_on_a_schedule_with_only_its_permissions(synthesized: dict[str, Any]) -> None:
     raw = synthesized["raw"]
     rules = resources(raw, "AWS::Events::Rule")
-    assert [r["Properties"]["ScheduleExpression"] for r in rules.values()] == ["rate(1 day)"]
+    assert sorted(r["Properties"]["ScheduleExpression"] for r in rules.values()) == ["rate(1 day)", "rate(1 minute)"]
     actions = sorted(
         a
         for s in _policy_for(raw, "notes_reconciler")

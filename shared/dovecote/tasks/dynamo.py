@@ -16,6 +16,8 @@ GSIs on the task item (sparse where it matters):
 - leases      (authority#worker; granted_at#workspace#task#fence), only while owned
 - by_context  (authority#context; created_at#workspace#task)
 - by_authority (authority; inverted(updated_at)#workspace#task): newest update first
+- expiring    (X#<shard>; deadline#authority#task), only while leased with a timeout: the
+              dispatcher's view of silent leases, across authorities (EXPIRY_SHARDS partitions)
 
 Round trips: a command is one TransactGetItems (receipt + task, strongly consistent) and one
 TransactWriteItems; an exact replay is the read alone. Parts over INLINE_PART_BYTES add one
@@ -34,7 +36,7 @@ from dovecote.platform.aws import THROTTLE_CODES, aws_error_code, aws_errors
 from dovecote.platform.dynamo import bind, connection, one_page, pynamodb_errors, unwrap
 from dovecote.platform.errors import CommitUnknown
 from dovecote.tasks import machine
-from dovecote.tasks.model import TOTAL_SIZE_CAP, Event, Message, Part, Receipt, Task
+from dovecote.tasks.model import TOTAL_SIZE_CAP, Event, Message, Part, Receipt, Task, expiry_shard, lease_deadline
 from dovecote.tasks.ports import (
     Commit,
     LeasePage,
@@ -103,6 +105,8 @@ class DynamoTaskStore:
             owner=t.owner,
             fence=t.fence,
             granted_at=t.granted_at,
+            heartbeat_at=t.heartbeat_at,
+            lease_timeout=t.lease_timeout,
             submission=json.dumps(t.submission, sort_keys=True) if t.submission else None,
             ctx_pk=f"{t.authority}#{t.context}",
             ctx_sk=f"{t.created_at}#{t.workspace}#{t.id}",
@@ -115,6 +119,10 @@ class DynamoTaskStore:
         if t.owner:
             item.lease_pk = f"{t.authority}#{t.owner}"
             item.lease_sk = f"{t.granted_at}#{t.workspace}#{t.id}#{t.fence:020d}"
+        deadline = lease_deadline(t)
+        if deadline is not None:
+            item.exp_pk = f"X#{expiry_shard(t.authority, t.id)}"
+            item.exp_sk = f"{deadline}#{t.authority}#{t.id}"
         return item
 
     @staticmethod
@@ -133,6 +141,8 @@ class DynamoTaskStore:
             owner=item.owner or "",
             fence=int(item.fence or 0),
             granted_at=item.granted_at or "",
+            heartbeat_at=item.heartbeat_at or "",
+            lease_timeout=int(item.lease_timeout or 0),
             submission=json.loads(item.submission) if item.submission else None,
         )
 
@@ -244,6 +254,8 @@ class DynamoTaskStore:
         else:
             e = commit.expect
             cas = (tasks.revision == e.revision) & (tasks.owner == e.owner) & (tasks.fence == e.fence)
+            if e.heartbeat_at is not None:
+                cas = cas & (tasks.heartbeat_at == e.heartbeat_at)
             ops.append(("task_cas", task, cas, True))
         for m in commit.messages:
             claim = claims(f"MID#{authority}#{m.id}", "-", task=m.task)
@@ -290,6 +302,40 @@ class DynamoTaskStore:
                 raise SubmissionIdTaken() from None
             stored: TaskItem | None = tasks.from_raw_data(raw) if what == "task_cas" and raw else None
             raise TaskChanged(self._task(stored) if stored is not None else None) from None
+
+    def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:
+        """Two round trips: a strongly consistent GetItem (the lease must be current; its timeout
+        gives the new deadline, which the expiry index is keyed on), then one UpdateItem conditioned
+        on the same owner and fence, so a fence or a terminal command in between wins."""
+        from pynamodb.exceptions import UpdateError
+
+        task = self.read(authority, None, task_id).task
+        if task is None or task.owner != worker or task.fence != fence:
+            raise TaskChanged(task)
+        after = task.evolve(heartbeat_at=at)
+        t = self._tasks
+        actions: list[Any] = [t.heartbeat_at.set(at)]
+        deadline = lease_deadline(after)
+        if deadline is not None:
+            actions.append(t.exp_sk.set(f"{deadline}#{authority}#{task_id}"))
+        item = t(task_pk(authority, task_id), "T")
+        with pynamodb_errors(write=True):
+            try:
+                item.update(
+                    actions=actions,
+                    condition=(t.owner == worker) & (t.fence == fence) & (t.lease_timeout == task.lease_timeout),
+                )
+            except UpdateError as exc:
+                if exc.cause_response_code != "ConditionalCheckFailedException":
+                    raise
+                raise TaskChanged(self.read(authority, None, task_id).task) from None
+        return self._task(item)
+
+    def expired(self, shard: int, now: str, limit: int) -> list[Task]:
+        t = self._tasks
+        with pynamodb_errors(write=False):
+            items, _ = one_page(t, t.expiring.query(f"X#{shard}", t.exp_sk < now, page_size=limit))
+        return [self._task(i) for i in items]
 
     def claimable(self, authority: str, limit: int) -> list[Task]:
         with pynamodb_errors(write=False):

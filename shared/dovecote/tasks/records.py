@@ -61,6 +61,15 @@ class ByAuthority(_Index):
     auth_sk = UnicodeAttribute(range_key=True)  # inverted(updated_at)#workspace#task: newest first
 
 
+class Expiring(_Index):
+    class Meta:
+        index_name = "expiring"
+        projection = AllProjection()
+
+    exp_pk = UnicodeAttribute(hash_key=True)  # X#<shard>: leases spread over EXPIRY_SHARDS partitions
+    exp_sk = UnicodeAttribute(range_key=True)  # deadline#authority#task: the most overdue first
+
+
 class TaskItem(_Item):
     """sk "T": the aggregate, its current lease included."""
 
@@ -77,6 +86,8 @@ class TaskItem(_Item):
     owner = UnicodeAttribute(default="")
     fence = NumberAttribute(default=0)
     granted_at = UnicodeAttribute(default="")
+    heartbeat_at = UnicodeAttribute(default="")
+    lease_timeout = NumberAttribute(default=0)
     submission = UnicodeAttribute(null=True)  # JSON {id, final_message, published_at}
     ctx_pk = UnicodeAttribute()
     ctx_sk = UnicodeAttribute()
@@ -86,11 +97,14 @@ class TaskItem(_Item):
     claim_sk = UnicodeAttribute(null=True)
     lease_pk = UnicodeAttribute(null=True)
     lease_sk = UnicodeAttribute(null=True)
+    exp_pk = UnicodeAttribute(null=True)  # only while leased with a timeout
+    exp_sk = UnicodeAttribute(null=True)
 
     claimable = Claimable()
     leases = Leases()
     by_context = ByContext()
     by_authority = ByAuthority()
+    expiring = Expiring()
 
 
 class PartAttribute(MapAttribute[str, object]):
