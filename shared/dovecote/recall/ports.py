@@ -63,9 +63,9 @@ class SearchFilter:
     min_messages: int = 0
     project: str = ""
     source: str = ""
-    # The working directories the path patterns selected (the service matches the regexes against
-    # the authority's known directories); None selects every directory.
-    cwds: frozenset[str] | None = None
+    # The (project, working directory) places the path patterns selected (the service matches the
+    # regexes against the authority's known places); None selects every place.
+    places: frozenset[tuple[str, str]] | None = None
     visibility: Visibility = Visibility(thinking=True)
 
     def matches(self, row: Row, session: SessionInfo) -> bool:
@@ -84,7 +84,7 @@ class SearchFilter:
             return False
         if self.source and session.source != self.source:
             return False
-        return self.cwds is None or session.cwd in self.cwds
+        return self.places is None or (session.project, session.cwd) in self.places
 
 
 @dataclass(frozen=True, slots=True)

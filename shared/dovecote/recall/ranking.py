@@ -7,12 +7,17 @@ that score messages alike order conversations alike.
    repeated over every word once; coverage puts the message that answers the whole question first.
 3. One hit per conversation, ordered by the ranker:
    - `message` (the seed): a conversation ranks by its best single message;
-   - `top2`: also counts the conversation's second-best message (coverage over both, score
-     s1 + s2/2), so a conversation that keeps talking about the subject beats a passing mention;
-   - `session`: the conversation as one document: coverage over every matching message, score the
-     sum of its three best.
+   - `top2`: also counts the conversation's second-best message (score s1 + s2/2), so a
+     conversation that keeps talking about the subject beats a passing mention;
+   - `session`: the conversation as one document: the terms matched by any of its messages, then
+     the sum of its three best scores.
+   Every ranker keys first on the coverage of the conversation's best message, so an exact phrase
+   in one conversation still outranks the same terms scattered over another.
    The hit's ref always points at the conversation's best message.
 4. `sort=newest` instead picks each conversation's newest matching message and orders by its time.
+
+`fuse` is the seed's reciprocal-rank fusion (k = 60) for a second retrieval tier (vectors); no such
+tier is wired yet, the function states the rule for whoever adds one.
 """
 
 from __future__ import annotations
@@ -63,26 +68,54 @@ def rank_sessions(candidates: list[Candidate], *, ranker: str = "message", sort:
 
 
 def _by_relevance(per_session: dict[str, list[Candidate]], ranker: str) -> list[Ranked]:
-    ranked: list[tuple[tuple[float, ...], int, Ranked]] = []
+    """Every ranker orders first by the coverage of the conversation's best message (the seed's
+    re-sort: a message holding every term beats terms scattered over several), then by its own
+    aggregate, then by the stream order (engine relevance, then insertion order)."""
+    ranked: list[tuple[tuple[float, ...], Ranked]] = []
     for order, rows in enumerate(per_session.values()):
         best = rows[0]
         if ranker == "message":
+            key: tuple[float, ...] = (-len(best.terms), order)
             entry = Ranked(best, len(best.terms), best.score)
         elif ranker == "top2":
-            top = rows[:2]
-            terms = frozenset().union(*(c.terms for c in top))
-            score = top[0].score + (top[1].score / 2 if len(top) > 1 else 0.0)
-            entry = Ranked(best, len(terms), score)
+            score = best.score + (rows[1].score / 2 if len(rows) > 1 else 0.0)
+            key = (-len(best.terms), -score, order)
+            entry = Ranked(best, len(best.terms), score)
         else:
-            terms = frozenset().union(*(c.terms for c in rows))
-            entry = Ranked(best, len(terms), sum(c.score for c in sorted(rows, key=lambda c: -c.score)[:3]))
-        # `order` is the position of the session's best row in the coverage-sorted stream
-        key: tuple[float, ...] = (-entry.coverage, order) if ranker == "message" else (-entry.coverage, -entry.score)
-        ranked.append((key, order, entry))
-    ranked.sort(key=lambda item: (item[0], item[1]))
-    return [entry for _, _, entry in ranked]
+            union = len(frozenset().union(*(c.terms for c in rows)))
+            score = sum(sorted((c.score for c in rows), reverse=True)[:3])
+            key = (-len(best.terms), -union, -score, order)
+            entry = Ranked(best, len(best.terms), score)
+        ranked.append((key, entry))
+    ranked.sort(key=lambda item: item[0])
+    return [entry for _, entry in ranked]
 
 
 def _neg_time(stamp: str) -> tuple[int, ...]:
     # Timestamps are UTC `Z` strings of one shape, so ordering the code points orders the instants.
     return tuple(-ord(ch) for ch in stamp)
+
+
+RRF_K = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    key: str
+    score: float
+    coverage: int
+    rank: int  # best rank over the fused lists
+
+
+def fuse(rankings: list[list[str]], coverage: dict[str, int] | None = None, k: int = RRF_K) -> list[Fused]:
+    """Reciprocal-rank fusion: score = Σ 1/(k + rank + 1) over the lists a key appears in (rank from
+    0). Final order: fused score desc, coverage desc, rank asc."""
+    scores: dict[str, float] = {}
+    best: dict[str, int] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank + 1)
+            best[key] = min(best.get(key, rank), rank)
+    cover = coverage or {}
+    fused = [Fused(key, scores[key], cover.get(key, 0), best[key]) for key in scores]
+    return sorted(fused, key=lambda f: (-f.score, -f.coverage, f.rank))

@@ -29,8 +29,10 @@ from dovecote.recall import formats
 from dovecote.recall.model import (
     BROAD_QUERY_MATCHES,
     FORMATS,
+    MAX_CANDIDATES,
     MAX_PROJECT_CHARS,
     MAX_SEARCH_LIMIT,
+    MIN_READ_BUDGET,
     NEIGHBOUR_CHARS,
     OUTLINE_BOOKEND,
     OUTLINE_SCAN_ROWS,
@@ -258,6 +260,8 @@ def fit_budget(texts: list[str], centre: int, budget: int | None) -> Fitted:
     could cut the anchor away, let the marker overshoot, and left the cut message out of the count)."""
     if budget is None:
         return Fitted(dict(enumerate(texts)), 0, 0)
+    if budget < MIN_READ_BUDGET:  # the gate refuses these: the centre would not fit beside the marker
+        raise ValueError(f"budget {budget} is below {MIN_READ_BUDGET}")
     remaining = budget
     shown: dict[int, str] = {}
     trimmed_chars = trimmed_msgs = 0
@@ -311,8 +315,10 @@ class RecallService:
         *,
         clock: Clock = utc_now,
         presign_seconds: int = 900,
+        max_candidates: int = MAX_CANDIDATES,
     ) -> None:
         self.index = index
+        self._max_candidates = max_candidates
         self._archive = archive
         self._ledger = ledger
         self._clock = clock
@@ -336,7 +342,7 @@ class RecallService:
         details: dict[str, Any] = {
             "lines": parsed.lines,
             "malformed": parsed.malformed,
-            "warnings": [w.__dict__ for w in parsed.warnings],
+            "warnings": [{"code": w.code, "line": w.line, "message": w.message} for w in parsed.warnings],
         }
         if not parsed.sessions:
             raise InvalidArgument("the transcript holds no session that could be indexed", **details)
@@ -445,7 +451,7 @@ class RecallService:
         ]
         if not scopes and not pending:
             return self._empty(p.q)  # unknown project, or a path filter matching nothing
-        cwds = frozenset(r.cwd for r in scopes) if (p.include_path or p.exclude_path) else None
+        places = frozenset((r.project, r.cwd) for r in scopes) if (p.include_path or p.exclude_path) else None
         page = self.index.search(
             authority,
             IndexQuery(
@@ -457,13 +463,14 @@ class RecallService:
                     min_messages=p.min_messages,
                     project=p.project,
                     source=p.source,
-                    cwds=cwds,
+                    places=places,
                     visibility=search_visibility(p.include_tools),
                 ),
                 limit=p.limit,
                 sort=p.sort,
                 ranker=p.ranker,
                 withhold=self._withhold(authority, p.current_session),
+                max_candidates=self._max_candidates,
             ),
         )
         results = [

@@ -537,9 +537,12 @@ class SqliteSearchIndex:
         if f.source:
             where.append("s.source = ?")
             params.append(f.source)
-        if f.cwds is not None:
-            where.append("s.cwd IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(sorted(f.cwds)))
+        if f.places is not None:
+            where.append(
+                "(s.project, s.cwd) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
+                "FROM json_each(?))"
+            )
+            params.append(json.dumps(sorted(f.places)))
         sql = (
             f"SELECT m.id, m.session_id, m.pos, m.ts, bm25({table}) AS score FROM {table} "  # noqa: S608
             f"JOIN messages m ON m.id = {table}.rowid "
