@@ -58,11 +58,56 @@ def tokens_table_spec(name: str) -> dict[str, Any]:
     }
 
 
-def create_all(*, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dict[str, str]) -> dict[str, str]:
-    """Create tables, the versioned bucket and the cursor secret. Returns settings env values."""
+# Recall (the lead may move these names to infra/constants.py beside the others).
+ENV_RECALL_TABLE = "DOVECOTE_RECALL_TABLE"
+TRANSCRIPT_UPLOADS_PREFIX = "uploads/"
+
+
+def recall_table_spec(name: str) -> dict[str, Any]:
+    """The ingest ledger: one item per pending upload (dovecote/recall/records.py)."""
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+    }
+
+
+def create_transcript_queue(*, s3: Any, sqs: Any, bucket: str, queue: str) -> str:
+    """The queue S3 notifies when a transcript upload lands (`uploads/`); the indexer consumes it.
+    Returns the queue URL."""
+    url = str(sqs.create_queue(QueueName=queue, Attributes={"VisibilityTimeout": "30"})["QueueUrl"])
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    s3.put_bucket_notification_configuration(
+        Bucket=bucket,
+        NotificationConfiguration={
+            "QueueConfigurations": [
+                {
+                    "QueueArn": arn,
+                    "Events": ["s3:ObjectCreated:*"],
+                    "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": TRANSCRIPT_UPLOADS_PREFIX}]}},
+                }
+            ]
+        },
+    )
+    return url
+
+
+def create_all(
+    *, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dict[str, str], sqs: Any | None = None
+) -> dict[str, str]:
+    """Create tables, the versioned bucket and the cursor secret (and, given an SQS client, the
+    transcript upload queue). Returns settings env values."""
     dynamodb.create_table(**notes_table_spec(names["notes_table"]))
     dynamodb.create_table(**tokens_table_spec(names["tokens_table"]))
     dynamodb.create_table(**tasks_table_spec(names["tasks_table"]))
+    dynamodb.create_table(**recall_table_spec(names["recall_table"]))
+    dynamodb.update_time_to_live(
+        TableName=names["recall_table"], TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"}
+    )
     s3.create_bucket(Bucket=names["bucket"])
     s3.put_bucket_versioning(Bucket=names["bucket"], VersioningConfiguration={"Status": "Enabled"})
     env = {
@@ -70,7 +115,10 @@ def create_all(*, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dic
         c.ENV_TOKENS_TABLE: names["tokens_table"],
         c.ENV_BUCKET: names["bucket"],
         c.ENV_TASKS_TABLE: names["tasks_table"],
+        ENV_RECALL_TABLE: names["recall_table"],
     }
+    if sqs is not None:
+        create_transcript_queue(s3=s3, sqs=sqs, bucket=names["bucket"], queue=names["transcripts_queue"])
     if secretsmanager is not None:
         arn = secretsmanager.create_secret(Name="dovecote/cursor-key", SecretString=secrets.token_urlsafe(48))["ARN"]
         env[c.ENV_CURSOR_SECRET_ARN] = arn
@@ -82,4 +130,6 @@ DEFAULT_NAMES = {
     "tokens_table": "dovecote-tokens",
     "tasks_table": "dovecote-tasks",
     "bucket": "dovecote-bodies",
+    "recall_table": "dovecote-recall",
+    "transcripts_queue": "dovecote-transcripts",
 }

@@ -631,9 +631,10 @@ def test_subagent_threads(recall: RecallService) -> None:
         ("7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9/0c4c3cf8", 2)
     ]
     thread = search(recall, "codebase")
-    assert thread.results[0].read_ref.startswith("7f2abd2d/0c4c3cf8:")
+    assert thread.results[0].read_ref.startswith("7f2abd2d~0c4c3cf8:")  # `~`: safe in a URL path
     assert recall.read(ACME, gate_read(thread.results[0].read_ref)).session_id.endswith("/0c4c3cf8")
-    child = recall.outline(ACME, gate_outline("7f2abd2d/0c4c"))
+    child = recall.outline(ACME, gate_outline("7f2abd2d~0c4c"))
+    assert recall.outline(ACME, gate_outline("7f2abd2d/0c4c")).session_id == child.session_id
     assert child.parent_session == "7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9"
     read_sample(recall, "codex", "lanegrid-agtrace__rollout-parent-019b88e0.jsonl")
     read_sample(recall, "codex", "lanegrid-agtrace__rollout-subagent-019b88e5.jsonl")

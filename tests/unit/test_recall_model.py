@@ -39,6 +39,7 @@ from dovecote.recall.service import RecallService, SearchEnvelope, SearchRef, cl
         ("  7F2ABD2D:F370CE0F\n", "7F2ABD2D", "f370ce0f", False),
         ("7f2abd2d:f370ce0f-84e8-42ab-a6c9-c5d925abd271", "7f2abd2d", "f370ce0f-84e8-42ab-a6c9-c5d925abd271", False),
         ("7f2abd2d/0c4c3cf8:ad1865d3", "7f2abd2d/0c4c3cf8", "ad1865d3", False),
+        ("7f2abd2d~0c4c3cf8:ad1865d3", "7f2abd2d/0c4c3cf8", "ad1865d3", False),  # the path-safe spelling
         ("test_ses:25b6dab2", "test_ses", "25b6dab2", False),
         ("7f2abd2d:12345678", "7f2abd2d", "12345678", True),
         ("2fa92c26:b0000000-0000-4000-8000-000000000001", "2fa92c26", "b0000000-0000-4000-8000-000000000001", False),
@@ -88,7 +89,7 @@ def test_session_prefixes_are_literal_segments(prefix: str, session_id: str, mat
 
 
 def test_format_ref_lengthens_each_segment() -> None:
-    assert format_ref("7f2abd2d-7cfc/0c4c3cf8aa", "ad1865d3-87e5") == "7f2abd2d/0c4c3cf8:ad1865d3"
+    assert format_ref("7f2abd2d-7cfc/0c4c3cf8aa", "ad1865d3-87e5") == "7f2abd2d~0c4c3cf8:ad1865d3"
     assert format_ref("abc", "ad1865d3-87e5", 10, 13) == "abc:ad1865d3-87e5"
 
 

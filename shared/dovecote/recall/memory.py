@@ -33,19 +33,19 @@ class InMemoryArchive:
             self._objects[key] = (bytes(body), stored)
         return stored
 
-    def entries(self, authority: str) -> Iterator[ArchiveEntry]:
+    def keys(self, authority: str) -> Iterator[str]:
         prefix = f"transcripts/{authority}/"
         with self._lock:
-            found = [entry for key, (_, entry) in sorted(self._objects.items()) if key.startswith(prefix)]
+            found = sorted(key for key in self._objects if key.startswith(prefix))
         yield from found
 
-    def get(self, authority: str, key: str) -> bytes:
+    def get(self, authority: str, key: str) -> tuple[bytes, ArchiveEntry]:
         if not key.startswith(f"transcripts/{authority}/"):
             raise NotFound("transcript not found", key=key)
         with self._lock:
             if key not in self._objects:
                 raise NotFound("transcript not found", key=key)
-            return self._objects[key][0]
+            return self._objects[key]
 
     def put_topic(self, authority: str, topic: TopicEntry) -> None:
         with self._lock:

@@ -90,7 +90,10 @@ WARNING_ORDER = (
 UUID_NAMESPACE = uuidlib.UUID("5d0b6c1e-8a43-4f7e-9a51-3c0f1e2d4b7a")
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 SESSION_SEGMENT = re.compile(r"[A-Za-z0-9._-]{1,200}")
-_SESSION_PART = re.compile(r"[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")
+# Levels of a session (`<parent>/<agent>`) are written `/` or `~` in refs and session arguments;
+# printed refs use `~`, which survives a URL path segment (`/` does not).
+_SESSION_PART = re.compile(r"[A-Za-z0-9._-]+(?:[/~][A-Za-z0-9._-]+)*")
+LEVEL_SEPARATOR = "~"
 _REF = re.compile(r"(?:ref=)?(?P<session>[^:\s]+):(?P<uuid>[^:\s]+)")
 _HEX_PREFIX = re.compile(r"[0-9a-f][0-9a-f-]{0,35}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -270,14 +273,14 @@ def search_visibility(include_tools: bool) -> Visibility:
 @dataclass(frozen=True, slots=True)
 class ReadRef:
     """A parsed `<session8>:<uuid8>`. Both parts are literal, case-insensitive prefixes; the session
-    part has one segment per level (`<parent8>/<agent8>` for a subagent thread)."""
+    part has one segment per level (`<parent8>~<agent8>` for a subagent thread, kept here as `/`)."""
 
     session: str
     uuid: str  # lowercase; a prefix of the canonical dashed form
     numeric: bool = False  # all digits: either a real hex prefix or an old numeric ref
 
     def __str__(self) -> str:
-        return f"{self.session}:{self.uuid}"
+        return f"{self.session.replace('/', LEVEL_SEPARATOR)}:{self.uuid}"
 
 
 def parse_ref(raw: str) -> ReadRef:
@@ -293,7 +296,7 @@ def parse_ref(raw: str) -> ReadRef:
             ref=raw,
             expected="<session8>:<uuid8>",
         )
-    session, part = found["session"], found["uuid"].lower()
+    session, part = found["session"].replace("~", "/"), found["uuid"].lower()
     if part.isdigit():
         return ReadRef(session, part, numeric=True)
     if not _HEX_PREFIX.fullmatch(part):
@@ -320,8 +323,8 @@ def session_prefix_matches(prefix: str, session_id: str) -> bool:
     return len(want) == len(have) and all(w and h.startswith(w) for w, h in zip(want, have, strict=True))
 
 
-def printed_session(session_id: str, length: int) -> str:
-    return "/".join(segment[:length] for segment in session_id.split("/"))
+def printed_session(session_id: str, length: int, separator: str = LEVEL_SEPARATOR) -> str:
+    return separator.join(segment[:length] for segment in session_id.split("/"))
 
 
 def format_ref(session_id: str, message_uuid: str, session_len: int = REF_PREFIX, uuid_len: int = REF_PREFIX) -> str:
@@ -348,7 +351,7 @@ def check_session_arg(value: Any, field_name: str = "session") -> str:
         raise InvalidArgument(
             f"bad session {value!r}: expected a session id or prefix (<session8>)", field=field_name, session=value
         )
-    return raw
+    return raw.replace("~", "/")
 
 
 # ---- one gate per input ---------------------------------------------------------------------------
@@ -498,7 +501,7 @@ def gate_search(
         source=_text_arg(source, "source", MAX_SOURCE_CHARS),
         include_path=_pattern(_text_arg(include_path, "include_path", MAX_PATTERN_CHARS), "include_path"),
         exclude_path=_pattern(_text_arg(exclude_path, "exclude_path", MAX_PATTERN_CHARS), "exclude_path"),
-        current_session=current,
+        current_session=current.replace("~", "/"),
         include_tools=bool(include_tools),
         oneline=fmt == "oneline",
         ranker=ranker_,

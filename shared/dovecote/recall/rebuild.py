@@ -6,7 +6,7 @@ index, then parses and replaces each archived transcript and re-applies the labe
 message still exists. Searches during a rebuild see a partial index (local engines only rebuild on
 request; a cloud rebuild would target a fresh index and switch an alias).
 
-Cost: one archive listing, one GET per transcript, one replace per session, one listing of topics.
+Cost: one archive listing per 1,000 transcripts, one GET per transcript (body and metadata together), one replace per session, one listing of topics.
 """
 
 from __future__ import annotations
@@ -38,12 +38,13 @@ def request_from_archive(entry: ArchiveEntry, body: bytes) -> IngestRequest:
 def rebuild_authority(index: SearchIndex, archive: TranscriptArchive, authority: str) -> RebuildReport:
     report = RebuildReport()
     index.delete_authority(authority)
-    for entry in archive.entries(authority):
+    for key in archive.keys(authority):
         report.transcripts += 1
         try:
-            parsed = formats.parse(request_from_archive(entry, archive.get(authority, entry.key)))
+            body, entry = archive.get(authority, key)
+            parsed = formats.parse(request_from_archive(entry, body))
         except (DomainError, ValueError) as exc:
-            report.failed.append({"key": entry.key, "error": str(exc)[:200]})
+            report.failed.append({"key": key, "error": str(exc)[:200]})
             continue
         for session in parsed.sessions:
             index.replace_session(authority, session, sha256=entry.sha256)

@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from dovecote.platform.clock import Clock, utc_now
-from dovecote.platform.errors import AmbiguousRef, InvalidArgument, NotFound
+from dovecote.platform.errors import AmbiguousRef, InvalidArgument, NotFound, PayloadTooLarge
 from dovecote.platform.principal import Principal
 from dovecote.recall import formats
 from dovecote.recall.model import (
@@ -417,6 +417,10 @@ class RecallService:
         try:
             body = self._archive.read_upload(authority, upload_id)
         except NotFound:
+            return None
+        except PayloadTooLarge as exc:
+            self._ledger.fail(authority, upload_id, exc.message)
+            self._archive.delete_upload(authority, upload_id)
             return None
         request = IngestRequest(
             format=entry.format, project=entry.project, project_folder=entry.project_folder, jsonl=body

@@ -430,7 +430,7 @@ class SqliteSearchIndex:
             return min(longest, max(REF_PREFIX, need))
         length = REF_PREFIX
         while length < longest:
-            found = self.resolve_sessions(authority, printed_session(session_id, length))
+            found = self.resolve_sessions(authority, printed_session(session_id, length, "/"))
             if found.ids == [session_id] and found.total == 1:
                 break
             length += 1
