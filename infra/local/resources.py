@@ -7,6 +7,7 @@ import secrets
 from typing import Any
 
 from infra import constants as c
+from infra.routes import TRANSCRIPT_UPLOADS_PREFIX
 
 
 def notes_table_spec(name: str) -> dict[str, Any]:
@@ -60,7 +61,6 @@ def tokens_table_spec(name: str) -> dict[str, Any]:
 
 # Recall (the lead may move these names to infra/constants.py beside the others).
 ENV_RECALL_TABLE = "DOVECOTE_RECALL_TABLE"
-TRANSCRIPT_UPLOADS_PREFIX = "uploads/"
 
 
 def recall_table_spec(name: str) -> dict[str, Any]:

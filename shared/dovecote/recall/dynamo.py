@@ -13,7 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from dovecote.platform.dynamo import bind, pynamodb_errors
+from dovecote.platform.aws import aws_error_code
+from dovecote.platform.dynamo import bind, pynamodb_errors, unwrap
 from dovecote.recall.ports import PendingUpload
 from dovecote.recall.records import UPLOAD_PREFIX, UploadRecord, ledger_partition
 
@@ -61,9 +62,7 @@ class DynamoIngestLedger:
     def get(self, authority: str, upload_id: str) -> PendingUpload | None:
         with pynamodb_errors(write=False):
             try:
-                record = self._model.get(
-                    ledger_partition(authority), UPLOAD_PREFIX + upload_id, consistent_read=True
-                )
+                record = self._model.get(ledger_partition(authority), UPLOAD_PREFIX + upload_id, consistent_read=True)
             except self._model.DoesNotExist:
                 return None
         return _upload(record)
@@ -73,13 +72,15 @@ class DynamoIngestLedger:
 
         record = self._model(ledger_partition(authority), UPLOAD_PREFIX + upload_id)
         try:
+            record.update(
+                actions=[self._model.status.set("failed"), self._model.error.set(error[:1000])],
+                condition=self._model.pk.exists(),
+            )
+        except UpdateError as exc:
+            if aws_error_code(unwrap(exc)) == "ConditionalCheckFailedException":
+                return  # already cleared: nothing to mark
             with pynamodb_errors(write=True):
-                record.update(
-                    actions=[self._model.status.set("failed"), self._model.error.set(error[:1000])],
-                    condition=self._model.pk.exists(),
-                )
-        except UpdateError:
-            return  # already cleared: nothing to mark
+                raise
 
     def clear(self, authority: str, upload_id: str) -> None:
         record = self._model(ledger_partition(authority), UPLOAD_PREFIX + upload_id)

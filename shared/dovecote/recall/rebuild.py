@@ -6,7 +6,8 @@ index, then parses and replaces each archived transcript and re-applies the labe
 message still exists. Searches during a rebuild see a partial index (local engines only rebuild on
 request; a cloud rebuild would target a fresh index and switch an alias).
 
-Cost: one archive listing per 1,000 transcripts, one GET per transcript (body and metadata together), one replace per session, one listing of topics.
+Cost: one archive listing per 1,000 transcripts, one GET per transcript (body and metadata together),
+one replace per session, one listing of topics and one GET per label.
 """
 
 from __future__ import annotations
