@@ -13,7 +13,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from dovecote.platform.http import current_principal, lambda_entry, new_resolver, responses
+from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
 from dovecote.recall.model import gate_outline, gate_read, gate_search, gate_topic_label, gate_topics
 from dovecote.recall.service import RecallService
 from functions.recall_api.models import (
@@ -86,7 +86,7 @@ def search(
     include_tools: Annotated[bool, Query()] = False,
     output: Annotated[str, Query(alias="format", description="json (default) or oneline")] = "",
     ranker: Annotated[str, Query(description="message, top2 (default) or session")] = "",
-) -> Response[str] | SearchEnvelopeOut:
+) -> Response[SearchEnvelopeOut | str]:
     params = gate_search(
         q=q,
         limit=limit,
@@ -107,7 +107,7 @@ def search(
     envelope = service().search(current_principal(app), params)
     if params.oneline:
         return Response(status_code=200, content_type=TEXT, body=RecallService.oneline(envelope))
-    return SearchEnvelopeOut.model_validate(asdict(envelope))
+    return Response(status_code=200, content_type=JSON, body=SearchEnvelopeOut.model_validate(asdict(envelope)))
 
 
 @app.get("/v1/recall/read/<ref>", tags=["recall"], responses=responses(200, ReadOut, 400, 401, 403, 404, 429, 503))
