@@ -736,3 +736,82 @@ def test_every_sample_indexes_and_its_refs_read_back(recall: RecallService) -> N
     for result in envelope.results:
         assert recall.read(ACME, gate_read(result.read_ref)).read_ref == result.read_ref
     assert json.dumps([r.read_ref for r in envelope.results])  # printable
+
+
+# ---- concurrency ------------------------------------------------------------------------------------
+
+
+def test_replace_is_atomic_under_concurrent_readers(index_engine: SearchIndex) -> None:
+    """Real threads: one writer flips a session between two versions while readers search and
+    outline it. Every answer shows one version whole, never a mix."""
+    import threading
+
+    from dovecote.recall.model import Message, Session, Visibility
+    from dovecote.recall.ports import IndexQuery, SearchFilter
+    from dovecote.recall.query import parse_query
+
+    def version(word: str) -> Session:
+        messages = tuple(
+            Message(uuid=mid(word, i), role="user", kind="text", text=f"{word} line {i}", timestamp=stamp(i))
+            for i in range(12)
+        )
+        return Session("flip", "test", "alpha", "", messages)
+
+    index_engine.replace_session("acme", version("apple"), sha256="a")
+    query = parse_query("apple OR banana")
+    assert query is not None
+    start = threading.Barrier(4)
+    stop = threading.Event()
+    problems: list[str] = []
+
+    def writer() -> None:
+        start.wait()
+        for i in range(60):
+            index_engine.replace_session("acme", version("banana" if i % 2 == 0 else "apple"), sha256=str(i))
+        stop.set()
+
+    def reader() -> None:
+        start.wait()
+        while not stop.is_set():
+            rows = index_engine.outline("acme", "flip", visibility=Visibility(), scan=40, bookend=4)
+            words = {r.text.split()[0] for r in rows.start + rows.end}
+            if len(words) != 1 or rows.displayable != 12:
+                problems.append(f"outline saw {words} / {rows.displayable}")
+            page = index_engine.search(
+                "acme", IndexQuery(query=query, filter=SearchFilter(visibility=Visibility(thinking=True)), limit=5)
+            )
+            if page.total_sessions != 1:
+                problems.append(f"search saw {page.total_sessions} sessions")
+
+    threads = [threading.Thread(target=writer)] + [threading.Thread(target=reader) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert problems == []
+    final = index_engine.session("acme", "flip")
+    assert final is not None and final.message_count == 12 and final.sha256 == "59"
+
+
+def test_concurrent_ingests_of_different_sessions_all_land(recall: RecallService) -> None:
+    import threading
+
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def ingest(worker: int) -> None:
+        barrier.wait()
+        try:
+            for j in range(5):
+                put(recall, f"t{worker}-{j}", [f"parallel ingest marker {worker} {j}", "second line"])
+        except BaseException as exc:  # noqa: BLE001 - surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ingest, args=(w,)) for w in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    envelope = search(recall, "parallel ingest marker", limit=50)
+    assert envelope.total_matches == 30 and envelope.complete
