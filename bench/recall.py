@@ -9,8 +9,10 @@ words follow a Zipf law over a vocabulary of common English, software words and 
 so bm25 sees realistic document frequencies. The labelled set plants one fact per target session as
 a short exchange, asks for it with a paraphrased question (different wording: synonyms, another
 word order, stems that differ), and adds distractor sessions that share the question's words: the
-fact's subject in an unrelated context, the attribute about another subject, and both words in
-different messages of one session.
+fact's subject in an unrelated context, the attribute about another subject, both words in
+different messages of one session, and a rival: a stale passing mention holding as many of the
+question's words as the fact (in a conversation that also names the subject), so relevance, not
+coverage, has to decide.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ class FactKind:
     question: str  # a paraphrase: not a copy of any planted sentence
     subject_elsewhere: str  # the subject in an unrelated context
     attribute_elsewhere: str  # the attribute about another subject
+    rival: str  # the question's words in a passing, stale mention: as much coverage as the fact
 
 
 FACT_KINDS = (
@@ -120,6 +123,7 @@ FACT_KINDS = (
         "which port is {s} listening on these days",
         "the {s} dashboard looks odd after the redesign",
         "the {o} sidecar exposes port {v2} for health checks",
+        "a year ago {s} was still listening on port {v2} in the old datacenter",
     ),
     FactKind(
         (
@@ -129,6 +133,7 @@ FACT_KINDS = (
         "what did we set the {s} time limit to when it kept timing out",
         "{s} produced a noisy log line during the rollout",
         "the {o} request timeout stays at {v2} seconds",
+        "before the rewrite the {s} job had a timeout of {v2} seconds and kept timing out",
     ),
     FactKind(
         (
@@ -139,6 +144,7 @@ FACT_KINDS = (
         "how often are the {s} secrets rotated",
         "someone renamed the {s} repository yesterday",
         "the {o} certificate rotates every {v2} days too",
+        "the {s} secrets were rotated by hand back when we had no cron",
     ),
     FactKind(
         (
@@ -149,6 +155,7 @@ FACT_KINDS = (
         "what caused the {s} bug with renewing leases",
         "{s} got a new owner in the platform team",
         "the {o} worker also renews its lease every few seconds",
+        "an old ticket blamed {s} lease renewal bugs on clock skew",
     ),
     FactKind(
         (
@@ -158,6 +165,7 @@ FACT_KINDS = (
         "why is {s} held back to an older release",
         "the {s} readme needs a refresh",
         "the {o} library moved to version {v2} last week",
+        "{s} was held back to an older release once, long before this",
     ),
     FactKind(
         (
@@ -167,6 +175,7 @@ FACT_KINDS = (
         "how long do entries survive in the {s} cache",
         "{s} showed up in the incident retro",
         "the {o} cache is sized to {v2} megabytes",
+        "entries in the {s} cache used to survive for {v2} minutes in the prototype",
     ),
     FactKind(
         (
@@ -176,6 +185,7 @@ FACT_KINDS = (
         "how many weeks of {s} backups do we retain",
         "the {s} migration script finished without errors",
         "the {o} bucket lifecycle keeps objects for {v2} weeks",
+        "we once retained {v2} weeks of {s} backups on the old cluster",
     ),
     FactKind(
         (
@@ -185,11 +195,14 @@ FACT_KINDS = (
         "how many attempts does {s} make before a message goes to the dlq",
         "{s} deploys are slow on mondays",
         "the {o} consumer backs off for {v2} seconds",
+        "the legacy {s} made a single attempt before dropping messages, no dlq",
     ),
 )
 
 
-def labelled_set(facts: int, seed: int = 11, filler: int = 30) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+def labelled_set(
+    facts: int, seed: int = 11, filler: int = 30, rivals: bool = True
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """Sessions (generic form) and (question, target session id) pairs."""
     rng = random.Random(seed)
     vocab = Vocabulary(rng)
@@ -236,6 +249,14 @@ def labelled_set(facts: int, seed: int = 11, filler: int = 30) -> tuple[list[dic
         rows = fill(rng.randint(6, filler))
         rows.insert(1, ("user", kind.subject_elsewhere.format(**values)))
         rows.insert(len(rows) - 1, ("assistant", kind.attribute_elsewhere.format(**{**values, "o": subject})))
+        session(rows)
+        # The rival: a stale mention matching as many of the question's words as the fact does, in a
+        # conversation that also names the subject elsewhere.
+        if not rivals:
+            continue
+        rows = fill(rng.randint(5, filler))
+        rows.insert(rng.randint(0, len(rows)), ("assistant", kind.rival.format(**values)))
+        rows.insert(rng.randint(0, len(rows)), ("user", kind.subject_elsewhere.format(**values)))
         session(rows)
     return bodies, questions
 
@@ -319,28 +340,33 @@ def corpus_figures(messages: int, queries: int, rng_seed: int = 3) -> dict[str, 
 
 
 def quality_figures(facts: int) -> dict[str, Any]:
-    """recall@1, recall@3 and MRR (rank within the top 10) of the target session, per ranker."""
+    """recall@1, recall@3 and MRR (rank within the top 10) of the target session, per ranker, on
+    the set without rivals (every distractor matches fewer of the question's words than the fact)
+    and with them (a stale mention ties the fact on coverage)."""
     from dovecote.platform.principal import Principal
     from dovecote.recall.model import RANKERS, gate_search
 
     who = Principal("bench", "caller")
-    bodies, questions = labelled_set(facts)
-    with tempfile.TemporaryDirectory() as tmp:
-        service = _service(Path(tmp) / "quality.sqlite3")
-        for body in bodies:
-            service.ingest(who, body)
-        out: dict[str, Any] = {"facts": facts, "sessions": len(bodies), "rankers": {}}
-        for ranker in RANKERS:
-            ranks = []
-            for question, target in questions:
-                envelope = service.search(who, gate_search(q=question, limit=10, ranker=ranker))
-                ids = [r.session_id for r in envelope.results]
-                ranks.append(ids.index(target) + 1 if target in ids else None)
-            out["rankers"][ranker] = {
-                "recall@1": sum(1 for r in ranks if r == 1) / len(ranks),
-                "recall@3": sum(1 for r in ranks if r is not None and r <= 3) / len(ranks),
-                "mrr": sum(1 / r for r in ranks if r is not None) / len(ranks),
-            }
+    out: dict[str, Any] = {"facts": facts}
+    for variant, rivals in (("without rivals", False), ("with rivals", True)):
+        bodies, questions = labelled_set(facts, rivals=rivals)
+        with tempfile.TemporaryDirectory() as tmp:
+            service = _service(Path(tmp) / "quality.sqlite3")
+            for body in bodies:
+                service.ingest(who, body)
+            rows: dict[str, Any] = {}
+            for ranker in RANKERS:
+                ranks = []
+                for question, target in questions:
+                    envelope = service.search(who, gate_search(q=question, limit=10, ranker=ranker))
+                    ids = [r.session_id for r in envelope.results]
+                    ranks.append(ids.index(target) + 1 if target in ids else None)
+                rows[ranker] = {
+                    "recall@1": sum(1 for r in ranks if r == 1) / len(ranks),
+                    "recall@3": sum(1 for r in ranks if r is not None and r <= 3) / len(ranks),
+                    "mrr": sum(1 / r for r in ranks if r is not None) / len(ranks),
+                }
+        out[variant] = {"sessions": len(bodies), "rankers": rows}
     return out
 
 
@@ -453,14 +479,15 @@ def print_report(report: dict[str, Any]) -> None:
             table.add_row(label, str(row["n"]), f"{row['median_ms']:.1f}", f"{row['p95_ms']:.1f}")
         console.print(table)
     quality = report["quality"]
-    console.print(
-        f"[bold]retrieval quality[/bold]: {quality['facts']} planted facts, {quality['sessions']} sessions "
-        "(paraphrased questions, distractors sharing their words)"
-    )
-    table = Table("ranker", "recall@1", "recall@3", "MRR")
-    for ranker, row in quality["rankers"].items():
-        table.add_row(ranker, f"{row['recall@1']:.3f}", f"{row['recall@3']:.3f}", f"{row['mrr']:.3f}")
-    console.print(table)
+    for variant in ("without rivals", "with rivals"):
+        console.print(
+            f"[bold]retrieval quality, {variant}[/bold]: {quality['facts']} planted facts in "
+            f"{quality[variant]['sessions']} sessions (paraphrased questions, distractors sharing their words)"
+        )
+        table = Table("ranker", "recall@1", "recall@3", "MRR")
+        for ranker, row in quality[variant]["rankers"].items():
+            table.add_row(ranker, f"{row['recall@1']:.3f}", f"{row['recall@3']:.3f}", f"{row['mrr']:.3f}")
+        console.print(table)
 
 
 def main() -> None:

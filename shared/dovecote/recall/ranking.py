@@ -10,7 +10,7 @@ that score messages alike order conversations alike.
    - `top2`: also counts the conversation's second-best message (score s1 + s2/2), so a
      conversation that keeps talking about the subject beats a passing mention;
    - `session`: the conversation as one document: the terms matched by any of its messages, then
-     the sum of its three best scores.
+     the summed scores of its three best messages.
    Every ranker keys first on the coverage of the conversation's best message, so an exact phrase
    in one conversation still outranks the same terms scattered over another.
    The hit's ref always points at the conversation's best message.
@@ -35,6 +35,9 @@ class Candidate:
     timestamp: str
     score: float  # engine relevance, higher is better
     terms: frozenset[int]  # indexes into Query.terms
+    # The terms matched anywhere in the candidate's session, when the engine passed only a session's
+    # best rows (None: the union over the rows given).
+    session_terms: frozenset[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +85,10 @@ def _by_relevance(per_session: dict[str, list[Candidate]], ranker: str) -> list[
             key = (-len(best.terms), -score, order)
             entry = Ranked(best, len(best.terms), score)
         else:
-            union = len(frozenset().union(*(c.terms for c in rows)))
-            score = sum(sorted((c.score for c in rows), reverse=True)[:3])
+            union = len(
+                best.session_terms if best.session_terms is not None else frozenset().union(*(c.terms for c in rows))
+            )
+            score = sum(c.score for c in rows[:3])
             key = (-len(best.terms), -union, -score, order)
             entry = Ranked(best, len(best.terms), score)
         ranked.append((key, entry))

@@ -55,6 +55,8 @@ from dovecote.recall.ranking import Candidate, rank_sessions
 
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 SNIPPET_TOKENS = 24
+# How many of a session's best rows each ranker reads (ranking.py): the SQL keeps no more.
+RANKER_ROWS = {"message": 1, "top2": 2, "session": 3}
 SNIPPET_CHARS = 240
 _TOP = "\U0010ffff"
 
@@ -479,12 +481,12 @@ class SqliteSearchIndex:
         with self._lock:
             expression = to_fts5(query.query.root)
             table = "messages_fts"
-            candidates, truncated, withheld = self._candidates(authority, query, table, expression)
+            candidates, truncated, withheld, newest = self._candidates(authority, query, table, expression)
             if not candidates and not withheld:
                 trigram = to_fts5(query.query.root, _trigram_leaf)
                 if trigram is not None:
                     table = "messages_tri"
-                    candidates, truncated, withheld = self._candidates(authority, query, table, trigram)
+                    candidates, truncated, withheld, newest = self._candidates(authority, query, table, trigram)
             ranked = rank_sessions(candidates, ranker=query.ranker, sort=query.sort)
             shown = ranked[: query.limit]
             rows = self._rows_by_id([r.best.rowid for r in shown])
@@ -501,7 +503,6 @@ class SqliteSearchIndex:
                         coverage=entry.coverage,
                     )
                 )
-            newest = max((c.timestamp for c in candidates), default="")
             return SearchPage(
                 hits=hits,
                 total_sessions=len(ranked),
@@ -511,11 +512,8 @@ class SqliteSearchIndex:
                 tier="word" if table == "messages_fts" else "trigram",
             )
 
-    def _candidates(
-        self, authority: str, query: IndexQuery, table: str, expression: str | None
-    ) -> tuple[list[Candidate], bool, int]:
-        if expression is None:
-            return [], False, 0
+    def _where(self, authority: str, query: IndexQuery, table: str, expression: str) -> tuple[list[str], list[Any]]:
+        """The filter pushed down: SearchFilter.matches as SQL."""
         f = query.filter
         where = [f"{table} MATCH ?", "m.authority = ?", _visibility_sql(f.visibility)]
         params: list[Any] = [expression, authority]
@@ -543,40 +541,112 @@ class SqliteSearchIndex:
                 "FROM json_each(?))"
             )
             params.append(json.dumps(sorted(f.places)))
-        sql = (
-            f"SELECT m.id, m.session_id, m.pos, m.ts, bm25({table}) AS score FROM {table} "  # noqa: S608
-            f"JOIN messages m ON m.id = {table}.rowid "
-            "JOIN sessions s ON s.authority = m.authority AND s.session_id = m.session_id "
-            f"WHERE {' AND '.join(where)} ORDER BY score, m.id LIMIT ?"
-        )
+        return where, params
+
+    @staticmethod
+    def _source(table: str, query: IndexQuery) -> str:
+        """The sessions table is joined only for a session-level filter: the lookup per match costs
+        as much as the bm25 ranking itself on a common word."""
+        f = query.filter
+        source = f"FROM {table} JOIN messages m ON m.id = {table}.rowid"
+        if f.min_messages or f.project or f.source or f.places is not None:
+            source += " JOIN sessions s ON s.authority = m.authority AND s.session_id = m.session_id"
+        return source
+
+    def _execute(self, sql: str, params: list[Any]) -> list[Any]:
         try:
-            rows = self._db.execute(sql, (*params, query.max_candidates + 1)).fetchall()
+            return self._db.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
             raise InvalidArgument(f"the query cannot be searched: {exc}", field="q") from None
-        truncated = len(rows) > query.max_candidates
-        rows = rows[: query.max_candidates]
+
+    def _candidates(
+        self, authority: str, query: IndexQuery, table: str, expression: str | None
+    ) -> tuple[list[Candidate], bool, int, str]:
+        """The matches, reduced in SQL to what ranking.rank_sessions can use: per session the best
+        rows in coverage order its ranker reads (and, for sort=newest, its newest row), each with
+        the terms it matched and the terms its session matched. Ranking those gives the same order
+        as ranking every match (tests/integration/test_recall_sqlite.py checks it), at a fraction
+        of the Python work. Also returns whether the ceiling was hit, the matches withheld as the
+        live turn, and the newest matching timestamp."""
+        if expression is None:
+            return [], False, 0, ""
+        where, params = self._where(authority, query, table, expression)
+        source = self._source(table, query)
         withheld = 0
         if query.withhold is not None:
-            keep = []
-            for row in rows:
-                if row[1] == query.withhold.session_id and row[2] >= query.withhold.from_pos:
-                    withheld += 1
-                else:
-                    keep.append(row)
-            rows = keep
-        coverage = self._coverage(table, query.query, {r[0] for r in rows})
+            hold = [query.withhold.session_id, query.withhold.from_pos]
+            withheld = self._execute(
+                f"SELECT COUNT(*) {source} WHERE {' AND '.join(where)} AND m.session_id = ? AND m.pos >= ?",  # noqa: S608
+                [*params, *hold],
+            )[0][0]
+            where = [*where, "NOT (m.session_id = ? AND m.pos >= ?)"]
+            params = [*params, *hold]
+        keep = _trigram_leaf if table == "messages_tri" else None
+        flags: list[str] = []
+        flag_params: list[Any] = []
+        terms = query.query.terms
+        for term in terms:
+            term_expression = to_fts5(term, keep) if len(terms) > 1 else expression
+            if term_expression is None:
+                flags.append("0")
+            elif len(terms) == 1:
+                flags.append("1")
+            else:
+                flags.append(f"(h.id IN (SELECT rowid FROM {table} WHERE {table} MATCH ?))")  # noqa: S608
+                flag_params.append(term_expression)
+        count = len(flags)
+        cover = " + ".join(f"t{i}" for i in range(count))
+        # Identifiers below are this module's own (table names, t0…, u0…); every value is bound.
+        term_flags = ", ".join(f"{flag} AS t{i}" for i, flag in enumerate(flags))
+        union = ", ".join(f"MAX(t{i}) OVER (PARTITION BY sid) AS u{i}" for i in range(count))
+        row_flags = ", ".join(f"t{i}" for i in range(count))
+        row_unions = ", ".join(f"u{i}" for i in range(count))
+        sql = (
+            f"WITH hits_all AS (SELECT m.id AS id, m.session_id AS sid, m.pos AS pos, m.ts AS ts, "  # noqa: S608
+            f"bm25({table}) AS score {source} WHERE {' AND '.join(where)} ORDER BY score, m.id LIMIT ?), "
+            "hits AS (SELECT * FROM hits_all ORDER BY score, id LIMIT ?), "
+            f"flagged AS (SELECT h.*, {term_flags} FROM hits h), "
+            "ranked AS (SELECT f.*, "
+            f"ROW_NUMBER() OVER (PARTITION BY sid ORDER BY ({cover}) DESC, score, id) AS rn, "
+            "ROW_NUMBER() OVER (PARTITION BY sid ORDER BY ts DESC, id) AS rn_new, "
+            f"{union}, MAX(ts) OVER () AS newest FROM flagged f) "
+            f"SELECT id, sid, pos, ts, score, {row_flags}, {row_unions}, (SELECT COUNT(*) FROM hits_all), newest "
+            f"FROM ranked WHERE rn <= {RANKER_ROWS[query.ranker]}{' OR rn_new = 1' if query.sort == 'newest' else ''} "
+            "ORDER BY score, id"
+        )
+        rows = self._execute(sql, [*params, query.max_candidates + 1, query.max_candidates, *flag_params])
+        term_sets: dict[tuple[int, ...], frozenset[int]] = {}  # few distinct flag patterns: build each once
+
+        def terms_of(flags: tuple[int, ...]) -> frozenset[int]:
+            found = term_sets.get(flags)
+            if found is None:
+                found = term_sets[flags] = frozenset(i for i, flag in enumerate(flags) if flag)
+            return found
+
         candidates = [
-            Candidate(
-                rowid=r[0],
-                session_id=r[1],
-                pos=r[2],
-                timestamp=r[3],
-                score=-r[4],
-                terms=coverage.get(r[0], frozenset()),
-            )
+            Candidate(r[0], r[1], r[2], r[3], -r[4], terms_of(r[5 : 5 + count]), terms_of(r[5 + count : 5 + 2 * count]))
             for r in rows
         ]
-        return candidates, truncated, withheld
+        truncated = bool(rows) and rows[0][5 + 2 * count] > query.max_candidates
+        newest = rows[0][6 + 2 * count] if rows else ""
+        return candidates, truncated, withheld, newest
+
+    def reference_candidates(self, authority: str, query: IndexQuery) -> list[Candidate]:
+        """Every match of the word index, unreduced, with its coverage computed in Python: the
+        slow, obvious definition the reduced `_candidates` is checked against (tests only)."""
+        expression = to_fts5(query.query.root)
+        assert expression is not None  # noqa: S101 - a test helper
+        where, params = self._where(authority, query, "messages_fts", expression)
+        if query.withhold is not None:
+            where.append("NOT (m.session_id = ? AND m.pos >= ?)")
+            params += [query.withhold.session_id, query.withhold.from_pos]
+        rows = self._execute(
+            "SELECT m.id, m.session_id, m.pos, m.ts, bm25(messages_fts) AS score "  # noqa: S608
+            f"{self._source('messages_fts', query)} WHERE {' AND '.join(where)} ORDER BY score, m.id",
+            params,
+        )
+        coverage = self._coverage("messages_fts", query.query, {r[0] for r in rows})
+        return [Candidate(r[0], r[1], r[2], r[3], -r[4], coverage.get(r[0], frozenset())) for r in rows]
 
     def _coverage(self, table: str, query: Query, rowids: set[int]) -> dict[int, frozenset[int]]:
         if not rowids:
