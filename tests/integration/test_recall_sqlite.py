@@ -66,9 +66,7 @@ def test_reduced_candidates_rank_like_all_candidates(
     page = engine.search("acme", index_query)
     every = engine.reference_candidates("acme", index_query)
     expected = rank_sessions(every[:ceiling], ranker=ranker, sort=sort)
-    assert [(h.session.session_id, h.row.pos) for h in page.hits] == [
-        (r.best.session_id, r.best.pos) for r in expected
-    ]
+    assert [(h.session.session_id, h.row.pos) for h in page.hits] == [(r.best.session_id, r.best.pos) for r in expected]
     assert page.total_sessions == len(expected)
     assert page.total_is_lower_bound == (len(every) > ceiling)
     assert page.newest == max((c.timestamp for c in every[:ceiling]), default="")
