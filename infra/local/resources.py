@@ -7,29 +7,58 @@ import secrets
 from typing import Any
 
 from infra import constants as c
+from infra.routes import TRANSCRIPT_UPLOADS_PREFIX
 
 
 def model_tables() -> list[Any]:
     """Every table whose items are PynamoDB models: the schema comes from the models."""
     from dovecote.admin.records import TOKENS_TABLE
     from dovecote.notes.records import NOTES_TABLE
+    from dovecote.recall.records import RECALL_TABLE
     from dovecote.tasks.records import TASKS_TABLE
 
-    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE]
+    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE, RECALL_TABLE]
 
 
-def create_all(*, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dict[str, str]) -> dict[str, str]:
-    """Create tables, the versioned bucket and the cursor secret. Returns settings env values."""
+def create_transcript_queue(*, s3: Any, sqs: Any, bucket: str, queue: str) -> str:
+    """The queue S3 notifies when a transcript upload lands (`uploads/transcripts/`); the indexer
+    consumes it. Returns the queue URL."""
+    url = str(sqs.create_queue(QueueName=queue, Attributes={"VisibilityTimeout": "30"})["QueueUrl"])
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    s3.put_bucket_notification_configuration(
+        Bucket=bucket,
+        NotificationConfiguration={
+            "QueueConfigurations": [
+                {
+                    "QueueArn": arn,
+                    "Events": ["s3:ObjectCreated:*"],
+                    "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": TRANSCRIPT_UPLOADS_PREFIX}]}},
+                }
+            ]
+        },
+    )
+    return url
+
+
+def create_all(
+    *, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dict[str, str], sqs: Any | None = None
+) -> dict[str, str]:
+    """Create tables, the versioned bucket and the cursor secret (and, given an SQS client, the
+    queues). Returns settings env values."""
+    env: dict[str, str] = {}
     for table in model_tables():
-        dynamodb.create_table(**table.create_table_kwargs(names[table.setting]))
+        name = names[table.setting]
+        dynamodb.create_table(**table.create_table_kwargs(name))
+        if table.ttl:
+            dynamodb.update_time_to_live(
+                TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl}
+            )
+        env[f"DOVECOTE_{table.setting.upper()}"] = name
     s3.create_bucket(Bucket=names["bucket"])
     s3.put_bucket_versioning(Bucket=names["bucket"], VersioningConfiguration={"Status": "Enabled"})
-    env = {
-        c.ENV_NOTES_TABLE: names["notes_table"],
-        c.ENV_TOKENS_TABLE: names["tokens_table"],
-        c.ENV_BUCKET: names["bucket"],
-        c.ENV_TASKS_TABLE: names["tasks_table"],
-    }
+    env[c.ENV_BUCKET] = names["bucket"]
+    if sqs is not None:
+        create_transcript_queue(s3=s3, sqs=sqs, bucket=names["bucket"], queue=names["transcripts_queue"])
     if secretsmanager is not None:
         arn = secretsmanager.create_secret(Name="dovecote/cursor-key", SecretString=secrets.token_urlsafe(48))["ARN"]
         env[c.ENV_CURSOR_SECRET_ARN] = arn
@@ -41,4 +70,6 @@ DEFAULT_NAMES = {
     "tokens_table": "dovecote-tokens",
     "tasks_table": "dovecote-tasks",
     "bucket": "dovecote-bodies",
+    "recall_table": "dovecote-recall",
+    "transcripts_queue": "dovecote-transcripts",
 }

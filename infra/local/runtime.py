@@ -35,6 +35,7 @@ class LocalRuntime:
     _server: BaseWSGIServer | None = None
     _thread: threading.Thread | None = None
     _janitor: Any = None
+    _indexer: Any = None
 
     def start(self) -> LocalRuntime:
         import logging
@@ -61,6 +62,8 @@ class LocalRuntime:
                 "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+                # Recall's embedded index lives in this process, shared by the API and the indexer.
+                "DOVECOTE_RECALL_SQLITE_PATH": os.environ.get("DOVECOTE_RECALL_SQLITE_PATH") or ":memory:",
             }
         )
         from dovecote.platform import aws
@@ -76,6 +79,7 @@ class LocalRuntime:
                 s3=aws.client("s3"),
                 secretsmanager=aws.client("secretsmanager"),
                 names=DEFAULT_NAMES,
+                sqs=aws.client("sqs"),
             )
         )
         get_settings.cache_clear()
@@ -90,6 +94,16 @@ class LocalRuntime:
             table=get_settings().notes_table,
             function=JANITOR,
             batch_size=JANITOR_BATCH_SIZE,
+        ).start()
+
+        from infra.routes import TRANSCRIPT_INDEXER, TRANSCRIPT_INDEXER_BATCH_SIZE
+
+        queue = aws.client("sqs").get_queue_url(QueueName=DEFAULT_NAMES["transcripts_queue"])["QueueUrl"]
+        self._indexer = QueuePoller(
+            sqs=aws.client("sqs"),
+            queue_url=queue,
+            function=TRANSCRIPT_INDEXER,
+            batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
         ).start()
 
         from infra.local.gateway import Gateway
@@ -124,6 +138,8 @@ class LocalRuntime:
     def stop(self) -> None:
         if self._janitor is not None:
             self._janitor.stop()
+        if self._indexer is not None:
+            self._indexer.stop()
         if self._server is not None:
             self._server.shutdown()
         if self._moto is not None:
@@ -133,3 +149,76 @@ class LocalRuntime:
 def ensure_cursor_key_env() -> None:
     """Outside `dovecote dev` a generated dev key stands in for the Secrets Manager secret."""
     os.environ.setdefault("DOVECOTE_CURSOR_KEY", secrets.token_urlsafe(48))
+
+
+class QueuePoller:
+    """A minimal SQS event-source emulator for the transcript indexer: long-polls the queue, invokes
+    the handler with Lambda's SQS event shape, deletes what succeeded and leaves each record named in
+    `batchItemFailures` to come back after its visibility timeout (gives up after `max_receives`)."""
+
+    def __init__(self, *, sqs: Any, queue_url: str, function: Any, batch_size: int = 1, max_receives: int = 3) -> None:
+        self._sqs = sqs
+        self._url = queue_url
+        self._function = function
+        self._batch = batch_size
+        self._max_receives = max_receives
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+    def start(self) -> QueuePoller:
+        self._thread = threading.Thread(target=self._run, name=f"sqs-{self._function.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        import importlib
+        import logging
+
+        from infra.local.gateway import _context
+
+        module, attr = self._function.handler.rsplit(".", 1)
+        handler = getattr(importlib.import_module(module), attr)
+        while not self._stop.is_set():
+            try:
+                messages = self._sqs.receive_message(
+                    QueueUrl=self._url,
+                    MaxNumberOfMessages=self._batch,
+                    WaitTimeSeconds=1,
+                    AttributeNames=["All"],
+                ).get("Messages", [])
+            except Exception:  # noqa: BLE001 - the emulator outlives a transient moto error
+                logging.getLogger(__name__).exception("receive failed")
+                self._stop.wait(0.5)
+                continue
+            if not messages:
+                continue
+            event = {"Records": [self._record(m) for m in messages]}
+            try:
+                result = handler(event, _context(self._function))
+                failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+            except Exception:  # noqa: BLE001 - like Lambda: an error fails the whole batch
+                logging.getLogger(__name__).exception("handler failed")
+                failed = {m["MessageId"] for m in messages}
+            for message in messages:
+                receives = int((message.get("Attributes") or {}).get("ApproximateReceiveCount", "1"))
+                if message["MessageId"] not in failed or receives >= self._max_receives:
+                    self._sqs.delete_message(QueueUrl=self._url, ReceiptHandle=message["ReceiptHandle"])
+
+    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes") or {},
+            "messageAttributes": {},
+            "md5OfBody": message.get("MD5OfBody", ""),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self._arn,
+            "awsRegion": os.environ.get("AWS_REGION", "us-east-1"),
+        }
