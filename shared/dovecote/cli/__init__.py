@@ -23,6 +23,15 @@ app.add_typer(tokens_app, name="tokens")
 app.add_typer(notes_app, name="notes")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(worker_app, name="worker")
+
+
+def _mount_sub_apps() -> None:
+    from dovecote.cli.recall import recall_app
+
+    app.add_typer(recall_app, name="recall")
+
+
+_mount_sub_apps()
 out = Console()
 err = Console(stderr=True)
 
