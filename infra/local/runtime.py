@@ -20,8 +20,8 @@ DEV_TOKEN_DAYS = 365
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_request(self, *args: Any, **kwargs: Any) -> None:  # one line per request is noise here
-        pass
+    def log_request(self, *args: Any, **kwargs: Any) -> None:
+        pass  # the gateway logs one richer line per request (method, path, status, code, ms)
 
 
 @dataclass
@@ -35,6 +35,11 @@ class LocalRuntime:
     _server: BaseWSGIServer | None = None
     _thread: threading.Thread | None = None
     _janitor: Any = None
+    # Seconds between dispatcher runs (EventBridge runs it every minute in the cloud).
+    dispatch_interval: float = 1.0
+    # `--faults`: honour X-Dovecote-Fault (infra/local/gateway.py) to test retries that replay.
+    faults: bool = False
+    _dispatcher: Any = None
     _indexer: Any = None
 
     def start(self) -> LocalRuntime:
@@ -106,9 +111,16 @@ class LocalRuntime:
             batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
         ).start()
 
+        from infra.local.schedules import Schedule
+        from infra.routes import DISPATCHER
+
+        if self.dispatch_interval > 0:
+            self._dispatcher = Schedule(function=DISPATCHER, interval_s=self.dispatch_interval).start()
+
         from infra.local.gateway import Gateway
 
-        self._server = make_server(self.host, self.port, Gateway(), threaded=True, request_handler=_QuietHandler)
+        gateway = Gateway(faults=self.faults)
+        self._server = make_server(self.host, self.port, gateway, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
         self._write_tokens_file()
@@ -136,6 +148,8 @@ class LocalRuntime:
         tmp.replace(self.tokens_file)
 
     def stop(self) -> None:
+        if self._dispatcher is not None:
+            self._dispatcher.stop()
         if self._janitor is not None:
             self._janitor.stop()
         if self._indexer is not None:

@@ -93,7 +93,7 @@ class StreamPoller:
             try:
                 delivered = self.poll_once(handler)
             except Exception:  # noqa: BLE001 - the emulator must outlive a bad poll, and say so
-                logging.getLogger("dovecote.dev").exception("stream poll of %s failed", self._table)
+                logging.getLogger("dovecote-dev").exception("stream poll of %s failed", self._table)
                 delivered = 0
             if not delivered:
                 self._stop.wait(self._interval)
@@ -138,6 +138,6 @@ class StreamPoller:
             time.sleep(self._interval)
         # Like the cloud's on-failure destination: keep what could not be processed, and say so.
         self.failures.extend(pending)
-        logging.getLogger("dovecote.dev").error(
+        logging.getLogger("dovecote-dev").error(
             "%s gave up on %d stream record(s) after %d attempts", self._function.name, len(pending), self._max_attempts
         )
