@@ -87,6 +87,8 @@ def search(
     output: Annotated[str, Query(alias="format", description="json (default) or oneline")] = "",
     ranker: Annotated[str, Query(description="message, top2 (default) or session")] = "",
 ) -> Response[SearchEnvelopeOut | str]:
+    """Search transcripts: ranked refs, one per session, with warnings and a completeness report (or
+    one line per result with `format=oneline`)."""
     params = gate_search(
         q=q,
         limit=limit,
@@ -120,6 +122,8 @@ def read(
     include_tools: Annotated[bool, Query()] = False,
     include_thinking: Annotated[bool, Query()] = False,
 ) -> ReadOut:
+    """Read a bounded window of messages around a ref (`<session8>:<uuid8>`), trimmed to `budget`
+    characters, never silently: the anchor first, then neighbours outward."""
     params = gate_read(
         ref,
         budget=budget,
@@ -141,6 +145,8 @@ def outline(
     include_thinking: Annotated[bool, Query()] = False,
     include_subagents: Annotated[bool, Query()] = True,
 ) -> OutlineOut:
+    """Outline a session: the first and last four displayable messages, how many lie between,
+    topic labels and subagent threads."""
     params = gate_outline(
         session, include_tools=include_tools, include_thinking=include_thinking, include_subagents=include_subagents
     )
@@ -153,6 +159,7 @@ def topics(
     limit: Annotated[int | None, Query()] = None,
     project: Annotated[str, Query()] = "",
 ) -> TopicsOut:
+    """Search the topic layer only: labelled segments ranked globally, one global limit."""
     result = service().topics(current_principal(app), gate_topics(q=q, limit=limit, project=project))
     return TopicsOut.model_validate(asdict(result))
 
