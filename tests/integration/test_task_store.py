@@ -20,9 +20,10 @@ from tests.support.tasks import CALLER, WORKER, Flow, message, uid
 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
 from tests.unit.test_task_machine import (  # noqa: F401
+    test_a_fence_command_id_reused_by_another_worker_is_an_idempotency_conflict,
     test_a_rejected_command_reserves_nothing,
     test_acquire_fence_reacquire,
-    test_acquire_of_a_terminal_task_is_a_transition_error,
+    test_acquire_of_a_terminal_task_is_terminal_task,
     test_claim_replay_returns_the_same_assignment,
     test_claim_takes_the_oldest_claimable,
     test_create_gives_revision_1_with_one_message_and_event,

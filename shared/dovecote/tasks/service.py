@@ -312,7 +312,11 @@ class TaskService:
             if to is None:
                 raise InvalidTransition(f"{kind} is not allowed from {task.state}", state=task.state, command=kind)
             if task.revision >= MAX_COUNTER or task.event_count >= MAX_COUNTER:
-                raise InvalidTransition("the task's counters are exhausted", state=task.state)
+                # The reference reports exhausted counters as a revision conflict (step 7 of the
+                # check order comes after the transition check but speaks of the revision).
+                raise RevisionConflict(
+                    "the task's revision cannot grow any further", expected=expected, actual=task.revision
+                )
             if kind == "complete_task" and artifact is not None:
                 # No artifact can be frozen yet (artifacts arrive with issue 3/5): naming one is an
                 # artifact-state error, as the seed says for any artifact but the frozen one.
@@ -401,7 +405,9 @@ class TaskService:
         for candidate in self._store.claimable(principal.authority, CLAIM_CANDIDATES):
             try:
                 decided = self._grant(candidate, worker, candidate.id)
-            except (LeaseUnavailable, InvalidTransition, LeaseFenceExhausted):
+            except (LeaseUnavailable, TerminalTask):
+                # A stale index entry (the task was leased or ended since): try the next oldest.
+                # An exhausted fence is not skipped: the oldest candidate answers it (SEMANTICS §2).
                 continue
             commit = Commit(
                 receipt=Receipt(principal.authority, command_id, "claim_lease", digest, 200, decided.receipt.result),
@@ -426,7 +432,7 @@ class TaskService:
         if task is None:
             raise NotFound("task not found", task=task_id)
         if machine.is_terminal(task.state):
-            raise InvalidTransition(f"the task is {task.state}; it cannot be leased", state=task.state)
+            raise TerminalTask(f"the task is {task.state}; it cannot be leased", state=task.state)
         if task.owner:
             raise LeaseUnavailable("the task is already leased", fence=task.fence)
         if task.fence >= MAX_FENCE:
