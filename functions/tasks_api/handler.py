@@ -27,6 +27,7 @@ from functions.tasks_api.models import (
     FenceIn,
     HeartbeatIn,
     LeaseListOut,
+    MessageEnvelope,
     MessagePage,
     ReplyIn,
     RequestInputIn,
@@ -64,6 +65,7 @@ def service() -> TaskService:
         store,
         signer_factory=lambda: CursorSigner(aws.cursor_key()),
         default_lease_timeout=settings.lease_timeout_seconds,
+        presign_seconds=settings.presign_seconds,
     )
 
 
@@ -141,8 +143,17 @@ def list_messages(
     after: Annotated[int | None, Query(json_schema_extra=bounded(0), description="a sequence number")] = None,
     limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
 ) -> MessagePage:
-    """The task's messages after sequence `after`, oldest first; `next` continues the stream."""
+    """The task's messages after sequence `after`, oldest first; `next` continues the stream. A page
+    also stops before its inline parts pass 4 MiB; parts over 8 KiB come as a `download_url`."""
     return MessagePage.model_validate(service().messages(current_principal(app), task_id, after, limit))
+
+
+@app.get(
+    "/v1/tasks/<task_id>/messages/<message_id>", tags=["tasks"], responses=responses(200, MessageEnvelope, *READ_ERRORS)
+)
+def get_message(task_id: TaskId, message_id: Annotated[str, Path(json_schema_extra=ID)]) -> MessageEnvelope:
+    """One message of the task by its id (message ids are unique in the authority)."""
+    return MessageEnvelope.model_validate(service().message(current_principal(app), task_id, message_id))
 
 
 @app.get("/v1/tasks/<task_id>/events", tags=["tasks"], responses=responses(200, EventPage, *READ_ERRORS))

@@ -141,9 +141,15 @@ class ContextTasksOut(ApiModel):
 
 
 class PartOut(ApiModel):
+    """`text` or `data_b64` inline; a part stored out of line (over 8 KiB) has `download_url`,
+    `sha256` and `size` instead."""
+
     media_type: str
     text: str | None = None
     data_b64: str | None = None
+    download_url: str | None = None
+    sha256: str | None = None
+    size: int | None = None
 
 
 class MessageOut(ApiModel):
@@ -152,6 +158,10 @@ class MessageOut(ApiModel):
     author: str
     parts: list[PartOut]
     created_at: str
+
+
+class MessageEnvelope(ApiModel):
+    message: MessageOut
 
 
 class MessagePage(ApiModel):

@@ -55,7 +55,7 @@ class _Parser:
 
     def quoted_string(self) -> str:
         self.expect('"')
-        out = []
+        out: list[str] = []
         while True:
             char = self.peek()
             if char == "":
