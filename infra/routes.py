@@ -54,7 +54,16 @@ FUNCTIONS: dict[str, Function] = {
             "tasks_api",
             "functions.tasks_api.handler.handler",
             memory_mb=1024,
-            settings=("tasks_table", "bucket", "cursor_secret_arn", "lease_timeout_seconds", "presign_seconds"),
+            settings=(
+                "tasks_table",
+                "bucket",
+                "cursor_secret_arn",
+                "lease_timeout_seconds",
+                "presign_seconds",
+                "data_key_id",
+                "allow_plaintext_reads",
+                "artifact_max_bytes",
+            ),
         ),
         # A JSONL transcript of up to ~5 MB is parsed and indexed inside the request.
         Function(
@@ -149,6 +158,14 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/tasks/{id}/fail", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/request-input", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/complete", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/artifacts", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/artifacts/uploads", "tasks_api"),
+    Route("POST", "/v1/worker/events", "tasks_api"),
+    # workspaces (caller)
+    Route("GET", "/v1/workspaces/{workspace}/artifacts/{artifact_id}", "tasks_api"),
+    Route("GET", "/v1/workspaces/{workspace}/head", "tasks_api"),
+    Route("POST", "/v1/workspaces/{workspace}/artifacts/{artifact_id}/receipt", "tasks_api"),
+    Route("GET", "/v1/workspaces/{workspace}/artifacts/{artifact_id}/receipt", "tasks_api"),
     # recall
     Route("POST", "/v1/transcripts", "recall_api"),
     Route("POST", "/v1/transcripts/uploads", "recall_api"),

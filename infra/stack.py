@@ -144,6 +144,21 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
             "Large message parts live under parts/<authority>/<sha256>; the key is the content digest.",
         )
     )
+    out.append(
+        (
+            tasks_role,
+            f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/artifacts/*]",
+            "Large artifact payloads live under artifacts/<authority>/<sha256>; the key is the content digest.",
+        )
+    )
+    out.append(
+        (
+            tasks_role,
+            f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/uploads/artifacts/*]",
+            "Presigned artifact uploads land under uploads/artifacts/<authority>/<sha256>, an expiring prefix; "
+            "the key is the content digest.",
+        )
+    )
     for route in ("GET /v1/health", "GET /v1/openapi.json"):
         out.append(
             (

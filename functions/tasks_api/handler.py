@@ -16,6 +16,8 @@ from dovecote.tasks.model import MAX_PAGE
 from dovecote.tasks.ports import TaskFilter
 from dovecote.tasks.service import Outcome, TaskService
 from functions.tasks_api.models import (
+    ArtifactEnvelope,
+    ArtifactUploadIn,
     AssignmentEnvelope,
     CallerCommandIn,
     ClaimIn,
@@ -25,20 +27,30 @@ from functions.tasks_api.models import (
     CreateTaskIn,
     EventPage,
     FenceIn,
+    FreezeIn,
+    FreezeOut,
+    HeadOut,
     HeartbeatIn,
     LeaseListOut,
     MessageEnvelope,
     MessagePage,
+    ReceiptEnvelope,
+    ReceiptIn,
     ReplyIn,
     RequestInputIn,
+    SettlementOut,
     SnapshotOut,
     TaskEnvelope,
     TaskListOut,
+    UploadOut,
     WorkerCommandIn,
+    WorkerDeliveryIn,
 )
 
 app = new_resolver()
 TaskId = Annotated[str, Path(json_schema_extra=ID)]
+WorkspaceId = Annotated[str, Path(json_schema_extra=ID)]
+ArtifactId = Annotated[str, Path(json_schema_extra=ID)]
 LIMIT = {**bounded(0, MAX_PAGE), "description": "0 or absent: the default (100)"}
 # RFC 3339 with a zone, years 1000-9999 (an instant before year 1 in UTC is refused, not widened).
 INSTANT = (
@@ -59,13 +71,18 @@ def service() -> TaskService:
 
     settings = get_settings()
     store = DynamoTaskStore(
-        table=settings.tasks_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.lazy_client("s3")
+        table=settings.tasks_table,
+        bucket=settings.bucket,
+        dynamodb=aws.client("dynamodb"),
+        s3=aws.lazy_client("s3"),
+        protector=aws.protector(settings),
     )
     return TaskService(
         store,
         signer_factory=lambda: CursorSigner(aws.cursor_key()),
         default_lease_timeout=settings.lease_timeout_seconds,
         presign_seconds=settings.presign_seconds,
+        artifact_max_bytes=settings.artifact_max_bytes,
     )
 
 
@@ -251,6 +268,73 @@ def request_input_task(task_id: TaskId, body: Annotated[RequestInputIn, Body()])
 def complete_task(task_id: TaskId, body: Annotated[CompleteIn, Body()]) -> TaskEnvelope:
     """working → completed, with the agent's final message and a submission."""
     return TaskEnvelope.model_validate(_task(service().complete(current_principal(app), task_id, _body(body))))
+
+
+@app.post("/v1/tasks/<task_id>/artifacts", tags=["workers"], responses=responses(200, FreezeOut, *COMMAND_ERRORS))
+def freeze_artifact(task_id: TaskId, body: Annotated[FreezeIn, Body()]) -> FreezeOut:
+    """Freeze the task's one artifact (working only): its payload, digests and result revision. The
+    first freeze in a workspace creates the head at expected_base_revision; later ones must match
+    it (409 workspace_conflict)."""
+    return FreezeOut.model_validate(service().freeze(current_principal(app), task_id, _body(body)).body)
+
+
+@app.post(
+    "/v1/tasks/<task_id>/artifacts/uploads", tags=["workers"], responses=responses(200, UploadOut, *COMMAND_ERRORS)
+)
+def create_artifact_upload(task_id: TaskId, body: Annotated[ArtifactUploadIn, Body()]) -> UploadOut:
+    """A presigned PUT for a large artifact payload, bound to its size and SHA-256. Send
+    upload_headers with it, then freeze with payload.upload_sha256."""
+    return UploadOut.model_validate(service().create_artifact_upload(current_principal(app), task_id, _body(body)))
+
+
+@app.post("/v1/worker/events", tags=["workers"], responses=responses(200, SettlementOut, 400, 401, 403, 429, 503))
+def worker_event(body: Annotated[WorkerDeliveryIn, Body()]) -> SettlementOut:
+    """Settle one worker event delivery: ack (committed, or an exact replay) or nack with a stable
+    code. A 503 settled nothing: retry the exact delivery."""
+    return SettlementOut.model_validate(service().worker_event(current_principal(app), _body(body)))
+
+
+# ---- workspaces (caller) ---------------------------------------------------------------------------
+
+
+@app.get(
+    "/v1/workspaces/<workspace>/artifacts/<artifact_id>",
+    tags=["workspaces"],
+    responses=responses(200, ArtifactEnvelope, *READ_ERRORS),
+)
+def get_artifact(workspace: WorkspaceId, artifact_id: ArtifactId) -> ArtifactEnvelope:
+    """An artifact and its payload: text or data_b64 up to 4 MiB, else a presigned download_url."""
+    return ArtifactEnvelope.model_validate(service().get_artifact(current_principal(app), workspace, artifact_id))
+
+
+@app.get("/v1/workspaces/<workspace>/head", tags=["workspaces"], responses=responses(200, HeadOut, *READ_ERRORS))
+def get_head(workspace: WorkspaceId) -> HeadOut:
+    """The workspace's confirmed revision (404 until its first freeze)."""
+    return HeadOut.model_validate(service().get_head(current_principal(app), workspace))
+
+
+@app.post(
+    "/v1/workspaces/<workspace>/artifacts/<artifact_id>/receipt",
+    tags=["workspaces"],
+    responses=responses(200, ReceiptEnvelope, *COMMAND_ERRORS),
+)
+def record_receipt(
+    workspace: WorkspaceId, artifact_id: ArtifactId, body: Annotated[ReceiptIn, Body()]
+) -> ReceiptEnvelope:
+    """Record the one apply receipt of a published artifact. success moves the head from the
+    artifact's base to its result (compare-and-swap); an identical repeat answers the stored one."""
+    outcome = service().record_apply_receipt(current_principal(app), workspace, artifact_id, _body(body))
+    return ReceiptEnvelope.model_validate(outcome.body)
+
+
+@app.get(
+    "/v1/workspaces/<workspace>/artifacts/<artifact_id>/receipt",
+    tags=["workspaces"],
+    responses=responses(200, ReceiptEnvelope, *READ_ERRORS),
+)
+def get_receipt(workspace: WorkspaceId, artifact_id: ArtifactId) -> ReceiptEnvelope:
+    """The artifact's apply receipt, or 404."""
+    return ReceiptEnvelope.model_validate(service().get_apply_receipt(current_principal(app), workspace, artifact_id))
 
 
 handler = lambda_entry(app)

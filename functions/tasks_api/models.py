@@ -8,8 +8,18 @@ from pydantic import Field, StrictStr
 
 from dovecote.platform.http import ApiModel
 from dovecote.platform.schema import BASE64, ID, MEDIA_TYPE, SAFE_MAX, JsonInt, RequestModel, bounded, with_schema
-from dovecote.tasks.model import MAX_LEASE_TIMEOUT, MAX_PARTS, TOTAL_SIZE_CAP
-from dovecote.tasks.service import MAX_CLAIM_WAIT
+from dovecote.tasks.model import (
+    ARTIFACT_HARD_MAX,
+    ARTIFACT_STATES,
+    DECISIONS,
+    MAX_LEASE_TIMEOUT,
+    MAX_PARTS,
+    MAX_RECEIPT_CODE_BYTES,
+    MAX_RECEIPT_MESSAGE_BYTES,
+    MAX_REVISION_BYTES,
+    TOTAL_SIZE_CAP,
+)
+from dovecote.tasks.service import MAX_CLAIM_WAIT, WORKER_EVENT_KINDS
 
 
 class _In(RequestModel):
@@ -207,3 +217,174 @@ class AssignmentEnvelope(ApiModel):
 class LeaseListOut(ApiModel):
     items: list[AssignmentOut]
     cursor: str | None = None
+
+
+# ---- artifacts, workspaces, apply receipts, worker events --------------------------------------------
+
+# Byte limits declared in characters at 4 bytes each (as notes does): every schema-valid value is accepted.
+REVISION_TEXT: dict[str, Any] = {
+    "minLength": 1,
+    "maxLength": MAX_REVISION_BYTES // 4,
+    "pattern": r"^[^\x00-\x1f\x7f]+$",
+}
+SHA256_HEX: dict[str, Any] = {"pattern": r"^(sha256:)?[0-9a-f]{64}$"}
+DIGEST_TEXT: dict[str, Any] = {"pattern": r"^sha256:[0-9a-f]{64}$"}
+
+
+class PayloadIn(_In):
+    """Exactly one of `text`, `data_b64` (inline, up to the request limit) or `upload_sha256` (a
+    presigned upload from POST /v1/tasks/{id}/artifacts/uploads)."""
+
+    model_config = with_schema(
+        {"oneOf": [{"required": ["text"]}, {"required": ["data_b64"]}, {"required": ["upload_sha256"]}]}
+    )
+    media_type: StrictStr = Field(json_schema_extra=MEDIA_TYPE)
+    text: StrictStr | None = None
+    data_b64: StrictStr | None = Field(default=None, json_schema_extra=BASE64)
+    upload_sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_HEX)
+
+
+class FreezeIn(WorkerCommandIn):
+    artifact_id: StrictStr = _id("unique in the workspace")
+    expected_base_revision: StrictStr = Field(
+        json_schema_extra=REVISION_TEXT,
+        description="the workspace revision this artifact applies to; the first freeze in a workspace sets its head",
+    )
+    payload: PayloadIn
+
+
+class ArtifactUploadIn(_In):
+    size: JsonInt = Field(
+        json_schema_extra=bounded(1, ARTIFACT_HARD_MAX), description="exact byte size (the deployment's maximum holds)"
+    )
+    sha256: StrictStr = Field(json_schema_extra=SHA256_HEX, description="hex SHA-256 of the payload")
+
+
+class ArtifactOut(ApiModel):
+    id: str
+    task: str
+    workspace: str
+    state: str = Field(json_schema_extra={"enum": list(ARTIFACT_STATES)})
+    base_revision: str
+    result_revision: str
+    digest: str = Field(description="what an apply receipt names as artifact_digest")
+    payload_digest: str
+    payload_size: int
+    media_type: str
+    frozen_at: str
+    published_at: str | None = None
+    discarded_at: str | None = None
+
+
+class FreezeOut(ApiModel):
+    task: TaskOut
+    artifact: ArtifactOut
+
+
+class PayloadOut(ApiModel):
+    """`text` (a UTF-8 textual type) or `data_b64` up to 4 MiB; a larger payload as `download_url`."""
+
+    media_type: str
+    text: str | None = None
+    data_b64: str | None = None
+    download_url: str | None = None
+
+
+class ArtifactEnvelope(ApiModel):
+    artifact: ArtifactOut
+    payload: PayloadOut
+
+
+class UploadOut(ApiModel):
+    upload_url: str
+    upload_headers: dict[str, str] = Field(description="send every one of these headers with the PUT")
+    expires_at: str
+
+
+class HeadOut(ApiModel):
+    workspace: str
+    confirmed_revision: str
+    updated_at: str
+
+
+class ReceiptIn(_In):
+    command_id: StrictStr = _id()
+    receipt_id: StrictStr = _id()
+    artifact_digest: StrictStr = Field(json_schema_extra=DIGEST_TEXT, description="the artifact's `digest`")
+    base_revision: StrictStr = Field(json_schema_extra=REVISION_TEXT)
+    result_revision: StrictStr = Field(json_schema_extra=REVISION_TEXT)
+    decision: StrictStr = Field(json_schema_extra={"enum": list(DECISIONS)})
+    observed_revision: StrictStr | None = Field(
+        default=None,
+        json_schema_extra=REVISION_TEXT,
+        description="required for conflict; equal to result_revision for success",
+    )
+    code: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": MAX_RECEIPT_CODE_BYTES // 4})
+    message: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": MAX_RECEIPT_MESSAGE_BYTES // 4})
+
+
+class ReceiptOut(ApiModel):
+    id: str
+    artifact: str
+    artifact_digest: str
+    base_revision: str
+    result_revision: str
+    decision: str
+    observed_revision: str | None = None
+    code: str | None = None
+    message: str | None = None
+    recorded_at: str
+
+
+class ReceiptEnvelope(ApiModel):
+    receipt: ReceiptOut
+
+
+class WorkerFreezeIn(_In):
+    artifact: StrictStr = _id()
+    expected_base_revision: StrictStr = Field(json_schema_extra=REVISION_TEXT)
+    payload: PayloadIn
+
+
+class WorkerEventIn(_In):
+    """One worker command. `message` only for request_input and complete_task; `submission` (and an
+    optional `artifact`) only for complete_task; `freeze` only for freeze_artifact. Every field a kind
+    does not use must be absent."""
+
+    event_id: StrictStr = _id("the command id: the same event retried is the same command")
+    kind: StrictStr = Field(json_schema_extra={"enum": list(WORKER_EVENT_KINDS)})
+    task: StrictStr = _id("the task id")
+    fence: JsonInt = FENCE
+    expected_revision: JsonInt = REVISION
+    message: MessageIn | None = None
+    submission: StrictStr | None = Field(default=None, json_schema_extra=ID)
+    artifact: StrictStr | None = Field(default=None, json_schema_extra=ID)
+    freeze: WorkerFreezeIn | None = None
+
+
+class WorkerDeliveryIn(_In):
+    delivery_id: StrictStr = _id("the outbox entry: retry it with the same id and the same event")
+    event: WorkerEventIn
+
+
+class SettlementOut(ApiModel):
+    """A NACK is still a 200: the settlement is the answer; drop the event from the outbox either way."""
+
+    delivery_id: str
+    event_id: str
+    decision: str = Field(json_schema_extra={"enum": ["ack", "nack"]})
+    code: str | None = Field(
+        default=None,
+        json_schema_extra={
+            "enum": [
+                "invalid",
+                "forbidden",
+                "not_found",
+                "stale_lease",
+                "revision_conflict",
+                "state_conflict",
+                "command_conflict",
+            ]
+        },
+    )
+    message: str | None = None

@@ -73,7 +73,14 @@ class Api(Construct):
             "bucket": data.bucket.bucket_name,
             "cursor_secret_arn": data.cursor_secret.secret_arn,
             "lease_timeout_seconds": str(Settings.model_fields["lease_timeout_seconds"].default),
+            # Protected payloads: data keys under the stack's key (grants: _grant, tasks_api).
+            "data_key_id": data.key.key_arn,
         }
+        # Context overrides an operator may need: plaintext reads only while migrating old data.
+        for name in ("allow_plaintext_reads", "artifact_max_bytes"):
+            value = self.node.try_get_context(name)
+            if value is not None:
+                self._settings[name] = str(value).lower() if isinstance(value, bool) else str(value)
         self.functions: dict[str, lambda_.Function] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
         for spec in (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, *FUNCTIONS.values()):
@@ -311,8 +318,28 @@ class Api(Construct):
         )
         table_key(DISPATCHER.name, d.tasks, write=True)
         secret_key(DISPATCHER.name)
-        allow("tasks_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
+        # Large message parts and artifact payloads (content-addressed), and the expiring uploads
+        # prefix the artifact upload URLs land in (signed with this role; freeze copies out of it).
+        allow(
+            "tasks_api",
+            ["s3:GetObject", "s3:PutObject"],
+            [
+                d.bucket.arn_for_objects("parts/*"),
+                d.bucket.arn_for_objects("artifacts/*"),
+                d.bucket.arn_for_objects("uploads/artifacts/*"),
+            ],
+        )
+        # A missing upload is NoSuchKey (404 "no upload found") only with ListBucket on its prefix.
+        allow("tasks_api", ["s3:ListBucket"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["uploads/artifacts/*"]})
         bucket_key("tasks_api", write=True)
+        # Sealing message parts and artifact payloads (platform/protection.py): data keys straight
+        # from KMS, only under the payload encryption context, so this grant opens nothing else.
+        allow(
+            "tasks_api",
+            ["kms:GenerateDataKey", "kms:Decrypt"],
+            [d.key.key_arn],
+            StringEquals={"kms:EncryptionContext:dovecote": "payload"},
+        )
         secret_key("tasks_api")
 
     def _grant_stream_read(self, name: str) -> None:

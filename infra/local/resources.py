@@ -41,10 +41,16 @@ def create_transcript_queue(*, s3: Any, sqs: Any, bucket: str, queue: str) -> st
 
 
 def create_all(
-    *, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dict[str, str], sqs: Any | None = None
+    *,
+    dynamodb: Any,
+    s3: Any,
+    secretsmanager: Any | None,
+    names: dict[str, str],
+    sqs: Any | None = None,
+    kms: Any | None = None,
 ) -> dict[str, str]:
     """Create tables, the versioned bucket and the cursor secret (and, given an SQS client, the
-    queues). Returns settings env values."""
+    queues; given a KMS client, the key that seals protected payloads). Returns settings env values."""
     env: dict[str, str] = {}
     for table in model_tables():
         name = names[table.setting]
@@ -59,6 +65,9 @@ def create_all(
     env[c.ENV_BUCKET] = names["bucket"]
     if sqs is not None:
         create_transcript_queue(s3=s3, sqs=sqs, bucket=names["bucket"], queue=names["transcripts_queue"])
+    if kms is not None:
+        key = kms.create_key(Description="Dovecote protected payloads (local)")["KeyMetadata"]["KeyId"]
+        env["DOVECOTE_DATA_KEY_ID"] = key
     if secretsmanager is not None:
         arn = secretsmanager.create_secret(Name="dovecote/cursor-key", SecretString=secrets.token_urlsafe(48))["ARN"]
         env[c.ENV_CURSOR_SECRET_ARN] = arn

@@ -84,6 +84,7 @@ class LocalRuntime:
                 s3=aws.client("s3"),
                 secretsmanager=aws.client("secretsmanager"),
                 names=DEFAULT_NAMES,
+                kms=aws.client("kms"),
                 sqs=aws.client("sqs"),
             )
         )

@@ -335,18 +335,26 @@ def test_the_access_log_bucket_takes_logs_through_a_bucket_policy_not_an_acl(syn
 
 def test_every_kms_grant_is_bound_to_a_service_and_an_encryption_context(synthesized: dict[str, Any]) -> None:
     raw = synthesized["raw"]
-    grants = 0
+    grants = payload_grants = 0
     for policy in resources(raw, "AWS::IAM::Policy").values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             if not any(a.startswith("kms:") for a in _actions(statement)):
                 continue
             grants += 1
             conditions = statement.get("Condition") or {}
-            assert "kms:ViaService" in conditions.get("StringEquals", {}), statement
             contexts = [k for op in conditions.values() for k in op if k.startswith("kms:EncryptionContext:")]
+            if contexts == ["kms:EncryptionContext:dovecote"]:
+                # Protected payloads: tasks_api asks KMS for data keys itself, bound to the payload
+                # context, and may do nothing else with the key.
+                assert conditions["StringEquals"]["kms:EncryptionContext:dovecote"] == "payload"
+                assert sorted(_actions(statement)) == ["kms:Decrypt", "kms:GenerateDataKey"], statement
+                payload_grants += 1
+                continue
+            assert "kms:ViaService" in conditions.get("StringEquals", {}), statement
             # The stream reader is the one grant without a context: DynamoDB Streams sets none.
             assert contexts or _actions(statement) == ["kms:Decrypt"], statement
     assert grants >= 8
+    assert payload_grants == 1  # tasks_api alone seals payloads
 
 
 def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str, Any]) -> None:

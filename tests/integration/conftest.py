@@ -26,6 +26,7 @@ def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             s3=aws.client("s3"),
             secretsmanager=aws.client("secretsmanager"),
             names=DEFAULT_NAMES,
+            kms=aws.client("kms"),
         )
         for name, value in env.items():
             monkeypatch.setenv(name, value)

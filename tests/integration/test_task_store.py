@@ -3,6 +3,7 @@ DynamoDB on moto), then races with real threads, faults at each AWS call, and ro
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -346,4 +347,7 @@ def test_a_failed_part_upload_commits_nothing_and_the_retry_converges(
     assert service.request_input(WORKER, flow.task_id, body).body["state"] == "input_required"
     # The part was written once more on the retry; content addressing makes that a no-op.
     assert service.request_input(WORKER, flow.task_id, body).body["revision"] == flow.revision + 1
-    assert service.messages(CALLER, flow.task_id, 1, None)["items"][0]["parts"][0]["text"] == "y" * 20_000
+    part = service.messages(CALLER, flow.task_id, 1, None)["items"][0]["parts"][0]
+    # Over the inline size: the page carries a download URL and the digest, not the bytes.
+    assert part["download_url"] and part["size"] == 20_000
+    assert part["sha256"] == hashlib.sha256(b"y" * 20_000).hexdigest()

@@ -97,3 +97,50 @@ class Flow:
         self.worker_cmd("request_input")
         assert state == "input_required"
         return self
+
+
+def freeze_body(
+    flow: Flow, artifact_id: str | None = None, base: str = "rev-0", text: str = "the patch", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "command_id": uid("c"),
+        "expected_revision": flow.revision,
+        "fence": flow.fence,
+        "artifact_id": artifact_id or uid("a"),
+        "expected_base_revision": base,
+        "payload": {"media_type": "text/x-diff", "text": text},
+        **extra,
+    }
+
+
+def freeze(flow: Flow, **kw: Any) -> Outcome:
+    out = flow.service.freeze(flow.worker, flow.task_id, freeze_body(flow, **kw))
+    flow.revision = out.body["task"]["revision"]
+    return out
+
+
+def put_upload(service: TaskService, body: bytes, authority: str = "acme") -> str:
+    """Stands in for the client's PUT to the presigned URL, for either store. Returns the sha256."""
+    import hashlib
+
+    sha = hashlib.sha256(body).hexdigest()
+    store: Any = service._store  # noqa: SLF001 - the test plays the client's S3 PUT
+    if hasattr(store, "upload"):
+        store.upload(authority, body)
+    else:
+        store._s3.put_object(Bucket=store._bucket, Key=f"uploads/artifacts/{authority}/{sha}", Body=body)
+    return sha
+
+
+def receipt_body(artifact: dict[str, Any], decision: str = "success", **extra: Any) -> dict[str, Any]:
+    body = {
+        "command_id": uid("c"),
+        "receipt_id": uid("r"),
+        "artifact_digest": artifact["digest"],
+        "base_revision": artifact["base_revision"],
+        "result_revision": artifact["result_revision"],
+        "decision": decision,
+    }
+    if decision == "success":
+        body["observed_revision"] = artifact["result_revision"]
+    return {**body, **extra}

@@ -140,6 +140,18 @@ class ArtifactState(DomainError):
     code = "artifact_state"
 
 
+class ArtifactConflict(DomainError):
+    code = "artifact_conflict"
+
+
+class WorkspaceConflict(DomainError):
+    code = "workspace_conflict"
+
+
+class ReceiptConflict(DomainError):
+    code = "receipt_conflict"
+
+
 def error_for(code: str, message: str, **details: Any) -> DomainError:
     """Rebuild a typed error from its code, e.g. when replaying a stored outcome."""
     for cls in DomainError.__subclasses__():  # one level: every code is a direct subclass

@@ -34,6 +34,13 @@ class Settings(BaseModel):
     # not say. 5 minutes: a worker heartbeating every minute survives four lost heartbeats, and a
     # crashed worker's task is claimable again within about six minutes (timeout + dispatch period).
     lease_timeout_seconds: int = Field(default=300, ge=0, le=86_400)
+    # Protected payloads (platform/protection.py): the KMS key whose data keys seal message parts and
+    # artifact payloads at rest. `allow_plaintext_reads` exists only to migrate data written before
+    # protection: with it off (the default) a plaintext record where a sealed one belongs is refused.
+    data_key_id: str | None = None
+    allow_plaintext_reads: bool = False
+    # The largest artifact payload this deployment accepts (the hard maximum is 64 MiB).
+    artifact_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1, le=64 * 1024 * 1024)
     # Token lifetimes when a mint does not say (days). Admin tokens are short on purpose.
     token_days: int = Field(default=90, ge=1, le=3650)
     admin_token_days: int = Field(default=7, ge=1, le=3650)

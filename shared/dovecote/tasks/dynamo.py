@@ -32,23 +32,43 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dovecote.platform.aws import THROTTLE_CODES, aws_error_code
+from dovecote.platform.aws import THROTTLE_CODES, aws_error_code, aws_errors
 from dovecote.platform.dynamo import bind, connection, one_page, pynamodb_errors, unwrap
-from dovecote.platform.errors import CommitUnknown
+from dovecote.platform.errors import (
+    CommitUnknown,
+    CorruptStore,
+    InvalidArgument,
+    NotFound,
+    PayloadTooLarge,
+    Unavailable,
+)
+from dovecote.platform.protection import Protector, Unprotected
 from dovecote.tasks import machine
 from dovecote.tasks.model import (
+    ARTIFACT_INLINE_ANSWER,
     TOTAL_SIZE_CAP,
+    ApplyReceipt,
+    Artifact,
     Event,
     Grant,
     Message,
     Part,
+    PayloadInput,
     Receipt,
     Task,
+    WorkspaceHead,
     expiry_shard,
     lease_deadline,
 )
 from dovecote.tasks.ports import (
+    ApplyCommit,
+    ApplyReceiptTaken,
+    ApplySnapshot,
+    ArtifactTaken,
     Commit,
+    Delivery,
+    DeliveryTaken,
+    HeadChanged,
     LeasePage,
     MessageIdTaken,
     ReceiptTaken,
@@ -60,9 +80,13 @@ from dovecote.tasks.ports import (
     TaskPage,
 )
 from dovecote.tasks.records import (
+    ApplyReceiptItem,
+    ArtifactItem,
     ClaimItem,
+    DeliveryItem,
     EventItem,
     GrantItem,
+    HeadItem,
     MessageItem,
     PartAttribute,
     ReceiptItem,
@@ -84,11 +108,46 @@ def task_pk(authority: str, task_id: str) -> str:
     return f"T#{authority}#{task_id}"
 
 
+def artifact_pk(authority: str, workspace: str, artifact: str) -> str:
+    return f"A#{authority}#{workspace}#{artifact}"
+
+
+def head_pk(authority: str, workspace: str) -> str:
+    return f"W#{authority}#{workspace}"
+
+
+def apply_pk(authority: str, workspace: str, artifact: str) -> str:
+    return f"R#{authority}#{workspace}#{artifact}"
+
+
+def delivery_pk(authority: str, worker: str, delivery: str) -> str:
+    return f"D#{authority}#{worker}#{delivery}"
+
+
+def artifact_identity(artifact: Artifact) -> str:
+    """What an artifact's sealed inline payload is bound to (its associated data)."""
+    return f"artifact|{artifact.authority}|{artifact.workspace}|{artifact.id}|{artifact.payload_digest}"
+
+
+def part_identity(authority: str, task_id: str, message_id: str, index: int, digest: str) -> str:
+    """What a sealed inline message part is bound to (its associated data)."""
+    return f"part|{authority}|{task_id}|{message_id}|{index}|{digest}"
+
+
 class DynamoTaskStore:
-    def __init__(self, *, table: str, bucket: str, dynamodb: Any, s3: Any) -> None:
+    def __init__(
+        self, *, table: str, bucket: str, dynamodb: Any, s3: Any, protector: Protector | Unprotected | None = None
+    ) -> None:
         self._bucket = bucket
         self._ddb = dynamodb
         self._s3 = s3
+        # Seals inline message parts and artifact payloads (platform/protection.py); the fakes and
+        # the tests that do not test protection store bytes as they are.
+        self._protector = protector or Unprotected()
+        self._artifacts = bind(ArtifactItem, table=table, client=dynamodb)
+        self._heads = bind(HeadItem, table=table, client=dynamodb)
+        self._apply_receipts = bind(ApplyReceiptItem, table=table, client=dynamodb)
+        self._deliveries = bind(DeliveryItem, table=table, client=dynamodb)
         self._tasks = bind(TaskItem, table=table, client=dynamodb)
         self._messages = bind(MessageItem, table=table, client=dynamodb)
         self._events = bind(EventItem, table=table, client=dynamodb)
@@ -118,6 +177,7 @@ class DynamoTaskStore:
             heartbeat_at=t.heartbeat_at,
             lease_timeout=t.lease_timeout,
             submission=json.dumps(t.submission, sort_keys=True) if t.submission else None,
+            artifact=t.artifact or None,
             ctx_pk=f"{t.authority}#{t.context}",
             ctx_sk=f"{t.created_at}#{t.workspace}#{t.id}",
             auth_pk=t.authority,
@@ -154,6 +214,7 @@ class DynamoTaskStore:
             heartbeat_at=item.heartbeat_at or "",
             lease_timeout=int(item.lease_timeout or 0),
             submission=json.loads(item.submission) if item.submission else None,
+            artifact=item.artifact or "",
         )
 
     def _part_key(self, authority: str, digest: str) -> str:
@@ -170,7 +231,11 @@ class DynamoTaskStore:
                 try:
                     with committing():
                         self._s3.put_object(
-                            Bucket=self._bucket, Key=self._part_key(authority, digest), Body=part.data, IfNoneMatch="*"
+                            Bucket=self._bucket,
+                            Key=self._part_key(authority, digest),
+                            Body=part.data,
+                            IfNoneMatch="*",
+                            **self._protector.s3_put_args(),
                         )
                 except CommitUnknown as exc:
                     cause = exc.__cause__
@@ -181,9 +246,11 @@ class DynamoTaskStore:
 
     def _message_item(self, authority: str, m: Message) -> MessageItem:
         parts = []
-        for part in m.parts:
+        for index, part in enumerate(m.parts):
             if len(part.data) <= INLINE_PART_BYTES:
-                parts.append(PartAttribute(media_type=part.media_type, data=part.data))
+                digest = hashlib.sha256(part.data).hexdigest()
+                sealed = self._protector.seal(part.data, part_identity(authority, m.task, m.id, index, digest))
+                parts.append(PartAttribute(media_type=part.media_type, data=sealed, sha256=digest, size=len(part.data)))
             else:
                 digest = hashlib.sha256(part.data).hexdigest()
                 parts.append(PartAttribute(media_type=part.media_type, sha256=digest, size=len(part.data)))
@@ -200,11 +267,18 @@ class DynamoTaskStore:
         """Parts stored in S3 come back remote (digest and size): a page carries a URL, never the
         bytes, so reading a page costs no S3 request."""
         parts = []
-        for part in item.parts:
-            if part.data is not None:
-                parts.append(Part(part.media_type, bytes(part.data)))
-            else:
+        for index, part in enumerate(item.parts):
+            if part.data is None:
                 parts.append(Part(part.media_type, b"", part.sha256, int(part.size or 0)))
+                continue
+            stored = bytes(part.data)
+            if part.sha256:  # sealed inline part: bound to its message, position and digest
+                data = self._protector.open(stored, part_identity(authority, task_id, item.id, index, part.sha256))
+                if hashlib.sha256(data).hexdigest() != part.sha256:
+                    raise CorruptStore("a message part does not match its digest", record="message")
+            else:
+                data = self._protector.open(stored, "")  # written before protection: plaintext
+            parts.append(Part(part.media_type, data))
         return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at)
 
     def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
@@ -233,25 +307,37 @@ class DynamoTaskStore:
 
     # ---- the port ---------------------------------------------------------------------------
 
-    def read(self, authority: str, command_id: str | None, task_id: str | None) -> Snapshot:
+    def _get_many(self, keys: list[tuple[Any, str, str]]) -> list[Any]:
+        """The items at `keys` (model, pk, sk) from one strongly consistent read: a GetItem for one
+        key, a TransactGetItems for several. Absent items are None."""
         from pynamodb.transactions import TransactGet
 
-        receipt_item: ReceiptItem | None = None
-        task_item: TaskItem | None = None
-        receipt_key = (f"C#{authority}#{command_id}", "-")
-        task_key = (task_pk(authority, task_id or ""), "T")
         with pynamodb_errors(write=False):
-            if command_id and task_id:
-                with TransactGet(connection=connection(self._ddb)) as tx:
-                    receipt_future = tx.get(self._receipts, *receipt_key)
-                    task_future = tx.get(self._tasks, *task_key)
-                receipt_item = _resolved(receipt_future)
-                task_item = _resolved(task_future)
-            elif command_id:
-                receipt_item = _get(self._receipts, *receipt_key)
-            elif task_id:
-                task_item = _get(self._tasks, *task_key)
+            if len(keys) == 1:
+                model, pk, sk = keys[0]
+                return [_get(model, pk, sk)]
+            with TransactGet(connection=connection(self._ddb)) as tx:
+                futures = [tx.get(model, pk, sk) for model, pk, sk in keys]
+            return [_resolved(f) for f in futures]
+
+    def read(
+        self,
+        authority: str,
+        command_id: str | None,
+        task_id: str | None,
+        *,
+        delivery: tuple[str, str] | None = None,
+    ) -> Snapshot:
+        wanted: list[tuple[str, tuple[Any, str, str]]] = []
+        if command_id:
+            wanted.append(("receipt", (self._receipts, f"C#{authority}#{command_id}", "-")))
+        if task_id:
+            wanted.append(("task", (self._tasks, task_pk(authority, task_id), "T")))
+        if delivery:
+            wanted.append(("delivery", (self._deliveries, delivery_pk(authority, *delivery), "-")))
+        found = dict(zip((w for w, _ in wanted), self._get_many([k for _, k in wanted]), strict=True))
         receipt = None
+        receipt_item = found.get("receipt")
         if receipt_item is not None:
             receipt = Receipt(
                 authority,
@@ -261,15 +347,24 @@ class DynamoTaskStore:
                 int(receipt_item.status),
                 json.loads(receipt_item.result),
             )
-        return Snapshot(receipt, self._task(task_item) if task_item is not None else None)
+        task_item = found.get("task")
+        settled = None
+        delivery_item = found.get("delivery")
+        if delivery_item is not None and delivery is not None:
+            settled = Delivery(
+                authority, delivery[0], delivery[1], delivery_item.digest, json.loads(delivery_item.receipt)
+            )
+        return Snapshot(receipt, self._task(task_item) if task_item is not None else None, settled)
 
     def commit(self, commit: Commit) -> None:
         from pynamodb.transactions import TransactWrite
 
         authority = commit.receipt.authority
         self._store_parts(authority, commit.messages)
-        # (what, item, condition, return old): `what` names the cause of a failed condition.
-        ops: list[tuple[str, Any, Any, bool]] = []
+        if commit.artifact is not None and commit.payload is not None:
+            inline = self._store_payload(commit.artifact, commit.payload)
+        # (what, op, item, condition / actions): `what` names the cause of a failed condition.
+        ops: list[tuple[str, str, Any, Any, Any]] = []
         r = commit.receipt
         receipts, tasks, claims = self._receipts, self._tasks, self._claims
         receipt = receipts(
@@ -280,20 +375,20 @@ class DynamoTaskStore:
             status=r.status,
             result=json.dumps(r.result, sort_keys=True),
         )
-        ops.append(("receipt", receipt, receipts.pk.does_not_exist(), False))
+        ops.append(("receipt", "save", receipt, receipts.pk.does_not_exist(), None))
         task = self._task_item(commit.task)
         if commit.expect is None:
-            ops.append(("task_insert", task, tasks.pk.does_not_exist(), False))
+            ops.append(("task_insert", "save", task, tasks.pk.does_not_exist(), None))
         else:
             e = commit.expect
             cas = (tasks.revision == e.revision) & (tasks.owner == e.owner) & (tasks.fence == e.fence)
             if e.heartbeat_at is not None:
                 cas = cas & (tasks.heartbeat_at == e.heartbeat_at)
-            ops.append(("task_cas", task, cas, True))
+            ops.append(("task_cas", "save_old", task, cas, None))
         for m in commit.messages:
             claim = claims(f"MID#{authority}#{m.id}", "-", task=m.task, sequence=m.sequence)
-            ops.append(("message_id", claim, claims.pk.does_not_exist(), False))
-            ops.append(("record", self._message_item(authority, m), self._messages.pk.does_not_exist(), False))
+            ops.append(("message_id", "save", claim, claims.pk.does_not_exist(), None))
+            ops.append(("record", "save", self._message_item(authority, m), self._messages.pk.does_not_exist(), None))
         for ev in commit.events:
             event = self._events(
                 task_pk(authority, ev.task),
@@ -304,24 +399,57 @@ class DynamoTaskStore:
                 occurred_at=ev.occurred_at,
                 message=ev.message,
                 submission=ev.submission,
+                artifact=ev.artifact,
             )
-            ops.append(("record", event, self._events.pk.does_not_exist(), False))
+            ops.append(("record", "save", event, self._events.pk.does_not_exist(), None))
         if commit.grant:
             g = commit.grant
             grant = self._grants(
                 task_pk(authority, g.task), f"G#{g.fence:020d}", worker=g.worker, granted_at=g.granted_at
             )
-            ops.append(("record", grant, self._grants.pk.does_not_exist(), False))
+            ops.append(("record", "save", grant, self._grants.pk.does_not_exist(), None))
         if commit.submission:
             claim = claims(f"S#{authority}#{commit.submission}", "-", task=commit.task.id)
-            ops.append(("submission", claim, claims.pk.does_not_exist(), False))
+            ops.append(("submission", "save", claim, claims.pk.does_not_exist(), None))
+        if commit.artifact is not None:
+            item = self._artifact_item(commit.artifact, inline)
+            ops.append(("artifact", "save", item, self._artifacts.pk.does_not_exist(), None))
+        if commit.head_claim is not None:
+            h = commit.head_claim
+            heads = self._heads
+            actions = [
+                heads.authority.set(h.authority),
+                heads.workspace.set(h.workspace),
+                heads.confirmed_revision.set(heads.confirmed_revision | h.confirmed_revision),
+                heads.updated_at.set(heads.updated_at | h.updated_at),
+            ]
+            condition = heads.pk.does_not_exist() | (heads.confirmed_revision == h.confirmed_revision)
+            ops.append(("head", "update_old", heads(head_pk(authority, h.workspace), "-"), condition, actions))
+        if commit.artifact_change is not None:
+            c = commit.artifact_change
+            arts = self._artifacts
+            stamp = arts.published_at if c.to_state == "published" else arts.discarded_at
+            actions = [arts.state.set(c.to_state), stamp.set(c.at)]
+            item = arts(artifact_pk(authority, c.workspace, c.artifact), "-")
+            ops.append(("artifact_change", "update", item, arts.state == c.from_state, actions))
+        if commit.delivery is not None:
+            ops.append(
+                ("delivery", "save", self._delivery_item(commit.delivery), self._deliveries.pk.does_not_exist(), None)
+            )
         try:
             with committing():
                 with TransactWrite(connection=connection(self._ddb)) as tx:
-                    for _, item, condition, old in ops:
-                        tx.save(item, condition=condition, return_values="ALL_OLD" if old else None)
+                    for _, op, item, condition, actions in ops:
+                        if op == "save":
+                            tx.save(item, condition=condition)
+                        elif op == "save_old":
+                            tx.save(item, condition=condition, return_values="ALL_OLD")
+                        elif op == "update_old":
+                            tx.update(item, actions=actions, condition=condition, return_values="ALL_OLD")
+                        else:
+                            tx.update(item, actions=actions, condition=condition)
         except CommitUnknown as exc:
-            failed = _failed_conditions(exc.__cause__, ops)
+            failed = _failed_conditions(exc.__cause__, [(what, None, None, False) for what, *_ in ops])
             if failed is None:
                 raise  # TransactionConflict and friends: the outcome is for the retry to settle
             what, raw = failed
@@ -333,8 +461,295 @@ class DynamoTaskStore:
                 raise MessageIdTaken() from None
             if what == "submission":
                 raise SubmissionIdTaken() from None
+            if what == "artifact":
+                raise ArtifactTaken() from None
+            if what == "delivery":
+                raise DeliveryTaken() from None
+            if what == "head":
+                raise HeadChanged(self._head(self._heads.from_raw_data(raw)) if raw else None) from None
             stored: TaskItem | None = tasks.from_raw_data(raw) if what == "task_cas" and raw else None
             raise TaskChanged(self._task(stored) if stored is not None else None) from None
+
+    # ---- artifacts, heads, apply receipts, deliveries -----------------------------------------
+
+    def _artifact_key(self, authority: str, sha256_hex: str) -> str:
+        return f"artifacts/{authority}/{sha256_hex}"
+
+    def _store_payload(self, artifact: Artifact, payload: PayloadInput) -> bytes | None:
+        """Inline bytes (sealed) for a small payload; else the payload is in S3 by digest (put
+        here for an inline one, already moved there by `stage_artifact_upload` for an upload)."""
+        from botocore.exceptions import ClientError
+
+        if payload.data is None:
+            return None
+        if len(payload.data) <= INLINE_PART_BYTES:
+            return self._protector.seal(payload.data, artifact_identity(artifact))
+        key = self._artifact_key(artifact.authority, artifact.payload_digest.removeprefix("sha256:"))
+        try:
+            with committing():
+                self._s3.put_object(
+                    Bucket=self._bucket, Key=key, Body=payload.data, IfNoneMatch="*", **self._protector.s3_put_args()
+                )
+        except CommitUnknown as exc:
+            cause = exc.__cause__
+            if not (isinstance(cause, ClientError) and aws_error_code(cause) in ("PreconditionFailed", "412")):
+                raise
+        return None
+
+    def stage_artifact_upload(self, authority: str, sha256: str, max_bytes: int) -> int:
+        from botocore.exceptions import ClientError
+
+        source = f"uploads/artifacts/{authority}/{sha256}"
+        try:
+            with aws_errors(write=False):
+                obj = self._s3.get_object(Bucket=self._bucket, Key=source)
+        except Unavailable as exc:
+            if isinstance(exc.__cause__, ClientError) and aws_error_code(exc.__cause__) in ("NoSuchKey", "404"):
+                raise NotFound(
+                    "no upload found for this payload; PUT it to the upload URL first", sha256=sha256
+                ) from None
+            raise
+        stream = obj["Body"]
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            if int(obj.get("ContentLength") or 0) > max_bytes:
+                raise PayloadTooLarge(f"artifact payloads are limited to {max_bytes} bytes", limit=max_bytes)
+            with aws_errors(write=False):
+                for chunk in stream.iter_chunks(1024 * 1024):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    if size > max_bytes:  # never read past the limit + 1 chunk
+                        raise PayloadTooLarge(f"artifact payloads are limited to {max_bytes} bytes", limit=max_bytes)
+        finally:
+            stream.close()
+        if digest.hexdigest() != sha256:
+            raise InvalidArgument("the uploaded payload does not match its sha256", field="payload.upload_sha256")
+        copy_source: dict[str, str] = {"Bucket": self._bucket, "Key": source}
+        if obj.get("VersionId") and obj["VersionId"] != "null":
+            copy_source["VersionId"] = obj["VersionId"]
+        with aws_errors(write=True):
+            self._s3.copy_object(
+                Bucket=self._bucket,
+                Key=self._artifact_key(authority, sha256),
+                CopySource=copy_source,
+                **self._protector.s3_put_args(),
+            )
+        return size
+
+    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> Any:
+        from dovecote.notes.dynamo import checksum_b64
+        from dovecote.notes.model import PresignedUpload
+
+        headers = {"Content-Length": str(size), "x-amz-checksum-sha256": checksum_b64(sha256)}
+        url = self._s3.generate_presigned_url(
+            "put_object",
+            Params={
+                "Bucket": self._bucket,
+                "Key": f"uploads/artifacts/{authority}/{sha256}",
+                "ContentLength": size,
+                "ChecksumSHA256": headers["x-amz-checksum-sha256"],
+            },
+            ExpiresIn=expires_in,
+        )
+        return PresignedUpload(url=str(url), headers=headers)
+
+    def _artifact_item(self, a: Artifact, inline: bytes | None) -> ArtifactItem:
+        return self._artifacts(
+            artifact_pk(a.authority, a.workspace, a.id),
+            "-",
+            authority=a.authority,
+            workspace=a.workspace,
+            id=a.id,
+            task=a.task,
+            state=a.state,
+            base_revision=a.base_revision,
+            result_revision=a.result_revision,
+            payload_digest=a.payload_digest,
+            payload_size=a.payload_size,
+            media_type=a.media_type,
+            frozen_at=a.frozen_at,
+            published_at=a.published_at or None,
+            discarded_at=a.discarded_at or None,
+            payload=inline,
+        )
+
+    @staticmethod
+    def _artifact(item: ArtifactItem) -> Artifact:
+        return Artifact(
+            authority=item.authority,
+            workspace=item.workspace,
+            id=item.id,
+            task=item.task,
+            state=item.state,
+            base_revision=item.base_revision,
+            result_revision=item.result_revision,
+            payload_digest=item.payload_digest,
+            payload_size=int(item.payload_size),
+            media_type=item.media_type,
+            frozen_at=item.frozen_at,
+            published_at=item.published_at or "",
+            discarded_at=item.discarded_at or "",
+        )
+
+    @staticmethod
+    def _head(item: HeadItem) -> WorkspaceHead:
+        return WorkspaceHead(item.authority, item.workspace, item.confirmed_revision, item.updated_at)
+
+    @staticmethod
+    def _apply_receipt(authority: str, workspace: str, artifact: str, item: ApplyReceiptItem) -> ApplyReceipt:
+        return ApplyReceipt(
+            authority=authority,
+            workspace=workspace,
+            artifact=artifact,
+            id=item.id,
+            artifact_digest=item.artifact_digest,
+            base_revision=item.base_revision,
+            result_revision=item.result_revision,
+            decision=item.decision,
+            observed_revision=item.observed_revision or "",
+            code=item.code or "",
+            message=item.message or "",
+            recorded_at=item.recorded_at,
+        )
+
+    def _delivery_item(self, d: Delivery) -> DeliveryItem:
+        return self._deliveries(
+            delivery_pk(d.authority, d.worker, d.id),
+            "-",
+            digest=d.digest,
+            receipt=json.dumps(d.receipt, sort_keys=True),
+        )
+
+    def artifact_content(self, authority: str, workspace: str, artifact: str) -> tuple[Artifact, bytes | None] | None:
+        """The artifact and its plaintext payload: from the item (opened) when inline; from S3 when
+        at most ARTIFACT_INLINE_ANSWER; else None (a download URL serves it). A payload that does
+        not match the digest its record pins is never served."""
+        (item,) = self._get_many([(self._artifacts, artifact_pk(authority, workspace, artifact), "-")])
+        if item is None:
+            return None
+        found = self._artifact(item)
+        if item.payload is not None:
+            data = self._protector.open(bytes(item.payload), artifact_identity(found))
+        elif found.payload_size <= ARTIFACT_INLINE_ANSWER:
+            key = self._artifact_key(authority, found.payload_digest.removeprefix("sha256:"))
+            with aws_errors(write=False):
+                obj = self._s3.get_object(Bucket=self._bucket, Key=key)
+                self._protector.check_s3(obj)
+                data = obj["Body"].read()
+        else:
+            return found, None
+        if "sha256:" + hashlib.sha256(data).hexdigest() != found.payload_digest:
+            raise CorruptStore("an artifact payload does not match its digest", record="artifact")
+        return found, bytes(data)
+
+    def artifact_url(self, artifact: Artifact, expires_in: int) -> str:
+        key = self._artifact_key(artifact.authority, artifact.payload_digest.removeprefix("sha256:"))
+        return str(
+            self._s3.generate_presigned_url(
+                "get_object", Params={"Bucket": self._bucket, "Key": key}, ExpiresIn=expires_in
+            )
+        )
+
+    def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
+        (item,) = self._get_many([(self._heads, head_pk(authority, workspace), "-")])
+        return self._head(item) if item is not None else None
+
+    def apply_receipt(self, authority: str, workspace: str, artifact: str) -> ApplyReceipt | None:
+        (item,) = self._get_many([(self._apply_receipts, apply_pk(authority, workspace, artifact), "-")])
+        return self._apply_receipt(authority, workspace, artifact, item) if item is not None else None
+
+    def read_apply(self, authority: str, command_id: str, workspace: str, artifact: str) -> ApplySnapshot:
+        receipt_item, artifact_item, apply_item, head_item = self._get_many(
+            [
+                (self._receipts, f"C#{authority}#{command_id}", "-"),
+                (self._artifacts, artifact_pk(authority, workspace, artifact), "-"),
+                (self._apply_receipts, apply_pk(authority, workspace, artifact), "-"),
+                (self._heads, head_pk(authority, workspace), "-"),
+            ]
+        )
+        receipt = None
+        if receipt_item is not None:
+            receipt = Receipt(
+                authority,
+                command_id,
+                receipt_item.kind,
+                receipt_item.digest,
+                int(receipt_item.status),
+                json.loads(receipt_item.result),
+            )
+        return ApplySnapshot(
+            receipt,
+            self._artifact(artifact_item) if artifact_item is not None else None,
+            self._apply_receipt(authority, workspace, artifact, apply_item) if apply_item is not None else None,
+            self._head(head_item) if head_item is not None else None,
+        )
+
+    def commit_apply(self, commit: ApplyCommit) -> None:
+        from pynamodb.transactions import TransactWrite
+
+        r, ap = commit.receipt, commit.apply_receipt
+        authority = r.authority
+        receipt = self._receipts(
+            f"C#{authority}#{r.id}",
+            "-",
+            kind=r.kind,
+            digest=r.digest,
+            status=r.status,
+            result=json.dumps(r.result, sort_keys=True),
+        )
+        record = self._apply_receipts(
+            apply_pk(authority, ap.workspace, ap.artifact),
+            "-",
+            id=ap.id,
+            artifact_digest=ap.artifact_digest,
+            base_revision=ap.base_revision,
+            result_revision=ap.result_revision,
+            decision=ap.decision,
+            observed_revision=ap.observed_revision,
+            code=ap.code,
+            message=ap.message,
+            recorded_at=ap.recorded_at,
+        )
+        whats = ["receipt", "apply_receipt"]
+        try:
+            with committing():
+                with TransactWrite(connection=connection(self._ddb)) as tx:
+                    tx.save(receipt, condition=self._receipts.pk.does_not_exist())
+                    tx.save(record, condition=self._apply_receipts.pk.does_not_exist())
+                    if commit.head_to is not None:
+                        heads = self._heads
+                        whats.append("head")
+                        tx.update(
+                            heads(head_pk(authority, ap.workspace), "-"),
+                            actions=[
+                                heads.confirmed_revision.set(commit.head_to.confirmed_revision),
+                                heads.updated_at.set(commit.head_to.updated_at),
+                            ],
+                            condition=heads.confirmed_revision == commit.head_from,
+                            return_values="ALL_OLD",
+                        )
+        except CommitUnknown as exc:
+            failed = _failed_conditions(exc.__cause__, [(w, None, None, False) for w in whats])
+            if failed is None:
+                raise
+            what, raw = failed
+            if what == "receipt":
+                raise ReceiptTaken() from None
+            if what == "apply_receipt":
+                raise ApplyReceiptTaken() from None
+            raise HeadChanged(self._head(self._heads.from_raw_data(raw)) if raw else None) from None
+
+    def settle(self, delivery: Delivery) -> None:
+        from pynamodb.exceptions import PutError
+
+        with pynamodb_errors(write=True):
+            try:
+                self._delivery_item(delivery).save(condition=self._deliveries.pk.does_not_exist())
+            except PutError as exc:
+                if exc.cause_response_code == "ConditionalCheckFailedException":
+                    raise DeliveryTaken() from None
+                raise
 
     def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:
         """Two round trips: a strongly consistent GetItem (the lease must be current; its timeout
@@ -403,6 +818,7 @@ class DynamoTaskStore:
                 i.occurred_at,
                 message=i.message or "",
                 submission=i.submission or "",
+                artifact=i.artifact or "",
             )
             for i in self._stream(self._events, authority, task_id, "E", after, limit)
         ]

@@ -31,6 +31,8 @@ TRANSITIONS: dict[str, Transition] = {
     ),
     "fail_task": Transition("worker", frozenset({"working", "input_required"}), "failed", "task_failed", None),
     "complete_task": Transition("worker", frozenset({"working"}), "completed", "task_completed", "agent"),
+    # Freezing an artifact keeps the task working; it still counts as a transition (revision + 1).
+    "freeze_artifact": Transition("worker", frozenset({"working"}), "working", "artifact_frozen", None),
 }
 WORKER_COMMANDS = frozenset(k for k, t in TRANSITIONS.items() if t.by == "worker")
 CALLER_COMMANDS = frozenset(k for k, t in TRANSITIONS.items() if t.by == "caller")

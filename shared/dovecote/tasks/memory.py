@@ -3,23 +3,38 @@ A commit checks every precondition first, then applies everything, under one loc
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import defaultdict
+from dataclasses import replace
+from typing import Any
 
+from dovecote.platform.errors import InvalidArgument, NotFound, PayloadTooLarge
 from dovecote.tasks import machine
 from dovecote.tasks.model import (
+    ARTIFACT_INLINE_ANSWER,
     TOTAL_SIZE_CAP,
+    ApplyReceipt,
+    Artifact,
     Event,
     Grant,
     Message,
     Part,
     Receipt,
     Task,
+    WorkspaceHead,
     expiry_shard,
     lease_deadline,
 )
 from dovecote.tasks.ports import (
+    ApplyCommit,
+    ApplyReceiptTaken,
+    ApplySnapshot,
+    ArtifactTaken,
     Commit,
+    Delivery,
+    DeliveryTaken,
+    HeadChanged,
     LeasePage,
     MessageIdTaken,
     ReceiptTaken,
@@ -56,12 +71,26 @@ class InMemoryTaskStore:
         self.events_by_task: dict[tuple[str, str], list[Event]] = defaultdict(list)
         self.grants: dict[tuple[str, str, int], Grant] = {}
         self.submissions: set[tuple[str, str]] = set()
+        self.artifacts: dict[tuple[str, str, str], Artifact] = {}
+        self.payloads: dict[tuple[str, str, str], bytes] = {}
+        self.heads: dict[tuple[str, str], WorkspaceHead] = {}
+        self.apply_receipts: dict[tuple[str, str, str], ApplyReceipt] = {}
+        self.deliveries: dict[tuple[str, str, str], Delivery] = {}
+        self.uploads: dict[tuple[str, str], bytes] = {}  # (authority, sha256) → an uploaded payload
 
-    def read(self, authority: str, command_id: str | None, task_id: str | None) -> Snapshot:
+    def read(
+        self,
+        authority: str,
+        command_id: str | None,
+        task_id: str | None,
+        *,
+        delivery: tuple[str, str] | None = None,
+    ) -> Snapshot:
         with self._lock:
             receipt = self.receipts.get((authority, command_id)) if command_id else None
             task = self.tasks.get((authority, task_id)) if task_id else None
-            return Snapshot(receipt, task)
+            settled = self.deliveries.get((authority, *delivery)) if delivery else None
+            return Snapshot(receipt, task, settled)
 
     def commit(self, commit: Commit) -> None:
         authority = commit.receipt.authority
@@ -89,6 +118,20 @@ class InMemoryTaskStore:
                 raise SubmissionIdTaken()
             if commit.grant and (authority, commit.task.id, commit.grant.fence) in self.grants:
                 raise TaskChanged(current)
+            if commit.artifact and (authority, commit.artifact.workspace, commit.artifact.id) in self.artifacts:
+                raise ArtifactTaken()
+            claim = commit.head_claim
+            if claim is not None:
+                head = self.heads.get((authority, claim.workspace))
+                if head is not None and head.confirmed_revision != claim.confirmed_revision:
+                    raise HeadChanged(head)
+            change = commit.artifact_change
+            if change is not None:
+                found = self.artifacts.get((authority, change.workspace, change.artifact))
+                if found is None or found.state != change.from_state:
+                    raise TaskChanged(current)
+            if commit.delivery and (authority, commit.delivery.worker, commit.delivery.id) in self.deliveries:
+                raise DeliveryTaken()
             # every precondition holds: apply all of it
             self.receipts[(authority, commit.receipt.id)] = commit.receipt
             self.tasks[key] = commit.task
@@ -100,6 +143,97 @@ class InMemoryTaskStore:
                 self.grants[(authority, commit.task.id, commit.grant.fence)] = commit.grant
             if commit.submission:
                 self.submissions.add((authority, commit.submission))
+            if commit.artifact:
+                art = commit.artifact
+                self.artifacts[(authority, art.workspace, art.id)] = art
+                payload = commit.payload
+                if payload is not None and payload.data is not None:
+                    self.payloads[(authority, art.workspace, art.id)] = payload.data
+                elif payload is not None:
+                    self.payloads[(authority, art.workspace, art.id)] = self.uploads[(authority, payload.upload_sha256)]
+            if claim is not None and (authority, claim.workspace) not in self.heads:
+                self.heads[(authority, claim.workspace)] = claim
+            if change is not None:
+                art_key = (authority, change.workspace, change.artifact)
+                moved = replace(self.artifacts[art_key], state=change.to_state)
+                if change.to_state == "published":
+                    moved = replace(moved, published_at=change.at)
+                else:
+                    moved = replace(moved, discarded_at=change.at)
+                self.artifacts[art_key] = moved
+            if commit.delivery:
+                d = commit.delivery
+                self.deliveries[(authority, d.worker, d.id)] = d
+
+    # ---- artifacts, heads, apply receipts, deliveries ----------------------------------------
+
+    def stage_artifact_upload(self, authority: str, sha256: str, max_bytes: int) -> int:
+        body = self.uploads.get((authority, sha256))
+        if body is None:
+            raise NotFound("no upload found for this payload; PUT it to the upload URL first", sha256=sha256)
+        if len(body) > max_bytes:
+            raise PayloadTooLarge(f"artifact payloads are limited to {max_bytes} bytes", limit=max_bytes)
+        if hashlib.sha256(body).hexdigest() != sha256:
+            raise InvalidArgument("the uploaded payload does not match its sha256", field="payload.upload_sha256")
+        return len(body)
+
+    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> Any:
+        from dovecote.notes.model import PresignedUpload
+
+        return PresignedUpload(f"memory://uploads/artifacts/{authority}/{sha256}", {"Content-Length": str(size)})
+
+    def upload(self, authority: str, body: bytes) -> None:
+        """Stands in for the client's PUT to the presigned URL."""
+        self.uploads[(authority, hashlib.sha256(body).hexdigest())] = bytes(body)
+
+    def artifact_content(self, authority: str, workspace: str, artifact: str) -> tuple[Artifact, bytes | None] | None:
+        found = self.artifacts.get((authority, workspace, artifact))
+        if found is None:
+            return None
+        data = self.payloads.get((authority, workspace, artifact))
+        return found, (data if data is not None and len(data) <= ARTIFACT_INLINE_ANSWER else None)
+
+    def artifact_url(self, artifact: Artifact, expires_in: int) -> str:
+        return f"memory://artifacts/{artifact.authority}/{artifact.payload_digest.removeprefix('sha256:')}"
+
+    def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
+        return self.heads.get((authority, workspace))
+
+    def apply_receipt(self, authority: str, workspace: str, artifact: str) -> ApplyReceipt | None:
+        return self.apply_receipts.get((authority, workspace, artifact))
+
+    def read_apply(self, authority: str, command_id: str, workspace: str, artifact: str) -> ApplySnapshot:
+        with self._lock:
+            return ApplySnapshot(
+                self.receipts.get((authority, command_id)),
+                self.artifacts.get((authority, workspace, artifact)),
+                self.apply_receipts.get((authority, workspace, artifact)),
+                self.heads.get((authority, workspace)),
+            )
+
+    def commit_apply(self, commit: ApplyCommit) -> None:
+        authority = commit.receipt.authority
+        ap = commit.apply_receipt
+        with self._lock:
+            if (authority, commit.receipt.id) in self.receipts:
+                raise ReceiptTaken()
+            if (authority, ap.workspace, ap.artifact) in self.apply_receipts:
+                raise ApplyReceiptTaken()
+            if commit.head_to is not None:
+                head = self.heads.get((authority, ap.workspace))
+                if head is None or head.confirmed_revision != commit.head_from:
+                    raise HeadChanged(head)
+            self.receipts[(authority, commit.receipt.id)] = commit.receipt
+            self.apply_receipts[(authority, ap.workspace, ap.artifact)] = ap
+            if commit.head_to is not None:
+                self.heads[(authority, ap.workspace)] = commit.head_to
+
+    def settle(self, delivery: Delivery) -> None:
+        with self._lock:
+            key = (delivery.authority, delivery.worker, delivery.id)
+            if key in self.deliveries:
+                raise DeliveryTaken()
+            self.deliveries[key] = delivery
 
     def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:
         with self._lock:

@@ -6,11 +6,12 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dovecote.platform import paging
-from dovecote.platform.errors import InvalidArgument
+from dovecote.platform.errors import InvalidArgument, PayloadTooLarge
 from dovecote.platform.ids import ID_PATTERN, check_id  # noqa: F401 (re-exported)
 from dovecote.platform.media import validate_media_type
 
@@ -127,6 +128,8 @@ class Task:
     # The last sign of life of the current lease (its grant, a heartbeat, or a worker command).
     heartbeat_at: str = ""
     lease_timeout: int = 0
+    # The artifact this task froze (at most one), by id within the task's workspace.
+    artifact: str = ""
     # The published submission: {"id", "final_message", "published_at"}, set on completion.
     submission: dict[str, str] | None = None
 
@@ -143,6 +146,8 @@ class Task:
             "updated_at": self.updated_at,
             "lease_timeout_seconds": self.lease_timeout,
         }
+        if self.artifact:
+            out["artifact"] = self.artifact
         if self.submission:
             out["submission"] = dict(self.submission)
         return out
@@ -193,6 +198,7 @@ class Event:
     occurred_at: str
     message: str = ""
     submission: str = ""
+    artifact: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -206,6 +212,8 @@ class Event:
             out["message"] = self.message
         if self.submission:
             out["submission"] = self.submission
+        if self.artifact:
+            out["artifact"] = self.artifact
         return out
 
 
@@ -294,3 +302,204 @@ def message_violations(message: Message) -> list[str]:
     """Authors alternate: odd sequence numbers are the caller's, even ones the agent's."""
     want = "caller" if message.sequence % 2 == 1 else "agent"
     return [] if message.author == want else [f"message {message.sequence} is by {message.author}, not {want}"]
+
+
+# ---- artifacts, workspace heads, apply receipts (SEMANTICS §2) ---------------------------------------
+
+ARTIFACT_DEFAULT_MAX = 16 * 1024 * 1024
+# GET artifact answers a payload up to this size inline (read back and checked against its digest);
+# a larger one comes as a presigned download_url.
+ARTIFACT_INLINE_ANSWER = 4 * 1024 * 1024
+ARTIFACT_HARD_MAX = 64 * 1024 * 1024
+MAX_REVISION_BYTES = 512
+MAX_RECEIPT_CODE_BYTES = 128
+MAX_RECEIPT_MESSAGE_BYTES = 4096
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+DECISIONS = ("success", "conflict", "rejected", "indeterminate")
+ARTIFACT_STATES = ("frozen", "published", "discarded")
+
+
+def canonical_digest(value: dict[str, Any]) -> str:
+    """`sha256:` of a canonical JSON encoding (sorted keys, no whitespace, UTF-8)."""
+    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return "sha256:" + hashlib.sha256(encoded).hexdigest()
+
+
+def result_revision(base: str, artifact_id: str, payload_digest: str) -> str:
+    """The workspace revision an artifact produces: {base, surface "agent", artifact, payload}."""
+    return canonical_digest({"base": base, "surface": "agent", "artifact": artifact_id, "payload": payload_digest})
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    authority: str
+    workspace: str
+    id: str
+    task: str
+    state: str
+    base_revision: str
+    result_revision: str
+    payload_digest: str
+    payload_size: int
+    media_type: str
+    frozen_at: str
+    published_at: str = ""
+    discarded_at: str = ""
+
+    @property
+    def digest(self) -> str:
+        """The artifact's identity digest: what an apply receipt names. Derived, never stored."""
+        return canonical_digest(
+            {
+                "workspace": self.workspace,
+                "artifact": self.id,
+                "task": self.task,
+                "base": self.base_revision,
+                "result": self.result_revision,
+                "payload": self.payload_digest,
+                "size": self.payload_size,
+                "media_type": self.media_type,
+            }
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "task": self.task,
+            "workspace": self.workspace,
+            "state": self.state,
+            "base_revision": self.base_revision,
+            "result_revision": self.result_revision,
+            "digest": self.digest,
+            "payload_digest": self.payload_digest,
+            "payload_size": self.payload_size,
+            "media_type": self.media_type,
+            "frozen_at": self.frozen_at,
+        }
+        if self.published_at:
+            out["published_at"] = self.published_at
+        if self.discarded_at:
+            out["discarded_at"] = self.discarded_at
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceHead:
+    authority: str
+    workspace: str
+    confirmed_revision: str
+    updated_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workspace": self.workspace,
+            "confirmed_revision": self.confirmed_revision,
+            "updated_at": self.updated_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyReceipt:
+    authority: str
+    workspace: str
+    artifact: str
+    id: str
+    artifact_digest: str
+    base_revision: str
+    result_revision: str
+    decision: str
+    observed_revision: str = ""
+    code: str = ""
+    message: str = ""
+    recorded_at: str = ""
+
+    def same_decision(self, other: ApplyReceipt) -> bool:
+        """An identical repeat: everything but the time it was recorded."""
+        return replace(self, recorded_at="") == replace(other, recorded_at="")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "artifact": self.artifact,
+            "artifact_digest": self.artifact_digest,
+            "base_revision": self.base_revision,
+            "result_revision": self.result_revision,
+            "decision": self.decision,
+            "recorded_at": self.recorded_at,
+        }
+        for name in ("observed_revision", "code", "message"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        return out
+
+
+def gate_revision(value: Any, field_name: str, *, required: bool = True) -> str:
+    """A workspace revision: an opaque, non-empty string of at most 512 bytes, no control characters."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(f"{field_name} must be a non-empty string", field=field_name)
+    if len(value.encode("utf-8")) > MAX_REVISION_BYTES:
+        raise InvalidArgument(f"{field_name} is longer than {MAX_REVISION_BYTES} bytes", field=field_name)
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidArgument(f"{field_name} must not contain control characters", field=field_name)
+    return value
+
+
+def gate_digest(value: Any, field_name: str) -> str:
+    if not isinstance(value, str) or not DIGEST.fullmatch(value):
+        raise InvalidArgument(f"{field_name} must be sha256: followed by 64 lowercase hex digits", field=field_name)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadInput:
+    """An artifact payload as it arrives: inline bytes, or the digest of a presigned upload."""
+
+    media_type: str
+    data: bytes | None = None
+    upload_sha256: str = ""
+
+    @property
+    def digest(self) -> str:
+        return "sha256:" + (hashlib.sha256(self.data).hexdigest() if self.data is not None else self.upload_sha256)
+
+
+def gate_payload(raw: Any, max_bytes: int) -> PayloadInput:
+    if not isinstance(raw, dict):
+        raise InvalidArgument(
+            "payload must be an object {media_type, text | data_b64 | upload_sha256}", field="payload"
+        )
+    media_type = raw.get("media_type")
+    if not isinstance(media_type, str):
+        raise InvalidArgument("payload.media_type is required", field="payload.media_type")
+    validate_media_type(media_type, field="payload.media_type")
+    forms = [k for k in ("text", "data_b64", "upload_sha256") if raw.get(k) is not None]
+    if len(forms) != 1:
+        raise InvalidArgument("payload needs exactly one of text, data_b64 or upload_sha256", field="payload")
+    unknown = set(raw) - {"media_type", "text", "data_b64", "upload_sha256"}
+    if unknown:
+        raise InvalidArgument(f"payload.{sorted(unknown)[0]} is not a payload field", field="payload")
+    if forms[0] == "upload_sha256":
+        digest = raw["upload_sha256"]
+        if not isinstance(digest, str) or not re.fullmatch(r"(sha256:)?[0-9a-f]{64}", digest):
+            raise InvalidArgument(
+                "payload.upload_sha256 must be 64 lowercase hex digits", field="payload.upload_sha256"
+            )
+        return PayloadInput(media_type, upload_sha256=digest.removeprefix("sha256:"))
+    if forms[0] == "text":
+        if not isinstance(raw["text"], str):
+            raise InvalidArgument("payload.text must be a string", field="payload.text")
+        data = raw["text"].encode("utf-8")
+    else:
+        if not isinstance(raw["data_b64"], str):
+            raise InvalidArgument("payload.data_b64 must be a string", field="payload.data_b64")
+        if len(raw["data_b64"]) > (max_bytes * 4) // 3 + 4:
+            raise PayloadTooLarge(f"artifact payloads are limited to {max_bytes} bytes", limit=max_bytes)
+        try:
+            data = base64.b64decode(raw["data_b64"], validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidArgument("payload.data_b64 is not valid base64", field="payload.data_b64") from None
+    if len(data) > max_bytes:
+        raise PayloadTooLarge(f"artifact payloads are limited to {max_bytes} bytes", size=len(data), limit=max_bytes)
+    return PayloadInput(media_type, data=data)

@@ -1,20 +1,37 @@
 """The TaskStore port: what every task backend promises (tests/integration/test_task_store_conformance.py
 holds the in-memory fake and the DynamoDB adapter to it).
 
-- `read` is one strongly consistent read of the receipt and the task together.
+- `read` is one strongly consistent read of the receipt and the task together (and the workspace
+  head, when a workspace is named).
 - `commit` is atomic: the receipt, the task (inserted, or replaced only if its expected revision,
-  owner and fence still hold), and every inserted record (messages, events, grant, submission) become
-  visible together or not at all. A failure names its cause with a typed exception below. A failure
-  that may have committed raises CommitUnknown; the receipt makes the exact retry safe.
+  owner and fence still hold), every inserted record (messages, events, grant, submission,
+  artifact), the artifact's state change, and the workspace head's insert or check become visible
+  together or not at all. A failure names its cause with a typed exception below. A failure that may
+  have committed raises CommitUnknown; the receipt makes the exact retry safe.
+- An artifact's payload is written before the transaction that references it (bytes sealed by the
+  store's protector); payloads and message parts are always sealed at rest by the AWS store.
+- `read_apply` / `commit_apply` are the same pair for an apply receipt: one read of the command
+  receipt, the artifact, its apply receipt and the workspace head; one atomic commit of the command
+  receipt, the apply receipt and (for `success`) the head's compare-and-swap.
 - Lists are keyset-paged and ordered as SEMANTICS §2 says; everything is scoped by authority.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from dovecote.tasks.model import Event, Grant, Message, Receipt, Task
+from dovecote.tasks.model import (
+    ApplyReceipt,
+    Artifact,
+    Event,
+    Grant,
+    Message,
+    PayloadInput,
+    Receipt,
+    Task,
+    WorkspaceHead,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +47,17 @@ class Expect:
 
 
 @dataclass(frozen=True, slots=True)
+class ArtifactChange:
+    """An artifact's state move inside a task command (publish on complete, discard on cancel/fail)."""
+
+    workspace: str
+    artifact: str
+    from_state: str
+    to_state: str
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
 class Commit:
     receipt: Receipt
     task: Task
@@ -38,12 +66,51 @@ class Commit:
     events: tuple[Event, ...] = ()
     grant: Grant | None = None
     submission: str = ""
+    # freeze_artifact: the new artifact, its payload (inline bytes, or the digest of an upload the
+    # store hashes and moves), and the workspace head claim: inserted by the first freeze in the
+    # workspace, else its confirmed revision must equal the claim's (HeadChanged carries the actual).
+    artifact: Artifact | None = None
+    payload: PayloadInput | None = None
+    head_claim: WorkspaceHead | None = None
+    artifact_change: ArtifactChange | None = None
+    # A worker event's settlement, stored with the command it settles (see worker events).
+    delivery: Delivery | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     receipt: Receipt | None
     task: Task | None
+    delivery: Delivery | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A worker event's settlement, keyed by (authority, worker, delivery id): the exact event's
+    digest and the receipt it got, so an exact retry answers the same and a reuse is refused."""
+
+    authority: str
+    worker: str
+    id: str
+    digest: str
+    receipt: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ApplySnapshot:
+    receipt: Receipt | None
+    artifact: Artifact | None
+    apply_receipt: ApplyReceipt | None
+    head: WorkspaceHead | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyCommit:
+    receipt: Receipt
+    apply_receipt: ApplyReceipt
+    # success: the head moves from `head_from` to `head_to` by compare-and-swap.
+    head_from: str | None = None
+    head_to: WorkspaceHead | None = None
 
 
 class ReceiptTaken(Exception):
@@ -70,6 +137,26 @@ class SubmissionIdTaken(Exception):
     pass
 
 
+class ArtifactTaken(Exception):
+    """An artifact with this id already exists in the workspace."""
+
+
+class HeadChanged(Exception):
+    """The workspace head was inserted or moved by another commit first."""
+
+    def __init__(self, actual: WorkspaceHead | None) -> None:
+        super().__init__("workspace head changed")
+        self.actual = actual
+
+
+class ApplyReceiptTaken(Exception):
+    """The artifact got its (one) apply receipt from another commit first."""
+
+
+class DeliveryTaken(Exception):
+    """Another commit settled this worker delivery first."""
+
+
 @dataclass(frozen=True, slots=True)
 class TaskFilter:
     context: str = ""
@@ -92,7 +179,16 @@ class LeasePage:
 
 
 class TaskStore(Protocol):
-    def read(self, authority: str, command_id: str | None, task_id: str | None) -> Snapshot: ...
+    def read(
+        self,
+        authority: str,
+        command_id: str | None,
+        task_id: str | None,
+        *,
+        delivery: tuple[str, str] | None = None,
+    ) -> Snapshot:
+        """`delivery` is (worker, delivery id): its settlement is read in the same snapshot."""
+        ...
 
     def commit(self, commit: Commit) -> None: ...
 
@@ -126,6 +222,38 @@ class TaskStore(Protocol):
 
     def part_url(self, authority: str, sha256: str, expires_in: int) -> str:
         """A download URL for a message part stored by digest (read back as a remote Part)."""
+        ...
+
+    # ---- artifacts, heads, apply receipts, deliveries ----------------------------------------
+
+    def read_apply(self, authority: str, command_id: str, workspace: str, artifact: str) -> ApplySnapshot: ...
+
+    def commit_apply(self, commit: ApplyCommit) -> None: ...
+
+    def artifact_content(self, authority: str, workspace: str, artifact: str) -> tuple[Artifact, bytes | None] | None:
+        """The artifact and its plaintext payload when small enough to answer inline (else None:
+        see artifact_url); None when there is no such artifact. One read of the artifact item."""
+        ...
+
+    def artifact_url(self, artifact: Artifact, expires_in: int) -> str: ...
+
+    def head(self, authority: str, workspace: str) -> WorkspaceHead | None: ...
+
+    def apply_receipt(self, authority: str, workspace: str, artifact: str) -> ApplyReceipt | None: ...
+
+    def stage_artifact_upload(self, authority: str, sha256: str, max_bytes: int) -> int:
+        """Hash a presigned artifact upload (reading no more than `max_bytes` + 1), check it is the
+        declared SHA-256, and move it where artifact payloads live. Returns its size. NotFound when
+        nothing was uploaded, PayloadTooLarge / InvalidArgument when it is not what was declared."""
+        ...
+
+    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> Any:
+        """A PUT URL bound to that size and SHA-256 (a notes.model.PresignedUpload)."""
+        ...
+
+    def settle(self, delivery: Delivery) -> None:
+        """Store a NACK settlement alone (an ACK is stored with its command). DeliveryTaken when one
+        exists already."""
         ...
 
     def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:

@@ -89,6 +89,7 @@ class TaskItem(_Item):
     heartbeat_at = UnicodeAttribute(default="")
     lease_timeout = NumberAttribute(default=0)
     submission = UnicodeAttribute(null=True)  # JSON {id, final_message, published_at}
+    artifact = UnicodeAttribute(null=True)
     ctx_pk = UnicodeAttribute()
     ctx_sk = UnicodeAttribute()
     auth_pk = UnicodeAttribute()
@@ -134,6 +135,7 @@ class EventItem(_Item):
     occurred_at = UnicodeAttribute()
     message = UnicodeAttribute(default="")
     submission = UnicodeAttribute(default="")
+    artifact = UnicodeAttribute(default="")
 
 
 class GrantItem(_Item):
@@ -161,8 +163,70 @@ class ClaimItem(_Item):
     sequence = NumberAttribute(null=True)
 
 
+class ArtifactItem(_Item):
+    """pk "A#<authority>#<workspace>#<artifact>", sk "-": an artifact and its publication state;
+    its payload inline (sealed) when small, else in S3 by digest."""
+
+    authority = UnicodeAttribute()
+    workspace = UnicodeAttribute()
+    id = UnicodeAttribute()
+    task = UnicodeAttribute()
+    state = UnicodeAttribute()
+    base_revision = UnicodeAttribute()
+    result_revision = UnicodeAttribute()
+    payload_digest = UnicodeAttribute()
+    payload_size = NumberAttribute()
+    media_type = UnicodeAttribute()
+    frozen_at = UnicodeAttribute()
+    published_at = UnicodeAttribute(null=True)
+    discarded_at = UnicodeAttribute(null=True)
+    payload = BinaryAttribute(null=True, legacy_encoding=False)
+
+
+class HeadItem(_Item):
+    """pk "W#<authority>#<workspace>", sk "-": the workspace's confirmed revision."""
+
+    authority = UnicodeAttribute()
+    workspace = UnicodeAttribute()
+    confirmed_revision = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+
+
+class ApplyReceiptItem(_Item):
+    """pk "R#<authority>#<workspace>#<artifact>", sk "-": the artifact's one apply receipt."""
+
+    id = UnicodeAttribute()
+    artifact_digest = UnicodeAttribute()
+    base_revision = UnicodeAttribute()
+    result_revision = UnicodeAttribute()
+    decision = UnicodeAttribute()
+    observed_revision = UnicodeAttribute(default="")
+    code = UnicodeAttribute(default="")
+    message = UnicodeAttribute(default="")
+    recorded_at = UnicodeAttribute()
+
+
+class DeliveryItem(_Item):
+    """pk "D#<authority>#<worker>#<delivery>", sk "-": a worker event's settlement."""
+
+    digest = UnicodeAttribute()
+    receipt = UnicodeAttribute()  # JSON
+
+
 TASKS_TABLE = TableDef(
     "tasks_table",
-    (TaskItem, MessageItem, EventItem, GrantItem, ReceiptItem, ClaimItem),
-    description="tasks, their messages, events, grants, receipts and id claims",
+    (
+        TaskItem,
+        MessageItem,
+        EventItem,
+        GrantItem,
+        ReceiptItem,
+        ClaimItem,
+        ArtifactItem,
+        HeadItem,
+        ApplyReceiptItem,
+        DeliveryItem,
+    ),
+    description="tasks, their messages, events, grants, receipts, id claims, artifacts, heads, apply receipts, "
+    "worker deliveries",
 )

@@ -10,16 +10,21 @@ Check order (SEMANTICS §2), first failure wins:
 from __future__ import annotations
 
 import hashlib
+import re
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 from dovecote.platform.clock import Clock, rfc3339, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
 from dovecote.platform.errors import (
+    ArtifactConflict,
     ArtifactState,
     CorruptStore,
+    DomainError,
     Forbidden,
     IdempotencyConflict,
     InvalidArgument,
@@ -28,36 +33,60 @@ from dovecote.platform.errors import (
     LeaseUnavailable,
     MessageConflict,
     NotFound,
+    ReceiptConflict,
     RevisionConflict,
     StaleLease,
     SubmissionConflict,
     TaskConflict,
     TerminalTask,
+    WorkspaceConflict,
 )
+from dovecote.platform.media import is_textual
 from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
 from dovecote.tasks.model import (
+    ARTIFACT_DEFAULT_MAX,
+    ARTIFACT_HARD_MAX,
+    DECISIONS,
     MAX_COUNTER,
     MAX_FENCE,
     MAX_LEASE_TIMEOUT,
+    MAX_RECEIPT_CODE_BYTES,
+    MAX_RECEIPT_MESSAGE_BYTES,
     MESSAGE_PAGE_BYTES,
+    ApplyReceipt,
+    Artifact,
     Event,
     Grant,
     Message,
     MessageInput,
+    Part,
+    PayloadInput,
     Receipt,
     Task,
+    WorkspaceHead,
     assignment_json,
     check_id,
+    gate_digest,
     gate_message,
+    gate_payload,
+    gate_revision,
     intent_digest,
     message_violations,
     page_limit,
+    result_revision,
     task_violations,
 )
 from dovecote.tasks.ports import (
+    ApplyCommit,
+    ApplyReceiptTaken,
+    ArtifactChange,
+    ArtifactTaken,
     Commit,
+    Delivery,
+    DeliveryTaken,
     Expect,
+    HeadChanged,
     MessageIdTaken,
     ReceiptTaken,
     Snapshot,
@@ -75,6 +104,34 @@ CLAIM_CANDIDATES = 16
 MAX_CLAIM_WAIT = 20
 CLAIM_BACKOFF = (0.25, 2.0)
 DEFAULT_LEASE_TIMEOUT = 300
+
+
+class AlreadySettled(Exception):
+    """A worker delivery that is already settled: its stored receipt is the answer."""
+
+    def __init__(self, delivery: Delivery) -> None:
+        super().__init__("delivery already settled")
+        self.delivery = delivery
+
+
+@dataclass(frozen=True, slots=True)
+class Freeze:
+    """A gated freeze_artifact request: what the artifact will be, before the task is read."""
+
+    artifact_id: str
+    base_revision: str
+    payload: PayloadInput
+    size: int
+
+    def intent(self) -> dict[str, Any]:
+        # The payload enters the command digest by its digest and type, never by its bytes.
+        return {
+            "artifact": self.artifact_id,
+            "base": self.base_revision,
+            "payload": self.payload.digest,
+            "media_type": self.payload.media_type,
+            "size": self.size,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +196,7 @@ class TaskService:
         monotonic: Callable[[], float] = time.monotonic,
         presign_seconds: int = 900,
         on_corrupt: Callable[[str, dict[str, Any]], None] | None = None,
+        artifact_max_bytes: int = ARTIFACT_DEFAULT_MAX,
     ) -> None:
         self._store = store
         self._signers = LazySigner(signer, signer_factory)
@@ -148,6 +206,9 @@ class TaskService:
         self._monotonic = monotonic
         self._presign_seconds = presign_seconds
         self._on_corrupt = on_corrupt or _report_corrupt
+        if not 0 < artifact_max_bytes <= ARTIFACT_HARD_MAX:
+            raise ValueError(f"artifact_max_bytes must be between 1 and {ARTIFACT_HARD_MAX}")
+        self._artifact_max = artifact_max_bytes
 
     @property
     def signer(self) -> CursorSigner:
@@ -163,12 +224,22 @@ class TaskService:
         task_id: str | None,
         command: dict[str, Any],
         decide: Callable[[Task | None], Commit | Outcome],
+        *,
+        delivery: Delivery | None = None,
     ) -> Outcome:
         """Replay first, then decide on the loaded task, then commit once. A lost race re-reads and
-        decides again, so the caller gets the precise error for the state that won."""
+        decides again, so the caller gets the precise error for the state that won. `delivery`
+        reads and, on commit, stores a worker event's settlement with the command."""
         digest = intent_digest(kind, command)
         for _ in range(3):
-            snapshot = self._store.read(principal.authority, command_id, task_id)
+            snapshot = self._store.read(
+                principal.authority,
+                command_id,
+                task_id,
+                delivery=(delivery.worker, delivery.id) if delivery else None,
+            )
+            if delivery is not None and snapshot.delivery is not None:
+                raise AlreadySettled(snapshot.delivery)
             replay = _replay(snapshot, kind, digest)
             if replay is not None:
                 return replay
@@ -177,25 +248,34 @@ class TaskService:
             decided = decide(snapshot.task)
             if isinstance(decided, Outcome):
                 return decided
-            commit = Commit(
+            commit = replace(
+                decided,
                 receipt=Receipt(
                     principal.authority, command_id, kind, digest, decided.receipt.status, decided.receipt.result
                 ),
-                task=decided.task,
-                expect=decided.expect,
-                messages=decided.messages,
-                events=decided.events,
-                grant=decided.grant,
-                submission=decided.submission,
+                delivery=delivery,
             )
             try:
                 self._store.commit(commit)
             except ReceiptTaken:
                 continue  # a concurrent exact retry committed first: replay it
-            except TaskChanged:
+            except (TaskChanged, DeliveryTaken):
                 continue  # re-read and report what the winning command left
+            except HeadChanged as exc:
+                head = commit.head_claim
+                raise WorkspaceConflict(
+                    "the workspace head is not at the expected base revision",
+                    workspace=head.workspace if head else "",
+                    expected=head.confirmed_revision if head else "",
+                    actual=exc.actual.confirmed_revision if exc.actual else None,
+                ) from None
             except TaskExists:
                 raise TaskConflict("a task with this id already exists", task=task_id) from None
+            except ArtifactTaken:
+                art = commit.artifact.id if commit.artifact else ""
+                raise ArtifactConflict(
+                    "an artifact with this id already exists in the workspace", artifact=art
+                ) from None
             except MessageIdTaken:
                 ids = [m.id for m in commit.messages]
                 raise MessageConflict("message id is already in use", message_id=ids[0] if ids else "") from None
@@ -264,6 +344,24 @@ class TaskService:
     def request_input(self, principal: Principal, task_id: str, body: dict[str, Any]) -> Outcome:
         return self._transition(principal, "request_input", task_id, body, message=gate_message(body.get("message")))
 
+    def freeze(self, principal: Principal, task_id: str, body: dict[str, Any], **kw: Any) -> Outcome:
+        """freeze_artifact (worker, working, at most once per task): the artifact with its payload
+        (inline, or a presigned upload committed by SHA-256), its result revision, and the workspace
+        head claim, in the task's one transaction. Answers {task, artifact}."""
+        worker_id(principal)
+        check_id(task_id, "task")
+        artifact_id = check_id(body.get("artifact_id"), "artifact_id")
+        base = gate_revision(body.get("expected_base_revision"), "expected_base_revision")
+        payload = gate_payload(body.get("payload"), self._artifact_max)
+        if payload.data is not None:
+            size = len(payload.data)
+        else:
+            # The upload is hashed (read no further than the maximum + 1 byte) and moved into place
+            # before the command: its size is part of the artifact the command commits.
+            size = self._store.stage_artifact_upload(principal.authority, payload.upload_sha256, self._artifact_max)
+        freeze = Freeze(artifact_id, base, payload, size)
+        return self._transition(principal, "freeze_artifact", task_id, body, freeze=freeze, **kw)
+
     def complete(self, principal: Principal, task_id: str, body: dict[str, Any]) -> Outcome:
         submission = check_id(body.get("submission_id"), "submission_id")
         message = gate_message(body.get("message"))
@@ -284,6 +382,8 @@ class TaskService:
         message: MessageInput | None = None,
         submission: str = "",
         artifact: str | None = None,
+        freeze: Freeze | None = None,
+        delivery: Delivery | None = None,
     ) -> Outcome:
         transition = machine.TRANSITIONS[kind]
         worker = worker_id(principal) if transition.by == "worker" else ""
@@ -300,6 +400,8 @@ class TaskService:
             command["submission"] = submission
         if artifact is not None:
             command["artifact"] = artifact
+        if freeze is not None:
+            command["freeze"] = freeze.intent()
 
         def decide(task: Task | None) -> Commit | Outcome:
             if task is None:
@@ -327,11 +429,40 @@ class TaskService:
                 raise RevisionConflict(
                     "the task's revision cannot grow any further", expected=expected, actual=task.revision
                 )
-            if kind == "complete_task" and artifact is not None:
-                # No artifact can be frozen yet (artifacts arrive with issue 3/5): naming one is an
-                # artifact-state error, as the seed says for any artifact but the frozen one.
-                raise ArtifactState("the task has no frozen artifact", artifact=artifact)
             now = self._now()
+            extra: dict[str, Any] = {}
+            changes: dict[str, Any] = {}
+            if kind == "complete_task" and (artifact or "") != task.artifact:
+                # complete names exactly the frozen artifact, or none when none was frozen.
+                raise ArtifactState(
+                    "complete must name exactly the task's frozen artifact, or none when none was frozen",
+                    artifact=artifact,
+                    frozen=task.artifact or None,
+                )
+            if task.artifact and kind in ("complete_task", "cancel_task", "fail_task"):
+                to_state = "published" if kind == "complete_task" else "discarded"
+                extra["artifact_change"] = ArtifactChange(task.workspace, task.artifact, "frozen", to_state, now)
+            if freeze is not None:
+                if task.artifact:
+                    raise ArtifactConflict("the task has already frozen an artifact", artifact=task.artifact)
+                frozen = Artifact(
+                    authority=task.authority,
+                    workspace=task.workspace,
+                    id=freeze.artifact_id,
+                    task=task.id,
+                    state="frozen",
+                    base_revision=freeze.base_revision,
+                    result_revision=result_revision(freeze.base_revision, freeze.artifact_id, freeze.payload.digest),
+                    payload_digest=freeze.payload.digest,
+                    payload_size=freeze.size,
+                    media_type=freeze.payload.media_type,
+                    frozen_at=now,
+                )
+                # The first freeze in a workspace creates its head (first writer wins); later ones
+                # must find it at their base: one conditional write in the commit, no read.
+                head = WorkspaceHead(task.authority, task.workspace, freeze.base_revision, now)
+                extra.update(artifact=frozen, payload=freeze.payload, head_claim=head)
+                changes["artifact"] = freeze.artifact_id
             revision = task.revision + 1
             messages: tuple[Message, ...] = ()
             message_id = ""
@@ -339,13 +470,13 @@ class TaskService:
                 author = transition.message or "caller"
                 messages = (Message(task_id, message.id, task.message_count + 1, author, message.parts, now),)
                 message_id = message.id
-            changes: dict[str, Any] = {
-                "state": to,
-                "revision": revision,
-                "event_count": task.event_count + 1,
-                "message_count": task.message_count + len(messages),
-                "updated_at": now,
-            }
+            changes.update(
+                state=to,
+                revision=revision,
+                event_count=task.event_count + 1,
+                message_count=task.message_count + len(messages),
+                updated_at=now,
+            )
             if transition.by == "worker":
                 changes["heartbeat_at"] = now  # every worker command is a sign of life
             if machine.is_terminal(to):
@@ -362,18 +493,27 @@ class TaskService:
                 now,
                 message=message_id,
                 submission=submission,
+                artifact=freeze.artifact_id
+                if freeze is not None
+                else (task.artifact if kind == "complete_task" else ""),
             )
-            return _commit(
-                after,
-                Expect(task.revision, task.owner, task.fence),
-                200,
-                after.to_json(),
-                messages=messages,
-                events=(event,),
-                submission=submission,
+            result: dict[str, Any] = after.to_json()
+            if freeze is not None:
+                result = {"task": after.to_json(), "artifact": extra["artifact"].to_json()}
+            return replace(
+                _commit(
+                    after,
+                    Expect(task.revision, task.owner, task.fence),
+                    200,
+                    result,
+                    messages=messages,
+                    events=(event,),
+                    submission=submission,
+                ),
+                **extra,
             )
 
-        return self._run(principal, kind, command_id, task_id, command, decide)
+        return self._run(principal, kind, command_id, task_id, command, decide, delivery=delivery)
 
     # ---- leases -----------------------------------------------------------------------------
 
@@ -558,6 +698,244 @@ class TaskService:
             "cursor": self._seal(principal, scope, page.after),
         }
 
+    # ---- worker events: the transport-neutral commit boundary ---------------------------------
+
+    def worker_event(self, principal: Principal, body: dict[str, Any]) -> dict[str, Any]:
+        """Settle one worker event delivery (SEMANTICS §2, worker events): ACK when its command
+        committed (or is an exact replay), NACK with a stable code for a deterministic rejection. The
+        settlement is stored under (authority, worker, delivery id), with the command for an ACK, so
+        an exact retry answers the same receipt and a reused delivery id is refused. An
+        infrastructure failure settles nothing (it raises: 503, retry the exact delivery)."""
+        worker = worker_id(principal)
+        delivery_id = check_id(body.get("delivery_id"), "delivery_id")
+        event = body.get("event")
+        if not isinstance(event, dict):
+            raise InvalidArgument("event must be an object", field="event")
+        event_id = event.get("event_id") if isinstance(event.get("event_id"), str) else ""
+        digest = intent_digest("worker_event", {"worker": worker, "event": event})
+
+        def receipt(decision: str, code: str = "", message: str = "") -> dict[str, Any]:
+            out = {"delivery_id": delivery_id, "event_id": event_id, "decision": decision}
+            if code:
+                out.update(code=code, message=message)
+            return out
+
+        ack = receipt("ack")
+        delivery = Delivery(principal.authority, worker, delivery_id, digest, ack)
+        try:
+            if principal.role != "worker":
+                # An admin token carrying a worker id may drive the task routes, but a worker's
+                # outbox settles only under a worker token: deterministic, so a NACK.
+                raise Forbidden("worker events settle only for worker tokens", role=principal.role)
+            kind, task_id, command_body, extra = _gate_worker_event(event)
+            outcome = self._dispatch_event(principal, kind, task_id, command_body, extra, delivery)
+        except AlreadySettled as settled:
+            if settled.delivery.digest == digest:
+                return settled.delivery.receipt  # an exact retry: the same receipt
+            return receipt("nack", "command_conflict", "this delivery id was settled for a different event")
+        except DomainError as exc:
+            code = _NACK_CODES.get(exc.code)
+            if code is None:
+                raise  # not a deterministic rejection (an AWS failure): nothing settles
+            nack = receipt("nack", code, exc.message)
+            return self._settle_alone(replace(delivery, receipt=nack), digest)
+        if outcome.replayed:
+            # The command committed earlier outside this delivery (or its settlement was lost):
+            # the replay is an ACK, stored now.
+            return self._settle_alone(delivery, digest)
+        return ack
+
+    def _dispatch_event(
+        self,
+        principal: Principal,
+        kind: str,
+        task_id: str,
+        body: dict[str, Any],
+        extra: dict[str, Any],
+        delivery: Delivery,
+    ) -> Outcome:
+        if kind == "freeze_artifact":
+            return self.freeze(principal, task_id, body, delivery=delivery)
+        message = gate_message(body["message"]) if "message" in body else None
+        if kind == "complete_task":
+            return self._transition(
+                principal,
+                kind,
+                task_id,
+                body,
+                message=message,
+                submission=check_id(body.get("submission_id"), "submission"),
+                artifact=extra.get("artifact"),
+                delivery=delivery,
+            )
+        return self._transition(principal, kind, task_id, body, message=message, delivery=delivery)
+
+    def _settle_alone(self, delivery: Delivery, digest: str) -> dict[str, Any]:
+        try:
+            self._store.settle(delivery)
+        except DeliveryTaken:
+            stored = self._store.read(delivery.authority, None, None, delivery=(delivery.worker, delivery.id)).delivery
+            if stored is not None and stored.digest == digest:
+                return stored.receipt
+            return {
+                **delivery.receipt,
+                "decision": "nack",
+                "code": "command_conflict",
+                "message": "this delivery id was settled for a different event",
+            }
+        return delivery.receipt
+
+    # ---- workspaces: artifacts, heads, apply receipts -----------------------------------------
+
+    def record_apply_receipt(
+        self, principal: Principal, workspace: str, artifact_id: str, body: dict[str, Any]
+    ) -> Outcome:
+        """The caller's durable decision about a published artifact (SEMANTICS §2). One read of the
+        command receipt, the artifact, its apply receipt and the head; one commit. `success` moves
+        the head from the artifact's base to its result by compare-and-swap in the same commit."""
+        principal.require("caller")
+        check_id(workspace, "workspace")
+        check_id(artifact_id, "artifact")
+        command_id = check_id(body.get("command_id"), "command_id")
+        receipt_id = check_id(body.get("receipt_id"), "receipt_id")
+        digest_in = gate_digest(body.get("artifact_digest"), "artifact_digest")
+        base = gate_revision(body.get("base_revision"), "base_revision")
+        result = gate_revision(body.get("result_revision"), "result_revision")
+        decision = body.get("decision")
+        if decision not in DECISIONS:
+            raise InvalidArgument(f"decision must be one of {', '.join(DECISIONS)}", field="decision")
+        observed = gate_revision(body.get("observed_revision"), "observed_revision", required=False)
+        if decision == "success" and observed != result:
+            raise InvalidArgument("a success must observe the result revision", field="observed_revision")
+        if decision == "conflict" and not observed:
+            raise InvalidArgument("a conflict must name the observed revision", field="observed_revision")
+        code = _bounded_text(body.get("code"), "code", MAX_RECEIPT_CODE_BYTES)
+        message = _bounded_text(body.get("message"), "message", MAX_RECEIPT_MESSAGE_BYTES)
+        proposed = ApplyReceipt(
+            principal.authority,
+            workspace,
+            artifact_id,
+            receipt_id,
+            digest_in,
+            base,
+            result,
+            decision,
+            observed,
+            code,
+            message,
+        )
+        command = {"workspace": workspace, "artifact": artifact_id, **proposed.to_json()}
+        command.pop("recorded_at", None)
+        digest = intent_digest("record_apply_receipt", command)
+        for _ in range(3):
+            snap = self._store.read_apply(principal.authority, command_id, workspace, artifact_id)
+            replay = _replay(Snapshot(snap.receipt, None), "record_apply_receipt", digest)
+            if replay is not None:
+                return replay
+            art = snap.artifact
+            if art is None:
+                raise NotFound("artifact not found", workspace=workspace, artifact=artifact_id)
+            if art.state != "published":
+                raise ArtifactState("only a published artifact takes an apply receipt", state=art.state)
+            existing = snap.apply_receipt
+            if existing is not None:
+                if existing.same_decision(proposed):
+                    return Outcome(200, {"receipt": existing.to_json()}, replayed=True)
+                raise ReceiptConflict("the artifact already has a different apply receipt", receipt=existing.to_json())
+            if (digest_in, base, result) != (art.digest, art.base_revision, art.result_revision):
+                raise ReceiptConflict(
+                    "the receipt does not name this artifact's digest, base and result",
+                    expected={
+                        "artifact_digest": art.digest,
+                        "base_revision": art.base_revision,
+                        "result_revision": art.result_revision,
+                    },
+                )
+            now = self._now()
+            recorded = replace(proposed, recorded_at=now)
+            head_to = None
+            if decision == "success":
+                head = snap.head
+                if head is None or head.confirmed_revision != base:
+                    raise WorkspaceConflict(
+                        "the workspace head is not at the artifact's base revision",
+                        expected=base,
+                        actual=head.confirmed_revision if head else None,
+                    )
+                head_to = WorkspaceHead(principal.authority, workspace, result, now)
+            answer = {"receipt": recorded.to_json()}
+            commit = ApplyCommit(
+                Receipt(principal.authority, command_id, "record_apply_receipt", digest, 200, answer),
+                recorded,
+                head_from=base if head_to else None,
+                head_to=head_to,
+            )
+            try:
+                self._store.commit_apply(commit)
+            except (ReceiptTaken, ApplyReceiptTaken):
+                continue  # a concurrent receipt won: answer from what it left
+            except HeadChanged as exc:
+                raise WorkspaceConflict(
+                    "the workspace head moved before this receipt",
+                    expected=base,
+                    actual=exc.actual.confirmed_revision if exc.actual else None,
+                ) from None
+            return Outcome(200, answer)
+        raise ReceiptConflict("the artifact's receipt kept changing; read it and retry", artifact=artifact_id)
+
+    def get_apply_receipt(self, principal: Principal, workspace: str, artifact_id: str) -> dict[str, Any]:
+        principal.require("caller", "worker")
+        check_id(workspace, "workspace")
+        check_id(artifact_id, "artifact")
+        found = self._store.apply_receipt(principal.authority, workspace, artifact_id)
+        if found is None:
+            raise NotFound("the artifact has no apply receipt", workspace=workspace, artifact=artifact_id)
+        return {"receipt": found.to_json()}
+
+    def get_artifact(self, principal: Principal, workspace: str, artifact_id: str) -> dict[str, Any]:
+        """The artifact and its payload: `text` or `data_b64` up to 4 MiB, else a `download_url`."""
+        principal.require("caller", "worker")
+        check_id(workspace, "workspace")
+        check_id(artifact_id, "artifact")
+        with self._reporting("artifact", authority=principal.authority, workspace=workspace, artifact=artifact_id):
+            content = self._store.artifact_content(principal.authority, workspace, artifact_id)
+        if content is None:
+            raise NotFound("artifact not found", workspace=workspace, artifact=artifact_id)
+        art, data = content
+        payload: dict[str, Any] = {"media_type": art.media_type}
+        if data is None:
+            payload["download_url"] = self._store.artifact_url(art, self._presign_seconds)
+        elif is_textual(art.media_type) and _utf8(data):
+            payload["text"] = data.decode("utf-8")
+        else:
+            payload.update(Part(art.media_type, data).to_json())
+        return {"artifact": art.to_json(), "payload": payload}
+
+    def get_head(self, principal: Principal, workspace: str) -> dict[str, Any]:
+        principal.require("caller", "worker")
+        check_id(workspace, "workspace")
+        head = self._store.head(principal.authority, workspace)
+        if head is None:
+            raise NotFound("the workspace has no head yet", workspace=workspace)
+        return head.to_json()
+
+    def create_artifact_upload(self, principal: Principal, task_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A presigned PUT for a large artifact payload, bound to its size and SHA-256; freeze it
+        then with `payload.upload_sha256`."""
+        worker_id(principal)
+        check_id(task_id, "task")
+        size = body.get("size")
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= self._artifact_max:
+            raise InvalidArgument(f"size must be between 1 and {self._artifact_max}", field="size")
+        sha = body.get("sha256")
+        if not isinstance(sha, str) or not re.fullmatch(r"(sha256:)?[0-9a-f]{64}", sha):
+            raise InvalidArgument("sha256 must be 64 lowercase hex digits", field="sha256")
+        presigned = self._store.presign_artifact_upload(
+            principal.authority, size, sha.removeprefix("sha256:"), self._presign_seconds
+        )
+        expires = rfc3339(self._clock() + timedelta(seconds=self._presign_seconds))
+        return {"upload_url": presigned.url, "upload_headers": presigned.headers, "expires_at": expires}
+
     # ---- reads ------------------------------------------------------------------------------
 
     def _load(self, principal: Principal, task_id: str) -> Task:
@@ -573,6 +951,16 @@ class TaskService:
         if violations:
             raise self._corrupt("task", authority=task.authority, task=task.id, violations=violations)
         return task
+
+    @contextmanager
+    def _reporting(self, kind: str, **facts: Any) -> Iterator[None]:
+        """A record the store itself refused (a seal that does not open, a digest that does not
+        match) raises the alarm like an invariant violation does."""
+        try:
+            yield
+        except CorruptStore as exc:
+            self._on_corrupt(kind, {**facts, **exc.details})
+            raise
 
     def _corrupt(self, kind: str, **facts: Any) -> CorruptStore:
         self._on_corrupt(kind, facts)
@@ -597,7 +985,9 @@ class TaskService:
         start, size = _stream_args(after, limit, task.message_count)
         page: list[dict[str, Any]] = []
         used = 0
-        for message in self._store.messages(principal.authority, task_id, start, size):
+        with self._reporting("message", authority=principal.authority, task=task_id):
+            found_messages = list(self._store.messages(principal.authority, task_id, start, size))
+        for message in found_messages:
             weight = sum(len(p.data) for p in message.parts)
             if page and used + weight > MESSAGE_PAGE_BYTES:
                 break
@@ -610,7 +1000,8 @@ class TaskService:
         principal.require("caller", "worker")
         check_id(task_id, "task")
         check_id(message_id, "message")
-        found = self._store.message(principal.authority, task_id, message_id)
+        with self._reporting("message", authority=principal.authority, task=task_id, message_id=message_id):
+            found = self._store.message(principal.authority, task_id, message_id)
         if found is None:
             raise NotFound("message not found", task=task_id, message_id=message_id)
         return {"message": self._message_json(principal, found)}
@@ -704,6 +1095,95 @@ def _commit(
 ) -> Commit:
     # The receipt's authority, id, kind and digest are filled in by TaskService._run.
     return Commit(Receipt("", "", "", "", status, result), task, expect, messages, events, grant, submission)
+
+
+# Domain error code → the worker event NACK code (SEMANTICS §2: fence exhausted is state_conflict).
+_NACK_CODES = {
+    "invalid_argument": "invalid",
+    "payload_too_large": "invalid",
+    "forbidden": "forbidden",
+    "not_found": "not_found",
+    "stale_lease": "stale_lease",
+    "revision_conflict": "revision_conflict",
+    "terminal_task": "state_conflict",
+    "invalid_transition": "state_conflict",
+    "lease_fence_exhausted": "state_conflict",
+    "artifact_conflict": "state_conflict",
+    "artifact_state": "state_conflict",
+    "workspace_conflict": "state_conflict",
+    "message_conflict": "command_conflict",
+    "submission_conflict": "command_conflict",
+    "idempotency_conflict": "command_conflict",
+}
+WORKER_EVENT_KINDS = ("accept_task", "reject_task", "request_input", "fail_task", "freeze_artifact", "complete_task")
+_EVENT_FIELDS = {
+    "accept_task": set(),
+    "reject_task": set(),
+    "fail_task": set(),
+    "request_input": {"message"},
+    "complete_task": {"message", "submission", "artifact"},
+    "freeze_artifact": {"freeze"},
+}
+
+
+def _gate_worker_event(event: dict[str, Any]) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+    """The one gate for a WorkerEvent: the kind, and every field the kind does not use empty (so no
+    adapter can smuggle an ignored interpretation through). Returns the command's body."""
+    kind = event.get("kind")
+    if kind not in WORKER_EVENT_KINDS:
+        raise InvalidArgument(f"event.kind must be one of {', '.join(WORKER_EVENT_KINDS)}", field="event.kind")
+    known = {"event_id", "kind", "task", "fence", "expected_revision", "message", "submission", "artifact", "freeze"}
+    unknown = set(event) - known
+    if unknown:
+        raise InvalidArgument(f"event.{sorted(unknown)[0]} is not an event field", field="event")
+    for name in ("message", "submission", "artifact", "freeze"):
+        if name not in _EVENT_FIELDS[kind] and event.get(name) not in (None, "", {}):
+            raise InvalidArgument(f"event.{name} must be empty for {kind}", field=f"event.{name}")
+    for name in _EVENT_FIELDS[kind] - {"artifact"}:
+        if event.get(name) in (None, "", {}):
+            raise InvalidArgument(f"event.{name} is required for {kind}", field=f"event.{name}")
+    task_id = check_id(event.get("task"), "event.task")
+    body: dict[str, Any] = {
+        "command_id": event.get("event_id"),
+        "expected_revision": event.get("expected_revision"),
+        "fence": event.get("fence"),
+    }
+    extra: dict[str, Any] = {}
+    if kind in ("request_input", "complete_task"):
+        body["message"] = event["message"]
+    if kind == "complete_task":
+        body["submission_id"] = event["submission"]
+        if event.get("artifact"):
+            extra["artifact"] = check_id(event["artifact"], "event.artifact")
+            body["artifact_id"] = extra["artifact"]
+    if kind == "freeze_artifact":
+        freeze = event["freeze"]
+        if not isinstance(freeze, dict):
+            raise InvalidArgument("event.freeze must be an object", field="event.freeze")
+        body.update(
+            artifact_id=freeze.get("artifact"),
+            expected_base_revision=freeze.get("expected_base_revision"),
+            payload=freeze.get("payload"),
+        )
+    return kind, task_id, body, extra
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _bounded_text(value: Any, field_name: str, limit: int) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{field_name} must be a string", field=field_name)
+    if len(value.encode("utf-8")) > limit:
+        raise InvalidArgument(f"{field_name} is longer than {limit} bytes", field=field_name, limit=limit)
+    return value
 
 
 def _replay(snapshot: Snapshot, kind: str, digest: str) -> Outcome | None:

@@ -1,0 +1,382 @@
+"""Artifacts, workspace heads, apply receipts and worker events through DynamoDB on moto: the
+scenarios of tests/unit/test_task_artifacts.py once per store, then protection at rest (KMS data
+keys on moto), races with real threads, faults at botocore level, and round trips."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ReadTimeoutError
+
+from dovecote.platform import aws
+from dovecote.platform.cursors import CursorSigner
+from dovecote.platform.errors import CommitUnknown, CorruptStore, DomainError
+from dovecote.platform.protection import MAGIC, Protector
+from dovecote.tasks.dynamo import DynamoTaskStore, artifact_pk, task_pk
+from dovecote.tasks.memory import InMemoryTaskStore
+from dovecote.tasks.service import TaskService
+from infra.local.metering import count_round_trips
+from tests.integration.test_task_store import _error, _state, heal, inject, race
+from tests.support.tasks import CALLER, WORKER, Flow, freeze, freeze_body, message, put_upload, receipt_body, uid
+
+# The conformance suite: these scenarios run here once per store (fixture `service` below).
+from tests.unit.test_task_artifacts import (  # noqa: F401
+    deliver,
+    event,
+    published,
+    test_a_rejected_freeze_writes_no_artifact_and_no_head,
+    test_a_submission_id_is_unique_in_the_authority,
+    test_a_success_receipt_advances_the_head_and_a_stale_freeze_then_conflicts,
+    test_a_success_that_misses_the_head_is_workspace_conflict,
+    test_an_artifact_id_is_unique_in_its_workspace,
+    test_cancel_and_fail_discard_the_frozen_artifact,
+    test_complete_must_name_exactly_the_frozen_artifact,
+    test_complete_publishes_the_frozen_artifact_in_the_same_commit,
+    test_each_nack_code,
+    test_every_worker_event_kind_acks,
+    test_exact_retry_returns_the_same_receipt_and_a_reused_delivery_id_is_refused,
+    test_freeze_by_upload,
+    test_freeze_only_while_working,
+    test_freeze_payload_forms_and_limits,
+    test_freeze_records_digests_result_revision_and_an_event,
+    test_freeze_replays_and_its_command_id_is_bound_to_the_payload,
+    test_receipt_checks,
+    test_receipt_repeats_and_conflicts,
+    test_the_workspace_head_across_two_tasks,
+    test_worker_event_identity_comes_from_the_token,
+    working,
+)
+
+KEY = b"task-integration-key-0123456789ab"
+
+
+def dynamo_store(
+    env: dict[str, Any], *, plaintext: bool = False, allow_plaintext_reads: bool = False
+) -> DynamoTaskStore:
+    settings = env["settings"]
+    protector = None
+    if not plaintext:
+        protector = Protector(aws.client("kms"), settings.data_key_id, allow_plaintext_reads=allow_plaintext_reads)
+    return DynamoTaskStore(
+        table=settings.tasks_table,
+        bucket=settings.bucket,
+        dynamodb=env["dynamodb"],
+        s3=env["s3"],
+        protector=protector,
+    )
+
+
+@pytest.fixture(params=["memory", "dynamo"])
+def service(request: pytest.FixtureRequest) -> Iterator[TaskService]:
+    if request.param == "memory":
+        yield TaskService(InMemoryTaskStore(), CursorSigner(KEY))
+    else:
+        yield TaskService(dynamo_store(request.getfixturevalue("moto_env")), CursorSigner(KEY))
+
+
+@pytest.fixture
+def dynamo(moto_env: dict[str, Any]) -> tuple[TaskService, dict[str, Any]]:
+    return TaskService(dynamo_store(moto_env), CursorSigner(KEY)), moto_env
+
+
+def code_of(call: Any) -> str:
+    try:
+        call()
+    except DomainError as err:
+        return err.code
+    return "ok"
+
+
+def raw_item(env: dict[str, Any], pk: str, sk: str) -> dict[str, Any]:
+    return env["dynamodb"].get_item(TableName=env["settings"].tasks_table, Key={"pk": {"S": pk}, "sk": {"S": sk}})[
+        "Item"
+    ]
+
+
+def put_raw(env: dict[str, Any], item: dict[str, Any]) -> None:
+    env["dynamodb"].put_item(TableName=env["settings"].tasks_table, Item=item)
+
+
+# ---- protection at rest -------------------------------------------------------------------------------
+
+
+def test_the_stored_ciphertext_differs_from_the_plaintext(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, env = dynamo
+    secret = "the launch code is 0000"
+    flow = Flow(service)
+    flow.create()
+    flow.acquire()
+    flow.worker_cmd("accept")
+    freeze(flow, artifact_id="a1", text=secret)
+    flow.worker_cmd("request_input", message=message(secret))
+    table = env["dynamodb"].scan(TableName=env["settings"].tasks_table)["Items"]
+    dumped = repr(table)
+    assert secret not in dumped and base64.b64encode(secret.encode()).decode() not in dumped
+    art = raw_item(env, artifact_pk("acme", "ws", "a1"), "-")
+    stored = art["payload"]["B"]
+    assert stored.startswith(MAGIC) and secret.encode() not in stored
+    # Digests and sizes describe the plaintext.
+    assert art["payload_digest"]["S"] == "sha256:" + hashlib.sha256(secret.encode()).hexdigest()
+    assert int(art["payload_size"]["N"]) == len(secret.encode())
+    # And it reads back.
+    assert service.get_artifact(CALLER, "ws", "a1")["payload"]["text"] == secret
+    texts = [p["text"] for m in service.messages(CALLER, flow.task_id, None, None)["items"] for p in m["parts"]]
+    assert secret in texts
+
+
+def test_a_ciphertext_moved_to_another_record_does_not_open(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, env = dynamo
+    reports: list[tuple[str, dict[str, Any]]] = []
+    service._on_corrupt = lambda kind, facts: reports.append((kind, facts))  # noqa: SLF001
+    one, two = working(service), working(service)
+    freeze(one, artifact_id="a1", text="same text")
+    freeze(two, artifact_id="a2", text="same text")  # same digest, same size: only the identity differs
+    moved = raw_item(env, artifact_pk("acme", "ws", "a1"), "-")["payload"]
+    target = raw_item(env, artifact_pk("acme", "ws", "a2"), "-")
+    put_raw(env, {**target, "payload": moved})
+    assert code_of(lambda: service.get_artifact(CALLER, "ws", "a2")) == "corrupt_store"
+    assert service.get_artifact(CALLER, "ws", "a1")["payload"]["text"] == "same text"
+    # A message part moved from one message to another fails the same way.
+    first = raw_item(env, task_pk("acme", one.task_id), f"M#{1:020d}")
+    second = raw_item(env, task_pk("acme", two.task_id), f"M#{1:020d}")
+    put_raw(env, {**second, "parts": first["parts"]})
+    assert code_of(lambda: service.messages(CALLER, two.task_id, None, None)) == "corrupt_store"
+    assert [kind for kind, _ in reports] == ["artifact", "message"]
+    assert all("same text" not in repr(facts) for _, facts in reports)  # the alarm holds no payload
+
+
+def test_a_plaintext_replacement_is_refused(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    """Downgrade protection: a protected record replaced by plaintext is never served."""
+    service, env = dynamo
+    flow = working(service)
+    freeze(flow, artifact_id="a1", text="sealed")
+    key = artifact_pk("acme", "ws", "a1")
+    put_raw(env, {**raw_item(env, key, "-"), "payload": {"B": b"sealed"}})
+    assert code_of(lambda: service.get_artifact(CALLER, "ws", "a1")) == "corrupt_store"
+    # A message part, the same.
+    msg = raw_item(env, task_pk("acme", flow.task_id), f"M#{1:020d}")
+    parts = msg["parts"]["L"]
+    parts[0]["M"]["data"] = {"B": b"do it"}
+    put_raw(env, {**msg, "parts": {"L": parts}})
+    assert code_of(lambda: service.messages(CALLER, flow.task_id, None, None)) == "corrupt_store"
+    assert code_of(lambda: service.message(CALLER, flow.task_id, msg["id"]["S"])) == "corrupt_store"
+    # A payload in S3 replaced by an object without KMS encryption.
+    big = working(service)
+    data = b"b" * 20_000  # over the inline size: stored in S3
+    freeze(big, artifact_id="a-big", text=data.decode())
+    s3_key = f"artifacts/acme/{hashlib.sha256(data).hexdigest()}"
+    assert env["s3"].head_object(Bucket=env["settings"].bucket, Key=s3_key)["ServerSideEncryption"] == "aws:kms"
+    assert service.get_artifact(CALLER, "ws", "a-big")["payload"]["text"] == data.decode()
+    env["s3"].put_object(Bucket=env["settings"].bucket, Key=s3_key, Body=data)
+    assert code_of(lambda: service.get_artifact(CALLER, "ws", "a-big")) == "corrupt_store"
+
+
+def test_plaintext_reads_work_only_with_the_flag(moto_env: dict[str, Any]) -> None:
+    old = TaskService(dynamo_store(moto_env, plaintext=True), CursorSigner(KEY))
+    flow = working(old)
+    freeze(flow, artifact_id="a-old", text="written before protection")
+    strict = TaskService(dynamo_store(moto_env), CursorSigner(KEY))
+    strict._on_corrupt = lambda kind, facts: None  # noqa: SLF001
+    assert code_of(lambda: strict.get_artifact(CALLER, "ws", "a-old")) == "corrupt_store"
+    assert code_of(lambda: strict.messages(CALLER, flow.task_id, None, None)) == "corrupt_store"
+    migrating = TaskService(dynamo_store(moto_env, allow_plaintext_reads=True), CursorSigner(KEY))
+    assert migrating.get_artifact(CALLER, "ws", "a-old")["payload"]["text"] == "written before protection"
+    assert migrating.messages(CALLER, flow.task_id, None, None)["items"][0]["parts"][0]["text"] == "do it"
+
+
+def test_data_keys_are_cached_per_container(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, env = dynamo
+    kms = aws.client("kms")
+    flow = working(service)
+    with count_round_trips(kms) as meter:
+        freeze(flow, artifact_id="k1")
+        service.get_artifact(CALLER, "ws", "k1")
+        freeze(working(service), artifact_id="k2")
+    # working() and freeze() above seal messages too: one GenerateDataKey served them all.
+    assert meter.calls.get("kms.GenerateDataKey", 0) <= 1 and "kms.Decrypt" not in meter.calls, meter.calls
+
+
+# ---- races --------------------------------------------------------------------------------------------
+
+
+def test_two_success_receipts_on_sibling_artifacts_exactly_one_moves_the_head(
+    dynamo: tuple[TaskService, dict[str, Any]],
+) -> None:
+    service, _ = dynamo
+    arts = [published(service, text=f"sibling {i}") for i in range(4)]
+    outcomes = race(4, lambda i: service.record_apply_receipt(CALLER, "ws", arts[i]["id"], receipt_body(arts[i])))
+    assert outcomes.count("ok") == 1 and outcomes.count("workspace_conflict") == 3, outcomes
+    head = service.get_head(CALLER, "ws")["confirmed_revision"]
+    assert head in {a["result_revision"] for a in arts}
+
+
+def test_a_receipt_racing_a_freeze_exactly_one_wins(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    """The receipt moves the head off rev-0; the freeze claims rev-0 as its base. Serializable:
+    either the freeze came first (both commit, and the frozen artifact's own success later
+    conflicts) or the receipt came first (the freeze is a workspace conflict)."""
+    service, _ = dynamo
+    for _ in range(3):
+        _receipt_races_freeze(service, uid("ws"))
+
+
+def _receipt_races_freeze(service: TaskService, ws: str) -> None:
+    art = published(service, workspace=ws)
+    flow = working(service, ws)
+    calls = [
+        lambda: service.record_apply_receipt(CALLER, ws, art["id"], receipt_body(art)),
+        lambda: freeze(flow, artifact_id="late", base="rev-0"),
+    ]
+    outcomes = race(2, lambda i: calls[i]())
+    head = service.get_head(CALLER, ws)["confirmed_revision"]
+    assert head == art["result_revision"]  # the receipt always lands: a freeze never moves the head
+    if "workspace_conflict" in outcomes:
+        assert code_of(lambda: service.get_artifact(CALLER, ws, "late")) == "not_found"
+        return
+    assert outcomes == ["ok", "ok"]
+    flow.worker_cmd("complete", artifact_id="late")
+    late = service.get_artifact(CALLER, ws, "late")["artifact"]
+    assert code_of(lambda: service.record_apply_receipt(CALLER, ws, "late", receipt_body(late))) == (
+        "workspace_conflict"
+    )
+
+
+def test_identical_receipts_racing_store_one(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, _ = dynamo
+    art = published(service)
+    body = receipt_body(art, "indeterminate")
+    answers: list[Any] = []
+
+    def record(i: int) -> None:
+        answers.append(service.record_apply_receipt(CALLER, "ws", art["id"], {**body, "command_id": uid("c")}).body)
+
+    assert race(4, record) == ["ok"] * 4
+    assert all(a == answers[0] for a in answers)
+
+
+def test_deliveries_of_one_event_racing_settle_once(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, _ = dynamo
+    flow = Flow(service)
+    flow.create()
+    flow.acquire()
+    ev = event(flow, "accept_task")
+    answers: list[Any] = []
+    race(4, lambda i: answers.append(deliver(service, ev, "d-race")))
+    assert len(answers) == 4 and all(a == answers[0] for a in answers) and answers[0]["decision"] == "ack"
+    assert service.get(CALLER, flow.task_id)["task"]["revision"] == 2
+
+
+# ---- faults -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("after_commit", [False, True])
+def test_an_infrastructure_error_settles_nothing_and_the_retry_settles_once(
+    dynamo: tuple[TaskService, dict[str, Any]], after_commit: bool
+) -> None:
+    service, env = dynamo
+    flow = Flow(service)
+    flow.create()
+    flow.acquire()
+    ev = event(flow, "accept_task")
+    before = _state(env)
+    name = ("after-call" if after_commit else "before-call") + ".dynamodb.TransactWriteItems"
+    error = (
+        ReadTimeoutError(endpoint_url="https://dynamodb")
+        if after_commit
+        else _error("InternalServerError", "TransactWriteItems")
+    )
+    inject(env["dynamodb"], name, error)
+    with pytest.raises(CommitUnknown) as raised:
+        deliver(service, ev, "d-fault")
+    heal(env["dynamodb"], name)
+    assert raised.value.status == 503
+    if not after_commit:
+        assert _state(env) == before  # nothing partial, nothing settled
+    first = deliver(service, ev, "d-fault")
+    assert first["decision"] == "ack"
+    assert deliver(service, ev, "d-fault") == first
+    task = service.get(CALLER, flow.task_id)["task"]
+    assert (task["state"], task["revision"], task["event_count"]) == ("working", 2, 2)
+
+
+def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, env = dynamo
+    flow = working(service)
+    data = b"u" * 50_000
+    sha = put_upload(service, data)
+    body = freeze_body(flow, artifact_id="a-up")
+    body["payload"] = {"media_type": "application/octet-stream", "upload_sha256": sha}
+    before = _state(env)
+    inject(env["s3"], "before-call.s3.CopyObject", _error("InternalError", "CopyObject"))
+    with pytest.raises(DomainError):
+        service.freeze(WORKER, flow.task_id, body)
+    heal(env["s3"], "before-call.s3.CopyObject")
+    assert _state(env) == before
+    assert service.freeze(WORKER, flow.task_id, body).body["artifact"]["payload_size"] == len(data)
+    assert service.freeze(WORKER, flow.task_id, body).replayed
+
+
+# ---- round trips --------------------------------------------------------------------------------------
+
+
+def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    """Each command is one read and one TransactWriteItems, plus the S3 and KMS calls its payload
+    needs (README, bench)."""
+    service, env = dynamo
+    clients = (env["dynamodb"], env["s3"], aws.client("kms"))
+    flow = working(service)
+    with count_round_trips(*clients) as meter:
+        freeze(flow, artifact_id="rt-1")
+    assert meter.total == 2, meter.calls  # the data key is cached: no KMS call
+    with count_round_trips(*clients) as meter:
+        flow.worker_cmd("complete", artifact_id="rt-1")
+    assert meter.total == 2, meter.calls
+    art = service.get_artifact(CALLER, "ws", "rt-1")["artifact"]
+    with count_round_trips(*clients) as meter:
+        service.record_apply_receipt(CALLER, "ws", "rt-1", receipt_body(art))
+    assert meter.total == 2, meter.calls
+    other = Flow(service)
+    other.create()
+    other.acquire()
+    with count_round_trips(*clients) as meter:
+        deliver(service, event(other, "accept_task"))
+    assert meter.total == 2, meter.calls
+    with count_round_trips(*clients) as meter:
+        deliver(service, event(other, "accept_task", expected_revision=9))  # a NACK: read, settle
+    assert meter.total == 2, meter.calls
+    big = working(service, "ws-big")
+    with count_round_trips(*clients) as meter:
+        freeze(big, artifact_id="rt-big", text="z" * 20_000)
+    assert dict(meter.calls) == {
+        "dynamodb.TransactGetItems": 1,
+        "s3.PutObject": 1,
+        "dynamodb.TransactWriteItems": 1,
+    }, meter.calls
+    up = working(service, "ws-up")
+    sha = put_upload(service, b"q" * 30_000)
+    body = freeze_body(up, artifact_id="rt-up")
+    body["payload"] = {"media_type": "text/plain", "upload_sha256": sha}
+    with count_round_trips(*clients) as meter:
+        service.freeze(WORKER, up.task_id, body)
+    assert dict(meter.calls) == {
+        "s3.GetObject": 1,
+        "s3.CopyObject": 1,
+        "dynamodb.TransactGetItems": 1,
+        "dynamodb.TransactWriteItems": 1,
+    }, meter.calls
+
+
+def test_corrupt_reads_raise_the_alarm(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+    service, env = dynamo
+    seen: list[str] = []
+    service._on_corrupt = lambda kind, facts: seen.append(kind)  # noqa: SLF001
+    freeze(working(service), artifact_id="a1", text="x")
+    key = artifact_pk("acme", "ws", "a1")
+    item = raw_item(env, key, "-")
+    put_raw(env, {**item, "payload": {"B": item["payload"]["B"][:-1] + b"!"}})
+    with pytest.raises(CorruptStore):
+        service.get_artifact(CALLER, "ws", "a1")
+    assert seen == ["artifact"]
