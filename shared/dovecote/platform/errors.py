@@ -28,6 +28,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "artifact_state": 409,
     "workspace_conflict": 409,
     "receipt_conflict": 409,
+    "judgment_conflict": 409,
     "payload_too_large": 413,
     "throttled": 429,
     # An AWS dependency failed before anything could have been written; retrying is safe.
@@ -126,6 +127,10 @@ class LeaseFenceExhausted(DomainError):
 
 class ArtifactState(DomainError):
     code = "artifact_state"
+
+
+class JudgmentConflict(DomainError):
+    code = "judgment_conflict"
 
 
 def error_for(code: str, message: str, **details: Any) -> DomainError:
