@@ -35,6 +35,8 @@ FUNCTIONS: dict[str, Function] = {
         # The upload commit streams up to 64 MiB through a SHA-256: more memory, more time.
         Function("notes_api", "functions.notes_api.handler.handler", memory_mb=1024),
         Function("tasks_api", "functions.tasks_api.handler.handler", memory_mb=1024),
+        # A status read may long-poll up to 20 s (wait ≤ 20) inside API Gateway's 29 s.
+        Function("memory_api", "functions.memory_api.handler.handler"),
     )
 }
 
@@ -44,6 +46,11 @@ JANITOR_BATCH_SIZE = 5  # a record carries old and new images (up to ~800 KB); 5
 # Lambda event filter (the event source mapping in CDK, and the local stream emulator): only note
 # items that were removed or replaced can orphan a body; view items and inserts never invoke it.
 JANITOR_FILTER = {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "a#"}]}}}}
+
+# Queue consumers: not behind the API. The memory write queue (SQS FIFO) drives the memory worker;
+# Powertools reports partial batch failures (ReportBatchItemFailures on the event source mapping).
+MEMORY_WORKER = Function("memory_worker", "functions.memory_worker.handler.handler", memory_mb=512, timeout_s=60)
+MEMORY_WORKER_BATCH_SIZE = 10  # the SQS FIFO maximum; a batch never holds one scope out of order
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "admin_api", authorized=False),
@@ -75,4 +82,12 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/tasks/{id}/fail", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/request-input", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/complete", "tasks_api"),
+    # memory
+    Route("POST", "/v1/memory/writes", "memory_api"),
+    Route("GET", "/v1/memory/writes/{id}", "memory_api"),
+    Route("DELETE", "/v1/memory/writes/{id}", "memory_api"),
+    Route("GET", "/v1/memory", "memory_api"),
+    Route("GET", "/v1/memory/relations", "memory_api"),
+    Route("POST", "/v1/memory/relations/{id}/judgment", "memory_api"),
+    Route("POST", "/v1/memory/redrive", "memory_api"),
 )

@@ -18,7 +18,12 @@ app = new_resolver()
 
 # Every API function whose routes the published OpenAPI document covers. The route-table test
 # checks that this list names every API function in infra/routes.py.
-API_MODULES = ("functions.admin_api.handler", "functions.notes_api.handler", "functions.tasks_api.handler")
+API_MODULES = (
+    "functions.admin_api.handler",
+    "functions.notes_api.handler",
+    "functions.tasks_api.handler",
+    "functions.memory_api.handler",
+)
 
 
 @lru_cache(maxsize=1)

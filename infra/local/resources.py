@@ -8,6 +8,10 @@ from typing import Any
 
 from infra import constants as c
 
+# Locally a failed memory message is seen again after this long (Lambda's queue uses 6× the
+# function timeout; a dev loop wants the retry soon).
+MEMORY_VISIBILITY_S = 10
+
 
 def notes_table_spec(name: str) -> dict[str, Any]:
     """Note items and their view items share one table (see dovecote/notes/dynamo.py); the stream
@@ -49,6 +53,36 @@ def tasks_table_spec(name: str) -> dict[str, Any]:
     }
 
 
+def memory_table_spec(name: str) -> dict[str, Any]:
+    """One table for memory writes, memories, postings, relations and receipts, (pk, sk) only
+    (dovecote/memory/dynamo.py)."""
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+    }
+
+
+def create_memory_queues(sqs: Any, *, queue: str, dlq: str, visibility_s: int) -> dict[str, str]:
+    """The memory write queue (FIFO) and its FIFO dead-letter queue. The RedrivePolicy is the
+    backstop: the worker moves a poison message itself after GIVE_UP_AT receives (memory/worker.py)."""
+    import json
+
+    from dovecote.memory.worker import REDRIVE_MAX_RECEIVES
+
+    fifo = {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
+    dlq_url = sqs.create_queue(QueueName=dlq, Attributes={**fifo, "MessageRetentionPeriod": "1209600"})["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": REDRIVE_MAX_RECEIVES}
+    attributes = {**fifo, "VisibilityTimeout": str(visibility_s), "RedrivePolicy": json.dumps(redrive)}
+    queue_url = sqs.create_queue(QueueName=queue, Attributes=attributes)["QueueUrl"]
+    return {c.ENV_MEMORY_QUEUE_URL: queue_url, c.ENV_MEMORY_DLQ_URL: dlq_url}
+
+
 def tokens_table_spec(name: str) -> dict[str, Any]:
     return {
         "TableName": name,
@@ -58,11 +92,21 @@ def tokens_table_spec(name: str) -> dict[str, Any]:
     }
 
 
-def create_all(*, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dict[str, str]) -> dict[str, str]:
-    """Create tables, the versioned bucket and the cursor secret. Returns settings env values."""
+def create_all(
+    *,
+    dynamodb: Any,
+    s3: Any,
+    secretsmanager: Any | None,
+    names: dict[str, str],
+    sqs: Any | None = None,
+    memory_visibility_s: int = MEMORY_VISIBILITY_S,
+) -> dict[str, str]:
+    """Create tables, the versioned bucket, the cursor secret and (given `sqs`) the memory queues.
+    Returns settings env values."""
     dynamodb.create_table(**notes_table_spec(names["notes_table"]))
     dynamodb.create_table(**tokens_table_spec(names["tokens_table"]))
     dynamodb.create_table(**tasks_table_spec(names["tasks_table"]))
+    dynamodb.create_table(**memory_table_spec(names["memory_table"]))
     s3.create_bucket(Bucket=names["bucket"])
     s3.put_bucket_versioning(Bucket=names["bucket"], VersioningConfiguration={"Status": "Enabled"})
     env = {
@@ -70,7 +114,14 @@ def create_all(*, dynamodb: Any, s3: Any, secretsmanager: Any | None, names: dic
         c.ENV_TOKENS_TABLE: names["tokens_table"],
         c.ENV_BUCKET: names["bucket"],
         c.ENV_TASKS_TABLE: names["tasks_table"],
+        c.ENV_MEMORY_TABLE: names["memory_table"],
     }
+    if sqs is not None:
+        env.update(
+            create_memory_queues(
+                sqs, queue=names["memory_queue"], dlq=names["memory_dlq"], visibility_s=memory_visibility_s
+            )
+        )
     if secretsmanager is not None:
         arn = secretsmanager.create_secret(Name="dovecote/cursor-key", SecretString=secrets.token_urlsafe(48))["ARN"]
         env[c.ENV_CURSOR_SECRET_ARN] = arn
@@ -81,5 +132,8 @@ DEFAULT_NAMES = {
     "notes_table": "dovecote-notes",
     "tokens_table": "dovecote-tokens",
     "tasks_table": "dovecote-tasks",
+    "memory_table": "dovecote-memory",
+    "memory_queue": "dovecote-memory.fifo",
+    "memory_dlq": "dovecote-memory-dlq.fifo",
     "bucket": "dovecote-bodies",
 }

@@ -1,6 +1,7 @@
 """The local runtime behind `dovecote dev`: moto in-process (a threaded moto server, so presigned
 S3 URLs work over real HTTP), the resources bootstrapped, dev tokens minted, and the API Gateway
-emulator serving the route table."""
+emulator serving the route table, with the event sources: the notes table's stream (janitor) and
+the memory write queue (memory worker)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class LocalRuntime:
     _server: BaseWSGIServer | None = None
     _thread: threading.Thread | None = None
     _janitor: Any = None
+    _memory_worker: Any = None
 
     def start(self) -> LocalRuntime:
         import logging
@@ -75,6 +77,7 @@ class LocalRuntime:
                 s3=aws.client("s3"),
                 secretsmanager=aws.client("secretsmanager"),
                 names=DEFAULT_NAMES,
+                sqs=aws.client("sqs"),
             )
         )
         get_settings.cache_clear()
@@ -89,6 +92,19 @@ class LocalRuntime:
             table=get_settings().notes_table,
             function=JANITOR,
             batch_size=JANITOR_BATCH_SIZE,
+        ).start()
+
+        from infra.local.queues import QueuePoller
+        from infra.routes import MEMORY_WORKER, MEMORY_WORKER_BATCH_SIZE
+
+        # Two concurrent invocations, like a Lambda event source mapping with some concurrency:
+        # scopes flow in parallel, each scope stays serialized by its FIFO message group.
+        self._memory_worker = QueuePoller(
+            sqs=aws.client("sqs"),
+            queue_url=get_settings().memory_queue_url,
+            function=MEMORY_WORKER,
+            batch_size=MEMORY_WORKER_BATCH_SIZE,
+            concurrency=2,
         ).start()
 
         from infra.local.gateway import Gateway
@@ -120,6 +136,8 @@ class LocalRuntime:
         tmp.replace(self.tokens_file)
 
     def stop(self) -> None:
+        if self._memory_worker is not None:
+            self._memory_worker.stop()
         if self._janitor is not None:
             self._janitor.stop()
         if self._server is not None:

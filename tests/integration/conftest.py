@@ -26,10 +26,18 @@ def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             s3=aws.client("s3"),
             secretsmanager=aws.client("secretsmanager"),
             names=DEFAULT_NAMES,
+            sqs=aws.client("sqs"),
+            # A failed memory message is seen again after 1 s (tests of retries and dead letters).
+            memory_visibility_s=1,
         )
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         get_settings.cache_clear()
-        yield {"dynamodb": aws.client("dynamodb"), "s3": aws.client("s3"), "settings": get_settings()}
+        yield {
+            "dynamodb": aws.client("dynamodb"),
+            "s3": aws.client("s3"),
+            "sqs": aws.client("sqs"),
+            "settings": get_settings(),
+        }
     aws.reset_clients()
     get_settings.cache_clear()

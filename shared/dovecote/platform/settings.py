@@ -18,6 +18,10 @@ class Settings(BaseModel):
     tokens_table: str = Field(default="dovecote-tokens")
     notes_table: str = Field(default="dovecote-notes")
     tasks_table: str = Field(default="dovecote-tasks")
+    memory_table: str = Field(default="dovecote-memory")
+    # The memory write queue (SQS FIFO) and its dead-letter queue; no default: they are URLs.
+    memory_queue_url: str = ""
+    memory_dlq_url: str = ""
     bucket: str = Field(default="dovecote-bodies")
     # Cloud: the HMAC key lives in Secrets Manager. Local: a generated dev key may be given directly.
     cursor_secret_arn: str | None = None
