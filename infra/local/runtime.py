@@ -42,9 +42,10 @@ class LocalRuntime:
 
         from moto.server import ThreadedMotoServer
 
-        from infra.local.moto_patches import serialize_dynamodb
+        from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
 
         serialize_dynamodb()
+        serialize_sqs()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines
 
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

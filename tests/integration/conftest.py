@@ -10,10 +10,11 @@ from moto import mock_aws
 
 from dovecote.platform import aws
 from dovecote.platform.settings import get_settings
-from infra.local.moto_patches import serialize_dynamodb
+from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
 from infra.local.resources import DEFAULT_NAMES, create_all
 
 serialize_dynamodb()
+serialize_sqs()
 
 
 @pytest.fixture
