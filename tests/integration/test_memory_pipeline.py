@@ -221,33 +221,36 @@ def test_every_message_delivered_three_times_applies_once_and_detects_once(pipel
 # ---- the cancel race ------------------------------------------------------------------------------
 
 
+def race_once(pipeline: Pipeline, trial: int) -> tuple[bool, str, str, list[str]]:
+    write_id = scope = f"race-{trial}"
+    pipeline.submit(write_id, f"fact {trial}", scope=scope)
+    body = QueueMessage("acme", write_id, scope).to_body()
+    barrier = threading.Barrier(2)
+    result: dict[str, Any] = {}
+
+    def cancel() -> None:
+        barrier.wait()
+        result["cancelled"] = pipeline.service.cancel(CALLER, write_id)["cancelled"]
+
+    def start() -> None:
+        barrier.wait()
+        result["worker"] = pipeline.worker.handle(body)
+
+    threads = [threading.Thread(target=cancel), threading.Thread(target=start)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return result["cancelled"], result["worker"], pipeline.status(write_id)["status"], pipeline.memory_ids(scope)
+
+
 def test_cancel_races_start_with_real_threads_exactly_one_wins(pipeline: Pipeline) -> None:
     outcomes: Counter[str] = Counter()
     for trial in range(100):
-        write_id = f"race-{trial}"
-        pipeline.submit(write_id, f"fact {trial}", scope=f"race-{trial}")
-        body = QueueMessage("acme", write_id, f"race-{trial}").to_body()
-        barrier = threading.Barrier(2)
-        result: dict[str, Any] = {}
-
-        def cancel(write_id: str = write_id) -> None:
-            barrier.wait()
-            result["cancelled"] = pipeline.service.cancel(CALLER, write_id)["cancelled"]
-
-        def start(body: str = body) -> None:
-            barrier.wait()
-            result["worker"] = pipeline.worker.handle(body)
-
-        threads = [threading.Thread(target=cancel), threading.Thread(target=start)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        status = pipeline.status(write_id)["status"]
-        stored = pipeline.memory_ids(f"race-{trial}")
-        assert (result["cancelled"], result["worker"], status, stored) in (
+        cancelled, worker, status, stored = race_once(pipeline, trial)
+        assert (cancelled, worker, status, stored) in (
             (True, "cancelled", "cancelled", []),
-            (False, WRITE_COMPLETE, "complete", [write_id]),
+            (False, WRITE_COMPLETE, "complete", [f"race-{trial}"]),
         )
         outcomes[status] += 1
     assert sum(outcomes.values()) == 100
