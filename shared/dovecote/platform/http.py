@@ -123,11 +123,20 @@ def _refuse_unknown_query(app: APIGatewayHttpResolver, next_middleware: Any) -> 
     return next_middleware(app)
 
 
+def _refuse_control_characters(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
+    """Route patterns end in `$`, which also matches before a trailing newline: `/x/id%0A` would
+    reach the handler as `id`. No path segment may hold a control character."""
+    path = app.current_event.path or ""
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
+        return error_response(InvalidArgument("the path contains a control character"))
+    return next_middleware(app)
+
+
 def new_resolver() -> APIGatewayHttpResolver:
     # A response that fails its own schema is our bug: 500, never a client error.
     app = APIGatewayHttpResolver(enable_validation=True, response_validation_error_http_code=500)
 
-    app.use(middlewares=[_refuse_unknown_query])
+    app.use(middlewares=[_refuse_control_characters, _refuse_unknown_query])
 
     @app.exception_handler(DomainError)
     def _domain(exc: DomainError) -> Response:
@@ -139,6 +148,14 @@ def new_resolver() -> APIGatewayHttpResolver:
         first = details["problems"][0] if details["problems"] else {"field": "", "problem": "invalid"}
         where = f"{first['field']}: " if first["field"] else ""
         return error_response(InvalidArgument(f"{where}{first['problem']}", **details))
+
+    @app.exception_handler(RecursionError)
+    def _too_deep(exc: RecursionError) -> Response:
+        # json.loads gives up on very deeply nested input ("[[[[…"): malformed input, not a bug.
+        if "decoding" in str(exc):
+            return error_response(InvalidArgument("the JSON body is nested too deeply"))
+        logger.exception("unhandled error")
+        return error_response(DomainError("internal error"))
 
     @app.exception_handler(ResponseValidationError)
     def _bad_response(exc: ResponseValidationError) -> Response:
