@@ -128,9 +128,12 @@ class QueuePoller(EventSource):
             entries = [{"Id": str(i), "ReceiptHandle": r["receiptHandle"]} for i, r in enumerate(done)]
             try:
                 with self._lock:
-                    self._sqs.delete_message_batch(QueueUrl=self._url, Entries=entries)
+                    answer = self._sqs.delete_message_batch(QueueUrl=self._url, Entries=entries)
+                lost = len(answer.get("Failed") or [])
             except Exception:  # noqa: BLE001 - undeleted messages are simply delivered again
-                log.warning("%s: deleting %d message(s) failed; they will be delivered again", self._name, len(done))
+                lost = len(done)
+            if lost:
+                log.warning("%s: deleting %d message(s) failed; they will be delivered again", self._name, lost)
         with self._counts:
             self.invocations += 1
             self.delivered += len(records)

@@ -26,6 +26,7 @@ from tests.unit.test_memory_service import (  # noqa: F401
     CountingDetector,
     Harness,
     fake_harness,
+    test_a_bulk_load_indexes_a_scope_as_applying_it_one_by_one,
     test_a_pending_cancel_repeats_true_until_the_worker_consumes_it,
     test_an_exact_resubmit_answers_the_same_and_a_different_write_is_a_conflict,
     test_another_authority_sees_nothing,

@@ -649,3 +649,21 @@ def test_every_flip_in_every_status(harness: Harness, kind: str, status: str) ->
     allowed = machine.next_status(kind, status)
     assert _flip(harness, kind, write_id) is (allowed is not None)
     assert harness.status(write_id)["status"] == (allowed or status)
+
+
+def test_a_bulk_load_indexes_a_scope_as_applying_it_one_by_one(harness: Harness) -> None:
+    from dataclasses import replace
+
+    from dovecote.memory.retrieval import index_terms
+
+    contents = ["The retry limit is 5", "Deploys happen on Fridays", "The retry limit is 7", "the ledger uses Postgres"]
+    for i, content in enumerate(contents):
+        harness.submit(f"w{i}", content, tags=["subject:x"] if i % 2 else None)
+    harness.drain()
+    applied = harness.store.memories("acme", "s", 0, 100)
+    harness.store.bulk_load("acme", "copy", [replace(m, scope="copy") for m in applied])  # type: ignore[attr-defined]
+    terms = tuple({t for m in applied for t in index_terms(m.content, m.tags)})
+    assert harness.store.scope_view("acme", "copy", terms) == harness.store.scope_view("acme", "s", terms)
+    assert [m.content for m in harness.store.memories("acme", "copy", 0, 100)] == contents
+    with pytest.raises(ValueError):
+        harness.store.bulk_load("acme", "copy", [])  # type: ignore[attr-defined]

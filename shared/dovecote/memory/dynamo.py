@@ -403,6 +403,36 @@ class DynamoMemoryStore:
             with pynamodb_errors(write=True):
                 raise
 
+    def bulk_load(self, authority: str, scope: str, memories: list[Memory]) -> None:
+        """Load applied memories into an empty scope with BatchWriteItem (benchmarks, imports):
+        the memory items, the final postings and the scope count. Not a port method and not
+        atomic: no writes, no evidence, no relations; the scope must not be in use meanwhile."""
+        from dovecote.memory.retrieval import build_postings
+
+        if self.scope_view(authority, scope, ()).memories:
+            raise ValueError("bulk_load needs an empty scope")
+        postings = build_postings([(m.seq, m.content, m.tags) for m in memories])
+        with pynamodb_errors(write=True):
+            with self._memories.batch_write() as batch:
+                for m in memories:
+                    batch.save(
+                        self._memories(
+                            memories_key(authority, scope),
+                            seq_key(m.seq),
+                            id=m.id,
+                            content=m.content,
+                            tags=list(m.tags),
+                            applied_at=m.applied_at,
+                        )
+                    )
+            with self._postings.batch_write() as batch:
+                for term, p in postings.items():
+                    batch.save(
+                        self._postings(posting_key(authority, scope, term), NO_SORT, df=p.df, recent=list(p.recent))
+                    )
+            count = max((m.seq for m in memories), default=0)
+            self._scopes(scope_key(authority, scope), NO_SORT, memories=count).save()
+
     # ---- reads -------------------------------------------------------------------------------
 
     def memories(self, authority: str, scope: str, after: int, limit: int) -> list[Memory]:

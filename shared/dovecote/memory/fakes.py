@@ -151,6 +151,20 @@ class InMemoryMemoryStore:
             for relation in application.relations:
                 self.relations_by_id[(a, relation.id)] = relation
 
+    def bulk_load(self, authority: str, scope: str, memories: list[Memory]) -> None:
+        """Load applied memories into an empty scope at once (benchmarks, imports). Not a port
+        method: no writes, no evidence, no relations."""
+        from dovecote.memory.retrieval import build_postings
+
+        with self._lock:
+            if self.heads[(authority, scope)]:
+                raise ValueError("bulk_load needs an empty scope")
+            for m in memories:
+                self.memories_by_scope[(authority, scope)][m.seq] = m
+            self.heads[(authority, scope)] = max((m.seq for m in memories), default=0)
+            for term, posting in build_postings([(m.seq, m.content, m.tags) for m in memories]).items():
+                self.postings[(authority, scope, term)] = posting
+
     # ---- reads -------------------------------------------------------------------------------
 
     def memories(self, authority: str, scope: str, after: int, limit: int) -> list[Memory]:

@@ -57,6 +57,16 @@ def index_terms(content: str, tags: Sequence[str]) -> tuple[str, ...]:
     return (*found, subject) if subject else tuple(found)
 
 
+def build_postings(memories: Sequence[tuple[int, str, Sequence[str]]]) -> dict[str, Posting]:
+    """The postings a scope would hold after applying these (seq, content, tags), in seq order:
+    the same result as applying them one by one (bulk loads and benchmarks)."""
+    postings: dict[str, Posting] = {}
+    for seq, content, tags in sorted(memories, key=lambda m: m[0]):
+        for term in index_terms(content, tags):
+            postings[term] = postings.get(term, EMPTY).with_memory(seq)
+    return postings
+
+
 @dataclass(frozen=True, slots=True)
 class TermStats:
     """What the detector knows about the scope: its memory count and the document frequency of
