@@ -125,10 +125,11 @@ def _refuse_unknown_query(app: APIGatewayHttpResolver, next_middleware: Any) -> 
 
 def _refuse_control_characters(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
     """Route patterns end in `$`, which also matches before a trailing newline: `/x/id%0A` would
-    reach the handler as `id`. No path segment may hold a control character."""
+    reach the handler as `id`. No path names anything with a control character in it: not_found,
+    as for a path no route matches (Powertools runs middlewares on that one too)."""
     path = app.current_event.path or ""
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
-        return error_response(InvalidArgument("the path contains a control character"))
+        return error_response(NotFound("no such route"))
     return next_middleware(app)
 
 
