@@ -394,36 +394,108 @@ def task_figures(runtime: Any, count: int, workers: int) -> dict[str, dict[str, 
     return results
 
 
+def _section(title: str) -> None:
+    console.print(f"\n[bold]{title}[/bold]")
+
+
+def cold_start_section(report: dict[str, Any], rounds: int) -> None:
+    from bench.coldstart import measure
+
+    _section(f"cold start: import + first request vs the floor (median of {rounds} fresh interpreters)")
+    for tracing in (False, True):
+        result = measure(rounds, tracing=tracing)
+        report["cold_start" + ("_tracing" if tracing else "")] = result
+        label = "X-Ray subsegments on (Powertools Tracer)" if tracing else "shipped: tracing SDK not loaded"
+        table = Table("function", "first request", "median ms", "× floor", title=label)
+        table.add_row("floor", "import boto3 + client + GetItem", f"{result['floor_ms']:.0f}", "1.00")
+        for name, row in result["functions"].items():
+            table.add_row(name, row["request"], f"{row['median_ms']:.0f}", f"{row['ratio']:.2f}")
+        console.print(table)
+
+
+def cost_section(report: dict[str, Any], local: dict[str, dict[str, float]] | None) -> None:
+    from bench.cost import PRICES, PRICES_AS_OF, capacity_per_command, price_per_million
+    from infra.routes import FUNCTIONS
+
+    _section("cost per command: capacity from real item sizes, dollars per million commands")
+    capacity = capacity_per_command()
+    latency = {
+        "task create": "task create",
+        "task accept": "task accept",
+        "task complete": "task complete",
+        "note put (1 KiB inline)": "put (1 KiB, sequential)",
+        "note get": "get (sequential)",
+    }
+    table = Table("command", "WRU", "RRU", "S3 req", "DynamoDB $", "API GW $", "Lambda $", "S3 $", "total $/M")
+    report["cost"] = {"prices": PRICES, "prices_as_of": PRICES_AS_OF, "commands": {}}
+    for label, cap in capacity.items():
+        function = FUNCTIONS["notes_api" if label.startswith("note") else "tasks_api"]
+        duration = (local or {}).get(latency.get(label, ""), {}).get("median_ms", 30.0)
+        price = price_per_million(cap, memory_mb=function.memory_mb, duration_ms=duration)
+        report["cost"]["commands"][label] = {**cap, "duration_ms": duration, "usd_per_million": price}
+        table.add_row(
+            label,
+            f"{cap['wru']:.0f}",
+            f"{cap['rru']:.1f}",
+            str(int(cap["s3_put"] + cap["s3_get"])),
+            f"{price['dynamodb']:.2f}",
+            f"{price['api_gateway']:.2f}",
+            f"{price['lambda']:.2f}",
+            f"{price['s3']:.2f}",
+            f"{price['total']:.2f}",
+        )
+    console.print(table)
+    transition = PRICES["stepfunctions_standard_transition"] * 1e6
+    console.print(f"for comparison: one Step Functions Standard state transition is ${transition:.2f} per million")
+    console.print(f"prices: {PRICES_AS_OF}")
+
+
+SECTIONS = ("round_trips", "imports", "coldstart", "local", "cost")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="fewer samples (CI smoke run)")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     args = parser.parse_args()
+    only = set(args.only.split(","))
     count, rounds = (40, 3) if args.quick else (300, 9)
     report: dict[str, Any] = {
         "python": sys.version.split()[0],
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
-    console.print("[bold]1/3[/bold] AWS round trips per command (moto, botocore request-created events)")
-    report["round_trips"] = round_trips()
-    table = Table("command", "AWS round trips")
-    for label, n in report["round_trips"].items():
-        table.add_row(label, str(n))
-    console.print(table)
+    if "round_trips" in only:
+        _section("AWS round trips per command (moto, botocore request-created events)")
+        report["round_trips"] = round_trips()
+        table = Table("command", "AWS round trips")
+        for label, n in report["round_trips"].items():
+            table.add_row(label, str(n))
+        console.print(table)
 
-    console.print(f"[bold]2/3[/bold] handler import time vs `import boto3` (median of {rounds} fresh interpreters)")
-    report["imports"] = import_ratios(rounds)
-    table = Table("module", "median ms", "× import boto3")
-    for name, row in report["imports"].items():
-        table.add_row(name, f"{row['median_ms']:.0f}", f"{row['ratio']:.2f}")
-    console.print(table)
+    if "imports" in only:
+        _section(f"handler import time vs `import boto3` (median of {rounds} fresh interpreters; secondary)")
+        report["imports"] = import_ratios(rounds)
+        table = Table("module", "median ms", "× import boto3")
+        for name, row in report["imports"].items():
+            table.add_row(name, f"{row['median_ms']:.0f}", f"{row['ratio']:.2f}")
+        console.print(table)
 
-    console.print(f"[bold]3/3[/bold] latency and throughput against the local runtime ({count} requests each)")
-    report["local_runtime"] = local_runtime(count, workers=8)
-    table = Table("operation", "n", "median ms", "p95 ms", "req/s")
-    for label, row in report["local_runtime"].items():
-        table.add_row(label, str(row["n"]), f"{row['median_ms']:.1f}", f"{row['p95_ms']:.1f}", f"{row['per_s']:.0f}")
-    console.print(table)
+    if "coldstart" in only:
+        cold_start_section(report, rounds)
+
+    if "local" in only:
+        _section(f"latency and throughput against the local runtime ({count} requests each)")
+        report["local_runtime"] = local_runtime(count, workers=8)
+        table = Table("operation", "n", "median ms", "p95 ms", "req/s")
+        for label, row in report["local_runtime"].items():
+            table.add_row(
+                label, str(row["n"]), f"{row['median_ms']:.1f}", f"{row['p95_ms']:.1f}", f"{row['per_s']:.0f}"
+            )
+        console.print(table)
+
+    if "cost" in only:
+        cost_section(report, report.get("local_runtime"))
 
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)

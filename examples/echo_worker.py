@@ -20,25 +20,26 @@ from dovecote.client import DovecoteClient, DovecoteError
 QUESTION = "What should I echo?"
 
 
-def command_id(task: str, fence: int, step: str) -> str:
-    # The same (task, lease generation, step) always gets the same id: a retry after a crash replays.
-    return f"echo.{task}.{fence}.{step}"
-
-
 def drive(client: DovecoteClient, assignment: dict[str, Any]) -> bool:
     """Advance one leased task as far as it can go now. True when it reached a terminal state."""
     task, fence = assignment["task"], assignment["fence"]
     tid = task["id"]
+
+    def command_id(step: str) -> str:
+        # The same (task, lease generation, step) always gets the same id, so a retry after a crash
+        # replays; the id is an HMAC keyed by this worker's token, so no one else can take it first.
+        return client.derived_id("echo", tid, fence, step)
+
     task = client.get_task(tid)
     try:
         if task["state"] == "submitted":
-            task = client.worker_command("accept", tid, task["revision"], fence, command_id(tid, fence, "accept"))
+            task = client.worker_command("accept", tid, task["revision"], fence, command_id("accept"))
         if task["state"] == "working":
             history = client.messages(tid)["items"]
             replies = [m for m in history if m["author"] == "caller"][1:]
             if not replies:
                 task = client.worker_command(
-                    "request-input", tid, task["revision"], fence, command_id(tid, fence, "ask"), message=QUESTION
+                    "request-input", tid, task["revision"], fence, command_id("ask"), message=QUESTION
                 )
                 print(f"{tid}: asked for input")
                 return False
@@ -48,9 +49,9 @@ def drive(client: DovecoteClient, assignment: dict[str, Any]) -> bool:
                 tid,
                 task["revision"],
                 fence,
-                command_id(tid, fence, "complete"),
+                command_id("complete"),
                 message=f"echo: {answer}",
-                submission_id=command_id(tid, fence, "submission"),
+                submission_id=command_id("submission"),
             )
             print(f"{tid}: completed with 'echo: {answer}'")
         return task["state"] in ("completed", "canceled", "rejected", "failed")

@@ -3,7 +3,13 @@
 Context (cdk.json or `-c key=value`):
 - production (false): retain data on stack deletion and turn on table deletion protection;
 - log_retention_days (30);
-- authorizer_cache_seconds (300): how long API Gateway caches a token's principal.
+- authorizer_cache_seconds (300): how long API Gateway caches a token's principal (and so how
+  long a revoked token may still pass);
+- reserved_concurrency (true): reserve concurrency per function (infra/routes.py); false on an
+  account whose concurrency limit is too small to reserve any (new accounts start at 10);
+- xray_subsegments (false): Powertools Tracer subsegments inside each function (the handler and every
+  AWS call). Lambda's active tracing records each invocation either way; the subsegments cost the
+  X-Ray SDK's import on every cold start (bench/coldstart.py measures both).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ def build_app(outdir: str | None = None) -> tuple[App, DovecoteStack]:
         production=_bool(ctx("production") or False),
         log_retention_days=int(ctx("log_retention_days") or 30),
         authorizer_cache_seconds=int(ctx("authorizer_cache_seconds") or 300),
+        reserved_concurrency=_bool(ctx("reserved_concurrency") if ctx("reserved_concurrency") is not None else True),
+        xray_subsegments=_bool(ctx("xray_subsegments") or False),
         env=Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))

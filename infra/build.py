@@ -24,9 +24,11 @@ BUILD = ROOT / ".build"
 LAYER = BUILD / "layer"
 FUNCTIONS = BUILD / "functions"
 
-# Exact pins of the layer (the runtime closure of powertools[tracer] and pydantic, minus boto3).
+# Exact pins of the layer (the runtime closure of powertools[tracer], pydantic and PynamoDB, minus
+# boto3/botocore, which the Lambda runtime provides).
 LAYER_REQUIREMENTS = (
     "aws-lambda-powertools==3.37.0",
+    "pynamodb==6.1.0",
     "aws-xray-sdk==2.15.0",
     "wrapt==2.5.2",
     "jmespath==1.1.0",

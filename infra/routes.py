@@ -12,6 +12,11 @@ class Function:
     handler: str  # module path inside the asset, then the attribute
     memory_mb: int = 512
     timeout_s: int = 29
+    # The Settings fields this function reads (DOVECOTE_<NAME> env vars): it receives only these.
+    settings: tuple[str, ...] = ()
+    # Reserved concurrency, so one noisy client cannot starve the other functions (CDK context
+    # `reserved_concurrency=0` turns it off, e.g. on a new account whose limit is 10).
+    reserved: int = 50
 
     @property
     def module(self) -> str:
@@ -26,22 +31,70 @@ class Route:
     authorized: bool = True
 
 
-AUTHORIZER = Function("authorizer", "functions.authorizer.handler.handler", memory_mb=256, timeout_s=10)
+AUTHORIZER = Function(
+    "authorizer", "functions.authorizer.handler.handler", memory_mb=256, timeout_s=10, settings=("tokens_table",)
+)
 
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for f in (
-        Function("admin_api", "functions.admin_api.handler.handler"),
+        Function(
+            "admin_api",
+            "functions.admin_api.handler.handler",
+            settings=("tokens_table", "cursor_secret_arn", "token_days", "admin_token_days"),
+        ),
         # The upload commit streams up to 64 MiB through a SHA-256: more memory, more time.
-        Function("notes_api", "functions.notes_api.handler.handler", memory_mb=1024),
-        Function("tasks_api", "functions.tasks_api.handler.handler", memory_mb=1024),
-        # A status read may long-poll up to 20 s (wait ≤ 20) inside API Gateway's 29 s.
-        Function("memory_api", "functions.memory_api.handler.handler"),
+        Function(
+            "notes_api",
+            "functions.notes_api.handler.handler",
+            memory_mb=1024,
+            settings=("notes_table", "bucket", "cursor_secret_arn", "presign_seconds"),
+        ),
+        Function(
+            "tasks_api",
+            "functions.tasks_api.handler.handler",
+            memory_mb=1024,
+            settings=("tasks_table", "bucket", "cursor_secret_arn", "lease_timeout_seconds"),
+        ),
+        # A status read may long-poll up to 20 s (wait ≤ 20) inside API Gateway's 29 s. Redrive
+        # (admin) reads the dead-letter queue and sends to the queue.
+        Function(
+            "memory_api",
+            "functions.memory_api.handler.handler",
+            settings=("memory_table", "memory_queue_url", "memory_dlq_url", "cursor_secret_arn"),
+        ),
     )
 }
 
 # Stream consumers: not behind the API. The notes table's stream drives body cleanup.
-JANITOR = Function("notes_janitor", "functions.notes_janitor.handler.handler", memory_mb=256, timeout_s=60)
+JANITOR = Function(
+    "notes_janitor",
+    "functions.notes_janitor.handler.handler",
+    memory_mb=256,
+    timeout_s=60,
+    settings=("notes_table", "bucket"),
+    reserved=5,
+)
+# Scheduled: deletes body versions no note pins (what the janitor could not see or gave up on).
+RECONCILER = Function(
+    "notes_reconciler",
+    "functions.notes_reconciler.handler.handler",
+    memory_mb=256,
+    timeout_s=900,
+    settings=("notes_table", "bucket"),
+    reserved=1,
+)
+RECONCILE_EVERY_HOURS = 24
+# Scheduled: fences leases silent past their timeout (dovecote.tasks: TaskService.expire_silent_leases).
+DISPATCHER = Function(
+    "lease_dispatcher",
+    "functions.lease_dispatcher.handler.handler",
+    memory_mb=256,
+    timeout_s=55,
+    settings=("tasks_table", "bucket", "cursor_secret_arn"),
+    reserved=1,
+)
+DISPATCH_EVERY_SECONDS = 60  # EventBridge's finest schedule; `dovecote dev` runs it every second
 JANITOR_BATCH_SIZE = 5  # a record carries old and new images (up to ~800 KB); 5 stay under 6 MB
 # Lambda event filter (the event source mapping in CDK, and the local stream emulator): only note
 # items that were removed or replaced can orphan a body; view items and inserts never invoke it.
@@ -49,13 +102,22 @@ JANITOR_FILTER = {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk":
 
 # Queue consumers: not behind the API. The memory write queue (SQS FIFO) drives the memory worker;
 # Powertools reports partial batch failures (ReportBatchItemFailures on the event source mapping).
-MEMORY_WORKER = Function("memory_worker", "functions.memory_worker.handler.handler", memory_mb=512, timeout_s=60)
+# It reads the queue through its event source mapping and sends only to the dead-letter queue.
+MEMORY_WORKER = Function(
+    "memory_worker",
+    "functions.memory_worker.handler.handler",
+    memory_mb=512,
+    timeout_s=60,
+    settings=("memory_table", "memory_queue_url", "memory_dlq_url"),
+)
 MEMORY_WORKER_BATCH_SIZE = 10  # the SQS FIFO maximum; a batch never holds one scope out of order
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "admin_api", authorized=False),
     Route("GET", "/v1/openapi.json", "admin_api", authorized=False),
     Route("POST", "/v1/admin/tokens", "admin_api"),
+    Route("GET", "/v1/admin/tokens", "admin_api"),
+    Route("DELETE", "/v1/admin/tokens/{token_id}", "admin_api"),
     Route("PUT", "/v1/notes", "notes_api"),
     Route("GET", "/v1/notes", "notes_api"),
     Route("POST", "/v1/notes/uploads", "notes_api"),
@@ -77,6 +139,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/tasks/{id}/lease", "tasks_api"),
     Route("GET", "/v1/tasks/{id}/lease", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/lease/fence", "tasks_api"),
+    Route("POST", "/v1/tasks/{id}/lease/heartbeat", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/accept", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/reject", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/fail", "tasks_api"),

@@ -24,9 +24,14 @@ class DovecoteStack(Stack):
         production: bool = False,
         log_retention_days: int = 30,
         authorizer_cache_seconds: int = 300,
+        reserved_concurrency: bool = True,
+        xray_subsegments: bool = False,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        # Server access logs are delivered through a bucket policy, not the deprecated
+        # LogDeliveryWrite ACL. Set on the stack so no app can synthesize it the old way.
+        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
         self.data = Data(self, "Data", production=production)
         self.api = Api(
             self,
@@ -36,6 +41,8 @@ class DovecoteStack(Stack):
             functions_dir=functions_dir,
             log_retention=_retention(log_retention_days),
             authorizer_cache_seconds=authorizer_cache_seconds,
+            reserved_concurrency=reserved_concurrency,
+            xray_subsegments=xray_subsegments,
         )
         Observability(self, "Observability", api=self.api)
         CfnOutput(self, "Endpoint", value=self.api.http_api.api_endpoint)
@@ -90,7 +97,7 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
                 "Log streams inside this function's own log group, whose names Lambda chooses.",
             )
         )
-    for name in ("notes_api", "notes_janitor"):
+    for name in ("notes_api", "notes_janitor", "notes_reconciler"):
         out.append(
             (
                 stack.api.functions[name].role,
@@ -98,12 +105,21 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
                 "Note bodies live under notes/<authority>/<ref>; the key is derived per request.",
             )
         )
-    for action in ("kms:ReEncrypt*", "kms:GenerateDataKey*"):
+    out.append(
+        (
+            stack.api.functions["notes_api"].role,
+            f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/uploads/notes/*]",
+            "Presigned uploads land under uploads/notes/<authority>/<ref>, an expiring prefix; the key is "
+            "derived per request.",
+        )
+    )
+    for queue in (stack.api.reconcile_failures, stack.api.dispatch_failures):
         out.append(
             (
-                stack.api.functions["notes_janitor"].role,
-                f"AwsSolutions-IAM5[Action::{action}]",
-                "CDK's grant for sending to the KMS-encrypted failure queue; scoped to the one data key.",
+                queue,
+                "AwsSolutions-SQS3",
+                "This queue is itself a scheduled function's failure destination and its schedule's DLQ; it "
+                "has an alarm and is drained by hand.",
             )
         )
     out.append(
@@ -118,7 +134,7 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
         (
             tasks_role,
             f"AwsSolutions-IAM5[Resource::<{ref(stack.data.tasks)}.Arn>/index/*]",
-            "The four GSIs of the tasks table (claimable, leases, by_context, by_authority), Query only.",
+            "The GSIs of the tasks table (claimable, leases, by_context, by_authority, expiring), Query only.",
         )
     )
     out.append(

@@ -10,6 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 LAYERS = ("unit", "integration", "infra", "e2e")
+# The shared OpenSearch node (`opensearch_url`): a plugin so its configure/unconfigure hooks run in
+# the xdist controller.
+pytest_plugins = ("tests.opensearch_fixture",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

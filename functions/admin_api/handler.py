@@ -1,4 +1,4 @@
-"""Admin and meta routes: health, the OpenAPI document, token minting."""
+"""Admin and meta routes: health, the OpenAPI document, tokens (mint, list, revoke)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from functools import lru_cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body
-from pydantic import BaseModel, ConfigDict, StrictStr
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 import dovecote
-from dovecote.admin.tokens import TokenService
-from dovecote.platform.http import current_principal, lambda_entry, new_resolver, responses
+from dovecote.admin.model import MAX_TOKEN_DAYS
+from dovecote.admin.service import LIST_MAX, TokenService
+from dovecote.platform.http import ApiModel, current_principal, lambda_entry, new_resolver, responses
+from dovecote.platform.ids import ID_SCHEMA_PATTERN
 
 app = new_resolver()
 
@@ -30,9 +32,16 @@ API_MODULES = (
 def service() -> TokenService:
     from dovecote.admin.dynamo import DynamoTokenStore
     from dovecote.platform import aws
+    from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.settings import get_settings
 
-    return TokenService(DynamoTokenStore(table=get_settings().tokens_table, dynamodb=aws.client("dynamodb")))
+    settings = get_settings()
+    return TokenService(
+        DynamoTokenStore(table=settings.tokens_table, dynamodb=aws.client("dynamodb")),
+        default_days=settings.token_days,
+        admin_days=settings.admin_token_days,
+        signer_factory=lambda: CursorSigner(aws.cursor_key()),
+    )
 
 
 class Health(BaseModel):
@@ -42,16 +51,39 @@ class Health(BaseModel):
 
 class TokenBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    authority: StrictStr
-    role: StrictStr
-    worker: StrictStr | None = None
+    authority: StrictStr = Field(pattern=ID_SCHEMA_PATTERN)
+    role: StrictStr = Field(json_schema_extra={"enum": ["caller", "worker", "admin"]})
+    worker: StrictStr | None = Field(default=None, description="required for worker tokens")
+    agent: StrictStr | None = Field(default=None, description="the only note author this token may write or delete as")
+    expires_in_days: StrictInt | None = Field(
+        default=None, ge=1, le=MAX_TOKEN_DAYS, description="default from settings; admin tokens are short"
+    )
 
 
 class TokenOut(BaseModel):
-    token: str
+    token: str = Field(description="shown once: only its hash is stored")
+    token_id: str
     authority: str
     role: str
     worker: str
+    agent: str
+    expires_at: str
+
+
+class TokenListItem(ApiModel):
+    token_id: str
+    role: str
+    worker: str
+    agent: str
+    created_at: str
+    expires_at: str
+    minted_by: str
+    revoked_at: str | None = None
+
+
+class TokenListOut(ApiModel):
+    items: list[TokenListItem]
+    cursor: str | None = None
 
 
 @app.get("/v1/health", tags=["meta"])
@@ -67,9 +99,43 @@ def openapi() -> dict[str, Any]:
 @app.post("/v1/admin/tokens", tags=["admin"], responses=responses(201, TokenOut, 400, 401, 403, 503))
 def create_token(body: Annotated[TokenBody, Body()]) -> Response[TokenOut]:
     """Mint a bearer token. Admin only, inside the admin's own authority. Shown once."""
-    token, principal = service().mint(current_principal(app), body.authority, body.role, body.worker)
-    out = TokenOut(token=token, authority=principal.authority, role=principal.role, worker=principal.worker)
+    token, record = service().mint(
+        current_principal(app),
+        body.authority,
+        body.role,
+        body.worker,
+        agent=body.agent,
+        expires_in_days=body.expires_in_days,
+    )
+    p = record.principal
+    out = TokenOut(
+        token=token,
+        token_id=record.token_id,
+        authority=p.authority,
+        role=p.role,
+        worker=p.worker,
+        agent=p.agent,
+        expires_at=record.expires_at,
+    )
     return Response(status_code=201, content_type="application/json", body=out)
+
+
+@app.get("/v1/admin/tokens", tags=["admin"], responses=responses(200, TokenListOut, 400, 401, 403, 429, 503))
+def list_tokens(
+    limit: Annotated[int | None, Query(ge=0, le=LIST_MAX)] = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> TokenListOut:
+    """The authority's tokens, newest first: never their secrets or hashes. Admin only."""
+    page = service().list(current_principal(app), limit, cursor)
+    return TokenListOut(items=[TokenListItem(**i) for i in page["items"]], cursor=page["cursor"])
+
+
+@app.delete("/v1/admin/tokens/<token_id>", tags=["admin"], responses=responses(204, None, 401, 403, 404, 429, 503))
+def revoke_token(token_id: Annotated[str, Path()]) -> Response[None]:
+    """Revoke a token of the admin's authority. It stops working once the authorizer's cache
+    expires (at most the configured TTL). Revoking twice is harmless."""
+    service().revoke(current_principal(app), token_id)
+    return Response(status_code=204)
 
 
 @lru_cache(maxsize=1)

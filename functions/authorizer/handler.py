@@ -1,10 +1,8 @@
 """Lambda REQUEST authorizer (HTTP API, payload 2.0, simple responses).
 
-It resolves `Authorization: Bearer <token>` through the SHA-256 token table to {authority, role,
-worker}. An unknown token is still answered `isAuthorized: true`, with no authority in the context:
-HTTP APIs cannot shape an authorizer denial (it becomes a bare 403), and API.md wants 401 with the
-error envelope. Every API handler reads the principal through `principal_from_event`, which
-refuses a context without an authority, so no route runs unauthenticated.
+It resolves `Authorization: Bearer <token>` to {authority, role, worker, agent, token_id}. An
+invalid, expired or revoked token is denied here (`isAuthorized: false`), so API Gateway answers a
+bare 403 and no function runs for a stranger. The reason is logged, never the token.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from dovecote.admin.tokens import TokenService
+from dovecote.admin.service import TokenService
 from dovecote.platform.observability import logger
 
 
@@ -38,8 +36,10 @@ def bearer_token(headers: dict[str, str] | None) -> str | None:
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     token = bearer_token(event.get("headers"))
     if token is None:
-        return {"isAuthorized": True, "context": {"reason": "missing bearer token"}}
-    principal = service().authenticate(token)
+        logger.info("request refused", extra={"reason": "no bearer token"})
+        return {"isAuthorized": False}
+    principal, reason = service().authenticate(token)
     if principal is None:
-        return {"isAuthorized": True, "context": {"reason": "invalid bearer token"}}
+        logger.info("request refused", extra={"reason": reason})
+        return {"isAuthorized": False}
     return {"isAuthorized": True, "context": principal.as_context()}

@@ -34,7 +34,7 @@ def service() -> NotesService:
 
     settings = get_settings()
     store = DynamoNoteStore(
-        table=settings.notes_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.client("s3")
+        table=settings.notes_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.lazy_client("s3")
     )
     return NotesService(
         store, signer_factory=lambda: CursorSigner(aws.cursor_key()), presign_seconds=settings.presign_seconds
@@ -65,9 +65,12 @@ def put_note(body: Annotated[PutNoteBody, Body()]) -> NoteOut:
 
 @app.post("/v1/notes/uploads", tags=["notes"], responses=responses(200, UploadOut, 400, 401, 403, 413, 429, 503))
 def create_upload(body: Annotated[UploadBody, Body()]) -> UploadOut:
-    """A presigned PUT for a body up to 64 MiB; commit it with PUT /v1/notes {upload: true}."""
+    """A presigned PUT for a body up to 64 MiB, signed for its size, SHA-256 and content type: send
+    exactly `upload_headers`. Then commit it with PUT /v1/notes {upload: true, sha256}."""
     upload = service().create_upload(current_principal(app), PutNote(**body.model_dump()))
-    return UploadOut(ref=upload.ref, upload_url=upload.upload_url, expires_at=upload.expires_at)
+    return UploadOut(
+        ref=upload.ref, upload_url=upload.upload_url, upload_headers=upload.upload_headers, expires_at=upload.expires_at
+    )
 
 
 @app.get("/v1/notes/<ref>", tags=["notes"], responses=responses(200, NoteBodyOut, 401, 403, 404, 429, 503))

@@ -56,6 +56,7 @@ class NoteBodyOut(NoteOut):
 class UploadOut(ApiModel):
     ref: str
     upload_url: str
+    upload_headers: dict[str, str]
     expires_at: str
 
 

@@ -24,7 +24,7 @@ def store() -> BodyStore:
 
     settings = get_settings()
     return DynamoNoteStore(
-        table=settings.notes_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.client("s3")
+        table=settings.notes_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.lazy_client("s3")
     )
 
 

@@ -15,12 +15,14 @@ from dovecote.tasks.service import Outcome, TaskService
 from functions.tasks_api.models import (
     AssignmentEnvelope,
     CallerCommandIn,
+    ClaimIn,
     CommandIn,
     CompleteIn,
     ContextTasksOut,
     CreateTaskIn,
     EventPage,
     FenceIn,
+    HeartbeatIn,
     LeaseListOut,
     MessagePage,
     ReplyIn,
@@ -46,9 +48,13 @@ def service() -> TaskService:
 
     settings = get_settings()
     store = DynamoTaskStore(
-        table=settings.tasks_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.client("s3")
+        table=settings.tasks_table, bucket=settings.bucket, dynamodb=aws.client("dynamodb"), s3=aws.lazy_client("s3")
     )
-    return TaskService(store, signer_factory=lambda: CursorSigner(aws.cursor_key()))
+    return TaskService(
+        store,
+        signer_factory=lambda: CursorSigner(aws.cursor_key()),
+        default_lease_timeout=settings.lease_timeout_seconds,
+    )
 
 
 def _task(outcome: Outcome) -> dict[str, Any]:
@@ -142,8 +148,9 @@ def snapshot_task(task_id: Annotated[str, Path()]) -> SnapshotOut:
 
 
 @app.post("/v1/leases/claim", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
-def claim_lease(body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
-    """Lease the oldest claimable task of the authority; 404 when there is none."""
+def claim_lease(body: Annotated[ClaimIn, Body()]) -> AssignmentEnvelope:
+    """Lease the oldest claimable task of the authority; 404 when there is none (after waiting up
+    to `wait_seconds` for one)."""
     return AssignmentEnvelope.model_validate(service().claim(current_principal(app), _body(body)).body)
 
 
@@ -162,6 +169,17 @@ def fence_lease(task_id: Annotated[str, Path()], body: Annotated[FenceIn, Body()
     """Retire the current lease generation: the owner is cleared, the fence kept. Admin or owner."""
     service().fence(current_principal(app), task_id, _body(body))
     return Response(status_code=204)
+
+
+@app.post(
+    "/v1/tasks/<task_id>/lease/heartbeat",
+    tags=["workers"],
+    responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS),
+)
+def heartbeat_lease(task_id: Annotated[str, Path()], body: Annotated[HeartbeatIn, Body()]) -> AssignmentEnvelope:
+    """A sign of life of the lease (never a revision change); a fence that is not current is
+    409 stale_lease. Every worker command counts as one too."""
+    return AssignmentEnvelope.model_validate(service().heartbeat(current_principal(app), task_id, _body(body)))
 
 
 @app.get("/v1/leases", tags=["workers"], responses=responses(200, LeaseListOut, *READ_ERRORS))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from dovecote.platform.http import ApiModel
+from dovecote.tasks.model import MAX_LEASE_TIMEOUT, TOTAL_SIZE_CAP
+from dovecote.tasks.service import MAX_CLAIM_WAIT
 
 
 class _In(BaseModel):
@@ -29,6 +31,11 @@ class CreateTaskIn(_In):
     context: StrictStr
     message: MessageIn
     expected_revision: StrictInt = 0
+    lease_timeout_seconds: StrictInt | None = Field(
+        default=None,
+        json_schema_extra={"minimum": 0, "maximum": MAX_LEASE_TIMEOUT},
+        description="how long a lease may stay silent before the dispatcher fences it; 0 = never",
+    )
 
 
 class CallerCommandIn(_In):
@@ -60,6 +67,19 @@ class CommandIn(_In):
     command_id: StrictStr
 
 
+class ClaimIn(_In):
+    command_id: StrictStr
+    wait_seconds: StrictInt = Field(
+        default=0,
+        json_schema_extra={"minimum": 0, "maximum": MAX_CLAIM_WAIT},
+        description="long-poll: wait up to this long for a claimable task (billed as Lambda duration)",
+    )
+
+
+class HeartbeatIn(_In):
+    fence: StrictInt
+
+
 class FenceIn(_In):
     command_id: StrictStr
     fence: StrictInt
@@ -83,6 +103,7 @@ class TaskOut(ApiModel):
     submission: SubmissionOut | None = None
     created_at: str
     updated_at: str
+    lease_timeout_seconds: int = 0
 
 
 class TaskEnvelope(ApiModel):
@@ -92,7 +113,10 @@ class TaskEnvelope(ApiModel):
 class TaskListOut(ApiModel):
     items: list[TaskOut]
     cursor: str | None = None
-    total_size: int
+    total_size: int = Field(description=f"the filtered set's size, counting at most {TOTAL_SIZE_CAP}")
+    total_is_lower_bound: bool = Field(
+        default=False, description=f"true when the set holds more than {TOTAL_SIZE_CAP}: total_size is then a floor"
+    )
 
 
 class ContextTasksOut(ApiModel):
@@ -147,6 +171,7 @@ class AssignmentOut(ApiModel):
     fence: int
     worker: str
     granted_at: str
+    heartbeat_at: str
 
 
 class AssignmentEnvelope(ApiModel):

@@ -4,21 +4,37 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra import constants as c
+from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
-from infra.routes import AUTHORIZER, FUNCTIONS, JANITOR, JANITOR_BATCH_SIZE, JANITOR_FILTER, ROUTES, Function
+from infra.routes import (
+    AUTHORIZER,
+    DISPATCH_EVERY_SECONDS,
+    DISPATCHER,
+    FUNCTIONS,
+    JANITOR,
+    JANITOR_BATCH_SIZE,
+    JANITOR_FILTER,
+    RECONCILE_EVERY_HOURS,
+    RECONCILER,
+    ROUTES,
+    Function,
+)
 
 
 class Api(Construct):
@@ -32,6 +48,8 @@ class Api(Construct):
         functions_dir: Path,
         log_retention: logs.RetentionDays,
         authorizer_cache_seconds: int,
+        reserved_concurrency: bool = True,
+        xray_subsegments: bool = False,
     ) -> None:
         super().__init__(scope, id)
         self.layer = lambda_.LayerVersion(
@@ -45,25 +63,30 @@ class Api(Construct):
         self._code = lambda_.Code.from_asset(str(functions_dir))
         self._data = data
         self._retention = log_retention
-        env = {
-            c.ENV_TOKENS_TABLE: data.tokens.table_name,
-            c.ENV_NOTES_TABLE: data.notes.table_name,
-            c.ENV_TASKS_TABLE: data.tasks.table_name,
-            c.ENV_BUCKET: data.bucket.bucket_name,
-            c.ENV_CURSOR_SECRET_ARN: data.cursor_secret.secret_arn,
+        self._reserved = reserved_concurrency
+        self._subsegments = xray_subsegments
+        # Every setting a function may need; each function receives only the ones it names.
+        self._settings = {
+            "tokens_table": data.tokens.table_name,
+            "notes_table": data.notes.table_name,
+            "tasks_table": data.tasks.table_name,
+            "bucket": data.bucket.bucket_name,
+            "cursor_secret_arn": data.cursor_secret.secret_arn,
+            "lease_timeout_seconds": str(Settings.model_fields["lease_timeout_seconds"].default),
         }
         self.functions: dict[str, lambda_.Function] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
-        for spec in (AUTHORIZER, JANITOR, *FUNCTIONS.values()):
-            self.functions[spec.name] = self._function(spec, env)
+        for spec in (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, *FUNCTIONS.values()):
+            self.functions[spec.name] = self._function(spec)
         self._grant()
-        # Records the janitor gives up on (after retries and bisection) are kept here, not dropped:
-        # each names a body version still to delete.
+        # Lambda's on-failure destination for a stream receives only the failed batch's metadata
+        # (shard, sequence numbers), not the records. It is an alarm and a record for an operator;
+        # the reconciler deletes the body versions those records named. SQS-managed encryption:
+        # the messages hold no data, and a KMS key here would only widen the janitor's grants.
         self.janitor_dlq = sqs.Queue(
             self,
             "JanitorFailures",
-            encryption=sqs.QueueEncryption.KMS,
-            encryption_master_key=data.key,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             retention_period=Duration.days(14),
         )
@@ -78,9 +101,11 @@ class Api(Construct):
             on_failure=event_sources.SqsDlq(self.janitor_dlq),
             filters=[{"pattern": json.dumps(JANITOR_FILTER)}],
         )
-        data.notes.grant_stream_read(self.functions[JANITOR.name])
+        self._grant_stream_read(JANITOR.name)
+        self.reconcile_failures = self._schedule(RECONCILER, Duration.hours(RECONCILE_EVERY_HOURS), "Reconcile")
+        self.dispatch_failures = self._schedule(DISPATCHER, Duration.seconds(DISPATCH_EVERY_SECONDS), "Dispatch")
 
-        self.access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention)
+        self.access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention, encryption_key=data.key)
         self.http_api = apigw.HttpApi(self, "HttpApi", api_name="dovecote", create_default_stage=True)
         stage: apigw.CfnStage = self.http_api.default_stage.node.default_child  # type: ignore[union-attr,assignment]
         stage.access_log_settings = apigw.CfnStage.AccessLogSettingsProperty(
@@ -89,7 +114,9 @@ class Api(Construct):
                 '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
                 '"routeKey":"$context.routeKey","status":"$context.status",'
                 '"latency":"$context.responseLatency","error":"$context.error.message",'
-                '"authorizerError":"$context.authorizer.error"}'
+                '"authorizerError":"$context.authorizer.error",'
+                '"authority":"$context.authorizer.authority","role":"$context.authorizer.role",'
+                '"worker":"$context.authorizer.worker","tokenId":"$context.authorizer.token_id"}'
             ),
         )
         stage.default_route_settings = apigw.CfnStage.RouteSettingsProperty(
@@ -118,8 +145,36 @@ class Api(Construct):
                 authorizer=authorizer if route.authorized else apigw.HttpNoneAuthorizer(),
             )
 
-    def _function(self, spec: Function, env: dict[str, str]) -> lambda_.Function:
-        log_group = logs.LogGroup(self, f"{spec.name}-logs", retention=self._retention)
+    def _schedule(self, spec: Function, every: Duration, name: str) -> sqs.Queue:
+        """Run `spec` on a schedule. The schedule invokes asynchronously: two retries, then the event
+        lands in the returned failure queue (alarmed; the next run repeats the work, which is
+        idempotent)."""
+        failures = sqs.Queue(
+            self,
+            f"{name}Failures",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        fn = self.functions[spec.name]
+        fn.configure_async_invoke(
+            retry_attempts=2, max_event_age=Duration.hours(1), on_failure=destinations.SqsDestination(failures)
+        )
+        for child in fn.node.find_all():
+            if isinstance(child, lambda_.CfnEventInvokeConfig):
+                # Name the function by ARN, as the schedule's permission does, so cfn-lint's
+                # serverless rule (which compares the two literally) sees they are the same.
+                child.function_name = fn.function_arn
+        events.Rule(
+            self,
+            f"{name}Schedule",
+            schedule=events.Schedule.rate(every),
+            targets=[targets.LambdaFunction(fn, dead_letter_queue=failures, retry_attempts=2)],
+        )
+        return failures
+
+    def _function(self, spec: Function) -> lambda_.Function:
+        log_group = logs.LogGroup(self, f"{spec.name}-logs", retention=self._retention, encryption_key=self._data.key)
         self.log_groups[spec.name] = log_group
         role = iam.Role(
             self,
@@ -147,41 +202,138 @@ class Api(Construct):
             role=role,
             log_group=log_group,
             tracing=lambda_.Tracing.ACTIVE,
-            environment={**env, "POWERTOOLS_SERVICE_NAME": spec.name, "POWERTOOLS_METRICS_NAMESPACE": "Dovecote"},
+            reserved_concurrent_executions=spec.reserved if self._reserved else None,
+            environment={
+                **{
+                    f"DOVECOTE_{name.upper()}": self._settings[name] for name in spec.settings if name in self._settings
+                },
+                "POWERTOOLS_SERVICE_NAME": spec.name,
+                "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
+                # Lambda's active tracing records every invocation either way; subsegments for the
+                # handler and each AWS call cost the X-Ray SDK on every cold start (README, bench).
+                "POWERTOOLS_TRACE_DISABLED": "false" if self._subsegments else "true",
+            },
         )
 
     def _grant(self) -> None:
         d = self._data
         fn = self.functions
+        region = Stack.of(self).region
 
-        def allow(name: str, actions: list[str], resources: list[str]) -> None:
-            fn[name].add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
+        def allow(name: str, actions: list[str], resources: list[str], **conditions: Any) -> None:
+            fn[name].add_to_role_policy(
+                iam.PolicyStatement(actions=actions, resources=resources, conditions=conditions or None)
+            )
+
+        def kms(name: str, service: str, actions: list[str], context: dict[str, dict[str, Any]]) -> None:
+            """The data key, only through `service` and only for the named resources' encryption
+            context, so a leaked role cannot decrypt anything else the key protects."""
+            conditions: dict[str, dict[str, Any]] = {
+                "StringEquals": {"kms:ViaService": f"{service}.{region}.amazonaws.com"}
+            }
+            for operator, pairs in context.items():
+                conditions.setdefault(operator, {}).update(pairs)
+            allow(name, actions, [d.key.key_arn], **conditions)
+
+        def table_key(name: str, *tables: Any, write: bool) -> None:
+            actions = ["kms:Decrypt", "kms:DescribeKey"] + (["kms:Encrypt", "kms:GenerateDataKey"] if write else [])
+            names = [t.table_name for t in tables]
+            kms(
+                name,
+                "dynamodb",
+                actions,
+                {"ForAnyValue:StringEquals": {"kms:EncryptionContext:aws:dynamodb:tableName": names}},
+            )
+
+        def bucket_key(name: str, *, write: bool) -> None:
+            # Bucket keys are on: the encryption context is the bucket's ARN.
+            actions = ["kms:Decrypt"] + (["kms:GenerateDataKey"] if write else [])
+            kms(name, "s3", actions, {"StringEquals": {"kms:EncryptionContext:aws:s3:arn": d.bucket.bucket_arn}})
+
+        def secret_key(name: str) -> None:
+            allow(name, ["secretsmanager:GetSecretValue"], [d.cursor_secret.secret_arn])
+            kms(
+                name,
+                "secretsmanager",
+                ["kms:Decrypt"],
+                {"StringEquals": {"kms:EncryptionContext:SecretARN": d.cursor_secret.secret_arn}},
+            )
 
         allow("authorizer", ["dynamodb:GetItem"], [d.tokens.table_arn])
-        allow("admin_api", ["dynamodb:PutItem"], [d.tokens.table_arn])
+        table_key("authorizer", d.tokens, write=False)
+        # Mint (PutItem), revoke (UpdateItem), list (Query on the listing index).
+        allow(
+            "admin_api",
+            ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+            [d.tokens.table_arn, f"{d.tokens.table_arn}/index/by_authority"],
+        )
+        table_key("admin_api", d.tokens, write=True)
+        secret_key("admin_api")
         # PutItem/DeleteItem are the actions inside the note's TransactWriteItems.
         allow(
             "notes_api",
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"],
             [d.notes.table_arn],
         )
+        table_key("notes_api", d.notes, write=True)
+        # Committed bodies, and the expiring uploads prefix the presigned PUTs land in (the URL is
+        # signed with this role, so it needs PutObject there; the commit copies out of it).
         allow(
-            "notes_api", ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"], [d.bucket.arn_for_objects("notes/*")]
+            "notes_api",
+            ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"],
+            [d.bucket.arn_for_objects("notes/*"), d.bucket.arn_for_objects("uploads/notes/*")],
         )
+        # Without ListBucket, S3 answers a missing object with AccessDenied (a 503 here) instead of
+        # NoSuchKey (a 404: "no upload found"). Only on the uploads prefix.
+        allow("notes_api", ["s3:ListBucket"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["uploads/notes/*"]})
+        bucket_key("notes_api", write=True)
+        secret_key("notes_api")
         allow(JANITOR.name, ["s3:DeleteObject", "s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
-        allow("notes_api", ["secretsmanager:GetSecretValue"], [d.cursor_secret.secret_arn])
+        # The reconciler lists note body versions, reads which one each note pins, deletes the rest.
+        allow(RECONCILER.name, ["s3:ListBucketVersions"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["notes/*"]})
+        allow(RECONCILER.name, ["s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
+        allow(RECONCILER.name, ["dynamodb:BatchGetItem"], [d.notes.table_arn])
+        table_key(RECONCILER.name, d.notes, write=False)
         # GetItem/PutItem are the actions inside TransactGetItems/TransactWriteItems; no Scan, no Delete.
+        # UpdateItem: the heartbeat (one conditional update of the task item).
         allow(
             "tasks_api",
-            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
             [d.tasks.table_arn, f"{d.tasks.table_arn}/index/*"],
         )
+        table_key("tasks_api", d.tasks, write=True)
+        # The dispatcher: the expiry index (Query), then the ordinary fence command's read and
+        # TransactWriteItems (GetItem/PutItem), and the cursor key its command ids are keyed by.
+        allow(
+            DISPATCHER.name,
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+            [d.tasks.table_arn, f"{d.tasks.table_arn}/index/expiring"],
+        )
+        table_key(DISPATCHER.name, d.tasks, write=True)
+        secret_key(DISPATCHER.name)
         allow("tasks_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
-        allow("tasks_api", ["secretsmanager:GetSecretValue"], [d.cursor_secret.secret_arn])
-        for name in ("authorizer", "admin_api", JANITOR.name):
-            allow(name, ["kms:Decrypt"], [d.key.key_arn])
-        for name in ("notes_api", "tasks_api"):
-            allow(name, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [d.key.key_arn])
+        bucket_key("tasks_api", write=True)
+        secret_key("tasks_api")
+
+    def _grant_stream_read(self, name: str) -> None:
+        """What the event source mapping needs to read the notes stream, with the key only through
+        DynamoDB (CDK's grant_stream_read would grant kms:Decrypt without conditions)."""
+        d = self._data
+        fn = self.functions[name]
+        fn.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+                resources=[d.notes.table_stream_arn or ""],
+            )
+        )
+        fn.add_to_role_policy(iam.PolicyStatement(actions=["dynamodb:ListStreams"], resources=["*"]))
+        fn.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["kms:Decrypt"],
+                resources=[d.key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{Stack.of(self).region}.amazonaws.com"}},
+            )
+        )
 
     @property
     def region(self) -> str:

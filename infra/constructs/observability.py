@@ -31,6 +31,16 @@ class Observability(Construct):
             api.janitor_dlq.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
             1,
         )
+        self._alarm(
+            "dispatch-failures",
+            api.dispatch_failures.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
+            1,
+        )
+        self._alarm(
+            "reconcile-failures",
+            api.reconcile_failures.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
+            1,
+        )
         latency = cw.Metric(
             namespace="AWS/ApiGateway",
             metric_name="Latency",

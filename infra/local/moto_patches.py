@@ -128,7 +128,25 @@ def serialize_dynamodb() -> None:
 
         functools.update_wrapper(locked, original)
         setattr(DynamoDBBackend, name, locked)
+    _serialize_dynamodb_requests()
     DynamoDBBackend._dovecote_serialized = True  # type: ignore[attr-defined]
+
+
+def _serialize_dynamodb_requests() -> None:
+    """The whole DynamoDB request under the lock, not only the backend call: moto's UpdateItem
+    handler deep-copies the live item it got from `get_item` after that call returned, so a
+    concurrent update of the same item broke the copy ("dictionary changed size during iteration").
+    Racing flips on one item (a cancel against the worker's start) hit it."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with _LOCK:
+            return original(self)
+
+    functools.update_wrapper(call_action, original)
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
 
 
 # ---- SQS ----------------------------------------------------------------------------------------

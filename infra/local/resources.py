@@ -1,5 +1,5 @@
 """Create the AWS resources the service needs, against whatever endpoint boto3 points at (moto
-locally). The key schema comes from infra/constants.py, the same names CDK uses."""
+locally). Table schemas come from the PynamoDB models (`TableDef`s), the same source CDK uses."""
 
 from __future__ import annotations
 
@@ -13,58 +13,14 @@ from infra import constants as c
 MEMORY_VISIBILITY_S = 10
 
 
-def notes_table_spec(name: str) -> dict[str, Any]:
-    """Note items and their view items share one table (see dovecote/notes/dynamo.py); the stream
-    feeds the janitor that deletes unreferenced body versions."""
-    return {
-        "TableName": name,
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [
-            {"AttributeName": c.NOTES_PK, "AttributeType": "S"},
-            {"AttributeName": c.NOTES_SK, "AttributeType": "S"},
-        ],
-        "KeySchema": [
-            {"AttributeName": c.NOTES_PK, "KeyType": "HASH"},
-            {"AttributeName": c.NOTES_SK, "KeyType": "RANGE"},
-        ],
-        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    }
+def model_tables() -> list[Any]:
+    """Every table whose items are PynamoDB models: the schema comes from the models."""
+    from dovecote.admin.records import TOKENS_TABLE
+    from dovecote.memory.records import MEMORY_TABLE
+    from dovecote.notes.records import NOTES_TABLE
+    from dovecote.tasks.records import TASKS_TABLE
 
-
-def tasks_table_spec(name: str) -> dict[str, Any]:
-    """One table for tasks, messages, events, grants, receipts (dovecote/tasks/dynamo.py)."""
-    keys = {"pk": "S", "sk": "S"}
-    indexes = []
-    for index, (pk, sk) in c.TASKS_INDEXES.items():
-        keys.update({pk: "S", sk: "S"})
-        indexes.append(
-            {
-                "IndexName": index,
-                "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        )
-    return {
-        "TableName": name,
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [{"AttributeName": k, "AttributeType": t} for k, t in keys.items()],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        "GlobalSecondaryIndexes": indexes,
-    }
-
-
-def memory_table_spec(name: str) -> dict[str, Any]:
-    """One table for memory writes, memories, postings, relations and receipts, (pk, sk) only
-    (dovecote/memory/dynamo.py)."""
-    return {
-        "TableName": name,
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-    }
+    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE, MEMORY_TABLE]
 
 
 def create_memory_queues(sqs: Any, *, queue: str, dlq: str, visibility_s: int) -> dict[str, str]:
@@ -83,15 +39,6 @@ def create_memory_queues(sqs: Any, *, queue: str, dlq: str, visibility_s: int) -
     return {c.ENV_MEMORY_QUEUE_URL: queue_url, c.ENV_MEMORY_DLQ_URL: dlq_url}
 
 
-def tokens_table_spec(name: str) -> dict[str, Any]:
-    return {
-        "TableName": name,
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [{"AttributeName": c.TOKENS_PK, "AttributeType": "S"}],
-        "KeySchema": [{"AttributeName": c.TOKENS_PK, "KeyType": "HASH"}],
-    }
-
-
 def create_all(
     *,
     dynamodb: Any,
@@ -103,10 +50,8 @@ def create_all(
 ) -> dict[str, str]:
     """Create tables, the versioned bucket, the cursor secret and (given `sqs`) the memory queues.
     Returns settings env values."""
-    dynamodb.create_table(**notes_table_spec(names["notes_table"]))
-    dynamodb.create_table(**tokens_table_spec(names["tokens_table"]))
-    dynamodb.create_table(**tasks_table_spec(names["tasks_table"]))
-    dynamodb.create_table(**memory_table_spec(names["memory_table"]))
+    for table in model_tables():
+        dynamodb.create_table(**table.create_table_kwargs(names[table.setting]))
     s3.create_bucket(Bucket=names["bucket"])
     s3.put_bucket_versioning(Bucket=names["bucket"], VersioningConfiguration={"Status": "Enabled"})
     env = {

@@ -17,6 +17,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 DEV_AUTHORITY = "dev"
 DEV_WORKER = "dev-worker"
+DEV_TOKEN_DAYS = 365
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -120,13 +121,14 @@ class LocalRuntime:
 
     def _mint_tokens(self) -> None:
         from dovecote.admin.dynamo import DynamoTokenStore
-        from dovecote.admin.tokens import TokenService
+        from dovecote.admin.service import TokenService
         from dovecote.platform import aws
         from dovecote.platform.settings import get_settings
 
         tokens = TokenService(DynamoTokenStore(table=get_settings().tokens_table, dynamodb=aws.client("dynamodb")))
         for role, worker in (("admin", ""), ("caller", ""), ("worker", DEV_WORKER)):
-            token, _ = tokens.mint(None, DEV_AUTHORITY, role, worker)
+            # Local tokens outlive any dev session; deployed ones get the settings' defaults.
+            token, _ = tokens.mint(None, DEV_AUTHORITY, role, worker, expires_in_days=DEV_TOKEN_DAYS)
             self.tokens[role] = token
 
     def _write_tokens_file(self) -> None:

@@ -95,3 +95,37 @@ def test_tasks_and_worker_commands(dev_runtime: dict[str, Any]) -> None:
     assert task_id in [t["id"] for t in listed["items"]] and listed["total_size"] >= 1
     assert json.loads(cli(dev_runtime, "tasks", "get", task_id).stdout)["state"] == "completed"
     assert cli(dev_runtime, "worker", "leases", role="worker").returncode == 0
+
+
+def test_tokens_ls_and_revoke_over_the_cli_and_the_revoked_token_is_denied(dev_runtime: dict[str, Any]) -> None:
+    created = cli(
+        dev_runtime, "tokens", "create", "--authority", "dev", "--role", "caller", "--agent", "bot", role="admin"
+    )
+    assert created.returncode == 0, created.stderr
+    minted = json.loads(created.stdout)
+    assert minted["agent"] == "bot" and minted["token_id"] in minted["token"]
+    env_token = {**dev_runtime, "tokens": {**dev_runtime["tokens"], "bot": minted["token"]}}
+    assert cli(env_token, "notes", "put", "tok:k", "1", "n", "--author", "bot", stdin=b"x", role="bot").returncode == 0
+    other = cli(env_token, "notes", "put", "tok:k", "1", "n", "--author", "eve", stdin=b"x", role="bot")
+    assert other.returncode == 1 and b"forbidden" in other.stderr
+
+    listed = cli(dev_runtime, "tokens", "ls", "--json", role="admin")
+    assert listed.returncode == 0, listed.stderr
+    rows = [json.loads(line) for line in listed.stdout.decode().splitlines() if line.strip()]
+    # Listed through an eventually consistent index: in the local runtime it is immediate.
+    mine = [r for r in rows if r["token_id"] == minted["token_id"]]
+    assert mine and mine[0]["agent"] == "bot" and not mine[0].get("revoked_at")
+    assert minted["token"] not in listed.stdout.decode()
+    assert "token_hash" not in listed.stdout.decode()
+
+    assert cli(dev_runtime, "tokens", "revoke", minted["token_id"], role="admin").returncode == 0
+    denied = cli(env_token, "notes", "put", "tok:k", "1", "n", "--author", "bot", stdin=b"x", role="bot")
+    assert denied.returncode == 1 and b"403" in denied.stderr
+    again = cli(dev_runtime, "tokens", "ls", "--json", role="admin").stdout.decode()
+    assert any(
+        json.loads(line)["token_id"] == minted["token_id"] and json.loads(line)["revoked_at"]
+        for line in again.splitlines()
+        if line.strip()
+    )
+    unknown = cli(dev_runtime, "tokens", "revoke", "ffffffffffffffff", role="admin")
+    assert unknown.returncode == 1 and b"not_found" in unknown.stderr

@@ -87,14 +87,26 @@ def page_cursor(http: httpx.Client, caller: dict[str, str], key: str) -> str:
     return str(http.get("/v1/notes", params={"key": key, "limit": 1}, headers=caller).json()["cursor"])
 
 
-def test_missing_or_invalid_token_is_401(http: httpx.Client) -> None:
+def test_a_missing_token_is_401_and_an_invalid_one_is_denied_by_the_authorizer(http: httpx.Client) -> None:
+    # API.md: the gateway's own answers, before any function runs.
     body = {"key": "k", "run": 1, "name": "n", "text": "x"}
-    assert http.put("/v1/notes", json=body).status_code == 401
-    for header in ("Bearer nope", "Bearer dvc_forged", "Basic abc", "Bearer"):
+    missing = http.put("/v1/notes", json=body)
+    assert missing.status_code == 401 and missing.json() == {"message": "Unauthorized"}
+    forged = "Bearer dvc_0123456789abcdef_" + "A" * 43
+    for header in ("Bearer nope", "Bearer dvc_forged", forged, "Basic abc", "Bearer"):
         response = http.put("/v1/notes", json=body, headers={"Authorization": header})
-        assert response.status_code == 401, header
-        assert response.json()["error"]["code"] == "unauthenticated"
-    assert http.get("/v1/notes", headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert response.status_code == 403, header
+        assert response.json() == {"message": "Forbidden"}
+    assert http.get("/v1/notes", headers={"Authorization": "Bearer nope"}).status_code == 403
+
+
+def test_a_stranger_with_a_deep_body_gets_403_not_500(http: httpx.Client) -> None:
+    deep = "[" * 2000 + "]" * 2000
+    for _ in range(5):
+        response = http.put(
+            "/v1/notes", content=deep, headers={"Authorization": "Bearer garbage", "Content-Type": "application/json"}
+        )
+        assert response.status_code == 403
 
 
 BAD_PUTS = [

@@ -17,7 +17,9 @@ from aws_cdk.assertions import Match, Template  # noqa: E402
 from infra import stack as stack_module  # noqa: E402
 from infra.app import build_app  # noqa: E402
 from infra.build import FUNCTIONS as FUNCTIONS_DIR  # noqa: E402
-from infra.routes import AUTHORIZER, FUNCTIONS, JANITOR, ROUTES  # noqa: E402
+from infra.routes import AUTHORIZER, DISPATCHER, FUNCTIONS, JANITOR, RECONCILER, ROUTES  # noqa: E402
+
+BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER)
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +60,36 @@ def test_a_missing_acknowledgment_fails_synth(tmp_path: Path, monkeypatch: pytes
     assert names == ["AwsSolutions-SMG4"]
 
 
+def test_cfn_lint_with_the_serverless_rules_finds_nothing(synthesized: dict[str, Any]) -> None:
+    from infra.cfn_lint import IGNORED, lint
+
+    result = lint(str(synthesized["outdir"] / "Dovecote.template.json"))
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr
+    assert all(len(reason) >= 40 for reason in IGNORED.values())
+
+
+def test_the_layer_pins_match_the_project_pins() -> None:
+    import tomllib
+
+    from infra.build import LAYER_REQUIREMENTS, ROOT
+
+    pinned = {}
+    for requirement in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        name, _, version = requirement.partition("==")
+        pinned[name.split("[")[0].lower()] = version
+    for requirement in LAYER_REQUIREMENTS:
+        name, _, version = requirement.partition("==")
+        if name in pinned:
+            assert pinned[name] == version, name
+    assert "pynamodb==6.1.0" in LAYER_REQUIREMENTS
+
+
 def test_every_function_is_arm64_python312_with_the_layer(synthesized: dict[str, Any]) -> None:
     functions = resources(synthesized["raw"], "AWS::Lambda::Function")
     layers = resources(synthesized["raw"], "AWS::Lambda::LayerVersion")
     assert len(layers) == 1
     layer_id = next(iter(layers))
-    assert len(functions) == len(FUNCTIONS) + 2  # + authorizer, janitor
+    assert len(functions) == len(FUNCTIONS) + len(BACKGROUND)
     for props in (f["Properties"] for f in functions.values()):
         assert props["Runtime"] == "python3.12"
         assert props["Architectures"] == ["arm64"]
@@ -73,7 +99,7 @@ def test_every_function_is_arm64_python312_with_the_layer(synthesized: dict[str,
 
 def test_handler_paths_exist_in_the_function_asset(synthesized: dict[str, Any]) -> None:
     handlers = {f["Properties"]["Handler"] for f in resources(synthesized["raw"], "AWS::Lambda::Function").values()}
-    assert handlers == {spec.handler for spec in (AUTHORIZER, JANITOR, *FUNCTIONS.values())}
+    assert handlers == {spec.handler for spec in (*BACKGROUND, *FUNCTIONS.values())}
     for handler in handlers:
         module, attr = handler.rsplit(".", 1)
         path = FUNCTIONS_DIR / (module.replace(".", "/") + ".py")
@@ -86,6 +112,7 @@ def test_layer_ships_dovecote_but_not_boto3(synthesized: dict[str, Any]) -> None
 
     site = LAYER / "python"
     assert (site / "dovecote" / "notes" / "service.py").exists()
+    assert (site / "pynamodb" / "models.py").exists()
     assert (site / "pydantic_core").exists() and any((site / "pydantic_core").glob("*aarch64*.so"))
     assert not (site / "boto3").exists() and not (site / "botocore").exists()
     assert not (site / "dovecote" / "cli").exists()
@@ -95,8 +122,7 @@ def _policy_for(raw: dict[str, Any], function: str) -> list[dict[str, Any]]:
     fn = next(
         v
         for k, v in resources(raw, "AWS::Lambda::Function").items()
-        if v["Properties"]["Handler"]
-        == {**FUNCTIONS, "authorizer": AUTHORIZER, "notes_janitor": JANITOR}[function].handler
+        if v["Properties"]["Handler"] == {**FUNCTIONS, **{f.name: f for f in BACKGROUND}}[function].handler
     )
     role = fn["Properties"]["Role"]["Fn::GetAtt"][0]
     statements: list[dict[str, Any]] = []
@@ -169,16 +195,59 @@ def test_bucket_is_kms_encrypted_private_versioned_and_denies_non_tls(synthesize
                 "RestrictPublicBuckets": True,
             },
             "VersioningConfiguration": {"Status": "Enabled"},
-            "LifecycleConfiguration": {
-                "Rules": Match.array_with([Match.object_like({"NoncurrentVersionExpiration": {"NoncurrentDays": 7}})])
-            },
         },
     )
+    bodies_props = next(
+        v["Properties"]
+        for k, v in resources(synthesized["raw"], "AWS::S3::Bucket").items()
+        if k.startswith("DataBodies")
+    )
+    rules = bodies_props["LifecycleConfiguration"]["Rules"]
+    uploads = next(r for r in rules if r.get("Prefix") == "uploads/")
+    assert uploads["ExpirationInDays"] == 1 and uploads["NoncurrentVersionExpiration"] == {"NoncurrentDays": 1}
+    # No blanket noncurrent expiry outside uploads/: it would expire a pinned body after a failed overwrite.
+    assert all(r.get("Prefix") == "uploads/" for r in rules if "NoncurrentVersionExpiration" in r)
     policies = resources(synthesized["raw"], "AWS::S3::BucketPolicy")
     bodies = next(k for k in resources(synthesized["raw"], "AWS::S3::Bucket") if k.startswith("DataBodies"))
     policy = next(p for p in policies.values() if p["Properties"]["Bucket"] == {"Ref": bodies})
     deny = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
     assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} and s["Action"] == "s3:*" for s in deny)
+
+
+def test_model_tables_match_their_models(synthesized: dict[str, Any]) -> None:
+    """One schema: the synthesized keys, attribute types, GSIs, projections, stream and TTL are the
+    ones the PynamoDB models declare (the local runtime and the tests create tables from them too)."""
+    from infra.local.resources import model_tables
+
+    tables = resources(synthesized["raw"], "AWS::DynamoDB::Table")
+    prefixes = {"tokens_table": "DataTokens", "notes_table": "DataNotes", "tasks_table": "DataTasks"}
+    for table in model_tables():
+        props = next(t["Properties"] for k, t in tables.items() if k.startswith(prefixes[table.setting]))
+        want = table.schema()
+        assert sorted(props["KeySchema"], key=lambda k: k["KeyType"]) == want["KeySchema"], table.setting
+        assert sorted(props["AttributeDefinitions"], key=lambda a: a["AttributeName"]) == sorted(
+            want["AttributeDefinitions"], key=lambda a: a["AttributeName"]
+        ), table.setting
+        got_indexes = {
+            i["IndexName"]: (sorted(i["KeySchema"], key=lambda k: k["KeyType"]), i["Projection"])
+            for i in props.get("GlobalSecondaryIndexes", [])
+        }
+        want_indexes = {i["IndexName"]: (i["KeySchema"], i["Projection"]) for i in want["GlobalSecondaryIndexes"]}
+        assert got_indexes == want_indexes, table.setting
+        if table.stream:
+            assert props["StreamSpecification"] == {"StreamViewType": table.stream}
+        else:
+            assert "StreamSpecification" not in props
+        if table.ttl:
+            assert props["TimeToLiveSpecification"] == {"AttributeName": table.ttl, "Enabled": True}
+
+
+def test_the_token_listing_index_never_holds_the_hash(synthesized: dict[str, Any]) -> None:
+    tables = resources(synthesized["raw"], "AWS::DynamoDB::Table")
+    tokens = next(t["Properties"] for k, t in tables.items() if k.startswith("DataTokens"))
+    (index,) = tokens["GlobalSecondaryIndexes"]
+    assert index["Projection"]["ProjectionType"] == "INCLUDE"
+    assert "token_hash" not in index["Projection"]["NonKeyAttributes"]
 
 
 def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[str, Any]) -> None:
@@ -190,6 +259,7 @@ def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[s
         "leases",
         "by_context",
         "by_authority",
+        "expiring",
     }
     for props in (t["Properties"] for t in tables.values()):
         assert props["BillingMode"] == "PAY_PER_REQUEST"
@@ -208,13 +278,14 @@ def test_janitor_consumes_only_note_removals_and_replacements(synthesized: dict[
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     queues = resources(synthesized["raw"], "AWS::SQS::Queue")
     assert props["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [next(iter(queues)), "Arn"]}
-    assert "KmsMasterKeyId" in next(iter(queues.values()))["Properties"]
     pattern = json.loads(props["FilterCriteria"]["Filters"][0]["Pattern"])
     assert pattern == {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "a#"}]}}}}
     janitor = [
         s for s in _policy_for(synthesized["raw"], "notes_janitor") if any(a.startswith("s3:") for a in _actions(s))
     ]
     assert [sorted(_actions(s)) for s in janitor] == [["s3:DeleteObject", "s3:DeleteObjectVersion"]]
+    # The failure destination holds metadata only: SQS-managed encryption, no KMS grant for it.
+    assert next(iter(queues.values()))["Properties"].get("SqsManagedSseEnabled") is True
 
 
 def test_routes_come_from_the_route_table(synthesized: dict[str, Any]) -> None:
@@ -230,12 +301,103 @@ def test_routes_come_from_the_route_table(synthesized: dict[str, Any]) -> None:
     assert authorizer["AuthorizerResultTtlInSeconds"] == 300
 
 
-def test_log_retention_and_access_logs(synthesized: dict[str, Any]) -> None:
+def test_log_retention_encryption_and_access_logs(synthesized: dict[str, Any]) -> None:
     groups = resources(synthesized["raw"], "AWS::Logs::LogGroup")
-    assert len(groups) == len(FUNCTIONS) + 3  # one per function + authorizer + janitor + API access logs
-    assert all(g["Properties"]["RetentionInDays"] == 30 for g in groups.values())
+    assert len(groups) == len(FUNCTIONS) + len(BACKGROUND) + 1  # + API access logs
+    key = next(iter(resources(synthesized["raw"], "AWS::KMS::Key")))
+    for group in groups.values():
+        assert group["Properties"]["RetentionInDays"] == 30
+        assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [key, "Arn"]}
     stage = next(iter(resources(synthesized["raw"], "AWS::ApiGatewayV2::Stage").values()))["Properties"]
     assert "DestinationArn" in stage["AccessLogSettings"]
+    access_format = json.loads(stage["AccessLogSettings"]["Format"])
+    assert access_format["authority"] == "$context.authorizer.authority"
+    assert (
+        access_format["role"] == "$context.authorizer.role" and access_format["worker"] == "$context.authorizer.worker"
+    )
+
+
+def test_the_access_log_bucket_takes_logs_through_a_bucket_policy_not_an_acl(synthesized: dict[str, Any]) -> None:
+    raw = synthesized["raw"]
+    logs_bucket = next(k for k in resources(raw, "AWS::S3::Bucket") if k.startswith("DataAccessLogs"))
+    props = raw["Resources"][logs_bucket]["Properties"]
+    assert "AccessControl" not in props
+    assert props["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    policy = next(
+        p for p in resources(raw, "AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"] == {"Ref": logs_bucket}
+    )
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert any(
+        s.get("Principal") == {"Service": "logging.s3.amazonaws.com"} and s["Action"] == "s3:PutObject"
+        for s in statements
+    )
+
+
+def test_every_kms_grant_is_bound_to_a_service_and_an_encryption_context(synthesized: dict[str, Any]) -> None:
+    raw = synthesized["raw"]
+    grants = 0
+    for policy in resources(raw, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if not any(a.startswith("kms:") for a in _actions(statement)):
+                continue
+            grants += 1
+            conditions = statement.get("Condition") or {}
+            assert "kms:ViaService" in conditions.get("StringEquals", {}), statement
+            contexts = [k for op in conditions.values() for k in op if k.startswith("kms:EncryptionContext:")]
+            # The stream reader is the one grant without a context: DynamoDB Streams sets none.
+            assert contexts or _actions(statement) == ["kms:Decrypt"], statement
+    assert grants >= 8
+
+
+def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str, Any]) -> None:
+    for spec in (*BACKGROUND, *FUNCTIONS.values()):
+        fn = next(
+            f["Properties"]
+            for f in resources(synthesized["raw"], "AWS::Lambda::Function").values()
+            if f["Properties"]["Handler"] == spec.handler
+        )
+        names = {k for k in fn["Environment"]["Variables"] if k.startswith("DOVECOTE_")}
+        assert names <= {f"DOVECOTE_{s.upper()}" for s in spec.settings}, spec.name
+        assert fn["ReservedConcurrentExecutions"] == spec.reserved
+    authorizer = next(
+        f["Properties"]
+        for f in resources(synthesized["raw"], "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == AUTHORIZER.handler
+    )
+    assert set(authorizer["Environment"]["Variables"]) == {
+        "DOVECOTE_TOKENS_TABLE",
+        "POWERTOOLS_SERVICE_NAME",
+        "POWERTOOLS_METRICS_NAMESPACE",
+        "POWERTOOLS_TRACE_DISABLED",
+    }
+    assert authorizer["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
+
+
+def test_notes_can_tell_a_missing_upload_from_a_denied_one(synthesized: dict[str, Any]) -> None:
+    statements = _policy_for(synthesized["raw"], "notes_api")
+    listing = [s for s in statements if _actions(s) == ["s3:ListBucket"]]
+    assert len(listing) == 1
+    assert listing[0]["Condition"] == {"StringLike": {"s3:prefix": ["uploads/notes/*"]}}
+
+
+def test_the_reconciler_runs_on_a_schedule_with_only_its_permissions(synthesized: dict[str, Any]) -> None:
+    raw = synthesized["raw"]
+    rules = resources(raw, "AWS::Events::Rule")
+    assert sorted(r["Properties"]["ScheduleExpression"] for r in rules.values()) == ["rate(1 day)", "rate(1 minute)"]
+    actions = sorted(
+        a
+        for s in _policy_for(raw, "notes_reconciler")
+        for a in _actions(s)
+        if not a.startswith(("logs:", "xray:", "kms:"))
+    )
+    assert actions == [
+        "dynamodb:BatchGetItem",
+        "s3:DeleteObjectVersion",
+        "s3:ListBucketVersions",
+        "sqs:GetQueueAttributes",  # its failure destination
+        "sqs:GetQueueUrl",
+        "sqs:SendMessage",
+    ]
 
 
 def test_production_context_retains_data(tmp_path: Path) -> None:

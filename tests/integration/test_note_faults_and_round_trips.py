@@ -12,7 +12,7 @@ from dovecote.notes.dynamo import DynamoNoteStore
 from dovecote.notes.model import INLINE_LIMIT, NoteFilter, note_ref
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.cursors import CursorSigner
-from dovecote.platform.errors import CommitUnknown, NotFound, Throttled, Unavailable
+from dovecote.platform.errors import CommitUnknown, InvalidArgument, NotFound, Throttled, Unavailable
 from dovecote.platform.principal import Principal
 from infra.local.metering import count_round_trips
 
@@ -197,7 +197,91 @@ def test_get_of_a_large_note_is_one_round_trip(notes: Any) -> None:
     requests.put(upload.upload_url, data=body, timeout=30)
     with count_round_trips(env["dynamodb"], env["s3"]) as meter:
         service.put(ACME, PutNote(key="k", run=1, name="big", upload=True, sha256=digest))
-    assert meter.total == 2, meter.calls  # GetObject (hashed) + TransactWriteItems
+    # GetObject (hashed) + CopyObject out of the expiring uploads prefix + TransactWriteItems.
+    assert meter.calls == {"s3.GetObject": 1, "s3.CopyObject": 1, "dynamodb.TransactWriteItems": 1}, meter.calls
     with count_round_trips(env["dynamodb"], env["s3"]) as meter:
         assert service.get(ACME, upload.ref).download_url
     assert meter.total == 1, meter.calls
+
+
+# ---- presigned uploads: bound to one body, read no further than declared -------------------------
+
+
+def _upload_setup(service: NotesService, size: int, content_type: str = "text/plain") -> Any:
+    import hashlib
+
+    body = b"u" * size
+    digest = hashlib.sha256(body).hexdigest()
+    upload = service.create_upload(
+        ACME, PutNote(key="k", run=1, name="up", size=size, sha256=digest, content_type=content_type)
+    )
+    return upload, body, digest
+
+
+def test_the_upload_url_is_signed_for_the_declared_length_checksum_and_type(notes: Any) -> None:
+    import base64
+    import hashlib
+    from urllib.parse import parse_qs, urlparse
+
+    service, _ = notes
+    upload, body, digest = _upload_setup(service, 10)
+    query = parse_qs(urlparse(upload.upload_url).query)
+    signed = set(query["X-Amz-SignedHeaders"][0].split(";"))
+    assert {"content-length", "content-type", "x-amz-checksum-sha256"} <= signed
+    checksum = base64.b64encode(hashlib.sha256(body).digest()).decode()
+    assert upload.upload_headers == {
+        "Content-Length": "10",
+        "Content-Type": "text/plain",
+        "x-amz-checksum-sha256": checksum,
+    }
+    # Uploads land in the expiring prefix, never on the committed body's key.
+    assert urlparse(upload.upload_url).path.endswith(f"/uploads/notes/acme/{upload.ref}")
+
+
+class _ReadMeter:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from botocore.response import StreamingBody
+
+        self.bytes = 0
+        original = StreamingBody.read
+
+        def read(body: Any, amt: int | None = None) -> bytes:
+            chunk = original(body, amt)
+            self.bytes += len(chunk)
+            return chunk
+
+        monkeypatch.setattr(StreamingBody, "read", read)
+
+
+def test_a_commit_refuses_an_oversized_upload_without_reading_it(notes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dovecote.notes.dynamo import upload_key
+
+    service, env = notes
+    upload, _, digest = _upload_setup(service, 10)
+    # moto does not check presigned signatures, so this stands in for a body S3 would have refused.
+    env["s3"].put_object(Bucket=env["settings"].bucket, Key=upload_key("acme", upload.ref), Body=b"x" * 5_000_000)
+    meter = _ReadMeter(monkeypatch)
+    with pytest.raises(InvalidArgument, match="larger than the declared size"):
+        service.put(ACME, PutNote(key="k", run=1, name="up", upload=True, sha256=digest, size=10))
+    assert meter.bytes == 0
+    assert service.list(ACME, NoteFilter(), None, None) == ([], None)
+
+
+def test_a_commit_stops_reading_at_the_declared_size_plus_one_byte(notes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dovecote.notes.dynamo import upload_key
+
+    service, env = notes
+    upload, _, digest = _upload_setup(service, 10)
+    env["s3"].put_object(Bucket=env["settings"].bucket, Key=upload_key("acme", upload.ref), Body=b"x" * 5_000_000)
+
+    def hide_length(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["ContentLength"] = 0  # a length that lies: only the bounded read protects us
+
+    env["s3"].meta.events.register("after-call.s3.GetObject", hide_length, unique_id="liar")
+    meter = _ReadMeter(monkeypatch)
+    try:
+        with pytest.raises(InvalidArgument, match="larger than the declared size"):
+            service.put(ACME, PutNote(key="k", run=1, name="up", upload=True, sha256=digest, size=10))
+    finally:
+        env["s3"].meta.events.unregister("after-call.s3.GetObject", unique_id="liar")
+    assert meter.bytes == 11

@@ -16,7 +16,7 @@ from dovecote.notes.memory import InMemoryNoteStore
 from dovecote.notes.model import INLINE_LIMIT, NoteFilter, note_ref
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.cursors import CursorSigner
-from dovecote.platform.errors import InvalidArgument, NotFound
+from dovecote.platform.errors import Forbidden, InvalidArgument, NotFound
 from dovecote.platform.principal import Principal
 
 ACME = Principal("acme", "caller")
@@ -26,7 +26,7 @@ GLOBEX = Principal("globex", "caller")
 @dataclass
 class Backend:
     service: NotesService
-    upload: Callable[[str, bytes], None]
+    upload: Callable[[str, bytes, dict[str, str]], None]
 
 
 @pytest.fixture(params=["memory", "dynamo"])
@@ -41,8 +41,8 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         table=env["settings"].notes_table, bucket=env["settings"].bucket, dynamodb=env["dynamodb"], s3=env["s3"]
     )
 
-    def http_upload(url: str, body: bytes) -> None:
-        assert requests.put(url, data=body, timeout=30).status_code == 200
+    def http_upload(url: str, body: bytes, headers: dict[str, str]) -> None:
+        assert requests.put(url, data=body, headers=headers, timeout=30).status_code == 200
 
     yield Backend(NotesService(store_, signer), http_upload)
 
@@ -214,7 +214,7 @@ def test_large_upload_round_trip(backend: Backend) -> None:
     coords = {"key": "k", "run": 1, "name": "big", "author": "claude"}
     upload = backend.service.create_upload(ACME, PutNote(**coords, size=len(body), sha256=digest))
     assert upload.ref == note_ref("k", 1, "big", "claude")
-    backend.upload(upload.upload_url, body)
+    backend.upload(upload.upload_url, body, upload.upload_headers)
     meta = backend.service.put(ACME, PutNote(**coords, upload=True, sha256=digest))
     assert meta.size == len(body)
     view = backend.service.get(ACME, meta.ref)
@@ -226,15 +226,51 @@ def test_upload_commit_checks_digest_and_size(backend: Backend) -> None:
     body = b"z" * 1000
     coords = {"key": "k", "run": 1, "name": "big"}
     upload = backend.service.create_upload(ACME, PutNote(**coords, size=len(body), sha256="0" * 64))
-    backend.upload(upload.upload_url, body)
+    backend.upload(upload.upload_url, body, upload.upload_headers)
     with pytest.raises(InvalidArgument, match="does not match"):
         backend.service.put(ACME, PutNote(**coords, upload=True, sha256="0" * 64))
-    with pytest.raises(InvalidArgument, match="does not match"):
+    # A body larger than declared is refused before it is read through; a smaller one by the check.
+    with pytest.raises(InvalidArgument, match="larger than the declared size"):
         backend.service.put(ACME, PutNote(**coords, upload=True, sha256=hashlib.sha256(body).hexdigest(), size=999))
+    with pytest.raises(InvalidArgument, match="does not match"):
+        backend.service.put(ACME, PutNote(**coords, upload=True, sha256=hashlib.sha256(body).hexdigest(), size=1001))
     assert listing(backend) == []
     meta = backend.service.put(ACME, PutNote(**coords, upload=True, sha256=hashlib.sha256(body).hexdigest()))
     assert backend.service.get(ACME, meta.ref).text is None  # octet-stream by default
     assert backend.service.get(ACME, meta.ref).body_b64
+
+
+def test_an_upload_keeps_the_content_type_it_was_signed_for(backend: Backend) -> None:
+    body = b"# plan\n" * 10
+    digest = hashlib.sha256(body).hexdigest()
+    coords = {"key": "k", "run": 1, "name": "md"}
+    upload = backend.service.create_upload(
+        ACME, PutNote(**coords, size=len(body), sha256=digest, content_type="text/markdown")
+    )
+    assert upload.upload_headers["Content-Type"] == "text/markdown"
+    backend.upload(upload.upload_url, body, upload.upload_headers)
+    meta = backend.service.put(ACME, PutNote(**coords, upload=True, sha256=digest))
+    assert meta.content_type == "text/markdown"
+    assert backend.service.get(ACME, meta.ref).text == body.decode()
+
+
+def test_an_agent_bound_token_writes_and_deletes_only_as_its_agent(backend: Backend) -> None:
+    claude = Principal("acme", "caller", agent="claude")
+    with pytest.raises(Forbidden):
+        put(backend, "k", 1, "n", author="codex", who=claude)
+    with pytest.raises(Forbidden):
+        put(backend, "k", 1, "n", author="", who=claude)  # not even the shared scope
+    with pytest.raises(Forbidden):
+        backend.service.create_upload(
+            claude, PutNote(key="k", run=1, name="n", author="codex", size=1, sha256="0" * 64)
+        )
+    others = put(backend, "k", 1, "n", author="codex")
+    with pytest.raises(Forbidden):
+        backend.service.delete(claude, others.ref)
+    assert listing(backend) == [others.ref]  # nothing written, nothing deleted
+    own = put(backend, "k", 1, "n", author="claude", who=claude)
+    backend.service.delete(claude, own.ref)
+    assert listing(backend) == [others.ref]
 
 
 def test_commit_without_upload_is_not_found(backend: Backend) -> None:

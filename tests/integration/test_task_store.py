@@ -38,6 +38,7 @@ from tests.unit.test_task_machine import (  # noqa: F401
     test_same_id_different_intent_is_an_idempotency_conflict,
     test_stale_lease_details_carry_the_current_fence,
     test_stream_paging_next_and_has_more,
+    test_total_size_reads_a_bounded_amount_and_says_when_it_is_a_floor,
     test_two_round_conversation,
     test_updated_since_and_state_filters_with_paging,
     test_wrong_revision_is_reported_before_a_bad_state,

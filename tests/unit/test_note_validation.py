@@ -53,7 +53,8 @@ def test_gate_rejects_in_reference_order(request_: PutNote, error: type, message
         (PutNote(key="k", run=1, name="n", body_b64="AAE="), BINARY_DEFAULT, b"\x00\x01"),
         (PutNote(key="k", run=1, name="n", text="{}", content_type="application/json"), "application/json", b"{}"),
         (PutNote(key="k", run=1, name="n", text="x" * INLINE_LIMIT), TEXT_DEFAULT, b"x" * INLINE_LIMIT),
-        (PutNote(key="k", run=1, name="n", upload=True, sha256=SHA), BINARY_DEFAULT, None),
+        # An upload commit that names no type keeps the one its upload URL was signed for ("").
+        (PutNote(key="k", run=1, name="n", upload=True, sha256=SHA), "", None),
     ],
 )
 def test_gate_accepts_and_defaults_the_content_type(request_: PutNote, content_type: str, body: bytes | None) -> None:

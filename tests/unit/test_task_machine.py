@@ -355,6 +355,21 @@ def test_stream_paging_next_and_has_more(service: TaskService) -> None:
     assert service.snapshot(CALLER, flow.task_id)["event_cursor"] == 4
 
 
+def test_total_size_reads_a_bounded_amount_and_says_when_it_is_a_floor(
+    service: TaskService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dovecote.tasks import dynamo, memory
+    from dovecote.tasks.ports import TaskFilter
+
+    monkeypatch.setattr(memory, "TOTAL_SIZE_CAP", 3)
+    monkeypatch.setattr(dynamo, "TOTAL_SIZE_CAP", 3)
+    for _ in range(5):
+        Flow(service, context="cap").to_state("submitted")
+    page = service.list_tasks(CALLER, TaskFilter(), 2, None)
+    assert (page["total_size"], page["total_is_lower_bound"]) == (3, True)
+    assert len(page["items"]) == 2
+
+
 def test_lists_and_total_size(service: TaskService) -> None:
     from dovecote.tasks.ports import TaskFilter
 
@@ -366,7 +381,7 @@ def test_lists_and_total_size(service: TaskService) -> None:
     ids = [t["id"] for p in (page1, page2, page3) for t in p["items"]]
     assert ids == [f.task_id for f in flows] and page3["cursor"] is None
     everything = service.list_tasks(CALLER, TaskFilter(), 100, None)
-    assert everything["total_size"] == 6
+    assert everything["total_size"] == 6 and everything["total_is_lower_bound"] is False
     updated = [t["updated_at"] for t in everything["items"]]
     assert updated == sorted(updated, reverse=True)
     assert service.list_tasks(CALLER, TaskFilter(state="canceled"), None, None)["total_size"] == 1

@@ -69,14 +69,54 @@ def tokens_create(
     authority: Annotated[str, typer.Option(help="Authority the token acts in.")],
     role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
     worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
+    agent: Annotated[str | None, typer.Option(help="The only note author the token may write as.")] = None,
+    expires_in_days: Annotated[int | None, typer.Option(help="Lifetime in days (default from settings).")] = None,
 ) -> None:
     """Mint a token with an admin token (DOVECOTE_TOKEN, or the dev admin token)."""
     try:
-        created = _client("admin").create_token(authority, role, worker)
+        created = _client("admin").create_token(authority, role, worker, agent=agent, expires_in_days=expires_in_days)
     except DovecoteError as exc:
         _fail(exc)
         return
     out.print_json(json.dumps(created))
+
+
+@tokens_app.command("ls")
+def tokens_ls(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """The authority's tokens, newest first (ids and claims; never a secret or a hash)."""
+    client = _client("admin")
+    columns = ("token_id", "role", "worker", "agent", "created_at", "expires_at", "minted_by", "revoked_at")
+    table = Table(*columns)
+    cursor = None
+    try:
+        while True:
+            page = client.list_tokens(cursor=cursor)
+            for item in page["items"]:
+                if as_json:
+                    out.print(json.dumps(item), highlight=False, soft_wrap=True)
+                else:
+                    table.add_row(*(str(item.get(c) or "") for c in columns))
+            cursor = page.get("cursor")
+            if not cursor:
+                break
+    except DovecoteError as exc:
+        _fail(exc)
+        return
+    if not as_json:
+        out.print(table)
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(token_id: Annotated[str, typer.Argument(help="The token's id (from `tokens ls`).")]) -> None:
+    """Revoke a token. It stops working once the authorizer's cache expires (5 minutes by default)."""
+    try:
+        _client("admin").revoke_token(token_id)
+    except DovecoteError as exc:
+        _fail(exc)
+        return
+    out.print(f"revoked {token_id}")
 
 
 @tokens_app.command("bootstrap")
@@ -85,23 +125,41 @@ def tokens_bootstrap(
     table: Annotated[str, typer.Option(help="The deployed tokens table (stack output TokensTable).")],
     role: Annotated[str, typer.Option(help="admin, caller or worker.")] = "admin",
     worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
+    expires_in_days: Annotated[
+        int | None, typer.Option(help="Lifetime; default 7 days for admin, 90 otherwise.")
+    ] = None,
 ) -> None:
     """Mint a token with AWS credentials instead of a bearer token: the way to the first admin token
     of an authority. Uses the standard AWS credential chain (and AWS_ENDPOINT_URL, if set)."""
     import boto3
 
     from dovecote.admin.dynamo import DynamoTokenStore
-    from dovecote.admin.tokens import TokenService
+    from dovecote.admin.service import TokenService
     from dovecote.platform.errors import DomainError
 
     try:
-        token, principal = TokenService(DynamoTokenStore(table=table, dynamodb=boto3.client("dynamodb"))).mint(
-            None, authority, role, worker
+        service = TokenService(
+            DynamoTokenStore(table=table, dynamodb=boto3.client("dynamodb")),
+            # The audit line goes to stderr: stdout carries only the minted token's JSON.
+            audit=lambda event, facts: err.print(json.dumps({"audit": event, **facts}), highlight=False),
         )
+        token, record = service.mint(None, authority, role, worker, expires_in_days=expires_in_days)
     except DomainError as exc:
         err.print(f"[red]error[/red] {exc.code}: {exc.message}")
         raise typer.Exit(1) from None
-    out.print_json(json.dumps({"token": token, **principal.as_context()}))
+    p = record.principal
+    out.print_json(
+        json.dumps(
+            {
+                "token": token,
+                "token_id": record.token_id,
+                "authority": p.authority,
+                "role": p.role,
+                "worker": p.worker,
+                "expires_at": record.expires_at,
+            }
+        )
+    )
 
 
 @notes_app.command("put")

@@ -53,6 +53,7 @@ class Note:
 class DovecoteClient:
     def __init__(self, endpoint: str, token: str | None = None, *, timeout: float = 30.0) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._token = token or ""
         self.endpoint = endpoint.rstrip("/")
         self._http = httpx.Client(base_url=self.endpoint, headers=headers, timeout=timeout)
 
@@ -71,6 +72,17 @@ class DovecoteClient:
 
     def close(self) -> None:
         self._http.close()
+
+    def derived_id(self, prefix: str, *parts: object) -> str:
+        """A command (or message, submission) id that is the same every time for the same parts,
+        across restarts, yet unguessable without this client's token. Command ids share one
+        namespace per authority, so guessable ids (`echo.t1.1.accept`) would let anyone in the
+        authority take a worker's id first and block its command."""
+        import hmac
+
+        material = "\x1f".join(str(p) for p in parts).encode("utf-8")
+        digest = hmac.new(self._token.encode("utf-8"), material, hashlib.sha256).hexdigest()[:32]
+        return f"{prefix}-{digest}"
 
     def __enter__(self) -> DovecoteClient:
         return self
@@ -109,9 +121,30 @@ class DovecoteClient:
     def health(self) -> dict[str, Any]:
         return dict(self.request("GET", "/v1/health"))
 
-    def create_token(self, authority: str, role: str, worker: str | None = None) -> dict[str, Any]:
-        body = {"authority": authority, "role": role, **({"worker": worker} if worker else {})}
+    def create_token(
+        self,
+        authority: str,
+        role: str,
+        worker: str | None = None,
+        *,
+        agent: str | None = None,
+        expires_in_days: int | None = None,
+    ) -> dict[str, Any]:
+        """Mint a token (admin). The answer holds the token once; only its hash is stored."""
+        body: dict[str, Any] = {"authority": authority, "role": role}
+        for name, value in (("worker", worker), ("agent", agent), ("expires_in_days", expires_in_days)):
+            if value is not None:
+                body[name] = value
         return dict(self.request("POST", "/v1/admin/tokens", json=body))
+
+    def list_tokens(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
+        """One page of the authority's tokens, newest first (admin): ids and claims, never secrets."""
+        params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v}
+        return dict(self.request("GET", "/v1/admin/tokens", params=params))
+
+    def revoke_token(self, token_id: str) -> None:
+        """Revoke a token of the authority (admin). Effective once the authorizer cache expires."""
+        self.request("DELETE", f"/v1/admin/tokens/{token_id}")
 
     # ---- notes --------------------------------------------------------------------------------
 

@@ -19,11 +19,11 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from dovecote.platform import paging
+from dovecote.platform import ids, paging
 from dovecote.platform.errors import InvalidArgument
 
-# The house id pattern (tasks, tokens). '#' cannot occur, so the store's keys are injective.
-ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+# The house id pattern (platform.ids). '#' cannot occur, so the store's keys are injective.
+ID_PATTERN = ids.ID_PATTERN
 # A scope may be hierarchical ("team/project"); still no '#'.
 SCOPE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
 TAG_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/=-]{0,63}")
@@ -59,7 +59,7 @@ def _check(value: Any, pattern: re.Pattern[str], field_name: str) -> str:
 
 
 def check_id(value: Any, field_name: str = "id") -> str:
-    return _check(value, ID_PATTERN, field_name)
+    return ids.check_id(value, field_name)
 
 
 def check_scope(value: Any) -> str:

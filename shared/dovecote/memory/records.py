@@ -12,7 +12,7 @@ from pynamodb.attributes import (
 )
 from pynamodb.models import Model
 
-from dovecote.platform.dynamo import PLACEHOLDER_TABLE
+from dovecote.platform.dynamo import PLACEHOLDER_TABLE, TableDef
 
 NO_SORT = "-"  # the sort key of items that are alone in their partition
 
@@ -92,3 +92,10 @@ class ReceiptItem(_Item):
     kind = UnicodeAttribute()
     digest = UnicodeAttribute()
     result = JSONAttribute()
+
+
+MEMORY_TABLE = TableDef(
+    "memory_table",
+    (WriteItem, ScopeItem, MemoryItem, PostingItem, RelationItem, ReceiptItem),
+    description="memory writes, memories, term postings, relation candidates with their list views, receipts",
+)

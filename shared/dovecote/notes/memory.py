@@ -13,35 +13,50 @@ from dovecote.notes.model import (
     NoteFilter,
     NoteMeta,
     NotePage,
+    PresignedUpload,
     StoredNote,
+    oversize,
+    upload_limit,
     verify_upload,
 )
-from dovecote.platform.errors import NotFound
+from dovecote.platform.errors import Forbidden, NotFound
 
 
 class InMemoryNoteStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._notes: dict[str, dict[str, tuple[NoteMeta, bytes]]] = {}
-        self._uploads: dict[str, bytes] = {}
+        self._uploads: dict[str, tuple[bytes, str]] = {}
+        self._bound: dict[str, tuple[int, str, str]] = {}
 
     def put(self, authority: str, meta: NoteMeta, body: bytes) -> NoteMeta:
         with self._lock:
             self._notes.setdefault(authority, {})[meta.ref] = (meta, bytes(body))
         return meta
 
-    def presign_upload(self, authority: str, coordinates: NoteCoordinates, expires_in: int) -> str:
-        return f"memory://{authority}/{coordinates.ref}"
+    def presign_upload(
+        self, authority: str, coordinates: NoteCoordinates, size: int, sha256: str, content_type: str, expires_in: int
+    ) -> PresignedUpload:
+        url = f"memory://{authority}/{coordinates.ref}"
+        self._bound[url] = (size, sha256, content_type)
+        return PresignedUpload(url, {"Content-Length": str(size), "Content-Type": content_type})
 
-    def upload(self, url: str, body: bytes) -> None:
-        """Stands in for the client's HTTP PUT to the presigned URL."""
-        self._uploads[url] = bytes(body)
+    def upload(self, url: str, body: bytes, headers: dict[str, str] | None = None) -> None:
+        """Stands in for the client's HTTP PUT to the presigned URL. Like moto, it does not check
+        the signature, so a body other than the declared one gets through and the commit's own
+        check is what refuses it."""
+        _, _, content_type = self._bound[url]
+        self._uploads[url] = (bytes(body), (headers or {}).get("Content-Type", content_type))
 
     def commit_upload(self, authority: str, meta: NoteMeta) -> NoteMeta:
-        body = self._uploads.get(f"memory://{authority}/{meta.ref}")
-        if body is None:
+        found = self._uploads.get(f"memory://{authority}/{meta.ref}")
+        if found is None:
             raise NotFound("no upload found for this note; PUT the body to the upload URL first", ref=meta.ref)
-        return self.put(authority, verify_upload(meta, len(body), hashlib.sha256(body).hexdigest()), body)
+        body, content_type = found
+        if len(body) > upload_limit(meta.size):
+            raise oversize(len(body), meta.size)
+        checked = verify_upload(meta, len(body), hashlib.sha256(body).hexdigest(), uploaded_type=content_type)
+        return self.put(authority, checked, body)
 
     def get(self, authority: str, ref: str) -> StoredNote:
         with self._lock:
@@ -73,7 +88,11 @@ class InMemoryNoteStore:
                 last = ref
         return NotePage(items=items, after_ref=None)
 
-    def delete(self, authority: str, ref: str) -> None:
+    def delete(self, authority: str, ref: str, *, agent: str = "") -> None:
         with self._lock:
-            if self._notes.get(authority, {}).pop(ref, None) is None:
+            found = self._notes.get(authority, {}).get(ref)
+            if found is None:
                 raise NotFound("note not found", ref=ref)
+            if agent and found[0].coordinates.author != agent:
+                raise Forbidden(f"this token deletes notes only as author {agent!r}", agent=agent, ref=ref)
+            del self._notes[authority][ref]

@@ -151,9 +151,36 @@ class NotePage:
     after_ref: str | None
 
 
-def verify_upload(meta: NoteMeta, size: int, sha256: str) -> NoteMeta:
+@dataclass(frozen=True, slots=True)
+class PresignedUpload:
+    """A PUT URL and the exact headers to send with it (they are signed: S3 refuses others)."""
+
+    url: str
+    headers: dict[str, str]
+
+
+BINARY_DEFAULT = "application/octet-stream"
+
+
+def upload_limit(declared: int) -> int:
+    """How many bytes a commit may read: the declared size, or the note maximum when the commit
+    did not repeat it (-1)."""
+    return MAX_NOTE_BYTES if declared == -1 else min(declared, MAX_NOTE_BYTES)
+
+
+def oversize(size: int, declared: int) -> InvalidArgument | PayloadTooLarge:
+    """The refusal for an upload found to be larger than `upload_limit(declared)`."""
+    if declared != -1 and size > declared:
+        return InvalidArgument(
+            "uploaded body is larger than the declared size", expected_size=declared, actual_size_at_least=size
+        )
+    return PayloadTooLarge(f"notes are limited to {MAX_NOTE_BYTES} bytes", size=size, limit=MAX_NOTE_BYTES)
+
+
+def verify_upload(meta: NoteMeta, size: int, sha256: str, *, uploaded_type: str | None = None) -> NoteMeta:
     """An uploaded body is committed only if it is exactly what the client declared. A size of -1
-    in `meta` means the commit did not repeat it; the digest still pins the body."""
+    in `meta` means the commit did not repeat it; the digest still pins the body. An empty content
+    type means the commit did not name one: the type the upload was signed for is kept."""
     if size > MAX_NOTE_BYTES:
         raise PayloadTooLarge(f"notes are limited to {MAX_NOTE_BYTES} bytes", size=size, limit=MAX_NOTE_BYTES)
     if (meta.size != -1 and size != meta.size) or sha256 != meta.sha256:
@@ -164,4 +191,5 @@ def verify_upload(meta: NoteMeta, size: int, sha256: str) -> NoteMeta:
             expected_sha256=meta.sha256,
             actual_sha256=sha256,
         )
-    return NoteMeta(meta.coordinates, size, meta.sha256, meta.content_type, meta.updated_at)
+    content_type = meta.content_type or uploaded_type or BINARY_DEFAULT
+    return NoteMeta(meta.coordinates, size, meta.sha256, content_type, meta.updated_at)

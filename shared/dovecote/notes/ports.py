@@ -13,17 +13,23 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from dovecote.notes.model import NoteCoordinates, NoteFilter, NoteMeta, NotePage, StoredNote
+from dovecote.notes.model import NoteCoordinates, NoteFilter, NoteMeta, NotePage, PresignedUpload, StoredNote
 
 
 class NoteStore(Protocol):
     def put(self, authority: str, meta: NoteMeta, body: bytes) -> NoteMeta: ...
 
     def commit_upload(self, authority: str, meta: NoteMeta) -> NoteMeta:
-        """Index a body uploaded through `presign_upload` after checking its size and SHA-256."""
+        """Index a body uploaded through `presign_upload` after checking its size and SHA-256,
+        reading at most the declared size + 1 byte. An empty `meta.content_type` keeps the type the
+        upload was signed for."""
         ...
 
-    def presign_upload(self, authority: str, coordinates: NoteCoordinates, expires_in: int) -> str: ...
+    def presign_upload(
+        self, authority: str, coordinates: NoteCoordinates, size: int, sha256: str, content_type: str, expires_in: int
+    ) -> PresignedUpload:
+        """A URL that accepts exactly one body: that size, SHA-256 and content type."""
+        ...
 
     def get(self, authority: str, ref: str) -> StoredNote:
         """Raises NotFound when absent."""
@@ -33,6 +39,7 @@ class NoteStore(Protocol):
 
     def list(self, authority: str, note_filter: NoteFilter, limit: int, after_ref: str | None) -> NotePage: ...
 
-    def delete(self, authority: str, ref: str) -> None:
-        """Removes exactly one note; raises NotFound when absent."""
+    def delete(self, authority: str, ref: str, *, agent: str = "") -> None:
+        """Removes exactly one note; raises NotFound when absent, Forbidden when `agent` is set and
+        is not the note's author."""
         ...

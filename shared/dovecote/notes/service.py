@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Callable
 
 from dovecote.notes.model import (
+    BINARY_DEFAULT,
     INLINE_LIMIT,
     MAX_NOTE_BYTES,
     NoteCoordinates,
@@ -26,7 +27,6 @@ from dovecote.platform.media import is_textual, validate_media_type
 from dovecote.platform.principal import Principal
 
 TEXT_DEFAULT = "text/plain; charset=utf-8"
-BINARY_DEFAULT = "application/octet-stream"
 _SHA256_HEX = frozenset("0123456789abcdef")
 
 
@@ -60,6 +60,7 @@ class NoteView:
 class Upload:
     ref: str
     upload_url: str
+    upload_headers: dict[str, str]
     expires_at: str
 
 
@@ -73,13 +74,15 @@ def _sha256_arg(value: str | None) -> str:
 def gate_put(request: PutNote) -> tuple[NoteCoordinates, str, bytes | None]:
     """The one validation gate for a Put, in the reference order: coordinates first (key, name,
     run), then the body form. Returns the coordinates, the content type and the inline body
-    (None for an upload commit)."""
+    (None for an upload commit, whose content type is "" unless the commit names one: the store then
+    keeps the type the upload was signed for)."""
     coordinates = NoteCoordinates(request.key, request.run, request.name, request.author).validate()
     if request.upload:
         if request.text is not None or request.body_b64 is not None:
             raise InvalidArgument("an upload commit carries no inline body", field="upload")
         _sha256_arg(request.sha256)
-        return coordinates, validate_media_type(request.content_type or BINARY_DEFAULT), None
+        content_type = validate_media_type(request.content_type) if request.content_type is not None else ""
+        return coordinates, content_type, None
     if request.text is not None and request.body_b64 is not None:
         raise InvalidArgument("give either text or body_b64, not both", field="body_b64")
     if request.body_b64 is not None:
@@ -129,6 +132,7 @@ class NotesService:
     def put(self, principal: Principal, request: PutNote) -> NoteMeta:
         principal.require("caller", "worker")
         coordinates, content_type, body = gate_put(request)
+        principal.require_author(coordinates.author)
         now = rfc3339(self._clock())
         if body is None:
             # size -1: not declared on commit; the store takes it from the uploaded body, whose
@@ -142,18 +146,22 @@ class NotesService:
     def create_upload(self, principal: Principal, request: PutNote) -> Upload:
         principal.require("caller", "worker")
         coordinates = NoteCoordinates(request.key, request.run, request.name, request.author).validate()
-        _sha256_arg(request.sha256)
+        principal.require_author(coordinates.author)
+        digest = _sha256_arg(request.sha256)
         if request.size is None or request.size < 0:
             raise InvalidArgument("size is required and must be >= 0", field="size")
         if request.size > MAX_NOTE_BYTES:
             raise PayloadTooLarge(
                 f"notes are limited to {MAX_NOTE_BYTES} bytes", size=request.size, limit=MAX_NOTE_BYTES
             )
-        if request.content_type is not None:
-            validate_media_type(request.content_type)
-        url = self._store.presign_upload(principal.authority, coordinates, self._presign_seconds)
+        content_type = validate_media_type(request.content_type or BINARY_DEFAULT)
+        presigned = self._store.presign_upload(
+            principal.authority, coordinates, request.size, digest, content_type, self._presign_seconds
+        )
         expires = rfc3339(self._clock() + timedelta(seconds=self._presign_seconds))
-        return Upload(ref=coordinates.ref, upload_url=url, expires_at=expires)
+        return Upload(
+            ref=coordinates.ref, upload_url=presigned.url, upload_headers=presigned.headers, expires_at=expires
+        )
 
     def get(self, principal: Principal, ref: str) -> NoteView:
         principal.require("caller", "worker")
@@ -194,7 +202,7 @@ class NotesService:
     def delete(self, principal: Principal, ref: str) -> None:
         principal.require("caller", "worker")
         _ref_arg(ref)
-        self._store.delete(principal.authority, ref)
+        self._store.delete(principal.authority, ref, agent=principal.agent)
 
 
 def _ref_arg(ref: str) -> None:

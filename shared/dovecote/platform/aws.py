@@ -49,6 +49,22 @@ def client(service: str) -> Any:
         return boto3.session.Session().client(service, config=config)
 
 
+class LazyClient:
+    """A client created on its first use. A composition root wires every adapter a function may
+    need, but one request often needs only some: an inline note get never reaches S3, and building
+    the S3 client (its service model) costs a cold start tens of milliseconds for nothing."""
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(client(self._service), name)
+
+
+def lazy_client(service: str) -> Any:
+    return LazyClient(service)
+
+
 def reset_clients() -> None:
     """Forget cached clients (tests that start a new moto backend)."""
     client.cache_clear()

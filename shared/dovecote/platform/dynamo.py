@@ -29,7 +29,7 @@ PLACEHOLDER_TABLE = "unbound"  # a model used before `bind` fails loudly against
 
 def bind(model: type[M], *, table: str, client: Any) -> type[M]:
     """`model` bound to `table`, sending every request through `client`."""
-    meta = type("Meta", (model.Meta,), {"table_name": table})  # type: ignore[attr-defined]
+    meta = type("Meta", (model.Meta,), {"table_name": table})  # type: ignore[arg-type]
     bound = type(model.__name__, (model,), {"Meta": meta, "__module__": model.__module__})
     bound._get_connection().connection._client = client  # type: ignore[attr-defined]
     return bound  # type: ignore[return-value]
@@ -77,3 +77,76 @@ def pynamodb_errors(*, write: bool) -> Iterator[None]:
             raise
         with aws_errors(write=write):
             raise exc.cause from exc
+
+
+# ---- table schemas, derived from the models -----------------------------------------------------
+
+
+class TableDef:
+    """One DynamoDB table: the models stored in it, plus what only the table knows (its stream and
+    TTL attribute). CDK (`infra/constructs/data.py`), the local runtime and the tests all create
+    tables from these, so keys, indexes and projections are stated once, in the models."""
+
+    def __init__(
+        self,
+        setting: str,
+        models: tuple[type[Model], ...],
+        *,
+        stream: str | None = None,
+        ttl: str | None = None,
+        description: str = "",
+    ) -> None:
+        self.setting = setting  # the Settings field (and DOVECOTE_<SETTING> env var) naming the table
+        self.models = models
+        self.stream = stream  # NEW_AND_OLD_IMAGES, NEW_IMAGE, ... or None
+        self.ttl = ttl
+        self.description = description
+
+    def schema(self) -> dict[str, Any]:
+        """The union of the models' schemas: attribute definitions, key schema, GSIs."""
+        attributes: dict[str, str] = {}
+        key_schema: list[dict[str, str]] | None = None
+        indexes: dict[str, dict[str, Any]] = {}
+        for model in self.models:
+            raw: dict[str, Any] = dict(model._get_schema())  # type: ignore[attr-defined]
+            for definition in raw["attribute_definitions"]:
+                name, kind = definition["AttributeName"], definition["AttributeType"]
+                if attributes.setdefault(name, kind) != kind:
+                    raise ValueError(f"{self.setting}: attribute {name} has two types")
+            keys: list[dict[str, str]] = sorted(raw["key_schema"], key=lambda k: k["KeyType"])
+            if key_schema is None:
+                key_schema = keys
+            elif key_schema != keys:
+                raise ValueError(f"{self.setting}: models disagree on the key schema")
+            for index in raw["global_secondary_indexes"]:
+                entry = {
+                    "IndexName": index["index_name"],
+                    "KeySchema": sorted(index["key_schema"], key=lambda k: k["KeyType"]),
+                    "Projection": index["projection"],
+                }
+                if indexes.setdefault(index["index_name"], entry) != entry:
+                    raise ValueError(f"{self.setting}: index {index['index_name']} is declared twice, differently")
+        return {
+            "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t in attributes.items()],
+            "KeySchema": key_schema or [],
+            "GlobalSecondaryIndexes": list(indexes.values()),
+        }
+
+    def create_table_kwargs(self, name: str) -> dict[str, Any]:
+        """`CreateTable` arguments for this table under `name` (local runtime, tests)."""
+        schema = self.schema()
+        kwargs: dict[str, Any] = {"TableName": name, "BillingMode": "PAY_PER_REQUEST", **schema}
+        if not kwargs["GlobalSecondaryIndexes"]:
+            del kwargs["GlobalSecondaryIndexes"]
+        if self.stream:
+            kwargs["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": self.stream}
+        return kwargs
+
+
+def one_page(model: type[M], results: Any) -> tuple[list[M], dict[str, Any] | None]:
+    """Exactly one Query/Scan request from a PynamoDB result iterator: its items and its
+    LastEvaluatedKey. (PynamoDB's item iterator fetches further pages on its own; Dovecote counts
+    round trips, so every list is one request per page, and a short page says so with a cursor.)"""
+    page = next(results.page_iter)
+    items = [model.from_raw_data(raw) for raw in page.get("Items", [])]  # type: ignore[attr-defined]
+    return items, page.get("LastEvaluatedKey")

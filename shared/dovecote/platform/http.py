@@ -3,6 +3,8 @@ decorator stack. Handlers only parse, call a service, and return models."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import json
 from typing import Any, Callable
@@ -87,25 +89,106 @@ def _validation_details(exc: RequestValidationError) -> dict[str, Any]:
     return {"problems": problems}
 
 
-def refuse_non_json_body(event: dict[str, Any]) -> dict[str, Any] | None:
-    """Request bodies are JSON. Any other declared Content-Type is refused before the resolver's
-    body parser sees it (a multipart type without a boundary would crash it into a 500)."""
-    if not event.get("body"):
-        return None
-    declared = ""
-    for name, value in (event.get("headers") or {}).items():
-        if name.lower() == "content-type":
-            declared = value
-    essence = declared.split(";", 1)[0].strip().lower()
-    if not essence or essence == JSON or essence.endswith("+json"):
-        return None
-    error = InvalidArgument("request bodies are JSON: send Content-Type: application/json", content_type=declared)
+# Routes API Gateway serves without the authorizer (infra/routes.py; tests/unit/test_routes.py
+# checks the two agree). Every other route needs a principal before anything else is looked at.
+PUBLIC_ROUTES = frozenset({"GET /v1/health", "GET /v1/openapi.json"})
+# Deeper JSON than this is refused: no Dovecote body nests more than a few levels, and deep nesting
+# is how a small body turns into a RecursionError deep inside a parser or validator.
+MAX_JSON_DEPTH = 32
+
+
+def _refusal(error: DomainError) -> dict[str, Any]:
     return {
         "statusCode": error.status,
         "headers": {"Content-Type": JSON},
         "body": json.dumps(error.envelope()),
         "isBase64Encoded": False,
     }
+
+
+def _header(event: dict[str, Any], wanted: str) -> tuple[str | None, str]:
+    for name, value in (event.get("headers") or {}).items():
+        if name.lower() == wanted:
+            return name, value
+    return None, ""
+
+
+def _bad_text(value: str) -> bool:
+    """A lone surrogate cannot be encoded as UTF-8: it would fail deep inside a store, as a 500."""
+    if value.isascii():
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _check_json(value: Any) -> DomainError | None:
+    """Depth and text checks over a parsed body, iteratively (no recursion to exhaust)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, str):
+            if _bad_text(node):
+                return InvalidArgument("request text must be valid Unicode (a lone surrogate is not)")
+        elif isinstance(node, dict | list):
+            if depth > MAX_JSON_DEPTH:
+                return InvalidArgument(f"request JSON nests deeper than {MAX_JSON_DEPTH} levels", limit=MAX_JSON_DEPTH)
+            if isinstance(node, dict):
+                for key, child in node.items():
+                    if _bad_text(key):
+                        return InvalidArgument("request text must be valid Unicode (a lone surrogate is not)")
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in node)
+    return None
+
+
+def gate_request(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The one gate every API request passes before the resolver sees it. In order:
+    1. the principal (a route behind the authorizer runs nothing for a stranger, not even a parse);
+    2. path and query text;
+    3. the body: declared JSON (any case, or a +json type), valid UTF-8, parseable, at most
+       MAX_JSON_DEPTH deep, no lone surrogates, no integer beyond Python's 4300-digit limit.
+    It returns the refusal, or None after normalising the event (the body decoded, the content type
+    `application/json`) so the resolver's own parser sees exactly what was checked."""
+    try:
+        if event.get("routeKey") not in PUBLIC_ROUTES:
+            principal_from_event(event)
+    except DomainError as error:
+        return _refusal(error)
+    for where in ("queryStringParameters", "pathParameters"):
+        for name, value in (event.get(where) or {}).items():
+            if _bad_text(str(name)) or _bad_text(str(value)):
+                return _refusal(InvalidArgument("request text must be valid Unicode (a lone surrogate is not)"))
+    body = event.get("body")
+    if not body:
+        return None
+    header, declared = _header(event, "content-type")
+    essence = declared.split(";", 1)[0].strip().lower()
+    if essence and essence != JSON and not essence.endswith("+json"):
+        return _refusal(
+            InvalidArgument("request bodies are JSON: send Content-Type: application/json", content_type=declared)
+        )
+    try:
+        raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8", "surrogatepass")
+        text = raw.decode("utf-8")
+        parsed = json.loads(text)
+    except RecursionError:
+        return _refusal(InvalidArgument(f"request JSON nests deeper than {MAX_JSON_DEPTH} levels"))
+    except (ValueError, binascii.Error) as exc:
+        return _refusal(InvalidArgument("request body is not valid UTF-8 JSON", problem=str(exc)[:200]))
+    problem = _check_json(parsed)
+    if problem is not None:
+        return _refusal(problem)
+    event["body"] = text
+    event["isBase64Encoded"] = False
+    event.setdefault("headers", {})
+    if header is not None:
+        del event["headers"][header]
+    event["headers"]["content-type"] = JSON
+    return None
 
 
 def _refuse_unknown_query(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
@@ -150,14 +233,6 @@ def new_resolver() -> APIGatewayHttpResolver:
         where = f"{first['field']}: " if first["field"] else ""
         return error_response(InvalidArgument(f"{where}{first['problem']}", **details))
 
-    @app.exception_handler(RecursionError)
-    def _too_deep(exc: RecursionError) -> Response:
-        # json.loads gives up on very deeply nested input ("[[[[…"): malformed input, not a bug.
-        if "decoding" in str(exc):
-            return error_response(InvalidArgument("the JSON body is nested too deeply"))
-        logger.exception("unhandled error")
-        return error_response(DomainError("internal error"))
-
     @app.exception_handler(ResponseValidationError)
     def _bad_response(exc: ResponseValidationError) -> Response:
         logger.error("response failed its schema", extra={"errors": exc.errors()})
@@ -183,25 +258,53 @@ def current_principal(app: APIGatewayHttpResolver) -> Principal:
 
 def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The one decorator stack, in the same order on every entry point: logger context with the
-    correlation id, metrics, tracer. The Tracer (X-Ray SDK, which loads botocore) is built on the
-    first invocation so that import stays cheap; the first call loads botocore anyway."""
+    correlation id, metrics, tracer; then the request gate, then the resolver. The Tracer (X-Ray SDK,
+    which loads botocore) is built on the first invocation so that import stays cheap."""
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return refuse_non_json_body(event) or _traced(app)(event, context)
+        return _traced(app)(event, context)
+
+    return handler
+
+
+def tracing_enabled() -> bool:
+    """X-Ray subsegments from inside the function (the handler and every AWS call) cost the X-Ray
+    SDK's import and botocore patching on a cold start (measured in bench/coldstart.py); Lambda's
+    active tracing records each invocation without them. The deployment sets
+    POWERTOOLS_TRACE_DISABLED from the CDK context `xray_subsegments`."""
+    import os
+
+    return os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").lower() not in ("1", "true")
+
+
+def _gated(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        refused = gate_request(event)
+        if refused is not None:
+            return refused
+        return app.resolve(event, context)
 
     return handler
 
 
 @functools.cache
 def _traced(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    if not tracing_enabled():
+        return _gated(app)  # not even an import of the tracing SDK
     from aws_lambda_powertools import Tracer
 
     tracer = Tracer()
 
-    @tracer.capture_lambda_handler
-    def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return app.resolve(event, context)
+    # Traces hold timings and the route, never data: capturing the response would write minted
+    # tokens, note bodies, message parts and presigned URLs into X-Ray for anyone who can read it,
+    # and an error's capture carries the request. The resolver turns every error into a response,
+    # so nothing reaches the tracer as an exception anyway.
+    gated = _gated(app)
 
-    return run
+    @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return gated(event, context)
+
+    return handler

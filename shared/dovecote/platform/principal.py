@@ -17,6 +17,10 @@ class Principal:
     authority: str
     role: Role
     worker: str = ""
+    # The only note author this token may write or delete as; "" means any author.
+    agent: str = ""
+    # The id of the token that authenticated the request (minted_by, audit); "" when unknown.
+    token_id: str = ""
 
     def require(self, *roles: Role) -> Principal:
         """Admin can do what callers and workers do; anyone else needs a listed role."""
@@ -28,18 +32,35 @@ class Principal:
             )
         return self
 
+    def require_author(self, author: str) -> Principal:
+        """An agent-bound token writes and deletes only as its own agent."""
+        if self.agent and author != self.agent:
+            raise Forbidden(f"this token writes notes only as author {self.agent!r}", agent=self.agent, author=author)
+        return self
+
     def as_context(self) -> dict[str, str]:
-        return {"authority": self.authority, "role": self.role, "worker": self.worker}
+        return {
+            "authority": self.authority,
+            "role": self.role,
+            "worker": self.worker,
+            "agent": self.agent,
+            "token_id": self.token_id,
+        }
 
 
 def principal_from_event(event: dict[str, Any]) -> Principal:
-    """Read {authority, role, worker} from `requestContext.authorizer.lambda` (HTTP API v2,
-    simple responses). An authorizer that could not resolve the token says so in the context."""
+    """Read the principal from `requestContext.authorizer.lambda` (HTTP API v2, simple
+    responses). The authorizer denies invalid tokens itself; this refuses a missing context too
+    (defence in depth, and the path for a route wired without the authorizer by mistake)."""
     context = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
     authority = context.get("authority") or ""
     role = context.get("role") or ""
     if not authority or role not in ROLES:
-        raise Unauthenticated(
-            context.get("reason") or "a valid bearer token is required",
-        )
-    return Principal(authority=authority, role=role, worker=context.get("worker") or "")
+        raise Unauthenticated("a valid bearer token is required")
+    return Principal(
+        authority=authority,
+        role=role,
+        worker=context.get("worker") or "",
+        agent=context.get("agent") or "",
+        token_id=context.get("token_id") or "",
+    )

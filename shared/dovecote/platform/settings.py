@@ -29,6 +29,13 @@ class Settings(BaseModel):
     # Presigned URLs (upload and download) stay valid this long.
     presign_seconds: int = Field(default=900, ge=60, le=7 * 24 * 3600)
     region: str = "us-east-1"
+    # How long a task's lease may stay silent before the dispatcher fences it, when a create does
+    # not say. 5 minutes: a worker heartbeating every minute survives four lost heartbeats, and a
+    # crashed worker's task is claimable again within about six minutes (timeout + dispatch period).
+    lease_timeout_seconds: int = Field(default=300, ge=0, le=86_400)
+    # Token lifetimes when a mint does not say (days). Admin tokens are short on purpose.
+    token_days: int = Field(default=90, ge=1, le=3650)
+    admin_token_days: int = Field(default=7, ge=1, le=3650)
 
 
 ENV_PREFIX = "DOVECOTE_"

@@ -1,13 +1,14 @@
-"""The DynamoDB TaskStore (with S3 for large message parts).
+"""The DynamoDB TaskStore (with S3 for large message parts). Items are PynamoDB models
+(tasks/records.py).
 
 One table. Items (pk, sk):
-- task        T#<authority>#<task>, "T"      the aggregate, current lease included
-- message     T#<authority>#<task>, M#<seq>  parts inline, or a digest when the part is in S3
-- event       T#<authority>#<task>, E#<seq>
-- grant       T#<authority>#<task>, G#<fence>  immutable lease history
-- receipt     C#<authority>#<command>, "-"   the command's stored result
-- message id  MID#<authority>#<message>, "-" authority-wide uniqueness
-- submission  S#<authority>#<submission>, "-"
+- task        T#<authority>#<task>, "T"      the aggregate, current lease included   TaskItem
+- message     T#<authority>#<task>, M#<seq>  parts inline, or a digest when in S3    MessageItem
+- event       T#<authority>#<task>, E#<seq>                                          EventItem
+- grant       T#<authority>#<task>, G#<fence>  immutable lease history               GrantItem
+- receipt     C#<authority>#<command>, "-"   the command's stored result             ReceiptItem
+- message id  MID#<authority>#<message>, "-" authority-wide uniqueness               ClaimItem
+- submission  S#<authority>#<submission>, "-"                                        ClaimItem
 IDs match ^[A-Za-z0-9][A-Za-z0-9._:-]*$, so "#" cannot occur inside one: the keys are injective.
 
 GSIs on the task item (sparse where it matters):
@@ -15,6 +16,8 @@ GSIs on the task item (sparse where it matters):
 - leases      (authority#worker; granted_at#workspace#task#fence), only while owned
 - by_context  (authority#context; created_at#workspace#task)
 - by_authority (authority; inverted(updated_at)#workspace#task): newest update first
+- expiring    (X#<shard>; deadline#authority#task), only while leased with a timeout: the
+              dispatcher's view of silent leases, across authorities (EXPIRY_SHARDS partitions)
 
 Round trips: a command is one TransactGetItems (receipt + task, strongly consistent) and one
 TransactWriteItems; an exact replay is the read alone. Parts over INLINE_PART_BYTES add one
@@ -30,9 +33,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from dovecote.platform.aws import THROTTLE_CODES, aws_error_code, aws_errors
+from dovecote.platform.dynamo import bind, connection, one_page, pynamodb_errors, unwrap
 from dovecote.platform.errors import CommitUnknown
 from dovecote.tasks import machine
-from dovecote.tasks.model import Event, Message, Part, Receipt, Task
+from dovecote.tasks.model import TOTAL_SIZE_CAP, Event, Message, Part, Receipt, Task, expiry_shard, lease_deadline
 from dovecote.tasks.ports import (
     Commit,
     LeasePage,
@@ -44,6 +48,15 @@ from dovecote.tasks.ports import (
     TaskExists,
     TaskFilter,
     TaskPage,
+)
+from dovecote.tasks.records import (
+    ClaimItem,
+    EventItem,
+    GrantItem,
+    MessageItem,
+    PartAttribute,
+    ReceiptItem,
+    TaskItem,
 )
 
 # Parts up to this size live in the message item; larger ones in S3 by digest. Items are capped at
@@ -63,63 +76,74 @@ def task_pk(authority: str, task_id: str) -> str:
 
 class DynamoTaskStore:
     def __init__(self, *, table: str, bucket: str, dynamodb: Any, s3: Any) -> None:
-        self._table = table
         self._bucket = bucket
         self._ddb = dynamodb
         self._s3 = s3
+        self._tasks = bind(TaskItem, table=table, client=dynamodb)
+        self._messages = bind(MessageItem, table=table, client=dynamodb)
+        self._events = bind(EventItem, table=table, client=dynamodb)
+        self._grants = bind(GrantItem, table=table, client=dynamodb)
+        self._receipts = bind(ReceiptItem, table=table, client=dynamodb)
+        self._claims = bind(ClaimItem, table=table, client=dynamodb)
 
-    # ---- encoding ---------------------------------------------------------------------------
+    # ---- mapping ----------------------------------------------------------------------------
 
-    def _task_item(self, t: Task) -> dict[str, Any]:
-        item: dict[str, Any] = {
-            "pk": {"S": task_pk(t.authority, t.id)},
-            "sk": {"S": "T"},
-            "authority": {"S": t.authority},
-            "id": {"S": t.id},
-            "workspace": {"S": t.workspace},
-            "context": {"S": t.context},
-            "state": {"S": t.state},
-            "revision": {"N": str(t.revision)},
-            "message_count": {"N": str(t.message_count)},
-            "event_count": {"N": str(t.event_count)},
-            "created_at": {"S": t.created_at},
-            "updated_at": {"S": t.updated_at},
-            "owner": {"S": t.owner},
-            "fence": {"N": str(t.fence)},
-            "granted_at": {"S": t.granted_at},
-            "ctx_pk": {"S": f"{t.authority}#{t.context}"},
-            "ctx_sk": {"S": f"{t.created_at}#{t.workspace}#{t.id}"},
-            "auth_pk": {"S": t.authority},
-            "auth_sk": {"S": f"{invert(t.updated_at)}#{t.workspace}#{t.id}"},
-        }
-        if t.submission:
-            item["submission"] = {"S": json.dumps(t.submission, sort_keys=True)}
+    def _task_item(self, t: Task) -> TaskItem:
+        item = self._tasks(
+            task_pk(t.authority, t.id),
+            "T",
+            authority=t.authority,
+            id=t.id,
+            workspace=t.workspace,
+            context=t.context,
+            state=t.state,
+            revision=t.revision,
+            message_count=t.message_count,
+            event_count=t.event_count,
+            created_at=t.created_at,
+            updated_at=t.updated_at,
+            owner=t.owner,
+            fence=t.fence,
+            granted_at=t.granted_at,
+            heartbeat_at=t.heartbeat_at,
+            lease_timeout=t.lease_timeout,
+            submission=json.dumps(t.submission, sort_keys=True) if t.submission else None,
+            ctx_pk=f"{t.authority}#{t.context}",
+            ctx_sk=f"{t.created_at}#{t.workspace}#{t.id}",
+            auth_pk=t.authority,
+            auth_sk=f"{invert(t.updated_at)}#{t.workspace}#{t.id}",
+        )
         if not t.owner and not machine.is_terminal(t.state):
-            item["claim_pk"] = {"S": t.authority}
-            item["claim_sk"] = {"S": f"{t.created_at}#{t.workspace}#{t.id}"}
+            item.claim_pk = t.authority
+            item.claim_sk = f"{t.created_at}#{t.workspace}#{t.id}"
         if t.owner:
-            item["lease_pk"] = {"S": f"{t.authority}#{t.owner}"}
-            item["lease_sk"] = {"S": f"{t.granted_at}#{t.workspace}#{t.id}#{t.fence:020d}"}
+            item.lease_pk = f"{t.authority}#{t.owner}"
+            item.lease_sk = f"{t.granted_at}#{t.workspace}#{t.id}#{t.fence:020d}"
+        deadline = lease_deadline(t)
+        if deadline is not None:
+            item.exp_pk = f"X#{expiry_shard(t.authority, t.id)}"
+            item.exp_sk = f"{deadline}#{t.authority}#{t.id}"
         return item
 
     @staticmethod
-    def _task(item: dict[str, Any]) -> Task:
-        submission = item.get("submission", {}).get("S")
+    def _task(item: TaskItem) -> Task:
         return Task(
-            authority=item["authority"]["S"],
-            id=item["id"]["S"],
-            workspace=item["workspace"]["S"],
-            context=item["context"]["S"],
-            state=item["state"]["S"],
-            revision=int(item["revision"]["N"]),
-            message_count=int(item["message_count"]["N"]),
-            event_count=int(item["event_count"]["N"]),
-            created_at=item["created_at"]["S"],
-            updated_at=item["updated_at"]["S"],
-            owner=item["owner"]["S"],
-            fence=int(item["fence"]["N"]),
-            granted_at=item["granted_at"]["S"],
-            submission=json.loads(submission) if submission else None,
+            authority=item.authority,
+            id=item.id,
+            workspace=item.workspace,
+            context=item.context,
+            state=item.state,
+            revision=int(item.revision),
+            message_count=int(item.message_count),
+            event_count=int(item.event_count),
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            owner=item.owner or "",
+            fence=int(item.fence or 0),
+            granted_at=item.granted_at or "",
+            heartbeat_at=item.heartbeat_at or "",
+            lease_timeout=int(item.lease_timeout or 0),
+            submission=json.loads(item.submission) if item.submission else None,
         )
 
     def _part_key(self, authority: str, digest: str) -> str:
@@ -145,168 +169,129 @@ class DynamoTaskStore:
                         continue
                     raise
 
-    def _message_item(self, authority: str, m: Message) -> dict[str, Any]:
+    def _message_item(self, authority: str, m: Message) -> MessageItem:
         parts = []
         for part in m.parts:
             if len(part.data) <= INLINE_PART_BYTES:
-                parts.append({"M": {"media_type": {"S": part.media_type}, "data": {"B": part.data}}})
+                parts.append(PartAttribute(media_type=part.media_type, data=part.data))
             else:
                 digest = hashlib.sha256(part.data).hexdigest()
-                parts.append(
-                    {
-                        "M": {
-                            "media_type": {"S": part.media_type},
-                            "sha256": {"S": digest},
-                            "size": {"N": str(len(part.data))},
-                        }
-                    }
-                )
-        return {
-            "pk": {"S": task_pk(authority, m.task)},
-            "sk": {"S": f"M#{m.sequence:020d}"},
-            "id": {"S": m.id},
-            "author": {"S": m.author},
-            "parts": {"L": parts},
-            "created_at": {"S": m.created_at},
-        }
+                parts.append(PartAttribute(media_type=part.media_type, sha256=digest, size=len(part.data)))
+        return self._messages(
+            task_pk(authority, m.task),
+            f"M#{m.sequence:020d}",
+            id=m.id,
+            author=m.author,
+            parts=parts,
+            created_at=m.created_at,
+        )
 
-    def _message(self, authority: str, task_id: str, item: dict[str, Any]) -> Message:
+    def _message(self, authority: str, task_id: str, item: MessageItem) -> Message:
         parts = []
-        for raw in item["parts"]["L"]:
-            part = raw["M"]
-            if "data" in part:
-                data = bytes(part["data"]["B"])
+        for part in item.parts:
+            if part.data is not None:
+                data = bytes(part.data)
             else:
                 with aws_errors(write=False):
-                    obj = self._s3.get_object(Bucket=self._bucket, Key=self._part_key(authority, part["sha256"]["S"]))
+                    obj = self._s3.get_object(Bucket=self._bucket, Key=self._part_key(authority, part.sha256))
                     data = obj["Body"].read()
-            parts.append(Part(part["media_type"]["S"], data))
-        return Message(
-            task_id,
-            item["id"]["S"],
-            int(item["sk"]["S"][2:]),
-            item["author"]["S"],
-            tuple(parts),
-            item["created_at"]["S"],
-        )
+            parts.append(Part(part.media_type, data))
+        return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at)
 
     # ---- the port ---------------------------------------------------------------------------
 
     def read(self, authority: str, command_id: str | None, task_id: str | None) -> Snapshot:
-        keys = []
-        if command_id:
-            keys.append({"pk": {"S": f"C#{authority}#{command_id}"}, "sk": {"S": "-"}})
-        if task_id:
-            keys.append({"pk": {"S": task_pk(authority, task_id)}, "sk": {"S": "T"}})
-        with aws_errors(write=False):
-            if len(keys) == 2:
-                response = self._ddb.transact_get_items(
-                    TransactItems=[{"Get": {"TableName": self._table, "Key": k}} for k in keys]
-                )
-                items = [r.get("Item") for r in response["Responses"]]
-            else:
-                items = [self._ddb.get_item(TableName=self._table, Key=keys[0], ConsistentRead=True).get("Item")]
-        receipt_item = items.pop(0) if command_id else None
-        task_item = items.pop(0) if task_id else None
+        from pynamodb.transactions import TransactGet
+
+        receipt_item: ReceiptItem | None = None
+        task_item: TaskItem | None = None
+        receipt_key = (f"C#{authority}#{command_id}", "-")
+        task_key = (task_pk(authority, task_id or ""), "T")
+        with pynamodb_errors(write=False):
+            if command_id and task_id:
+                with TransactGet(connection=connection(self._ddb)) as tx:
+                    receipt_future = tx.get(self._receipts, *receipt_key)
+                    task_future = tx.get(self._tasks, *task_key)
+                receipt_item = _resolved(receipt_future)
+                task_item = _resolved(task_future)
+            elif command_id:
+                receipt_item = _get(self._receipts, *receipt_key)
+            elif task_id:
+                task_item = _get(self._tasks, *task_key)
         receipt = None
-        if receipt_item:
+        if receipt_item is not None:
             receipt = Receipt(
                 authority,
                 command_id or "",
-                receipt_item["kind"]["S"],
-                receipt_item["digest"]["S"],
-                int(receipt_item["status"]["N"]),
-                json.loads(receipt_item["result"]["S"]),
+                receipt_item.kind,
+                receipt_item.digest,
+                int(receipt_item.status),
+                json.loads(receipt_item.result),
             )
-        return Snapshot(receipt, self._task(task_item) if task_item else None)
+        return Snapshot(receipt, self._task(task_item) if task_item is not None else None)
 
     def commit(self, commit: Commit) -> None:
-        from botocore.exceptions import ClientError
+        from pynamodb.transactions import TransactWrite
 
         authority = commit.receipt.authority
         self._store_parts(authority, commit.messages)
-        absent = "attribute_not_exists(pk)"
-        ops: list[tuple[str, dict[str, Any]]] = []  # (what, operation): `what` names a failed condition
-
-        def put(what: str, item: dict[str, Any], condition: str = absent, **extra: Any) -> None:
-            ops.append(
-                (what, {"Put": {"TableName": self._table, "Item": item, "ConditionExpression": condition, **extra}})
-            )
-
+        # (what, item, condition, return old): `what` names the cause of a failed condition.
+        ops: list[tuple[str, Any, Any, bool]] = []
         r = commit.receipt
-        put(
-            "receipt",
-            {
-                "pk": {"S": f"C#{authority}#{r.id}"},
-                "sk": {"S": "-"},
-                "kind": {"S": r.kind},
-                "digest": {"S": r.digest},
-                "status": {"N": str(r.status)},
-                "result": {"S": json.dumps(r.result, sort_keys=True)},
-            },
+        receipts, tasks, claims = self._receipts, self._tasks, self._claims
+        receipt = receipts(
+            f"C#{authority}#{r.id}",
+            "-",
+            kind=r.kind,
+            digest=r.digest,
+            status=r.status,
+            result=json.dumps(r.result, sort_keys=True),
         )
+        ops.append(("receipt", receipt, receipts.pk.does_not_exist(), False))
+        task = self._task_item(commit.task)
         if commit.expect is None:
-            put("task_insert", self._task_item(commit.task))
+            ops.append(("task_insert", task, tasks.pk.does_not_exist(), False))
         else:
-            put(
-                "task_cas",
-                self._task_item(commit.task),
-                "revision = :rev AND #owner = :owner AND fence = :fence",
-                ExpressionAttributeNames={"#owner": "owner"},
-                ExpressionAttributeValues={
-                    ":rev": {"N": str(commit.expect.revision)},
-                    ":owner": {"S": commit.expect.owner},
-                    ":fence": {"N": str(commit.expect.fence)},
-                },
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
+            e = commit.expect
+            cas = (tasks.revision == e.revision) & (tasks.owner == e.owner) & (tasks.fence == e.fence)
+            if e.heartbeat_at is not None:
+                cas = cas & (tasks.heartbeat_at == e.heartbeat_at)
+            ops.append(("task_cas", task, cas, True))
         for m in commit.messages:
-            put("message_id", {"pk": {"S": f"MID#{authority}#{m.id}"}, "sk": {"S": "-"}, "task": {"S": m.task}})
-            put("record", self._message_item(authority, m))
-        for e in commit.events:
-            event_item = {
-                "pk": {"S": task_pk(authority, e.task)},
-                "sk": {"S": f"E#{e.sequence:020d}"},
-                "type": {"S": e.type},
-                "state": {"S": e.state},
-                "revision": {"N": str(e.revision)},
-                "occurred_at": {"S": e.occurred_at},
-                "message": {"S": e.message},
-                "submission": {"S": e.submission},
-            }
-            put("record", event_item)
+            claim = claims(f"MID#{authority}#{m.id}", "-", task=m.task)
+            ops.append(("message_id", claim, claims.pk.does_not_exist(), False))
+            ops.append(("record", self._message_item(authority, m), self._messages.pk.does_not_exist(), False))
+        for ev in commit.events:
+            event = self._events(
+                task_pk(authority, ev.task),
+                f"E#{ev.sequence:020d}",
+                type=ev.type,
+                state=ev.state,
+                revision=ev.revision,
+                occurred_at=ev.occurred_at,
+                message=ev.message,
+                submission=ev.submission,
+            )
+            ops.append(("record", event, self._events.pk.does_not_exist(), False))
         if commit.grant:
             g = commit.grant
-            put(
-                "record",
-                {
-                    "pk": {"S": task_pk(authority, g.task)},
-                    "sk": {"S": f"G#{g.fence:020d}"},
-                    "worker": {"S": g.worker},
-                    "granted_at": {"S": g.granted_at},
-                },
+            grant = self._grants(
+                task_pk(authority, g.task), f"G#{g.fence:020d}", worker=g.worker, granted_at=g.granted_at
             )
+            ops.append(("record", grant, self._grants.pk.does_not_exist(), False))
         if commit.submission:
-            put(
-                "submission",
-                {"pk": {"S": f"S#{authority}#{commit.submission}"}, "sk": {"S": "-"}, "task": {"S": commit.task.id}},
-            )
+            claim = claims(f"S#{authority}#{commit.submission}", "-", task=commit.task.id)
+            ops.append(("submission", claim, claims.pk.does_not_exist(), False))
         try:
             with committing():
-                self._ddb.transact_write_items(TransactItems=[op for _, op in ops])
+                with TransactWrite(connection=connection(self._ddb)) as tx:
+                    for _, item, condition, old in ops:
+                        tx.save(item, condition=condition, return_values="ALL_OLD" if old else None)
         except CommitUnknown as exc:
-            cause = exc.__cause__
-            if not isinstance(cause, ClientError) or aws_error_code(cause) != "TransactionCanceledException":
-                raise
-            reasons = cause.response.get("CancellationReasons") or []
-            failed = [
-                (ops[i][0], reason)
-                for i, reason in enumerate(reasons)
-                if reason.get("Code") == "ConditionalCheckFailed"
-            ]
-            if not failed:
+            failed = _failed_conditions(exc.__cause__, ops)
+            if failed is None:
                 raise  # TransactionConflict and friends: the outcome is for the retry to settle
-            what, reason = failed[0]
+            what, raw = failed
             if what == "receipt":
                 raise ReceiptTaken() from None
             if what == "task_insert":
@@ -315,59 +300,85 @@ class DynamoTaskStore:
                 raise MessageIdTaken() from None
             if what == "submission":
                 raise SubmissionIdTaken() from None
-            old = reason.get("Item")
-            raise TaskChanged(self._task(old) if what == "task_cas" and old else None) from None
+            stored: TaskItem | None = tasks.from_raw_data(raw) if what == "task_cas" and raw else None
+            raise TaskChanged(self._task(stored) if stored is not None else None) from None
 
-    def _query(self, **params: Any) -> dict[str, Any]:
-        with aws_errors(write=False):
-            return dict(self._ddb.query(TableName=self._table, **params))
+    def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:
+        """Two round trips: a strongly consistent GetItem (the lease must be current; its timeout
+        gives the new deadline, which the expiry index is keyed on), then one UpdateItem conditioned
+        on the same owner and fence, so a fence or a terminal command in between wins."""
+        from pynamodb.exceptions import UpdateError
+
+        task = self.read(authority, None, task_id).task
+        if task is None or task.owner != worker or task.fence != fence:
+            raise TaskChanged(task)
+        after = task.evolve(heartbeat_at=at)
+        t = self._tasks
+        actions: list[Any] = [t.heartbeat_at.set(at)]
+        deadline = lease_deadline(after)
+        if deadline is not None:
+            actions.append(t.exp_sk.set(f"{deadline}#{authority}#{task_id}"))
+        item = t(task_pk(authority, task_id), "T")
+        with pynamodb_errors(write=True):
+            try:
+                item.update(
+                    actions=actions,
+                    condition=(t.owner == worker) & (t.fence == fence) & (t.lease_timeout == task.lease_timeout),
+                )
+            except UpdateError as exc:
+                if exc.cause_response_code != "ConditionalCheckFailedException":
+                    raise
+                raise TaskChanged(self.read(authority, None, task_id).task) from None
+        return self._task(item)
+
+    def expired(self, shard: int, now: str, limit: int) -> list[Task]:
+        t = self._tasks
+        with pynamodb_errors(write=False):
+            items, _ = one_page(t, t.expiring.query(f"X#{shard}", t.exp_sk < now, page_size=limit))
+        return [self._task(i) for i in items]
 
     def claimable(self, authority: str, limit: int) -> list[Task]:
-        response = self._query(
-            IndexName="claimable",
-            KeyConditionExpression="claim_pk = :a",
-            ExpressionAttributeValues={":a": {"S": authority}},
-            Limit=limit,
-        )
-        return [self._task(i) for i in response.get("Items", [])]
+        with pynamodb_errors(write=False):
+            items, _ = one_page(self._tasks, self._tasks.claimable.query(authority, page_size=limit))
+        return [self._task(i) for i in items]
 
-    def _stream(self, authority: str, task_id: str, prefix: str, after: int, limit: int) -> list[dict[str, Any]]:
-        response = self._query(
-            KeyConditionExpression="pk = :pk AND sk BETWEEN :lo AND :hi",
-            ExpressionAttributeValues={
-                ":pk": {"S": task_pk(authority, task_id)},
-                ":lo": {"S": f"{prefix}#{after + 1:020d}"},
-                ":hi": {"S": f"{prefix}#{'9' * 20}"},
-            },
-            Limit=limit,
-            ConsistentRead=True,
+    def _stream(self, model: Any, authority: str, task_id: str, prefix: str, after: int, limit: int) -> list[Any]:
+        results = model.query(
+            task_pk(authority, task_id),
+            model.sk.between(f"{prefix}#{after + 1:020d}", f"{prefix}#{'9' * 20}"),
+            consistent_read=True,
+            page_size=limit,
         )
-        return list(response.get("Items", []))
+        with pynamodb_errors(write=False):
+            items, _ = one_page(model, results)
+        return items
 
     def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
-        return [self._message(authority, task_id, i) for i in self._stream(authority, task_id, "M", after, limit)]
+        return [
+            self._message(authority, task_id, i)
+            for i in self._stream(self._messages, authority, task_id, "M", after, limit)
+        ]
 
     def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]:
         return [
             Event(
                 task_id,
-                int(i["sk"]["S"][2:]),
-                i["type"]["S"],
-                i["state"]["S"],
-                int(i["revision"]["N"]),
-                i["occurred_at"]["S"],
-                message=i["message"]["S"],
-                submission=i["submission"]["S"],
+                int(i.sk[2:]),
+                i.type,
+                i.state,
+                int(i.revision),
+                i.occurred_at,
+                message=i.message or "",
+                submission=i.submission or "",
             )
-            for i in self._stream(authority, task_id, "E", after, limit)
+            for i in self._stream(self._events, authority, task_id, "E", after, limit)
         ]
 
     def _page(
         self,
-        index: str,
-        pk_attr: str,
+        index: Any,
         pk: str,
-        sk_attr: str,
+        sk: Any,
         after: tuple[str, ...] | None,
         limit: int,
         *,
@@ -377,85 +388,112 @@ class DynamoTaskStore:
         """One Query per page over `sk BETWEEN lower AND upper`. The lower bound is exclusive of the
         cursor: `after + " "` is the least key above it, as every key character sorts above a space.
         One extra item tells whether more remain; with a filter, a page may come back short."""
-        names = {"#pk": pk_attr, "#sk": sk_attr}
-        values = {":pk": {"S": pk}, ":lo": {"S": (after[0] + " ") if after else " "}, ":hi": {"S": upper}}
-        params: dict[str, Any] = {}
-        if filters:
-            clauses = []
-            for i, (attribute, value) in enumerate(sorted(filters.items())):
-                names[f"#f{i}"] = attribute
-                values[f":f{i}"] = {"S": value}
-                clauses.append(f"#f{i} = :f{i}")
-            params["FilterExpression"] = " AND ".join(clauses)
-        response = self._query(
-            IndexName=index,
-            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            Limit=limit + 1,
-            **params,
+        results = index.query(
+            pk,
+            sk.between((after[0] + " ") if after else " ", upper),
+            filter_condition=self._filter(filters),
+            page_size=limit + 1,
         )
-        items = response.get("Items", [])
+        with pynamodb_errors(write=False):
+            items, last_key = one_page(self._tasks, results)
         page = [self._task(i) for i in items[:limit]]
         if len(items) > limit:
-            return page, (items[limit - 1][sk_attr]["S"],)
-        if "LastEvaluatedKey" in response:  # the evaluated range ended before the matches did
-            return page, (response["LastEvaluatedKey"][sk_attr]["S"],)
+            return page, (getattr(items[limit - 1], sk.attr_name),)
+        if last_key is not None:  # the evaluated range ended before the matches did
+            return page, (last_key[sk.attr_name]["S"],)
         return page, None
 
+    def _filter(self, filters: dict[str, str] | None) -> Any:
+        condition = None
+        for attribute, value in sorted((filters or {}).items()):
+            clause = getattr(self._tasks, attribute) == value
+            condition = clause if condition is None else condition & clause
+        return condition
+
     def context_tasks(self, authority: str, context: str, after: tuple[str, ...] | None, limit: int) -> TaskPage:
-        items, cursor = self._page("by_context", "ctx_pk", f"{authority}#{context}", "ctx_sk", after, limit)
+        t = self._tasks
+        items, cursor = self._page(t.by_context, f"{authority}#{context}", t.ctx_sk, after, limit)
         return TaskPage(items, cursor)
 
     def authority_tasks(
         self, authority: str, task_filter: TaskFilter, after: tuple[str, ...] | None, limit: int
     ) -> TaskPage:
+        t = self._tasks
         filters = {k: v for k, v in (("context", task_filter.context), ("state", task_filter.state)) if v}
         # updated_at >= since  ⟺  inverted(updated_at) <= inverted(since); "$" sorts just above "#".
         upper = invert(task_filter.updated_since) + "$" if task_filter.updated_since else "~"
-        items, cursor = self._page(
-            "by_authority", "auth_pk", authority, "auth_sk", after, limit, upper=upper, filters=filters
-        )
-        return TaskPage(items, cursor, total_size=self._count(authority, upper, filters))
+        items, cursor = self._page(t.by_authority, authority, t.auth_sk, after, limit, upper=upper, filters=filters)
+        total, more = self._count(authority, upper, filters)
+        return TaskPage(items, cursor, total_size=total, total_is_lower_bound=more)
 
-    def _count(self, authority: str, upper: str, filters: dict[str, str]) -> int:
-        """The filtered set's size, from COUNT queries over the same index. Not a snapshot: DynamoDB
-        has none, and the GSI is eventually consistent (see the README)."""
-        names = {"#pk": "auth_pk", "#sk": "auth_sk"}
-        values = {":pk": {"S": authority}, ":lo": {"S": " "}, ":hi": {"S": upper}}
-        params: dict[str, Any] = {
-            "IndexName": "by_authority",
-            "Select": "COUNT",
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
-        }
-        clauses = []
-        for i, (attribute, value) in enumerate(sorted(filters.items())):
-            names[f"#f{i}"] = attribute
-            values[f":f{i}"] = {"S": value}
-            clauses.append(f"#f{i} = :f{i}")
-        if clauses:
-            params["FilterExpression"] = " AND ".join(clauses)
-        params.update(ExpressionAttributeNames=names, ExpressionAttributeValues=values)
-        total = 0
-        while True:
-            response = self._query(**params)
-            total += int(response.get("Count", 0))
-            if "LastEvaluatedKey" not in response:
-                return total
-            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+    def _count(self, authority: str, upper: str, filters: dict[str, str]) -> tuple[int, bool]:
+        """The filtered set's size from one COUNT query over the same index that evaluates at most
+        TOTAL_SIZE_CAP items, so a list request's cost stays bounded; past the cap the count is a
+        lower bound. Not a snapshot: the GSI is eventually consistent (see the README).
+        (The table connection's query, because PynamoDB's `count` pages on to the end.)"""
+        t = self._tasks
+        with pynamodb_errors(write=False):
+            response = t._get_connection().query(
+                authority,
+                range_key_condition=t.auth_sk.between(" ", upper),
+                filter_condition=self._filter(filters),
+                index_name="by_authority",
+                limit=TOTAL_SIZE_CAP,
+                select="COUNT",
+            )
+        # With a filter, fewer than the cap may match among the evaluated items: still a floor.
+        return int(response.get("Count", 0)), "LastEvaluatedKey" in response
 
     def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage:
-        items, cursor = self._page("leases", "lease_pk", f"{authority}#{worker}", "lease_sk", after, limit)
+        t = self._tasks
+        items, cursor = self._page(t.leases, f"{authority}#{worker}", t.lease_sk, after, limit)
         return LeasePage(items, cursor)
+
+
+def _get(model: Any, pk: str, sk: str) -> Any:
+    try:
+        return model.get(pk, sk, consistent_read=True)
+    except model.DoesNotExist:
+        return None
+
+
+def _resolved(future: Any) -> Any:
+    try:
+        return future.get()
+    except future._model_cls.DoesNotExist:
+        return None
+
+
+def _failed_conditions(cause: Any, ops: list[tuple[str, Any, Any, bool]]) -> tuple[str, Any] | None:
+    """The first operation whose condition failed, with the old item DynamoDB returned for it."""
+    from botocore.exceptions import ClientError
+
+    if not isinstance(cause, ClientError) or aws_error_code(cause) != "TransactionCanceledException":
+        return None
+    # PynamoDB's VerboseClientError carries the reasons (with the old item) as objects.
+    reasons: list[tuple[str, Any]] = [
+        (r.code, r.raw_item) if r is not None else ("", None) for r in getattr(cause, "cancellation_reasons", [])
+    ] or [(str(r.get("Code") or ""), r.get("Item")) for r in cause.response.get("CancellationReasons") or []]
+    for (what, _, _, _), (code, item) in zip(ops, reasons, strict=False):
+        if code == "ConditionalCheckFailed":
+            return what, item
+    return None
 
 
 @contextmanager
 def committing() -> Iterator[None]:
     """A write that may have been sent is `commit_unknown`: the receipt makes the exact retry safe."""
     from botocore.exceptions import BotoCoreError, ClientError
+    from pynamodb.exceptions import PynamoDBException
 
     try:
         yield
+    except PynamoDBException as exc:
+        cause = unwrap(exc)
+        if cause is exc:
+            raise
+        with committing():
+            raise cause from exc
     except ClientError as exc:
         code = aws_error_code(exc)
         if code in THROTTLE_CODES:

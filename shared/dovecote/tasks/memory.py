@@ -7,7 +7,7 @@ import threading
 from collections import defaultdict
 
 from dovecote.tasks import machine
-from dovecote.tasks.model import Event, Grant, Message, Receipt, Task
+from dovecote.tasks.model import TOTAL_SIZE_CAP, Event, Grant, Message, Receipt, Task, expiry_shard, lease_deadline
 from dovecote.tasks.ports import (
     Commit,
     LeasePage,
@@ -71,6 +71,8 @@ class InMemoryTaskStore:
                     e.fence,
                 ):
                     raise TaskChanged(current)
+                if e.heartbeat_at is not None and current.heartbeat_at != e.heartbeat_at:
+                    raise TaskChanged(current)
             if any((authority, m.id) in self.message_ids for m in commit.messages):
                 raise MessageIdTaken()
             if commit.submission and (authority, commit.submission) in self.submissions:
@@ -88,6 +90,26 @@ class InMemoryTaskStore:
                 self.grants[(authority, commit.task.id, commit.grant.fence)] = commit.grant
             if commit.submission:
                 self.submissions.add((authority, commit.submission))
+
+    def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:
+        with self._lock:
+            task = self.tasks.get((authority, task_id))
+            if task is None or task.owner != worker or task.fence != fence:
+                raise TaskChanged(task)
+            task = task.evolve(heartbeat_at=at)
+            self.tasks[(authority, task_id)] = task
+            return task
+
+    def expired(self, shard: int, now: str, limit: int) -> list[Task]:
+        with self._lock:
+            due = [
+                (deadline, t)
+                for t in self.tasks.values()
+                if (deadline := lease_deadline(t)) is not None
+                and deadline < now
+                and expiry_shard(t.authority, t.id) == shard
+            ]
+        return [t for _, t in sorted(due, key=lambda pair: (pair[0], pair[1].authority, pair[1].id))][:limit]
 
     def claimable(self, authority: str, limit: int) -> list[Task]:
         with self._lock:
@@ -132,7 +154,8 @@ class InMemoryTaskStore:
                 and (not task_filter.updated_since or t.updated_at >= task_filter.updated_since)
             ]
         page = self._page(tasks, authority_key, after, limit)
-        return TaskPage(page.items, page.after, total_size=len(tasks))
+        capped = min(len(tasks), TOTAL_SIZE_CAP)
+        return TaskPage(page.items, page.after, total_size=capped, total_is_lower_bound=len(tasks) > TOTAL_SIZE_CAP)
 
     def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage:
         with self._lock:

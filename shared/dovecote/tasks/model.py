@@ -6,27 +6,29 @@ import base64
 import binascii
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dovecote.platform import paging
 from dovecote.platform.errors import InvalidArgument
+from dovecote.platform.ids import ID_PATTERN, check_id  # noqa: F401 (re-exported)
 from dovecote.platform.media import validate_media_type
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 MAX_PARTS = 32
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024
 MAX_FENCE = 2**63 - 1
+# A lease that stays silent (no heartbeat, no worker command) this long is fenced by the dispatcher.
+# 0 means never: the seed's explicit fencing only.
+MAX_LEASE_TIMEOUT = 86_400
+# The lease-expiry index is spread over this many partitions, so heartbeats from many workers do
+# not all write one GSI partition; the dispatcher queries each (a constant number per run).
+EXPIRY_SHARDS = 8
 MAX_COUNTER = 2**63 - 1
 DEFAULT_PAGE = 100
+# `total_size` counts at most this many tasks: a list request never reads more than it returns plus
+# this constant. Past it, the count is reported as a lower bound.
+TOTAL_SIZE_CAP = 1000
 MAX_PAGE = 100
-
-
-def check_id(value: Any, field_name: str) -> str:
-    if not isinstance(value, str) or not ID_PATTERN.match(value):
-        raise InvalidArgument(f"{field_name} must match {ID_PATTERN.pattern}", field=field_name)
-    return value
 
 
 def page_limit(limit: int | None) -> int:
@@ -114,6 +116,9 @@ class Task:
     owner: str = ""
     fence: int = 0
     granted_at: str = ""
+    # The last sign of life of the current lease (its grant, a heartbeat, or a worker command).
+    heartbeat_at: str = ""
+    lease_timeout: int = 0
     # The published submission: {"id", "final_message", "published_at"}, set on completion.
     submission: dict[str, str] | None = None
 
@@ -128,6 +133,7 @@ class Task:
             "event_count": self.event_count,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "lease_timeout_seconds": self.lease_timeout,
         }
         if self.submission:
             out["submission"] = dict(self.submission)
@@ -222,4 +228,26 @@ def intent_digest(kind: str, command: dict[str, Any]) -> str:
 
 
 def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:
-    return {"task": task.to_json(), "fence": fence, "worker": worker, "granted_at": granted_at}
+    return {
+        "task": task.to_json(),
+        "fence": fence,
+        "worker": worker,
+        "granted_at": granted_at,
+        "heartbeat_at": task.heartbeat_at or granted_at,
+    }
+
+
+def lease_deadline(task: Task) -> str | None:
+    """When the current lease expires if it stays silent, or None (unleased, or no timeout)."""
+    if not task.owner or task.lease_timeout <= 0 or not task.heartbeat_at:
+        return None
+    from datetime import datetime, timedelta
+
+    from dovecote.platform.clock import rfc3339
+
+    seen = datetime.fromisoformat(task.heartbeat_at.replace("Z", "+00:00"))
+    return rfc3339(seen + timedelta(seconds=task.lease_timeout))
+
+
+def expiry_shard(authority: str, task_id: str) -> int:
+    return int(hashlib.sha256(f"{authority}#{task_id}".encode()).hexdigest()[:8], 16) % EXPIRY_SHARDS

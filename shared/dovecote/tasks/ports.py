@@ -24,6 +24,9 @@ class Expect:
     revision: int
     owner: str
     fence: int
+    # When set, the stored lease's last heartbeat must still be this one: the dispatcher's fence of
+    # a silent lease loses to a heartbeat that arrived after it judged the lease silent.
+    heartbeat_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,7 @@ class TaskPage:
     items: list[Task]
     after: tuple[str, ...] | None  # keyset position to continue after; None when done
     total_size: int | None = None
+    total_is_lower_bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,3 +112,15 @@ class TaskStore(Protocol):
     ) -> TaskPage: ...
 
     def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage: ...
+
+    def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:
+        """Record a sign of life of the lease (worker, fence): one conditional write that never
+        changes the revision. Raises TaskChanged(actual) when that lease is not current (actual is
+        None when the task does not exist)."""
+        ...
+
+    def expired(self, shard: int, now: str, limit: int) -> list[Task]:
+        """Leased tasks of every authority in expiry shard `shard` whose deadline (last heartbeat +
+        timeout) is before `now`, oldest deadline first, through an index: never a scan. May be
+        slightly stale; the fence's CAS is what makes acting on it safe."""
+        ...

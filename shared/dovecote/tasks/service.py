@@ -10,6 +10,7 @@ Check order (SEMANTICS §2), first failure wins:
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ from dovecote.tasks import machine
 from dovecote.tasks.model import (
     MAX_COUNTER,
     MAX_FENCE,
+    MAX_LEASE_TIMEOUT,
     Event,
     Grant,
     Message,
@@ -65,6 +67,10 @@ from dovecote.tasks.ports import (
 # A claim tries this many candidates (oldest first) before answering that nothing is claimable;
 # each lost CAS race moves on to the next one.
 CLAIM_CANDIDATES = 16
+# Long-poll claim: at most this long, re-checking with backoff between these bounds.
+MAX_CLAIM_WAIT = 20
+CLAIM_BACKOFF = (0.25, 2.0)
+DEFAULT_LEASE_TIMEOUT = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +98,23 @@ def _fence(body: dict[str, Any]) -> int:
     return value
 
 
+def _lease_timeout(body: dict[str, Any], default: int) -> int:
+    value = body.get("lease_timeout_seconds", default)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_LEASE_TIMEOUT:
+        raise InvalidArgument(
+            f"lease_timeout_seconds must be an integer between 0 and {MAX_LEASE_TIMEOUT}",
+            field="lease_timeout_seconds",
+        )
+    return value
+
+
+def _wait_seconds(body: dict[str, Any]) -> int:
+    value = body.get("wait_seconds", 0)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_CLAIM_WAIT:
+        raise InvalidArgument(f"wait_seconds must be an integer between 0 and {MAX_CLAIM_WAIT}", field="wait_seconds")
+    return value
+
+
 def worker_id(principal: Principal) -> str:
     principal.require("worker")
     if not principal.worker:
@@ -107,10 +130,16 @@ class TaskService:
         *,
         clock: Clock = utc_now,
         signer_factory: Callable[[], CursorSigner] | None = None,
+        default_lease_timeout: int = DEFAULT_LEASE_TIMEOUT,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._signers = LazySigner(signer, signer_factory)
         self._clock = clock
+        self._default_lease_timeout = default_lease_timeout
+        self._sleep = sleep
+        self._monotonic = monotonic
 
     @property
     def signer(self) -> CursorSigner:
@@ -178,13 +207,22 @@ class TaskService:
         context = check_id(body.get("context"), "context")
         _expected_revision(body, create=True)
         message = gate_message(body.get("message"))
-        command = {"id": task_id, "workspace": workspace, "context": context, "message": message.to_json()}
+        timeout = _lease_timeout(body, self._default_lease_timeout)
+        command = {
+            "id": task_id,
+            "workspace": workspace,
+            "context": context,
+            "message": message.to_json(),
+            "lease_timeout_seconds": timeout,
+        }
 
         def decide(existing: Task | None) -> Commit | Outcome:
             if existing is not None:
                 raise TaskConflict("a task with this id already exists", task=task_id)
             now = self._now()
-            task = Task(principal.authority, task_id, workspace, context, "submitted", 1, 1, 1, now, now)
+            task = Task(
+                principal.authority, task_id, workspace, context, "submitted", 1, 1, 1, now, now, lease_timeout=timeout
+            )
             record = Message(task_id, message.id, 1, "caller", message.parts, now)
             event = Event(task_id, 1, "task_submitted", "submitted", 1, now, message=message.id)
             return _commit(task, None, 201, task.to_json(), messages=(record,), events=(event,))
@@ -294,8 +332,10 @@ class TaskService:
                 "message_count": task.message_count + len(messages),
                 "updated_at": now,
             }
+            if transition.by == "worker":
+                changes["heartbeat_at"] = now  # every worker command is a sign of life
             if machine.is_terminal(to):
-                changes.update(owner="", granted_at="")  # the fence is kept
+                changes.update(owner="", granted_at="", heartbeat_at="")  # the fence is kept
             if submission:
                 changes["submission"] = {"id": submission, "final_message": message_id, "published_at": now}
             after = task.evolve(**changes)
@@ -333,14 +373,31 @@ class TaskService:
         )
 
     def claim(self, principal: Principal, body: dict[str, Any]) -> Outcome:
+        """The oldest claimable task. With `wait_seconds`, a claim that finds nothing waits,
+        re-checking with backoff, and answers as soon as a task becomes claimable (or 404 at the
+        deadline). The wait is not part of the command: a retry with another wait replays."""
         worker = worker_id(principal)
         command_id = check_id(body.get("command_id"), "command_id")
+        wait = _wait_seconds(body)
         command = {"worker": worker}
         digest = intent_digest("claim_lease", command)
         snapshot = self._store.read(principal.authority, command_id, None)
         replay = _replay(snapshot, "claim_lease", digest)
         if replay is not None:
             return replay
+        deadline = self._monotonic() + wait
+        pause = CLAIM_BACKOFF[0]
+        while True:
+            try:
+                return self._claim_once(principal, worker, command_id, digest)
+            except NotFound:
+                left = deadline - self._monotonic()
+                if left <= 0:
+                    raise
+                self._sleep(min(pause, left))
+                pause = min(pause * 2, CLAIM_BACKOFF[1])
+
+    def _claim_once(self, principal: Principal, worker: str, command_id: str, digest: str) -> Outcome:
         for candidate in self._store.claimable(principal.authority, CLAIM_CANDIDATES):
             try:
                 decided = self._grant(candidate, worker, candidate.id)
@@ -376,7 +433,7 @@ class TaskService:
             raise LeaseFenceExhausted("the task's lease fence is exhausted", fence=task.fence)
         now = self._now()
         fence = task.fence + 1
-        after = task.evolve(owner=worker, fence=fence, granted_at=now)
+        after = task.evolve(owner=worker, fence=fence, granted_at=now, heartbeat_at=now)
         return _commit(
             after,
             Expect(task.revision, "", task.fence),
@@ -385,12 +442,19 @@ class TaskService:
             grant=Grant(task.id, worker, fence, now),
         )
 
-    def fence(self, principal: Principal, task_id: str, body: dict[str, Any]) -> Outcome:
+    def fence(
+        self, principal: Principal, task_id: str, body: dict[str, Any], *, if_silent_since: str | None = None
+    ) -> Outcome:
+        """Retire the current lease generation (the owner releasing it, or an admin). The
+        dispatcher passes `if_silent_since`, the heartbeat it judged stale: the fence then commits
+        only if no sign of life arrived since, so a late heartbeat or worker command wins cleanly."""
         principal.require("worker")
         check_id(task_id, "task")
         command_id = check_id(body.get("command_id"), "command_id")
         fence = _fence(body)
-        command = {"task": task_id, "fence": fence}
+        # The acting worker is part of the intent: the same command id from another worker is an
+        # idempotency conflict, never a replay of someone else's fence (SEMANTICS §2, leases).
+        command = {"task": task_id, "fence": fence, "worker": principal.worker, "role": principal.role}
 
         def decide(task: Task | None) -> Commit | Outcome:
             if task is None:
@@ -403,10 +467,51 @@ class TaskService:
                 )
             if principal.role != "admin" and task.owner != principal.worker:
                 raise Forbidden("only the owning worker or an admin may fence this lease")
-            after = task.evolve(owner="", granted_at="")
-            return _commit(after, Expect(task.revision, task.owner, task.fence), 204, {})
+            if if_silent_since is not None and task.heartbeat_at != if_silent_since:
+                raise StaleLease("the lease showed a sign of life; it is not silent", fence=fence)
+            after = task.evolve(owner="", granted_at="", heartbeat_at="")
+            expect = Expect(task.revision, task.owner, task.fence, heartbeat_at=if_silent_since)
+            return _commit(after, expect, 204, {})
 
         return self._run(principal, "fence_lease", command_id, task_id, command, decide)
+
+    def heartbeat(self, principal: Principal, task_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A sign of life of the lease: one conditional write, no receipt (a repeat is harmless),
+        never a revision change. A fence that is not current is `stale_lease`."""
+        worker = worker_id(principal)
+        check_id(task_id, "task")
+        fence = _fence(body)
+        try:
+            task = self._store.heartbeat(principal.authority, task_id, worker, fence, self._now())
+        except TaskChanged as exc:
+            if exc.actual is None:
+                raise NotFound("task not found", task=task_id) from None
+            current = exc.actual
+            raise StaleLease(
+                "the lease this heartbeat carries is not current",
+                fence=fence,
+                current_fence=current.fence if current.owner else None,
+            ) from None
+        return {"assignment": assignment_json(task, task.owner, task.fence, task.granted_at)}
+
+    def expire_silent_leases(self, shard: int, *, limit: int, command_id: Callable[[Task], str]) -> dict[str, int]:
+        """The dispatcher's pass over one expiry shard: fence every lease silent past its timeout
+        with the ordinary fence command (receipt, CAS, fence kept), conditioned on the heartbeat it
+        saw. Each outcome is data: fenced, or lost to a sign of life / another fence."""
+        fenced = lost = 0
+        for task in self._store.expired(shard, self._now(), limit):
+            admin = Principal(task.authority, "admin")
+            try:
+                self.fence(
+                    admin,
+                    task.id,
+                    {"command_id": command_id(task), "fence": task.fence},
+                    if_silent_since=task.heartbeat_at,
+                )
+                fenced += 1
+            except (StaleLease, NotFound, RevisionConflict):
+                lost += 1
+        return {"fenced": fenced, "lost": lost}
 
     def get_lease(self, principal: Principal, task_id: str) -> dict[str, Any]:
         principal.require("worker")
@@ -483,6 +588,7 @@ class TaskService:
             "items": [t.to_json() for t in page.items],
             "cursor": self._seal(principal, scope, page.after),
             "total_size": page.total_size or 0,
+            "total_is_lower_bound": page.total_is_lower_bound,
         }
 
     def _open(self, principal: Principal, cursor: str | None, scope: str) -> tuple[str, ...] | None:
@@ -549,4 +655,7 @@ def _rfc3339_arg(value: str) -> str:
         raise InvalidArgument("updated_since must be an RFC 3339 timestamp", field="updated_since") from None
     if moment.tzinfo is None:
         raise InvalidArgument("updated_since needs a time zone (Z or an offset)", field="updated_since")
-    return rfc3339(moment)
+    try:
+        return rfc3339(moment)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+        raise InvalidArgument("updated_since is out of range", field="updated_since") from None

@@ -1,10 +1,9 @@
-"""The error table, the principal, and token rules."""
+"""The error table and the principal."""
 
 from __future__ import annotations
 
 import pytest
 
-from dovecote.admin.tokens import InMemoryTokenStore, TokenService, token_hash
 from dovecote.platform.errors import STATUS_BY_CODE, DomainError, Forbidden, InvalidArgument, error_for
 from dovecote.platform.principal import Principal, principal_from_event
 
@@ -40,6 +39,10 @@ def test_principal_comes_only_from_the_authorizer_context() -> None:
         "headers": {"x-authority": "evil"},
     }
     assert principal_from_event(event) == Principal("acme", "worker", "w1")
+    bound = {"authority": "acme", "role": "caller", "agent": "claude", "token_id": "0123456789abcdef"}
+    assert principal_from_event({"requestContext": {"authorizer": {"lambda": bound}}}) == Principal(
+        "acme", "caller", "", "claude", "0123456789abcdef"
+    )
     with pytest.raises(DomainError) as caught:
         principal_from_event({"requestContext": {"authorizer": {"lambda": {"reason": "invalid bearer token"}}}})
     assert caught.value.code == "unauthenticated" and caught.value.status == 401
@@ -51,38 +54,16 @@ def test_roles() -> None:
         Principal("a", "caller").require("worker")
 
 
-def test_tokens_are_stored_hashed_and_resolve_back() -> None:
-    store = InMemoryTokenStore()
-    service = TokenService(store)
-    token, principal = service.mint(None, "acme", "worker", "w1")
-    assert token not in repr(store._records)
-    assert token_hash(token) in store._records
-    assert service.authenticate(token) == principal == Principal("acme", "worker", "w1")
-    assert service.authenticate(token + "x") is None
-    assert service.authenticate("not-a-token") is None
+def test_derived_ids_are_deterministic_per_token_and_unguessable_without_it() -> None:
+    from dovecote.client import DovecoteClient
 
+    a1 = DovecoteClient("http://127.0.0.1:9", "dvc_token_a")
+    a2 = DovecoteClient("http://127.0.0.1:9", "dvc_token_a")
+    b = DovecoteClient("http://127.0.0.1:9", "dvc_token_b")
+    assert a1.derived_id("echo", "t1", 1, "accept") == a2.derived_id("echo", "t1", 1, "accept")
+    assert a1.derived_id("echo", "t1", 1, "accept") != b.derived_id("echo", "t1", 1, "accept")
+    assert a1.derived_id("echo", "t1", 1, "accept") != a1.derived_id("echo", "t1", 2, "accept")
+    # Still a valid command id.
+    from dovecote.platform.ids import is_id
 
-@pytest.mark.parametrize(
-    ("authority", "role", "worker"),
-    [
-        ("", "caller", None),
-        ("bad authority", "caller", None),
-        ("acme", "root", None),
-        ("acme", "worker", None),
-        ("acme", "caller", "w1"),
-        ("acme", "worker", "bad worker"),
-    ],
-)
-def test_token_gate(authority: str, role: str, worker: str | None) -> None:
-    with pytest.raises(InvalidArgument):
-        TokenService(InMemoryTokenStore()).mint(None, authority, role, worker)
-
-
-def test_admin_mints_only_in_its_own_authority() -> None:
-    service = TokenService(InMemoryTokenStore())
-    with pytest.raises(Forbidden):
-        service.mint(Principal("acme", "admin"), "globex", "caller", None)
-    with pytest.raises(Forbidden):
-        service.mint(Principal("acme", "caller"), "acme", "caller", None)
-    token, principal = service.mint(Principal("acme", "admin"), "acme", "caller", None)
-    assert principal.authority == "acme" and token.startswith("dvc_")
+    assert is_id(a1.derived_id("echo", "t1", 1, "accept"))

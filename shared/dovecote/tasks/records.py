@@ -1,0 +1,166 @@
+"""The tasks table's items (see tasks/dynamo.py for the layout, the keys and the round trips).
+
+Every kind shares the key schema (pk, sk); only the task item carries the four list indexes, and
+the sparse ones (`claimable`, `leases`) only while the task is claimable or leased.
+"""
+
+from __future__ import annotations
+
+from pynamodb.attributes import BinaryAttribute, ListAttribute, MapAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
+
+from dovecote.platform.dynamo import PLACEHOLDER_TABLE, TableDef
+
+
+class _Item(Model):
+    class Meta:
+        table_name = PLACEHOLDER_TABLE
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+
+
+class _Index(GlobalSecondaryIndex["TaskItem"]):
+    """Base of the task list indexes: every one projects the whole task (a list renders tasks)."""
+
+
+class Claimable(_Index):
+    class Meta:
+        index_name = "claimable"
+        projection = AllProjection()
+
+    claim_pk = UnicodeAttribute(hash_key=True)  # authority
+    claim_sk = UnicodeAttribute(range_key=True)  # created_at#workspace#task: oldest first
+
+
+class Leases(_Index):
+    class Meta:
+        index_name = "leases"
+        projection = AllProjection()
+
+    lease_pk = UnicodeAttribute(hash_key=True)  # authority#worker
+    lease_sk = UnicodeAttribute(range_key=True)  # granted_at#workspace#task#fence
+
+
+class ByContext(_Index):
+    class Meta:
+        index_name = "by_context"
+        projection = AllProjection()
+
+    ctx_pk = UnicodeAttribute(hash_key=True)  # authority#context
+    ctx_sk = UnicodeAttribute(range_key=True)  # created_at#workspace#task
+
+
+class ByAuthority(_Index):
+    class Meta:
+        index_name = "by_authority"
+        projection = AllProjection()
+
+    auth_pk = UnicodeAttribute(hash_key=True)  # authority
+    auth_sk = UnicodeAttribute(range_key=True)  # inverted(updated_at)#workspace#task: newest first
+
+
+class Expiring(_Index):
+    class Meta:
+        index_name = "expiring"
+        projection = AllProjection()
+
+    exp_pk = UnicodeAttribute(hash_key=True)  # X#<shard>: leases spread over EXPIRY_SHARDS partitions
+    exp_sk = UnicodeAttribute(range_key=True)  # deadline#authority#task: the most overdue first
+
+
+class TaskItem(_Item):
+    """sk "T": the aggregate, its current lease included."""
+
+    authority = UnicodeAttribute()
+    id = UnicodeAttribute()
+    workspace = UnicodeAttribute()
+    context = UnicodeAttribute()
+    state = UnicodeAttribute()
+    revision = NumberAttribute()
+    message_count = NumberAttribute()
+    event_count = NumberAttribute()
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+    owner = UnicodeAttribute(default="")
+    fence = NumberAttribute(default=0)
+    granted_at = UnicodeAttribute(default="")
+    heartbeat_at = UnicodeAttribute(default="")
+    lease_timeout = NumberAttribute(default=0)
+    submission = UnicodeAttribute(null=True)  # JSON {id, final_message, published_at}
+    ctx_pk = UnicodeAttribute()
+    ctx_sk = UnicodeAttribute()
+    auth_pk = UnicodeAttribute()
+    auth_sk = UnicodeAttribute()
+    claim_pk = UnicodeAttribute(null=True)
+    claim_sk = UnicodeAttribute(null=True)
+    lease_pk = UnicodeAttribute(null=True)
+    lease_sk = UnicodeAttribute(null=True)
+    exp_pk = UnicodeAttribute(null=True)  # only while leased with a timeout
+    exp_sk = UnicodeAttribute(null=True)
+
+    claimable = Claimable()
+    leases = Leases()
+    by_context = ByContext()
+    by_authority = ByAuthority()
+    expiring = Expiring()
+
+
+class PartAttribute(MapAttribute[str, object]):
+    """A message part: its bytes inline, or (over INLINE_PART_BYTES) its S3 digest and size."""
+
+    media_type = UnicodeAttribute()
+    data = BinaryAttribute(null=True, legacy_encoding=False)
+    sha256 = UnicodeAttribute(null=True)
+    size = NumberAttribute(null=True)
+
+
+class MessageItem(_Item):
+    """sk "M#<sequence:020>"."""
+
+    id = UnicodeAttribute()
+    author = UnicodeAttribute()
+    parts = ListAttribute(of=PartAttribute)
+    created_at = UnicodeAttribute()
+
+
+class EventItem(_Item):
+    """sk "E#<sequence:020>"."""
+
+    type = UnicodeAttribute()
+    state = UnicodeAttribute()
+    revision = NumberAttribute()
+    occurred_at = UnicodeAttribute()
+    message = UnicodeAttribute(default="")
+    submission = UnicodeAttribute(default="")
+
+
+class GrantItem(_Item):
+    """sk "G#<fence:020>": the immutable lease history."""
+
+    worker = UnicodeAttribute()
+    granted_at = UnicodeAttribute()
+
+
+class ReceiptItem(_Item):
+    """pk "C#<authority>#<command>", sk "-": a committed command's stored result."""
+
+    kind = UnicodeAttribute()
+    digest = UnicodeAttribute()
+    status = NumberAttribute()
+    result = UnicodeAttribute()  # JSON
+
+
+class ClaimItem(_Item):
+    """pk "MID#<authority>#<message>" or "S#<authority>#<submission>", sk "-": authority-wide
+    uniqueness of a message id or a submission id."""
+
+    task = UnicodeAttribute()
+
+
+TASKS_TABLE = TableDef(
+    "tasks_table",
+    (TaskItem, MessageItem, EventItem, GrantItem, ReceiptItem, ClaimItem),
+    description="tasks, their messages, events, grants, receipts and id claims",
+)

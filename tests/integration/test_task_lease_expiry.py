@@ -1,0 +1,237 @@
+"""Heartbeats, lease timeouts and the dispatcher (issue 5/9), on both TaskStores (the fake and
+DynamoDB on moto), with a clock the test moves: a silent lease is fenced after its timeout and
+claimed again with fence + 1; a heartbeating one survives; a heartbeat or a worker command racing
+the dispatcher wins cleanly; the fenced worker gets stale_lease; long-poll claims wait."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from dovecote.platform.cursors import CursorSigner
+from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, StaleLease
+from dovecote.platform.principal import Principal
+from dovecote.tasks.dynamo import DynamoTaskStore
+from dovecote.tasks.memory import InMemoryTaskStore
+from dovecote.tasks.model import EXPIRY_SHARDS
+from dovecote.tasks.service import TaskService
+from infra.local.metering import count_round_trips
+from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Flow, uid
+
+KEY = b"lease-expiry-key-0123456789abcdef"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture(params=["memory", "dynamo"])
+def service(request: pytest.FixtureRequest, clock: Clock) -> Iterator[TaskService]:
+    if request.param == "memory":
+        store: Any = InMemoryTaskStore()
+    else:
+        env = request.getfixturevalue("moto_env")
+        s = env["settings"]
+        store = DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=env["dynamodb"], s3=env["s3"])
+    yield TaskService(store, CursorSigner(KEY), clock=clock)
+
+
+def dispatch(service: TaskService) -> dict[str, int]:
+    totals = {"fenced": 0, "lost": 0}
+    for shard in range(EXPIRY_SHARDS):
+        for name, n in service.expire_silent_leases(shard, limit=100, command_id=lambda t: uid("x")).items():
+            totals[name] += n
+    return totals
+
+
+def test_a_silent_lease_is_fenced_after_its_timeout_and_claimed_again_with_fence_plus_one(
+    service: TaskService, clock: Clock
+) -> None:
+    flow = Flow(service)
+    flow.create(lease_timeout_seconds=60)
+    flow.acquire()
+    flow.worker_cmd("accept")
+    clock.advance(59)
+    assert dispatch(service) == {"fenced": 0, "lost": 0}  # not yet silent long enough
+    clock.advance(2)
+    assert dispatch(service)["fenced"] == 1
+    task = service.get(CALLER, flow.task_id)["task"]
+    assert task["state"] == "working" and task["revision"] == 2  # fencing never changes the revision
+    with pytest.raises(NotFound):
+        service.get_lease(WORKER, flow.task_id)
+    # The old worker is stale on its next command and heartbeat.
+    with pytest.raises(StaleLease):
+        flow.worker_cmd("complete")
+    with pytest.raises(StaleLease) as stale:
+        service.heartbeat(WORKER, flow.task_id, {"fence": flow.fence})
+    assert stale.value.details["current_fence"] is None
+    claimed = service.claim(OTHER_WORKER, {"command_id": uid("c")}).body["assignment"]
+    assert claimed["task"]["id"] == flow.task_id and claimed["fence"] == flow.fence + 1
+    assert dispatch(service) == {"fenced": 0, "lost": 0}
+
+
+def test_a_heartbeating_worker_keeps_its_lease_well_past_its_timeout(service: TaskService, clock: Clock) -> None:
+    flow = Flow(service)
+    flow.create(lease_timeout_seconds=60)
+    flow.acquire()
+    for _ in range(10):  # ten minutes, a heartbeat every 40 s
+        clock.advance(40)
+        answer = service.heartbeat(WORKER, flow.task_id, {"fence": flow.fence})["assignment"]
+        assert answer["heartbeat_at"] == clock.now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        assert dispatch(service)["fenced"] == 0
+    assert service.get(CALLER, flow.task_id)["task"]["revision"] == 1  # heartbeats never change it
+    # Worker commands count as heartbeats too.
+    clock.advance(50)
+    flow.worker_cmd("accept")
+    clock.advance(50)
+    assert dispatch(service)["fenced"] == 0
+    assert service.get_lease(WORKER, flow.task_id)["assignment"]["fence"] == flow.fence
+
+
+def test_a_timeout_of_zero_never_expires_and_the_default_applies(service: TaskService, clock: Clock) -> None:
+    never = Flow(service)
+    never.create(lease_timeout_seconds=0)
+    never.acquire()
+    default = Flow(service)
+    default.create()
+    default.acquire()
+    assert service.get(CALLER, default.task_id)["task"]["lease_timeout_seconds"] == 300
+    clock.advance(86_400 * 30)
+    assert dispatch(service)["fenced"] == 1  # only the default one
+    assert service.get_lease(WORKER, never.task_id)["assignment"]["fence"] == 1
+
+
+@pytest.mark.parametrize("value", [-1, 86_401, "60", True, 1.5])
+def test_lease_timeout_is_gated(service: TaskService, value: Any) -> None:
+    with pytest.raises(InvalidArgument):
+        Flow(service).create(lease_timeout_seconds=value)
+
+
+def test_a_heartbeat_with_a_stale_or_foreign_fence_is_refused(service: TaskService) -> None:
+    flow = Flow(service)
+    flow.create()
+    flow.acquire()
+    with pytest.raises(StaleLease):
+        service.heartbeat(WORKER, flow.task_id, {"fence": flow.fence + 1})
+    with pytest.raises(StaleLease):
+        service.heartbeat(OTHER_WORKER, flow.task_id, {"fence": flow.fence})
+    with pytest.raises(NotFound):
+        service.heartbeat(WORKER, "no-such-task", {"fence": 1})
+
+
+def test_the_dispatcher_loses_cleanly_to_a_heartbeat_that_arrived_after_it_looked(
+    service: TaskService, clock: Clock
+) -> None:
+    flow = Flow(service)
+    flow.create(lease_timeout_seconds=60)
+    flow.acquire()
+    clock.advance(61)
+    store = service._store  # type: ignore[attr-defined]
+    seen = [t for shard in range(EXPIRY_SHARDS) for t in store.expired(shard, "9999", 10)]
+    assert [t.id for t in seen] == [flow.task_id]
+    service.heartbeat(WORKER, flow.task_id, {"fence": flow.fence})  # the late heartbeat lands first
+    with pytest.raises(StaleLease):
+        service.fence(
+            Principal("acme", "admin"),
+            flow.task_id,
+            {"command_id": uid("x"), "fence": flow.fence},
+            if_silent_since=seen[0].heartbeat_at,
+        )
+    assert service.get_lease(WORKER, flow.task_id)["assignment"]["fence"] == flow.fence
+
+
+def _race_dispatcher_and_complete(service: TaskService, clock: Clock) -> tuple[dict[str, str], dict[str, Any]]:
+    flow = Flow(service)
+    flow.create(lease_timeout_seconds=60)
+    flow.acquire()
+    flow.worker_cmd("accept")
+    clock.advance(61)
+    barrier = threading.Barrier(2)
+    outcomes: dict[str, str] = {}
+
+    def complete() -> None:
+        barrier.wait()
+        try:
+            flow.worker_cmd("complete")
+            outcomes["worker"] = "ok"
+        except DomainError as exc:
+            outcomes["worker"] = exc.code
+
+    def fence() -> None:
+        barrier.wait()
+        outcomes["dispatcher"] = "fenced" if dispatch(service)["fenced"] else "lost"
+
+    threads = [threading.Thread(target=complete), threading.Thread(target=fence)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes, service.get(CALLER, flow.task_id)["task"]
+
+
+def test_the_dispatcher_racing_a_worker_command_gives_exactly_one_outcome(service: TaskService, clock: Clock) -> None:
+    for _ in range(5):
+        outcomes, task = _race_dispatcher_and_complete(service, clock)
+        if outcomes["worker"] == "ok":
+            assert outcomes["dispatcher"] == "lost" and task["state"] == "completed"
+        else:
+            assert outcomes == {"worker": "stale_lease", "dispatcher": "fenced"}
+            assert task["state"] == "working" and task["revision"] == 2
+
+
+def test_long_poll_claim_gets_a_task_created_during_its_wait(service: TaskService) -> None:
+    waited: list[float] = []
+    real = service._sleep  # type: ignore[attr-defined]
+
+    def sleep(seconds: float) -> None:
+        waited.append(seconds)
+        if len(waited) == 2:
+            Flow(service).create()  # a task appears while the claim waits
+        real(0)
+
+    service._sleep = sleep  # type: ignore[attr-defined]
+    assignment = service.claim(WORKER, {"command_id": uid("c"), "wait_seconds": 20}).body["assignment"]
+    assert assignment["fence"] == 1 and len(waited) == 2
+    assert waited == [0.25, 0.5]  # backoff between re-checks
+
+
+def test_long_poll_claim_answers_404_at_its_deadline(service: TaskService) -> None:
+    ticks = iter(range(0, 1000))
+    service._monotonic = lambda: float(next(ticks))  # type: ignore[attr-defined]
+    service._sleep = lambda _s: None  # type: ignore[attr-defined]
+    with pytest.raises(NotFound):
+        service.claim(WORKER, {"command_id": uid("c"), "wait_seconds": 3})
+    for bad in (-1, 21, "5", True):
+        with pytest.raises(InvalidArgument):
+            service.claim(WORKER, {"command_id": uid("c"), "wait_seconds": bad})
+
+
+def test_round_trips_of_a_heartbeat_and_of_an_idle_dispatch(moto_env: dict[str, Any], clock: Clock) -> None:
+    s = moto_env["settings"]
+    store = DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=moto_env["dynamodb"], s3=moto_env["s3"])
+    service = TaskService(store, CursorSigner(KEY), clock=clock)
+    flow = Flow(service)
+    flow.create()
+    flow.acquire()
+    with count_round_trips(moto_env["dynamodb"]) as meter:
+        service.heartbeat(WORKER, flow.task_id, {"fence": flow.fence})
+    assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.UpdateItem": 1}
+    with count_round_trips(moto_env["dynamodb"]) as meter:
+        dispatch(service)
+    assert meter.calls == {"dynamodb.Query": EXPIRY_SHARDS}  # one query per shard, nothing overdue
