@@ -16,11 +16,19 @@ MEMORY_VISIBILITY_S = 10
 def model_tables() -> list[Any]:
     """Every table whose items are PynamoDB models: the schema comes from the models."""
     from dovecote.admin.records import TOKENS_TABLE
-    from dovecote.memory.records import MEMORY_TABLE
     from dovecote.notes.records import NOTES_TABLE
     from dovecote.tasks.records import TASKS_TABLE
 
-    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE, MEMORY_TABLE]
+    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE]
+
+
+def local_model_tables() -> list[Any]:
+    """Tables created locally from their models that CDK does not declare yet. The memory table
+    moves into `model_tables()` once infra/constructs/data.py builds it from MEMORY_TABLE (then
+    tests/infra/test_stack.py checks the two agree)."""
+    from dovecote.memory.records import MEMORY_TABLE
+
+    return [MEMORY_TABLE]
 
 
 def create_memory_queues(sqs: Any, *, queue: str, dlq: str, visibility_s: int) -> dict[str, str]:
@@ -50,7 +58,7 @@ def create_all(
 ) -> dict[str, str]:
     """Create tables, the versioned bucket, the cursor secret and (given `sqs`) the memory queues.
     Returns settings env values."""
-    for table in model_tables():
+    for table in (*model_tables(), *local_model_tables()):
         dynamodb.create_table(**table.create_table_kwargs(names[table.setting]))
     s3.create_bucket(Bucket=names["bucket"])
     s3.put_bucket_versioning(Bucket=names["bucket"], VersioningConfiguration={"Status": "Enabled"})
