@@ -26,7 +26,7 @@ class JudgmentIn(_In):
 
 
 class RedriveIn(_In):
-    limit: StrictInt | None = Field(default=None, description="dead letters to look at, 1–100 (default 10)")
+    limit: StrictInt = Field(description="how many dead letters to look at, 1–100")
 
 
 class SubmitOut(ApiModel):

@@ -230,7 +230,8 @@ def test_a_control_character_in_a_path_names_nothing(
 def test_roles_and_authentication(http: httpx.Client, roles: dict[str, dict[str, str]]) -> None:
     assert http.get("/v1/memory", params={"scope": "s"}).status_code == 401
     assert submit(http, roles["worker"], uid("w"), uid("scope"), "workers write memory too").status_code == 202
-    assert http.post("/v1/memory/redrive", json={}, headers=roles["caller"]).status_code == 403
+    assert http.post("/v1/memory/redrive", json={"limit": 5}, headers=roles["caller"]).status_code == 403
+    assert http.post("/v1/memory/redrive", json={}, headers=roles["admin"]).status_code == 400
     redriven = http.post("/v1/memory/redrive", json={"limit": 5}, headers=roles["admin"])
     assert redriven.status_code == 200 and redriven.json()["moved"] == len(redriven.json()["writes"])
     bad = http.post("/v1/memory/redrive", json={"limit": 1000}, headers=roles["admin"])

@@ -179,7 +179,7 @@ def judge(
 
 @memory_app.command("redrive")
 def redrive(
-    limit: Annotated[int | None, typer.Option(help="Dead letters to look at, 1–100 (default 10).")] = None,
+    limit: Annotated[int, typer.Option(help="Dead letters to look at, 1–100.")] = 10,
     as_json: Json = False,
 ) -> None:
     """Move this authority's dead-lettered writes back to the queue (admin token)."""

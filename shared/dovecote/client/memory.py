@@ -107,9 +107,10 @@ class MemoryMixin:
             body["note"] = note
         return dict(self.request("POST", f"/v1/memory/relations/{relation_id}/judgment", json=body)["relation"])
 
-    def redrive_memory(self, *, limit: int | None = None) -> dict[str, Any]:
-        """Admin: move this authority's dead-lettered writes back to the queue: {moved, writes}."""
-        return dict(self.request("POST", "/v1/memory/redrive", json={"limit": limit} if limit else {}))
+    def redrive_memory(self, *, limit: int = 10) -> dict[str, Any]:
+        """Admin: look at up to `limit` dead letters (1–100) and move this authority's writes among
+        them back to the queue: {moved, writes}."""
+        return dict(self.request("POST", "/v1/memory/redrive", json={"limit": limit}))
 
 
 class MemoryClient(MemoryMixin):
