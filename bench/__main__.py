@@ -450,7 +450,7 @@ def cost_section(report: dict[str, Any], local: dict[str, dict[str, float]] | No
     console.print(f"prices: {PRICES_AS_OF}")
 
 
-SECTIONS = ("round_trips", "imports", "coldstart", "local", "cost")
+SECTIONS = ("round_trips", "imports", "coldstart", "local", "cost", "recall")
 
 
 def main() -> None:
@@ -496,6 +496,13 @@ def main() -> None:
 
     if "cost" in only:
         cost_section(report, report.get("local_runtime"))
+
+    if "recall" in only:
+        from bench.recall import print_report, recall_report
+
+        _section("recall: ingest, search/read/outline latency, retrieval quality per ranker")
+        report["recall"] = recall_report(args.quick)
+        print_report(report["recall"])
 
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)

@@ -56,6 +56,20 @@ FUNCTIONS: dict[str, Function] = {
             memory_mb=1024,
             settings=("tasks_table", "bucket", "cursor_secret_arn", "lease_timeout_seconds"),
         ),
+        # A JSONL transcript of up to ~5 MB is parsed and indexed inside the request.
+        Function(
+            "recall_api",
+            "functions.recall_api.handler.handler",
+            memory_mb=1024,
+            settings=(
+                "recall_table",
+                "bucket",
+                "cursor_secret_arn",
+                "presign_seconds",
+                "opensearch_url",
+                "recall_sqlite_path",
+            ),
+        ),
         # A status read may long-poll up to 20 s (wait ≤ 20) inside API Gateway's 29 s. Redrive
         # (admin) reads the dead-letter queue and sends to the queue.
         Function(
@@ -99,6 +113,14 @@ JANITOR_BATCH_SIZE = 5  # a record carries old and new images (up to ~800 KB); 5
 # Lambda event filter (the event source mapping in CDK, and the local stream emulator): only note
 # items that were removed or replaced can orphan a body; view items and inserts never invoke it.
 JANITOR_FILTER = {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "a#"}]}}}}
+
+# Queue consumer: S3 notifies the transcripts queue when an upload lands under TRANSCRIPT_UPLOADS_PREFIX;
+# the indexer parses, archives and indexes it (uploads may reach 256 MiB: memory and time to match).
+TRANSCRIPT_INDEXER = Function(
+    "transcript_indexer", "functions.transcript_indexer.handler.handler", memory_mb=2048, timeout_s=300
+)
+TRANSCRIPT_INDEXER_BATCH_SIZE = 1  # one file per invocation: a failure retries that file alone
+TRANSCRIPT_UPLOADS_PREFIX = "uploads/transcripts/"  # dovecote.recall.memory names the same prefix
 
 # Queue consumers: not behind the API. The memory write queue (SQS FIFO) drives the memory worker;
 # Powertools reports partial batch failures (ReportBatchItemFailures on the event source mapping).
@@ -145,6 +167,15 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/tasks/{id}/fail", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/request-input", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/complete", "tasks_api"),
+    # recall
+    Route("POST", "/v1/transcripts", "recall_api"),
+    Route("POST", "/v1/transcripts/uploads", "recall_api"),
+    Route("GET", "/v1/recall/search", "recall_api"),
+    Route("GET", "/v1/recall/read/{ref}", "recall_api"),
+    Route("GET", "/v1/recall/outline/{session}", "recall_api"),
+    Route("GET", "/v1/recall/topics", "recall_api"),
+    Route("POST", "/v1/recall/topics", "recall_api"),
+    Route("POST", "/v1/recall/rebuild", "recall_api"),
     # memory
     Route("POST", "/v1/memory/writes", "memory_api"),
     Route("GET", "/v1/memory/writes/{id}", "memory_api"),

@@ -13,7 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 import dovecote
 from dovecote.admin.model import MAX_TOKEN_DAYS
 from dovecote.admin.service import LIST_MAX, TokenService
-from dovecote.platform.http import ApiModel, current_principal, lambda_entry, new_resolver, responses
+from dovecote.platform.http import (
+    ApiModel,
+    current_principal,
+    document_routes,
+    lambda_entry,
+    new_resolver,
+    responses,
+)
 from dovecote.platform.ids import ID_SCHEMA_PATTERN
 
 app = new_resolver()
@@ -24,6 +31,7 @@ API_MODULES = (
     "functions.admin_api.handler",
     "functions.notes_api.handler",
     "functions.tasks_api.handler",
+    "functions.recall_api.handler",
     "functions.memory_api.handler",
 )
 
@@ -88,11 +96,13 @@ class TokenListOut(ApiModel):
 
 @app.get("/v1/health", tags=["meta"])
 def health() -> Health:
+    """Liveness and the service version. No token."""
     return Health(status="ok", version=dovecote.__version__)
 
 
 @app.get("/v1/openapi.json", tags=["meta"])
 def openapi() -> dict[str, Any]:
+    """This document: the OpenAPI description of every route. No token."""
     return openapi_document()
 
 
@@ -147,6 +157,7 @@ def openapi_document() -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for name in API_MODULES:
         module = importlib.import_module(name)
+        document_routes(module.app)
         doc = module.app.get_openapi_schema(title="Dovecote", version=dovecote.__version__).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )
@@ -162,11 +173,19 @@ def openapi_document() -> dict[str, Any]:
         model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         merged["components"]["schemas"].update(model_schema.pop("$defs", {}))
         merged["components"]["schemas"][model.__name__] = model_schema
+    envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
     for operations in merged["paths"].values():
         for operation in operations.values():
             # Powertools documents FastAPI's 422; Dovecote answers bad input 400 invalid_argument.
             operation.get("responses", {}).pop("422", None)
-    for unused in ("HTTPValidationError", "ValidationError"):
+            # Any route can fail on our side: 500 with the envelope (code internal or corrupt_store),
+            # never Powertools' response-validation shape.
+            operation.setdefault("responses", {})["500"] = {
+                "description": "internal error (code internal, or corrupt_store)",
+                "content": {"application/json": {"schema": envelope}},
+            }
+    # Powertools' own error shapes (422 and its response-validation error) are never answered here.
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         merged["components"]["schemas"].pop(unused, None)
     merged["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     for path, operations in merged["paths"].items():

@@ -75,6 +75,8 @@ def create_upload(body: Annotated[UploadBody, Body()]) -> UploadOut:
 
 @app.get("/v1/notes/<ref>", tags=["notes"], responses=responses(200, NoteBodyOut, 401, 403, 404, 429, 503))
 def get_note(ref: Annotated[str, Path()]) -> NoteBodyOut:
+    """Read a note by its ref: metadata and the body as `text`, `body_b64`, or a `download_url`
+    (a presigned GET, above the inline limit)."""
     view = service().get(current_principal(app), ref)
     return NoteBodyOut(
         **_out(view.meta).model_dump(), text=view.text, body_b64=view.body_b64, download_url=view.download_url
@@ -87,6 +89,7 @@ def get_note(ref: Annotated[str, Path()]) -> NoteBodyOut:
     responses=responses(204, None, 401, 403, 404, 429, 503),
 )
 def delete_note(ref: Annotated[str, Path()]) -> Response[None]:
+    """Delete exactly one note; 404 when absent. Its body version is removed asynchronously."""
     service().delete(current_principal(app), ref)
     return Response(status_code=204)
 
@@ -100,6 +103,8 @@ def list_notes(
     limit: Annotated[int | None, Query()] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> NoteListOut:
+    """List notes in ref order. Empty or absent filters are wildcards; `author=` (empty) is the
+    shared scope, an absent author any author. A page may be short while `cursor` is set."""
     items, next_cursor = service().list(
         current_principal(app), NoteFilter(key=key, run=run, name=name, author=author), limit, cursor
     )

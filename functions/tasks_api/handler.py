@@ -84,6 +84,7 @@ def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]
 
 @app.get("/v1/tasks/<task_id>", tags=["tasks"], responses=responses(200, TaskEnvelope, *READ_ERRORS))
 def get_task(task_id: Annotated[str, Path()]) -> TaskEnvelope:
+    """Read a task (strongly consistent). Callers and workers of the authority."""
     return TaskEnvelope.model_validate(service().get(current_principal(app), task_id))
 
 
@@ -112,11 +113,13 @@ def list_context_tasks(
 
 @app.post("/v1/tasks/<task_id>/reply", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def reply_task(task_id: Annotated[str, Path()], body: Annotated[ReplyIn, Body()]) -> TaskEnvelope:
+    """Answer input_required with the caller's message: back to working."""
     return TaskEnvelope.model_validate(_task(service().reply(current_principal(app), task_id, _body(body))))
 
 
 @app.post("/v1/tasks/<task_id>/cancel", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def cancel_task(task_id: Annotated[str, Path()], body: Annotated[CallerCommandIn, Body()]) -> TaskEnvelope:
+    """Cancel a task that is not terminal; a frozen artifact is discarded."""
     return TaskEnvelope.model_validate(_task(service().cancel(current_principal(app), task_id, _body(body))))
 
 
@@ -126,6 +129,7 @@ def list_messages(
     after: Annotated[int | None, Query()] = None,
     limit: Annotated[int | None, Query()] = None,
 ) -> MessagePage:
+    """The task's messages after sequence `after`, oldest first; `next` continues the stream."""
     return MessagePage.model_validate(service().messages(current_principal(app), task_id, after, limit))
 
 
@@ -135,6 +139,7 @@ def list_events(
     after: Annotated[int | None, Query()] = None,
     limit: Annotated[int | None, Query()] = None,
 ) -> EventPage:
+    """The task's events after sequence `after`, oldest first; `next` continues the stream."""
     return EventPage.model_validate(service().events(current_principal(app), task_id, after, limit))
 
 
@@ -156,11 +161,13 @@ def claim_lease(body: Annotated[ClaimIn, Body()]) -> AssignmentEnvelope:
 
 @app.post("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
 def acquire_lease(task_id: Annotated[str, Path()], body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
+    """Lease this task (fence = previous fence + 1). Worker tokens; the worker id comes from the token."""
     return AssignmentEnvelope.model_validate(service().acquire(current_principal(app), task_id, _body(body)).body)
 
 
 @app.get("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *READ_ERRORS))
 def get_lease(task_id: Annotated[str, Path()]) -> AssignmentEnvelope:
+    """The task's current lease (worker, fence, granted_at, heartbeat_at); 404 when unleased."""
     return AssignmentEnvelope.model_validate(service().get_lease(current_principal(app), task_id))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import importlib
 import json
+import logging
 import re
 import time
 import uuid
@@ -54,10 +55,20 @@ def _pattern(path: str) -> re.Pattern[str]:
     return re.compile("^" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(path)) + "$")
 
 
+# `dovecote dev --faults` only: a request carrying this header is served in full (the command
+# commits), then its connection is cut before any answer is written, as when a network drops after
+# the server committed. The SDK's retry of the same command must replay the original answer.
+FAULT_HEADER = "X-Dovecote-Fault"
+DROP_RESPONSE = "drop-response"
+log = logging.getLogger("dovecote-dev")
+
+
 class Gateway:
-    def __init__(self) -> None:
+    def __init__(self, *, faults: bool = False, log_requests: bool = True) -> None:
         self._routes: list[tuple[Route, re.Pattern[str]]] = [(r, _pattern(r.path)) for r in ROUTES]
         self._handlers: dict[str, Callable[[dict[str, Any], Any], dict[str, Any]]] = {}
+        self._faults = faults
+        self._log_requests = log_requests
 
     def _handler(self, function: Function) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         if function.name not in self._handlers:
@@ -74,7 +85,26 @@ class Gateway:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         request = Request(environ)
-        return self.dispatch(request)(environ, start_response)
+        started = time.perf_counter()
+        response = self.dispatch(request)
+        if self._log_requests:
+            log.info(
+                "%s %s %d %s %.0fms",
+                request.method,
+                request.path,
+                response.status_code,
+                _code_of(response) or "-",
+                (time.perf_counter() - started) * 1000,
+            )
+        if self._faults and request.headers.get(FAULT_HEADER) == DROP_RESPONSE:
+            sock = environ.get("werkzeug.socket")
+            if sock is not None:
+                import socket
+
+                # The command ran; the client never hears of it (the write below fails, and the
+                # server treats it as a dropped connection).
+                sock.shutdown(socket.SHUT_RDWR)
+        return response(environ, start_response)
 
     def dispatch(self, request: Request) -> Response:
         matched = self.match(request.method, request.path)
@@ -159,6 +189,18 @@ class Gateway:
             "pathParameters": event.get("pathParameters"),
             "requestContext": event["requestContext"],
         }
+
+
+def _code_of(response: Response) -> str:
+    """The error code of an error envelope, for the request log line."""
+    if response.status_code < 400 or response.mimetype != "application/json":
+        return ""
+    try:
+        body = json.loads(response.get_data())
+    except ValueError:
+        return ""
+    error = body.get("error") if isinstance(body, dict) else None
+    return str(error.get("code", "")) if isinstance(error, dict) else str(body.get("message", ""))
 
 
 def _json(status: int, body: dict[str, Any]) -> Response:

@@ -18,6 +18,8 @@ Behaviour copied from Lambda + SQS on purpose:
   nothing for it, exactly like Lambda.
 - a failed DeleteMessageBatch is logged and left alone: those messages are delivered again,
   which is how SQS's at-least-once delivery looks to a consumer.
+- `give_up_after` (for a queue without a dead-letter queue, like the local transcripts queue):
+  a record that failed on its Nth receive is deleted and kept in `failures`, and said so.
 moto's SQS backend is not thread-safe between a receive and a delete of the same queue, so the
 emulator's own SQS calls take one lock; handler invocations run in parallel.
 """
@@ -65,9 +67,10 @@ class QueuePoller(EventSource):
         queue_url: str,
         function: Function,
         batch_size: int = MAX_BATCH,
-        interval_s: float = 0.05,
+        interval_s: float = 0.1,
         concurrency: int = 1,
         region: str = "us-east-1",
+        give_up_after: int | None = None,
     ) -> None:
         if not 1 <= batch_size <= MAX_BATCH:
             raise ValueError(f"batch_size must be between 1 and {MAX_BATCH}")
@@ -78,6 +81,8 @@ class QueuePoller(EventSource):
         self._batch_size = batch_size
         self._region = region
         self._arn = ""
+        self._give_up_after = give_up_after
+        self.failures: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._counts = threading.Lock()
         self.invocations = 0
@@ -124,6 +129,23 @@ class QueuePoller(EventSource):
             log.warning("%s raised: the whole batch of %d returns to the queue", self.function.name, len(records))
             failed = {r["messageId"] for r in records}
         done = [r for r in records if r["messageId"] not in failed]
+        if self._give_up_after is not None:
+            given_up = [
+                r
+                for r in records
+                if r["messageId"] in failed
+                and int(r["attributes"].get("ApproximateReceiveCount", "1")) >= self._give_up_after
+            ]
+            if given_up:
+                log.error(
+                    "%s gave up on %d record(s) after %d receives",
+                    self.function.name,
+                    len(given_up),
+                    self._give_up_after,
+                )
+                with self._counts:
+                    self.failures.extend(given_up)
+                done += given_up
         if done:
             entries = [{"Id": str(i), "ReceiptHandle": r["receiptHandle"]} for i, r in enumerate(done)]
             try:

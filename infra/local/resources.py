@@ -7,6 +7,7 @@ import secrets
 from typing import Any
 
 from infra import constants as c
+from infra.routes import TRANSCRIPT_UPLOADS_PREFIX
 
 # Locally a failed memory message is seen again after this long (Lambda's queue uses 6× the
 # function timeout; a dev loop wants the retry soon).
@@ -17,9 +18,10 @@ def model_tables() -> list[Any]:
     """Every table whose items are PynamoDB models: the schema comes from the models."""
     from dovecote.admin.records import TOKENS_TABLE
     from dovecote.notes.records import NOTES_TABLE
+    from dovecote.recall.records import RECALL_TABLE
     from dovecote.tasks.records import TASKS_TABLE
 
-    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE]
+    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE, RECALL_TABLE]
 
 
 def local_model_tables() -> list[Any]:
@@ -29,6 +31,26 @@ def local_model_tables() -> list[Any]:
     from dovecote.memory.records import MEMORY_TABLE
 
     return [MEMORY_TABLE]
+
+
+def create_transcript_queue(*, s3: Any, sqs: Any, bucket: str, queue: str) -> str:
+    """The queue S3 notifies when a transcript upload lands (`uploads/transcripts/`); the indexer
+    consumes it. Returns the queue URL."""
+    url = str(sqs.create_queue(QueueName=queue, Attributes={"VisibilityTimeout": "30"})["QueueUrl"])
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    s3.put_bucket_notification_configuration(
+        Bucket=bucket,
+        NotificationConfiguration={
+            "QueueConfigurations": [
+                {
+                    "QueueArn": arn,
+                    "Events": ["s3:ObjectCreated:*"],
+                    "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": TRANSCRIPT_UPLOADS_PREFIX}]}},
+                }
+            ]
+        },
+    )
+    return url
 
 
 def create_memory_queues(sqs: Any, *, queue: str, dlq: str, visibility_s: int) -> dict[str, str]:
@@ -56,20 +78,23 @@ def create_all(
     sqs: Any | None = None,
     memory_visibility_s: int = MEMORY_VISIBILITY_S,
 ) -> dict[str, str]:
-    """Create tables, the versioned bucket, the cursor secret and (given `sqs`) the memory queues.
-    Returns settings env values."""
+    """Create tables, the versioned bucket and the cursor secret (and, given an SQS client, the
+    queues: transcripts, and the memory write queue with its dead-letter queue). Returns settings
+    env values."""
+    env: dict[str, str] = {}
     for table in (*model_tables(), *local_model_tables()):
-        dynamodb.create_table(**table.create_table_kwargs(names[table.setting]))
+        name = names[table.setting]
+        dynamodb.create_table(**table.create_table_kwargs(name))
+        if table.ttl:
+            dynamodb.update_time_to_live(
+                TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl}
+            )
+        env[f"DOVECOTE_{table.setting.upper()}"] = name
     s3.create_bucket(Bucket=names["bucket"])
     s3.put_bucket_versioning(Bucket=names["bucket"], VersioningConfiguration={"Status": "Enabled"})
-    env = {
-        c.ENV_NOTES_TABLE: names["notes_table"],
-        c.ENV_TOKENS_TABLE: names["tokens_table"],
-        c.ENV_BUCKET: names["bucket"],
-        c.ENV_TASKS_TABLE: names["tasks_table"],
-        c.ENV_MEMORY_TABLE: names["memory_table"],
-    }
+    env[c.ENV_BUCKET] = names["bucket"]
     if sqs is not None:
+        create_transcript_queue(s3=s3, sqs=sqs, bucket=names["bucket"], queue=names["transcripts_queue"])
         env.update(
             create_memory_queues(
                 sqs, queue=names["memory_queue"], dlq=names["memory_dlq"], visibility_s=memory_visibility_s
@@ -89,4 +114,6 @@ DEFAULT_NAMES = {
     "memory_queue": "dovecote-memory.fifo",
     "memory_dlq": "dovecote-memory-dlq.fifo",
     "bucket": "dovecote-bodies",
+    "recall_table": "dovecote-recall",
+    "transcripts_queue": "dovecote-transcripts",
 }

@@ -21,8 +21,8 @@ DEV_TOKEN_DAYS = 365
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_request(self, *args: Any, **kwargs: Any) -> None:  # one line per request is noise here
-        pass
+    def log_request(self, *args: Any, **kwargs: Any) -> None:
+        pass  # the gateway logs one richer line per request (method, path, status, code, ms)
 
 
 @dataclass
@@ -36,6 +36,12 @@ class LocalRuntime:
     _server: BaseWSGIServer | None = None
     _thread: threading.Thread | None = None
     _janitor: Any = None
+    # Seconds between dispatcher runs (EventBridge runs it every minute in the cloud).
+    dispatch_interval: float = 1.0
+    # `--faults`: honour X-Dovecote-Fault (infra/local/gateway.py) to test retries that replay.
+    faults: bool = False
+    _dispatcher: Any = None
+    _indexer: Any = None
     _memory_worker: Any = None
 
     def start(self) -> LocalRuntime:
@@ -64,6 +70,8 @@ class LocalRuntime:
                 "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+                # Recall's embedded index lives in this process, shared by the API and the indexer.
+                "DOVECOTE_RECALL_SQLITE_PATH": os.environ.get("DOVECOTE_RECALL_SQLITE_PATH") or ":memory:",
             }
         )
         from dovecote.platform import aws
@@ -97,8 +105,23 @@ class LocalRuntime:
         ).start()
 
         from infra.local.queues import QueuePoller
-        from infra.routes import MEMORY_WORKER, MEMORY_WORKER_BATCH_SIZE
+        from infra.routes import (
+            MEMORY_WORKER,
+            MEMORY_WORKER_BATCH_SIZE,
+            TRANSCRIPT_INDEXER,
+            TRANSCRIPT_INDEXER_BATCH_SIZE,
+        )
 
+        # The transcripts queue has no dead-letter queue locally: a file that keeps failing is given
+        # up after three receives, and kept in the poller's `failures`.
+        queue = aws.client("sqs").get_queue_url(QueueName=DEFAULT_NAMES["transcripts_queue"])["QueueUrl"]
+        self._indexer = QueuePoller(
+            sqs=aws.client("sqs"),
+            queue_url=queue,
+            function=TRANSCRIPT_INDEXER,
+            batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
+            give_up_after=3,
+        ).start()
         # Two concurrent invocations, like a Lambda event source mapping with some concurrency:
         # scopes flow in parallel, each scope stays serialized by its FIFO message group.
         self._memory_worker = QueuePoller(
@@ -109,9 +132,16 @@ class LocalRuntime:
             concurrency=2,
         ).start()
 
+        from infra.local.schedules import Schedule
+        from infra.routes import DISPATCHER
+
+        if self.dispatch_interval > 0:
+            self._dispatcher = Schedule(function=DISPATCHER, interval_s=self.dispatch_interval).start()
+
         from infra.local.gateway import Gateway
 
-        self._server = make_server(self.host, self.port, Gateway(), threaded=True, request_handler=_QuietHandler)
+        gateway = Gateway(faults=self.faults)
+        self._server = make_server(self.host, self.port, gateway, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
         self._write_tokens_file()
@@ -139,10 +169,14 @@ class LocalRuntime:
         tmp.replace(self.tokens_file)
 
     def stop(self) -> None:
+        if self._dispatcher is not None:
+            self._dispatcher.stop()
         if self._memory_worker is not None:
             self._memory_worker.stop()
         if self._janitor is not None:
             self._janitor.stop()
+        if self._indexer is not None:
+            self._indexer.stop()
         if self._server is not None:
             self._server.shutdown()
         if self._moto is not None:

@@ -13,7 +13,7 @@ from infra.local.gateway import LambdaContext, _context
 from infra.routes import Function
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-log = logging.getLogger("dovecote.dev")
+log = logging.getLogger("dovecote-dev")
 
 
 def load_handler(function: Function) -> Handler:

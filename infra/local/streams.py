@@ -107,6 +107,6 @@ class StreamPoller(EventSource):
             time.sleep(self._interval)
         # Like the cloud's on-failure destination: keep what could not be processed, and say so.
         self.failures.extend(pending)
-        logging.getLogger("dovecote.dev").error(
+        logging.getLogger("dovecote-dev").error(
             "%s gave up on %d stream record(s) after %d attempts", self.function.name, len(pending), self._max_attempts
         )

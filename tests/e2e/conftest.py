@@ -27,13 +27,28 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tokens_file = tmp_path_factory.mktemp("dev") / "dev-tokens.json"
+    # The runtime logs a line per request: to a file, never an unread pipe that would fill and stall it.
+    log_file = tokens_file.parent / "dev.log"
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))}
+    log = log_file.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "dovecote.cli", "dev", "--port", str(port), "--tokens-file", str(tokens_file)],
+        [
+            sys.executable,
+            "-m",
+            "dovecote.cli",
+            "dev",
+            "--port",
+            str(port),
+            "--tokens-file",
+            str(tokens_file),
+            "--faults",
+            "--dispatch-interval",
+            "0.5",
+        ],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -41,7 +56,7 @@ def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     endpoint = f"http://127.0.0.1:{port}"
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"dovecote dev exited early:\n{process.stdout.read() if process.stdout else ''}")
+            raise RuntimeError(f"dovecote dev exited early:\n{log_file.read_text()}")
         if tokens_file.exists():
             try:
                 if httpx.get(endpoint + "/v1/health", timeout=1).status_code == 200:
@@ -53,12 +68,13 @@ def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         process.kill()
         raise RuntimeError("dovecote dev did not become ready in 60 s")
     data = json.loads(Path(tokens_file).read_text())
-    yield {"endpoint": data["endpoint"], "tokens": data["tokens"], "tokens_file": tokens_file}
+    yield {"endpoint": data["endpoint"], "tokens": data["tokens"], "tokens_file": tokens_file, "log": log_file}
     process.terminate()
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
+    log.close()
 
 
 @pytest.fixture

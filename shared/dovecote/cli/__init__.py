@@ -23,6 +23,15 @@ app.add_typer(tokens_app, name="tokens")
 app.add_typer(notes_app, name="notes")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(worker_app, name="worker")
+
+
+def _mount_sub_apps() -> None:
+    from dovecote.cli.recall import recall_app
+
+    app.add_typer(recall_app, name="recall")
+
+
+_mount_sub_apps()
 out = Console()
 err = Console(stderr=True)
 
@@ -46,14 +55,33 @@ def dev(
     tokens_file: Annotated[Path, typer.Option(help="Where to write the dev tokens.")] = Path(
         ".dovecote/dev-tokens.json"
     ),
+    dispatch_interval: Annotated[
+        float, typer.Option(help="Seconds between lease-dispatcher runs (0 turns it off).")
+    ] = 1.0,
+    faults: Annotated[
+        bool, typer.Option(help="Honour X-Dovecote-Fault: drop-response (tests of retries that replay).")
+    ] = False,
+    quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
 ) -> None:
     """Run the whole service locally over moto, with API Gateway emulated."""
     if data is not None:
         err.print("[red]--data is not built yet:[/red] state lives in memory and ends with the process.")
         raise typer.Exit(2)
+    import logging
+
     from infra.local.runtime import LocalRuntime
 
-    runtime = LocalRuntime(host=host, port=port, tokens_file=tokens_file).start()
+    # One line per request (method, path, status, code, ms) and the emulators' own notices. Its own
+    # logger and handler: the functions' Powertools loggers ("dovecote", JSON) stay as in Lambda.
+    dev_log = logging.getLogger("dovecote-dev")
+    line = logging.StreamHandler(sys.stderr)
+    line.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    dev_log.addHandler(line)
+    dev_log.propagate = False
+    dev_log.setLevel(logging.WARNING if quiet else logging.INFO)
+    runtime = LocalRuntime(
+        host=host, port=port, tokens_file=tokens_file, dispatch_interval=dispatch_interval, faults=faults
+    ).start()
     out.print(f"Dovecote dev runtime ready at {runtime.endpoint}")
     out.print(f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker)", highlight=False)
     sys.stdout.flush()

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from dovecote.client.recall import RecallMixin
 from dovecote.notes.model import INLINE_LIMIT, note_ref
 
 __all__ = ["DovecoteClient", "DovecoteError", "Note", "note_ref"]
@@ -50,7 +51,7 @@ class Note:
         return self.body.decode("utf-8")
 
 
-class DovecoteClient:
+class DovecoteClient(RecallMixin):
     def __init__(self, endpoint: str, token: str | None = None, *, timeout: float = 30.0) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._token = token or ""

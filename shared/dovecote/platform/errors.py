@@ -57,6 +57,12 @@ class InvalidArgument(DomainError):
     code = "invalid_argument"
 
 
+class AmbiguousRef(DomainError):
+    """A ref or session prefix that names more than one item; details carry the candidates."""
+
+    code = "ambiguous_ref"
+
+
 class Unauthenticated(DomainError):
     code = "unauthenticated"
 

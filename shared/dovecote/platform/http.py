@@ -252,6 +252,19 @@ def new_resolver() -> APIGatewayHttpResolver:
     return app
 
 
+def document_routes(app: APIGatewayHttpResolver) -> None:
+    """Powertools documents a route's summary and description only when told. The handler's
+    docstring is the one place they are written: its first line is the summary, the whole of it the
+    description (tests/unit/test_openapi.py requires both on every operation)."""
+    import inspect
+
+    for route in app._static_routes + app._dynamic_routes:
+        doc = inspect.getdoc(route.func) or ""
+        if doc:
+            route.summary = route.summary or doc.split("\n", 1)[0].strip().rstrip(".")
+            route.description = route.description or doc
+
+
 def current_principal(app: APIGatewayHttpResolver) -> Principal:
     return principal_from_event(app.current_event.raw_event)
 

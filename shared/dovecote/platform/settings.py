@@ -23,6 +23,11 @@ class Settings(BaseModel):
     memory_queue_url: str = ""
     memory_dlq_url: str = ""
     bucket: str = Field(default="dovecote-bodies")
+    # Recall: the ingest ledger (pending uploads), the embedded index's database file (":memory:"
+    # keeps it in the process), and the OpenSearch endpoint that replaces it when set.
+    recall_table: str = Field(default="dovecote-recall")
+    recall_sqlite_path: str = Field(default=".dovecote/recall.sqlite3")
+    opensearch_url: str | None = None
     # Cloud: the HMAC key lives in Secrets Manager. Local: a generated dev key may be given directly.
     cursor_secret_arn: str | None = None
     cursor_key: str | None = None

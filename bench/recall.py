@@ -1,0 +1,505 @@
+"""Recall benchmarks: ingest throughput, search/read/outline latency on generated corpora, retrieval
+quality per ranker on a labelled set, AWS round trips per command, and handler import time.
+
+Run alone: `python -m bench.recall [--quick]` (writes bench/results/recall.json); `recall_report()`
+is the entry the main bench calls.
+
+The corpora are generated, deterministic (seeded): sessions of developer-chat-like messages whose
+words follow a Zipf law over a vocabulary of common English, software words and rare made-up names,
+so bm25 sees realistic document frequencies. The labelled set plants one fact per target session as
+a short exchange, asks for it with a paraphrased question (different wording: synonyms, another
+word order, stems that differ), and adds distractor sessions that share the question's words: the
+fact's subject in an unrelated context, the attribute about another subject, both words in
+different messages of one session, and a rival: a stale passing mention holding as many of the
+question's words as the fact (in a conversation that also names the subject), so relevance, not
+coverage, has to decide.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+COMMON = """the a to and of in is it that for on with this we be you i not are was have but
+can if as at so do just like should will what there would about then when our all so maybe need think
+""".split()
+SOFTWARE = """deploy build test error config service database query cache index request response
+server client timeout retry queue worker lease token auth user session file path branch commit merge
+release version docker image container cluster node pod network port proxy gateway route handler
+function lambda bucket table schema migration column row log metric alert dashboard latency memory
+cpu disk thread lock race fix bug patch review module package dependency import install script
+shell command output input parse json yaml env variable secret key certificate tls dns domain
+endpoint api call payload header status code exception stack trace debug local remote staging
+production rollback backup restore snapshot replica shard partition stream event consumer producer
+topic subscription webhook cron job schedule pipeline ci lint format type check coverage benchmark
+profile flame graph allocation leak garbage collector heap pointer buffer socket connection pool
+""".split()
+SYLLABLES = "ka lo mi nu re sa ti vo zen dar kel mor pax quin rul tor vex wyn xan yor".split()
+
+
+def _made_up(rng: random.Random, n: int) -> list[str]:
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))))
+    return sorted(words)
+
+
+class Vocabulary:
+    def __init__(self, rng: random.Random, size: int = 4000) -> None:
+        self.words = COMMON + SOFTWARE + _made_up(rng, size - len(COMMON) - len(SOFTWARE))
+        self.weights = [1.0 / (rank + 1) ** 1.05 for rank in range(len(self.words))]
+        self._rng = rng
+
+    def sentence(self, low: int = 6, high: int = 40) -> str:
+        return " ".join(self._rng.choices(self.words, self.weights, k=self._rng.randint(low, high)))
+
+
+def _message(session_id: str, index: int, role: str, text: str, start: datetime, kind: str = "text") -> dict[str, Any]:
+    return {
+        "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{index}")),
+        "role": role,
+        "text": text,
+        "timestamp": (start + timedelta(seconds=30 * index)).isoformat().replace("+00:00", "Z"),
+        "kind": kind,
+    }
+
+
+def generate_corpus(messages: int, seed: int = 7, per_session: int = 50) -> list[dict[str, Any]]:
+    """Generic-form session bodies holding `messages` messages in total (about 10 % tool calls)."""
+    rng = random.Random(seed)
+    vocab = Vocabulary(rng)
+    bodies = []
+    made = 0
+    n = 0
+    base = datetime(2025, 1, 1, tzinfo=UTC)
+    while made < messages:
+        count = min(messages - made, max(2, int(rng.gauss(per_session, per_session / 3))))
+        session_id = f"bench-{seed}-{n:06d}"
+        start = base + timedelta(hours=n * 3)
+        rows = []
+        for i in range(count):
+            kind = "tool" if rng.random() < 0.1 else "text"
+            role = "user" if i % 2 == 0 else "assistant"
+            rows.append(_message(session_id, i, role, vocab.sentence(), start, kind))
+        bodies.append({"source": "bench", "project": f"proj{n % 12}", "session_id": session_id, "messages": rows})
+        made += count
+        n += 1
+    return bodies
+
+
+# ---- the labelled set -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FactKind:
+    plant: tuple[str, ...]  # the exchange, in order; {s} subject, {v} value
+    question: str  # a paraphrase: not a copy of any planted sentence
+    subject_elsewhere: str  # the subject in an unrelated context
+    attribute_elsewhere: str  # the attribute about another subject
+    rival: str  # the question's words in a passing, stale mention: as much coverage as the fact
+
+
+FACT_KINDS = (
+    FactKind(
+        (
+            "we moved the {s} service to listen on port {v} after it collided with the metrics exporter",
+            "ok, restarting {s} with the new listener now",
+            "{s} is up again and healthy",
+        ),
+        "which port is {s} listening on these days",
+        "the {s} dashboard looks odd after the redesign",
+        "the {o} sidecar exposes port {v2} for health checks",
+        "a year ago {s} was still listening on port {v2} in the old datacenter",
+    ),
+    FactKind(
+        (
+            "the {s} job was timing out, so I raised its timeout to {v} seconds",
+            "good, the {s} runs finish well under that limit now",
+        ),
+        "what did we set the {s} time limit to when it kept timing out",
+        "{s} produced a noisy log line during the rollout",
+        "the {o} request timeout stays at {v2} seconds",
+        "before the rewrite the {s} job had a timeout of {v2} seconds and kept timing out",
+    ),
+    FactKind(
+        (
+            "we rotate the {s} credentials every {v} days with the vault sync cron",
+            "and rotation of {s} secrets alerts on failure, right",
+            "yes, the rotation job pages on-call",
+        ),
+        "how often are the {s} secrets rotated",
+        "someone renamed the {s} repository yesterday",
+        "the {o} certificate rotates every {v2} days too",
+        "the {s} secrets were rotated by hand back when we had no cron",
+    ),
+    FactKind(
+        (
+            "the root cause in {s} was a race between the lease renewal and the fence check",
+            "so {s} needs the fence compared inside the same transaction",
+            "patched {s}, the race is gone",
+        ),
+        "what caused the {s} bug with renewing leases",
+        "{s} got a new owner in the platform team",
+        "the {o} worker also renews its lease every few seconds",
+        "an old ticket blamed {s} lease renewal bugs on clock skew",
+    ),
+    FactKind(
+        (
+            "we pinned {s} to version {v} because the next release broke the parser",
+            "noted, {s} stays pinned until upstream fixes the parser regression",
+        ),
+        "why is {s} held back to an older release",
+        "the {s} readme needs a refresh",
+        "the {o} library moved to version {v2} last week",
+        "{s} was held back to an older release once, long before this",
+    ),
+    FactKind(
+        (
+            "the {s} cache evicts entries after {v} minutes, the ttl lives in the shared config",
+            "keep the {s} ttl there so staging and production agree",
+        ),
+        "how long do entries survive in the {s} cache",
+        "{s} showed up in the incident retro",
+        "the {o} cache is sized to {v2} megabytes",
+        "entries in the {s} cache used to survive for {v2} minutes in the prototype",
+    ),
+    FactKind(
+        (
+            "backups of {s} go to the cold bucket nightly and are kept for {v} weeks",
+            "restores of {s} were tested last sprint",
+        ),
+        "how many weeks of {s} backups do we retain",
+        "the {s} migration script finished without errors",
+        "the {o} bucket lifecycle keeps objects for {v2} weeks",
+        "we once retained {v2} weeks of {s} backups on the old cluster",
+    ),
+    FactKind(
+        (
+            "{s} retries failed deliveries {v} times with exponential backoff, then parks them in the dlq",
+            "the dead letter queue (dlq) for {s} is drained by hand",
+        ),
+        "how many attempts does {s} make before a message goes to the dlq",
+        "{s} deploys are slow on mondays",
+        "the {o} consumer backs off for {v2} seconds",
+        "the legacy {s} made a single attempt before dropping messages, no dlq",
+    ),
+)
+
+
+def labelled_set(
+    facts: int, seed: int = 11, filler: int = 30, rivals: bool = True
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """Sessions (generic form) and (question, target session id) pairs."""
+    rng = random.Random(seed)
+    vocab = Vocabulary(rng)
+    names = _made_up(random.Random(seed + 1), facts * 3)
+    rng.shuffle(names)
+    subjects, others = names[:facts], names[facts:]
+    bodies: list[dict[str, Any]] = []
+    questions: list[tuple[str, str]] = []
+    base = datetime(2025, 3, 1, tzinfo=UTC)
+    counter = 0
+
+    def session(rows_text: list[tuple[str, str]]) -> str:
+        nonlocal counter
+        session_id = f"fact-{seed}-{counter:05d}"
+        counter += 1
+        start = base + timedelta(hours=counter)
+        rows = [_message(session_id, i, role, text, start) for i, (role, text) in enumerate(rows_text)]
+        bodies.append({"source": "bench", "project": f"team{counter % 5}", "session_id": session_id, "messages": rows})
+        return session_id
+
+    def fill(n: int) -> list[tuple[str, str]]:
+        return [("user" if i % 2 == 0 else "assistant", vocab.sentence()) for i in range(n)]
+
+    for index, subject in enumerate(subjects):
+        kind = FACT_KINDS[index % len(FACT_KINDS)]
+        values = {"s": subject, "v": str(rng.randint(2, 99)), "o": rng.choice(others), "v2": str(rng.randint(2, 99))}
+        target_rows = fill(rng.randint(5, filler))
+        at = rng.randint(1, len(target_rows))
+        for offset, line in enumerate(kind.plant):
+            target_rows.insert(
+                at + offset * rng.randint(1, 2), ("assistant" if offset % 2 == 0 else "user", line.format(**values))
+            )
+        target = session(target_rows)
+        questions.append((kind.question.format(**values), target))
+        # Distractors share the question's words: the subject elsewhere (twice), the attribute about
+        # another subject, and both in different messages of one session.
+        for _ in range(2):
+            rows = fill(rng.randint(5, filler))
+            rows.insert(rng.randint(0, len(rows)), ("user", kind.subject_elsewhere.format(**values)))
+            session(rows)
+        rows = fill(rng.randint(5, filler))
+        rows.insert(rng.randint(0, len(rows)), ("assistant", kind.attribute_elsewhere.format(**values)))
+        session(rows)
+        rows = fill(rng.randint(6, filler))
+        rows.insert(1, ("user", kind.subject_elsewhere.format(**values)))
+        rows.insert(len(rows) - 1, ("assistant", kind.attribute_elsewhere.format(**{**values, "o": subject})))
+        session(rows)
+        # The rival: a stale mention matching as many of the question's words as the fact does, in a
+        # conversation that also names the subject elsewhere.
+        if not rivals:
+            continue
+        rows = fill(rng.randint(5, filler))
+        rows.insert(rng.randint(0, len(rows)), ("assistant", kind.rival.format(**values)))
+        rows.insert(rng.randint(0, len(rows)), ("user", kind.subject_elsewhere.format(**values)))
+        session(rows)
+    return bodies, questions
+
+
+# ---- measurements -----------------------------------------------------------------------------------
+
+
+def _pct(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+def _timings(label: str, samples: list[float]) -> dict[str, float]:
+    return {
+        "n": len(samples),
+        "median_ms": statistics.median(samples) * 1000,
+        "p95_ms": _pct(samples, 95) * 1000,
+    }
+
+
+def _service(path: Path) -> Any:
+    from dovecote.recall.memory import InMemoryArchive, InMemoryLedger
+    from dovecote.recall.service import RecallService
+    from dovecote.recall.sqlite import SqliteSearchIndex
+
+    return RecallService(SqliteSearchIndex(path), InMemoryArchive(), InMemoryLedger())
+
+
+def corpus_figures(messages: int, queries: int, rng_seed: int = 3) -> dict[str, Any]:
+    """Ingest a generated corpus into a SQLite file, then time search, read and outline."""
+    from dovecote.platform.principal import Principal
+    from dovecote.recall.model import gate_outline, gate_read, gate_search
+
+    who = Principal("bench", "caller")
+    bodies = generate_corpus(messages)
+    with tempfile.TemporaryDirectory() as tmp:
+        service = _service(Path(tmp) / "recall.sqlite3")
+        started = time.perf_counter()
+        for body in bodies:
+            service.ingest(who, body)
+        ingest_s = time.perf_counter() - started
+        rng = random.Random(rng_seed)
+        vocab = Vocabulary(random.Random(7))
+        kinds: dict[str, Callable[[], str]] = {
+            "1 common word": lambda: rng.choice(SOFTWARE[:40]),
+            "2 words": lambda: " ".join(rng.sample(vocab.words[:800], 2)),
+            "3 words, one rare": lambda: " ".join([*rng.sample(vocab.words[:400], 2), rng.choice(vocab.words[2000:])]),
+            "boolean a && b": lambda: " && ".join(rng.sample(SOFTWARE, 2)),
+            "substring (trigram)": lambda: rng.choice(vocab.words[1000:])[1:5],
+        }
+        search: dict[str, Any] = {}
+        refs: list[str] = []
+        for label, make in kinds.items():
+            samples = []
+            for _ in range(queries):
+                params = gate_search(q=make())
+                t0 = time.perf_counter()
+                envelope = service.search(who, params)
+                samples.append(time.perf_counter() - t0)
+                refs += [r.read_ref for r in envelope.results[:2]]
+            search[label] = _timings(label, samples)
+        reads, outlines = [], []
+        for ref in rng.sample(refs, min(len(refs), queries)):
+            t0 = time.perf_counter()
+            service.read(who, gate_read(ref))
+            reads.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            service.outline(who, gate_outline(ref.split(":")[0]))
+            outlines.append(time.perf_counter() - t0)
+        size = sum(p.stat().st_size for p in Path(tmp).iterdir())
+    return {
+        "messages": messages,
+        "sessions": len(bodies),
+        "ingest_messages_per_s": messages / ingest_s,
+        "ingest_s": ingest_s,
+        "database_mb": size / 1e6,
+        "search": search,
+        "read": _timings("read", reads),
+        "outline": _timings("outline", outlines),
+    }
+
+
+def quality_figures(facts: int) -> dict[str, Any]:
+    """recall@1, recall@3 and MRR (rank within the top 10) of the target session, per ranker, on
+    the set without rivals (every distractor matches fewer of the question's words than the fact)
+    and with them (a stale mention ties the fact on coverage)."""
+    from dovecote.platform.principal import Principal
+    from dovecote.recall.model import RANKERS, gate_search
+
+    who = Principal("bench", "caller")
+    out: dict[str, Any] = {"facts": facts}
+    for variant, rivals in (("without rivals", False), ("with rivals", True)):
+        bodies, questions = labelled_set(facts, rivals=rivals)
+        with tempfile.TemporaryDirectory() as tmp:
+            service = _service(Path(tmp) / "quality.sqlite3")
+            for body in bodies:
+                service.ingest(who, body)
+            rows: dict[str, Any] = {}
+            for ranker in RANKERS:
+                ranks = []
+                for question, target in questions:
+                    envelope = service.search(who, gate_search(q=question, limit=10, ranker=ranker))
+                    ids = [r.session_id for r in envelope.results]
+                    ranks.append(ids.index(target) + 1 if target in ids else None)
+                rows[ranker] = {
+                    "recall@1": sum(1 for r in ranks if r == 1) / len(ranks),
+                    "recall@3": sum(1 for r in ranks if r is not None and r <= 3) / len(ranks),
+                    "mrr": sum(1 / r for r in ranks if r is not None) / len(ranks),
+                }
+        out[variant] = {"sessions": len(bodies), "rankers": rows}
+    return out
+
+
+def round_trip_figures() -> dict[str, int]:
+    """AWS requests per recall command on moto (deterministic)."""
+    import os
+
+    import requests
+    from moto import mock_aws
+
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        os.environ[name] = value
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    from dovecote.platform import aws
+    from dovecote.platform.principal import Principal
+    from dovecote.recall.archive import S3Archive
+    from dovecote.recall.dynamo import DynamoIngestLedger
+    from dovecote.recall.model import gate_outline, gate_read, gate_search
+    from dovecote.recall.service import RecallService
+    from dovecote.recall.sqlite import SqliteSearchIndex
+    from infra.local.metering import count_round_trips
+    from infra.local.resources import DEFAULT_NAMES, create_all
+
+    who = Principal("bench", "caller")
+    sample = ROOT.parent / "shared" / "data" / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
+    out: dict[str, int] = {}
+    with mock_aws():
+        aws.reset_clients()
+        ddb, s3 = aws.client("dynamodb"), aws.client("s3")
+        create_all(dynamodb=ddb, s3=s3, secretsmanager=None, names=DEFAULT_NAMES)
+        service = RecallService(
+            SqliteSearchIndex(),
+            S3Archive(bucket=DEFAULT_NAMES["bucket"], s3=s3),
+            DynamoIngestLedger(table=DEFAULT_NAMES["recall_table"], dynamodb=ddb),
+        )
+        body = {"format": "claude-code-jsonl", "jsonl": sample.read_text()}
+
+        def measure(label: str, fn: Callable[[], Any]) -> Any:
+            with count_round_trips(ddb, s3) as meter:
+                value = fn()
+            out[label] = meter.total
+            return value
+
+        measure("recall ingest (inline JSONL)", lambda: service.ingest(who, body))
+        measure("recall ingest, unchanged file", lambda: service.ingest(who, body))
+        envelope = measure("recall search", lambda: service.search(who, gate_search(q="hoge")))
+        measure("recall read", lambda: service.read(who, gate_read(envelope.results[0].read_ref)))
+        measure("recall outline", lambda: service.outline(who, gate_outline("7f2abd2d")))
+        upload = measure("recall create upload", lambda: service.create_upload(who, {"format": "claude-code-jsonl"}))
+        requests.put(upload.upload_url, data=sample.read_bytes().replace(b"hoge", b"fuga"), timeout=30)
+        measure("recall index upload (indexer)", lambda: service.index_upload("bench", upload.upload_id))
+        aws.reset_clients()
+    return out
+
+
+def import_figures(rounds: int) -> dict[str, dict[str, float]]:
+    def seconds(module: str) -> float:
+        code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+        return float(run.stdout.strip())
+
+    base = statistics.median(seconds("boto3") for _ in range(rounds))
+    out = {}
+    for module in ("functions.recall_api.handler", "functions.transcript_indexer.handler"):
+        median = statistics.median(seconds(module) for _ in range(rounds))
+        out[module] = {"median_ms": median * 1000, "ratio": median / base}
+    return out
+
+
+def recall_report(quick: bool = False) -> dict[str, Any]:
+    sizes = (2_000,) if quick else (10_000, 100_000)
+    queries = 20 if quick else 100
+    return {
+        "round_trips": round_trip_figures(),
+        "imports": import_figures(3 if quick else 7),
+        "corpora": [corpus_figures(n, queries) for n in sizes],
+        "quality": quality_figures(40 if quick else 200),
+    }
+
+
+def print_report(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table("recall command", "AWS round trips")
+    for label, n in report["round_trips"].items():
+        table.add_row(label, str(n))
+    console.print(table)
+    table = Table("module", "median ms", "× import boto3")
+    for name, row in report["imports"].items():
+        table.add_row(name, f"{row['median_ms']:.0f}", f"{row['ratio']:.2f}")
+    console.print(table)
+    for corpus in report["corpora"]:
+        console.print(
+            f"[bold]{corpus['messages']:,} messages[/bold] in {corpus['sessions']:,} sessions: ingest "
+            f"{corpus['ingest_messages_per_s']:,.0f} messages/s ({corpus['ingest_s']:.1f} s), "
+            f"database {corpus['database_mb']:.0f} MB"
+        )
+        table = Table("operation", "n", "median ms", "p95 ms")
+        for label, row in {
+            **{f"search: {k}": v for k, v in corpus["search"].items()},
+            "read": corpus["read"],
+            "outline": corpus["outline"],
+        }.items():
+            table.add_row(label, str(row["n"]), f"{row['median_ms']:.1f}", f"{row['p95_ms']:.1f}")
+        console.print(table)
+    quality = report["quality"]
+    for variant in ("without rivals", "with rivals"):
+        console.print(
+            f"[bold]retrieval quality, {variant}[/bold]: {quality['facts']} planted facts in "
+            f"{quality[variant]['sessions']} sessions (paraphrased questions, distractors sharing their words)"
+        )
+        table = Table("ranker", "recall@1", "recall@3", "MRR")
+        for ranker, row in quality[variant]["rankers"].items():
+            table.add_row(ranker, f"{row['recall@1']:.3f}", f"{row['recall@3']:.3f}", f"{row['mrr']:.3f}")
+        console.print(table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.recall")
+    parser.add_argument("--quick", action="store_true", help="a 2,000-message corpus and 40 facts (smoke run)")
+    args = parser.parse_args()
+    report = recall_report(args.quick)
+    print_report(report)
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "recall.json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""Recall API function: parse → call RecallService → return a model. No rules here.
+
+Refs and sessions travel in the path: a subagent thread's level separator is printed `~` (a `/`
+would end the path segment); both spellings are accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from functools import lru_cache
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+
+from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
+from dovecote.recall.model import gate_outline, gate_read, gate_search, gate_topic_label, gate_topics
+from dovecote.recall.service import RecallService
+from functions.recall_api.models import (
+    IngestOut,
+    OutlineOut,
+    ReadOut,
+    RebuildOut,
+    SearchEnvelopeOut,
+    TopicBody,
+    TopicHitOut,
+    TopicsOut,
+    TranscriptBody,
+    UploadBody,
+    UploadOut,
+)
+
+app = new_resolver()
+TEXT = "text/plain; charset=utf-8"
+
+
+@lru_cache(maxsize=1)
+def service() -> RecallService:
+    """Composition root: SQLite FTS5 or OpenSearch by settings (dovecote.recall.engines), the S3
+    archive and the DynamoDB ledger; wired on the first request of the container."""
+    from dovecote.platform.settings import get_settings
+    from dovecote.recall.engines import recall_service
+
+    return recall_service(get_settings())
+
+
+@app.post("/v1/transcripts", tags=["recall"], responses=responses(200, IngestOut, 400, 401, 403, 413, 429, 503))
+def ingest(body: Annotated[TranscriptBody, Body()]) -> IngestOut:
+    """Index a transcript: re-ingesting a session replaces it; an unchanged file is skipped."""
+    result = service().ingest(current_principal(app), body.model_dump(exclude_none=True))
+    return IngestOut.model_validate(asdict(result))
+
+
+@app.post("/v1/transcripts/uploads", tags=["recall"], responses=responses(200, UploadOut, 400, 401, 403, 429, 503))
+def create_upload(body: Annotated[UploadBody, Body()]) -> UploadOut:
+    """A presigned PUT for a transcript file; it is indexed asynchronously, and searches report its
+    scope stale until it is."""
+    upload = service().create_upload(current_principal(app), body.model_dump(exclude_none=True))
+    return UploadOut.model_validate(asdict(upload))
+
+
+@app.get(
+    "/v1/recall/search",
+    tags=["recall"],
+    responses={
+        **responses(200, SearchEnvelopeOut, 400, 401, 403, 429, 503),
+        200: {
+            "description": "the SearchEnvelope, or one line per hit with format=oneline",
+            "content": {"application/json": {"model": SearchEnvelopeOut}, TEXT: {"schema": {"type": "string"}}},
+        },
+    },
+)
+def search(
+    q: Annotated[str, Query()] = "",
+    limit: Annotated[int | None, Query()] = None,
+    role: Annotated[str, Query()] = "",
+    sort: Annotated[str, Query(description="absent (relevance) or newest")] = "",
+    since: Annotated[str, Query(description="inclusive: a date or an RFC 3339 instant")] = "",
+    before: Annotated[str, Query(description="inclusive: a date or an RFC 3339 instant")] = "",
+    min_messages: Annotated[int | None, Query()] = None,
+    project: Annotated[str, Query()] = "",
+    source: Annotated[str, Query()] = "",
+    include_path: Annotated[str, Query(description="a regex over the working directory")] = "",
+    exclude_path: Annotated[str, Query(description="a regex over the working directory")] = "",
+    current_session: Annotated[str, Query(description="your live session: id or a prefix of 8+")] = "",
+    include_tools: Annotated[bool, Query()] = False,
+    output: Annotated[str, Query(alias="format", description="json (default) or oneline")] = "",
+    ranker: Annotated[str, Query(description="message, top2 (default) or session")] = "",
+) -> Response[SearchEnvelopeOut | str]:
+    """Search transcripts: ranked refs, one per session, with warnings and a completeness report (or
+    one line per result with `format=oneline`)."""
+    params = gate_search(
+        q=q,
+        limit=limit,
+        role=role,
+        sort=sort,
+        since=since,
+        before=before,
+        min_messages=min_messages,
+        project=project,
+        source=source,
+        include_path=include_path,
+        exclude_path=exclude_path,
+        current_session=current_session,
+        include_tools=include_tools,
+        format=output,
+        ranker=ranker,
+    )
+    envelope = service().search(current_principal(app), params)
+    if params.oneline:
+        return Response(status_code=200, content_type=TEXT, body=RecallService.oneline(envelope))
+    return Response(status_code=200, content_type=JSON, body=SearchEnvelopeOut.model_validate(asdict(envelope)))
+
+
+@app.get("/v1/recall/read/<ref>", tags=["recall"], responses=responses(200, ReadOut, 400, 401, 403, 404, 429, 503))
+def read(
+    ref: Annotated[str, Path()],
+    budget: Annotated[int | None, Query(description="characters; absent means no cap")] = None,
+    more: Annotated[int | None, Query(description="level n widens the radius to (n + 1) × 8")] = None,
+    around: Annotated[int | None, Query(description="re-centre N displayed messages after the anchor")] = None,
+    window: Annotated[int | None, Query(description="an explicit radius")] = None,
+    include_tools: Annotated[bool, Query()] = False,
+    include_thinking: Annotated[bool, Query()] = False,
+) -> ReadOut:
+    """Read a bounded window of messages around a ref (`<session8>:<uuid8>`), trimmed to `budget`
+    characters, never silently: the anchor first, then neighbours outward."""
+    params = gate_read(
+        ref,
+        budget=budget,
+        more=more,
+        around=around,
+        window=window,
+        include_tools=include_tools,
+        include_thinking=include_thinking,
+    )
+    return ReadOut.model_validate(asdict(service().read(current_principal(app), params)))
+
+
+@app.get(
+    "/v1/recall/outline/<session>", tags=["recall"], responses=responses(200, OutlineOut, 400, 401, 403, 404, 429, 503)
+)
+def outline(
+    session: Annotated[str, Path()],
+    include_tools: Annotated[bool, Query()] = False,
+    include_thinking: Annotated[bool, Query()] = False,
+    include_subagents: Annotated[bool, Query()] = True,
+) -> OutlineOut:
+    """Outline a session: the first and last four displayable messages, how many lie between,
+    topic labels and subagent threads."""
+    params = gate_outline(
+        session, include_tools=include_tools, include_thinking=include_thinking, include_subagents=include_subagents
+    )
+    return OutlineOut.model_validate(asdict(service().outline(current_principal(app), params)))
+
+
+@app.get("/v1/recall/topics", tags=["recall"], responses=responses(200, TopicsOut, 400, 401, 403, 429, 503))
+def topics(
+    q: Annotated[str, Query()] = "",
+    limit: Annotated[int | None, Query()] = None,
+    project: Annotated[str, Query()] = "",
+) -> TopicsOut:
+    """Search the topic layer only: labelled segments ranked globally, one global limit."""
+    result = service().topics(current_principal(app), gate_topics(q=q, limit=limit, project=project))
+    return TopicsOut.model_validate(asdict(result))
+
+
+@app.post("/v1/recall/topics", tags=["recall"], responses=responses(200, TopicHitOut, 400, 401, 403, 404, 429, 503))
+def label_topic(body: Annotated[TopicBody, Body()]) -> TopicHitOut:
+    """Label the segment that starts at `ref`."""
+    hit = service().label_topic(current_principal(app), gate_topic_label(body.ref, body.label))
+    return TopicHitOut.model_validate(asdict(hit))
+
+
+@app.post("/v1/recall/rebuild", tags=["recall"], responses=responses(200, RebuildOut, 401, 403, 429, 503))
+def rebuild() -> RebuildOut:
+    """Admin: re-create the authority's index from the archived transcripts and topic labels."""
+    return RebuildOut.model_validate(asdict(service().rebuild(current_principal(app))))
+
+
+handler = lambda_entry(app)

@@ -1,0 +1,65 @@
+"""Transcript indexer: consumes the queue S3 notifies when a transcript upload lands under
+`uploads/transcripts/<authority>/<upload id>`. For each object it reads the file, parses it, archives it, indexes
+it and clears the ledger entry (RecallService.index_upload, safe to repeat). Powertools
+BatchProcessor reports partial batch failures, so one failing upload is retried alone; S3's
+`s3:TestEvent` and keys outside `uploads/transcripts/` are acknowledged and ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+from urllib.parse import unquote_plus
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from dovecote.platform.observability import logger
+from dovecote.recall.archive import parse_upload_key
+from dovecote.recall.service import RecallService
+
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+@lru_cache(maxsize=1)
+def service() -> RecallService:
+    from dovecote.platform.settings import get_settings
+    from dovecote.recall.engines import recall_service
+
+    return recall_service(get_settings())
+
+
+def uploads_in(body: str) -> list[tuple[str, str]]:
+    """(authority, upload id) for every created object an S3 event notification names."""
+    event = json.loads(body)
+    found = []
+    for record in event.get("Records") or []:
+        if not str(record.get("eventName", "")).startswith("ObjectCreated"):
+            continue
+        key = unquote_plus(((record.get("s3") or {}).get("object") or {}).get("key") or "")
+        parsed = parse_upload_key(key)
+        if parsed is not None:
+            found.append(parsed)
+    return found
+
+
+def index_record(record: SQSRecord) -> None:
+    for authority, upload_id in uploads_in(record.body):
+        result = service().index_upload(authority, upload_id)
+        logger.info(
+            "transcript upload processed",
+            extra={
+                "authority": authority,
+                "upload_id": upload_id,
+                "session_id": result.session_id if result else None,
+                "messages": result.messages_indexed if result else 0,
+                "unchanged": result.unchanged if result else None,
+            },
+        )
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    response = process_partial_response(event=event, record_handler=index_record, processor=processor, context=context)
+    return dict(response)

@@ -1,0 +1,132 @@
+"""SDK methods for recall (API.md § Recall), as a mixin over the client's transport.
+
+`DovecoteClient` gains them by inheriting `RecallMixin`; until then `RecallClient` below is the two
+combined. Refs and sessions go into URL paths with their level separator as `~` (a `/` would end
+the path segment).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    import httpx
+
+# POST /v1/transcripts carries the file inline up to here (API Gateway's payload limit is 6 MB and
+# JSON escaping grows the text); a larger file goes through a presigned upload.
+INLINE_TRANSCRIPT_BYTES = 4 * 1024 * 1024
+
+
+def _path_part(value: str) -> str:
+    return quote(value.replace("/", "~"), safe=":~")
+
+
+def _params(**values: Any) -> dict[str, Any]:
+    """Query parameters without the unset ones; booleans as the API spells them."""
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if value is None or value == "" or value is False:
+            continue
+        out[name] = "true" if value is True else value
+    return out
+
+
+class RecallMixin:
+    _http: httpx.Client
+
+    if TYPE_CHECKING:  # provided by DovecoteClient; not defined here, so it cannot shadow it
+
+        def request(self, method: str, path: str, **kwargs: Any) -> Any: ...
+
+    # ---- ingest -------------------------------------------------------------------------------------
+
+    def ingest_transcript(
+        self, jsonl: str, format: str, *, project: str | None = None, project_folder: str | None = None
+    ) -> dict[str, Any]:
+        """Index one JSONL transcript file (claude-code-jsonl | codex-jsonl) inline."""
+        body = {"format": format, "jsonl": jsonl, "project": project, "project_folder": project_folder}
+        return dict(self.request("POST", "/v1/transcripts", json={k: v for k, v in body.items() if v is not None}))
+
+    def ingest_messages(
+        self, session_id: str, messages: list[dict[str, Any]], *, source: str, project: str = ""
+    ) -> dict[str, Any]:
+        """Index a session in the generic form: messages [{uuid, role, text, timestamp, kind?, …}]."""
+        body = {"source": source, "project": project, "session_id": session_id, "messages": messages}
+        return dict(self.request("POST", "/v1/transcripts", json=body))
+
+    def upload_transcript(
+        self, data: bytes, format: str, *, project: str | None = None, project_folder: str | None = None
+    ) -> dict[str, Any]:
+        """A presigned upload for a file of any size; the service indexes it asynchronously (searches
+        report its scope stale until then). Returns {upload_id, upload_url, expires_at}."""
+        import httpx
+
+        body = {"format": format, "project": project, "project_folder": project_folder}
+        created = dict(
+            self.request("POST", "/v1/transcripts/uploads", json={k: v for k, v in body.items() if v is not None})
+        )
+        response = httpx.put(created["upload_url"], content=data, timeout=300)
+        if response.status_code >= 300:
+            from dovecote.client import DovecoteError
+
+            raise DovecoteError(response.status_code, "upload_failed", response.text[:500])
+        return created
+
+    def push_transcript(
+        self, path: Path, format: str, *, project: str | None = None, project_folder: str | None = None
+    ) -> dict[str, Any]:
+        """Inline when small enough, else through a presigned upload (then `queued` is true)."""
+        data = path.read_bytes()
+        if len(data) <= INLINE_TRANSCRIPT_BYTES:
+            return self.ingest_transcript(
+                data.decode("utf-8", "replace"), format, project=project, project_folder=project_folder
+            )
+        created = self.upload_transcript(data, format, project=project, project_folder=project_folder)
+        return {"queued": True, "upload_id": created["upload_id"], "messages_indexed": 0}
+
+    # ---- the verbs ----------------------------------------------------------------------------------
+
+    def recall_search(self, q: str, **options: Any) -> dict[str, Any]:
+        """The SearchEnvelope. Options: limit, role, sort, since, before, min_messages, project,
+        source, include_path, exclude_path, current_session, include_tools, ranker."""
+        return dict(self.request("GET", "/v1/recall/search", params=_params(q=q, **options)))
+
+    def recall_search_oneline(self, q: str, **options: Any) -> str:
+        """`<read_ref>\\t<ISO>\\t<project>\\t<snippet>` per hit, as the service renders it."""
+        response = self._http.get("/v1/recall/search", params=_params(q=q, format="oneline", **options))
+        if response.status_code >= 400:
+            # The same error mapping as every other call: let the JSON transport raise it.
+            self.request("GET", "/v1/recall/search", params=_params(q=q, **options))
+        return response.text
+
+    def recall_read(self, ref: str, **options: Any) -> dict[str, Any]:
+        """A bounded excerpt. Options: budget, more, around, window, include_tools, include_thinking."""
+        return dict(self.request("GET", f"/v1/recall/read/{_path_part(ref)}", params=_params(**options)))
+
+    def recall_outline(self, session: str, **options: Any) -> dict[str, Any]:
+        """Options: include_tools, include_thinking, include_subagents (default true)."""
+        if options.get("include_subagents") is False:
+            options["include_subagents"] = "false"
+        return dict(self.request("GET", f"/v1/recall/outline/{_path_part(session)}", params=_params(**options)))
+
+    def recall_topics(self, q: str = "", *, limit: int | None = None, project: str = "") -> dict[str, Any]:
+        return dict(self.request("GET", "/v1/recall/topics", params=_params(q=q, limit=limit, project=project)))
+
+    def recall_label(self, ref: str, label: str) -> dict[str, Any]:
+        """Label the segment that starts at `ref`."""
+        return dict(self.request("POST", "/v1/recall/topics", json={"ref": ref, "label": label}))
+
+    def recall_rebuild(self) -> dict[str, Any]:
+        """Admin: re-create the authority's index from its archived transcripts."""
+        return dict(self.request("POST", "/v1/recall/rebuild"))
+
+
+def recall_client_class() -> type[Any]:
+    """DovecoteClient with the recall methods (until the lead mixes RecallMixin into it)."""
+    from dovecote.client import DovecoteClient
+
+    if issubclass(DovecoteClient, RecallMixin):
+        return DovecoteClient
+    return type("RecallClient", (RecallMixin, DovecoteClient), {})

@@ -1,0 +1,43 @@
+"""Which SearchIndex answers: the one seam between the embedded engine and OpenSearch.
+
+`DOVECOTE_OPENSEARCH_URL` set → the OpenSearch engine (`dovecote.recall.opensearch.OpenSearchIndex`,
+built separately; imported only here and only then, so functions that never use it never load
+opensearch-py). Otherwise SQLite FTS5 at `DOVECOTE_RECALL_SQLITE_PATH`, one engine per database per
+process (the local runtime's API and indexer share it, `:memory:` included).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dovecote.platform.settings import Settings
+from dovecote.recall.ports import SearchIndex
+
+if TYPE_CHECKING:
+    from dovecote.recall.service import RecallService
+
+
+def open_search_index(settings: Settings) -> SearchIndex:
+    if settings.opensearch_url:
+        from dovecote.recall import opensearch  # type: ignore[attr-defined]
+
+        engine: Any = opensearch.OpenSearchIndex.from_settings(settings)
+        return engine  # type: ignore[no-any-return]
+    from dovecote.recall.sqlite import shared_index
+
+    return shared_index(settings.recall_sqlite_path)
+
+
+def recall_service(settings: Settings) -> RecallService:
+    """The composition root shared by the recall API and the transcript indexer."""
+    from dovecote.platform import aws
+    from dovecote.recall.archive import S3Archive
+    from dovecote.recall.dynamo import DynamoIngestLedger
+    from dovecote.recall.service import RecallService
+
+    return RecallService(
+        open_search_index(settings),
+        S3Archive(bucket=settings.bucket, s3=aws.client("s3")),
+        DynamoIngestLedger(table=settings.recall_table, dynamodb=aws.client("dynamodb")),
+        presign_seconds=settings.presign_seconds,
+    )

@@ -1,0 +1,126 @@
+"""From matching messages to one ranked hit per conversation. Shared by every engine, so two engines
+that score messages alike order conversations alike.
+
+1. Candidates arrive in the engine's relevance order (ties: insertion order).
+2. A stable re-sort by coverage: the number of distinct query terms a message matches (stems count,
+   because the engine's own term match decides). bm25 over OR-ed terms can prefer one rare word
+   repeated over every word once; coverage puts the message that answers the whole question first.
+3. One hit per conversation, ordered by the ranker:
+   - `message` (the seed): a conversation ranks by its best single message;
+   - `top2`: also counts the conversation's second-best message (score s1 + s2/2), so a
+     conversation that keeps talking about the subject beats a passing mention;
+   - `session`: the conversation as one document: the terms matched by any of its messages, then
+     the summed scores of its three best messages.
+   Every ranker keys first on the coverage of the conversation's best message, so an exact phrase
+   in one conversation still outranks the same terms scattered over another.
+   The hit's ref always points at the conversation's best message.
+4. `sort=newest` instead picks each conversation's newest matching message and orders by its time.
+
+`fuse` is the seed's reciprocal-rank fusion (k = 60) for a second retrieval tier (vectors); no such
+tier is wired yet, the function states the rule for whoever adds one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dovecote.recall.model import RANKERS
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    rowid: int  # insertion order
+    session_id: str
+    pos: int
+    timestamp: str
+    score: float  # engine relevance, higher is better
+    terms: frozenset[int]  # indexes into Query.terms
+    # The terms matched anywhere in the candidate's session, when the engine passed only a session's
+    # best rows (None: the union over the rows given).
+    session_terms: frozenset[int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    best: Candidate
+    coverage: int
+    score: float
+
+
+def rank_sessions(candidates: list[Candidate], *, ranker: str = "message", sort: str = "") -> list[Ranked]:
+    """Every conversation among the candidates, best first. The caller slices the limit; the length
+    is the distinct-session total."""
+    if ranker not in RANKERS:
+        raise ValueError(f"unknown ranker {ranker!r}")
+    # Python's sort is stable: coverage desc keeps the engine's order (and insertion order) inside.
+    ordered = sorted(candidates, key=lambda c: -len(c.terms))
+    per_session: dict[str, list[Candidate]] = {}
+    for candidate in ordered:
+        per_session.setdefault(candidate.session_id, []).append(candidate)
+    if sort == "newest":
+        picked = []
+        for rows in per_session.values():
+            newest = max(rows, key=lambda c: (c.timestamp, -c.rowid))
+            picked.append(Ranked(newest, len(newest.terms), newest.score))
+        # newest first (unknown times last); equal times keep the relevance order
+        rank = {r.best.session_id: i for i, r in enumerate(_by_relevance(per_session, ranker))}
+        return sorted(
+            picked, key=lambda r: (not r.best.timestamp, _neg_time(r.best.timestamp), rank[r.best.session_id])
+        )
+    return _by_relevance(per_session, ranker)
+
+
+def _by_relevance(per_session: dict[str, list[Candidate]], ranker: str) -> list[Ranked]:
+    """Every ranker orders first by the coverage of the conversation's best message (the seed's
+    re-sort: a message holding every term beats terms scattered over several), then by its own
+    aggregate, then by the stream order (engine relevance, then insertion order)."""
+    ranked: list[tuple[tuple[float, ...], Ranked]] = []
+    for order, rows in enumerate(per_session.values()):
+        best = rows[0]
+        if ranker == "message":
+            key: tuple[float, ...] = (-len(best.terms), order)
+            entry = Ranked(best, len(best.terms), best.score)
+        elif ranker == "top2":
+            score = best.score + (rows[1].score / 2 if len(rows) > 1 else 0.0)
+            key = (-len(best.terms), -score, order)
+            entry = Ranked(best, len(best.terms), score)
+        else:
+            union = len(
+                best.session_terms if best.session_terms is not None else frozenset().union(*(c.terms for c in rows))
+            )
+            score = sum(c.score for c in rows[:3])
+            key = (-len(best.terms), -union, -score, order)
+            entry = Ranked(best, len(best.terms), score)
+        ranked.append((key, entry))
+    ranked.sort(key=lambda item: item[0])
+    return [entry for _, entry in ranked]
+
+
+def _neg_time(stamp: str) -> tuple[int, ...]:
+    # Timestamps are UTC `Z` strings of one shape, so ordering the code points orders the instants.
+    return tuple(-ord(ch) for ch in stamp)
+
+
+RRF_K = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    key: str
+    score: float
+    coverage: int
+    rank: int  # best rank over the fused lists
+
+
+def fuse(rankings: list[list[str]], coverage: dict[str, int] | None = None, k: int = RRF_K) -> list[Fused]:
+    """Reciprocal-rank fusion: score = Σ 1/(k + rank + 1) over the lists a key appears in (rank from
+    0). Final order: fused score desc, coverage desc, rank asc."""
+    scores: dict[str, float] = {}
+    best: dict[str, int] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank + 1)
+            best[key] = min(best.get(key, rank), rank)
+    cover = coverage or {}
+    fused = [Fused(key, scores[key], cover.get(key, 0), best[key]) for key in scores]
+    return sorted(fused, key=lambda f: (-f.score, -f.coverage, f.rank))

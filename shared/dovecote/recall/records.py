@@ -1,0 +1,39 @@
+"""The recall table's items, as PynamoDB models (bound at wiring: dovecote.platform.dynamo.bind).
+
+One item per upload that was handed a URL and is not indexed yet:
+  pk `a#<authority>`, sk `upload#<upload_id>`; format, project, project folder, created/expiry
+  instants, status (pending | failed) and the error of a failed one. `ttl` (epoch seconds) lets
+  DynamoDB's TTL delete entries for URLs that were never used.
+"""
+
+from __future__ import annotations
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+
+from dovecote.platform.dynamo import PLACEHOLDER_TABLE, TableDef
+
+UPLOAD_PREFIX = "upload#"
+
+
+def ledger_partition(authority: str) -> str:
+    return "a#" + authority
+
+
+class UploadRecord(Model):
+    class Meta:
+        table_name = PLACEHOLDER_TABLE
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    format = UnicodeAttribute()
+    project = UnicodeAttribute(default="")
+    project_folder = UnicodeAttribute(default="")
+    created_at = UnicodeAttribute()
+    expires_at = UnicodeAttribute()
+    status = UnicodeAttribute(default="pending")
+    error = UnicodeAttribute(default="")
+    ttl = NumberAttribute(null=True)
+
+
+RECALL_TABLE = TableDef("recall_table", (UploadRecord,), ttl="ttl", description="the transcript ingest ledger")

@@ -1,0 +1,848 @@
+"""Recall service: the verbs behind the HTTP routes. Pure rules over three ports (SearchIndex,
+TranscriptArchive, IngestLedger); no boto3, no SQL.
+
+- ingest: parse → archive (the canonical copy) → replace each session in the index. A file whose
+  SHA-256 matches what every one of its sessions was indexed from is skipped.
+- search: one ranked hit per conversation, wrapped in the envelope that says how complete it is
+  (scopes_report, total_matches and whether it is a lower bound, has_more + next_command, warnings as
+  data in the seed's order).
+- read: a window of displayed rows around a ref, with a character budget that keeps the anchor and
+  trims outward, never silently.
+- outline: a session's bookends, topics and subagent threads. topics: label segments, find them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from dovecote.platform.clock import Clock, utc_now
+from dovecote.platform.errors import AmbiguousRef, InvalidArgument, NotFound, PayloadTooLarge
+from dovecote.platform.principal import Principal
+from dovecote.recall import formats
+from dovecote.recall.model import (
+    BROAD_QUERY_MATCHES,
+    FORMATS,
+    MAX_CANDIDATES,
+    MAX_PROJECT_CHARS,
+    MAX_SEARCH_LIMIT,
+    MIN_READ_BUDGET,
+    NEIGHBOUR_CHARS,
+    OUTLINE_BOOKEND,
+    OUTLINE_SCAN_ROWS,
+    OUTLINE_TEXT_CHARS,
+    PROJECT_SPREAD_SAMPLE,
+    READ_WINDOW,
+    RECENCY_SKEW,
+    SCOPE_SEARCHED,
+    SCOPE_STALE,
+    TRUNCATION_MARKER,
+    WARN_BROAD_QUERY,
+    WARN_CURRENT_TURN_EXCLUDED,
+    WARN_PROJECT_SPREAD,
+    WARN_RAW_HISTORY,
+    WARN_RECENCY_SKEW,
+    WARN_SCOPE_INCOMPLETE,
+    WIDEN_FLOOR,
+    IngestRequest,
+    OutlineParams,
+    ReadParams,
+    ReadRef,
+    Row,
+    SearchParams,
+    SessionInfo,
+    TopicLabel,
+    TopicsParams,
+    clean_text,
+    gate_ingest,
+    old_numeric_ref,
+    parse_instant,
+    search_visibility,
+    utc_iso,
+)
+from dovecote.recall.ports import (
+    ArchiveEntry,
+    IndexQuery,
+    IngestLedger,
+    PendingUpload,
+    SearchFilter,
+    SearchIndex,
+    TopicEntry,
+    TopicRow,
+    TranscriptArchive,
+    Withhold,
+)
+from dovecote.recall.query import parse_query
+
+STORE_NOTE_TRIGRAM = "the word index found nothing; these hits come from the substring (trigram) index"
+STORE_NOTE_NOTHING = "neither the word index nor the substring (trigram) index found a match"
+# An upload URL that was never used stops counting as pending this long after it expired.
+UPLOAD_GRACE = timedelta(hours=1)
+CLI = "dovecote recall"
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def clean_oneline(text: str) -> str:
+    """ANSI escapes and control characters out, whitespace collapsed: one plain line."""
+    return " ".join(_CONTROL.sub(" ", _ANSI.sub("", text)).split())
+
+
+# ---- results ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Warning:
+    code: str
+    message: str
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRef:
+    project: str
+    session_id: str
+    iso: str
+    snippet: str
+    read_ref: str
+    topic: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeReport:
+    project: str
+    status: str
+    sessions: int
+    pending: int = 0
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchEnvelope:
+    query: str
+    results: list[SearchRef]
+    scopes_report: list[ScopeReport]
+    complete: bool
+    count: int
+    total_matches: int
+    total_is_lower_bound: bool
+    has_more: bool
+    next_command: str
+    warnings: list[Warning]
+    excluded_current_turn: int
+    store: str
+    store_note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    uuid: str
+    role: str
+    kind: str
+    timestamp: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentInfo:
+    session_id: str
+    message_count: int
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    project: str
+    session_id: str
+    read_ref: str
+    anchor_uuid: str
+    messages: list[MessageView]
+    char_budget: int | None
+    window: int
+    before: int  # displayable messages before the first shown
+    after: int  # displayable messages after the last shown
+    truncated: bool
+    trimmed_chars: int = 0
+    trimmed_msgs: int = 0
+    next_command: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OutlineResult:
+    project: str
+    session_id: str
+    iso: str  # last activity, UTC `Z`
+    started_at: str
+    message_count: int
+    start: list[MessageView]
+    end: list[MessageView]
+    mid_count: int
+    topics: list[str]
+    subagents: list[SubagentInfo]
+    summary: str = ""
+    parent_session: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicHit:
+    topic: str
+    project: str
+    read_ref: str
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsResult:
+    query: str
+    hits: list[TopicHit]
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestedSession:
+    session_id: str
+    messages: int
+    unchanged: bool
+    parent_session: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    session_id: str
+    messages_indexed: int
+    sessions: list[IngestedSession]
+    unchanged: bool
+    sha256: str
+    lines: int = 0
+    malformed: int = 0
+    skipped: int = 0
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    upload_id: str
+    upload_url: str
+    expires_at: str
+
+
+# ---- the budget --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    texts: dict[int, str]  # index in the window → the text shown (absent: dropped)
+    trimmed_chars: int
+    trimmed_msgs: int
+
+
+def outward(count: int, centre: int) -> list[int]:
+    """The centre, then its neighbours by distance, the later one first at equal distance."""
+    order = [centre]
+    for distance in range(1, count):
+        for index in (centre + distance, centre - distance):
+            if 0 <= index < count:
+                order.append(index)
+    return order
+
+
+def fit_budget(texts: list[str], centre: int, budget: int | None) -> Fitted:
+    """Keep the centre first and add neighbours outward while they fit. The message that crosses the
+    budget is cut and ends with the marker, which counts inside the budget; everything farther is
+    dropped. Every message cut or dropped is counted (the reference started from the oldest message,
+    could cut the anchor away, let the marker overshoot, and left the cut message out of the count)."""
+    if budget is None:
+        return Fitted(dict(enumerate(texts)), 0, 0)
+    if budget < MIN_READ_BUDGET:  # the gate refuses these: the centre would not fit beside the marker
+        raise ValueError(f"budget {budget} is below {MIN_READ_BUDGET}")
+    remaining = budget
+    shown: dict[int, str] = {}
+    trimmed_chars = trimmed_msgs = 0
+    crossed = False
+    for index in outward(len(texts), centre):
+        text = texts[index]
+        if not crossed and len(text) <= remaining:
+            shown[index] = text
+            remaining -= len(text)
+            continue
+        trimmed_msgs += 1
+        if crossed:
+            trimmed_chars += len(text)
+            continue
+        crossed = True
+        room = remaining - len(TRUNCATION_MARKER)
+        if room > 0:
+            shown[index] = text[:room] + TRUNCATION_MARKER
+            trimmed_chars += len(text) - room
+        else:
+            trimmed_chars += len(text)
+    return Fitted(shown, trimmed_chars, trimmed_msgs)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _view(row: Row, limit: int | None = None) -> MessageView:
+    text = row.text if limit is None else _cut(row.text, limit)
+    return MessageView(uuid=row.uuid, role=row.role, kind=row.kind, timestamp=row.timestamp, text=text)
+
+
+def _command(*words: str, **options: Any) -> str:
+    parts = [CLI, *(shlex.quote(w) for w in words)]
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        elif value not in (None, "", False, 0):
+            parts += [flag, shlex.quote(str(value))]
+    return " ".join(parts)
+
+
+class RecallService:
+    def __init__(
+        self,
+        index: SearchIndex,
+        archive: TranscriptArchive,
+        ledger: IngestLedger,
+        *,
+        clock: Clock = utc_now,
+        presign_seconds: int = 900,
+        max_candidates: int = MAX_CANDIDATES,
+    ) -> None:
+        self.index = index
+        self._max_candidates = max_candidates
+        self._archive = archive
+        self._ledger = ledger
+        self._clock = clock
+        self._presign_seconds = presign_seconds
+
+    # ---- ingest -------------------------------------------------------------------------------------
+
+    def ingest(self, principal: Principal, body: Any) -> IngestResult:
+        principal.require("caller", "worker")
+        request = gate_ingest(body)
+        if request.format == "generic":
+            raw = json.dumps(body, sort_keys=True, ensure_ascii=True).encode("ascii")
+        else:
+            raw = request.jsonl
+        return self.ingest_file(principal.authority, request, raw)
+
+    def ingest_file(self, authority: str, request: IngestRequest, raw: bytes) -> IngestResult:
+        """Archive first, then index: the archive is canonical, so an index write that fails after it
+        is repaired by the retry (or a rebuild); nothing is indexed that the archive lacks."""
+        parsed = formats.parse(request)
+        details: dict[str, Any] = {
+            "lines": parsed.lines,
+            "malformed": parsed.malformed,
+            "warnings": [{"code": w.code, "line": w.line, "message": w.message} for w in parsed.warnings],
+        }
+        if not parsed.sessions:
+            raise InvalidArgument("the transcript holds no session that could be indexed", **details)
+        sha = hashlib.sha256(raw).hexdigest()
+        known = {s.session_id: self.index.session(authority, s.session_id) for s in parsed.sessions}
+        unchanged = all(info is not None and info.sha256 == sha for info in known.values())
+        if not unchanged:
+            main = parsed.sessions[0]
+            extension = "json" if request.format == "generic" else "jsonl"
+            self._archive.put(
+                authority,
+                f"{main.session_id}.{extension}",
+                raw,
+                ArchiveEntry(
+                    key="",
+                    format=request.format,
+                    project=request.project,
+                    project_folder=request.project_folder,
+                    sha256=sha,
+                ),
+            )
+            for session in parsed.sessions:
+                self.index.replace_session(authority, session, sha256=sha)
+        return IngestResult(
+            session_id=parsed.sessions[0].session_id,
+            messages_indexed=parsed.messages,
+            sessions=[
+                IngestedSession(s.session_id, len(s.messages), unchanged, s.parent_session) for s in parsed.sessions
+            ],
+            unchanged=unchanged,
+            sha256=sha,
+            lines=parsed.lines,
+            malformed=parsed.malformed,
+            skipped=parsed.skipped,
+            warnings=details["warnings"],
+        )
+
+    def create_upload(self, principal: Principal, body: Any) -> Upload:
+        principal.require("caller", "worker")
+        if not isinstance(body, dict):
+            raise InvalidArgument("the body must be a JSON object", field="")
+        fmt = body.get("format")
+        if fmt not in FORMATS:
+            raise InvalidArgument(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}", field="format")
+        values = {}
+        for name in ("project", "project_folder"):
+            value = body.get(name) or ""
+            if not isinstance(value, str) or len(value) > MAX_PROJECT_CHARS:
+                raise InvalidArgument(f"{name} must be a string of at most {MAX_PROJECT_CHARS} characters", field=name)
+            values[name] = clean_text(value)
+        now = self._clock()
+        expires = now + timedelta(seconds=self._presign_seconds)
+        upload = PendingUpload(
+            upload_id=uuidlib.uuid4().hex,
+            format=fmt,
+            project=values["project"],
+            project_folder=values["project_folder"],
+            created_at=utc_iso(now),
+            expires_at=utc_iso(expires + UPLOAD_GRACE),
+        )
+        # The ledger entry comes first: from the moment the URL exists, searches report the scope stale.
+        self._ledger.add(principal.authority, upload)
+        url = self._archive.presign_upload(principal.authority, upload.upload_id, self._presign_seconds)
+        return Upload(upload_id=upload.upload_id, upload_url=url, expires_at=utc_iso(expires))
+
+    def index_upload(self, authority: str, upload_id: str) -> IngestResult | None:
+        """The indexer's one step, safe to repeat: an entry already cleared is done, and an unchanged
+        file is skipped by its SHA-256. None when there was nothing (left) to index."""
+        entry = self._ledger.get(authority, upload_id)
+        if entry is None or entry.status != "pending":
+            return None
+        try:
+            body = self._archive.read_upload(authority, upload_id)
+        except NotFound:
+            return None
+        except PayloadTooLarge as exc:
+            self._ledger.fail(authority, upload_id, exc.message)
+            self._archive.delete_upload(authority, upload_id)
+            return None
+        request = IngestRequest(
+            format=entry.format, project=entry.project, project_folder=entry.project_folder, jsonl=body
+        )
+        try:
+            result = self.ingest_file(authority, request, body)
+        except InvalidArgument as exc:  # an unreadable file: say so instead of retrying forever
+            self._ledger.fail(authority, upload_id, exc.message)
+            self._archive.delete_upload(authority, upload_id)
+            return None
+        self._ledger.clear(authority, upload_id)
+        self._archive.delete_upload(authority, upload_id)
+        return result
+
+    # ---- search -------------------------------------------------------------------------------------
+
+    def search(self, principal: Principal, p: SearchParams) -> SearchEnvelope:
+        principal.require("caller", "worker")
+        authority = principal.authority
+        query = parse_query(p.q)
+        if query is None:
+            return self._empty(p.q)
+        scopes = [
+            r
+            for r in self.index.scopes(authority)
+            if (not p.project or r.project == p.project) and _path_selected(p, r.cwd or r.project)
+        ]
+        pending = [
+            u
+            for u in self._ledger.pending(authority, utc_iso(self._clock()))
+            if not p.project or u.project == p.project
+        ]
+        if not scopes and not pending:
+            return self._empty(p.q)  # unknown project, or a path filter matching nothing
+        places = frozenset((r.project, r.cwd) for r in scopes) if (p.include_path or p.exclude_path) else None
+        page = self.index.search(
+            authority,
+            IndexQuery(
+                query=query,
+                filter=SearchFilter(
+                    role=p.role,
+                    since=p.since,
+                    before=p.before,
+                    min_messages=p.min_messages,
+                    project=p.project,
+                    source=p.source,
+                    places=places,
+                    visibility=search_visibility(p.include_tools),
+                ),
+                limit=p.limit,
+                sort=p.sort,
+                ranker=p.ranker,
+                withhold=self._withhold(authority, p.current_session),
+                max_candidates=self._max_candidates,
+            ),
+        )
+        results = [
+            SearchRef(
+                project=hit.session.project,
+                session_id=hit.session.session_id,
+                iso=hit.row.timestamp,
+                snippet=hit.snippet,
+                read_ref=self.index.printed_ref(authority, hit.session.session_id, hit.row.uuid),
+                topic=self._topic_at(authority, hit.session.session_id, hit.row.pos),
+            )
+            for hit in page.hits
+        ]
+        reports = _scope_reports(scopes, pending)
+        stale = [r for r in reports if r.status == SCOPE_STALE]
+        has_more = page.total_sessions > len(results) or page.total_is_lower_bound
+        widened = min(max(4 * p.limit, WIDEN_FLOOR), MAX_SEARCH_LIMIT)
+        next_command = ""
+        if has_more and widened > p.limit:
+            next_command = _search_command(p, widened)
+        warnings = self._warnings(p, page, results, reports, stale, pending)
+        return SearchEnvelope(
+            query=p.q,
+            results=results,
+            scopes_report=reports,
+            complete=not has_more and not stale,
+            count=len(results),
+            total_matches=page.total_sessions,
+            total_is_lower_bound=page.total_is_lower_bound,
+            has_more=has_more,
+            next_command=next_command,
+            warnings=warnings,
+            excluded_current_turn=page.withheld,
+            store=self.index.name,
+            store_note=(STORE_NOTE_TRIGRAM if page.hits else STORE_NOTE_NOTHING) if page.tier == "trigram" else "",
+        )
+
+    def _empty(self, q: str) -> SearchEnvelope:
+        return SearchEnvelope(
+            query=q,
+            results=[],
+            scopes_report=[],
+            complete=True,
+            count=0,
+            total_matches=0,
+            total_is_lower_bound=False,
+            has_more=False,
+            next_command="",
+            warnings=[],
+            excluded_current_turn=0,
+            store=self.index.name,
+        )
+
+    def _withhold(self, authority: str, current: str) -> Withhold | None:
+        """The caller's live turn: from the newest message a person typed in its session. The rest of
+        the session stays searchable. An unknown session withholds nothing (it may not be indexed yet)."""
+        if not current:
+            return None
+        found = self.index.resolve_sessions(authority, current)
+        if found.total == 0:
+            return None
+        if found.total > 1:
+            raise AmbiguousRef(
+                f"current_session {current!r} matches {found.total} sessions; give more of the id",
+                field="current_session",
+                candidates=found.ids,
+                total=found.total,
+            )
+        start = self.index.turn_start(authority, found.ids[0])
+        return Withhold(found.ids[0], start) if start is not None else None
+
+    def _topic_at(self, authority: str, session_id: str, pos: int) -> str:
+        label = ""
+        for topic in self.index.session_topics(authority, session_id):
+            if topic.start_pos <= pos:
+                label = topic.label
+        return label
+
+    def _warnings(
+        self,
+        p: SearchParams,
+        page: Any,
+        results: list[SearchRef],
+        reports: list[ScopeReport],
+        stale: list[ScopeReport],
+        pending: list[PendingUpload],
+    ) -> list[Warning]:
+        out: list[Warning] = []
+        if results and not p.sort and page.newest:
+            top, newest = parse_instant(results[0].iso), parse_instant(page.newest)
+            if top is not None and newest is not None and newest - top > RECENCY_SKEW:
+                out.append(
+                    Warning(
+                        WARN_RECENCY_SKEW,
+                        f"the top hit is from {results[0].iso} but a match from {page.newest} exists; "
+                        "add --sort newest to put the latest first",
+                        {"newest": page.newest, "top": results[0].iso},
+                    )
+                )
+        if page.total_is_lower_bound or page.total_sessions >= BROAD_QUERY_MATCHES:
+            at_least = "at least " if page.total_is_lower_bound else ""
+            out.append(
+                Warning(
+                    WARN_BROAD_QUERY,
+                    f"{at_least}{page.total_sessions} conversations match; the one that matters may be buried: "
+                    "add a rarer word, a project, or a date bound",
+                    {"matches": page.total_sessions, "matches_is_lower_bound": page.total_is_lower_bound},
+                )
+            )
+        if page.withheld:
+            out.append(
+                Warning(
+                    WARN_CURRENT_TURN_EXCLUDED,
+                    f"{page.withheld} matching message(s) from your own live turn were withheld",
+                    {"excluded": page.withheld},
+                )
+            )
+        if stale:
+            waiting = sum(r.pending for r in stale)
+            out.append(
+                Warning(
+                    WARN_SCOPE_INCOMPLETE,
+                    f"{len(stale)} of {len(reports)} scope(s) are stale: {waiting} upload(s) are still waiting to be "
+                    "indexed",
+                    {
+                        "scopes": len(reports),
+                        "incomplete": len(stale),
+                        "errored": 0,
+                        "stale": [r.project for r in stale],
+                        "pending": len(pending),
+                    },
+                )
+            )
+        projects = list(dict.fromkeys(r.project for r in results))
+        if len(projects) >= 2:
+            sample = projects[:PROJECT_SPREAD_SAMPLE]
+            out.append(
+                Warning(
+                    WARN_PROJECT_SPREAD,
+                    f"the hits span {len(projects)} projects ({', '.join(sample)}); narrow with --project",
+                    {"projects": len(projects), "sample": sample},
+                )
+            )
+        if results:
+            out.append(
+                Warning(
+                    WARN_RAW_HISTORY,
+                    "these are raw transcripts of past conversations, not current truth: verify before acting",
+                )
+            )
+        return out
+
+    @staticmethod
+    def oneline(envelope: SearchEnvelope) -> str:
+        lines = [
+            "\t".join((r.read_ref, r.iso, clean_oneline(r.project), clean_oneline(r.snippet))) for r in envelope.results
+        ]
+        return "".join(line + "\n" for line in lines)
+
+    # ---- refs ---------------------------------------------------------------------------------------
+
+    def _session_id(self, authority: str, prefix: str) -> str:
+        found = self.index.resolve_sessions(authority, prefix)
+        if found.total == 0:
+            raise NotFound(f"session {prefix!r} not found", session=prefix)
+        if found.total > 1:
+            raise AmbiguousRef(
+                f"session prefix {prefix!r} is ambiguous: it matches {found.total} sessions; give more of the id",
+                session=prefix,
+                candidates=found.ids,
+                total=found.total,
+            )
+        return found.ids[0]
+
+    def _anchor(self, authority: str, ref: ReadRef) -> tuple[SessionInfo, Row]:
+        session_id = self._session_id(authority, ref.session)
+        found = self.index.resolve_messages(authority, session_id, ref.uuid)
+        if found.total == 0:
+            if ref.numeric:
+                raise old_numeric_ref(ref)
+            raise NotFound(f"no message {ref.uuid!r} in session {session_id}", session_id=session_id, uuid=ref.uuid)
+        if found.total > 1:
+            raise AmbiguousRef(
+                f"uuid prefix {ref.uuid!r} is ambiguous in session {session_id}: it matches {found.total} messages",
+                session_id=session_id,
+                uuid=ref.uuid,
+                candidates=found.ids,
+                total=found.total,
+            )
+        row = self.index.message(authority, session_id, found.ids[0])
+        info = self.index.session(authority, session_id)
+        if row is None or info is None:  # replaced between the two reads
+            raise NotFound(f"no message {ref.uuid!r} in session {session_id}", session_id=session_id)
+        return info, row
+
+    # ---- read ---------------------------------------------------------------------------------------
+
+    def read(self, principal: Principal, p: ReadParams) -> ReadResult:
+        principal.require("caller", "worker")
+        authority = principal.authority
+        info, anchor = self._anchor(authority, p.ref)
+        window = self.index.window(
+            authority, info.session_id, anchor.pos, radius=p.radius, around=p.around, visibility=p.visibility
+        )
+        rows = window.rows
+        centre = next((i for i, r in enumerate(rows) if r.pos == anchor.pos), None)
+        if centre is None:  # `around` moved the window past the anchor: its middle is the focus
+            centre = len(rows) // 2
+        # The anchor is shown whole; neighbours are cut at NEIGHBOUR_CHARS.
+        texts = [r.text if r.pos == anchor.pos else _cut(r.text, NEIGHBOUR_CHARS) for r in rows]
+        fitted = fit_budget(texts, centre, p.budget)
+        messages = [
+            MessageView(uuid=r.uuid, role=r.role, kind=r.kind, timestamp=r.timestamp, text=fitted.texts[i])
+            for i, r in enumerate(rows)
+            if i in fitted.texts
+        ]
+        read_ref = self.index.printed_ref(authority, info.session_id, anchor.uuid)
+        truncated = fitted.trimmed_msgs > 0
+        next_command = ""
+        if truncated:
+            needed = sum(len(t) for t in texts)
+            next_command = _command(
+                "read",
+                read_ref,
+                budget=needed,
+                more=p.more,
+                around=p.around,
+                window=p.radius if p.radius != (p.more + 1) * READ_WINDOW else 0,
+                include_tools=p.visibility.tools,
+                include_thinking=p.visibility.thinking,
+            )
+        return ReadResult(
+            project=info.project,
+            session_id=info.session_id,
+            read_ref=read_ref,
+            anchor_uuid=anchor.uuid,
+            messages=messages,
+            char_budget=p.budget,
+            window=p.radius,
+            before=window.before,
+            after=window.after,
+            truncated=truncated,
+            trimmed_chars=fitted.trimmed_chars,
+            trimmed_msgs=fitted.trimmed_msgs,
+            next_command=next_command,
+        )
+
+    # ---- outline ------------------------------------------------------------------------------------
+
+    def outline(self, principal: Principal, p: OutlineParams) -> OutlineResult:
+        principal.require("caller", "worker")
+        authority = principal.authority
+        session_id = self._session_id(authority, p.session)
+        info = self.index.session(authority, session_id)
+        if info is None:
+            raise NotFound(f"session {p.session!r} not found", session=p.session)
+        rows = self.index.outline(
+            authority, session_id, visibility=p.visibility, scan=OUTLINE_SCAN_ROWS, bookend=OUTLINE_BOOKEND
+        )
+        subagents = []
+        if p.include_subagents:
+            subagents = [
+                SubagentInfo(s.session_id, s.message_count, s.summary or (s.agent or ""))
+                for s in self.index.subagents(authority, info)
+            ]
+        return OutlineResult(
+            project=info.project,
+            session_id=info.session_id,
+            iso=info.last_at,
+            started_at=info.started_at,
+            message_count=info.message_count,
+            start=[_view(r, OUTLINE_TEXT_CHARS) for r in rows.start],
+            end=[_view(r, OUTLINE_TEXT_CHARS) for r in rows.end],
+            mid_count=max(0, rows.displayable - len(rows.start) - len(rows.end)),
+            topics=[t.label for t in self.index.session_topics(authority, session_id)],
+            subagents=subagents,
+            summary=info.summary,
+            parent_session=info.parent_session,
+        )
+
+    # ---- topics -------------------------------------------------------------------------------------
+
+    def label_topic(self, principal: Principal, label: TopicLabel) -> TopicHit:
+        principal.require("caller", "worker")
+        authority = principal.authority
+        info, row = self._anchor(authority, label.ref)
+        self._archive.put_topic(authority, TopicEntry(info.session_id, row.uuid, label.label))
+        self.index.add_topic(authority, info.session_id, row.uuid, label.label)
+        return TopicHit(
+            topic=label.label,
+            project=info.project,
+            read_ref=self.index.printed_ref(authority, info.session_id, row.uuid),
+            session_id=info.session_id,
+        )
+
+    def topics(self, principal: Principal, p: TopicsParams) -> TopicsResult:
+        principal.require("caller", "worker")
+        authority = principal.authority
+        query = parse_query(p.q) if p.q.strip() else None
+        rows: list[TopicRow]
+        if p.q.strip() and query is None:
+            rows, tagged = [], self.index.search_topics(authority, None, limit=1, project="")[1]
+        else:
+            rows, tagged = self.index.search_topics(authority, query, limit=p.limit, project=p.project)
+        hits = [
+            TopicHit(
+                topic=r.label,
+                project=r.session.project,
+                read_ref=self.index.printed_ref(authority, r.session.session_id, r.start_uuid),
+                session_id=r.session.session_id,
+            )
+            for r in rows
+        ]
+        note = "" if tagged else "no topics tagged yet: label a segment with POST /v1/recall/topics {ref, label}"
+        return TopicsResult(query=p.q, hits=hits, note=note)
+
+    # ---- rebuild ------------------------------------------------------------------------------------
+
+    def rebuild(self, principal: Principal) -> Any:
+        principal.require("admin")
+        from dovecote.recall.rebuild import rebuild_authority
+
+        return rebuild_authority(self.index, self._archive, principal.authority)
+
+
+def _path_selected(p: SearchParams, directory: str) -> bool:
+    if p.include_path is not None and not p.include_path.search(directory):
+        return False
+    return not (p.exclude_path is not None and p.exclude_path.search(directory))
+
+
+def _scope_reports(scopes: list[Any], pending: list[PendingUpload]) -> list[ScopeReport]:
+    sessions: dict[str, int] = {}
+    for row in scopes:
+        sessions[row.project] = sessions.get(row.project, 0) + row.sessions
+    waiting: dict[str, int] = {}
+    for upload in pending:
+        waiting[upload.project] = waiting.get(upload.project, 0) + 1
+    reports = []
+    for project in sorted(set(sessions) | set(waiting)):
+        count = waiting.get(project, 0)
+        reports.append(
+            ScopeReport(
+                project=project,
+                status=SCOPE_STALE if count else SCOPE_SEARCHED,
+                sessions=sessions.get(project, 0),
+                pending=count,
+                detail=f"{count} upload(s) waiting to be indexed" if count else "",
+            )
+        )
+    return reports
+
+
+def _search_command(p: SearchParams, limit: int) -> str:
+    raw = p.raw
+    return _command(
+        "search",
+        p.q,
+        limit=limit,
+        role=raw.get("role"),
+        sort=raw.get("sort"),
+        since=raw.get("since"),
+        before=raw.get("before"),
+        min_messages=raw.get("min_messages"),
+        project=raw.get("project"),
+        source=raw.get("source"),
+        include_path=raw.get("include_path"),
+        exclude_path=raw.get("exclude_path"),
+        current_session=raw.get("current_session"),
+        include_tools=raw.get("include_tools"),
+    )

@@ -1,0 +1,819 @@
+"""The embedded SearchIndex: SQLite FTS5, the reference's engine, and recall's local default.
+
+Layout (one database file, or `:memory:`):
+- `sessions`: one row per (authority, session) with its metadata and the SHA-256 of the file it came
+  from (unchanged files are skipped at ingest).
+- `messages`: one row per indexed message; `id` is the insertion order (ties keep it) and `pos` the
+  file order within the session.
+- `messages_fts` (tokenizer `porter unicode61`: words, stemmed) and `messages_tri` (`trigram`:
+  substrings, the fallback when the word index finds nothing) index `messages.text` as external
+  content tables, kept in step by triggers inside the writing transaction.
+- `topics` + `topics_fts`: segment labels.
+
+Consistency: one connection, serialized by a lock (the local runtime and the tests call it from many
+threads). replace_session is one transaction (`BEGIN IMMEDIATE … COMMIT`), so a reader sees the old
+session or the new one, never a mix. File databases use WAL, so another process's readers do not
+block on a writer.
+
+Cost of a search: one FTS5 MATCH joined to the filters (bm25 for every match up to the candidate
+ceiling), one posting-list read per query term for coverage, then one snippet query per returned hit.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from dovecote.platform.errors import InvalidArgument
+from dovecote.recall.model import (
+    AMBIGUITY_CANDIDATES,
+    REF_PREFIX,
+    Row,
+    Session,
+    SessionInfo,
+    Visibility,
+    format_ref,
+    printed_session,
+    session_prefix_matches,
+)
+from dovecote.recall.ports import (
+    IndexQuery,
+    OutlineRows,
+    Resolution,
+    ScopeRow,
+    SearchPage,
+    SessionHit,
+    TopicRow,
+    Window,
+)
+from dovecote.recall.query import Or, Query, Term, to_fts5
+from dovecote.recall.ranking import Candidate, rank_sessions
+
+MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
+SNIPPET_TOKENS = 24
+# How many of a session's best rows each ranker reads (ranking.py): the SQL keeps no more.
+RANKER_ROWS = {"message": 1, "top2": 2, "session": 3}
+SNIPPET_CHARS = 240
+_TOP = "\U0010ffff"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    authority TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    sid_lower TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    project TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    parent_session TEXT,
+    agent TEXT,
+    summary TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    started_at TEXT NOT NULL,
+    last_at TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    spawn_key TEXT,
+    spawn_keys TEXT NOT NULL,
+    PRIMARY KEY (authority, session_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_prefix ON sessions (authority, depth, sid_lower);
+CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (authority, parent_session);
+CREATE INDEX IF NOT EXISTS sessions_spawn ON sessions (authority, spawn_key);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY,
+    authority TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    uuid TEXT NOT NULL,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    envelope INTEGER NOT NULL,
+    human INTEGER NOT NULL,
+    ts TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_pos ON messages (authority, session_id, pos);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_uuid ON messages (authority, session_id, uuid);
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+    text, content='messages', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_tri USING fts5(
+    text, content='messages', content_rowid='id', tokenize='trigram'
+);
+CREATE TRIGGER IF NOT EXISTS messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+    INSERT INTO messages_tri (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS messages_ad AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO messages_tri (messages_tri, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TABLE IF NOT EXISTS topics (
+    id INTEGER PRIMARY KEY,
+    authority TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    start_uuid TEXT NOT NULL,
+    label TEXT NOT NULL,
+    UNIQUE (authority, session_id, start_uuid)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS topics_fts USING fts5(
+    label, content='topics', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS topics_ai AFTER INSERT ON topics BEGIN
+    INSERT INTO topics_fts (rowid, label) VALUES (new.id, new.label);
+END;
+CREATE TRIGGER IF NOT EXISTS topics_ad AFTER DELETE ON topics BEGIN
+    INSERT INTO topics_fts (topics_fts, rowid, label) VALUES ('delete', old.id, old.label);
+END;
+"""
+
+_SESSION_COLUMNS = (
+    "session_id, source, project, cwd, message_count, started_at, last_at, parent_session, agent, summary, "
+    "sha256, spawn_key, spawn_keys"
+)
+_ROW_COLUMNS = "session_id, pos, uuid, role, kind, text, ts, envelope, human"
+
+
+def check_sqlite() -> None:
+    """FTS5 with the trigram tokenizer needs SQLite 3.34 or newer, compiled with FTS5."""
+    if sqlite3.sqlite_version_info < MIN_SQLITE:
+        raise RuntimeError(f"recall needs SQLite >= 3.34 (trigram tokenizer); this Python has {sqlite3.sqlite_version}")
+    probe = sqlite3.connect(":memory:")
+    try:
+        probe.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
+    except sqlite3.OperationalError as exc:
+        raise RuntimeError(f"recall needs SQLite compiled with FTS5: {exc}") from None
+    finally:
+        probe.close()
+
+
+def _visibility_sql(visibility: Visibility, alias: str = "m") -> str:
+    clauses = [f"({alias}.kind = 'text' AND {alias}.envelope = 0)"]
+    if visibility.thinking:
+        clauses.append(f"({alias}.kind = 'thinking' AND {alias}.envelope = 0)")
+    if visibility.tools:
+        clauses.append(f"({alias}.kind = 'tool' OR {alias}.envelope = 1)")
+    return "(" + " OR ".join(clauses) + ")"
+
+
+def _session_info(row: tuple[Any, ...]) -> SessionInfo:
+    return SessionInfo(
+        session_id=row[0],
+        source=row[1],
+        project=row[2],
+        cwd=row[3],
+        message_count=row[4],
+        started_at=row[5],
+        last_at=row[6],
+        parent_session=row[7],
+        agent=row[8],
+        summary=row[9],
+        sha256=row[10],
+        spawn_key=row[11],
+        spawn_keys=tuple(json.loads(row[12] or "[]")),
+    )
+
+
+def _row(row: tuple[Any, ...]) -> Row:
+    return Row(
+        session_id=row[0],
+        pos=row[1],
+        uuid=row[2],
+        role=row[3],
+        kind=row[4],
+        text=row[5],
+        timestamp=row[6],
+        envelope=bool(row[7]),
+        human=bool(row[8]),
+    )
+
+
+def _lcp(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _trigram_leaf(term: Term) -> bool:
+    return len(term.text) >= 3
+
+
+def substring_snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
+    """A window of the text around the first term it holds (the trigram tier has no word snippet)."""
+    lowered = text.lower()
+    hits = [lowered.find(t.lower()) for t in terms]
+    hits = [h for h in hits if h >= 0]
+    if not hits:
+        return text[:width] + ("…" if len(text) > width else "")
+    start = max(0, min(hits) - width // 3)
+    piece = text[start : start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
+
+
+class SqliteSearchIndex:
+    name = "sqlite-fts5"
+
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        check_sqlite()
+        target = str(path)
+        if target != ":memory:":
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        if target != ":memory:":
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ---- writes ---------------------------------------------------------------------------------
+
+    def replace_session(self, authority: str, session: Session, *, sha256: str) -> None:
+        depth = session.session_id.count("/")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "DELETE FROM messages WHERE authority = ? AND session_id = ?", (authority, session.session_id)
+                )
+                self._db.execute(
+                    "DELETE FROM sessions WHERE authority = ? AND session_id = ?", (authority, session.session_id)
+                )
+                self._db.execute(
+                    "INSERT INTO sessions (authority, session_id, sid_lower, depth, source, project, cwd, "
+                    "parent_session, agent, summary, message_count, started_at, last_at, sha256, "
+                    "spawn_key, spawn_keys) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        authority,
+                        session.session_id,
+                        session.session_id.lower(),
+                        depth,
+                        session.source,
+                        session.project,
+                        session.cwd,
+                        session.parent_session,
+                        session.agent,
+                        session.summary,
+                        len(session.messages),
+                        session.started_at,
+                        session.last_at,
+                        sha256,
+                        session.spawn_key,
+                        json.dumps(list(session.spawn_keys)),
+                    ),
+                )
+                self._db.executemany(
+                    "INSERT INTO messages (authority, session_id, pos, uuid, role, kind, envelope, human, ts, text) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            authority,
+                            session.session_id,
+                            pos,
+                            m.uuid,
+                            m.role,
+                            m.kind,
+                            int(m.envelope),
+                            int(m.human),
+                            m.timestamp,
+                            m.text,
+                        )
+                        for pos, m in enumerate(session.messages)
+                    ],
+                )
+                # A topic survives a re-ingest when the message it starts at does.
+                self._db.execute(
+                    "DELETE FROM topics WHERE authority = ? AND session_id = ? AND start_uuid NOT IN "
+                    "(SELECT uuid FROM messages WHERE authority = ? AND session_id = ?)",
+                    (authority, session.session_id, authority, session.session_id),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def delete_authority(self, authority: str) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for table in ("messages", "sessions", "topics"):
+                    self._db.execute(f"DELETE FROM {table} WHERE authority = ?", (authority,))  # noqa: S608
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def add_topic(self, authority: str, session_id: str, start_uuid: str, label: str) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "DELETE FROM topics WHERE authority = ? AND session_id = ? AND start_uuid = ?",
+                    (authority, session_id, start_uuid),
+                )
+                self._db.execute(
+                    "INSERT INTO topics (authority, session_id, start_uuid, label) VALUES (?, ?, ?, ?)",
+                    (authority, session_id, start_uuid, label),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    # ---- sessions and refs ----------------------------------------------------------------------
+
+    def _sessions(self, authority: str, ids: Iterable[str]) -> dict[str, SessionInfo]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        rows = self._db.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE authority = ? "  # noqa: S608
+            "AND session_id IN (SELECT value FROM json_each(?))",
+            (authority, json.dumps(wanted)),
+        ).fetchall()
+        return {row[0]: _session_info(row) for row in rows}
+
+    def session(self, authority: str, session_id: str) -> SessionInfo | None:
+        with self._lock:
+            return self._sessions(authority, [session_id]).get(session_id)
+
+    def resolve_sessions(self, authority: str, prefix: str) -> Resolution:
+        with self._lock:
+            exact = self._db.execute(
+                "SELECT session_id FROM sessions WHERE authority = ? AND session_id = ?", (authority, prefix)
+            ).fetchone()
+            if exact:
+                return Resolution([exact[0]], 1)
+            segments = prefix.lower().split("/")
+            if not prefix or not all(segments):
+                return Resolution([], 0)
+            depth = len(segments) - 1
+            bounds = (authority, depth, segments[0], segments[0] + _TOP)
+            where = "authority = ? AND depth = ? AND sid_lower >= ? AND sid_lower < ?"
+            if depth == 0:
+                total = self._db.execute(f"SELECT COUNT(*) FROM sessions WHERE {where}", bounds).fetchone()[0]  # noqa: S608
+                ids = [
+                    r[0]
+                    for r in self._db.execute(
+                        f"SELECT session_id FROM sessions WHERE {where} ORDER BY sid_lower, session_id LIMIT ?",  # noqa: S608
+                        (*bounds, AMBIGUITY_CANDIDATES),
+                    )
+                ]
+                return Resolution(ids, total)
+            matched = sorted(
+                r[0]
+                for r in self._db.execute(f"SELECT session_id FROM sessions WHERE {where}", bounds)  # noqa: S608
+                if session_prefix_matches(prefix, r[0])
+            )
+            return Resolution(matched[:AMBIGUITY_CANDIDATES], len(matched))
+
+    def resolve_messages(self, authority: str, session_id: str, prefix: str) -> Resolution:
+        prefix = prefix.lower()
+        with self._lock:
+            if not prefix:
+                return Resolution([], 0)
+            bounds = (authority, session_id, prefix, prefix + _TOP)
+            where = "authority = ? AND session_id = ? AND uuid >= ? AND uuid < ?"
+            total = self._db.execute(f"SELECT COUNT(*) FROM messages WHERE {where}", bounds).fetchone()[0]  # noqa: S608
+            if (
+                total > 1
+                and self._db.execute(
+                    "SELECT 1 FROM messages WHERE authority = ? AND session_id = ? AND uuid = ?",
+                    (authority, session_id, prefix),
+                ).fetchone()
+            ):
+                return Resolution([prefix], 1)
+            ids = [
+                r[0]
+                for r in self._db.execute(
+                    f"SELECT uuid FROM messages WHERE {where} ORDER BY uuid LIMIT ?",  # noqa: S608
+                    (*bounds, AMBIGUITY_CANDIDATES),
+                )
+            ]
+            return Resolution(ids, total)
+
+    def message(self, authority: str, session_id: str, uuid: str) -> Row | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_ROW_COLUMNS} FROM messages WHERE authority = ? AND session_id = ? AND uuid = ?",  # noqa: S608
+                (authority, session_id, uuid),
+            ).fetchone()
+        return _row(row) if row else None
+
+    def printed_ref(self, authority: str, session_id: str, uuid: str) -> str:
+        with self._lock:
+            return format_ref(
+                session_id, uuid, self._session_len(authority, session_id), self._uuid_len(authority, session_id, uuid)
+            )
+
+    def _session_len(self, authority: str, session_id: str) -> int:
+        longest = max(len(s) for s in session_id.split("/"))
+        if "/" not in session_id:
+            lowered = session_id.lower()
+            neighbours = self._db.execute(
+                "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
+                "AND sid_lower < ? ORDER BY sid_lower DESC LIMIT 1) UNION ALL "
+                "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
+                "AND sid_lower >= ? AND session_id != ? ORDER BY sid_lower LIMIT 2)",
+                (authority, lowered, authority, lowered, session_id),
+            ).fetchall()
+            need = max((_lcp(lowered, n[0]) + 1 for n in neighbours), default=0)
+            return min(longest, max(REF_PREFIX, need))
+        length = REF_PREFIX
+        while length < longest:
+            found = self.resolve_sessions(authority, printed_session(session_id, length, "/"))
+            if found.ids == [session_id] and found.total == 1:
+                break
+            length += 1
+        return min(length, longest)
+
+    def _uuid_len(self, authority: str, session_id: str, uuid: str) -> int:
+        neighbours = self._db.execute(
+            "SELECT uuid FROM (SELECT uuid FROM messages WHERE authority = ? AND session_id = ? AND uuid < ? "
+            "ORDER BY uuid DESC LIMIT 1) UNION ALL SELECT uuid FROM (SELECT uuid FROM messages WHERE "
+            "authority = ? AND session_id = ? AND uuid > ? ORDER BY uuid LIMIT 1)",
+            (authority, session_id, uuid, authority, session_id, uuid),
+        ).fetchall()
+        need = max((_lcp(uuid, n[0]) + 1 for n in neighbours), default=0)
+        return min(len(uuid), max(REF_PREFIX, need))
+
+    def turn_start(self, authority: str, session_id: str) -> int | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT MAX(pos) FROM messages WHERE authority = ? AND session_id = ? AND human = 1",
+                (authority, session_id),
+            ).fetchone()
+        return row[0] if row and row[0] is not None else None
+
+    def subagents(self, authority: str, session: SessionInfo) -> list[SessionInfo]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE authority = ? AND (parent_session = ? OR "  # noqa: S608
+                "(spawn_key IS NOT NULL AND spawn_key IN (SELECT value FROM json_each(?)))) "
+                "ORDER BY started_at, session_id",
+                (authority, session.session_id, json.dumps(list(session.spawn_keys))),
+            ).fetchall()
+        return [_session_info(r) for r in rows]
+
+    def scopes(self, authority: str) -> list[ScopeRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT project, cwd, COUNT(*) FROM sessions WHERE authority = ? GROUP BY project, cwd "
+                "ORDER BY project, cwd",
+                (authority,),
+            ).fetchall()
+        return [ScopeRow(project=r[0], cwd=r[1], sessions=r[2]) for r in rows]
+
+    # ---- search ---------------------------------------------------------------------------------
+
+    def search(self, authority: str, query: IndexQuery) -> SearchPage:
+        with self._lock:
+            expression = to_fts5(query.query.root)
+            table = "messages_fts"
+            candidates, truncated, withheld, newest = self._candidates(authority, query, table, expression)
+            if not candidates and not withheld:
+                trigram = to_fts5(query.query.root, _trigram_leaf)
+                if trigram is not None:
+                    table = "messages_tri"
+                    candidates, truncated, withheld, newest = self._candidates(authority, query, table, trigram)
+            ranked = rank_sessions(candidates, ranker=query.ranker, sort=query.sort)
+            shown = ranked[: query.limit]
+            rows = self._rows_by_id([r.best.rowid for r in shown])
+            sessions = self._sessions(authority, [r.best.session_id for r in shown])
+            hits = []
+            for entry in shown:
+                row = rows[entry.best.rowid]
+                hits.append(
+                    SessionHit(
+                        session=sessions[row.session_id],
+                        row=row,
+                        snippet=self._snippet(table, entry.best.rowid, row.text, query.query),
+                        score=entry.score,
+                        coverage=entry.coverage,
+                    )
+                )
+            return SearchPage(
+                hits=hits,
+                total_sessions=len(ranked),
+                total_is_lower_bound=truncated,
+                newest=newest,
+                withheld=withheld,
+                tier="word" if table == "messages_fts" else "trigram",
+            )
+
+    def _where(self, authority: str, query: IndexQuery, table: str, expression: str) -> tuple[list[str], list[Any]]:
+        """The filter pushed down: SearchFilter.matches as SQL."""
+        f = query.filter
+        where = [f"{table} MATCH ?", "m.authority = ?", _visibility_sql(f.visibility)]
+        params: list[Any] = [expression, authority]
+        if f.role:
+            where.append("m.role = ?")
+            params.append(f.role)
+        if f.since:
+            where.append("m.ts != '' AND m.ts >= ?")
+            params.append(f.since)
+        if f.before:
+            where.append("m.ts != '' AND m.ts <= ?")
+            params.append(f.before)
+        if f.min_messages:
+            where.append("s.message_count >= ?")
+            params.append(f.min_messages)
+        if f.project:
+            where.append("s.project = ?")
+            params.append(f.project)
+        if f.source:
+            where.append("s.source = ?")
+            params.append(f.source)
+        if f.places is not None:
+            where.append(
+                "(s.project, s.cwd) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
+                "FROM json_each(?))"
+            )
+            params.append(json.dumps(sorted(f.places)))
+        return where, params
+
+    @staticmethod
+    def _source(table: str, query: IndexQuery) -> str:
+        """The sessions table is joined only for a session-level filter: the lookup per match costs
+        as much as the bm25 ranking itself on a common word."""
+        f = query.filter
+        source = f"FROM {table} JOIN messages m ON m.id = {table}.rowid"
+        if f.min_messages or f.project or f.source or f.places is not None:
+            source += " JOIN sessions s ON s.authority = m.authority AND s.session_id = m.session_id"
+        return source
+
+    def _execute(self, sql: str, params: list[Any]) -> list[Any]:
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise InvalidArgument(f"the query cannot be searched: {exc}", field="q") from None
+
+    def _candidates(
+        self, authority: str, query: IndexQuery, table: str, expression: str | None
+    ) -> tuple[list[Candidate], bool, int, str]:
+        """The matches, reduced in SQL to what ranking.rank_sessions can use: per session the best
+        rows in coverage order its ranker reads (and, for sort=newest, its newest row), each with
+        the terms it matched and the terms its session matched. Ranking those gives the same order
+        as ranking every match (tests/integration/test_recall_sqlite.py checks it), at a fraction
+        of the Python work. Also returns whether the ceiling was hit, the matches withheld as the
+        live turn, and the newest matching timestamp."""
+        if expression is None:
+            return [], False, 0, ""
+        where, params = self._where(authority, query, table, expression)
+        source = self._source(table, query)
+        withheld = 0
+        if query.withhold is not None:
+            hold = [query.withhold.session_id, query.withhold.from_pos]
+            withheld = self._execute(
+                f"SELECT COUNT(*) {source} WHERE {' AND '.join(where)} AND m.session_id = ? AND m.pos >= ?",  # noqa: S608
+                [*params, *hold],
+            )[0][0]
+            where = [*where, "NOT (m.session_id = ? AND m.pos >= ?)"]
+            params = [*params, *hold]
+        keep = _trigram_leaf if table == "messages_tri" else None
+        flags: list[str] = []
+        flag_params: list[Any] = []
+        terms = query.query.terms
+        for term in terms:
+            term_expression = to_fts5(term, keep) if len(terms) > 1 else expression
+            if term_expression is None:
+                flags.append("0")
+            elif len(terms) == 1:
+                flags.append("1")
+            else:
+                flags.append(f"(h.id IN (SELECT rowid FROM {table} WHERE {table} MATCH ?))")  # noqa: S608
+                flag_params.append(term_expression)
+        count = len(flags)
+        cover = " + ".join(f"t{i}" for i in range(count))
+        # Identifiers below are this module's own (table names, t0…, u0…); every value is bound.
+        term_flags = ", ".join(f"{flag} AS t{i}" for i, flag in enumerate(flags))
+        union = ", ".join(f"MAX(t{i}) OVER (PARTITION BY sid) AS u{i}" for i in range(count))
+        row_flags = ", ".join(f"t{i}" for i in range(count))
+        row_unions = ", ".join(f"u{i}" for i in range(count))
+        sql = (
+            f"WITH hits_all AS (SELECT m.id AS id, m.session_id AS sid, m.pos AS pos, m.ts AS ts, "  # noqa: S608
+            f"bm25({table}) AS score {source} WHERE {' AND '.join(where)} ORDER BY score, m.id LIMIT ?), "
+            "hits AS (SELECT * FROM hits_all ORDER BY score, id LIMIT ?), "
+            f"flagged AS (SELECT h.*, {term_flags} FROM hits h), "
+            "ranked AS (SELECT f.*, "
+            f"ROW_NUMBER() OVER (PARTITION BY sid ORDER BY ({cover}) DESC, score, id) AS rn, "
+            "ROW_NUMBER() OVER (PARTITION BY sid ORDER BY ts DESC, id) AS rn_new, "
+            f"{union}, MAX(ts) OVER () AS newest FROM flagged f) "
+            f"SELECT id, sid, pos, ts, score, {row_flags}, {row_unions}, (SELECT COUNT(*) FROM hits_all), newest "
+            f"FROM ranked WHERE rn <= {RANKER_ROWS[query.ranker]}{' OR rn_new = 1' if query.sort == 'newest' else ''} "
+            "ORDER BY score, id"
+        )
+        rows = self._execute(sql, [*params, query.max_candidates + 1, query.max_candidates, *flag_params])
+        term_sets: dict[tuple[int, ...], frozenset[int]] = {}  # few distinct flag patterns: build each once
+
+        def terms_of(flags: tuple[int, ...]) -> frozenset[int]:
+            found = term_sets.get(flags)
+            if found is None:
+                found = term_sets[flags] = frozenset(i for i, flag in enumerate(flags) if flag)
+            return found
+
+        candidates = [
+            Candidate(r[0], r[1], r[2], r[3], -r[4], terms_of(r[5 : 5 + count]), terms_of(r[5 + count : 5 + 2 * count]))
+            for r in rows
+        ]
+        truncated = bool(rows) and rows[0][5 + 2 * count] > query.max_candidates
+        newest = rows[0][6 + 2 * count] if rows else ""
+        return candidates, truncated, withheld, newest
+
+    def reference_candidates(self, authority: str, query: IndexQuery) -> list[Candidate]:
+        """Every match of the word index, unreduced, with its coverage computed in Python: the
+        slow, obvious definition the reduced `_candidates` is checked against (tests only)."""
+        expression = to_fts5(query.query.root)
+        assert expression is not None  # noqa: S101 - a test helper
+        where, params = self._where(authority, query, "messages_fts", expression)
+        if query.withhold is not None:
+            where.append("NOT (m.session_id = ? AND m.pos >= ?)")
+            params += [query.withhold.session_id, query.withhold.from_pos]
+        rows = self._execute(
+            "SELECT m.id, m.session_id, m.pos, m.ts, bm25(messages_fts) AS score "  # noqa: S608
+            f"{self._source('messages_fts', query)} WHERE {' AND '.join(where)} ORDER BY score, m.id",
+            params,
+        )
+        coverage = self._coverage("messages_fts", query.query, {r[0] for r in rows})
+        return [Candidate(r[0], r[1], r[2], r[3], -r[4], coverage.get(r[0], frozenset())) for r in rows]
+
+    def _coverage(self, table: str, query: Query, rowids: set[int]) -> dict[int, frozenset[int]]:
+        if not rowids:
+            return {}
+        if len(query.terms) == 1:
+            return dict.fromkeys(rowids, frozenset({0}))
+        matched: dict[int, set[int]] = {}
+        keep = _trigram_leaf if table == "messages_tri" else None
+        for index, term in enumerate(query.terms):
+            expression = to_fts5(term, keep)
+            if expression is None:
+                continue
+            for (rowid,) in self._db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expression,)):  # noqa: S608
+                if rowid in rowids:
+                    matched.setdefault(rowid, set()).add(index)
+        return {rowid: frozenset(terms) for rowid, terms in matched.items()}
+
+    def _rows_by_id(self, ids: list[int]) -> dict[int, Row]:
+        if not ids:
+            return {}
+        rows = self._db.execute(
+            f"SELECT id, {_ROW_COLUMNS} FROM messages WHERE id IN (SELECT value FROM json_each(?))",  # noqa: S608
+            (json.dumps(ids),),
+        ).fetchall()
+        return {r[0]: _row(r[1:]) for r in rows}
+
+    def _snippet(self, table: str, rowid: int, text: str, query: Query) -> str:
+        if table == "messages_tri":
+            return substring_snippet(text, [t.text for t in query.terms])
+        expression = to_fts5(Or(query.terms) if len(query.terms) > 1 else query.terms[0])
+        row = self._db.execute(
+            f"SELECT snippet({table}, 0, '', '', '…', ?) FROM {table} WHERE {table} MATCH ? AND rowid = ?",  # noqa: S608
+            (SNIPPET_TOKENS, expression, rowid),
+        ).fetchone()
+        return row[0] if row and row[0] else text[:SNIPPET_CHARS]
+
+    # ---- read and outline -----------------------------------------------------------------------
+
+    def window(
+        self, authority: str, session_id: str, anchor_pos: int, *, radius: int, around: int, visibility: Visibility
+    ) -> Window:
+        shown = f"({_visibility_sql(visibility)} OR m.pos = ?)"
+        base = f"FROM messages m WHERE m.authority = ? AND m.session_id = ? AND {shown}"  # noqa: S608
+        args = (authority, session_id, anchor_pos)
+        with self._lock:
+            centre = anchor_pos
+            if around > 0:
+                row = (
+                    self._db.execute(
+                        f"SELECT m.pos {base} AND m.pos > ? ORDER BY m.pos LIMIT 1 OFFSET ?",  # noqa: S608
+                        (*args, anchor_pos, around - 1),
+                    ).fetchone()
+                    or self._db.execute(f"SELECT MAX(m.pos) {base}", args).fetchone()  # noqa: S608
+                )
+                centre = row[0]
+            elif around < 0:
+                row = (
+                    self._db.execute(
+                        f"SELECT m.pos {base} AND m.pos < ? ORDER BY m.pos DESC LIMIT 1 OFFSET ?",  # noqa: S608
+                        (*args, anchor_pos, -around - 1),
+                    ).fetchone()
+                    or self._db.execute(f"SELECT MIN(m.pos) {base}", args).fetchone()  # noqa: S608
+                )
+                centre = row[0]
+            columns = ", ".join("m." + c.strip() for c in _ROW_COLUMNS.split(","))
+            before = self._db.execute(
+                f"SELECT {columns} {base} AND m.pos < ? ORDER BY m.pos DESC LIMIT ?",  # noqa: S608
+                (*args, centre, radius),
+            ).fetchall()
+            middle = self._db.execute(f"SELECT {columns} {base} AND m.pos = ?", (*args, centre)).fetchall()  # noqa: S608
+            after = self._db.execute(
+                f"SELECT {columns} {base} AND m.pos > ? ORDER BY m.pos LIMIT ?",  # noqa: S608
+                (*args, centre, radius),
+            ).fetchall()
+            rows = [_row(r) for r in [*reversed(before), *middle, *after]]
+            if not rows:
+                return Window([], 0, 0)
+            outside_before = self._db.execute(
+                f"SELECT COUNT(*) {base} AND m.pos < ?",  # noqa: S608
+                (*args, rows[0].pos),
+            ).fetchone()[0]
+            outside_after = self._db.execute(
+                f"SELECT COUNT(*) {base} AND m.pos > ?",  # noqa: S608
+                (*args, rows[-1].pos),
+            ).fetchone()[0]
+        return Window(rows, outside_before, outside_after)
+
+    def outline(
+        self, authority: str, session_id: str, *, visibility: Visibility, scan: int, bookend: int
+    ) -> OutlineRows:
+        with self._lock:
+            head = self._db.execute(
+                f"SELECT {_ROW_COLUMNS} FROM messages WHERE authority = ? AND session_id = ? ORDER BY pos LIMIT ?",  # noqa: S608
+                (authority, session_id, scan),
+            ).fetchall()
+            tail = self._db.execute(
+                f"SELECT {_ROW_COLUMNS} FROM messages WHERE authority = ? AND session_id = ? "  # noqa: S608
+                "ORDER BY pos DESC LIMIT ?",
+                (authority, session_id, scan),
+            ).fetchall()
+            displayable = self._db.execute(
+                f"SELECT COUNT(*) FROM messages m WHERE m.authority = ? AND m.session_id = ? "  # noqa: S608
+                f"AND {_visibility_sql(visibility)}",
+                (authority, session_id),
+            ).fetchone()[0]
+        start = [r for r in map(_row, head) if visibility.shows(r.kind, r.envelope)][:bookend]
+        taken = {r.pos for r in start}
+        end = [r for r in map(_row, tail) if visibility.shows(r.kind, r.envelope) and r.pos not in taken][:bookend]
+        return OutlineRows(start=start, end=list(reversed(end)), displayable=displayable)
+
+    # ---- topics ---------------------------------------------------------------------------------
+
+    def session_topics(self, authority: str, session_id: str) -> list[TopicRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT t.session_id, t.start_uuid, m.pos, t.label FROM topics t JOIN messages m ON "
+                "m.authority = t.authority AND m.session_id = t.session_id AND m.uuid = t.start_uuid "
+                "WHERE t.authority = ? AND t.session_id = ? ORDER BY m.pos",
+                (authority, session_id),
+            ).fetchall()
+            info = self._sessions(authority, [session_id]).get(session_id)
+        if info is None:
+            return []
+        return [TopicRow(session=info, start_uuid=r[1], start_pos=r[2], label=r[3]) for r in rows]
+
+    def search_topics(
+        self, authority: str, query: Query | None, *, limit: int, project: str
+    ) -> tuple[list[TopicRow], bool]:
+        with self._lock:
+            tagged = self._db.execute("SELECT 1 FROM topics WHERE authority = ? LIMIT 1", (authority,)).fetchone()
+            if not tagged:
+                return [], False
+            where = ["t.authority = ?"]
+            params: list[Any] = [authority]
+            if project:
+                where.append("s.project = ?")
+                params.append(project)
+            joins = (
+                "JOIN sessions s ON s.authority = t.authority AND s.session_id = t.session_id "
+                "JOIN messages m ON m.authority = t.authority AND m.session_id = t.session_id AND m.uuid = t.start_uuid"
+            )
+            if query is None:
+                sql = (
+                    f"SELECT t.session_id, t.start_uuid, m.pos, t.label FROM topics t {joins} "  # noqa: S608
+                    f"WHERE {' AND '.join(where)} ORDER BY t.id DESC LIMIT ?"
+                )
+                rows = self._db.execute(sql, (*params, limit)).fetchall()
+            else:
+                words = to_fts5(Or(query.terms) if len(query.terms) > 1 else query.terms[0])
+                sql = (
+                    f"SELECT t.session_id, t.start_uuid, m.pos, t.label FROM topics_fts f "  # noqa: S608
+                    f"JOIN topics t ON t.id = f.rowid {joins} WHERE topics_fts MATCH ? AND {' AND '.join(where)} "
+                    "ORDER BY bm25(topics_fts), t.id LIMIT ?"
+                )
+                rows = self._db.execute(sql, (words, *params, limit)).fetchall()
+            sessions = self._sessions(authority, [r[0] for r in rows])
+        return [TopicRow(session=sessions[r[0]], start_uuid=r[1], start_pos=r[2], label=r[3]) for r in rows], True
+
+
+_SHARED: dict[str, SqliteSearchIndex] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_index(path: str) -> SqliteSearchIndex:
+    """One engine per database per process: the API and the indexer of the local runtime run in one
+    process and must see the same `:memory:` database."""
+    with _SHARED_LOCK:
+        if path not in _SHARED:
+            _SHARED[path] = SqliteSearchIndex(path)
+        return _SHARED[path]

@@ -1,0 +1,125 @@
+"""`dovecote recall …` against `dovecote dev`: push walks Claude Code and Codex trees incrementally
+(SHA-256 state), large files go through the upload path, and the verbs print JSON, oneline and text."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from dovecote.cli.recall import project_folder, recall_app, sniff_format
+from tests.conftest import SHARED_DATA
+
+SAMPLES = SHARED_DATA / "transcripts"
+
+
+@pytest.fixture
+def cli(dev_runtime: dict[str, Any]) -> Any:
+    runner = CliRunner()
+    env = {"DOVECOTE_ENDPOINT": dev_runtime["endpoint"], "DOVECOTE_TOKEN": dev_runtime["tokens"]["caller"]}
+
+    def run(*args: str) -> Any:
+        return runner.invoke(recall_app, list(args), env=env)
+
+    return run
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A home directory with Claude Code and Codex trees (copies made at test time, in tmp)."""
+    claude = tmp_path / ".claude" / "projects" / "-Users-test-user-agent-sample"
+    claude.mkdir(parents=True)
+    shutil.copy(SAMPLES / "claude-code" / "lanegrid-agtrace__claude_session.jsonl", claude / "7f2abd2d.jsonl")
+    shutil.copy(SAMPLES / "claude-code" / "lanegrid-agtrace__claude_agent.jsonl", claude / "agent-0c4c3cf8.jsonl")
+    (claude / "not-a-transcript.jsonl").write_text('{"hello": 1}\n')
+    codex = tmp_path / ".codex" / "sessions" / "2026" / "01" / "02"
+    codex.mkdir(parents=True)
+    name = "daaain-claude-code-log__rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.synthetic.jsonl"
+    shutil.copy(SAMPLES / "codex" / name, codex / "rollout-2026-01-02T03-04-05-11111111.jsonl")
+    shutil.copy(
+        SAMPLES / "codex" / "daaain-claude-code-log__rollout-44444444-legacy.synthetic.jsonl",
+        tmp_path / ".codex" / "sessions" / "rollout-44444444.jsonl",
+    )
+    return tmp_path
+
+
+def test_sniffing_and_project_folders(home: Path) -> None:
+    claude = home / ".claude" / "projects" / "-Users-test-user-agent-sample"
+    assert sniff_format(claude / "7f2abd2d.jsonl") == "claude-code-jsonl"
+    assert sniff_format(claude / "not-a-transcript.jsonl") is None
+    assert sniff_format(home / ".codex" / "sessions" / "rollout-44444444.jsonl") == "codex-jsonl"
+    assert project_folder(claude / "7f2abd2d.jsonl") == "-Users-test-user-agent-sample"
+    assert project_folder(claude / "sess" / "subagents" / "agent-1.jsonl") == "-Users-test-user-agent-sample"
+    assert project_folder(home / ".codex" / "sessions" / "rollout-44444444.jsonl") == ""
+
+
+def test_push_is_incremental(cli: Any, home: Path) -> None:
+    state = str(home / "state.json")
+    trees = [str(home / ".claude" / "projects"), str(home / ".codex" / "sessions")]
+    first = cli("push", *trees, "--state", state, "--json")
+    assert first.exit_code == 0, first.output
+    summary = json.loads(first.stdout)
+    assert (summary["files"], summary["pushed"], summary["skipped"], summary["failed"]) == (5, 4, 1, 0)
+    assert summary["messages"] == 21 + 2 + 9 + 2
+    again = json.loads(cli("push", *trees, "--state", state, "--json").stdout)
+    assert (again["pushed"], again["unchanged"]) == (0, 4)
+    legacy = home / ".codex" / "sessions" / "rollout-44444444.jsonl"
+    legacy.write_text(
+        legacy.read_text().rstrip("\n")
+        + "\n"
+        + json.dumps({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "one more line"}]})
+        + "\n"
+    )
+    changed = json.loads(cli("push", *trees, "--state", state, "--json").stdout)
+    assert (changed["pushed"], changed["unchanged"], changed["messages"]) == (1, 3, 3)
+
+
+def test_a_large_file_goes_through_the_upload_path(cli: Any, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dovecote.client.recall as sdk
+
+    monkeypatch.setattr(sdk, "INLINE_TRANSCRIPT_BYTES", 100)
+    marker = "w" + uuid.uuid4().hex[:10]
+    path = home / "big.jsonl"
+    path.write_text(
+        json.dumps({"id": str(uuid.uuid4()), "timestamp": "2026-01-04T05:06:07.000Z"})
+        + "\n"
+        + json.dumps({"type": "message", "role": "user", "content": [{"type": "input_text", "text": marker}]})
+        + "\n"
+    )
+    result = cli("push", str(path), "--state", str(home / "state.json"), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["queued"] == 1
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = json.loads(cli("search", marker, "--json").stdout)
+        if found["count"]:
+            break
+        time.sleep(0.3)
+    assert found["count"] == 1
+
+
+def test_search_read_outline_topics(cli: Any, home: Path) -> None:
+    cli("push", str(home / ".claude" / "projects"), "--state", str(home / "state.json"))
+    envelope = json.loads(cli("search", "hoge python3", "--json").stdout)
+    assert envelope["count"] >= 1 and envelope["results"][0]["read_ref"]
+    ref = envelope["results"][0]["read_ref"]
+    oneline = cli("search", "hoge python3", "--oneline")
+    assert oneline.exit_code == 0 and oneline.stdout.split("\t")[0] == ref
+    read = json.loads(cli("read", ref, "--budget", "200", "--json").stdout)
+    assert read["read_ref"] == ref and sum(len(m["text"]) for m in read["messages"]) <= 200
+    text = cli("read", ref)
+    assert text.exit_code == 0 and "▶" in text.stdout
+    outline = json.loads(cli("outline", "7f2abd2d", "--json").stdout)
+    assert outline["subagents"][0]["session_id"].endswith("/0c4c3cf8")
+    labelled = cli("topics", "--ref", ref, "--label", "python3 fallback", "--json")
+    assert labelled.exit_code == 0, labelled.output
+    listed = cli("topics", "fallback")
+    assert "python3 fallback" in listed.stdout
+    bad = cli("read", "not-a-ref")
+    assert bad.exit_code == 1 and "expected <session8>:<uuid8>" in bad.output

@@ -1,0 +1,196 @@
+"""Recall over real HTTP against `dovecote dev`: ingest, search (JSON and oneline), read, outline,
+topics, the upload path (S3 notification → queue → indexer), bad input, isolation."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import SHARED_DATA
+from tests.e2e.conftest import bearer
+
+SAMPLES = SHARED_DATA / "transcripts"
+
+
+@pytest.fixture
+def caller(dev_runtime: dict[str, Any]) -> dict[str, str]:
+    return bearer(dev_runtime["tokens"]["caller"])
+
+
+def word() -> str:
+    """A word no other test's transcript holds, so tests sharing the runtime stay independent."""
+    return "w" + uuid.uuid4().hex[:10]
+
+
+def generic(session_id: str, texts: list[str], project: str = "e2e") -> dict[str, Any]:
+    return {
+        "source": "e2e",
+        "project": project,
+        "session_id": session_id,
+        "messages": [
+            {
+                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{i}")),
+                "role": "user" if i % 2 == 0 else "assistant",
+                "text": text,
+                "timestamp": f"2025-06-01T00:{i:02d}:00Z",
+            }
+            for i, text in enumerate(texts)
+        ],
+    }
+
+
+def test_ingest_search_read_outline(http: httpx.Client, caller: dict[str, str]) -> None:
+    token = word()
+    session_id = "e2e-" + uuid.uuid4().hex
+    texts = [f"message {i}" for i in range(20)]
+    texts[10] = f"the {token} deployment failed on friday"
+    ingested = http.post("/v1/transcripts", json=generic(session_id, texts), headers=caller)
+    assert ingested.status_code == 200, ingested.text
+    assert ingested.json()["session_id"] == session_id and ingested.json()["messages_indexed"] == 20
+    again = http.post("/v1/transcripts", json=generic(session_id, texts), headers=caller)
+    assert again.json()["unchanged"] is True
+
+    found = http.get("/v1/recall/search", params={"q": token}, headers=caller)
+    assert found.status_code == 200, found.text
+    envelope = found.json()
+    for field in ("results", "scopes_report", "complete", "count", "total_matches", "has_more", "warnings", "store"):
+        assert field in envelope
+    assert envelope["count"] == 1 and envelope["complete"] is True
+    hit = envelope["results"][0]
+    assert hit["session_id"] == session_id and hit["iso"] == "2025-06-01T00:10:00.000Z"
+    assert [w["code"] for w in envelope["warnings"]] == ["raw_history"]
+
+    oneline = http.get("/v1/recall/search", params={"q": token, "format": "oneline"}, headers=caller)
+    assert oneline.headers["content-type"].startswith("text/plain")
+    ref, iso, project, snippet = oneline.text.rstrip("\n").split("\t")
+    assert (ref, iso, project) == (hit["read_ref"], hit["iso"], "e2e") and token in snippet
+
+    read = http.get(f"/v1/recall/read/{hit['read_ref']}", params={"budget": 60}, headers=caller).json()
+    assert read["anchor_uuid"] in [m["uuid"] for m in read["messages"]]
+    assert sum(len(m["text"]) for m in read["messages"]) <= 60
+    assert read["truncated"] is True and read["trimmed_msgs"] > 0 and "--budget" in read["next_command"]
+    assert set(read["messages"][0]) == {"uuid", "role", "kind", "timestamp", "text"}
+
+    outline = http.get(f"/v1/recall/outline/{session_id[:12]}", headers=caller).json()
+    assert outline["session_id"] == session_id and len(outline["start"]) == 4 and len(outline["end"]) == 4
+    assert outline["mid_count"] == 12 and outline["iso"] == "2025-06-01T00:19:00.000Z"
+
+
+def test_claude_session_with_a_subagent_thread(http: httpx.Client, caller: dict[str, str]) -> None:
+    for name in ("lanegrid-agtrace__claude_session.jsonl", "lanegrid-agtrace__claude_agent.jsonl"):
+        body = {"format": "claude-code-jsonl", "jsonl": (SAMPLES / "claude-code" / name).read_text()}
+        assert http.post("/v1/transcripts", json=body, headers=caller).status_code == 200
+    outline = http.get("/v1/recall/outline/7f2abd2d", headers=caller).json()
+    assert [s["session_id"] for s in outline["subagents"]] == ["7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9/0c4c3cf8"]
+    hits = http.get("/v1/recall/search", params={"q": "codebase"}, headers=caller).json()["results"]
+    thread = next(h for h in hits if h["session_id"].endswith("/0c4c3cf8"))
+    read = http.get(f"/v1/recall/read/{thread['read_ref']}", headers=caller)  # `~` survives the path
+    assert read.status_code == 200 and read.json()["session_id"].endswith("/0c4c3cf8")
+
+
+def test_topics(http: httpx.Client, caller: dict[str, str]) -> None:
+    token = word()
+    session_id = "e2e-" + uuid.uuid4().hex
+    http.post("/v1/transcripts", json=generic(session_id, ["start", "middle", "end"]), headers=caller)
+    ref = f"{session_id[:12]}:{str(uuid.uuid5(uuid.NAMESPACE_URL, f'{session_id}/1'))[:8]}"
+    labelled = http.post("/v1/recall/topics", json={"ref": ref, "label": f"{token} rollout"}, headers=caller)
+    assert labelled.status_code == 200, labelled.text
+    topics = http.get("/v1/recall/topics", params={"q": token}, headers=caller).json()
+    assert [h["topic"] for h in topics["hits"]] == [f"{token} rollout"] and topics["note"] == ""
+    assert http.get(f"/v1/recall/outline/{session_id}", headers=caller).json()["topics"] == [f"{token} rollout"]
+
+
+def test_upload_is_indexed_asynchronously(http: httpx.Client, caller: dict[str, str]) -> None:
+    created = http.post(
+        "/v1/transcripts/uploads", json={"format": "codex-jsonl", "project": "uploaded"}, headers=caller
+    ).json()
+    data = (SAMPLES / "codex" / "daaain-claude-code-log__rollout-44444444-legacy.synthetic.jsonl").read_bytes()
+    assert httpx.put(created["upload_url"], content=data).status_code == 200
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        envelope = http.get(
+            "/v1/recall/search", params={"q": "synthetic legacy", "project": "uploaded"}, headers=caller
+        ).json()
+        if envelope["count"]:
+            break
+        time.sleep(0.3)
+    assert envelope["count"] == 1 and envelope["complete"] is True
+    assert envelope["results"][0]["session_id"] == "44444444-4444-4444-8444-444444444444"
+
+
+@pytest.mark.parametrize(
+    "path, params, status, code",
+    [
+        ("/v1/recall/search", {"q": "x", "limit": "101"}, 400, "invalid_argument"),
+        ("/v1/recall/search", {"q": "x", "limit": "-1"}, 400, "invalid_argument"),
+        ("/v1/recall/search", {"q": "x", "sort": "oldest"}, 400, "invalid_argument"),
+        ("/v1/recall/search", {"q": "x", "include_path": "("}, 400, "invalid_argument"),
+        ("/v1/recall/search", {"q": "NOT x"}, 400, "invalid_argument"),
+        ("/v1/recall/search", {"q": "x", "atuhor": "y"}, 400, "invalid_argument"),
+        ("/v1/recall/read/nocolon", {}, 400, "invalid_argument"),
+        ("/v1/recall/read/abcdefgh:xyz", {}, 400, "invalid_argument"),
+        ("/v1/recall/read/abcdefgh:abcdef01", {"budget": "5"}, 400, "invalid_argument"),
+        ("/v1/recall/read/ffffffffffff:abcdef01", {}, 404, "not_found"),
+        ("/v1/recall/outline/ffffffffffff", {}, 404, "not_found"),
+    ],
+)
+def test_bad_input_and_unknown_sessions(
+    http: httpx.Client, caller: dict[str, str], path: str, params: dict[str, str], status: int, code: str
+) -> None:
+    response = http.get(path, params=params, headers=caller)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["code"] == code
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"format": "pdf", "jsonl": ""},
+        {"format": "codex-jsonl", "jsonl": "{broken\n"},
+        {"source": "x", "session_id": "s/1", "messages": []},
+        {"source": "x", "session_id": "s", "messages": [{"uuid": "1", "role": "bot", "text": "t", "timestamp": "t"}]},
+        {"source": "x", "session_id": "s", "messages": [{"uuid": "1", "role": "user", "text": 5, "timestamp": "t"}]},
+        {"source": "x", "session_id": "s", "messages": [], "extra": 1},
+    ],
+)
+def test_bad_transcripts_are_refused(http: httpx.Client, caller: dict[str, str], body: dict[str, Any]) -> None:
+    response = http.post("/v1/transcripts", json=body, headers=caller)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_argument"
+
+
+def test_an_ambiguous_prefix_lists_candidates(http: httpx.Client, caller: dict[str, str]) -> None:
+    prefix = "amb" + uuid.uuid4().hex[:9]
+    for suffix in ("a", "b"):
+        http.post("/v1/transcripts", json=generic(prefix + suffix, ["x"]), headers=caller)
+    response = http.get(f"/v1/recall/outline/{prefix}", headers=caller)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "ambiguous_ref" and error["details"]["candidates"] == [prefix + "a", prefix + "b"]
+
+
+def test_authorities_are_isolated(
+    http: httpx.Client, caller: dict[str, str], other_authority: dict[str, dict[str, str]]
+) -> None:
+    token = word()
+    session_id = "iso-" + uuid.uuid4().hex
+    http.post("/v1/transcripts", json=generic(session_id, [f"{token} secret"]), headers=caller)
+    mine = http.get("/v1/recall/search", params={"q": token}, headers=caller).json()
+    assert mine["count"] == 1
+    theirs = http.get("/v1/recall/search", params={"q": token}, headers=other_authority["caller"]).json()
+    assert theirs["count"] == 0
+    read = http.get(f"/v1/recall/read/{mine['results'][0]['read_ref']}", headers=other_authority["caller"])
+    assert read.status_code == 404
+
+
+def test_rebuild_is_admin_only(http: httpx.Client, caller: dict[str, str], dev_runtime: dict[str, Any]) -> None:
+    assert http.post("/v1/recall/rebuild", headers=caller).status_code == 403
+    token = word()
+    http.post("/v1/transcripts", json=generic("rb-" + uuid.uuid4().hex, [f"{token} kept"]), headers=caller)
+    rebuilt = http.post("/v1/recall/rebuild", headers=bearer(dev_runtime["tokens"]["admin"]))
+    assert rebuilt.status_code == 200 and rebuilt.json()["failed"] == []
+    assert http.get("/v1/recall/search", params={"q": token}, headers=caller).json()["count"] == 1

@@ -1,0 +1,89 @@
+"""SQLite engine specifics: the SQL reduction of the candidates ranks exactly like ranking every
+match (hypothesis over generated corpora and queries), and the version check."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dovecote.recall.model import RANKERS, Message, Session, Visibility
+from dovecote.recall.ports import IndexQuery, SearchFilter, Withhold
+from dovecote.recall.query import parse_query
+from dovecote.recall.ranking import rank_sessions
+from dovecote.recall.sqlite import SqliteSearchIndex, check_sqlite
+
+WORDS = "alpha beta gamma delta lease fence token cache queue deploy retry timeout error config".split()
+
+
+def corpus(seed: int) -> SqliteSearchIndex:
+    rng = random.Random(seed)
+    engine = SqliteSearchIndex(":memory:")
+    for s in range(rng.randint(3, 25)):
+        messages = tuple(
+            Message(
+                uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{seed}/{s}/{i}")),
+                role=rng.choice(["user", "assistant"]),
+                kind=rng.choice(["text", "text", "text", "thinking", "tool"]),
+                text=" ".join(rng.choices(WORDS, k=rng.randint(1, 12))),
+                timestamp=f"2025-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T00:00:00.000Z",
+                human=i % 2 == 0,
+            )
+            for i in range(rng.randint(1, 15))
+        )
+        engine.replace_session("acme", Session(f"s{s:02d}", "t", f"p{s % 3}", "", messages), sha256="x")
+    return engine
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    ranker=st.sampled_from(RANKERS),
+    sort=st.sampled_from(["", "newest"]),
+    tools=st.booleans(),
+    ceiling=st.sampled_from([5, 40, 20_000]),
+    withhold=st.booleans(),
+)
+def test_reduced_candidates_rank_like_all_candidates(
+    seed: int, words: list[str], ranker: str, sort: str, tools: bool, ceiling: int, withhold: bool
+) -> None:
+    engine = corpus(seed)
+    query = parse_query(" ".join(words))
+    assert query is not None
+    index_query = IndexQuery(
+        query=query,
+        filter=SearchFilter(visibility=Visibility(tools=tools, thinking=True)),
+        limit=100,
+        sort=sort,
+        ranker=ranker,
+        withhold=Withhold("s01", 3) if withhold else None,
+        max_candidates=ceiling,
+    )
+    page = engine.search("acme", index_query)
+    every = engine.reference_candidates("acme", index_query)
+    expected = rank_sessions(every[:ceiling], ranker=ranker, sort=sort)
+    assert [(h.session.session_id, h.row.pos) for h in page.hits] == [(r.best.session_id, r.best.pos) for r in expected]
+    assert page.total_sessions == len(expected)
+    assert page.total_is_lower_bound == (len(every) > ceiling)
+    assert page.newest == max((c.timestamp for c in every[:ceiling]), default="")
+
+
+def test_this_sqlite_has_fts5_and_trigram() -> None:
+    check_sqlite()  # raises with the reason when it does not
+    engine = SqliteSearchIndex(":memory:")
+    assert engine.name == "sqlite-fts5"
+
+
+def test_a_file_database_persists(tmp_path: pytest.TempPathFactory) -> None:
+    path = tmp_path / "recall.sqlite3"  # type: ignore[operator]
+    engine = SqliteSearchIndex(path)
+    message = Message(uuid=str(uuid.uuid4()), role="user", kind="text", text="persisted words", timestamp="")
+    engine.replace_session("acme", Session("keep", "t", "p", "", (message,)), sha256="x")
+    engine.close()
+    again = SqliteSearchIndex(path)
+    info = again.session("acme", "keep")
+    assert info is not None and info.message_count == 1

@@ -1,0 +1,412 @@
+"""Recall's pure rules: the ref grammar, prefixes, the gates, visibility, the query language, the
+read budget (hypothesis), ranking and fusion, and the oneline form."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dovecote.platform.errors import InvalidArgument
+from dovecote.recall.model import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_READ_RADIUS,
+    MAX_SEARCH_LIMIT,
+    MIN_READ_BUDGET,
+    READ_WINDOW,
+    TRUNCATION_MARKER,
+    Visibility,
+    format_ref,
+    gate_ingest,
+    gate_read,
+    gate_search,
+    gate_topic_label,
+    parse_ref,
+    session_prefix_matches,
+)
+from dovecote.recall.query import And, Not, Or, Term, parse_query, to_fts5
+from dovecote.recall.ranking import Candidate, fuse, rank_sessions
+from dovecote.recall.service import RecallService, SearchEnvelope, SearchRef, clean_oneline, fit_budget, outward
+
+# ---- refs -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw, session, uuid, numeric",
+    [
+        ("7f2abd2d:f370ce0f", "7f2abd2d", "f370ce0f", False),
+        ("ref=7f2abd2d:f370ce0f", "7f2abd2d", "f370ce0f", False),
+        ("  7F2ABD2D:F370CE0F\n", "7F2ABD2D", "f370ce0f", False),
+        ("7f2abd2d:f370ce0f-84e8-42ab-a6c9-c5d925abd271", "7f2abd2d", "f370ce0f-84e8-42ab-a6c9-c5d925abd271", False),
+        ("7f2abd2d/0c4c3cf8:ad1865d3", "7f2abd2d/0c4c3cf8", "ad1865d3", False),
+        ("7f2abd2d~0c4c3cf8:ad1865d3", "7f2abd2d/0c4c3cf8", "ad1865d3", False),  # the path-safe spelling
+        ("test_ses:25b6dab2", "test_ses", "25b6dab2", False),
+        ("7f2abd2d:12345678", "7f2abd2d", "12345678", True),
+        ("2fa92c26:b0000000-0000-4000-8000-000000000001", "2fa92c26", "b0000000-0000-4000-8000-000000000001", False),
+    ],
+)
+def test_refs_that_parse(raw: str, session: str, uuid: str, numeric: bool) -> None:
+    ref = parse_ref(raw)
+    assert (ref.session, ref.uuid, ref.numeric) == (session, uuid, numeric)
+
+
+@pytest.mark.parametrize(
+    "raw", ["", "7f2abd2d", "7f2abd2d:", ":f370ce0f", "a:b:c", "a b:cafe", "ses/:cafe", "s%_:cafe"]
+)
+def test_wrong_shape_says_what_is_expected(raw: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        parse_ref(raw)
+    assert "expected <session8>:<uuid8>" in caught.value.message
+
+
+@pytest.mark.parametrize("raw", ["7f2abd2d:zzzz", "7f2abd2d:f370ce0g", "7f2abd2d:-abc"])
+def test_non_hex_uuid_part_must_be_hex(raw: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        parse_ref(raw)
+    assert "must be hex" in caught.value.message
+
+
+def test_lone_surrogate_ref_is_a_bad_shape_not_a_crash() -> None:
+    with pytest.raises(InvalidArgument):
+        parse_ref("7f2a\ud800:cafe")
+
+
+@pytest.mark.parametrize(
+    "prefix, session_id, matches",
+    [
+        ("7f2abd2d", "7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9", True),
+        ("7F2ABD2D", "7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9", True),  # case-insensitive
+        ("7f2abd2d", "7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9/0c4c3cf8", False),  # threads are one level down
+        ("7f2abd2d/0c4c", "7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9/0c4c3cf8", True),
+        ("test_", "test_session", True),
+        ("test%", "test_session", False),  # literal: no SQL LIKE wildcards
+        ("t_st", "test_session", False),
+        ("", "test_session", False),  # an empty prefix matches nothing
+    ],
+)
+def test_session_prefixes_are_literal_segments(prefix: str, session_id: str, matches: bool) -> None:
+    assert session_prefix_matches(prefix, session_id) is matches
+
+
+def test_format_ref_lengthens_each_segment() -> None:
+    assert format_ref("7f2abd2d-7cfc/0c4c3cf8aa", "ad1865d3-87e5") == "7f2abd2d~0c4c3cf8:ad1865d3"
+    assert format_ref("abc", "ad1865d3-87e5", 10, 13) == "abc:ad1865d3-87e5"
+
+
+# ---- gates ------------------------------------------------------------------------------------------
+
+
+def test_search_limit_default_and_maximum() -> None:
+    assert gate_search(q="x").limit == DEFAULT_SEARCH_LIMIT
+    assert gate_search(q="x", limit=0).limit == DEFAULT_SEARCH_LIMIT
+    assert gate_search(q="x", limit=MAX_SEARCH_LIMIT).limit == MAX_SEARCH_LIMIT
+    for bad in (MAX_SEARCH_LIMIT + 1, -1, 10**30):
+        with pytest.raises(InvalidArgument) as caught:
+            gate_search(q="x", limit=bad)
+        assert caught.value.details["field"] == "limit"
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"role": "robot"}, "role"),
+        ({"sort": "oldest"}, "sort"),
+        ({"since": "yesterday"}, "since"),
+        ({"since": "2025-02-01", "before": "2025-01-01"}, "since"),
+        ({"current_session": "7f2abd2"}, "current_session"),  # shorter than 8
+        ({"include_path": "("}, "include_path"),
+        ({"exclude_path": "[a-"}, "exclude_path"),
+        ({"format": "xml"}, "format"),
+        ({"min_messages": -1}, "min_messages"),
+        ({"q": "x" * 1001}, "q"),
+        ({"q": "bad\x00q"}, "q"),
+        ({"ranker": "vibes"}, "ranker"),
+    ],
+)
+def test_search_gate_refuses(kwargs: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        gate_search(**{"q": "x", **kwargs})  # type: ignore[arg-type]
+    assert caught.value.details["field"] == field
+
+
+def test_dates_are_inclusive_instants() -> None:
+    p = gate_search(q="x", since="2025-03-01T01:30:00+02:00", before="2025-03-02")
+    assert p.since == "2025-02-28T23:30:00.000Z"  # the instant, not the local date
+    assert p.before == "2025-03-02T23:59:59.999Z"  # a bare date includes its whole (UTC) day
+
+
+def test_current_session_prefix_of_eight_is_accepted() -> None:
+    assert gate_search(q="x", current_session="7f2abd2d").current_session == "7f2abd2d"
+
+
+def test_read_gate_ladder_and_budget() -> None:
+    assert gate_read("abcdefgh:12ab").radius == READ_WINDOW
+    assert gate_read("abcdefgh:12ab", more=1).radius == 2 * READ_WINDOW
+    assert gate_read("abcdefgh:12ab", more=3).radius == 4 * READ_WINDOW
+    assert gate_read("abcdefgh:12ab", window=3).radius == 3
+    with pytest.raises(InvalidArgument):
+        gate_read("abcdefgh:12ab", more=MAX_READ_RADIUS)
+    with pytest.raises(InvalidArgument):
+        gate_read("abcdefgh:12ab", budget=MIN_READ_BUDGET - 1)
+    with pytest.raises(InvalidArgument):
+        gate_read("abcdefgh:12ab", more=-1)
+    assert gate_read("abcdefgh:12ab", include_thinking=True).visibility == Visibility(thinking=True)
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ([], ""),
+        ({"format": "word-doc", "jsonl": ""}, "format"),
+        ({"format": "codex-jsonl"}, "jsonl"),
+        ({"format": "codex-jsonl", "jsonl": "", "extra": 1}, "extra"),
+        ({"source": "x", "session_id": "a/b", "messages": []}, "session_id"),
+        ({"source": "x", "session_id": "a:b", "messages": []}, "session_id"),
+        ({"source": "x", "session_id": "s", "messages": {}}, "messages"),
+        ({"session_id": "s", "messages": []}, "source"),
+        (
+            {
+                "source": "x",
+                "session_id": "s",
+                "messages": [{"uuid": "1", "role": "bot", "text": "t", "timestamp": "2025-01-01T00:00:00Z"}],
+            },
+            "messages[0].role",
+        ),
+        (
+            {
+                "source": "x",
+                "session_id": "s",
+                "messages": [{"uuid": "1", "role": "user", "text": "t", "timestamp": "soon"}],
+            },
+            "messages[0].timestamp",
+        ),
+        (
+            {
+                "source": "x",
+                "session_id": "s",
+                "messages": [{"uuid": "1", "role": "user", "text": 5, "timestamp": "2025-01-01T00:00:00Z"}],
+            },
+            "messages[0].text",
+        ),
+        (
+            {
+                "source": "x",
+                "session_id": "s",
+                "messages": [
+                    {"uuid": "1", "role": "user", "text": "t", "timestamp": "2025-01-01T00:00:00Z", "kind": "image"}
+                ],
+            },
+            "messages[0].kind",
+        ),
+        (
+            {
+                "source": "x",
+                "session_id": "s",
+                "messages": [{"role": "user", "text": "t", "timestamp": "2025-01-01T00:00:00Z"}],
+            },
+            "messages[0].uuid",
+        ),
+    ],
+)
+def test_ingest_gate_refuses(body: object, field: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        gate_ingest(body)
+    assert caught.value.details["field"] == field
+
+
+def test_topic_label_gate() -> None:
+    assert gate_topic_label("abcdefgh:12ab", "  schema   migration ").label == "schema migration"
+    with pytest.raises(InvalidArgument):
+        gate_topic_label("abcdefgh:12ab", "   ")
+    with pytest.raises(InvalidArgument):
+        gate_topic_label("abcdefgh:12ab", "x" * 201)
+
+
+@pytest.mark.parametrize(
+    "visibility, kind, envelope, shown",
+    [
+        (Visibility(), "text", False, True),
+        (Visibility(), "text", True, False),
+        (Visibility(), "tool", False, False),
+        (Visibility(), "thinking", False, False),
+        (Visibility(tools=True), "text", True, True),
+        (Visibility(tools=True), "tool", False, True),
+        (Visibility(thinking=True), "thinking", False, True),
+        (Visibility(thinking=True), "tool", False, False),
+    ],
+)
+def test_visibility_is_one_table(visibility: Visibility, kind: str, envelope: bool, shown: bool) -> None:
+    assert visibility.shows(kind, envelope) is shown
+
+
+# ---- the query language -----------------------------------------------------------------------------
+
+
+def test_plain_words_are_or_ed_and_stop_words_dropped() -> None:
+    query = parse_query("how do we reconcile the ledger")
+    assert query is not None and not query.boolean
+    assert query.terms == (Term("reconcile"), Term("ledger"))
+    assert to_fts5(query.root) == '("reconcile" OR "ledger")'
+
+
+@pytest.mark.parametrize("raw", ["", "   ", "the and of", "not", "--- ..."])
+def test_empty_or_stopword_only_query_is_none(raw: str) -> None:
+    assert parse_query(raw) is None
+
+
+@pytest.mark.parametrize(
+    "raw, fts5",
+    [
+        ("deploy && rollback", '("deploy" AND "rollback")'),
+        ("deploy || rollback", '("deploy" OR "rollback")'),
+        ("deploy !rollback", '("deploy" NOT "rollback")'),
+        ("deploy NOT rollback", '("deploy" NOT "rollback")'),
+        ("deploy AND (rollback OR revert)", '("deploy" AND ("rollback" OR "revert"))'),
+        ("deploy rollback && canary", '("deploy" AND "rollback" AND "canary")'),
+        ('"blue green" || canary', '("blue green" OR "canary")'),
+    ],
+)
+def test_boolean_operators_are_translated(raw: str, fts5: str) -> None:
+    query = parse_query(raw)
+    assert query is not None and query.boolean and to_fts5(query.root) == fts5
+
+
+def test_only_uppercase_not_is_an_operator() -> None:
+    lower = parse_query("deploy not rollback")
+    assert lower is not None and not lower.boolean and lower.terms == (Term("deploy"), Term("rollback"))
+    upper = parse_query("deploy NOT rollback")
+    assert (
+        upper is not None and upper.root == Not(Term("deploy"), Term("rollback")) and upper.terms == (Term("deploy"),)
+    )
+
+
+@pytest.mark.parametrize("raw", ["NOT deploy", "!deploy", "deploy AND", "deploy ||", "(deploy", "deploy)", "OR x"])
+def test_malformed_boolean_queries_are_refused(raw: str) -> None:
+    with pytest.raises(InvalidArgument):
+        parse_query(raw)
+
+
+def test_trigram_compiler_drops_short_leaves() -> None:
+    query = parse_query("ab || config")
+    assert query is not None
+    assert to_fts5(query.root, lambda t: len(t.text) >= 3) == '"config"'
+    both = parse_query("ab && config")
+    assert both is not None and to_fts5(both.root, lambda t: len(t.text) >= 3) is None
+    assert isinstance(both.root, And) and isinstance(parse_query("a1 b2").root, Or)  # type: ignore[union-attr]
+
+
+# ---- the read budget --------------------------------------------------------------------------------
+
+
+def test_budget_keeps_the_anchor_and_counts_the_marker() -> None:
+    # The seed's example: window [hello, world], budget 7, gave [hello, "wo …[truncated]"] — past the
+    # budget. Ours counts the marker inside the budget: a budget that cannot hold it drops "world".
+    texts = ["hello", "world" * 10]
+    fitted = fit_budget(texts, 0, MIN_READ_BUDGET)
+    shown = "".join(fitted.texts.values())
+    assert fitted.texts[0] == "hello" and len(shown) <= MIN_READ_BUDGET
+    assert fitted.texts[1].endswith(TRUNCATION_MARKER)
+    assert fitted.trimmed_msgs == 1 and fitted.trimmed_chars == 50 - (MIN_READ_BUDGET - 5 - len(TRUNCATION_MARKER))
+
+
+def test_budget_cuts_the_anchor_last_and_keeps_its_start() -> None:
+    texts = ["a" * 100, "ANCHOR" + "b" * 500, "c" * 100]
+    fitted = fit_budget(texts, 1, 64)
+    assert list(fitted.texts) == [1]
+    assert fitted.texts[1].startswith("ANCHOR") and len(fitted.texts[1]) == 64
+    assert fitted.trimmed_msgs == 3
+
+
+def test_outward_order_prefers_the_later_neighbour() -> None:
+    assert outward(5, 2) == [2, 3, 1, 4, 0]
+    assert outward(3, 0) == [0, 1, 2]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(st.text(min_size=0, max_size=300), min_size=1, max_size=20),
+    budget=st.integers(min_value=MIN_READ_BUDGET, max_value=2000),
+    data=st.data(),
+)
+def test_budget_never_exceeds_and_trimming_is_always_reported(
+    texts: list[str], budget: int, data: st.DataObject
+) -> None:
+    centre = data.draw(st.integers(min_value=0, max_value=len(texts) - 1))
+    fitted = fit_budget(texts, centre, budget)
+    shown_chars = sum(len(t) for t in fitted.texts.values())
+    assert shown_chars <= budget  # the marker included
+    assert centre in fitted.texts  # the anchor is never dropped
+    shown = sorted(fitted.texts)
+    assert shown == list(range(shown[0], shown[-1] + 1))  # contiguous around the anchor
+    whole = [i for i, t in fitted.texts.items() if t == texts[i]]
+    assert fitted.trimmed_msgs == len(texts) - len(whole)
+    kept = sum(len(t) - (len(TRUNCATION_MARKER) if t != texts[i] else 0) for i, t in fitted.texts.items())
+    assert fitted.trimmed_chars == sum(len(t) for t in texts) - kept
+    if sum(len(t) for t in texts) <= budget:
+        assert fitted.trimmed_msgs == 0
+
+
+# ---- ranking and fusion -----------------------------------------------------------------------------
+
+
+def cand(rowid: int, session: str, score: float, terms: set[int], ts: str = "2025-01-01T00:00:00.000Z") -> Candidate:
+    return Candidate(rowid=rowid, session_id=session, pos=rowid, timestamp=ts, score=score, terms=frozenset(terms))
+
+
+def test_coverage_resort_is_stable_and_one_hit_per_session() -> None:
+    candidates = [
+        cand(1, "a", 9.0, {0}),
+        cand(2, "b", 8.0, {0, 1}),
+        cand(3, "a", 7.0, {0, 1}),
+        cand(4, "c", 7.0, {0, 1}),
+    ]
+    ranked = rank_sessions(candidates, ranker="message")
+    assert [(r.best.session_id, r.best.rowid) for r in ranked] == [("b", 2), ("a", 3), ("c", 4)]
+
+
+def test_top2_counts_the_second_strong_message() -> None:
+    candidates = [cand(1, "a", 9.0, {0}), cand(2, "b", 8.5, {0}), cand(3, "b", 8.0, {0})]
+    assert [r.best.session_id for r in rank_sessions(candidates, ranker="message")] == ["a", "b"]
+    assert [r.best.session_id for r in rank_sessions(candidates, ranker="top2")] == ["b", "a"]
+    session = rank_sessions([cand(1, "a", 9.0, {0}), cand(2, "b", 5.0, {0}), cand(3, "b", 5.0, {1})], ranker="session")
+    assert session[0].best.session_id == "b" and session[0].coverage == 1
+
+
+def test_sort_newest_picks_each_sessions_newest_match() -> None:
+    candidates = [
+        cand(1, "a", 9.0, {0}, "2025-01-01T00:00:00.000Z"),
+        cand(2, "a", 1.0, {0}, "2025-03-01T00:00:00.000Z"),
+        cand(3, "b", 5.0, {0}, "2025-02-01T00:00:00.000Z"),
+        cand(4, "c", 5.0, {0}, ""),
+    ]
+    ranked = rank_sessions(candidates, sort="newest")
+    assert [(r.best.session_id, r.best.rowid) for r in ranked] == [("a", 2), ("b", 3), ("c", 4)]
+
+
+def test_reciprocal_rank_fusion_k60() -> None:
+    fused = fuse([["x", "y", "z"], ["y", "x"]], coverage={"x": 1, "y": 2})
+    assert [f.key for f in fused] == ["y", "x", "z"]  # x and y tie on score; coverage breaks it
+    assert fused[0].score == pytest.approx(1 / 61 + 1 / 62)
+    assert fused[2].score == pytest.approx(1 / 63)
+
+
+# ---- oneline ----------------------------------------------------------------------------------------
+
+
+def test_oneline_strips_ansi_and_controls_and_collapses_whitespace() -> None:
+    assert clean_oneline("\x1b[31mred\x1b[0m\ttext\n\nnext\x07  line") == "red text next line"
+    env = SearchEnvelope(
+        query="q",
+        results=[SearchRef("proj\tx", "s", "2025-01-01T00:00:00.000Z", "snip\npet", "abcdefgh:12345678")],
+        scopes_report=[],
+        complete=True,
+        count=1,
+        total_matches=1,
+        total_is_lower_bound=False,
+        has_more=False,
+        next_command="",
+        warnings=[],
+        excluded_current_turn=0,
+        store="x",
+    )
+    assert RecallService.oneline(env) == "abcdefgh:12345678\t2025-01-01T00:00:00.000Z\tproj x\tsnip pet\n"
