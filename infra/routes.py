@@ -54,7 +54,7 @@ FUNCTIONS: dict[str, Function] = {
             "tasks_api",
             "functions.tasks_api.handler.handler",
             memory_mb=1024,
-            settings=("tasks_table", "bucket", "cursor_secret_arn", "lease_timeout_seconds"),
+            settings=("tasks_table", "bucket", "cursor_secret_arn", "lease_timeout_seconds", "presign_seconds"),
         ),
         # A JSONL transcript of up to ~5 MB is parsed and indexed inside the request.
         Function(
@@ -153,6 +153,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/tasks/{id}/reply", "tasks_api"),
     Route("POST", "/v1/tasks/{id}/cancel", "tasks_api"),
     Route("GET", "/v1/tasks/{id}/messages", "tasks_api"),
+    Route("GET", "/v1/tasks/{id}/messages/{message_id}", "tasks_api"),
     Route("GET", "/v1/tasks/{id}/events", "tasks_api"),
     Route("GET", "/v1/tasks/{id}/snapshot", "tasks_api"),
     # tasks: worker

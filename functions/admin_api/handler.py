@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, Field, StrictStr
 
 import dovecote
 from dovecote.admin.model import MAX_TOKEN_DAYS
@@ -21,7 +21,7 @@ from dovecote.platform.http import (
     new_resolver,
     responses,
 )
-from dovecote.platform.ids import ID_SCHEMA_PATTERN
+from dovecote.platform.schema import ID, JsonInt, RequestModel, bounded, one_of, with_schema
 
 app = new_resolver()
 
@@ -57,14 +57,28 @@ class Health(BaseModel):
     version: str
 
 
-class TokenBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    authority: StrictStr = Field(pattern=ID_SCHEMA_PATTERN)
-    role: StrictStr = Field(json_schema_extra={"enum": ["caller", "worker", "admin"]})
-    worker: StrictStr | None = Field(default=None, description="required for worker tokens")
-    agent: StrictStr | None = Field(default=None, description="the only note author this token may write or delete as")
-    expires_in_days: StrictInt | None = Field(
-        default=None, ge=1, le=MAX_TOKEN_DAYS, description="default from settings; admin tokens are short"
+class TokenBody(RequestModel):
+    """A worker token needs a worker id, a caller token has none, an admin token may have one."""
+
+    model_config = with_schema(
+        {
+            "oneOf": [
+                {"properties": {"role": {"const": "caller"}}, "not": {"required": ["worker"]}},
+                {"properties": {"role": {"const": "worker"}}, "required": ["worker"]},
+                {"properties": {"role": {"const": "admin"}}},
+            ]
+        }
+    )
+    authority: StrictStr = Field(json_schema_extra=ID, description="the admin's own authority")
+    role: StrictStr = Field(json_schema_extra=one_of("caller", "worker", "admin"))
+    worker: StrictStr | None = Field(default=None, json_schema_extra=ID, description="required for worker tokens")
+    agent: StrictStr | None = Field(
+        default=None, json_schema_extra=ID, description="the only note author this token may write or delete as"
+    )
+    expires_in_days: JsonInt | None = Field(
+        default=None,
+        json_schema_extra=bounded(1, MAX_TOKEN_DAYS),
+        description="default from settings; admin tokens are short",
     )
 
 
@@ -132,7 +146,7 @@ def create_token(body: Annotated[TokenBody, Body()]) -> Response[TokenOut]:
 
 @app.get("/v1/admin/tokens", tags=["admin"], responses=responses(200, TokenListOut, 400, 401, 403, 429, 503))
 def list_tokens(
-    limit: Annotated[int | None, Query(ge=0, le=LIST_MAX)] = None,
+    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, LIST_MAX))] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> TokenListOut:
     """The authority's tokens, newest first: never their secrets or hashes. Admin only."""
@@ -166,7 +180,11 @@ def openapi_document() -> dict[str, Any]:
             merged.setdefault("components", {}).setdefault("schemas", {})
             continue
         merged["paths"].update(doc.get("paths", {}))
-        merged["components"]["schemas"].update(doc.get("components", {}).get("schemas", {}))
+        for schema_name, schema in doc.get("components", {}).get("schemas", {}).items():
+            known = merged["components"]["schemas"].setdefault(schema_name, schema)
+            # Two functions naming different models alike would silently document one for both.
+            if known != schema:
+                raise ValueError(f"two API modules define a different schema named {schema_name!r}")
     from dovecote.platform.http import ErrorEnvelope, GatewayMessage
 
     for model in (ErrorEnvelope, GatewayMessage):

@@ -3,36 +3,76 @@ dovecote.notes, so these models stay permissive where the domain gate decides.""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from typing import Any
 
+from pydantic import Field, StrictBool, StrictStr
+
+from dovecote.notes.model import INLINE_LIMIT, MAX_NOTE_BYTES
 from dovecote.platform.http import ApiModel
+from dovecote.platform.schema import MEDIA_TYPE, SAFE_MAX, SHA256_HEX, JsonInt, RequestModel, bounded, with_schema
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Strict(RequestModel):
+    pass
+
+
+# Coordinates are limited to 1024 UTF-8 bytes each; JSON Schema counts characters, so the document
+# declares 256 (at most 4 bytes each): every schema-valid coordinate is accepted.
+COORDINATE: dict[str, Any] = {"maxLength": 256}
+REQUIRED_COORDINATE: dict[str, Any] = {"minLength": 1, "maxLength": 256}
+RUN = bounded(1, SAFE_MAX)
+# Inline bodies are limited to INLINE_LIMIT bytes: in characters (at most 4 bytes each), and in
+# base64 characters (4 per 3 bytes).
+INLINE_TEXT: dict[str, Any] = {"maxLength": INLINE_LIMIT // 4}
+INLINE_B64: dict[str, Any] = {
+    "maxLength": (INLINE_LIMIT // 3) * 4,
+    "pattern": r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+}
 
 
 class PutNoteBody(_Strict):
-    key: StrictStr = ""
-    run: StrictInt = 0
-    name: StrictStr = ""
-    author: StrictStr = ""
-    content_type: StrictStr | None = None
-    text: StrictStr | None = None
-    body_b64: StrictStr | None = None
+    """Either an inline put (`text` or `body_b64`, or neither for an empty body) or the commit of
+    a presigned upload (`upload: true` with the `sha256` the upload was declared with)."""
+
+    model_config = with_schema(
+        {
+            "required": ["key", "run", "name"],
+            "oneOf": [
+                {
+                    "properties": {"upload": {"const": False}},
+                    "not": {"required": ["text", "body_b64"]},
+                },
+                {
+                    "properties": {"upload": {"const": True}},
+                    "required": ["upload", "sha256"],
+                    "not": {"anyOf": [{"required": ["text"]}, {"required": ["body_b64"]}]},
+                },
+            ],
+        }
+    )
+    key: StrictStr = Field(default="", json_schema_extra=REQUIRED_COORDINATE)
+    run: JsonInt = Field(default=0, json_schema_extra=RUN)
+    name: StrictStr = Field(default="", json_schema_extra=REQUIRED_COORDINATE)
+    author: StrictStr = Field(default="", json_schema_extra=COORDINATE, description='"" is the shared scope')
+    content_type: StrictStr | None = Field(default=None, json_schema_extra=MEDIA_TYPE)
+    text: StrictStr | None = Field(default=None, json_schema_extra=INLINE_TEXT)
+    body_b64: StrictStr | None = Field(default=None, json_schema_extra=INLINE_B64)
     upload: StrictBool = False
-    sha256: StrictStr | None = None
-    size: StrictInt | None = Field(default=None, description="optional on an upload commit")
+    sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_HEX)
+    size: JsonInt | None = Field(
+        default=None, json_schema_extra=bounded(0, MAX_NOTE_BYTES), description="optional on an upload commit"
+    )
 
 
 class UploadBody(_Strict):
-    key: StrictStr = ""
-    run: StrictInt = 0
-    name: StrictStr = ""
-    author: StrictStr = ""
-    size: StrictInt
-    sha256: StrictStr
-    content_type: StrictStr | None = None
+    model_config = with_schema({"required": ["key", "run", "name"]})
+    key: StrictStr = Field(default="", json_schema_extra=REQUIRED_COORDINATE)
+    run: JsonInt = Field(default=0, json_schema_extra=RUN)
+    name: StrictStr = Field(default="", json_schema_extra=REQUIRED_COORDINATE)
+    author: StrictStr = Field(default="", json_schema_extra=COORDINATE)
+    size: JsonInt = Field(json_schema_extra=bounded(0, MAX_NOTE_BYTES))
+    sha256: StrictStr = Field(json_schema_extra=SHA256_HEX)
+    content_type: StrictStr | None = Field(default=None, json_schema_extra=MEDIA_TYPE)
 
 
 class NoteOut(ApiModel):

@@ -8,13 +8,33 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
-from dovecote.recall.model import gate_outline, gate_read, gate_search, gate_topic_label, gate_topics
+from dovecote.platform.schema import bounded, one_of
+from dovecote.recall.model import (
+    MAX_PATTERN_CHARS,
+    MAX_PROJECT_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_READ_BUDGET,
+    MAX_READ_RADIUS,
+    MAX_SEARCH_LIMIT,
+    MAX_SOURCE_CHARS,
+    MAX_TOPICS_LIMIT,
+    MIN_READ_BUDGET,
+    RANKERS,
+    READ_WINDOW,
+    ROLES,
+    SORTS,
+    gate_outline,
+    gate_read,
+    gate_search,
+    gate_topic_label,
+    gate_topics,
+)
 from dovecote.recall.service import RecallService
 from functions.recall_api.models import (
     IngestOut,
@@ -26,11 +46,32 @@ from functions.recall_api.models import (
     TopicHitOut,
     TopicsOut,
     TranscriptBody,
-    UploadBody,
-    UploadOut,
+    TranscriptUploadBody,
+    TranscriptUploadOut,
 )
 
 app = new_resolver()
+
+
+def text(limit: int) -> dict[str, Any]:
+    """Free text: no control characters but tab, bounded."""
+    return {"pattern": r"^[^\x00-\x08\x0a-\x1f\x7f]*$", "maxLength": limit}
+
+
+SESSION = r"[A-Za-z0-9._-]+([/~][A-Za-z0-9._-]+)*"
+# The ref grammar: <session8>:<uuid8> (longer prefixes and a full dashed uuid too); a ref naming
+# nothing is a 404, and an all-digit uuid part matching nothing is the seed's "old numeric ref" (400).
+# The uuid part documented is hex with at least one letter, at most 36 characters: an all-digit part
+# is accepted when it matches a message, and otherwise is the seed's "old numeric ref" (400).
+UUID_PART = "[0-9]{0,17}[a-fA-F][0-9a-fA-F-]{0,18}"
+REF = {"pattern": f"^(ref=)?{SESSION}:{UUID_PART}$"}
+INSTANT_OR_DATE = {
+    "pattern": (
+        r"^$|^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+        r"(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?$"
+    )
+}
+REGEX = {"maxLength": MAX_PATTERN_CHARS, "format": "regex"}
 TEXT = "text/plain; charset=utf-8"
 
 
@@ -51,12 +92,14 @@ def ingest(body: Annotated[TranscriptBody, Body()]) -> IngestOut:
     return IngestOut.model_validate(asdict(result))
 
 
-@app.post("/v1/transcripts/uploads", tags=["recall"], responses=responses(200, UploadOut, 400, 401, 403, 429, 503))
-def create_upload(body: Annotated[UploadBody, Body()]) -> UploadOut:
+@app.post(
+    "/v1/transcripts/uploads", tags=["recall"], responses=responses(200, TranscriptUploadOut, 400, 401, 403, 429, 503)
+)
+def create_upload(body: Annotated[TranscriptUploadBody, Body()]) -> TranscriptUploadOut:
     """A presigned PUT for a transcript file; it is indexed asynchronously, and searches report its
     scope stale until it is."""
     upload = service().create_upload(current_principal(app), body.model_dump(exclude_none=True))
-    return UploadOut.model_validate(asdict(upload))
+    return TranscriptUploadOut.model_validate(asdict(upload))
 
 
 @app.get(
@@ -71,21 +114,33 @@ def create_upload(body: Annotated[UploadBody, Body()]) -> UploadOut:
     },
 )
 def search(
-    q: Annotated[str, Query()] = "",
-    limit: Annotated[int | None, Query()] = None,
-    role: Annotated[str, Query()] = "",
-    sort: Annotated[str, Query(description="absent (relevance) or newest")] = "",
-    since: Annotated[str, Query(description="inclusive: a date or an RFC 3339 instant")] = "",
-    before: Annotated[str, Query(description="inclusive: a date or an RFC 3339 instant")] = "",
-    min_messages: Annotated[int | None, Query()] = None,
-    project: Annotated[str, Query()] = "",
-    source: Annotated[str, Query()] = "",
-    include_path: Annotated[str, Query(description="a regex over the working directory")] = "",
-    exclude_path: Annotated[str, Query(description="a regex over the working directory")] = "",
-    current_session: Annotated[str, Query(description="your live session: id or a prefix of 8+")] = "",
+    q: Annotated[str, Query(json_schema_extra=text(MAX_QUERY_CHARS))] = "",
+    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_SEARCH_LIMIT))] = None,
+    role: Annotated[str, Query(json_schema_extra=one_of("", *ROLES))] = "",
+    sort: Annotated[str, Query(json_schema_extra=one_of(*SORTS), description="absent (relevance) or newest")] = "",
+    since: Annotated[str, Query(json_schema_extra=INSTANT_OR_DATE, description="inclusive date or instant")] = "",
+    before: Annotated[
+        str, Query(json_schema_extra=INSTANT_OR_DATE, description="inclusive: a date or an instant")
+    ] = "",
+    min_messages: Annotated[int | None, Query(json_schema_extra=bounded(0, 10**9))] = None,
+    project: Annotated[str, Query(json_schema_extra=text(MAX_PROJECT_CHARS))] = "",
+    source: Annotated[str, Query(json_schema_extra=text(MAX_SOURCE_CHARS))] = "",
+    include_path: Annotated[str, Query(json_schema_extra=REGEX, description="a regex over the working directory")] = "",
+    exclude_path: Annotated[str, Query(json_schema_extra=REGEX, description="a regex over the working directory")] = "",
+    current_session: Annotated[
+        str,
+        Query(
+            json_schema_extra={
+                "anyOf": [{"maxLength": 0}, {"pattern": f"^{SESSION}$", "minLength": 8, "maxLength": 400}]
+            },
+            description="your live session: the id, or a prefix of 8 characters or more",
+        ),
+    ] = "",
     include_tools: Annotated[bool, Query()] = False,
-    output: Annotated[str, Query(alias="format", description="json (default) or oneline")] = "",
-    ranker: Annotated[str, Query(description="message, top2 (default) or session")] = "",
+    output: Annotated[
+        str, Query(alias="format", json_schema_extra=one_of("", "json", "oneline"), description="json or oneline")
+    ] = "",
+    ranker: Annotated[str, Query(json_schema_extra=one_of("", *RANKERS), description="top2 by default")] = "",
 ) -> Response[SearchEnvelopeOut | str]:
     """Search transcripts: ranked refs, one per session, with warnings and a completeness report (or
     one line per result with `format=oneline`)."""
@@ -114,11 +169,25 @@ def search(
 
 @app.get("/v1/recall/read/<ref>", tags=["recall"], responses=responses(200, ReadOut, 400, 401, 403, 404, 429, 503))
 def read(
-    ref: Annotated[str, Path()],
-    budget: Annotated[int | None, Query(description="characters; absent means no cap")] = None,
-    more: Annotated[int | None, Query(description="level n widens the radius to (n + 1) × 8")] = None,
-    around: Annotated[int | None, Query(description="re-centre N displayed messages after the anchor")] = None,
-    window: Annotated[int | None, Query(description="an explicit radius")] = None,
+    ref: Annotated[str, Path(json_schema_extra=REF)],
+    budget: Annotated[
+        int | None,
+        Query(json_schema_extra=bounded(MIN_READ_BUDGET, MAX_READ_BUDGET), description="characters; absent: no cap"),
+    ] = None,
+    more: Annotated[
+        int | None,
+        Query(
+            json_schema_extra=bounded(0, MAX_READ_RADIUS // READ_WINDOW - 1),
+            description="level n widens the radius to (n + 1) × 8",
+        ),
+    ] = None,
+    around: Annotated[
+        int | None,
+        Query(json_schema_extra=bounded(-(10**9), 10**9), description="re-centre N messages after the anchor"),
+    ] = None,
+    window: Annotated[
+        int | None, Query(json_schema_extra=bounded(0, MAX_READ_RADIUS), description="an explicit radius")
+    ] = None,
     include_tools: Annotated[bool, Query()] = False,
     include_thinking: Annotated[bool, Query()] = False,
 ) -> ReadOut:
@@ -140,7 +209,7 @@ def read(
     "/v1/recall/outline/<session>", tags=["recall"], responses=responses(200, OutlineOut, 400, 401, 403, 404, 429, 503)
 )
 def outline(
-    session: Annotated[str, Path()],
+    session: Annotated[str, Path(json_schema_extra={"pattern": f"^(ref=)?{SESSION}(:[^:\\s]+)?$"})],
     include_tools: Annotated[bool, Query()] = False,
     include_thinking: Annotated[bool, Query()] = False,
     include_subagents: Annotated[bool, Query()] = True,
@@ -155,9 +224,9 @@ def outline(
 
 @app.get("/v1/recall/topics", tags=["recall"], responses=responses(200, TopicsOut, 400, 401, 403, 429, 503))
 def topics(
-    q: Annotated[str, Query()] = "",
-    limit: Annotated[int | None, Query()] = None,
-    project: Annotated[str, Query()] = "",
+    q: Annotated[str, Query(json_schema_extra=text(MAX_QUERY_CHARS))] = "",
+    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_TOPICS_LIMIT))] = None,
+    project: Annotated[str, Query(json_schema_extra=text(MAX_PROJECT_CHARS))] = "",
 ) -> TopicsOut:
     """Search the topic layer only: labelled segments ranked globally, one global limit."""
     result = service().topics(current_principal(app), gate_topics(q=q, limit=limit, project=project))

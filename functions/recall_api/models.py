@@ -6,36 +6,78 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, Field, StrictStr
+
+from dovecote.platform.schema import RequestModel, one_of, with_schema
+from dovecote.recall.model import (
+    FORMATS,
+    KINDS,
+    MAX_GENERIC_MESSAGES,
+    MAX_PROJECT_CHARS,
+    MAX_SOURCE_CHARS,
+    MAX_TOPIC_LABEL_CHARS,
+    ROLES,
+)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Strict(RequestModel):
+    pass
+
+
+TEXT_LINE: dict[str, Any] = {"pattern": r"^[^\x00-\x08\x0a-\x1f]*$"}
+INSTANT: dict[str, Any] = {
+    "pattern": (
+        r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+        r"(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+    )
+}
 
 
 class TranscriptMessageBody(_Strict):
-    uuid: StrictStr
-    role: StrictStr
+    uuid: StrictStr = Field(json_schema_extra={"minLength": 1, "maxLength": 200, **TEXT_LINE})
+    role: StrictStr = Field(json_schema_extra=one_of(*ROLES))
     text: StrictStr
-    timestamp: StrictStr
-    kind: StrictStr | None = None
-    parent_uuid: StrictStr | None = None
-    subagent: StrictStr | None = None
+    timestamp: StrictStr = Field(json_schema_extra=INSTANT)
+    kind: StrictStr | None = Field(default=None, json_schema_extra=one_of(*KINDS))
+    parent_uuid: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": 200, **TEXT_LINE})
+    subagent: StrictStr | None = Field(default=None, json_schema_extra={"pattern": r"^[A-Za-z0-9._-]{1,200}$"})
 
 
 class TranscriptBody(_Strict):
     """Either the generic form {source, project, session_id, messages} or a JSONL file
     {format: claude-code-jsonl | codex-jsonl, project?, jsonl}."""
 
-    format: StrictStr | None = None
-    jsonl: StrictStr | None = Field(default=None, description="the whole transcript file (up to ~5 MB; else upload)")
-    project: StrictStr | None = None
-    project_folder: StrictStr | None = Field(
-        default=None, description="a ~/.claude/projects/<folder> name, used when the file names no working directory"
+    model_config = with_schema(
+        {
+            "oneOf": [
+                {
+                    "required": ["format", "jsonl"],
+                    "not": {"anyOf": [{"required": [f]} for f in ("source", "session_id", "messages")]},
+                },
+                {
+                    "required": ["source", "session_id", "messages"],
+                    "not": {
+                        "anyOf": [{"required": ["format"]}, {"required": ["jsonl"]}, {"required": ["project_folder"]}]
+                    },
+                },
+            ]
+        }
     )
-    source: StrictStr | None = None
-    session_id: StrictStr | None = None
-    messages: list[TranscriptMessageBody] | None = None
+    format: StrictStr | None = Field(default=None, json_schema_extra=one_of(*FORMATS))
+    jsonl: StrictStr | None = Field(default=None, description="the whole transcript file (up to ~5 MB; else upload)")
+    project: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": MAX_PROJECT_CHARS, **TEXT_LINE})
+    project_folder: StrictStr | None = Field(
+        default=None,
+        json_schema_extra={"maxLength": MAX_PROJECT_CHARS, **TEXT_LINE},
+        description="a ~/.claude/projects/<folder> name, used when the file names no working directory",
+    )
+    source: StrictStr | None = Field(
+        default=None, json_schema_extra={"minLength": 1, "maxLength": MAX_SOURCE_CHARS, "pattern": r"^\S.*$"}
+    )
+    session_id: StrictStr | None = Field(default=None, json_schema_extra={"pattern": r"^[A-Za-z0-9._-]{1,200}$"})
+    messages: list[TranscriptMessageBody] | None = Field(
+        default=None, json_schema_extra={"maxItems": MAX_GENERIC_MESSAGES}
+    )
 
 
 class IngestedSessionOut(BaseModel):
@@ -63,13 +105,15 @@ class IngestOut(BaseModel):
     warnings: list[ParseWarningOut]
 
 
-class UploadBody(_Strict):
-    format: StrictStr
-    project: StrictStr | None = None
-    project_folder: StrictStr | None = None
+class TranscriptUploadBody(_Strict):
+    format: StrictStr = Field(json_schema_extra=one_of(*FORMATS))
+    project: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": MAX_PROJECT_CHARS, **TEXT_LINE})
+    project_folder: StrictStr | None = Field(
+        default=None, json_schema_extra={"maxLength": MAX_PROJECT_CHARS, **TEXT_LINE}
+    )
 
 
-class UploadOut(BaseModel):
+class TranscriptUploadOut(BaseModel):
     upload_id: str
     upload_url: str
     expires_at: str
@@ -160,8 +204,18 @@ class OutlineOut(BaseModel):
 
 
 class TopicBody(_Strict):
-    ref: StrictStr = Field(description="where the segment starts: <session8>:<uuid8>")
-    label: StrictStr
+    ref: StrictStr = Field(
+        json_schema_extra={
+            "pattern": r"^(ref=)?[A-Za-z0-9._-]+([/~][A-Za-z0-9._-]+)*:[0-9]{0,17}[a-fA-F][0-9a-fA-F-]{0,18}$"
+        },
+        description="where the segment starts: <session8>:<uuid8>",
+    )
+    label: StrictStr = Field(
+        json_schema_extra={
+            "maxLength": MAX_TOPIC_LABEL_CHARS,
+            "pattern": r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$",
+        }
+    )
 
 
 class TopicHitOut(BaseModel):

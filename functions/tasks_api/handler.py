@@ -10,6 +10,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
+from dovecote.platform.schema import ID, bounded, one_of
+from dovecote.tasks.machine import STATES
+from dovecote.tasks.model import MAX_PAGE
 from dovecote.tasks.ports import TaskFilter
 from dovecote.tasks.service import Outcome, TaskService
 from functions.tasks_api.models import (
@@ -24,6 +27,7 @@ from functions.tasks_api.models import (
     FenceIn,
     HeartbeatIn,
     LeaseListOut,
+    MessageEnvelope,
     MessagePage,
     ReplyIn,
     RequestInputIn,
@@ -34,6 +38,13 @@ from functions.tasks_api.models import (
 )
 
 app = new_resolver()
+TaskId = Annotated[str, Path(json_schema_extra=ID)]
+LIMIT = {**bounded(0, MAX_PAGE), "description": "0 or absent: the default (100)"}
+# RFC 3339 with a zone, years 1000-9999 (an instant before year 1 in UTC is refused, not widened).
+INSTANT = (
+    r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+)
 COMMAND_ERRORS = (400, 401, 403, 404, 409, 413, 429, 503)
 READ_ERRORS = (400, 401, 403, 404, 429, 503)
 
@@ -54,6 +65,7 @@ def service() -> TaskService:
         store,
         signer_factory=lambda: CursorSigner(aws.cursor_key()),
         default_lease_timeout=settings.lease_timeout_seconds,
+        presign_seconds=settings.presign_seconds,
     )
 
 
@@ -83,17 +95,19 @@ def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]
 
 
 @app.get("/v1/tasks/<task_id>", tags=["tasks"], responses=responses(200, TaskEnvelope, *READ_ERRORS))
-def get_task(task_id: Annotated[str, Path()]) -> TaskEnvelope:
+def get_task(task_id: TaskId) -> TaskEnvelope:
     """Read a task (strongly consistent). Callers and workers of the authority."""
     return TaskEnvelope.model_validate(service().get(current_principal(app), task_id))
 
 
 @app.get("/v1/tasks", tags=["tasks"], responses=responses(200, TaskListOut, *READ_ERRORS))
 def list_tasks(
-    context: Annotated[str, Query()] = "",
-    state: Annotated[str, Query()] = "",
-    updated_since: Annotated[str, Query()] = "",
-    limit: Annotated[int | None, Query()] = None,
+    context: Annotated[str, Query(json_schema_extra=ID)] = "",
+    state: Annotated[str, Query(json_schema_extra=one_of(*STATES))] = "",
+    updated_since: Annotated[
+        str, Query(json_schema_extra={"format": "date-time", "pattern": INSTANT}, description="RFC 3339")
+    ] = "",
+    limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> TaskListOut:
     """The authority's tasks, newest update first, with `total_size` of the filtered set."""
@@ -103,8 +117,8 @@ def list_tasks(
 
 @app.get("/v1/contexts/<context>/tasks", tags=["tasks"], responses=responses(200, ContextTasksOut, *READ_ERRORS))
 def list_context_tasks(
-    context: Annotated[str, Path()],
-    limit: Annotated[int | None, Query()] = None,
+    context: Annotated[str, Path(json_schema_extra=ID)],
+    limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> ContextTasksOut:
     """One context's tasks, oldest first by (created_at, workspace, id)."""
@@ -112,39 +126,48 @@ def list_context_tasks(
 
 
 @app.post("/v1/tasks/<task_id>/reply", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
-def reply_task(task_id: Annotated[str, Path()], body: Annotated[ReplyIn, Body()]) -> TaskEnvelope:
+def reply_task(task_id: TaskId, body: Annotated[ReplyIn, Body()]) -> TaskEnvelope:
     """Answer input_required with the caller's message: back to working."""
     return TaskEnvelope.model_validate(_task(service().reply(current_principal(app), task_id, _body(body))))
 
 
 @app.post("/v1/tasks/<task_id>/cancel", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
-def cancel_task(task_id: Annotated[str, Path()], body: Annotated[CallerCommandIn, Body()]) -> TaskEnvelope:
+def cancel_task(task_id: TaskId, body: Annotated[CallerCommandIn, Body()]) -> TaskEnvelope:
     """Cancel a task that is not terminal; a frozen artifact is discarded."""
     return TaskEnvelope.model_validate(_task(service().cancel(current_principal(app), task_id, _body(body))))
 
 
 @app.get("/v1/tasks/<task_id>/messages", tags=["tasks"], responses=responses(200, MessagePage, *READ_ERRORS))
 def list_messages(
-    task_id: Annotated[str, Path()],
-    after: Annotated[int | None, Query()] = None,
-    limit: Annotated[int | None, Query()] = None,
+    task_id: TaskId,
+    after: Annotated[int | None, Query(json_schema_extra=bounded(0), description="a sequence number")] = None,
+    limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
 ) -> MessagePage:
-    """The task's messages after sequence `after`, oldest first; `next` continues the stream."""
+    """The task's messages after sequence `after`, oldest first; `next` continues the stream. A page
+    also stops before its inline parts pass 4 MiB; parts over 8 KiB come as a `download_url`."""
     return MessagePage.model_validate(service().messages(current_principal(app), task_id, after, limit))
+
+
+@app.get(
+    "/v1/tasks/<task_id>/messages/<message_id>", tags=["tasks"], responses=responses(200, MessageEnvelope, *READ_ERRORS)
+)
+def get_message(task_id: TaskId, message_id: Annotated[str, Path(json_schema_extra=ID)]) -> MessageEnvelope:
+    """One message of the task by its id (message ids are unique in the authority)."""
+    return MessageEnvelope.model_validate(service().message(current_principal(app), task_id, message_id))
 
 
 @app.get("/v1/tasks/<task_id>/events", tags=["tasks"], responses=responses(200, EventPage, *READ_ERRORS))
 def list_events(
-    task_id: Annotated[str, Path()],
-    after: Annotated[int | None, Query()] = None,
-    limit: Annotated[int | None, Query()] = None,
+    task_id: TaskId,
+    after: Annotated[int | None, Query(json_schema_extra=bounded(0), description="a sequence number")] = None,
+    limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
 ) -> EventPage:
     """The task's events after sequence `after`, oldest first; `next` continues the stream."""
     return EventPage.model_validate(service().events(current_principal(app), task_id, after, limit))
 
 
 @app.get("/v1/tasks/<task_id>/snapshot", tags=["tasks"], responses=responses(200, SnapshotOut, *READ_ERRORS))
-def snapshot_task(task_id: Annotated[str, Path()]) -> SnapshotOut:
+def snapshot_task(task_id: TaskId) -> SnapshotOut:
     """The task and `event_cursor` (its event count) from one read: read events after it, gap-free."""
     return SnapshotOut.model_validate(service().snapshot(current_principal(app), task_id))
 
@@ -160,19 +183,19 @@ def claim_lease(body: Annotated[ClaimIn, Body()]) -> AssignmentEnvelope:
 
 
 @app.post("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
-def acquire_lease(task_id: Annotated[str, Path()], body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
+def acquire_lease(task_id: TaskId, body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
     """Lease this task (fence = previous fence + 1). Worker tokens; the worker id comes from the token."""
     return AssignmentEnvelope.model_validate(service().acquire(current_principal(app), task_id, _body(body)).body)
 
 
 @app.get("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *READ_ERRORS))
-def get_lease(task_id: Annotated[str, Path()]) -> AssignmentEnvelope:
+def get_lease(task_id: TaskId) -> AssignmentEnvelope:
     """The task's current lease (worker, fence, granted_at, heartbeat_at); 404 when unleased."""
     return AssignmentEnvelope.model_validate(service().get_lease(current_principal(app), task_id))
 
 
 @app.post("/v1/tasks/<task_id>/lease/fence", tags=["workers"], responses=responses(204, None, *COMMAND_ERRORS))
-def fence_lease(task_id: Annotated[str, Path()], body: Annotated[FenceIn, Body()]) -> Response[None]:
+def fence_lease(task_id: TaskId, body: Annotated[FenceIn, Body()]) -> Response[None]:
     """Retire the current lease generation: the owner is cleared, the fence kept. Admin or owner."""
     service().fence(current_principal(app), task_id, _body(body))
     return Response(status_code=204)
@@ -183,7 +206,7 @@ def fence_lease(task_id: Annotated[str, Path()], body: Annotated[FenceIn, Body()
     tags=["workers"],
     responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS),
 )
-def heartbeat_lease(task_id: Annotated[str, Path()], body: Annotated[HeartbeatIn, Body()]) -> AssignmentEnvelope:
+def heartbeat_lease(task_id: TaskId, body: Annotated[HeartbeatIn, Body()]) -> AssignmentEnvelope:
     """A sign of life of the lease (never a revision change); a fence that is not current is
     409 stale_lease. Every worker command counts as one too."""
     return AssignmentEnvelope.model_validate(service().heartbeat(current_principal(app), task_id, _body(body)))
@@ -191,7 +214,7 @@ def heartbeat_lease(task_id: Annotated[str, Path()], body: Annotated[HeartbeatIn
 
 @app.get("/v1/leases", tags=["workers"], responses=responses(200, LeaseListOut, *READ_ERRORS))
 def list_leases(
-    limit: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> LeaseListOut:
     """This worker's current leases: the restart-recovery scan."""
@@ -199,19 +222,19 @@ def list_leases(
 
 
 @app.post("/v1/tasks/<task_id>/accept", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
-def accept_task(task_id: Annotated[str, Path()], body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
+def accept_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """submitted → working."""
     return TaskEnvelope.model_validate(_task(service().accept(current_principal(app), task_id, _body(body))))
 
 
 @app.post("/v1/tasks/<task_id>/reject", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
-def reject_task(task_id: Annotated[str, Path()], body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
+def reject_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """submitted → rejected."""
     return TaskEnvelope.model_validate(_task(service().reject(current_principal(app), task_id, _body(body))))
 
 
 @app.post("/v1/tasks/<task_id>/fail", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
-def fail_task(task_id: Annotated[str, Path()], body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
+def fail_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """working or input_required → failed."""
     return TaskEnvelope.model_validate(_task(service().fail(current_principal(app), task_id, _body(body))))
 
@@ -219,13 +242,13 @@ def fail_task(task_id: Annotated[str, Path()], body: Annotated[WorkerCommandIn, 
 @app.post(
     "/v1/tasks/<task_id>/request-input", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS)
 )
-def request_input_task(task_id: Annotated[str, Path()], body: Annotated[RequestInputIn, Body()]) -> TaskEnvelope:
+def request_input_task(task_id: TaskId, body: Annotated[RequestInputIn, Body()]) -> TaskEnvelope:
     """working → input_required, with the agent's message."""
     return TaskEnvelope.model_validate(_task(service().request_input(current_principal(app), task_id, _body(body))))
 
 
 @app.post("/v1/tasks/<task_id>/complete", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
-def complete_task(task_id: Annotated[str, Path()], body: Annotated[CompleteIn, Body()]) -> TaskEnvelope:
+def complete_task(task_id: TaskId, body: Annotated[CompleteIn, Body()]) -> TaskEnvelope:
     """working → completed, with the agent's final message and a submission."""
     return TaskEnvelope.model_validate(_task(service().complete(current_principal(app), task_id, _body(body))))
 

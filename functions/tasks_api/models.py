@@ -2,45 +2,61 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from typing import Any
+
+from pydantic import Field, StrictStr
 
 from dovecote.platform.http import ApiModel
-from dovecote.tasks.model import MAX_LEASE_TIMEOUT, TOTAL_SIZE_CAP
+from dovecote.platform.schema import BASE64, ID, MEDIA_TYPE, SAFE_MAX, JsonInt, RequestModel, bounded, with_schema
+from dovecote.tasks.model import MAX_LEASE_TIMEOUT, MAX_PARTS, TOTAL_SIZE_CAP
 from dovecote.tasks.service import MAX_CLAIM_WAIT
 
 
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _In(RequestModel):
+    pass
+
+
+def _id(description: str = "") -> Any:
+    return Field(json_schema_extra=ID, description=description or None)
+
+
+REVISION = Field(json_schema_extra=bounded(1, SAFE_MAX), description="the revision this command expects (CAS)")
+FENCE = Field(json_schema_extra=bounded(1, SAFE_MAX), description="the lease generation this worker holds")
 
 
 class PartIn(_In):
-    media_type: StrictStr
-    text: StrictStr | None = None
-    data_b64: StrictStr | None = None
+    """Exactly one of `text` or `data_b64`, non-empty."""
+
+    model_config = with_schema({"oneOf": [{"required": ["text"]}, {"required": ["data_b64"]}]})
+    media_type: StrictStr = Field(json_schema_extra=MEDIA_TYPE)
+    text: StrictStr | None = Field(default=None, json_schema_extra={"minLength": 1})
+    data_b64: StrictStr | None = Field(default=None, json_schema_extra=BASE64)
 
 
 class MessageIn(_In):
-    id: StrictStr
-    parts: list[PartIn]
+    id: StrictStr = _id("unique in the authority")
+    parts: list[PartIn] = Field(
+        json_schema_extra={"minItems": 1, "maxItems": MAX_PARTS}, description="1 to 32 parts, at most 2 MiB in total"
+    )
 
 
 class CreateTaskIn(_In):
-    command_id: StrictStr
-    workspace: StrictStr
-    id: StrictStr
-    context: StrictStr
+    command_id: StrictStr = _id("reuse to retry safely: an exact retry replays")
+    workspace: StrictStr = _id()
+    id: StrictStr = _id()
+    context: StrictStr = _id()
     message: MessageIn
-    expected_revision: StrictInt = 0
-    lease_timeout_seconds: StrictInt | None = Field(
+    expected_revision: JsonInt = Field(default=0, json_schema_extra=bounded(0, 0), description="0 for create")
+    lease_timeout_seconds: JsonInt | None = Field(
         default=None,
-        json_schema_extra={"minimum": 0, "maximum": MAX_LEASE_TIMEOUT},
+        json_schema_extra=bounded(0, MAX_LEASE_TIMEOUT),
         description="how long a lease may stay silent before the dispatcher fences it; 0 = never",
     )
 
 
 class CallerCommandIn(_In):
-    command_id: StrictStr
-    expected_revision: StrictInt
+    command_id: StrictStr = _id()
+    expected_revision: JsonInt = REVISION
 
 
 class ReplyIn(CallerCommandIn):
@@ -48,9 +64,9 @@ class ReplyIn(CallerCommandIn):
 
 
 class WorkerCommandIn(_In):
-    command_id: StrictStr
-    expected_revision: StrictInt
-    fence: StrictInt
+    command_id: StrictStr = _id()
+    expected_revision: JsonInt = REVISION
+    fence: JsonInt = FENCE
 
 
 class RequestInputIn(WorkerCommandIn):
@@ -58,31 +74,31 @@ class RequestInputIn(WorkerCommandIn):
 
 
 class CompleteIn(WorkerCommandIn):
-    submission_id: StrictStr
+    submission_id: StrictStr = _id("unique in the authority")
     message: MessageIn
-    artifact_id: StrictStr | None = None
+    artifact_id: StrictStr | None = Field(default=None, json_schema_extra=ID)
 
 
 class CommandIn(_In):
-    command_id: StrictStr
+    command_id: StrictStr = _id()
 
 
 class ClaimIn(_In):
-    command_id: StrictStr
-    wait_seconds: StrictInt = Field(
+    command_id: StrictStr = _id()
+    wait_seconds: JsonInt = Field(
         default=0,
-        json_schema_extra={"minimum": 0, "maximum": MAX_CLAIM_WAIT},
+        json_schema_extra=bounded(0, MAX_CLAIM_WAIT),
         description="long-poll: wait up to this long for a claimable task (billed as Lambda duration)",
     )
 
 
 class HeartbeatIn(_In):
-    fence: StrictInt
+    fence: JsonInt = FENCE
 
 
 class FenceIn(_In):
-    command_id: StrictStr
-    fence: StrictInt
+    command_id: StrictStr = _id()
+    fence: JsonInt = FENCE
 
 
 class SubmissionOut(ApiModel):
@@ -125,9 +141,15 @@ class ContextTasksOut(ApiModel):
 
 
 class PartOut(ApiModel):
+    """`text` or `data_b64` inline; a part stored out of line (over 8 KiB) has `download_url`,
+    `sha256` and `size` instead."""
+
     media_type: str
     text: str | None = None
     data_b64: str | None = None
+    download_url: str | None = None
+    sha256: str | None = None
+    size: int | None = None
 
 
 class MessageOut(ApiModel):
@@ -136,6 +158,10 @@ class MessageOut(ApiModel):
     author: str
     parts: list[PartOut]
     created_at: str
+
+
+class MessageEnvelope(ApiModel):
+    message: MessageOut
 
 
 class MessagePage(ApiModel):

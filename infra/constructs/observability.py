@@ -41,6 +41,16 @@ class Observability(Construct):
             api.reconcile_failures.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
             1,
         )
+        # A stored aggregate that broke an invariant was refused (TaskService fails closed): one is
+        # one too many, and the function's log holds the facts.
+        corrupt = cw.Metric(
+            namespace="Dovecote",
+            metric_name="CorruptStore",
+            statistic="Sum",
+            period=Duration.minutes(5),
+            dimensions_map={"service": "tasks_api"},
+        )
+        self._alarm("corrupt-store", corrupt, 1)
         latency = cw.Metric(
             namespace="AWS/ApiGateway",
             metric_name="Latency",

@@ -226,6 +226,8 @@ def test_date_bounds_are_inclusive_per_message_and_compare_instants(recall: Reca
     assert search(recall, "redis", before="2025-02-28").results[0].snippet.endswith("early")
     # inclusive on the exact instant, on both ends
     exact = search(recall, "redis", since="2025-03-05T12:00:00Z", before="2025-03-05T12:00:00Z")
+    # An inverted range is not an error: it matches nothing.
+    assert search(recall, "redis", since="2025-03-06", before="2025-03-05").results == []
     assert [r.iso for r in exact.results] == ["2025-03-05T12:00:00.000Z"]
     assert search(recall, "redis", since="2025-03-05T12:00:00.001Z").count == 0
 

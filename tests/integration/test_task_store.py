@@ -20,9 +20,10 @@ from tests.support.tasks import CALLER, WORKER, Flow, message, uid
 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
 from tests.unit.test_task_machine import (  # noqa: F401
+    test_a_fence_command_id_reused_by_another_worker_is_an_idempotency_conflict,
     test_a_rejected_command_reserves_nothing,
     test_acquire_fence_reacquire,
-    test_acquire_of_a_terminal_task_is_a_transition_error,
+    test_acquire_of_a_terminal_task_is_terminal_task,
     test_claim_replay_returns_the_same_assignment,
     test_claim_takes_the_oldest_claimable,
     test_create_gives_revision_1_with_one_message_and_event,
@@ -87,10 +88,14 @@ def test_large_parts_go_to_s3_and_come_back(dynamo: tuple[TaskService, dict[str,
         },
     )
     parts = service.messages(CALLER, flow.task_id, None, None)["items"][0]["parts"]
-    assert parts == [
-        {"media_type": "text/plain", "text": big},
-        {"media_type": "application/octet-stream", "data_b64": "AAEC"},
-    ]
+    # The large part comes as a presigned URL (a page never carries it), the small one inline.
+    import hashlib
+
+    import requests
+
+    assert parts[1] == {"media_type": "application/octet-stream", "data_b64": "AAEC"}
+    assert parts[0]["sha256"] == hashlib.sha256(big.encode()).hexdigest() and parts[0]["size"] == len(big)
+    assert requests.get(parts[0]["download_url"], timeout=30).content == big.encode()
     objects = env["s3"].list_objects_v2(Bucket=env["settings"].bucket, Prefix="parts/acme/").get("Contents", [])
     assert len(objects) == 1  # content-addressed; the small part stayed inline
 

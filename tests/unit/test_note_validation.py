@@ -89,3 +89,32 @@ def test_filter_author_has_three_states() -> None:
 def test_filter_digest_tells_absent_author_from_empty_author() -> None:
     assert NoteFilter(author=None).digest() != NoteFilter(author="").digest()
     assert NoteFilter(key="a", name="bc").digest() != NoteFilter(key="ab", name="c").digest()
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("text/plain", True),
+        ("text/plain; charset=utf-8", True),
+        ('text/plain; a="b\\"c"', True),  # an escaped quote inside a quoted-string (RFC 9110)
+        ('text/plain; a="b;c"', True),
+        ("text/plain;", True),
+        ("text/plain; a=1; a=2", False),  # a parameter twice
+        ("text/plain; a=1; A=2", False),  # names compare case-insensitively
+        ('text/plain; a="unterminated', False),
+        ("text/plain; a", False),
+        ("text", False),
+        ("text/", False),
+        ("/plain", False),
+        ("text/plain; a=b c", False),
+    ],
+)
+def test_media_types_are_parsed_per_rfc_9110(value: str, ok: bool) -> None:
+    from dovecote.platform.errors import InvalidArgument
+    from dovecote.platform.media import validate_media_type
+
+    if ok:
+        assert validate_media_type(value) == value
+    else:
+        with pytest.raises(InvalidArgument):
+            validate_media_type(value)

@@ -250,9 +250,45 @@ def test_another_worker_cannot_drive_or_fence_the_lease(service: TaskService) ->
     )
 
 
-def test_acquire_of_a_terminal_task_is_a_transition_error(service: TaskService) -> None:
+def test_acquire_of_a_terminal_task_is_terminal_task(service: TaskService) -> None:
+    """Reference parity: create; cancel; acquire answers terminal_task (it answered
+    invalid_transition before)."""
     flow = Flow(service).to_state("canceled")
-    assert code_of(flow.acquire) == "invalid_transition"
+    assert code_of(flow.acquire) == "terminal_task"
+
+
+def test_a_fence_command_id_reused_by_another_worker_is_an_idempotency_conflict(service: TaskService) -> None:
+    """Reference parity: create; acquire (w1); fence c3 (w1); the same id from w2 is no replay."""
+    flow = Flow(service).to_state("submitted")
+    flow.acquire()
+    service.fence(WORKER, flow.task_id, {"command_id": "fence-c3", "fence": flow.fence})
+    replay = service.fence(WORKER, flow.task_id, {"command_id": "fence-c3", "fence": flow.fence})
+    assert replay.replayed
+    other = lambda: service.fence(OTHER_WORKER, flow.task_id, {"command_id": "fence-c3", "fence": flow.fence})  # noqa: E731
+    assert code_of(other) == "idempotency_conflict"
+
+
+def test_a_command_on_a_task_at_the_last_revision_is_a_revision_conflict() -> None:
+    """Reference parity: the counters come before any write, and speak of the revision."""
+    store = InMemoryTaskStore()
+    svc = TaskService(store, CursorSigner(b"k" * 32))
+    flow = Flow(svc).to_state("submitted")
+    key = ("acme", flow.task_id)
+    top = 2**63 - 1
+    store.tasks[key] = store.tasks[key].evolve(revision=top, event_count=top)
+    flow.revision = top
+    assert code_of(lambda: flow.caller_cmd("cancel")) == "revision_conflict"
+
+
+def test_a_claim_whose_oldest_candidate_has_an_exhausted_fence_answers_it(service: TaskService) -> None:
+    """Reference parity: the candidate is not skipped for the next one."""
+    store = InMemoryTaskStore()
+    svc = TaskService(store, CursorSigner(b"k" * 32))
+    oldest = Flow(svc).to_state("submitted")
+    Flow(svc).to_state("submitted")
+    key = ("acme", oldest.task_id)
+    store.tasks[key] = store.tasks[key].evolve(fence=MAX_FENCE)
+    assert code_of(lambda: svc.claim(WORKER, {"command_id": uid("c")})) == "lease_fence_exhausted"
 
 
 def test_fence_exhausted(service: TaskService) -> None:

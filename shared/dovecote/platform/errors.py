@@ -30,6 +30,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "receipt_conflict": 409,
     "judgment_conflict": 409,
     "payload_too_large": 413,
+    # A stored aggregate broke an invariant: it is never served (facts in the log, an alarm).
+    "corrupt_store": 500,
     "throttled": 429,
     # An AWS dependency failed before anything could have been written; retrying is safe.
     "unavailable": 503,
@@ -77,6 +79,10 @@ class NotFound(DomainError):
 
 class PayloadTooLarge(DomainError):
     code = "payload_too_large"
+
+
+class CorruptStore(DomainError):
+    code = "corrupt_store"
 
 
 class Throttled(DomainError):

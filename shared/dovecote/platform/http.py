@@ -196,7 +196,9 @@ def _refuse_unknown_query(app: APIGatewayHttpResolver, next_middleware: Any) -> 
     has to be one the route declares."""
     route = app.context.get("_route")
     given = set((app.current_event.query_string_parameters or {}).keys())
-    if route is not None and given:
+    # The not-found route (rule ".*", compiled as "^.*$") declares nothing: it answers 404, whatever
+    # the query says.
+    if route is not None and given and ".*" not in route.rule.pattern:
         declared = {p.alias for p in route.dependant.query_params}
         unknown = sorted(given - declared)
         if unknown:

@@ -458,8 +458,8 @@ def gate_search(
         raise InvalidArgument(f"sort must be 'newest' or absent, got {sort_!r}", field="sort")
     since_ = _bound(_text_arg(since, "since", 64), "since", end_of_day=False)
     before_ = _bound(_text_arg(before, "before", 64), "before", end_of_day=True)
-    if since_ and before_ and since_ > before_:
-        raise InvalidArgument("since is after before", field="since", since=since_, before=before_)
+    # since after before is an empty range, not an error: it matches nothing (every well-formed pair
+    # of bounds is a valid request, as the published schema promises).
     if min_messages is not None and min_messages < 0:
         raise InvalidArgument("min_messages must be >= 0", field="min_messages")
     if min_messages is not None and min_messages > 10**9:

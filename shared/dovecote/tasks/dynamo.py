@@ -32,11 +32,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dovecote.platform.aws import THROTTLE_CODES, aws_error_code, aws_errors
+from dovecote.platform.aws import THROTTLE_CODES, aws_error_code
 from dovecote.platform.dynamo import bind, connection, one_page, pynamodb_errors, unwrap
 from dovecote.platform.errors import CommitUnknown
 from dovecote.tasks import machine
-from dovecote.tasks.model import TOTAL_SIZE_CAP, Event, Message, Part, Receipt, Task, expiry_shard, lease_deadline
+from dovecote.tasks.model import (
+    TOTAL_SIZE_CAP,
+    Event,
+    Grant,
+    Message,
+    Part,
+    Receipt,
+    Task,
+    expiry_shard,
+    lease_deadline,
+)
 from dovecote.tasks.ports import (
     Commit,
     LeasePage,
@@ -187,16 +197,39 @@ class DynamoTaskStore:
         )
 
     def _message(self, authority: str, task_id: str, item: MessageItem) -> Message:
+        """Parts stored in S3 come back remote (digest and size): a page carries a URL, never the
+        bytes, so reading a page costs no S3 request."""
         parts = []
         for part in item.parts:
             if part.data is not None:
-                data = bytes(part.data)
+                parts.append(Part(part.media_type, bytes(part.data)))
             else:
-                with aws_errors(write=False):
-                    obj = self._s3.get_object(Bucket=self._bucket, Key=self._part_key(authority, part.sha256))
-                    data = obj["Body"].read()
-            parts.append(Part(part.media_type, data))
+                parts.append(Part(part.media_type, b"", part.sha256, int(part.size or 0)))
         return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at)
+
+    def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
+        """Two round trips: the authority-wide id claim names the task and the sequence, then the
+        message item itself."""
+        with pynamodb_errors(write=False):
+            claim = _get(self._claims, f"MID#{authority}#{message_id}", "-")
+            if claim is None or claim.task != task_id or claim.sequence is None:
+                return None
+            item = _get(self._messages, task_pk(authority, task_id), f"M#{int(claim.sequence):020d}")
+        return self._message(authority, task_id, item) if item is not None else None
+
+    def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
+        with pynamodb_errors(write=False):
+            item = _get(self._grants, task_pk(authority, task_id), f"G#{fence:020d}")
+        return Grant(task_id, item.worker, fence, item.granted_at) if item is not None else None
+
+    def part_url(self, authority: str, sha256: str, expires_in: int) -> str:
+        return str(
+            self._s3.generate_presigned_url(
+                "get_object",
+                Params={"Bucket": self._bucket, "Key": self._part_key(authority, sha256)},
+                ExpiresIn=expires_in,
+            )
+        )
 
     # ---- the port ---------------------------------------------------------------------------
 
@@ -258,7 +291,7 @@ class DynamoTaskStore:
                 cas = cas & (tasks.heartbeat_at == e.heartbeat_at)
             ops.append(("task_cas", task, cas, True))
         for m in commit.messages:
-            claim = claims(f"MID#{authority}#{m.id}", "-", task=m.task)
+            claim = claims(f"MID#{authority}#{m.id}", "-", task=m.task, sequence=m.sequence)
             ops.append(("message_id", claim, claims.pk.does_not_exist(), False))
             ops.append(("record", self._message_item(authority, m), self._messages.pk.does_not_exist(), False))
         for ev in commit.events:

@@ -7,7 +7,17 @@ import threading
 from collections import defaultdict
 
 from dovecote.tasks import machine
-from dovecote.tasks.model import TOTAL_SIZE_CAP, Event, Grant, Message, Receipt, Task, expiry_shard, lease_deadline
+from dovecote.tasks.model import (
+    TOTAL_SIZE_CAP,
+    Event,
+    Grant,
+    Message,
+    Part,
+    Receipt,
+    Task,
+    expiry_shard,
+    lease_deadline,
+)
 from dovecote.tasks.ports import (
     Commit,
     LeasePage,
@@ -122,7 +132,21 @@ class InMemoryTaskStore:
 
     def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
         with self._lock:
-            return [m for m in self.messages_by_task[(authority, task_id)] if m.sequence > after][:limit]
+            found = [m for m in self.messages_by_task[(authority, task_id)] if m.sequence > after][:limit]
+        return [_as_stored(m) for m in found]
+
+    def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
+        with self._lock:
+            for m in self.messages_by_task[(authority, task_id)]:
+                if m.id == message_id:
+                    return _as_stored(m)
+        return None
+
+    def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
+        return self.grants.get((authority, task_id, fence))
+
+    def part_url(self, authority: str, sha256: str, expires_in: int) -> str:
+        return f"memory://parts/{authority}/{sha256}"
 
     def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]:
         with self._lock:
@@ -162,3 +186,19 @@ class InMemoryTaskStore:
             tasks = [t for (a, _), t in self.tasks.items() if a == authority and t.owner == worker]
         page = self._page(tasks, lease_key, after, limit)
         return LeasePage(page.items, page.after)
+
+
+def _as_stored(message: Message) -> Message:
+    """As the DynamoDB store reads it back: parts over the inline size are remote (digest, size)."""
+    import hashlib
+    from dataclasses import replace
+
+    from dovecote.tasks.dynamo import INLINE_PART_BYTES
+
+    parts = tuple(
+        p
+        if len(p.data) <= INLINE_PART_BYTES
+        else Part(p.media_type, b"", hashlib.sha256(p.data).hexdigest(), len(p.data))
+        for p in message.parts
+    )
+    return replace(message, parts=parts)

@@ -40,6 +40,14 @@ def page_limit(limit: int | None) -> int:
 class Part:
     media_type: str
     data: bytes
+    # A part read back without its bytes (stored in S3 past the inline size): its digest and size,
+    # served as a download_url rather than carried in a page.
+    sha256: str = ""
+    size: int = 0
+
+    @property
+    def remote(self) -> bool:
+        return bool(self.sha256) and not self.data
 
     def to_json(self) -> dict[str, Any]:
         return {"media_type": self.media_type, "data_b64": base64.b64encode(self.data).decode()}
@@ -165,6 +173,8 @@ class Message:
 def _render_part(part: Part) -> dict[str, Any]:
     from dovecote.platform.media import is_textual
 
+    if part.remote:
+        return {"media_type": part.media_type, "sha256": part.sha256, "size": part.size}
     if is_textual(part.media_type):
         try:
             return {"media_type": part.media_type, "text": part.data.decode("utf-8")}
@@ -251,3 +261,36 @@ def lease_deadline(task: Task) -> str | None:
 
 def expiry_shard(authority: str, task_id: str) -> int:
     return int(hashlib.sha256(f"{authority}#{task_id}".encode()).hexdigest()[:8], 16) % EXPIRY_SHARDS
+
+
+# A page of messages stops before its parts pass this many bytes (inline parts; remote ones are URLs),
+# so a page stays far below the 6 MB Lambda response limit whatever `limit` asks for.
+MESSAGE_PAGE_BYTES = 4 * 1024 * 1024
+
+
+def task_violations(task: Task) -> list[str]:
+    """The aggregate's invariants (SEMANTICS §2); a non-empty answer means the store is corrupt."""
+    from dovecote.tasks import machine
+
+    found = []
+    if task.revision != task.event_count:
+        found.append(f"revision {task.revision} != event count {task.event_count}")
+    if task.message_count > task.revision:
+        found.append(f"message count {task.message_count} > revision {task.revision}")
+    if task.revision < 1 or task.message_count < 1:
+        found.append("a task has at least revision 1 and one message")
+    if task.state not in machine.STATES:
+        found.append(f"unknown state {task.state!r}")
+    if task.state == "completed" and not task.submission:
+        found.append("completed without a submission")
+    if machine.is_terminal(task.state) and task.owner:
+        found.append(f"terminal but leased by {task.owner!r}")
+    if task.owner and (task.fence < 1 or not task.granted_at):
+        found.append("leased without a fence or a grant time")
+    return found
+
+
+def message_violations(message: Message) -> list[str]:
+    """Authors alternate: odd sequence numbers are the caller's, even ones the agent's."""
+    want = "caller" if message.sequence % 2 == 1 else "agent"
+    return [] if message.author == want else [f"message {message.sequence} is by {message.author}, not {want}"]

@@ -101,7 +101,10 @@ class TaskStore(Protocol):
         stale (a sparse index); the commit's CAS is what makes a claim safe."""
         ...
 
-    def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]: ...
+    def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
+        """Oldest first. Parts stored out of line (over INLINE_PART_BYTES) come back remote: their
+        digest and size, no bytes (see part_url)."""
+        ...
 
     def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]: ...
 
@@ -112,6 +115,18 @@ class TaskStore(Protocol):
     ) -> TaskPage: ...
 
     def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage: ...
+
+    def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
+        """One message of the task by its id (ids are unique in the authority), or None."""
+        ...
+
+    def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
+        """The grant history's record for one lease generation, or None."""
+        ...
+
+    def part_url(self, authority: str, sha256: str, expires_in: int) -> str:
+        """A download URL for a message part stored by digest (read back as a remote Part)."""
+        ...
 
     def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:
         """Record a sign of life of the lease (worker, fence): one conditional write that never

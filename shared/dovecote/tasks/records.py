@@ -154,9 +154,11 @@ class ReceiptItem(_Item):
 
 class ClaimItem(_Item):
     """pk "MID#<authority>#<message>" or "S#<authority>#<submission>", sk "-": authority-wide
-    uniqueness of a message id or a submission id."""
+    uniqueness of a message id or a submission id; a message's claim also names its sequence, so a
+    message can be read by id."""
 
     task = UnicodeAttribute()
+    sequence = NumberAttribute(null=True)
 
 
 TASKS_TABLE = TableDef(

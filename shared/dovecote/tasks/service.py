@@ -19,6 +19,7 @@ from dovecote.platform.clock import Clock, rfc3339, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
 from dovecote.platform.errors import (
     ArtifactState,
+    CorruptStore,
     Forbidden,
     IdempotencyConflict,
     InvalidArgument,
@@ -39,6 +40,7 @@ from dovecote.tasks.model import (
     MAX_COUNTER,
     MAX_FENCE,
     MAX_LEASE_TIMEOUT,
+    MESSAGE_PAGE_BYTES,
     Event,
     Grant,
     Message,
@@ -49,7 +51,9 @@ from dovecote.tasks.model import (
     check_id,
     gate_message,
     intent_digest,
+    message_violations,
     page_limit,
+    task_violations,
 )
 from dovecote.tasks.ports import (
     Commit,
@@ -133,6 +137,8 @@ class TaskService:
         default_lease_timeout: int = DEFAULT_LEASE_TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        presign_seconds: int = 900,
+        on_corrupt: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self._store = store
         self._signers = LazySigner(signer, signer_factory)
@@ -140,6 +146,8 @@ class TaskService:
         self._default_lease_timeout = default_lease_timeout
         self._sleep = sleep
         self._monotonic = monotonic
+        self._presign_seconds = presign_seconds
+        self._on_corrupt = on_corrupt or _report_corrupt
 
     @property
     def signer(self) -> CursorSigner:
@@ -164,6 +172,8 @@ class TaskService:
             replay = _replay(snapshot, kind, digest)
             if replay is not None:
                 return replay
+            if snapshot.task is not None:
+                self._checked(snapshot.task)  # a corrupt aggregate is neither served nor changed
             decided = decide(snapshot.task)
             if isinstance(decided, Outcome):
                 return decided
@@ -312,7 +322,11 @@ class TaskService:
             if to is None:
                 raise InvalidTransition(f"{kind} is not allowed from {task.state}", state=task.state, command=kind)
             if task.revision >= MAX_COUNTER or task.event_count >= MAX_COUNTER:
-                raise InvalidTransition("the task's counters are exhausted", state=task.state)
+                # The reference reports exhausted counters as a revision conflict (step 7 of the
+                # check order comes after the transition check but speaks of the revision).
+                raise RevisionConflict(
+                    "the task's revision cannot grow any further", expected=expected, actual=task.revision
+                )
             if kind == "complete_task" and artifact is not None:
                 # No artifact can be frozen yet (artifacts arrive with issue 3/5): naming one is an
                 # artifact-state error, as the seed says for any artifact but the frozen one.
@@ -401,7 +415,9 @@ class TaskService:
         for candidate in self._store.claimable(principal.authority, CLAIM_CANDIDATES):
             try:
                 decided = self._grant(candidate, worker, candidate.id)
-            except (LeaseUnavailable, InvalidTransition, LeaseFenceExhausted):
+            except (LeaseUnavailable, TerminalTask):
+                # A stale index entry (the task was leased or ended since): try the next oldest.
+                # An exhausted fence is not skipped: the oldest candidate answers it (SEMANTICS §2).
                 continue
             commit = Commit(
                 receipt=Receipt(principal.authority, command_id, "claim_lease", digest, 200, decided.receipt.result),
@@ -426,7 +442,7 @@ class TaskService:
         if task is None:
             raise NotFound("task not found", task=task_id)
         if machine.is_terminal(task.state):
-            raise InvalidTransition(f"the task is {task.state}; it cannot be leased", state=task.state)
+            raise TerminalTask(f"the task is {task.state}; it cannot be leased", state=task.state)
         if task.owner:
             raise LeaseUnavailable("the task is already leased", fence=task.fence)
         if task.fence >= MAX_FENCE:
@@ -518,6 +534,17 @@ class TaskService:
         task = self._load(principal, task_id)
         if not task.owner:
             raise NotFound("the task has no current lease", task=task_id)
+        # The current lease must be the grant history's record for this fence.
+        grant = self._store.grant(principal.authority, task_id, task.fence)
+        if grant is None or grant.worker != task.owner:
+            raise self._corrupt(
+                "lease",
+                authority=task.authority,
+                task=task.id,
+                fence=task.fence,
+                owner=task.owner,
+                granted_to=grant.worker if grant else None,
+            )
         return {"assignment": assignment_json(task, task.owner, task.fence, task.granted_at)}
 
     def list_leases(self, principal: Principal, limit: int | None, cursor: str | None) -> dict[str, Any]:
@@ -538,7 +565,19 @@ class TaskService:
         task = self._store.read(principal.authority, None, task_id).task
         if task is None:
             raise NotFound("task not found", task=task_id)
+        return self._checked(task)
+
+    def _checked(self, task: Task) -> Task:
+        """Fail closed: an aggregate that breaks an invariant is never served (SEMANTICS §2)."""
+        violations = task_violations(task)
+        if violations:
+            raise self._corrupt("task", authority=task.authority, task=task.id, violations=violations)
         return task
+
+    def _corrupt(self, kind: str, **facts: Any) -> CorruptStore:
+        self._on_corrupt(kind, facts)
+        # The caller learns that a stored record is unusable, not what it holds.
+        return CorruptStore("a stored record of this task breaks an invariant; it is not served", record=kind)
 
     def get(self, principal: Principal, task_id: str) -> dict[str, Any]:
         principal.require("caller", "worker")
@@ -550,11 +589,47 @@ class TaskService:
         return {"task": task.to_json(), "event_cursor": task.event_count}
 
     def messages(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
+        """A page of messages after `after`: at most `limit`, and it also stops before its inline parts
+        pass MESSAGE_PAGE_BYTES (always at least one message). Parts stored in S3 come as a
+        presigned `download_url`."""
         principal.require("caller", "worker")
         task = self._load(principal, task_id)
         start, size = _stream_args(after, limit, task.message_count)
-        items = self._store.messages(principal.authority, task_id, start, size)
-        return _stream_page([m.to_json() for m in items], start, task.message_count)
+        page: list[dict[str, Any]] = []
+        used = 0
+        for message in self._store.messages(principal.authority, task_id, start, size):
+            weight = sum(len(p.data) for p in message.parts)
+            if page and used + weight > MESSAGE_PAGE_BYTES:
+                break
+            used += weight
+            page.append(self._message_json(principal, message))
+        return _stream_page(page, start, task.message_count)
+
+    def message(self, principal: Principal, task_id: str, message_id: str) -> dict[str, Any]:
+        """One message by its id (unique in the authority)."""
+        principal.require("caller", "worker")
+        check_id(task_id, "task")
+        check_id(message_id, "message")
+        found = self._store.message(principal.authority, task_id, message_id)
+        if found is None:
+            raise NotFound("message not found", task=task_id, message_id=message_id)
+        return {"message": self._message_json(principal, found)}
+
+    def _message_json(self, principal: Principal, message: Message) -> dict[str, Any]:
+        violations = message_violations(message)
+        if violations:
+            raise self._corrupt(
+                "message",
+                authority=principal.authority,
+                task=message.task,
+                sequence=message.sequence,
+                violations=violations,
+            )
+        out = message.to_json()
+        for rendered, part in zip(out["parts"], message.parts, strict=True):
+            if part.remote:
+                rendered["download_url"] = self._store.part_url(principal.authority, part.sha256, self._presign_seconds)
+        return out
 
     def events(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
         principal.require("caller", "worker")
@@ -603,6 +678,17 @@ class TaskService:
         if after is None:
             return None
         return self.signer.seal(authority=principal.authority, scope=scope, position={"after": list(after)})
+
+
+def _report_corrupt(kind: str, facts: dict[str, Any]) -> None:
+    """The default alarm: the facts in the log (an operator's to read, never the caller's) and a
+    CorruptStore metric that CloudWatch alarms on."""
+    from aws_lambda_powertools.metrics import MetricUnit
+
+    from dovecote.platform.observability import logger, metrics
+
+    logger.error("corrupt store record", extra={"record": kind, **facts})
+    metrics.add_metric(name="CorruptStore", unit=MetricUnit.Count, value=1)
 
 
 def _commit(

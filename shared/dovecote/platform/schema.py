@@ -1,0 +1,104 @@
+"""What the OpenAPI document declares about inputs, in one place.
+
+The domain gates enforce every rule with their own stable codes and the seed's messages; these
+constraints only *document* them (`json_schema_extra`), so the published schema is exact without a
+second, differently worded validation in pydantic. tests/e2e/test_schemathesis.py holds the two
+together: every schema-valid request must be accepted (positive data acceptance).
+
+`JsonInt` is an integer as JSON Schema means it: `3` and `3.0` are both the integer 3 (a schema
+validator accepts both, so the server must), while a string or a boolean is never an integer.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+
+from dovecote.platform.ids import ID_SCHEMA_PATTERN
+
+ID: dict[str, Any] = {"pattern": ID_SCHEMA_PATTERN}
+SHA256_HEX: dict[str, Any] = {"pattern": "^(sha256:)?[0-9a-f]{64}$"}
+# A media type without parameters is the documented subset (parameters are accepted too).
+MEDIA_TYPE: dict[str, Any] = {"pattern": r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+/[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "maxLength": 128}
+# Base64 of at least one byte.
+BASE64: dict[str, Any] = {
+    "pattern": r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"
+}
+# No control characters (query text, filters).
+PLAIN_TEXT: dict[str, Any] = {"pattern": r"^[^\x00-\x1f\x7f]*$"}
+
+
+def bounded(minimum: int | None = None, maximum: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if minimum is not None:
+        out["minimum"] = minimum
+    if maximum is not None:
+        out["maximum"] = maximum
+    return out
+
+
+def one_of(*values: str) -> dict[str, Any]:
+    return {"enum": list(values)}
+
+
+def _json_int(value: Any) -> Any:
+    if isinstance(value, bool) or isinstance(value, str):
+        raise ValueError("must be an integer")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("must be an integer")
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_int)]
+
+
+# Integers the document declares as bounded by this: JSON Schema tools handle numbers as doubles, so
+# a bound of 2^63-1 would be rounded up and values past it generated. The server accepts more (its
+# own bound is 2^63-1); the document promises the safe-integer range.
+SAFE_MAX = 2**53 - 1
+
+
+def _drop_nulls(schema: dict[str, Any]) -> None:
+    """Optional request fields take a value or are left out: `null` is not a value (the gate below
+    refuses it), so the document does not offer it either."""
+    for prop in (schema.get("properties") or {}).values():
+        options = prop.get("anyOf")
+        if isinstance(options, list) and {"type": "null"} in options:
+            rest = [o for o in options if o != {"type": "null"}]
+            del prop["anyOf"]
+            if len(rest) == 1:
+                prop.update(rest[0])
+            else:
+                prop["anyOf"] = rest
+
+
+class RequestModel(BaseModel):
+    """Base of every request body: unknown fields are refused, and so is an explicit `null`."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_drop_nulls)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, value in data.items():
+                if value is None:
+                    raise ValueError(f"{name} must not be null: leave it out instead")
+        return data
+
+
+def with_schema(base: dict[str, Any]) -> ConfigDict:
+    """A request model's config with extra JSON Schema keywords (oneOf, required, ...)."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        _drop_nulls(schema)
+        for keyword, value in base.items():
+            if keyword == "required":
+                schema["required"] = sorted(set(schema.get("required", [])) | set(value))
+            else:
+                schema[keyword] = value
+
+    return ConfigDict(extra="forbid", json_schema_extra=extra)

@@ -1,0 +1,180 @@
+"""Reads of a task on both TaskStores (the fake and DynamoDB on moto): one message by id, the byte
+budget of a message page, and fail-closed reads: an aggregate that breaks an invariant is never
+served (500 corrupt_store, facts reported) — tested by editing the stored items directly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dovecote.platform.cursors import CursorSigner
+from dovecote.platform.errors import CorruptStore, NotFound
+from dovecote.tasks import model as task_model
+from dovecote.tasks.dynamo import DynamoTaskStore, task_pk
+from dovecote.tasks.memory import InMemoryTaskStore
+from dovecote.tasks.service import TaskService
+from tests.support.tasks import CALLER, WORKER, Flow, message, uid
+
+KEY = b"task-reads-key-0123456789abcdefgh"
+
+
+class Backend:
+    def __init__(self, kind: str, service: TaskService, env: dict[str, Any] | None) -> None:
+        self.kind = kind
+        self.service = service
+        self.env = env
+        self.reported: list[tuple[str, dict[str, Any]]] = []
+
+    def corrupt_task(self, task_id: str, **changes: Any) -> None:
+        """Change stored fields behind the service's back (as a bad migration or hand edit would)."""
+        if self.kind == "memory":
+            store = self.service._store  # type: ignore[attr-defined]
+            store.tasks[("acme", task_id)] = store.tasks[("acme", task_id)].evolve(**changes)
+            return
+        assert self.env is not None
+        names = {f"#{k}": k for k in changes}
+        values = {f":{k}": ({"N": str(v)} if isinstance(v, int) else {"S": v}) for k, v in changes.items()}
+        self.env["dynamodb"].update_item(
+            TableName=self.env["settings"].tasks_table,
+            Key={"pk": {"S": task_pk("acme", task_id)}, "sk": {"S": "T"}},
+            UpdateExpression="SET " + ", ".join(f"#{k} = :{k}" for k in changes),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def corrupt_message_author(self, task_id: str, sequence: int, author: str) -> None:
+        if self.kind == "memory":
+            from dataclasses import replace
+
+            store = self.service._store  # type: ignore[attr-defined]
+            stored = store.messages_by_task[("acme", task_id)]
+            stored[sequence - 1] = replace(stored[sequence - 1], author=author)
+            return
+        assert self.env is not None
+        self.env["dynamodb"].update_item(
+            TableName=self.env["settings"].tasks_table,
+            Key={"pk": {"S": task_pk("acme", task_id)}, "sk": {"S": f"M#{sequence:020d}"}},
+            UpdateExpression="SET author = :a",
+            ExpressionAttributeValues={":a": {"S": author}},
+        )
+
+    def drop_grant(self, task_id: str, fence: int) -> None:
+        if self.kind == "memory":
+            del self.service._store.grants[("acme", task_id, fence)]  # type: ignore[attr-defined]
+            return
+        assert self.env is not None
+        self.env["dynamodb"].delete_item(
+            TableName=self.env["settings"].tasks_table,
+            Key={"pk": {"S": task_pk("acme", task_id)}, "sk": {"S": f"G#{fence:020d}"}},
+        )
+
+
+@pytest.fixture(params=["memory", "dynamo"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    env = None
+    if request.param == "memory":
+        store: Any = InMemoryTaskStore()
+    else:
+        env = request.getfixturevalue("moto_env")
+        s = env["settings"]
+        store = DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=env["dynamodb"], s3=env["s3"])
+    holder: list[Backend] = []
+    service = TaskService(
+        store, CursorSigner(KEY), on_corrupt=lambda kind, facts: holder[0].reported.append((kind, facts))
+    )
+    holder.append(Backend(request.param, service, env))
+    yield holder[0]
+
+
+def test_one_message_by_id(backend: Backend) -> None:
+    svc = backend.service
+    flow = Flow(svc)
+    first = message("first", uid("m"))
+    svc.create(
+        CALLER, {"command_id": uid("c"), "workspace": "ws", "id": flow.task_id, "context": "c", "message": first}
+    )
+    got = svc.message(CALLER, flow.task_id, first["id"])["message"]
+    assert got["id"] == first["id"] and got["sequence"] == 1 and got["parts"][0]["text"] == "first"
+    other = Flow(svc).to_state("submitted")
+    with pytest.raises(NotFound):
+        svc.message(CALLER, other.task_id, first["id"])  # an id of another task
+    with pytest.raises(NotFound):
+        svc.message(CALLER, flow.task_id, "no-such-message")
+    with pytest.raises(NotFound):
+        svc.message(
+            __import__("dovecote.platform.principal", fromlist=["P"]).Principal("globex", "caller"),
+            flow.task_id,
+            first["id"],
+        )
+
+
+def test_a_message_page_stops_at_its_byte_budget(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dovecote.tasks import service as task_service
+
+    monkeypatch.setattr(task_service, "MESSAGE_PAGE_BYTES", 5000)
+    svc = backend.service
+    flow = Flow(svc)
+    flow.create()
+    flow.acquire()
+    flow.worker_cmd("accept")
+    for _ in range(3):  # three rounds of 3,000-byte texts (under the 8 KiB inline size)
+        flow.worker_cmd("request_input", message=message("a" * 3000))
+        flow.caller_cmd("reply", message=message("c" * 3000))
+    page = svc.messages(CALLER, flow.task_id, None, 100)
+    # 1 small + one 3,000-byte message fit in 5,000 bytes; the next would not.
+    assert [m["sequence"] for m in page["items"]] == [1, 2] and page["has_more"] and page["next"] == 2
+    rest = svc.messages(CALLER, flow.task_id, page["next"], 100)
+    assert [m["sequence"] for m in rest["items"]] == [3]  # a page always holds at least one message
+
+
+@pytest.mark.parametrize(
+    ("changes", "what"),
+    [
+        ({"event_count": 7}, "revision 1 != event count 7"),
+        ({"state": "completed"}, "completed without a submission"),
+        ({"message_count": 5}, "message count 5 > revision 1"),
+    ],
+)
+def test_a_task_that_breaks_an_invariant_is_never_served(backend: Backend, changes: dict[str, Any], what: str) -> None:
+    flow = Flow(backend.service).to_state("submitted")
+    backend.corrupt_task(flow.task_id, **changes)
+    for read in (
+        lambda: backend.service.get(CALLER, flow.task_id),
+        lambda: backend.service.snapshot(CALLER, flow.task_id),
+        lambda: backend.service.events(CALLER, flow.task_id, None, None),
+        lambda: flow.caller_cmd("cancel"),  # nor changed
+    ):
+        with pytest.raises(CorruptStore) as caught:
+            read()
+        assert caught.value.status == 500 and caught.value.details == {"record": "task"}
+    kind, facts = backend.reported[0]
+    assert kind == "task" and facts["task"] == flow.task_id and what in facts["violations"]
+
+
+def test_authors_that_do_not_alternate_are_never_served(backend: Backend) -> None:
+    flow = Flow(backend.service).to_state("input_required")
+    backend.corrupt_message_author(flow.task_id, 2, "caller")
+    with pytest.raises(CorruptStore):
+        backend.service.messages(CALLER, flow.task_id, None, None)
+    assert backend.reported[0][0] == "message"
+
+
+def test_a_lease_without_its_grant_record_is_never_served(backend: Backend) -> None:
+    flow = Flow(backend.service).to_state("submitted")
+    flow.acquire()
+    assert backend.service.get_lease(WORKER, flow.task_id)["assignment"]["fence"] == flow.fence
+    backend.drop_grant(flow.task_id, flow.fence)
+    with pytest.raises(CorruptStore):
+        backend.service.get_lease(WORKER, flow.task_id)
+    assert backend.reported[0][1]["granted_to"] is None
+
+
+def test_invariants_hold_for_every_state() -> None:
+    """The checks accept every state the service produces (no false alarm)."""
+    service = TaskService(InMemoryTaskStore(), CursorSigner(KEY))
+    for state in ("submitted", "working", "input_required", "completed", "canceled", "rejected", "failed"):
+        flow = Flow(service).to_state(state)
+        task = service._store.read("acme", None, flow.task_id).task  # type: ignore[attr-defined]
+        assert task_model.task_violations(task) == [], state
