@@ -79,6 +79,13 @@ FUNCTIONS: dict[str, Function] = {
                 "recall_sqlite_path",
             ),
         ),
+        # A status read may long-poll up to 20 s (wait ≤ 20) inside API Gateway's 29 s. Redrive
+        # (admin) reads the dead-letter queue and sends to the queue.
+        Function(
+            "memory_api",
+            "functions.memory_api.handler.handler",
+            settings=("memory_table", "memory_queue_url", "memory_dlq_url", "cursor_secret_arn"),
+        ),
     )
 }
 
@@ -123,6 +130,18 @@ TRANSCRIPT_INDEXER = Function(
 )
 TRANSCRIPT_INDEXER_BATCH_SIZE = 1  # one file per invocation: a failure retries that file alone
 TRANSCRIPT_UPLOADS_PREFIX = "uploads/transcripts/"  # dovecote.recall.memory names the same prefix
+
+# Queue consumers: not behind the API. The memory write queue (SQS FIFO) drives the memory worker;
+# Powertools reports partial batch failures (ReportBatchItemFailures on the event source mapping).
+# It reads the queue through its event source mapping and sends only to the dead-letter queue.
+MEMORY_WORKER = Function(
+    "memory_worker",
+    "functions.memory_worker.handler.handler",
+    memory_mb=512,
+    timeout_s=60,
+    settings=("memory_table", "memory_queue_url", "memory_dlq_url"),
+)
+MEMORY_WORKER_BATCH_SIZE = 10  # the SQS FIFO maximum; a batch never holds one scope out of order
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "admin_api", authorized=False),
@@ -175,4 +194,12 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/recall/topics", "recall_api"),
     Route("POST", "/v1/recall/topics", "recall_api"),
     Route("POST", "/v1/recall/rebuild", "recall_api"),
+    # memory
+    Route("POST", "/v1/memory/writes", "memory_api"),
+    Route("GET", "/v1/memory/writes/{id}", "memory_api"),
+    Route("DELETE", "/v1/memory/writes/{id}", "memory_api"),
+    Route("GET", "/v1/memory", "memory_api"),
+    Route("GET", "/v1/memory/relations", "memory_api"),
+    Route("POST", "/v1/memory/relations/{id}/judgment", "memory_api"),
+    Route("POST", "/v1/memory/redrive", "memory_api"),
 )

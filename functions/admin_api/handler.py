@@ -32,6 +32,7 @@ API_MODULES = (
     "functions.notes_api.handler",
     "functions.tasks_api.handler",
     "functions.recall_api.handler",
+    "functions.memory_api.handler",
 )
 
 

@@ -128,4 +128,85 @@ def serialize_dynamodb() -> None:
 
         functools.update_wrapper(locked, original)
         setattr(DynamoDBBackend, name, locked)
+    _serialize_dynamodb_requests()
     DynamoDBBackend._dovecote_serialized = True  # type: ignore[attr-defined]
+
+
+def _serialize_dynamodb_requests() -> None:
+    """The whole DynamoDB request under the lock, not only the backend call: moto's UpdateItem
+    handler deep-copies the live item it got from `get_item` after that call returned, so a
+    concurrent update of the same item broke the copy ("dictionary changed size during iteration").
+    Racing flips on one item (a cancel against the worker's start) hit it."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with _LOCK:
+            return original(self)
+
+    functools.update_wrapper(call_action, original)
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+
+# ---- SQS ----------------------------------------------------------------------------------------
+
+_SQS_LOCK = threading.RLock()
+_SQS_OPERATIONS = (
+    "send_message",
+    "send_message_batch",
+    "delete_message",
+    "delete_message_batch",
+    "change_message_visibility",
+    "change_message_visibility_batch",
+    "purge_queue",
+)
+
+
+def serialize_sqs() -> None:
+    """Make moto's SQS FIFO deliver a message group in order, and its backend thread-safe.
+
+    - moto 5.2 keeps a received message in `pending_messages` after its visibility timeout ends,
+      so when a group's messages all become visible again, `receive_message` skips the group's
+      head (its group still looks in flight because of the messages behind it) and hands out a
+      later message first. Real SQS delivers a group in order up to its first in-flight message.
+      Here a message whose visibility timeout has ended stops being pending before the receive.
+    - `delete_message` rebuilds the queue's message list without the lock `add_message` takes,
+      so a concurrent send could be dropped: every mutating call takes one lock. A long-polling
+      receive (WaitTimeSeconds > 0) waits for sends, so it runs without that lock.
+    """
+    from moto.sqs.models import SQSBackend
+
+    if getattr(SQSBackend, "_dovecote_serialized", False):
+        return
+    original_receive = SQSBackend.receive_message
+
+    def receive_message(
+        self: Any, queue_name: str, count: int, wait_seconds_timeout: int, *args: Any, **kwargs: Any
+    ) -> Any:
+        def receive() -> Any:
+            queue = self.get_queue(queue_name)
+            for message in list(queue.pending_messages):
+                if message.visible:
+                    queue.pending_messages.discard(message)
+            return original_receive(self, queue_name, count, wait_seconds_timeout, *args, **kwargs)
+
+        if wait_seconds_timeout:
+            return receive()
+        with _SQS_LOCK:
+            return receive()
+
+    functools.update_wrapper(receive_message, original_receive)
+    SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
+    for name in _SQS_OPERATIONS:
+        original = getattr(SQSBackend, name, None)
+        if original is None:
+            continue
+
+        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            with _SQS_LOCK:
+                return __original(self, *args, **kwargs)
+
+        functools.update_wrapper(locked, original)
+        setattr(SQSBackend, name, locked)
+    SQSBackend._dovecote_serialized = True  # type: ignore[attr-defined]

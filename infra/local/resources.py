@@ -9,6 +9,10 @@ from typing import Any
 from infra import constants as c
 from infra.routes import TRANSCRIPT_UPLOADS_PREFIX
 
+# Locally a failed memory message is seen again after this long (Lambda's queue uses 6× the
+# function timeout; a dev loop wants the retry soon).
+MEMORY_VISIBILITY_S = 10
+
 
 def model_tables() -> list[Any]:
     """Every table whose items are PynamoDB models: the schema comes from the models."""
@@ -18,6 +22,15 @@ def model_tables() -> list[Any]:
     from dovecote.tasks.records import TASKS_TABLE
 
     return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE, RECALL_TABLE]
+
+
+def local_model_tables() -> list[Any]:
+    """Tables created locally from their models that CDK does not declare yet. The memory table
+    moves into `model_tables()` once infra/constructs/data.py builds it from MEMORY_TABLE (then
+    tests/infra/test_stack.py checks the two agree)."""
+    from dovecote.memory.records import MEMORY_TABLE
+
+    return [MEMORY_TABLE]
 
 
 def create_transcript_queue(*, s3: Any, sqs: Any, bucket: str, queue: str) -> str:
@@ -40,6 +53,22 @@ def create_transcript_queue(*, s3: Any, sqs: Any, bucket: str, queue: str) -> st
     return url
 
 
+def create_memory_queues(sqs: Any, *, queue: str, dlq: str, visibility_s: int) -> dict[str, str]:
+    """The memory write queue (FIFO) and its FIFO dead-letter queue. The RedrivePolicy is the
+    backstop: the worker moves a poison message itself after GIVE_UP_AT receives (memory/worker.py)."""
+    import json
+
+    from dovecote.memory.worker import REDRIVE_MAX_RECEIVES
+
+    fifo = {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
+    dlq_url = sqs.create_queue(QueueName=dlq, Attributes={**fifo, "MessageRetentionPeriod": "1209600"})["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": REDRIVE_MAX_RECEIVES}
+    attributes = {**fifo, "VisibilityTimeout": str(visibility_s), "RedrivePolicy": json.dumps(redrive)}
+    queue_url = sqs.create_queue(QueueName=queue, Attributes=attributes)["QueueUrl"]
+    return {c.ENV_MEMORY_QUEUE_URL: queue_url, c.ENV_MEMORY_DLQ_URL: dlq_url}
+
+
 def create_all(
     *,
     dynamodb: Any,
@@ -48,11 +77,13 @@ def create_all(
     names: dict[str, str],
     sqs: Any | None = None,
     kms: Any | None = None,
+    memory_visibility_s: int = MEMORY_VISIBILITY_S,
 ) -> dict[str, str]:
     """Create tables, the versioned bucket and the cursor secret (and, given an SQS client, the
-    queues; given a KMS client, the key that seals protected payloads). Returns settings env values."""
+    queues: transcripts, and the memory write queue with its dead-letter queue; given a KMS client,
+    the key that seals protected payloads). Returns settings env values."""
     env: dict[str, str] = {}
-    for table in model_tables():
+    for table in (*model_tables(), *local_model_tables()):
         name = names[table.setting]
         dynamodb.create_table(**table.create_table_kwargs(name))
         if table.ttl:
@@ -65,6 +96,11 @@ def create_all(
     env[c.ENV_BUCKET] = names["bucket"]
     if sqs is not None:
         create_transcript_queue(s3=s3, sqs=sqs, bucket=names["bucket"], queue=names["transcripts_queue"])
+        env.update(
+            create_memory_queues(
+                sqs, queue=names["memory_queue"], dlq=names["memory_dlq"], visibility_s=memory_visibility_s
+            )
+        )
     if kms is not None:
         key = kms.create_key(Description="Dovecote protected payloads (local)")["KeyMetadata"]["KeyId"]
         env["DOVECOTE_DATA_KEY_ID"] = key
@@ -78,6 +114,9 @@ DEFAULT_NAMES = {
     "notes_table": "dovecote-notes",
     "tokens_table": "dovecote-tokens",
     "tasks_table": "dovecote-tasks",
+    "memory_table": "dovecote-memory",
+    "memory_queue": "dovecote-memory.fifo",
+    "memory_dlq": "dovecote-memory-dlq.fifo",
     "bucket": "dovecote-bodies",
     "recall_table": "dovecote-recall",
     "transcripts_queue": "dovecote-transcripts",

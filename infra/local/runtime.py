@@ -1,6 +1,7 @@
 """The local runtime behind `dovecote dev`: moto in-process (a threaded moto server, so presigned
 S3 URLs work over real HTTP), the resources bootstrapped, dev tokens minted, and the API Gateway
-emulator serving the route table."""
+emulator serving the route table, with the event sources: the notes table's stream (janitor) and
+the memory write queue (memory worker)."""
 
 from __future__ import annotations
 
@@ -41,15 +42,17 @@ class LocalRuntime:
     faults: bool = False
     _dispatcher: Any = None
     _indexer: Any = None
+    _memory_worker: Any = None
 
     def start(self) -> LocalRuntime:
         import logging
 
         from moto.server import ThreadedMotoServer
 
-        from infra.local.moto_patches import serialize_dynamodb
+        from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
 
         serialize_dynamodb()
+        serialize_sqs()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines
 
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -102,14 +105,32 @@ class LocalRuntime:
             batch_size=JANITOR_BATCH_SIZE,
         ).start()
 
-        from infra.routes import TRANSCRIPT_INDEXER, TRANSCRIPT_INDEXER_BATCH_SIZE
+        from infra.local.queues import QueuePoller
+        from infra.routes import (
+            MEMORY_WORKER,
+            MEMORY_WORKER_BATCH_SIZE,
+            TRANSCRIPT_INDEXER,
+            TRANSCRIPT_INDEXER_BATCH_SIZE,
+        )
 
+        # The transcripts queue has no dead-letter queue locally: a file that keeps failing is given
+        # up after three receives, and kept in the poller's `failures`.
         queue = aws.client("sqs").get_queue_url(QueueName=DEFAULT_NAMES["transcripts_queue"])["QueueUrl"]
         self._indexer = QueuePoller(
             sqs=aws.client("sqs"),
             queue_url=queue,
             function=TRANSCRIPT_INDEXER,
             batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
+            give_up_after=3,
+        ).start()
+        # Two concurrent invocations, like a Lambda event source mapping with some concurrency:
+        # scopes flow in parallel, each scope stays serialized by its FIFO message group.
+        self._memory_worker = QueuePoller(
+            sqs=aws.client("sqs"),
+            queue_url=get_settings().memory_queue_url,
+            function=MEMORY_WORKER,
+            batch_size=MEMORY_WORKER_BATCH_SIZE,
+            concurrency=2,
         ).start()
 
         from infra.local.schedules import Schedule
@@ -151,6 +172,8 @@ class LocalRuntime:
     def stop(self) -> None:
         if self._dispatcher is not None:
             self._dispatcher.stop()
+        if self._memory_worker is not None:
+            self._memory_worker.stop()
         if self._janitor is not None:
             self._janitor.stop()
         if self._indexer is not None:
@@ -164,76 +187,3 @@ class LocalRuntime:
 def ensure_cursor_key_env() -> None:
     """Outside `dovecote dev` a generated dev key stands in for the Secrets Manager secret."""
     os.environ.setdefault("DOVECOTE_CURSOR_KEY", secrets.token_urlsafe(48))
-
-
-class QueuePoller:
-    """A minimal SQS event-source emulator for the transcript indexer: long-polls the queue, invokes
-    the handler with Lambda's SQS event shape, deletes what succeeded and leaves each record named in
-    `batchItemFailures` to come back after its visibility timeout (gives up after `max_receives`)."""
-
-    def __init__(self, *, sqs: Any, queue_url: str, function: Any, batch_size: int = 1, max_receives: int = 3) -> None:
-        self._sqs = sqs
-        self._url = queue_url
-        self._function = function
-        self._batch = batch_size
-        self._max_receives = max_receives
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-
-    def start(self) -> QueuePoller:
-        self._thread = threading.Thread(target=self._run, name=f"sqs-{self._function.name}", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        import importlib
-        import logging
-
-        from infra.local.gateway import _context
-
-        module, attr = self._function.handler.rsplit(".", 1)
-        handler = getattr(importlib.import_module(module), attr)
-        while not self._stop.is_set():
-            try:
-                messages = self._sqs.receive_message(
-                    QueueUrl=self._url,
-                    MaxNumberOfMessages=self._batch,
-                    WaitTimeSeconds=1,
-                    AttributeNames=["All"],
-                ).get("Messages", [])
-            except Exception:  # noqa: BLE001 - the emulator outlives a transient moto error
-                logging.getLogger(__name__).exception("receive failed")
-                self._stop.wait(0.5)
-                continue
-            if not messages:
-                continue
-            event = {"Records": [self._record(m) for m in messages]}
-            try:
-                result = handler(event, _context(self._function))
-                failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
-            except Exception:  # noqa: BLE001 - like Lambda: an error fails the whole batch
-                logging.getLogger(__name__).exception("handler failed")
-                failed = {m["MessageId"] for m in messages}
-            for message in messages:
-                receives = int((message.get("Attributes") or {}).get("ApproximateReceiveCount", "1"))
-                if message["MessageId"] not in failed or receives >= self._max_receives:
-                    self._sqs.delete_message(QueueUrl=self._url, ReceiptHandle=message["ReceiptHandle"])
-
-    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "messageId": message["MessageId"],
-            "receiptHandle": message["ReceiptHandle"],
-            "body": message["Body"],
-            "attributes": message.get("Attributes") or {},
-            "messageAttributes": {},
-            "md5OfBody": message.get("MD5OfBody", ""),
-            "eventSource": "aws:sqs",
-            "eventSourceARN": self._arn,
-            "awsRegion": os.environ.get("AWS_REGION", "us-east-1"),
-        }

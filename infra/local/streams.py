@@ -4,14 +4,12 @@ honouring `batchItemFailures` by retrying from the first failed record."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
-import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
-from infra.local.gateway import _context
+from infra.local.sources import EventSource, Handler, lambda_context
 from infra.routes import Function
 
 
@@ -40,7 +38,7 @@ def matches(pattern: Any, value: Any) -> bool:
     return bool(pattern == value)
 
 
-class StreamPoller:
+class StreamPoller(EventSource):
     def __init__(
         self,
         *,
@@ -53,52 +51,23 @@ class StreamPoller:
         max_attempts: int = 3,
         event_filter: dict[str, Any] | None = None,
     ) -> None:
+        super().__init__(function=function, name=f"stream-{table}", interval_s=interval_s)
         self._ddb = dynamodb
         self._streams = streams
         self._table = table
-        self._function = function
         self._batch_size = batch_size
-        self._interval = interval_s
         self._max_attempts = max_attempts
         self._filter = event_filter
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._iterators: dict[str, str | None] = {}
         self.delivered = 0
         self.failures: list[dict[str, Any]] = []
-
-    def _handler(self) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-        module, attr = self._function.handler.rsplit(".", 1)
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
     def bind(self) -> StreamPoller:
         """Find the table's stream; `poll_once` can then be driven by hand (tests)."""
         self._arn = self._ddb.describe_table(TableName=self._table)["Table"]["LatestStreamArn"]
         return self
 
-    def start(self) -> StreamPoller:
-        self.bind()
-        self._thread = threading.Thread(target=self._run, name=f"stream-{self._table}", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        handler = self._handler()
-        while not self._stop.is_set():
-            try:
-                delivered = self.poll_once(handler)
-            except Exception:  # noqa: BLE001 - the emulator must outlive a bad poll, and say so
-                logging.getLogger("dovecote-dev").exception("stream poll of %s failed", self._table)
-                delivered = 0
-            if not delivered:
-                self._stop.wait(self._interval)
-
-    def poll_once(self, handler: Callable[[dict[str, Any], Any], dict[str, Any]]) -> int:
+    def poll_once(self, handler: Handler) -> int:
         shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
         delivered = 0
         for shard in shards:
@@ -121,11 +90,11 @@ class StreamPoller:
         self.delivered += delivered
         return delivered
 
-    def _deliver(self, handler: Callable[[dict[str, Any], Any], dict[str, Any]], records: list[dict[str, Any]]) -> None:
+    def _deliver(self, handler: Handler, records: list[dict[str, Any]]) -> None:
         pending = records
         for _attempt in range(self._max_attempts):
             try:
-                result = handler({"Records": pending}, _context(self._function)) or {}
+                result = handler({"Records": pending}, lambda_context(self.function)) or {}
                 failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
             except Exception:  # noqa: BLE001 - like Lambda: an error fails the whole batch
                 # (Powertools raises BatchProcessingError when every record of a batch failed.)
@@ -139,5 +108,5 @@ class StreamPoller:
         # Like the cloud's on-failure destination: keep what could not be processed, and say so.
         self.failures.extend(pending)
         logging.getLogger("dovecote-dev").error(
-            "%s gave up on %d stream record(s) after %d attempts", self._function.name, len(pending), self._max_attempts
+            "%s gave up on %d stream record(s) after %d attempts", self.function.name, len(pending), self._max_attempts
         )

@@ -10,10 +10,11 @@ from moto import mock_aws
 
 from dovecote.platform import aws
 from dovecote.platform.settings import get_settings
-from infra.local.moto_patches import serialize_dynamodb
+from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
 from infra.local.resources import DEFAULT_NAMES, create_all
 
 serialize_dynamodb()
+serialize_sqs()
 
 
 @pytest.fixture
@@ -27,10 +28,18 @@ def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             secretsmanager=aws.client("secretsmanager"),
             names=DEFAULT_NAMES,
             kms=aws.client("kms"),
+            sqs=aws.client("sqs"),
+            # A failed memory message is seen again after 1 s (tests of retries and dead letters).
+            memory_visibility_s=1,
         )
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         get_settings.cache_clear()
-        yield {"dynamodb": aws.client("dynamodb"), "s3": aws.client("s3"), "settings": get_settings()}
+        yield {
+            "dynamodb": aws.client("dynamodb"),
+            "s3": aws.client("s3"),
+            "sqs": aws.client("sqs"),
+            "settings": get_settings(),
+        }
     aws.reset_clients()
     get_settings.cache_clear()

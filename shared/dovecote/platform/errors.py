@@ -28,6 +28,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "artifact_state": 409,
     "workspace_conflict": 409,
     "receipt_conflict": 409,
+    "judgment_conflict": 409,
     "payload_too_large": 413,
     # A stored aggregate broke an invariant: it is never served (facts in the log, an alarm).
     "corrupt_store": 500,
@@ -150,6 +151,10 @@ class WorkspaceConflict(DomainError):
 
 class ReceiptConflict(DomainError):
     code = "receipt_conflict"
+
+
+class JudgmentConflict(DomainError):
+    code = "judgment_conflict"
 
 
 def error_for(code: str, message: str, **details: Any) -> DomainError:

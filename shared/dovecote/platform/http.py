@@ -208,11 +208,21 @@ def _refuse_unknown_query(app: APIGatewayHttpResolver, next_middleware: Any) -> 
     return next_middleware(app)
 
 
+def _refuse_control_characters(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
+    """Route patterns end in `$`, which also matches before a trailing newline: `/x/id%0A` would
+    reach the handler as `id`. No path names anything with a control character in it: not_found,
+    as for a path no route matches (Powertools runs middlewares on that one too)."""
+    path = app.current_event.path or ""
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
+        return error_response(NotFound("no such route"))
+    return next_middleware(app)
+
+
 def new_resolver() -> APIGatewayHttpResolver:
     # A response that fails its own schema is our bug: 500, never a client error.
     app = APIGatewayHttpResolver(enable_validation=True, response_validation_error_http_code=500)
 
-    app.use(middlewares=[_refuse_unknown_query])
+    app.use(middlewares=[_refuse_control_characters, _refuse_unknown_query])
 
     @app.exception_handler(DomainError)
     def _domain(exc: DomainError) -> Response:

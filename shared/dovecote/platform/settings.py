@@ -18,6 +18,10 @@ class Settings(BaseModel):
     tokens_table: str = Field(default="dovecote-tokens")
     notes_table: str = Field(default="dovecote-notes")
     tasks_table: str = Field(default="dovecote-tasks")
+    memory_table: str = Field(default="dovecote-memory")
+    # The memory write queue (SQS FIFO) and its dead-letter queue; no default: they are URLs.
+    memory_queue_url: str = ""
+    memory_dlq_url: str = ""
     bucket: str = Field(default="dovecote-bodies")
     # Recall: the ingest ledger (pending uploads), the embedded index's database file (":memory:"
     # keeps it in the process), and the OpenSearch endpoint that replaces it when set.

@@ -1,0 +1,58 @@
+"""Memory worker: consumes the memory write queue (SQS FIFO) and runs the seed's Submit steps for
+each message (dovecote.memory.worker.WriteWorker).
+
+Powertools `SqsFifoPartialProcessor(skip_group_on_error=True)` + `process_partial_response`: a
+message that raises is reported in `batchItemFailures` together with the messages behind it in
+its own message group (their order must hold), while the other groups of the batch are processed.
+Without `skip_group_on_error` the processor would fail the rest of the whole batch, holding back
+every other scope behind one bad write.
+
+A processor keeps per-batch state, so one is made per invocation (the local emulator invokes the
+handler from several threads at once; in Lambda it costs nothing).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from dovecote.memory.worker import WriteWorker
+from dovecote.platform.observability import logger
+
+
+@lru_cache(maxsize=1)
+def worker() -> WriteWorker:
+    """Composition root: wires the AWS adapters on the first message of the container."""
+    from dovecote.memory.detector import LexicalDetector
+    from dovecote.memory.dynamo import DynamoMemoryStore
+    from dovecote.memory.queue import SqsMemoryQueue
+    from dovecote.platform import aws
+    from dovecote.platform.settings import get_settings
+
+    settings = get_settings()
+    store = DynamoMemoryStore(table=settings.memory_table, dynamodb=aws.client("dynamodb"))
+    queue = SqsMemoryQueue(queue_url=settings.memory_queue_url, dlq_url=settings.memory_dlq_url, sqs=aws.client("sqs"))
+    return WriteWorker(store, queue, LexicalDetector())
+
+
+def process_batch(event: dict[str, Any], context: Any, consumer: WriteWorker) -> dict[str, Any]:
+    def record_handler(record: SQSRecord) -> str:
+        attributes = record.attributes
+        return consumer.handle(
+            record.body,
+            receive_count=int(attributes.approximate_receive_count or 1),
+            group_id=attributes.message_group_id or "",
+        )
+
+    processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+    return dict(
+        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    )
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return process_batch(event, context, worker())

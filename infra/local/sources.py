@@ -1,0 +1,70 @@
+"""What every local event source shares (the DynamoDB stream poller in streams.py, the SQS poller
+in queues.py): loading a function's handler from the route table's Function, a Lambda context,
+and the background threads that poll and invoke until stopped."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from typing import Any, Callable
+
+from infra.local.gateway import LambdaContext, _context
+from infra.routes import Function
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+log = logging.getLogger("dovecote-dev")
+
+
+def load_handler(function: Function) -> Handler:
+    module, attr = function.handler.rsplit(".", 1)
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+def lambda_context(function: Function) -> LambdaContext:
+    return _context(function)
+
+
+class EventSource:
+    """Poll a source and invoke `function`, on `concurrency` threads (like Lambda's concurrent
+    invocations of one event source mapping). Subclasses implement `poll_once`."""
+
+    def __init__(self, *, function: Function, name: str, interval_s: float, concurrency: int = 1) -> None:
+        self.function = function
+        self._name = name
+        self._interval = interval_s
+        self._concurrency = concurrency
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def bind(self) -> EventSource:
+        """Resolve the source (its ARN, ...) so `poll_once` can be driven by hand (tests)."""
+        return self
+
+    def poll_once(self, handler: Handler) -> int:
+        """One poll: returns how many records it delivered (0 when the source was empty)."""
+        raise NotImplementedError
+
+    def start(self) -> EventSource:
+        self.bind()
+        for i in range(self._concurrency):
+            thread = threading.Thread(target=self._run, name=f"{self._name}-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def _run(self) -> None:
+        handler = load_handler(self.function)
+        while not self._stop.is_set():
+            try:
+                delivered = self.poll_once(handler)
+            except Exception:  # noqa: BLE001 - the emulator must outlive a bad poll, and say so
+                log.exception("%s: poll failed", self._name)
+                delivered = 0
+            if not delivered:
+                self._stop.wait(self._interval)
