@@ -134,8 +134,9 @@ class DovecoteClient(NotesMixin, TasksMixin, RecallMixin):
         source: str = "",
     ) -> None:
         """`max_attempts` bounds the attempts of one call (1 turns retries off); the pause before
-        attempt n+1 is a random share of min(max_backoff, backoff * 2**(n-1)). `transport` and
-        `event_hooks` go to httpx (tests count or alter requests with them). `source` names where
+        attempt n+1 is a random share of min(max_backoff, backoff * 2**(n-1)). `transport` goes to
+        httpx for the API and the presigned URLs, `event_hooks` for the API only (tests count or
+        alter requests with them). `source` names where
         the endpoint came from, for error messages."""
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -148,6 +149,7 @@ class DovecoteClient(NotesMixin, TasksMixin, RecallMixin):
         self._http = httpx.Client(
             base_url=self.endpoint, headers=headers, timeout=timeout, transport=transport, event_hooks=event_hooks
         )
+        self._transport = transport
         self._blobs: httpx.Client | None = None
 
     @classmethod
@@ -254,7 +256,7 @@ class DovecoteClient(NotesMixin, TasksMixin, RecallMixin):
     def blob_client(self) -> httpx.Client:
         """The client for presigned S3 URLs: no bearer token, long timeouts for large bodies."""
         if self._blobs is None:
-            self._blobs = httpx.Client(timeout=httpx.Timeout(300.0, connect=10.0))
+            self._blobs = httpx.Client(timeout=httpx.Timeout(300.0, connect=10.0), transport=self._transport)
         return self._blobs
 
     # ---- meta and tokens ----------------------------------------------------------------------
