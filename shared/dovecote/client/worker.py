@@ -327,6 +327,7 @@ class Worker:
                 self.held.pop(job.id, None)
             else:
                 job.parked = True  # input_required: wait for the caller's reply
+                self.beaten(job)  # next beat (and check) at the parked pace
             self._running -= 1
             self._cond.notify_all()
 
