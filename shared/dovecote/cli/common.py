@@ -149,7 +149,8 @@ def emit_pages(
             items += page["items"]
     if as_json:
         if not all_pages:
-            print_json(first)
+            # The API leaves the cursor out on the last page; scripts read `.cursor` either way.
+            print_json({**first, "cursor": first.get("cursor")} if keyset else first)
             return
         merged = {**first, "items": items}
         if keyset:

@@ -305,7 +305,7 @@ def worker_leases(
 @worker_app.command("lease")
 def worker_lease(task_id: Annotated[str, typer.Argument(metavar="TASK")], as_json: Json = False) -> None:
     """The task's current lease (404 when it has none)."""
-    emit(client("worker").request("GET", f"/v1/tasks/{task_id}/lease"), as_json)
+    emit(client("worker").request("GET", f"/v1/tasks/{task_id}/lease")["assignment"], as_json)
 
 
 @worker_app.command("acquire")
