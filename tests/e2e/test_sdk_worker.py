@@ -71,9 +71,9 @@ def running() -> Iterator[Callable[[Worker], threading.Thread]]:
         return thread
 
     yield start
-    for worker, thread in started:
+    for worker, _ in started:
         worker.stop()
-    for worker, thread in started:
+    for _, thread in started:
         thread.join(timeout=30)
         assert not thread.is_alive(), "the worker did not stop"
 
