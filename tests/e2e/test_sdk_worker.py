@@ -22,7 +22,12 @@ import pytest
 from dovecote.client import DovecoteClient, DovecoteError, WaitTimeout
 from dovecote.client.worker import Job, Worker
 from tests.conftest import ROOT
-from tests.support.authorities import Authority, fresh_authority
+from tests.support.authorities import Authority, fresh_authority, warm_routes
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm(dev_runtime: dict[str, Any]) -> None:
+    warm_routes(dev_runtime)  # see tests/support/authorities.py: a dev-runtime race on cold routes
 
 
 def uid(prefix: str) -> str:
@@ -217,3 +222,20 @@ def test_wait_for_times_out_with_the_state_it_saw(authority: Authority) -> None:
         caller.wait_for(tid, "completed", timeout=1.5)
     assert 1.4 <= time.monotonic() - started < 10
     assert caught.value.details["state"] == "submitted"
+
+
+def test_concurrency_runs_handlers_side_by_side(
+    authority: Authority, running: Callable[[Worker], threading.Thread]
+) -> None:
+    caller = sdk(authority, "caller")
+    together = threading.Barrier(2, timeout=30)
+
+    def meet(job: Job) -> None:
+        together.wait()  # passes only when two handlers run at once
+        job.complete("met")
+
+    running(Worker(sdk(authority, "worker", "w-pair"), meet, wait_seconds=2, concurrency=2))
+    tids = [uid("t"), uid("t")]
+    for tid in tids:
+        caller.create_task(tid, "pair up")
+    assert [caller.wait_for(tid, timeout=40)["state"] for tid in tids] == ["completed", "completed"]

@@ -64,3 +64,40 @@ def fresh_authority(dev_runtime: dict[str, Any], prefix: str = "t") -> Authority
         None, name, "admin", None
     )
     return Authority(name, dev_runtime["endpoint"], token)
+
+
+def warm_routes(dev_runtime: dict[str, Any]) -> None:
+    """One request of every task route, one at a time. `dovecote dev` runs requests in threads of
+    one process while Powertools keeps the request in process-wide state, so two requests in flight
+    together can read each other's event (the wrong principal, the wrong body): rarely on a warm
+    route, reliably on a cold one (the first request of a route imports and wires for a long
+    while). Reported to the lead with a fix for infra/local; until then tests that run requests
+    concurrently (workers: claim, heartbeats and a handler at once) warm the routes first."""
+    from dovecote.client import DovecoteClient
+
+    endpoint, tokens = dev_runtime["endpoint"], dev_runtime["tokens"]
+    with DovecoteClient(endpoint, tokens["caller"]) as caller, DovecoteClient(endpoint, tokens["worker"]) as worker:
+        tid = f"warm-{uuid.uuid4().hex[:10]}"
+        caller.create_task(tid, "warm", context=tid)
+        worker.leases()
+        fence = int(worker.acquire(tid)["fence"])
+        worker.lease(tid)
+        worker.heartbeat(tid, fence)
+        worker.accept(tid, 1, fence)
+        worker.request_input(tid, 2, fence, "?")
+        caller.reply(tid, 3, "!")
+        worker.complete(tid, 4, fence, "done")
+        caller.snapshot(tid)
+        caller.events(tid)
+        caller.messages(tid)
+        caller.get_task(tid)
+        caller.list_tasks(context=tid)
+        caller.context_tasks(tid)
+        second = f"warm-{uuid.uuid4().hex[:10]}"
+        caller.create_task(second, "warm", context=second)
+        worker.release(second, int(worker.acquire(second)["fence"]))
+        fence = int(worker.acquire(second)["fence"])
+        worker.reject(second, 1, fence)
+    empty = fresh_authority(dev_runtime, "warm")  # a claim with nothing to claim: takes no one's task
+    with DovecoteClient(endpoint, empty.token("worker", "w-warm")) as idle:
+        idle.claim()
