@@ -31,7 +31,8 @@ authority can guess it. Message and submission ids derive from the command id.
 After `handle` returns: a terminal task is done; `input_required` is parked; a task still
 `submitted` or `working` is released (its lease fenced by its owner) so another worker can take it.
 An exception from `handle` fails the task (`reject` if still submitted) and is logged; a lost lease
-(`stale_lease`) or an ended task just drops the job.
+(`stale_lease`) or an ended task just drops the job, and so does Dovecote staying unreachable past
+the SDK's retries (the silent lease is then fenced by the dispatcher and the task claimed again).
 """
 
 from __future__ import annotations
@@ -291,6 +292,12 @@ class Worker:
         except DovecoteError as exc:
             if exc.code in LOST_CODES:
                 log.info("%s: lease lost or task ended (%s); dropping it", job.id, exc.code)
+                job.lost.set()
+            elif exc.retryable:
+                # Dovecote is unreachable even after the SDK's retries: drop the job without a
+                # word more. Its silent lease is fenced by the dispatcher and the task claimed again
+                # (or this worker resumes it from GET /v1/leases after a restart).
+                log.warning("%s: %s; dropping the job, its lease will expire", job.id, exc)
                 job.lost.set()
             else:
                 log.warning("%s: %s", job.id, exc)
