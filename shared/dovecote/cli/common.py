@@ -190,7 +190,8 @@ def stream_pages(fetch: Callable[[int], dict[str, Any]], after: int = 0) -> Iter
 
 @contextmanager
 def transfer(description: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress callback for a large body: a rich bar on a terminal (stderr), nothing when piped."""
+    """A progress callback for a large body: a rich bar on a terminal (stderr), nothing when piped.
+    The bar appears at the first report, so a body small enough to go inline shows none."""
     if not err.is_terminal:
         yield lambda done, total: None
         return
@@ -201,13 +202,21 @@ def transfer(description: str) -> Iterator[Callable[[int, int], None]]:
         TransferSpeedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task(description, total=None)
+    shown: list[tuple[Progress, Any]] = []
 
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total or None)
+    def update(done: int, total: int) -> None:
+        if not shown:
+            progress = Progress(*columns, console=err, transient=True)
+            progress.start()
+            shown.append((progress, progress.add_task(description, total=total or None)))
+        progress, task = shown[0]
+        progress.update(task, completed=done, total=total or None)
 
+    try:
         yield update
+    finally:
+        for progress, _ in shown:
+            progress.stop()
 
 
 # ---- inputs -----------------------------------------------------------------------------------

@@ -110,7 +110,8 @@ def notes_get(
             c.download_note(ref, output, progress=progress)
         err.print(f"wrote {output}", highlight=False)
         return
-    with transfer("download") as progress:
+    # No bar over a body that is itself being written to the terminal.
+    with transfer("download") if not sys.stdout.isatty() else nullcontext(None) as progress:
         c.download_note(ref, sys.stdout.buffer, progress=progress)
     sys.stdout.flush()
 
