@@ -1,92 +1,80 @@
-"""An echo worker: a real worker loop against Dovecote.
+"""An echo worker, built on the SDK's worker loop (`dovecote.client.worker.Worker`).
 
-It claims the oldest claimable task, accepts it, asks the caller for input once, and completes with
-an echo of the reply. It survives its own restart: on start it lists its current leases and resumes
-those exact (task, fence) pairs before claiming anything new, and every command carries a
-deterministic command id, so a command retried after a crash replays instead of running twice.
+It claims the oldest claimable task by long-poll, accepts it, asks the caller for input once, and
+completes with an echo of the reply. The loop heartbeats its leases (at a quarter of each task's
+lease timeout) and keeps the lease of a task that waits for input; it survives its own restart: on
+start it lists its current leases and resumes those exact (task, fence) pairs before claiming
+anything new, and every command carries a command id derived from (task, fence, command, revision),
+so a command retried after a crash replays instead of running twice.
 
-    make dev                                  # in one terminal
-    .venv/bin/python examples/echo_worker.py  # in another (DOVECOTE_ENDPOINT/TOKEN, or the dev tokens)
+Identity: DOVECOTE_ENDPOINT + DOVECOTE_TOKEN (a worker token) when set. Against `dovecote dev`
+without DOVECOTE_TOKEN, it mints a worker token of its own (`--worker-id`, default `echo-worker`)
+with the dev admin token from `.dovecote/dev-tokens.json` (or DOVECOTE_TOKENS_FILE).
+
+    make dev                                         # in one terminal
+    .venv/bin/python examples/echo_worker.py         # in another
+    .venv/bin/python examples/echo_worker.py --once  # one task (even one that then waits for input)
 """
 
 from __future__ import annotations
 
 import argparse
-import time
-from typing import Any
+import logging
+import os
+import sys
 
 from dovecote.client import DovecoteClient, DovecoteError
+from dovecote.client.worker import Job, Worker
 
 QUESTION = "What should I echo?"
+log = logging.getLogger("echo")
 
 
-def drive(client: DovecoteClient, assignment: dict[str, Any]) -> bool:
-    """Advance one leased task as far as it can go now. True when it reached a terminal state."""
-    task, fence = assignment["task"], assignment["fence"]
-    tid = task["id"]
-
-    def command_id(step: str) -> str:
-        # The same (task, lease generation, step) always gets the same id, so a retry after a crash
-        # replays; the id is an HMAC keyed by this worker's token, so no one else can take it first.
-        return client.derived_id("echo", tid, fence, step)
-
-    task = client.get_task(tid)
-    try:
-        if task["state"] == "submitted":
-            task = client.worker_command("accept", tid, task["revision"], fence, command_id("accept"))
-        if task["state"] == "working":
-            history = client.messages(tid)["items"]
-            replies = [m for m in history if m["author"] == "caller"][1:]
-            if not replies:
-                task = client.worker_command(
-                    "request-input", tid, task["revision"], fence, command_id("ask"), message=QUESTION
-                )
-                print(f"{tid}: asked for input")
-                return False
-            answer = " ".join(p.get("text", "") for p in replies[-1]["parts"])
-            task = client.worker_command(
-                "complete",
-                tid,
-                task["revision"],
-                fence,
-                command_id("complete"),
-                message=f"echo: {answer}",
-                submission_id=command_id("submission"),
-            )
-            print(f"{tid}: completed with 'echo: {answer}'")
-        return task["state"] in ("completed", "canceled", "rejected", "failed")
-    except DovecoteError as exc:
-        if exc.code in ("stale_lease", "terminal_task"):
-            print(f"{tid}: lease lost or task ended ({exc.code}); dropping it")
-            return True
-        raise
+def echo(job: Job) -> None:
+    """Ask once; when the caller has replied, complete with an echo of the last reply."""
+    replies = [m for m in job.messages() if m["author"] == "caller"][1:]
+    if not replies:
+        job.request_input(QUESTION)
+        log.info("%s: asked for input", job.id)
+        return
+    answer = Job.text_of(replies[-1])
+    job.complete(f"echo: {answer}")
+    log.info("%s: completed with 'echo: %s'", job.id, answer)
 
 
-def run(client: DovecoteClient, *, once: bool, poll: float) -> None:
-    held = {a["task"]["id"]: a for a in client.leases()}  # restart recovery: resume, don't re-acquire
-    if held:
-        print(f"resuming {len(held)} lease(s): {', '.join(sorted(held))}")
-    while True:
-        assignment = client.claim()
-        if assignment is not None:
-            held[assignment["task"]["id"]] = assignment
-            print(f"{assignment['task']['id']}: claimed with fence {assignment['fence']}")
-        for tid in list(held):
-            if drive(client, held[tid]):
-                del held[tid]
-        if once and not held and assignment is None:
-            return
-        time.sleep(poll)
+def worker_client(worker_id: str) -> DovecoteClient:
+    """The worker's own client: DOVECOTE_TOKEN when set, else a token minted from the dev admin."""
+    if os.environ.get("DOVECOTE_TOKEN"):
+        return DovecoteClient.from_env("worker")
+    with DovecoteClient.from_env("admin") as admin:
+        minted = admin.create_token("dev", "worker", worker_id)
+        log.info("minted a worker token for %s (token id %s)", worker_id, minted["token_id"])
+        return DovecoteClient(admin.endpoint, minted["token"], source=admin.source)
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--once", action="store_true", help="exit when nothing is left to do")
-    parser.add_argument("--poll", type=float, default=0.5, help="seconds between rounds")
+    parser.add_argument("--once", action="store_true", help="handle one task (or wait one long-poll), then exit")
+    parser.add_argument("--wait", type=int, default=20, help="long-poll seconds per claim (0-20)")
+    parser.add_argument("--worker-id", default="echo-worker", help="worker id to mint a token for (dev only)")
+    parser.add_argument("--concurrency", type=int, default=1, help="tasks handled at once")
     args = parser.parse_args()
-    with DovecoteClient.from_env("worker") as client:
-        run(client, once=args.once, poll=args.poll)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        with worker_client(args.worker_id) as client:
+            worker = Worker(client, echo, wait_seconds=args.wait, concurrency=args.concurrency)
+            log.info("echo worker on %s", client.endpoint)
+            handled = worker.run(once=args.once)
+    except DovecoteError as exc:
+        print(exc.message if exc.status == 0 else f"error: {exc}", file=sys.stderr)
+        return 4 if exc.status == 0 else 1
+    except KeyboardInterrupt:
+        return 0
+    if args.once:
+        log.info("handled %d task(s)", handled)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

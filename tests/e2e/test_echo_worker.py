@@ -1,5 +1,7 @@
-"""examples/echo_worker.py as a real process against `dovecote dev`: it claims, accepts, asks for
-input once, completes; killed mid-task and restarted, it resumes its lease instead of re-acquiring."""
+"""examples/echo_worker.py as a real process against `dovecote dev`: with no DOVECOTE_TOKEN it mints a
+worker identity of its own from the dev admin token; it claims by long-poll, accepts, asks for input
+once, completes; killed mid-task and restarted, it resumes its lease instead of re-acquiring; with
+--once it exits after one task, even one that then waits for input."""
 
 from __future__ import annotations
 
@@ -11,18 +13,30 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from dovecote.client import DovecoteClient
 from tests.conftest import ROOT
+from tests.support.authorities import fresh_authority, warm_routes
+
+ECHO = str(ROOT / "examples" / "echo_worker.py")
 
 
-def start_worker(dev_runtime: dict[str, Any]) -> subprocess.Popen[str]:
-    env = {
-        **os.environ,
-        "DOVECOTE_ENDPOINT": dev_runtime["endpoint"],
-        "DOVECOTE_TOKEN": dev_runtime["tokens"]["worker"],
-    }
+@pytest.fixture(scope="module", autouse=True)
+def warm(dev_runtime: dict[str, Any]) -> None:
+    warm_routes(dev_runtime)  # see tests/support/authorities.py: a dev-runtime race on cold routes
+
+
+def dev_env(dev_runtime: dict[str, Any]) -> dict[str, str]:
+    """No DOVECOTE_ENDPOINT / DOVECOTE_TOKEN: only the dev tokens file, as after `make dev`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")}
+    env["DOVECOTE_TOKENS_FILE"] = str(dev_runtime["tokens_file"])
+    return env
+
+
+def start_worker(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "echo_worker.py"), "--poll", "0.1"],
+        [sys.executable, ECHO, "--wait", "2", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -30,12 +44,12 @@ def start_worker(dev_runtime: dict[str, Any]) -> subprocess.Popen[str]:
     )
 
 
-def wait_for(predicate: Callable[[], bool], seconds: float = 30) -> None:
+def wait_for(predicate: Callable[[], bool], seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(0.1)
+        time.sleep(0.2)
     raise AssertionError("condition not reached in time")
 
 
@@ -45,35 +59,65 @@ def stop(process: subprocess.Popen[str]) -> str:
     return output
 
 
-def test_echo_worker_converses_and_survives_a_restart(dev_runtime: dict[str, Any]) -> None:
+def test_echo_worker_mints_its_identity_converses_and_survives_a_restart(dev_runtime: dict[str, Any]) -> None:
     caller = DovecoteClient(dev_runtime["endpoint"], dev_runtime["tokens"]["caller"])
-    worker = start_worker(dev_runtime)
+    env = dev_env(dev_runtime)
+    identity = f"echo-{uuid.uuid4().hex[:8]}"
+    worker = start_worker(env, "--worker-id", identity)
     try:
         first = f"echo-{uuid.uuid4().hex[:8]}"
         caller.create_task(first, "please echo", context="echo")
-        wait_for(lambda: caller.get_task(first)["state"] == "input_required")
-        caller.reply(first, caller.get_task(first)["revision"], "hello")
-        wait_for(lambda: caller.get_task(first)["state"] == "completed")
+        asked = caller.wait_for(first, "input_required", timeout=60)
+        caller.reply(first, asked["revision"], "hello")
+        caller.wait_for(first, "completed", timeout=60)
         last = caller.messages(first)["items"][-1]
         assert last["author"] == "agent" and last["parts"][0]["text"] == "echo: hello"
 
         second = f"echo-{uuid.uuid4().hex[:8]}"
         caller.create_task(second, "again", context="echo")
-        wait_for(lambda: caller.get_task(second)["state"] == "input_required")
+        caller.wait_for(second, "input_required", timeout=60)
     finally:
         output = stop(worker)
-    assert "asked for input" in output
+    assert f"minted a worker token for {identity}" in output
+    assert f"{first}: asked for input" in output
     # The worker died holding the lease: the task is not claimable; the restarted worker resumes it.
     caller.reply(second, caller.get_task(second)["revision"], "after restart")
-    worker = start_worker(dev_runtime)
+    worker = start_worker(env, "--worker-id", identity)
     try:
-        wait_for(lambda: caller.get_task(second)["state"] == "completed")
+        caller.wait_for(second, "completed", timeout=60)
     finally:
         output = stop(worker)
-    # Other tests of this session may hold leases under the same dev worker id: ours must be resumed.
     resumed = next(line for line in output.splitlines() if line.startswith("resuming "))
     assert second in resumed.split(": ", 1)[1].split(", ")
     task = caller.get_task(second)
     assert (task["revision"], task["message_count"]) == (5, 4)  # one accept, one question: nothing ran twice
     events = [e["type"] for e in caller.events(second)["items"]]
     assert events == ["task_submitted", "task_accepted", "input_required", "caller_replied", "task_completed"]
+
+
+def test_once_exits_after_one_task_even_one_that_waits_for_input(dev_runtime: dict[str, Any]) -> None:
+    authority = fresh_authority(dev_runtime, "echo")
+    caller = DovecoteClient(authority.endpoint, authority.token("caller"))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")},
+        "DOVECOTE_ENDPOINT": authority.endpoint,
+        "DOVECOTE_TOKEN": authority.token("worker", "echo-once"),
+    }
+    tid = f"once-{uuid.uuid4().hex[:8]}"
+    caller.create_task(tid, "echo once")
+
+    def once() -> str:
+        done = subprocess.run(
+            [sys.executable, ECHO, "--once", "--wait", "2"], env=env, capture_output=True, text=True, timeout=90
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    asked = once()
+    assert f"{tid}: asked for input" in asked and "handled 1 task(s)" in asked
+    assert caller.get_task(tid)["state"] == "input_required"
+    caller.reply(tid, 3, "ping")
+    finished = once()  # resumes its lease (same identity) and completes
+    assert f"resuming 1 lease(s): {tid}" in finished and "handled 1 task(s)" in finished
+    assert caller.messages(tid)["items"][-1]["parts"][0]["text"] == "echo: ping"
+    assert "handled 0 task(s)" in once()  # nothing to do: one long-poll, then exit

@@ -1,24 +1,47 @@
-"""The `dovecote` command line (typer + rich)."""
+"""The `dovecote` command line (typer + rich): the same verbs and fields as the API and the SDK.
+
+Layout: `common.py` (client, output, inputs, exit codes), one module per command group (`notes.py`,
+`tasks.py` with the caller's `tasks` and the `worker` verbs, `tokens.py`, `recall.py`), and here the
+app, `dev`, `health`, `--version` and `main`, which turns every expected failure into one line on
+stderr and a documented exit code (`DOVECOTE_DEBUG=1` shows the traceback instead).
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from dovecote.client import DovecoteClient, DovecoteError
+from dovecote.cli.common import (
+    EXIT_API,
+    EXIT_CODES_HELP,
+    EXIT_NOTHING,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    CliError,
+    Json,
+    client,
+    emit,
+    err,
+    out,
+)
+from dovecote.cli.notes import notes_app
+from dovecote.cli.tasks import tasks_app, worker_app
+from dovecote.cli.tokens import tokens_app
+from dovecote.client import DovecoteError
+from dovecote.client.errors import CONFIGURATION, UNAVAILABLE, WAIT_TIMEOUT
 
-app = typer.Typer(help="Dovecote: durable notes, tasks, recall and memory for teams of agents.", no_args_is_help=True)
-tokens_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
-notes_app = typer.Typer(help="Notes: pass work between agents by (key, run, name, author).", no_args_is_help=True)
-tasks_app = typer.Typer(help="Tasks, as a caller: create, read, reply, cancel.", no_args_is_help=True)
-worker_app = typer.Typer(help="Tasks, as a worker: claim, lease, drive to a terminal state.", no_args_is_help=True)
+app = typer.Typer(
+    help="Dovecote: durable notes, tasks, recall and memory for teams of agents.",
+    epilog=EXIT_CODES_HELP,
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # a traceback (DOVECOTE_DEBUG=1) must never print a token
+)
 app.add_typer(tokens_app, name="tokens")
 app.add_typer(notes_app, name="notes")
 app.add_typer(tasks_app, name="tasks")
@@ -32,19 +55,33 @@ def _mount_sub_apps() -> None:
 
 
 _mount_sub_apps()
-out = Console()
-err = Console(stderr=True)
 
 
-def _client(role: str = "caller") -> DovecoteClient:
-    return DovecoteClient.from_env(role)
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("dovecote")
+        except PackageNotFoundError:
+            found = "unknown"
+        out.print(f"dovecote {found}", highlight=False)
+        raise typer.Exit()
 
 
-def _fail(exc: DovecoteError) -> None:
-    err.print(f"[red]error[/red] {exc.status} {exc.code}: {exc.message}")
-    if exc.details:
-        err.print_json(json.dumps(exc.details))
-    raise typer.Exit(1)
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Dovecote: durable notes, tasks, recall and memory for teams of agents."""
+
+
+@app.command()
+def health(as_json: Json = False) -> None:
+    """Is the endpoint up? (`GET /v1/health`, no token needed.)"""
+    emit(client().health(), as_json)
 
 
 @app.command()
@@ -63,10 +100,9 @@ def dev(
     ] = False,
     quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
 ) -> None:
-    """Run the whole service locally over moto, with API Gateway emulated."""
+    """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`)."""
     if data is not None:
-        err.print("[red]--data is not built yet:[/red] state lives in memory and ends with the process.")
-        raise typer.Exit(2)
+        raise CliError("--data is not built yet: state lives in memory and ends with the process.", EXIT_USAGE)
     import logging
 
     from infra.local.runtime import LocalRuntime
@@ -79,10 +115,15 @@ def dev(
     dev_log.addHandler(line)
     dev_log.propagate = False
     dev_log.setLevel(logging.WARNING if quiet else logging.INFO)
-    runtime = LocalRuntime(
-        host=host, port=port, tokens_file=tokens_file, dispatch_interval=dispatch_interval, faults=faults
-    ).start()
-    out.print(f"Dovecote dev runtime ready at {runtime.endpoint}")
+    try:
+        runtime = LocalRuntime(
+            host=host, port=port, tokens_file=tokens_file, dispatch_interval=dispatch_interval, faults=faults
+        ).start()
+    except OSError as exc:
+        if exc.filename:
+            raise
+        raise CliError(f"cannot serve on {host}:{port}: {exc.strerror or exc}", EXIT_UNREACHABLE) from None
+    out.print(f"Dovecote dev runtime ready at {runtime.endpoint}", highlight=False)
     out.print(f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker)", highlight=False)
     sys.stdout.flush()
     try:
@@ -92,342 +133,51 @@ def dev(
         runtime.stop()
 
 
-@tokens_app.command("create")
-def tokens_create(
-    authority: Annotated[str, typer.Option(help="Authority the token acts in.")],
-    role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
-    worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
-    agent: Annotated[str | None, typer.Option(help="The only note author the token may write as.")] = None,
-    expires_in_days: Annotated[int | None, typer.Option(help="Lifetime in days (default from settings).")] = None,
-) -> None:
-    """Mint a token with an admin token (DOVECOTE_TOKEN, or the dev admin token)."""
-    try:
-        created = _client("admin").create_token(authority, role, worker, agent=agent, expires_in_days=expires_in_days)
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    out.print_json(json.dumps(created))
+# ---- errors -------------------------------------------------------------------------------------
 
 
-@tokens_app.command("ls")
-def tokens_ls(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
-) -> None:
-    """The authority's tokens, newest first (ids and claims; never a secret or a hash)."""
-    client = _client("admin")
-    columns = ("token_id", "role", "worker", "agent", "created_at", "expires_at", "minted_by", "revoked_at")
-    table = Table(*columns)
-    cursor = None
-    try:
-        while True:
-            page = client.list_tokens(cursor=cursor)
-            for item in page["items"]:
-                if as_json:
-                    out.print(json.dumps(item), highlight=False, soft_wrap=True)
-                else:
-                    table.add_row(*(str(item.get(c) or "") for c in columns))
-            cursor = page.get("cursor")
-            if not cursor:
-                break
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    if not as_json:
-        out.print(table)
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
-@tokens_app.command("revoke")
-def tokens_revoke(token_id: Annotated[str, typer.Argument(help="The token's id (from `tokens ls`).")]) -> None:
-    """Revoke a token. It stops working once the authorizer's cache expires (5 minutes by default)."""
-    try:
-        _client("admin").revoke_token(token_id)
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    out.print(f"revoked {token_id}")
+def describe(exc: BaseException) -> tuple[int, str]:
+    """An expected failure as (exit code, one line)."""
+    import httpx
 
-
-@tokens_app.command("bootstrap")
-def tokens_bootstrap(
-    authority: Annotated[str, typer.Option(help="Authority the token acts in.")],
-    table: Annotated[str, typer.Option(help="The deployed tokens table (stack output TokensTable).")],
-    role: Annotated[str, typer.Option(help="admin, caller or worker.")] = "admin",
-    worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
-    expires_in_days: Annotated[
-        int | None, typer.Option(help="Lifetime; default 7 days for admin, 90 otherwise.")
-    ] = None,
-) -> None:
-    """Mint a token with AWS credentials instead of a bearer token: the way to the first admin token
-    of an authority. Uses the standard AWS credential chain (and AWS_ENDPOINT_URL, if set)."""
-    import boto3
-
-    from dovecote.admin.dynamo import DynamoTokenStore
-    from dovecote.admin.service import TokenService
-    from dovecote.platform.errors import DomainError
-
-    try:
-        service = TokenService(
-            DynamoTokenStore(table=table, dynamodb=boto3.client("dynamodb")),
-            # The audit line goes to stderr: stdout carries only the minted token's JSON.
-            audit=lambda event, facts: err.print(json.dumps({"audit": event, **facts}), highlight=False),
-        )
-        token, record = service.mint(None, authority, role, worker, expires_in_days=expires_in_days)
-    except DomainError as exc:
-        err.print(f"[red]error[/red] {exc.code}: {exc.message}")
-        raise typer.Exit(1) from None
-    p = record.principal
-    out.print_json(
-        json.dumps(
-            {
-                "token": token,
-                "token_id": record.token_id,
-                "authority": p.authority,
-                "role": p.role,
-                "worker": p.worker,
-                "expires_at": record.expires_at,
-            }
-        )
-    )
-
-
-@notes_app.command("put")
-def notes_put(
-    key: str,
-    run: int,
-    name: str,
-    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the body from FILE (default: stdin).")] = None,
-    author: Annotated[str, typer.Option(help="Author; empty is the shared scope.")] = "",
-    content_type: Annotated[str | None, typer.Option(help="Media type of the body.")] = None,
-) -> None:
-    """Store a note body from stdin or a file."""
-    data = file.read_bytes() if file else sys.stdin.buffer.read()
-    body: bytes | str = data
-    if content_type is None:
-        try:
-            body = data.decode("utf-8")
-        except UnicodeDecodeError:
-            body = data
-    try:
-        note = _client().put_note(key, run, name, body, author=author, content_type=content_type)
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    out.print_json(json.dumps(note))
-
-
-@notes_app.command("get")
-def notes_get(
-    ref: Annotated[str | None, typer.Argument(help="The note's ref; or give --key/--run/--name.")] = None,
-    key: Annotated[str, typer.Option()] = "",
-    run: Annotated[int, typer.Option()] = 0,
-    name: Annotated[str, typer.Option()] = "",
-    author: Annotated[str, typer.Option()] = "",
-    meta: Annotated[bool, typer.Option(help="Print the metadata instead of the body.")] = False,
-) -> None:
-    """Print a note's body (by ref, or by coordinates: the ref is computed locally)."""
-    client = _client()
-    try:
-        note = client.get_note(ref) if ref else client.get_note_at(key, run, name, author)
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    if meta:
-        fields = {k: v for k, v in note.__dict__.items() if k != "body"}
-        out.print_json(json.dumps(fields))
-    else:
-        sys.stdout.buffer.write(note.body)
-        sys.stdout.flush()
-
-
-@notes_app.command("ls")
-def notes_ls(
-    key: Annotated[str, typer.Option()] = "",
-    run: Annotated[int | None, typer.Option()] = None,
-    name: Annotated[str, typer.Option()] = "",
-    author: Annotated[str | None, typer.Option(help="Omit for any author; '' for the shared scope.")] = None,
-    limit: Annotated[int | None, typer.Option()] = None,
-    cursor: Annotated[str | None, typer.Option()] = None,
-    all_pages: Annotated[bool, typer.Option("--all", help="Follow the cursor to the end.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
-) -> None:
-    """List notes in Ref order."""
-    client = _client()
-    table = Table("ref", "key", "run", "name", "author", "size", "updated_at")
-    try:
-        while True:
-            page = client.list_notes(key=key, run=run, name=name, author=author, limit=limit, cursor=cursor)
-            for item in page["items"]:
-                if as_json:
-                    out.print(json.dumps(item), highlight=False, soft_wrap=True)
-                else:
-                    table.add_row(
-                        item["ref"][:16],
-                        item["key"],
-                        str(item["run"]),
-                        item["name"],
-                        item["author"],
-                        str(item["size"]),
-                        item["updated_at"],
-                    )
-            cursor = page.get("cursor")
-            if not all_pages or not cursor:
-                break
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    if not as_json:
-        out.print(table)
-        if cursor:
-            out.print(f"more: --cursor {cursor}", highlight=False, soft_wrap=True)
-
-
-@notes_app.command("rm")
-def notes_rm(ref: str) -> None:
-    """Delete exactly one note."""
-    try:
-        _client().delete_note(ref)
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    out.print(f"deleted {ref}")
-
-
-def _print(value: object) -> None:
-    out.print_json(json.dumps(value))
-
-
-def _call(role: str, fn: str, *args: object, **kwargs: object) -> None:
-    try:
-        _print(getattr(_client(role), fn)(*args, **kwargs))
-    except DovecoteError as exc:
-        _fail(exc)
-
-
-CommandId = Annotated[str | None, typer.Option(help="Reuse to retry safely; generated when absent.")]
-
-
-@tasks_app.command("create")
-def tasks_create(
-    task_id: str,
-    text: Annotated[str, typer.Argument(help="The first message (text/plain).")],
-    workspace: Annotated[str, typer.Option()] = "default",
-    context: Annotated[str, typer.Option()] = "default",
-    command_id: CommandId = None,
-) -> None:
-    """Create a task with its first message."""
-    _call("caller", "create_task", task_id, text, workspace=workspace, context=context, command_id=command_id)
-
-
-@tasks_app.command("get")
-def tasks_get(task_id: str) -> None:
-    _call("caller", "get_task", task_id)
-
-
-@tasks_app.command("ls")
-def tasks_ls(
-    context: Annotated[str, typer.Option()] = "",
-    state: Annotated[str, typer.Option()] = "",
-    updated_since: Annotated[str, typer.Option(help="RFC 3339")] = "",
-    limit: Annotated[int | None, typer.Option()] = None,
-    cursor: Annotated[str | None, typer.Option()] = None,
-) -> None:
-    """The authority's tasks, newest update first, with total_size."""
-    _call("caller", "list_tasks", context=context, state=state, updated_since=updated_since, limit=limit, cursor=cursor)
-
-
-@tasks_app.command("reply")
-def tasks_reply(task_id: str, expected_revision: int, text: str, command_id: CommandId = None) -> None:
-    """Answer input_required: back to working."""
-    _call("caller", "reply", task_id, expected_revision, text, command_id=command_id)
-
-
-@tasks_app.command("cancel")
-def tasks_cancel(task_id: str, expected_revision: int, command_id: CommandId = None) -> None:
-    _call("caller", "cancel", task_id, expected_revision, command_id=command_id)
-
-
-@tasks_app.command("messages")
-def tasks_messages(
-    task_id: str, after: Annotated[int, typer.Option()] = 0, limit: Annotated[int | None, typer.Option()] = None
-) -> None:
-    _call("caller", "messages", task_id, after, limit)
-
-
-@tasks_app.command("events")
-def tasks_events(
-    task_id: str, after: Annotated[int, typer.Option()] = 0, limit: Annotated[int | None, typer.Option()] = None
-) -> None:
-    _call("caller", "events", task_id, after, limit)
-
-
-@worker_app.command("claim")
-def worker_claim(command_id: CommandId = None) -> None:
-    """Lease the oldest claimable task (exit 3 when there is none)."""
-    try:
-        assignment = _client("worker").claim(command_id)
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    if assignment is None:
-        err.print("nothing is claimable")
-        raise typer.Exit(3)
-    _print(assignment)
-
-
-@worker_app.command("leases")
-def worker_leases() -> None:
-    """This worker's current leases (what to resume after a restart)."""
-    _call("worker", "leases")
-
-
-def _worker(
-    kind: str, task_id: str, expected_revision: int, fence: int, command_id: str | None, **extra: object
-) -> None:
-    _call("worker", "worker_command", kind, task_id, expected_revision, fence, command_id=command_id, **extra)
-
-
-@worker_app.command("accept")
-def worker_accept(task_id: str, expected_revision: int, fence: int, command_id: CommandId = None) -> None:
-    _worker("accept", task_id, expected_revision, fence, command_id)
-
-
-@worker_app.command("fail")
-def worker_fail(task_id: str, expected_revision: int, fence: int, command_id: CommandId = None) -> None:
-    _worker("fail", task_id, expected_revision, fence, command_id)
-
-
-@worker_app.command("request-input")
-def worker_request_input(
-    task_id: str, expected_revision: int, fence: int, text: str, command_id: CommandId = None
-) -> None:
-    _worker("request-input", task_id, expected_revision, fence, command_id, message=text)
-
-
-@worker_app.command("complete")
-def worker_complete(
-    task_id: str,
-    expected_revision: int,
-    fence: int,
-    text: str,
-    submission_id: Annotated[str | None, typer.Option()] = None,
-    command_id: CommandId = None,
-) -> None:
-    from dovecote.client import new_id
-
-    _worker(
-        "complete",
-        task_id,
-        expected_revision,
-        fence,
-        command_id,
-        message=text,
-        submission_id=submission_id or new_id("s"),
-    )
+    if isinstance(exc, CliError):
+        return exc.exit_code, exc.message
+    if isinstance(exc, DovecoteError):
+        if exc.status == 0 and exc.code in (UNAVAILABLE, CONFIGURATION):
+            return EXIT_UNREACHABLE, exc.message
+        if exc.code == WAIT_TIMEOUT:
+            return EXIT_NOTHING, exc.message
+        line = f"error: {exc.status} {exc.code}: {exc.message}" if exc.status else f"error: {exc.code}: {exc.message}"
+        if exc.details:
+            line += f" {json.dumps(exc.details, ensure_ascii=False, separators=(',', ':'))}"
+        if exc.retryable and exc.command_id:
+            line += f" (it may have committed: retry with --command-id {exc.command_id})"
+        return EXIT_API, line
+    if isinstance(exc, httpx.TransportError):
+        return EXIT_UNREACHABLE, f"cannot reach Dovecote: {exc}"
+    if isinstance(exc, FileNotFoundError | IsADirectoryError | PermissionError | NotADirectoryError):
+        return EXIT_USAGE, f"{exc.strerror}: {exc.filename}"
+    return EXIT_API, f"unexpected error: {type(exc).__name__}: {exc} (DOVECOTE_DEBUG=1 shows the traceback)"
 
 
 def main() -> None:
-    app()
+    debug = os.environ.get("DOVECOTE_DEBUG", "") not in ("", "0")
+    try:
+        app(prog_name="dovecote")
+    except Exception as exc:
+        if debug:
+            raise
+        code, line = describe(exc)
+        sys.stdout.flush()
+        sys.stderr.write(_one_line(line) + "\n")
+        sys.exit(code)
 
+
+__all__ = ["app", "err", "main", "out"]
 
 if __name__ == "__main__":
     main()

@@ -1,89 +1,169 @@
-"""The Python SDK (httpx). It computes a note's Ref on the client side, so an agent can address a
-note from its coordinates without a lookup, and it moves large bodies through presigned URLs."""
+"""The Python SDK (httpx): one typed method per route of API.md, with the same names and fields.
+
+Layout: this module holds the client and its transport; `notes.py`, `tasks.py` and `recall.py` are
+mixins with the methods of each service, `worker.py` the worker loop, `config.py` how `from_env`
+finds an endpoint and a token, `errors.py` the one exception.
+
+Transport rules (what makes a retry safe):
+- Every command carries a `command_id`, generated once per call when the caller gives none, and the
+  message and submission ids a command carries are derived from it (`derived_id`), so a retry of the
+  call is the *same* command and the API replays the original answer instead of running it twice or
+  answering `409 idempotency_conflict`.
+- A request is retried, with the same body, after a transport error (refused, reset, cut, timed
+  out), `429 throttled`, `503 commit_unknown` / `503 unavailable` (and 502/504 from the gateway),
+  with exponential backoff and full jitter (or the answer's Retry-After), `max_attempts` in all.
+  A request that is not idempotent (minting a token) is retried only when it was never sent or was
+  throttled. No other 4xx is ever retried.
+- Whatever fails reaches the caller as a `DovecoteError` with a stable code; network failures are
+  `unavailable` (status 0), never a raw httpx error.
+- Bearer tokens go only to the endpoint: presigned S3 URLs get a separate client without them.
+"""
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
-import os
+import hmac
+import ipaddress
+import random
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
+from dovecote.client.config import DEV_TOKENS_FILE, ClientConfig, resolve
+from dovecote.client.errors import BAD_RESPONSE, UNAVAILABLE, DovecoteError, WaitTimeout
+from dovecote.client.notes import Note, NotesMixin
 from dovecote.client.recall import RecallMixin
-from dovecote.notes.model import INLINE_LIMIT, note_ref
+from dovecote.client.tasks import TERMINAL_STATES, TasksMixin, new_id, text_message
+from dovecote.notes.model import note_ref
 
-__all__ = ["DovecoteClient", "DovecoteError", "Note", "note_ref"]
+__all__ = [
+    "DEV_TOKENS_FILE",
+    "TERMINAL_STATES",
+    "DovecoteClient",
+    "DovecoteError",
+    "Note",
+    "WaitTimeout",
+    "new_id",
+    "note_ref",
+    "text_message",
+]
 
-DEV_TOKENS_FILE = Path(".dovecote/dev-tokens.json")
-
-
-class DovecoteError(Exception):
-    """A non-2xx answer, with the stable code and facts of the error envelope."""
-
-    def __init__(self, status: int, code: str, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__(f"{status} {code}: {message}")
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details or {}
-
-
-@dataclass(frozen=True)
-class Note:
-    ref: str
-    key: str
-    run: int
-    name: str
-    author: str
-    size: int
-    sha256: str
-    content_type: str
-    updated_at: str
-    body: bytes
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8")
+# Codes of the gateway's own answers, which carry only {"message"}.
+GATEWAY_CODES = {401: "unauthenticated", 403: "forbidden", 404: "not_found", 413: "payload_too_large", 429: "throttled"}
+LOOPBACK_HOSTS = ("localhost",)
 
 
-class DovecoteClient(RecallMixin):
-    def __init__(self, endpoint: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+def _is_loopback(endpoint: str) -> bool:
+    host = urlsplit(endpoint).hostname or ""
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "the connection timed out"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused" if "refused" in text.lower() else text
+    if isinstance(exc, httpx.TimeoutException):
+        return "no answer in time"
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        return "the connection was cut before the answer"
+    return text
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def error_from_response(response: httpx.Response, *, attempts: int = 1, command_id: str | None = None) -> DovecoteError:
+    """The error envelope as an exception; the gateway's `{"message"}` answers get a code by status."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("code"):
+        return DovecoteError(
+            response.status_code,
+            str(error.get("code")),
+            str(error.get("message", "")),
+            error.get("details") if isinstance(error.get("details"), dict) else None,
+            attempts=attempts,
+            command_id=command_id,
+        )
+    message = body.get("message") if isinstance(body, dict) else None
+    code = GATEWAY_CODES.get(response.status_code, "unavailable" if response.status_code >= 502 else "http_error")
+    return DovecoteError(
+        response.status_code,
+        code,
+        str(message or response.text[:300] or response.reason_phrase),
+        attempts=attempts,
+        command_id=command_id,
+    )
+
+
+class DovecoteClient(NotesMixin, TasksMixin, RecallMixin):
+    """A client of one endpoint with one token. Thread-safe: the worker loop heartbeats from a
+    background thread over the same client while a handler runs commands."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        max_attempts: int = 5,
+        backoff: float = 0.2,
+        max_backoff: float = 5.0,
+        transport: httpx.BaseTransport | None = None,
+        event_hooks: dict[str, list[Any]] | None = None,
+        source: str = "",
+    ) -> None:
+        """`max_attempts` bounds the attempts of one call (1 turns retries off); the pause before
+        attempt n+1 is a random share of min(max_backoff, backoff * 2**(n-1)). `transport` goes to
+        httpx for the API and the presigned URLs, `event_hooks` for the API only (tests count or
+        alter requests with them). `source` names where
+        the endpoint came from, for error messages."""
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._token = token or ""
         self.endpoint = endpoint.rstrip("/")
-        self._http = httpx.Client(base_url=self.endpoint, headers=headers, timeout=timeout)
+        self.source = source
+        self.max_attempts = max_attempts
+        self._backoff = (backoff, max_backoff)
+        self._http = httpx.Client(
+            base_url=self.endpoint, headers=headers, timeout=timeout, transport=transport, event_hooks=event_hooks
+        )
+        self._transport = transport
+        self._blobs: httpx.Client | None = None
 
     @classmethod
-    def from_env(cls, role: str = "caller", tokens_file: Path = DEV_TOKENS_FILE) -> DovecoteClient:
-        """DOVECOTE_ENDPOINT / DOVECOTE_TOKEN, else the dev tokens file that `dovecote dev` writes."""
-        endpoint = os.environ.get("DOVECOTE_ENDPOINT")
-        token = os.environ.get("DOVECOTE_TOKEN")
-        if (not endpoint or not token) and tokens_file.exists():
-            dev = json.loads(tokens_file.read_text())
-            endpoint = endpoint or dev["endpoint"]
-            token = token or dev["tokens"].get(role)
-        if not endpoint:
-            raise DovecoteError(0, "configuration", "set DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, or run `make dev`")
-        return cls(endpoint, token)
+    def from_env(cls, role: str = "caller", tokens_file: Path | None = None, **options: Any) -> DovecoteClient:
+        """DOVECOTE_ENDPOINT / DOVECOTE_TOKEN, else the dev tokens file that `dovecote dev` writes
+        (`.dovecote/dev-tokens.json`, or DOVECOTE_TOKENS_FILE), with the token of `role`. Raises a
+        `DovecoteError` with code `configuration` that says where it looked."""
+        config: ClientConfig = resolve(role, tokens_file)
+        return cls(config.endpoint, config.token, source=config.source, **options)
 
     def close(self) -> None:
         self._http.close()
-
-    def derived_id(self, prefix: str, *parts: object) -> str:
-        """A command (or message, submission) id that is the same every time for the same parts,
-        across restarts, yet unguessable without this client's token. Command ids share one
-        namespace per authority, so guessable ids (`echo.t1.1.accept`) would let anyone in the
-        authority take a worker's id first and block its command."""
-        import hmac
-
-        material = "\x1f".join(str(p) for p in parts).encode("utf-8")
-        digest = hmac.new(self._token.encode("utf-8"), material, hashlib.sha256).hexdigest()[:32]
-        return f"{prefix}-{digest}"
+        if self._blobs is not None:
+            self._blobs.close()
 
     def __enter__(self) -> DovecoteClient:
         return self
@@ -91,35 +171,98 @@ class DovecoteClient(RecallMixin):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def derived_id(self, prefix: str, *parts: object) -> str:
+        """A command (or message, submission) id that is the same every time for the same parts,
+        across restarts, yet unguessable without this client's token. Command ids share one
+        namespace per authority, so guessable ids (`echo.t1.1.accept`) would let anyone in the
+        authority take a worker's id first and block its command."""
+        material = "\x1f".join(str(p) for p in parts).encode("utf-8")
+        digest = hmac.new(self._token.encode("utf-8"), material, hashlib.sha256).hexdigest()[:32]
+        return f"{prefix}-{digest}"
+
     # ---- transport ----------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._http.request(method, path, **kwargs)
-        if response.status_code >= 400:
+    def _pause(self, attempt: int, retry_after: float | None = None) -> None:
+        base, cap = self._backoff
+        if retry_after is not None:
+            time.sleep(min(retry_after, 20.0))
+            return
+        time.sleep(random.uniform(0, min(cap, base * 2 ** (attempt - 1))))
+
+    def unreachable(
+        self, exc: httpx.TransportError, *, attempts: int = 1, command_id: str | None = None
+    ) -> DovecoteError:
+        """A transport failure as a one-sentence `unavailable` error that names the endpoint."""
+        reason = _reason(exc)
+        where = self.endpoint
+        if self.source and self.source != "DOVECOTE_ENDPOINT":
+            where += f" (from {self.source})"
+        message = f"cannot reach Dovecote at {where}: {reason}"
+        if isinstance(exc, httpx.ConnectError) and _is_loopback(self.endpoint):
+            message += "; is `make dev` running?"
+        return DovecoteError(
+            0,
+            UNAVAILABLE,
+            message,
+            {"endpoint": self.endpoint, "reason": reason},
+            attempts=attempts,
+            command_id=command_id,
+        )
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool = True,
+        command_id: str | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> httpx.Response:
+        """One call with the retry policy; the 2xx response, or a `DovecoteError`."""
+        attempt = 0
+        request_timeout: Any = httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
+        while True:
+            attempt += 1
             try:
-                error = response.json().get("error") or {}
-            except ValueError:
-                error = {}
-            if not error:  # the gateway's own answers (401/403/413) carry only {"message"}
-                message = response.text
-                try:
-                    message = response.json().get("message", message)
-                except ValueError:
-                    pass
-                code = {401: "unauthenticated", 403: "forbidden", 413: "payload_too_large"}.get(
-                    response.status_code, "http_error"
-                )
-                raise DovecoteError(response.status_code, code, message)
-            raise DovecoteError(
-                response.status_code, error.get("code", ""), error.get("message", ""), error.get("details")
-            )
+                response = self._http.request(method, path, timeout=request_timeout, **kwargs)
+            except httpx.TransportError as exc:
+                never_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+                if attempt < self.max_attempts and (idempotent or never_sent):
+                    self._pause(attempt)
+                    continue
+                raise self.unreachable(exc, attempts=attempt, command_id=command_id) from exc
+            if response.status_code < 400:
+                return response
+            status = response.status_code
+            retry = status == 429 or (idempotent and status in (502, 503, 504))
+            if retry and attempt < self.max_attempts:
+                self._pause(attempt, _retry_after(response))
+                continue
+            raise error_from_response(response, attempts=attempt, command_id=command_id)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """`send`, then the JSON answer (None for 204 or an empty body)."""
+        response = self.send(method, path, **kwargs)
         if response.status_code == 204 or not response.content:
             return None
-        return response.json()
+        try:
+            return response.json()
+        except ValueError:
+            raise DovecoteError(
+                response.status_code, BAD_RESPONSE, f"the answer to {method} {path} is not JSON"
+            ) from None
 
-    # ---- meta ---------------------------------------------------------------------------------
+    def blob_client(self) -> httpx.Client:
+        """The client for presigned S3 URLs: no bearer token, long timeouts for large bodies."""
+        if self._blobs is None:
+            self._blobs = httpx.Client(timeout=httpx.Timeout(300.0, connect=10.0), transport=self._transport)
+        return self._blobs
+
+    # ---- meta and tokens ----------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
+        """`GET /v1/health`: {status, version}; needs no token."""
         return dict(self.request("GET", "/v1/health"))
 
     def create_token(
@@ -131,201 +274,33 @@ class DovecoteClient(RecallMixin):
         agent: str | None = None,
         expires_in_days: int | None = None,
     ) -> dict[str, Any]:
-        """Mint a token (admin). The answer holds the token once; only its hash is stored."""
+        """Mint a token (admin). The answer holds the token once; only its hash is stored. Not
+        idempotent: retried only when the request was never sent or was throttled."""
         body: dict[str, Any] = {"authority": authority, "role": role}
         for name, value in (("worker", worker), ("agent", agent), ("expires_in_days", expires_in_days)):
             if value is not None:
                 body[name] = value
-        return dict(self.request("POST", "/v1/admin/tokens", json=body))
+        return dict(self.request("POST", "/v1/admin/tokens", json=body, idempotent=False))
 
     def list_tokens(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         """One page of the authority's tokens, newest first (admin): ids and claims, never secrets."""
         params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v}
         return dict(self.request("GET", "/v1/admin/tokens", params=params))
 
-    def revoke_token(self, token_id: str) -> None:
-        """Revoke a token of the authority (admin). Effective once the authorizer cache expires."""
-        self.request("DELETE", f"/v1/admin/tokens/{token_id}")
-
-    # ---- notes --------------------------------------------------------------------------------
-
-    @staticmethod
-    def note_ref(key: str, run: int, name: str, author: str = "") -> str:
-        return note_ref(key, run, name, author)
-
-    def put_note(
-        self,
-        key: str,
-        run: int,
-        name: str,
-        body: bytes | str = b"",
-        *,
-        author: str = "",
-        content_type: str | None = None,
-    ) -> dict[str, Any]:
-        """Store a note. Bodies over the inline limit go through a presigned upload and a commit."""
-        coordinates: dict[str, Any] = {"key": key, "run": run, "name": name, "author": author}
-        if content_type:
-            coordinates["content_type"] = content_type
-        data = body.encode("utf-8") if isinstance(body, str) else body
-        if len(data) > INLINE_LIMIT:
-            digest = hashlib.sha256(data).hexdigest()
-            upload = self.request(
-                "POST", "/v1/notes/uploads", json={**coordinates, "size": len(data), "sha256": digest}
-            )
-            put = httpx.put(upload["upload_url"], content=data, timeout=300)
-            put.raise_for_status()
-            return dict(
-                self.request(
-                    "PUT", "/v1/notes", json={**coordinates, "upload": True, "sha256": digest, "size": len(data)}
-                )
-            )
-        if isinstance(body, str):
-            return dict(self.request("PUT", "/v1/notes", json={**coordinates, "text": body}))
-        return dict(self.request("PUT", "/v1/notes", json={**coordinates, "body_b64": base64.b64encode(data).decode()}))
-
-    def get_note(self, ref: str) -> Note:
-        raw = self.request("GET", f"/v1/notes/{ref}")
-        if raw.get("download_url"):
-            response = httpx.get(raw["download_url"], timeout=300)
-            response.raise_for_status()
-            body = response.content
-        elif raw.get("body_b64") is not None:
-            body = base64.b64decode(raw["body_b64"])
-        else:
-            body = (raw.get("text") or "").encode("utf-8")
-        fields = {
-            k: raw[k] for k in ("ref", "key", "run", "name", "author", "size", "sha256", "content_type", "updated_at")
-        }
-        return Note(**fields, body=body)
-
-    def get_note_at(self, key: str, run: int, name: str, author: str = "") -> Note:
-        return self.get_note(note_ref(key, run, name, author))
-
-    def list_notes(
-        self,
-        *,
-        key: str = "",
-        run: int | None = None,
-        name: str = "",
-        author: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> dict[str, Any]:
-        params: dict[str, Any] = {}
-        for field, value in (("key", key), ("name", name)):
-            if value:
-                params[field] = value
-        if run is not None:
-            params["run"] = run
-        if author is not None:
-            params["author"] = author  # "" selects the shared scope
-        if limit:
-            params["limit"] = limit
-        if cursor:
-            params["cursor"] = cursor
-        return dict(self.request("GET", "/v1/notes", params=params))
-
-    def iter_notes(self, **filters: Any) -> Iterator[dict[str, Any]]:
+    def iter_tokens(self) -> Iterator[dict[str, Any]]:
         cursor = None
         while True:
-            page = self.list_notes(**filters, cursor=cursor)
+            page = self.list_tokens(cursor=cursor)
             yield from page["items"]
             cursor = page.get("cursor")
             if not cursor:
                 return
 
-    def delete_note(self, ref: str) -> None:
-        self.request("DELETE", f"/v1/notes/{ref}")
-
-    # ---- tasks (caller) -----------------------------------------------------------------------
-    # Every command takes a command_id: reuse it to retry safely (an exact retry returns the
-    # original result); a fresh one is generated when none is given.
-
-    @staticmethod
-    def text_message(text: str, message_id: str | None = None) -> dict[str, Any]:
-        return {"id": message_id or new_id("m"), "parts": [{"media_type": "text/plain", "text": text}]}
-
-    def create_task(
-        self,
-        task_id: str,
-        message: dict[str, Any] | str,
-        *,
-        workspace: str = "default",
-        context: str = "default",
-        command_id: str | None = None,
-    ) -> dict[str, Any]:
-        body = {
-            "command_id": command_id or new_id("c"),
-            "workspace": workspace,
-            "id": task_id,
-            "context": context,
-            "message": self.text_message(message) if isinstance(message, str) else message,
-        }
-        return dict(self.request("POST", "/v1/tasks", json=body)["task"])
-
-    def get_task(self, task_id: str) -> dict[str, Any]:
-        return dict(self.request("GET", f"/v1/tasks/{task_id}")["task"])
-
-    def list_tasks(self, **params: Any) -> dict[str, Any]:
-        return dict(self.request("GET", "/v1/tasks", params={k: v for k, v in params.items() if v not in (None, "")}))
-
-    def reply(
-        self, task_id: str, expected_revision: int, message: dict[str, Any] | str, command_id: str | None = None
-    ) -> dict[str, Any]:
-        body = {
-            "command_id": command_id or new_id("c"),
-            "expected_revision": expected_revision,
-            "message": self.text_message(message) if isinstance(message, str) else message,
-        }
-        return dict(self.request("POST", f"/v1/tasks/{task_id}/reply", json=body)["task"])
-
-    def cancel(self, task_id: str, expected_revision: int, command_id: str | None = None) -> dict[str, Any]:
-        body = {"command_id": command_id or new_id("c"), "expected_revision": expected_revision}
-        return dict(self.request("POST", f"/v1/tasks/{task_id}/cancel", json=body)["task"])
-
-    def messages(self, task_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
-        params = {"after": after, **({"limit": limit} if limit else {})}
-        return dict(self.request("GET", f"/v1/tasks/{task_id}/messages", params=params))
-
-    def events(self, task_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
-        params = {"after": after, **({"limit": limit} if limit else {})}
-        return dict(self.request("GET", f"/v1/tasks/{task_id}/events", params=params))
-
-    # ---- tasks (worker) -----------------------------------------------------------------------
-
-    def claim(self, command_id: str | None = None) -> dict[str, Any] | None:
-        """The oldest claimable task's assignment, or None when nothing is claimable."""
+    def revoke_token(self, token_id: str) -> None:
+        """Revoke a token of the authority (admin). Effective once the authorizer cache expires."""
         try:
-            answer = self.request("POST", "/v1/leases/claim", json={"command_id": command_id or new_id("c")})
+            self.request("DELETE", f"/v1/admin/tokens/{token_id}")
         except DovecoteError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return dict(answer["assignment"])
-
-    def leases(self) -> list[dict[str, Any]]:
-        """Every current lease of this worker (the restart-recovery scan), all pages."""
-        items: list[dict[str, Any]] = []
-        cursor = None
-        while True:
-            page = self.request("GET", "/v1/leases", params={"cursor": cursor} if cursor else {})
-            items += page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return items
-
-    def worker_command(
-        self, kind: str, task_id: str, expected_revision: int, fence: int, command_id: str | None = None, **extra: Any
-    ) -> dict[str, Any]:
-        """accept, reject, fail, request-input (message=…) or complete (message=…, submission_id=…)."""
-        body = {"command_id": command_id or new_id("c"), "expected_revision": expected_revision, "fence": fence}
-        for name, value in extra.items():
-            body[name] = self.text_message(value) if name == "message" and isinstance(value, str) else value
-        return dict(self.request("POST", f"/v1/tasks/{task_id}/{kind}", json=body)["task"])
-
-
-def new_id(prefix: str) -> str:
-    import uuid
-
-    return f"{prefix}-{uuid.uuid4().hex}"
+            # A retry after a cut connection finds it already revoked (gone from the table's view).
+            if not (exc.status == 404 and exc.attempts > 1):
+                raise

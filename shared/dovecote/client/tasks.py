@@ -1,0 +1,338 @@
+"""SDK methods for tasks (API.md § Tasks), caller and worker, as a mixin over the client's transport.
+
+Every command takes a `command_id`: reuse it to retry safely. When none is given one is generated,
+once per call, so the transport's own retries resend the same command. A message without an `id`
+gets one derived from the command id, and a complete without a `submission_id` one derived the same
+way, so a retried command carries the same message and submission and replays (an exact retry
+returns the original answer) instead of answering `409 idempotency_conflict`.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import time
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from dovecote.client.errors import DovecoteError, WaitTimeout
+from dovecote.platform.media import is_textual
+
+TERMINAL_STATES = ("completed", "canceled", "rejected", "failed")
+ALL_STATES = ("submitted", "working", "input_required", *TERMINAL_STATES)
+MAX_CLAIM_WAIT = 20  # the API's bound on one long-poll
+
+Message = dict[str, Any] | str
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+def text_message(text: str, message_id: str | None = None) -> dict[str, Any]:
+    """A one-part text/plain message; without an id the command that sends it derives one."""
+    message: dict[str, Any] = {"parts": [{"media_type": "text/plain", "text": text}]}
+    if message_id:
+        message["id"] = message_id
+    return message
+
+
+def bytes_message(data: bytes, media_type: str | None = None, *, filename: str | None = None) -> dict[str, Any]:
+    """A one-part message from bytes (a file's content): `text` when the media type is textual (or
+    unknown and the bytes are UTF-8), `data_b64` otherwise. The media type is guessed from
+    `filename` when not given."""
+    if media_type is None and filename:
+        media_type, _ = mimetypes.guess_type(filename)
+    if media_type is None or is_textual(media_type):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            media_type = media_type or "application/octet-stream"
+        else:
+            return {"parts": [{"media_type": media_type or "text/plain", "text": text}]}
+    return {"parts": [{"media_type": media_type, "data_b64": base64.b64encode(data).decode("ascii")}]}
+
+
+class TasksMixin:
+    if TYPE_CHECKING:  # provided by DovecoteClient
+
+        def request(self, method: str, path: str, **kwargs: Any) -> Any: ...
+        def derived_id(self, prefix: str, *parts: object) -> str: ...
+
+    # ---- ids ----------------------------------------------------------------------------------
+
+    def _message(self, message: Message, command_id: str) -> dict[str, Any]:
+        built = text_message(message) if isinstance(message, str) else dict(message)
+        if not built.get("id"):
+            built["id"] = self.derived_id("m", "message", command_id)
+        return built
+
+    def submission_id_for(self, command_id: str) -> str:
+        """The submission id a complete without one carries: derived from its command id."""
+        return self.derived_id("s", "submission", command_id)
+
+    def _command(self, path: str, command_id: str | None, body: dict[str, Any], **options: Any) -> Any:
+        cid = command_id or new_id("c")
+        if "message" in body:
+            body["message"] = self._message(body["message"], cid)
+        return self.request("POST", path, json={"command_id": cid, **body}, command_id=cid, **options)
+
+    # ---- caller -------------------------------------------------------------------------------
+
+    def create_task(
+        self,
+        task_id: str,
+        message: Message,
+        *,
+        workspace: str = "default",
+        context: str = "default",
+        command_id: str | None = None,
+        lease_timeout_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        """`POST /v1/tasks`: the task (201, or 200 with the same task on an exact retry).
+        `lease_timeout_seconds` (0-86400, 0 = never) is how long a lease may stay silent."""
+        body: dict[str, Any] = {"workspace": workspace, "id": task_id, "context": context, "message": message}
+        if lease_timeout_seconds is not None:
+            body["lease_timeout_seconds"] = lease_timeout_seconds
+        return dict(self._command("/v1/tasks", command_id, body)["task"])
+
+    def get_task(self, task_id: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"/v1/tasks/{task_id}")["task"])
+
+    def list_tasks(
+        self,
+        *,
+        context: str = "",
+        state: str = "",
+        updated_since: str = "",
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """One page `{items, cursor, total_size, total_is_lower_bound}`, newest update first."""
+        params = {"context": context, "state": state, "updated_since": updated_since, "limit": limit, "cursor": cursor}
+        return dict(self.request("GET", "/v1/tasks", params={k: v for k, v in params.items() if v}))
+
+    def iter_tasks(self, **filters: Any) -> Iterator[dict[str, Any]]:
+        cursor = None
+        while True:
+            page = self.list_tasks(**filters, cursor=cursor)
+            yield from page["items"]
+            cursor = page.get("cursor")
+            if not cursor:
+                return
+
+    def context_tasks(self, context: str, *, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
+        """`GET /v1/contexts/{context}/tasks`: one page `{items, cursor}`, oldest first."""
+        params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v}
+        return dict(self.request("GET", f"/v1/contexts/{context}/tasks", params=params))
+
+    def reply(
+        self, task_id: str, expected_revision: int, message: Message, command_id: str | None = None
+    ) -> dict[str, Any]:
+        """input_required → working, with the caller's message."""
+        body = {"expected_revision": expected_revision, "message": message}
+        return dict(self._command(f"/v1/tasks/{task_id}/reply", command_id, body)["task"])
+
+    def cancel(self, task_id: str, expected_revision: int, command_id: str | None = None) -> dict[str, Any]:
+        body = {"expected_revision": expected_revision}
+        return dict(self._command(f"/v1/tasks/{task_id}/cancel", command_id, body)["task"])
+
+    def messages(self, task_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        """One page `{items, next, has_more}` of the task's messages after sequence `after`."""
+        params = {"after": after, **({"limit": limit} if limit else {})}
+        return dict(self.request("GET", f"/v1/tasks/{task_id}/messages", params=params))
+
+    def iter_messages(self, task_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
+        while True:
+            page = self.messages(task_id, after)
+            yield from page["items"]
+            after = int(page.get("next") or after)
+            if not page.get("has_more") or not page["items"]:
+                return
+
+    def events(self, task_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        """One page `{items, next, has_more}` of the task's events after sequence `after`."""
+        params = {"after": after, **({"limit": limit} if limit else {})}
+        return dict(self.request("GET", f"/v1/tasks/{task_id}/events", params=params))
+
+    def iter_events(self, task_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
+        while True:
+            page = self.events(task_id, after)
+            yield from page["items"]
+            after = int(page.get("next") or after)
+            if not page.get("has_more") or not page["items"]:
+                return
+
+    def snapshot(self, task_id: str) -> dict[str, Any]:
+        """`{task, event_cursor}` from one read: events after `event_cursor` follow it without a gap."""
+        return dict(self.request("GET", f"/v1/tasks/{task_id}/snapshot"))
+
+    def wait_for(
+        self,
+        task_id: str,
+        states: tuple[str, ...] | list[str] | str = TERMINAL_STATES,
+        *,
+        timeout: float | None = 60.0,
+        poll: float = 0.25,
+        max_poll: float = 2.0,
+    ) -> dict[str, Any]:
+        """Wait until the task enters one of `states` (default: any terminal state) and return it.
+
+        Built on the event stream: one snapshot, then `GET /v1/tasks/{id}/events?after=N` polled
+        with backoff (from `poll` to `max_poll` seconds, back to `poll` after any event). Every
+        event is seen, so a state the task passes through between two polls still counts. The task
+        returned is read after the event that matched (it may have moved on since). Raises
+        `WaitTimeout` (code `wait_timeout`) when `timeout` seconds pass first; None waits forever."""
+        wanted = (states,) if isinstance(states, str) else tuple(states)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        snap = self.snapshot(task_id)
+        task = snap["task"]
+        if task["state"] in wanted:
+            return dict(task)
+        after = int(snap.get("event_cursor") or 0)
+        pause = poll
+        last = {"state": task["state"], "revision": task["revision"]}
+        while True:
+            page = self.events(task_id, after)
+            for event in page["items"]:
+                after = max(after, int(event["sequence"]))
+                last = {"state": event["state"], "revision": event["revision"]}
+                if event["state"] in wanted:
+                    return self.get_task(task_id)
+            if page.get("has_more"):
+                continue
+            pause = poll if page["items"] else min(max_poll, pause * 1.5)
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WaitTimeout(task_id, wanted, float(timeout or 0), last)
+                time.sleep(min(pause, left))
+            else:
+                time.sleep(pause)
+
+    # ---- worker: leases -----------------------------------------------------------------------
+
+    def claim(
+        self, command_id: str | None = None, *, wait_seconds: int = 0, timeout: float | None = None
+    ) -> dict[str, Any] | None:
+        """`POST /v1/leases/claim`: the oldest claimable task's assignment `{task, fence, worker,
+        granted_at, heartbeat_at}`, or None when nothing is claimable (after long-polling up to
+        `wait_seconds`, 0-20). A claim that found nothing reserves nothing, so its id may be reused."""
+        cid = command_id or new_id("c")
+        body: dict[str, Any] = {"command_id": cid}
+        if wait_seconds:
+            body["wait_seconds"] = wait_seconds
+        try:
+            answer = self.request(
+                "POST", "/v1/leases/claim", json=body, command_id=cid, timeout=timeout or wait_seconds + 30.0
+            )
+        except DovecoteError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return dict(answer["assignment"])
+
+    def acquire(self, task_id: str, command_id: str | None = None) -> dict[str, Any]:
+        """`POST /v1/tasks/{id}/lease`: lease this task (fence + 1); 409 lease_unavailable if held."""
+        return dict(self._command(f"/v1/tasks/{task_id}/lease", command_id, {})["assignment"])
+
+    def lease(self, task_id: str) -> dict[str, Any] | None:
+        """`GET /v1/tasks/{id}/lease`: the current assignment, or None when the task is unleased."""
+        try:
+            return dict(self.request("GET", f"/v1/tasks/{task_id}/lease")["assignment"])
+        except DovecoteError as exc:
+            if exc.status == 404 and exc.code == "not_found" and "lease" in exc.message:
+                return None
+            raise
+
+    def list_leases(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
+        """One page `{items: [assignment], cursor}` of this worker's current leases."""
+        params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v}
+        return dict(self.request("GET", "/v1/leases", params=params))
+
+    def leases(self) -> list[dict[str, Any]]:
+        """Every current lease of this worker (the restart-recovery scan), all pages."""
+        items: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.list_leases(cursor=cursor)
+            items += page["items"]
+            cursor = page.get("cursor")
+            if not cursor:
+                return items
+
+    def heartbeat(self, task_id: str, fence: int) -> dict[str, Any]:
+        """`POST /v1/tasks/{id}/lease/heartbeat`: the assignment with a new `heartbeat_at`; a fence
+        that is not current is 409 stale_lease. Never changes the revision."""
+        answer = self.request("POST", f"/v1/tasks/{task_id}/lease/heartbeat", json={"fence": fence})
+        return dict(answer["assignment"])
+
+    def fence(self, task_id: str, fence: int, command_id: str | None = None) -> None:
+        """`POST /v1/tasks/{id}/lease/fence`: retire that lease generation (admin, or its owner)."""
+        self._command(f"/v1/tasks/{task_id}/lease/fence", command_id, {"fence": fence})
+
+    def release(self, task_id: str, fence: int, command_id: str | None = None) -> None:
+        """Give up this worker's own lease (a fence by its owner): the task becomes claimable."""
+        self.fence(task_id, fence, command_id)
+
+    # ---- worker: commands ---------------------------------------------------------------------
+
+    def worker_command(
+        self,
+        kind: str,
+        task_id: str,
+        expected_revision: int,
+        fence: int,
+        command_id: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """accept, reject, fail, request-input (message=…) or complete (message=…, submission_id=…)."""
+        cid = command_id or new_id("c")
+        body: dict[str, Any] = {"expected_revision": expected_revision, "fence": fence}
+        body.update({name: value for name, value in extra.items() if value is not None})
+        if kind == "complete" and "submission_id" not in body:
+            body["submission_id"] = self.submission_id_for(cid)
+        return dict(self._command(f"/v1/tasks/{task_id}/{kind}", cid, body)["task"])
+
+    def accept(self, task_id: str, expected_revision: int, fence: int, command_id: str | None = None) -> dict[str, Any]:
+        """submitted → working."""
+        return self.worker_command("accept", task_id, expected_revision, fence, command_id)
+
+    def reject(self, task_id: str, expected_revision: int, fence: int, command_id: str | None = None) -> dict[str, Any]:
+        """submitted → rejected."""
+        return self.worker_command("reject", task_id, expected_revision, fence, command_id)
+
+    def fail(self, task_id: str, expected_revision: int, fence: int, command_id: str | None = None) -> dict[str, Any]:
+        """working or input_required → failed."""
+        return self.worker_command("fail", task_id, expected_revision, fence, command_id)
+
+    def request_input(
+        self, task_id: str, expected_revision: int, fence: int, message: Message, command_id: str | None = None
+    ) -> dict[str, Any]:
+        """working → input_required, with the agent's question."""
+        return self.worker_command("request-input", task_id, expected_revision, fence, command_id, message=message)
+
+    def complete(
+        self,
+        task_id: str,
+        expected_revision: int,
+        fence: int,
+        message: Message,
+        command_id: str | None = None,
+        *,
+        submission_id: str | None = None,
+        artifact_id: str | None = None,
+    ) -> dict[str, Any]:
+        """working → completed, with the agent's final message and a submission (its id derived
+        from the command id when not given)."""
+        return self.worker_command(
+            "complete",
+            task_id,
+            expected_revision,
+            fence,
+            command_id,
+            message=message,
+            submission_id=submission_id,
+            artifact_id=artifact_id,
+        )

@@ -1,0 +1,385 @@
+"""The worker loop: claim tasks, keep their leases alive, hand each to a handler, survive restarts.
+
+    from dovecote.client import DovecoteClient
+    from dovecote.client.worker import Job, Worker
+
+    def handle(job: Job) -> None:           # called with the task accepted (state working)
+        question = job.messages()[0]
+        job.complete(f"done: {Job.text_of(question)}")
+
+    with DovecoteClient.from_env("worker") as client:
+        Worker(client, handle).run()
+
+Threads and requests:
+- the loop thread long-polls `POST /v1/leases/claim {wait_seconds}` (20 s by default) while a
+  handler slot is free, so an idle worker makes about 3 requests a minute and picks a new task up
+  as soon as it is created;
+- handler threads (`concurrency`, 1 by default) run `handle(job)`;
+- one heartbeat thread beats every held lease at a quarter of its task's `lease_timeout_seconds`
+  (every worker command counts as a beat, so a busy lease is not beaten twice). A lease that comes
+  back `stale_lease` (the dispatcher fenced it, or the task ended) is dropped and `job.lost` is set:
+  the handler's next command would fail with `stale_lease` anyway, since the store checks the fence.
+- A handler that returns with the task in `input_required` parks it: the worker keeps the lease and
+  beats it (at most every `park_poll_seconds`), and when a beat shows the caller replied (state
+  working again) the job goes back to a handler.
+
+Restart recovery: `run()` starts with `GET /v1/leases` and resumes those exact (task, fence) pairs
+before claiming anything new. Command ids are `derived_id(task, fence, command, expected revision)`:
+a command retried after a crash is the same command and replays, and no other holder of the
+authority can guess it. Message and submission ids derive from the command id.
+
+After `handle` returns: a terminal task is done; `input_required` is parked; a task still
+`submitted` or `working` is released (its lease fenced by its owner) so another worker can take it.
+An exception from `handle` fails the task (`reject` if still submitted) and is logged; a lost lease
+(`stale_lease`) or an ended task just drops the job, and so does Dovecote staying unreachable past
+the SDK's retries (the silent lease is then fenced by the dispatcher and the task claimed again).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from dovecote.client.errors import DovecoteError
+from dovecote.client.tasks import MAX_CLAIM_WAIT, TERMINAL_STATES, Message
+
+if TYPE_CHECKING:
+    from dovecote.client import DovecoteClient
+
+log = logging.getLogger("dovecote.worker")
+
+LOST_CODES = ("stale_lease", "terminal_task", "not_found")
+TRANSIENT_CODES = ("unavailable", "commit_unknown", "throttled")
+
+
+class Job:
+    """One leased task as a handler sees it: the latest task object, the fence, and the worker
+    commands, each carrying the current revision and a derived command id."""
+
+    def __init__(self, worker: Worker, assignment: dict[str, Any]) -> None:
+        self._client = worker.client
+        self._worker = worker
+        self.fence: int = int(assignment["fence"])
+        self.task: dict[str, Any] = dict(assignment["task"])
+        self.id: str = self.task["id"]
+        self.lost = threading.Event()
+        self.parked = False
+        self.next_beat = 0.0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Job({self.id!r}, fence={self.fence}, state={self.state!r}, revision={self.revision})"
+
+    @property
+    def state(self) -> str:
+        return str(self.task["state"])
+
+    @property
+    def revision(self) -> int:
+        return int(self.task["revision"])
+
+    @property
+    def lease_timeout(self) -> int:
+        return int(self.task.get("lease_timeout_seconds") or 0)
+
+    def observe(self, task: dict[str, Any]) -> None:
+        """Keep the newest task object (answers from the handler and the heartbeat interleave)."""
+        with self._lock:
+            if int(task["revision"]) >= self.revision:
+                self.task = dict(task)
+
+    def command_id(self, kind: str) -> str:
+        return self._client.derived_id("w", self.id, self.fence, kind, self.revision)
+
+    def _run(self, kind: str, **extra: Any) -> dict[str, Any]:
+        try:
+            task = self._client.worker_command(kind, self.id, self.revision, self.fence, self.command_id(kind), **extra)
+        except DovecoteError as exc:
+            if exc.code == "stale_lease":
+                self.lost.set()
+            raise
+        self.observe(task)
+        self._worker.beaten(self)  # every worker command is a heartbeat
+        return task
+
+    # The commands (API.md § Tasks, worker).
+
+    def accept(self) -> dict[str, Any]:
+        return self._run("accept")
+
+    def reject(self) -> dict[str, Any]:
+        return self._run("reject")
+
+    def fail(self) -> dict[str, Any]:
+        return self._run("fail")
+
+    def request_input(self, message: Message) -> dict[str, Any]:
+        return self._run("request-input", message=message)
+
+    def complete(
+        self, message: Message, *, submission_id: str | None = None, artifact_id: str | None = None
+    ) -> dict[str, Any]:
+        return self._run("complete", message=message, submission_id=submission_id, artifact_id=artifact_id)
+
+    def heartbeat(self) -> dict[str, Any]:
+        assignment = self._client.heartbeat(self.id, self.fence)
+        self.observe(assignment["task"])
+        return assignment
+
+    def release(self) -> None:
+        """Fence this lease as its owner: the task becomes claimable by any worker."""
+        self._client.release(self.id, self.fence, self._client.derived_id("w", self.id, self.fence, "release"))
+        self.lost.set()
+
+    # Reading the conversation.
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Every message of the task, oldest first."""
+        return list(self._client.iter_messages(self.id))
+
+    @staticmethod
+    def text_of(message: dict[str, Any]) -> str:
+        """The text parts of a message, joined by newlines."""
+        return "\n".join(p["text"] for p in message.get("parts", []) if p.get("text") is not None)
+
+
+class Worker:
+    def __init__(
+        self,
+        client: DovecoteClient,
+        handle: Callable[[Job], None],
+        *,
+        wait_seconds: int = MAX_CLAIM_WAIT,
+        concurrency: int = 1,
+        heartbeat_fraction: float = 0.25,
+        park_poll_seconds: float = 5.0,
+        auto_accept: bool = True,
+    ) -> None:
+        """`wait_seconds`: the claim long-poll (0-20). `heartbeat_fraction`: beat a lease every
+        this share of its timeout. `park_poll_seconds`: how often a parked job (waiting for the
+        caller) is checked at most. `auto_accept`: accept a submitted task before `handle` sees it
+        (False: `handle` sees it submitted and may `reject`)."""
+        if not 0 <= wait_seconds <= MAX_CLAIM_WAIT:
+            raise ValueError(f"wait_seconds must be between 0 and {MAX_CLAIM_WAIT}")
+        self.client = client
+        self.handle = handle
+        self.wait_seconds = wait_seconds
+        self.concurrency = max(1, concurrency)
+        self.heartbeat_fraction = heartbeat_fraction
+        self.park_poll_seconds = park_poll_seconds
+        self.auto_accept = auto_accept
+        self.held: dict[str, Job] = {}
+        self.handled = 0
+        self._ready: deque[Job] = deque()
+        self._running = 0
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._beats_stop = threading.Event()
+        # Claim ids: derived, never reused after a claim that succeeded (it would replay that
+        # claim), reused after one that found nothing (that reserves nothing).
+        self._nonce = uuid.uuid4().hex
+        self._claims = 0
+
+    # ---- control ------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask `run` to return: it does once the claim in flight (at most `wait_seconds`) and the
+        handlers running end. Leases held stay held (a restarted worker resumes them)."""
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def run(self, *, once: bool = False) -> int:
+        """Work until `stop()`; with `once`, return after one handler call (or when one long-poll
+        found nothing to do). Returns how many times `handle` was called."""
+        self._beats_stop.clear()
+        self.recover()
+        beats = threading.Thread(target=self._beat_loop, name="dovecote-heartbeats", daemon=True)
+        beats.start()
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="dovecote-handler")
+        try:
+            while not self._stop.is_set():
+                job = self._next_job(once)
+                if job is None:
+                    if once:
+                        break
+                    continue
+                if once:
+                    self._work(job)
+                    break
+                pool.submit(self._work, job)
+        finally:
+            self._stop.set()
+            pool.shutdown(wait=True)  # running handlers finish, their leases still beaten
+            self._beats_stop.set()
+            beats.join(timeout=10)
+        return self.handled
+
+    def recover(self) -> list[Job]:
+        """Resume this worker's current leases (`GET /v1/leases`): parked when waiting for the
+        caller, ready otherwise."""
+        jobs = [Job(self, a) for a in self.client.leases()]
+        with self._cond:
+            for job in jobs:
+                if job.id in self.held:
+                    continue
+                self.held[job.id] = job
+                if job.state == "input_required":
+                    job.parked = True
+                else:
+                    self._ready.append(job)
+        if jobs:
+            log.info("resuming %d lease(s): %s", len(jobs), ", ".join(sorted(j.id for j in jobs)))
+        return jobs
+
+    # ---- the loop -----------------------------------------------------------------------------
+
+    def _next_job(self, once: bool) -> Job | None:
+        with self._cond:
+            while self._running >= self.concurrency and not self._stop.is_set():
+                self._cond.wait(0.5)
+            if self._stop.is_set():
+                return None
+            if self._ready:
+                self._running += 1
+                return self._ready.popleft()
+            parked = any(j.parked for j in self.held.values())
+        # A parked job may come back while the claim waits: wait no longer than its poll.
+        wait = self.wait_seconds if not parked else min(self.wait_seconds, int(self.park_poll_seconds) or 1)
+        assignment = self._claim(wait, once)
+        with self._cond:
+            if assignment is None:
+                return None
+            job = Job(self, assignment)
+            self.held[job.id] = job
+            self._running += 1
+            self.beaten(job)
+        log.info("%s: claimed with fence %d", job.id, job.fence)
+        return job
+
+    def _claim(self, wait: int, once: bool) -> dict[str, Any] | None:
+        command_id = self.client.derived_id("claim", self._nonce, self._claims)
+        try:
+            assignment = self.client.claim(command_id, wait_seconds=wait)
+        except DovecoteError as exc:
+            if once or exc.code not in TRANSIENT_CODES:
+                raise
+            log.warning("claim failed (%s); trying again", exc)
+            self._stop.wait(min(30.0, 1.0 + wait))
+            return None
+        if assignment is not None:
+            self._claims += 1
+        return assignment
+
+    def _work(self, job: Job) -> None:
+        try:
+            if job.state == "submitted" and self.auto_accept:
+                job.accept()
+            if job.state in ("working", "submitted"):
+                with self._cond:
+                    self.handled += 1
+                self.handle(job)
+        except DovecoteError as exc:
+            if exc.code in LOST_CODES:
+                log.info("%s: lease lost or task ended (%s); dropping it", job.id, exc.code)
+                job.lost.set()
+            elif exc.retryable:
+                # Dovecote is unreachable even after the SDK's retries: drop the job without a
+                # word more. Its silent lease is fenced by the dispatcher and the task claimed again
+                # (or this worker resumes it from GET /v1/leases after a restart).
+                log.warning("%s: %s; dropping the job, its lease will expire", job.id, exc)
+                job.lost.set()
+            else:
+                log.warning("%s: %s", job.id, exc)
+                self._give_up(job)
+        except Exception:
+            log.exception("%s: the handler raised; failing the task", job.id)
+            self._give_up(job)
+        finally:
+            self._settle(job)
+
+    def _give_up(self, job: Job) -> None:
+        try:
+            if job.state == "submitted":
+                job.reject()
+            elif job.state in ("working", "input_required"):
+                job.fail()
+        except DovecoteError as exc:
+            log.warning("%s: could not end the task (%s); releasing the lease", job.id, exc)
+            self._release(job)
+
+    def _release(self, job: Job) -> None:
+        try:
+            job.release()
+        except DovecoteError as exc:
+            log.warning("%s: could not release the lease (%s)", job.id, exc)
+            job.lost.set()
+
+    def _settle(self, job: Job) -> None:
+        if not job.lost.is_set() and job.state in ("working", "submitted"):
+            log.warning("%s: the handler returned with the task %s; releasing the lease", job.id, job.state)
+            self._release(job)
+        with self._cond:
+            if job.lost.is_set() or job.state in TERMINAL_STATES:
+                self.held.pop(job.id, None)
+            else:
+                job.parked = True  # input_required: wait for the caller's reply
+                self.beaten(job)  # next beat (and check) at the parked pace
+            self._running -= 1
+            self._cond.notify_all()
+
+    # ---- heartbeats ---------------------------------------------------------------------------
+
+    def interval(self, job: Job) -> float:
+        timeout = job.lease_timeout
+        every = max(0.2, timeout * self.heartbeat_fraction) if timeout > 0 else float("inf")
+        return min(every, self.park_poll_seconds) if job.parked else every
+
+    def beaten(self, job: Job) -> None:
+        """The lease just showed a sign of life: the next beat is a full interval away."""
+        job.next_beat = time.monotonic() + self.interval(job)
+
+    def _beat_loop(self) -> None:
+        while not self._beats_stop.is_set():
+            now = time.monotonic()
+            with self._cond:
+                jobs = list(self.held.values())
+            for job in jobs:
+                if job.next_beat <= now and not job.lost.is_set():
+                    self._beat(job)
+            upcoming = min((j.next_beat for j in jobs), default=now + 1.0)
+            self._beats_stop.wait(min(max(upcoming - time.monotonic(), 0.05), 0.5))
+
+    def _beat(self, job: Job) -> None:
+        try:
+            job.heartbeat()
+        except DovecoteError as exc:
+            if exc.code in LOST_CODES:
+                log.info("%s: lease lost (%s); dropping it", job.id, exc.code)
+                job.lost.set()
+                with self._cond:
+                    if job.parked:
+                        self.held.pop(job.id, None)
+                return
+            log.warning("%s: heartbeat failed (%s); trying again soon", job.id, exc)
+            job.next_beat = time.monotonic() + min(self.interval(job), 1.0)
+            return
+        with self._cond:
+            if job.parked and job.state != "input_required":
+                job.parked = False
+                if job.state in TERMINAL_STATES:
+                    self.held.pop(job.id, None)
+                else:
+                    self._ready.append(job)  # the caller replied
+                    self._cond.notify_all()
+        self.beaten(job)
