@@ -450,7 +450,7 @@ def cost_section(report: dict[str, Any], local: dict[str, dict[str, float]] | No
     console.print(f"prices: {PRICES_AS_OF}")
 
 
-SECTIONS = ("round_trips", "imports", "coldstart", "local", "cost", "recall")
+SECTIONS = ("round_trips", "imports", "coldstart", "local", "cost", "recall", "memory", "workers")
 
 
 def main() -> None:
@@ -503,6 +503,22 @@ def main() -> None:
         _section("recall: ingest, search/read/outline latency, retrieval quality per ranker")
         report["recall"] = recall_report(args.quick)
         print_report(report["recall"])
+
+    if "memory" in only:
+        from bench.memory import memory_figures
+        from bench.memory import print_report as print_memory
+
+        _section("memory: round trips per command, detection cost by store size, writes/s end to end")
+        report["memory"] = memory_figures(args.quick)
+        print_memory(report["memory"])
+
+    if "workers" in only:
+        from bench.workers import print_report as print_workers
+        from bench.workers import workers_report
+
+        _section("an SDK worker's requests per minute: idle (long-poll), busy (heartbeats)")
+        report["workers"] = workers_report(args.quick)
+        print_workers(report["workers"])
 
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)

@@ -69,6 +69,9 @@ class LocalRuntime:
                 "POWERTOOLS_SERVICE_NAME": "dovecote",
                 "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
                 "POWERTOOLS_TRACE_DISABLED": "true",
+                # CloudWatch reads metrics from Lambda's stdout; here they would only be noise on the
+                # terminal (POWERTOOLS_METRICS_DISABLED=false in the environment shows them).
+                "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
                 "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
                 # Recall's embedded index lives in this process, shared by the API and the indexer.
                 "DOVECOTE_RECALL_SQLITE_PATH": os.environ.get("DOVECOTE_RECALL_SQLITE_PATH") or ":memory:",
@@ -140,7 +143,9 @@ class LocalRuntime:
             self._dispatcher = Schedule(function=DISPATCHER, interval_s=self.dispatch_interval).start()
 
         from infra.local.gateway import Gateway
+        from infra.local.isolation import isolate_powertools_requests
 
+        isolate_powertools_requests()  # requests run in threads here, one per container in Lambda
         gateway = Gateway(faults=self.faults)
         self._server = make_server(self.host, self.port, gateway, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,57 +25,54 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    tokens_file = tmp_path_factory.mktemp("dev") / "dev-tokens.json"
+@contextmanager
+def start_dev(directory: Path, *extra: str) -> Iterator[dict[str, Any]]:
+    """`dovecote dev` as a real process on a free port, its log in `directory`; yields the endpoint,
+    the tokens and the log file."""
+    tokens_file = directory / "dev-tokens.json"
     # The runtime logs a line per request: to a file, never an unread pipe that would fill and stall it.
-    log_file = tokens_file.parent / "dev.log"
+    log_file = directory / "dev.log"
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))}
     log = log_file.open("w")
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "dovecote.cli",
-            "dev",
-            "--port",
-            str(port),
-            "--tokens-file",
-            str(tokens_file),
-            "--faults",
-            "--dispatch-interval",
-            "0.5",
-        ],
+        [sys.executable, "-m", "dovecote.cli", "dev", "--port", str(port), "--tokens-file", str(tokens_file), *extra],
         cwd=ROOT,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    endpoint = f"http://127.0.0.1:{port}"
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"dovecote dev exited early:\n{log_file.read_text()}")
-        if tokens_file.exists():
-            try:
-                if httpx.get(endpoint + "/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-        time.sleep(0.2)
-    else:
-        process.kill()
-        raise RuntimeError("dovecote dev did not become ready in 60 s")
-    data = json.loads(Path(tokens_file).read_text())
-    yield {"endpoint": data["endpoint"], "tokens": data["tokens"], "tokens_file": tokens_file, "log": log_file}
-    process.terminate()
     try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+        deadline = time.monotonic() + 60
+        endpoint = f"http://127.0.0.1:{port}"
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"dovecote dev exited early:\n{log_file.read_text()}")
+            if tokens_file.exists():
+                try:
+                    if httpx.get(endpoint + "/v1/health", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+            time.sleep(0.2)
+        else:
+            raise RuntimeError("dovecote dev did not become ready in 60 s")
+        data = json.loads(Path(tokens_file).read_text())
+        yield {"endpoint": data["endpoint"], "tokens": data["tokens"], "tokens_file": tokens_file, "log": log_file}
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    with start_dev(tmp_path_factory.mktemp("dev"), "--faults", "--dispatch-interval", "0.5") as runtime:
+        yield runtime
 
 
 @pytest.fixture

@@ -13,18 +13,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from dovecote.client import DovecoteClient
 from tests.conftest import ROOT
-from tests.support.authorities import fresh_authority, warm_routes
+from tests.support.authorities import fresh_authority
 
 ECHO = str(ROOT / "examples" / "echo_worker.py")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def warm(dev_runtime: dict[str, Any]) -> None:
-    warm_routes(dev_runtime)  # see tests/support/authorities.py: a dev-runtime race on cold routes
 
 
 def dev_env(dev_runtime: dict[str, Any]) -> dict[str, str]:

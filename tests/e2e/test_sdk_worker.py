@@ -22,12 +22,7 @@ import pytest
 from dovecote.client import DovecoteClient, DovecoteError, WaitTimeout
 from dovecote.client.worker import Job, Worker
 from tests.conftest import ROOT
-from tests.support.authorities import Authority, fresh_authority, warm_routes
-
-
-@pytest.fixture(scope="module", autouse=True)
-def warm(dev_runtime: dict[str, Any]) -> None:
-    warm_routes(dev_runtime)  # see tests/support/authorities.py: a dev-runtime race on cold routes
+from tests.support.authorities import Authority, fresh_authority
 
 
 def uid(prefix: str) -> str:

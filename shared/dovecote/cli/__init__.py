@@ -49,9 +49,11 @@ app.add_typer(worker_app, name="worker")
 
 
 def _mount_sub_apps() -> None:
+    from dovecote.cli.memory import memory_app
     from dovecote.cli.recall import recall_app
 
     app.add_typer(recall_app, name="recall")
+    app.add_typer(memory_app, name="memory")
 
 
 _mount_sub_apps()

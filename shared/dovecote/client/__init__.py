@@ -35,6 +35,7 @@ import httpx
 
 from dovecote.client.config import DEV_TOKENS_FILE, ClientConfig, resolve
 from dovecote.client.errors import BAD_RESPONSE, UNAVAILABLE, DovecoteError, WaitTimeout
+from dovecote.client.memory import MemoryMixin
 from dovecote.client.notes import Note, NotesMixin
 from dovecote.client.recall import RecallMixin
 from dovecote.client.tasks import TERMINAL_STATES, TasksMixin, new_id, text_message
@@ -116,7 +117,7 @@ def error_from_response(response: httpx.Response, *, attempts: int = 1, command_
     )
 
 
-class DovecoteClient(NotesMixin, TasksMixin, RecallMixin):
+class DovecoteClient(NotesMixin, TasksMixin, RecallMixin, MemoryMixin):
     """A client of one endpoint with one token. Thread-safe: the worker loop heartbeats from a
     background thread over the same client while a handler runs commands."""
 
