@@ -10,6 +10,7 @@ from constructs import Construct
 
 from infra.constructs.api import Api
 from infra.constructs.data import Data
+from infra.constructs.memory import MemoryQueue
 from infra.constructs.observability import Observability
 
 
@@ -33,10 +34,12 @@ class DovecoteStack(Stack):
         # LogDeliveryWrite ACL. Set on the stack so no app can synthesize it the old way.
         self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
         self.data = Data(self, "Data", production=production)
+        self.memory = MemoryQueue(self, "Memory", data=self.data)
         self.api = Api(
             self,
             "Api",
             data=self.data,
+            memory=self.memory,
             layer_dir=layer_dir,
             functions_dir=functions_dir,
             log_retention=_retention(log_retention_days),
@@ -44,7 +47,8 @@ class DovecoteStack(Stack):
             reserved_concurrency=reserved_concurrency,
             xray_subsegments=xray_subsegments,
         )
-        Observability(self, "Observability", api=self.api)
+        self.memory.connect(self.api)
+        Observability(self, "Observability", api=self.api, memory=self.memory)
         CfnOutput(self, "Endpoint", value=self.api.http_api.api_endpoint)
         CfnOutput(self, "TokensTable", value=self.data.tokens.table_name)
         self._acknowledge()

@@ -22,6 +22,7 @@ from constructs import Construct
 
 from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
+from infra.constructs.memory import MemoryQueue
 from infra.routes import (
     AUTHORIZER,
     DISPATCH_EVERY_SECONDS,
@@ -30,6 +31,7 @@ from infra.routes import (
     JANITOR,
     JANITOR_BATCH_SIZE,
     JANITOR_FILTER,
+    MEMORY_WORKER,
     RECONCILE_EVERY_HOURS,
     RECONCILER,
     ROUTES,
@@ -44,6 +46,7 @@ class Api(Construct):
         id: str,
         *,
         data: Data,
+        memory: MemoryQueue,
         layer_dir: Path,
         functions_dir: Path,
         log_retention: logs.RetentionDays,
@@ -75,6 +78,7 @@ class Api(Construct):
             "lease_timeout_seconds": str(Settings.model_fields["lease_timeout_seconds"].default),
             # Protected payloads: data keys under the stack's key (grants: _grant, tasks_api).
             "data_key_id": data.key.key_arn,
+            **memory.settings,
         }
         # Context overrides an operator may need: plaintext reads only while migrating old data.
         for name in ("allow_plaintext_reads", "artifact_max_bytes"):
@@ -83,7 +87,7 @@ class Api(Construct):
                 self._settings[name] = str(value).lower() if isinstance(value, bool) else str(value)
         self.functions: dict[str, lambda_.Function] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
-        for spec in (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, *FUNCTIONS.values()):
+        for spec in (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, MEMORY_WORKER, *FUNCTIONS.values()):
             self.functions[spec.name] = self._function(spec)
         self._grant()
         # Lambda's on-failure destination for a stream receives only the failed batch's metadata

@@ -16,6 +16,7 @@ from aws_cdk import aws_secretsmanager as sm
 from constructs import Construct
 
 from dovecote.admin.records import TOKENS_TABLE
+from dovecote.memory.records import MEMORY_TABLE
 from dovecote.notes.records import NOTES_TABLE
 from dovecote.platform.dynamo import TableDef
 from dovecote.tasks.records import TASKS_TABLE
@@ -60,6 +61,9 @@ class Data(Construct):
 
         # Tasks, messages, events, grants and receipts share one table (dovecote/tasks/dynamo.py).
         self.tasks = self.model_table("Tasks", TASKS_TABLE)
+
+        # Memory writes, memories, postings, relations (dovecote/memory/dynamo.py).
+        self.memory = self.model_table("Memory", MEMORY_TABLE)
 
         # Server access logs: the destination bucket cannot use SSE-KMS, so it uses SSE-S3. The
         # logging service writes through a bucket policy (ownership enforced: no ACLs at all).

@@ -8,10 +8,11 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.constructs.api import Api
+from infra.constructs.memory import QUEUE_AGE_ALARM_SECONDS, MemoryQueue
 
 
 class Observability(Construct):
-    def __init__(self, scope: Construct, id: str, *, api: Api) -> None:
+    def __init__(self, scope: Construct, id: str, *, api: Api, memory: MemoryQueue) -> None:
         super().__init__(scope, id)
         widgets: list[cw.IWidget] = []
         for name, fn in api.functions.items():
@@ -40,6 +41,18 @@ class Observability(Construct):
             "reconcile-failures",
             api.reconcile_failures.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
             1,
+        )
+        # Memory: a write that failed three receives is in the DLQ (its write is marked failed; an
+        # operator redrives it), and a write queue whose oldest message ages means the worker stalls.
+        self._alarm(
+            "memory-dead-letters",
+            memory.dlq.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
+            1,
+        )
+        self._alarm(
+            "memory-queue-age",
+            memory.queue.metric_approximate_age_of_oldest_message(period=Duration.minutes(5)),
+            QUEUE_AGE_ALARM_SECONDS,
         )
         # A stored aggregate that broke an invariant was refused (TaskService fails closed): one is
         # one too many, and the function's log holds the facts.

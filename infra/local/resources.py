@@ -17,20 +17,12 @@ MEMORY_VISIBILITY_S = 10
 def model_tables() -> list[Any]:
     """Every table whose items are PynamoDB models: the schema comes from the models."""
     from dovecote.admin.records import TOKENS_TABLE
+    from dovecote.memory.records import MEMORY_TABLE
     from dovecote.notes.records import NOTES_TABLE
     from dovecote.recall.records import RECALL_TABLE
     from dovecote.tasks.records import TASKS_TABLE
 
-    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE, RECALL_TABLE]
-
-
-def local_model_tables() -> list[Any]:
-    """Tables created locally from their models that CDK does not declare yet. The memory table
-    moves into `model_tables()` once infra/constructs/data.py builds it from MEMORY_TABLE (then
-    tests/infra/test_stack.py checks the two agree)."""
-    from dovecote.memory.records import MEMORY_TABLE
-
-    return [MEMORY_TABLE]
+    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE, RECALL_TABLE, MEMORY_TABLE]
 
 
 def create_transcript_queue(*, s3: Any, sqs: Any, bucket: str, queue: str) -> str:
@@ -83,7 +75,7 @@ def create_all(
     queues: transcripts, and the memory write queue with its dead-letter queue; given a KMS client,
     the key that seals protected payloads). Returns settings env values."""
     env: dict[str, str] = {}
-    for table in (*model_tables(), *local_model_tables()):
+    for table in model_tables():
         name = names[table.setting]
         dynamodb.create_table(**table.create_table_kwargs(name))
         if table.ttl:

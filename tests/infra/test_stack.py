@@ -17,9 +17,18 @@ from aws_cdk.assertions import Match, Template  # noqa: E402
 from infra import stack as stack_module  # noqa: E402
 from infra.app import build_app  # noqa: E402
 from infra.build import FUNCTIONS as FUNCTIONS_DIR  # noqa: E402
-from infra.routes import AUTHORIZER, DISPATCHER, FUNCTIONS, JANITOR, RECONCILER, ROUTES  # noqa: E402
+from infra.routes import (  # noqa: E402
+    AUTHORIZER,
+    DISPATCHER,
+    FUNCTIONS,
+    JANITOR,
+    MEMORY_WORKER,
+    MEMORY_WORKER_BATCH_SIZE,
+    RECONCILER,
+    ROUTES,
+)
 
-BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER)
+BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, MEMORY_WORKER)
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +229,13 @@ def test_model_tables_match_their_models(synthesized: dict[str, Any]) -> None:
     from infra.local.resources import model_tables
 
     tables = resources(synthesized["raw"], "AWS::DynamoDB::Table")
-    prefixes = {"tokens_table": "DataTokens", "notes_table": "DataNotes", "tasks_table": "DataTasks"}
+    prefixes = {
+        "tokens_table": "DataTokens",
+        "notes_table": "DataNotes",
+        "tasks_table": "DataTasks",
+        "memory_table": "DataMemory",
+        "recall_table": "DataRecall",
+    }
     for table in model_tables():
         props = next(t["Properties"] for k, t in tables.items() if k.startswith(prefixes[table.setting]))
         want = table.schema()
@@ -252,7 +267,9 @@ def test_the_token_listing_index_never_holds_the_hash(synthesized: dict[str, Any
 
 def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[str, Any]) -> None:
     tables = resources(synthesized["raw"], "AWS::DynamoDB::Table")
-    assert len(tables) == 3
+    from infra.local.resources import model_tables
+
+    assert len(tables) == len(model_tables())
     tasks = next(t["Properties"] for k, t in tables.items() if k.startswith("DataTasks"))
     assert {i["IndexName"] for i in tasks["GlobalSecondaryIndexes"]} == {
         "claimable",
@@ -273,11 +290,15 @@ def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[s
 
 def test_janitor_consumes_only_note_removals_and_replacements(synthesized: dict[str, Any]) -> None:
     mappings = resources(synthesized["raw"], "AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 1
-    props = next(iter(mappings.values()))["Properties"]
+    streams = [
+        m["Properties"] for m in mappings.values() if "StreamArn" in json.dumps(m["Properties"]["EventSourceArn"])
+    ]
+    assert len(streams) == 1
+    props = streams[0]
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     queues = resources(synthesized["raw"], "AWS::SQS::Queue")
-    assert props["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [next(iter(queues)), "Arn"]}
+    (dlq,) = _logical_ids(props["DestinationConfig"]["OnFailure"]["Destination"])
+    assert dlq.startswith("ApiJanitorFailures")
     pattern = json.loads(props["FilterCriteria"]["Filters"][0]["Pattern"])
     assert pattern == {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "a#"}]}}}}
     janitor = [
@@ -285,7 +306,7 @@ def test_janitor_consumes_only_note_removals_and_replacements(synthesized: dict[
     ]
     assert [sorted(_actions(s)) for s in janitor] == [["s3:DeleteObject", "s3:DeleteObjectVersion"]]
     # The failure destination holds metadata only: SQS-managed encryption, no KMS grant for it.
-    assert next(iter(queues.values()))["Properties"].get("SqsManagedSseEnabled") is True
+    assert queues[dlq]["Properties"].get("SqsManagedSseEnabled") is True
 
 
 def test_routes_come_from_the_route_table(synthesized: dict[str, Any]) -> None:
@@ -421,3 +442,37 @@ def test_production_context_retains_data(tmp_path: Path) -> None:
         "AWS::DynamoDB::Table",
         {"DeletionPolicy": "Retain", "Properties": Match.object_like({"DeletionProtectionEnabled": True})},
     )
+
+
+def test_memory_writes_flow_through_a_fifo_queue_with_a_dead_letter_queue(synthesized: dict[str, Any]) -> None:
+    from dovecote.memory.worker import REDRIVE_MAX_RECEIVES
+
+    raw = synthesized["raw"]
+    queues = resources(raw, "AWS::SQS::Queue")
+    writes = next(q["Properties"] for k, q in queues.items() if k.startswith("MemoryWrites"))
+    failures_id = next(k for k in queues if k.startswith("MemoryWriteFailures"))
+    failures = queues[failures_id]["Properties"]
+    assert writes["FifoQueue"] is True and failures["FifoQueue"] is True
+    assert writes.get("ContentBasedDeduplication") in (None, False)
+    assert writes["RedrivePolicy"]["maxReceiveCount"] == REDRIVE_MAX_RECEIVES
+    assert _logical_ids(writes["RedrivePolicy"]["deadLetterTargetArn"]) == {failures_id}
+    assert writes["VisibilityTimeout"] >= 6 * MEMORY_WORKER.timeout_s
+    mapping = next(
+        m["Properties"]
+        for m in resources(raw, "AWS::Lambda::EventSourceMapping").values()
+        if any(k.startswith("MemoryWrites") for k in _logical_ids(m["Properties"]["EventSourceArn"]))
+    )
+    assert mapping["BatchSize"] == MEMORY_WORKER_BATCH_SIZE
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # The worker sends only to the DLQ; its other queue actions are the event source mapping's.
+    worker_sqs = [s for s in _policy_for(raw, "memory_worker") if any(a.startswith("sqs:") for a in _actions(s))]
+    sends = [s for s in worker_sqs if "sqs:SendMessage" in _actions(s)]
+    assert [_logical_ids(s["Resource"]) for s in sends] == [{failures_id}]
+    api_sqs = [s for s in _policy_for(raw, "memory_api") if any(a.startswith("sqs:") for a in _actions(s))]
+    assert sorted(a for s in api_sqs for a in _actions(s)) == [
+        "sqs:ChangeMessageVisibility",
+        "sqs:DeleteMessage",
+        "sqs:ReceiveMessage",
+        "sqs:SendMessage",
+    ]
+    assert not any(a.startswith("dynamodb:Scan") for s in _policy_for(raw, "memory_api") for a in _actions(s))
