@@ -54,8 +54,13 @@ def index_engine(request: pytest.FixtureRequest) -> Iterator[SearchIndex]:
         from dovecote.recall.opensearch import OpenSearchIndex
 
         # A real node shared by the run (tests/opensearch_fixture.py); indices of this test's own.
+        # refresh="true": the same contract as the default "wait_for" (a write that returned is
+        # searchable) without waiting out the 1 s refresh interval on every ingest;
+        # tests/integration/test_recall_opensearch.py holds the default to it.
         url = request.getfixturevalue("opensearch_url")
-        search = OpenSearchIndex(OpenSearch(hosts=[url], timeout=60), index_prefix=f"conformance-{uuid.uuid4().hex[:12]}")
+        search = OpenSearchIndex(
+            OpenSearch(hosts=[url], timeout=60), index_prefix=f"conformance-{uuid.uuid4().hex[:12]}", refresh="true"
+        )
         yield search
         search.drop_indices()
         search.close()

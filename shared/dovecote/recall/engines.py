@@ -1,8 +1,9 @@
 """Which SearchIndex answers: the one seam between the embedded engine and OpenSearch.
 
 `DOVECOTE_OPENSEARCH_URL` set → the OpenSearch engine (`dovecote.recall.opensearch.OpenSearchIndex`;
-imported only here and only then, so functions that never use it never load opensearch-py). Otherwise SQLite FTS5 at `DOVECOTE_RECALL_SQLITE_PATH`, one engine per database per
-process (the local runtime's API and indexer share it, `:memory:` included).
+imported only here and only then, so functions that never use it never load opensearch-py).
+Otherwise SQLite FTS5 at `DOVECOTE_RECALL_SQLITE_PATH`, one engine per database per process (the
+local runtime's API and indexer share it, `:memory:` included).
 """
 
 from __future__ import annotations

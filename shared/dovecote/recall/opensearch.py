@@ -112,7 +112,7 @@ from dovecote.recall.ports import (
     TopicRow,
     Window,
 )
-from dovecote.recall.query import And, Node, Not, Or, Query, Term
+from dovecote.recall.query import And, Node, Not, Query, Term
 from dovecote.recall.ranking import Candidate, rank_sessions
 from dovecote.recall.sqlite import RANKER_ROWS, SNIPPET_CHARS, substring_snippet
 
@@ -681,9 +681,7 @@ class OpenSearchIndex:
                     body="".join(batch), routing=authority, refresh=self._refresh if final else "false"
                 )
             if result.get("errors"):
-                failed = next(
-                    item[op] for item in result["items"] for op in item if item[op].get("status", 200) >= 300
-                )
+                failed = next(item[op] for item in result["items"] for op in item if item[op].get("status", 200) >= 300)
                 if failed.get("status") == 429:
                     raise Throttled("the search engine is busy; retry with backoff")
                 raise Unavailable("the search engine refused a write; retry", error=str(failed.get("error"))[:300])
@@ -723,7 +721,9 @@ class OpenSearchIndex:
         deleted = 0
         for index in indices:
             for ids in self._scan_ids(index, authority, query):
-                self._bulk(authority, (({"delete": {"_index": index, "_id": i, "routing": authority}}, None) for i in ids))
+                self._bulk(
+                    authority, (({"delete": {"_index": index, "_id": i, "routing": authority}}, None) for i in ids)
+                )
                 deleted += len(ids)
         return deleted
 
@@ -805,7 +805,10 @@ class OpenSearchIndex:
             }
             if m.timestamp:
                 doc["ts"] = m.timestamp
-            yield {"index": {"_index": self.messages, "_id": _message_id(authority, gen, pos), "routing": authority}}, doc
+            yield (
+                {"index": {"_index": self.messages, "_id": _message_id(authority, gen, pos), "routing": authority}},
+                doc,
+            )
 
     def _abort(self, authority: str, gen: int) -> None:
         """A write that failed before its flip: make its generation dead at once (nobody saw it)."""
@@ -842,7 +845,9 @@ class OpenSearchIndex:
         ripe = [int(g) for g, at in snap.dead.items() if int(at) < now - GRACE_SECONDS * 1000]
         if not ripe:
             return
-        self._delete_matching(authority, (self.messages, self.sessions), self._owned(authority, {"terms": {"gen": ripe}}))
+        self._delete_matching(
+            authority, (self.messages, self.sessions), self._owned(authority, {"terms": {"gen": ripe}})
+        )
         self._update_state(authority, _COLLECT, {"gens": [str(g) for g in ripe]})
 
     def delete_authority(self, authority: str) -> None:
@@ -1067,7 +1072,9 @@ class OpenSearchIndex:
             self.messages,
             authority,
             {
-                "query": self._visible(authority, snap, {"term": {"session_id": session_id}}, {"term": {"human": True}}),
+                "query": self._visible(
+                    authority, snap, {"term": {"session_id": session_id}}, {"term": {"human": True}}
+                ),
                 "size": 1,
                 "sort": [{"pos": "desc"}],
                 "_source": ["pos"],
@@ -1313,7 +1320,9 @@ class OpenSearchIndex:
             "size": len(session_ids),
             "_source": _SESSION_FIELDS,
         }
-        rows_found, sessions_found = self._msearch(authority, [(self.messages, rows_body), (self.sessions, sessions_body)])
+        rows_found, sessions_found = self._msearch(
+            authority, [(self.messages, rows_body), (self.sessions, sessions_body)]
+        )
         rows: dict[int, Row] = {}
         snippets: dict[int, str] = {}
         for hit in rows_found["hits"]["hits"]:
@@ -1379,9 +1388,7 @@ class OpenSearchIndex:
             return Window([], 0, 0)
         return Window(rows, _total(before) - len(earlier), _total(after) - len(later))
 
-    def _moved_centre(
-        self, authority: str, scope: Callable[..., dict[str, Any]], anchor_pos: int, around: int
-    ) -> int:
+    def _moved_centre(self, authority: str, scope: Callable[..., dict[str, Any]], anchor_pos: int, around: int) -> int:
         """The displayed row `around` rows after (or before) the anchor; the last (first) one when
         the session ends first."""
         forward = around > 0
@@ -1462,9 +1469,7 @@ class OpenSearchIndex:
         )
         want = set(wanted)
         return {
-            (s["session_id"], s["uuid"]): int(s["pos"])
-            for s in _sources(found)
-            if (s["session_id"], s["uuid"]) in want
+            (s["session_id"], s["uuid"]): int(s["pos"]) for s in _sources(found) if (s["session_id"], s["uuid"]) in want
         }
 
     def session_topics(self, authority: str, session_id: str) -> list[TopicRow]:
