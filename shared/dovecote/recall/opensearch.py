@@ -564,6 +564,11 @@ class OpenSearchIndex:
 
     # ---- indices ----------------------------------------------------------------------------------
 
+    def ensure_indices(self) -> None:
+        """Reach the node and create the indices if they are missing (the local runtime calls this
+        at start, so a wrong URL fails `dovecote dev` instead of its first search)."""
+        self._ensure()
+
     def _ensure(self) -> None:
         """Create the indices on first use (once per process; losing a creation race is fine)."""
         if self._ready:
