@@ -1000,66 +1000,47 @@ class OpenSearchIndex:
         return _row(rows[0]) if rows else None
 
     def printed_ref(self, authority: str, session_id: str, uuid: str) -> str:
-        """The shortest unique prefixes, from the neighbours in sort order (one msearch)."""
+        """The shortest unique prefixes, from the neighbours in sort order: one search over both
+        indices, each neighbour a `terms` aggregation of size 1 (2 after) ordered by key."""
         snap = self._snapshot(authority)
         lowered = session_id.lower()
-        in_session = {"term": {"session_id": session_id}}
-        searches = [
-            (
-                self.messages,
-                {
-                    "query": self._visible(authority, snap, in_session, {"range": {"uuid": {"lt": uuid}}}),
-                    "size": 1,
-                    "sort": [{"uuid": "desc"}],
-                    "_source": ["uuid"],
-                },
-            ),
-            (
-                self.messages,
-                {
-                    "query": self._visible(authority, snap, in_session, {"range": {"uuid": {"gt": uuid}}}),
-                    "size": 1,
-                    "sort": [{"uuid": "asc"}],
-                    "_source": ["uuid"],
-                },
-            ),
-        ]
         top_level = "/" not in session_id
+        scopes = [self._visible(authority, snap, {"term": {"session_id": session_id}})]
+        if top_level:
+            scopes.append(self._visible(authority, snap, {"term": {"depth": 0}}))
+
+        def neighbour(
+            field: str, bound: dict[str, Any], order: str, size: int, *more: dict[str, Any]
+        ) -> dict[str, Any]:
+            return {
+                "filter": {"bool": {"filter": [{"range": {field: bound}}, *more]}},
+                "aggs": {"near": {"terms": {"field": field, "size": size, "order": {"_key": order}}}},
+            }
+
+        in_session = {"term": {"session_id": session_id}}
+        aggs = {
+            "uuid_before": neighbour("uuid", {"lt": uuid}, "desc", 1, in_session),
+            "uuid_after": neighbour("uuid", {"gt": uuid}, "asc", 1, in_session),
+        }
         if top_level:
             depth0 = {"term": {"depth": 0}}
-            searches += [
-                (
-                    self.sessions,
-                    {
-                        "query": self._visible(authority, snap, depth0, {"range": {"sid_lower": {"lt": lowered}}}),
-                        "size": 1,
-                        "sort": [{"sid_lower": "desc"}],
-                        "_source": ["sid_lower"],
-                    },
-                ),
-                (
-                    self.sessions,
-                    {
-                        "query": {
-                            "bool": {
-                                "filter": [
-                                    self._visible(authority, snap, depth0, {"range": {"sid_lower": {"gte": lowered}}})
-                                ],
-                                "must_not": [{"term": {"session_id": session_id}}],
-                            }
-                        },
-                        "size": 2,
-                        "sort": [{"sid_lower": "asc"}],
-                        "_source": ["sid_lower"],
-                    },
-                ),
-            ]
-        responses = self._msearch(authority, searches)
-        uuid_need = max((_lcp(uuid, s["uuid"]) + 1 for r in responses[:2] for s in _sources(r)), default=0)
+            other = {"bool": {"must_not": [in_session]}}
+            aggs["sid_before"] = neighbour("sid_lower", {"lt": lowered}, "desc", 1, depth0)
+            aggs["sid_after"] = neighbour("sid_lower", {"gte": lowered}, "asc", 2, depth0, other)
+        found = self._search(
+            f"{self.messages},{self.sessions}",
+            authority,
+            {"query": {"bool": {"should": scopes, "minimum_should_match": 1}}, "size": 0, "aggs": aggs},
+        )["aggregations"]
+
+        def values(name: str) -> list[str]:
+            return [b["key"] for b in found[name]["near"]["buckets"]] if name in found else []
+
+        uuid_need = max((_lcp(uuid, v) + 1 for v in values("uuid_before") + values("uuid_after")), default=0)
         uuid_len = min(len(uuid), max(REF_PREFIX, uuid_need))
         longest = max(len(s) for s in session_id.split("/"))
         if top_level:
-            need = max((_lcp(lowered, s["sid_lower"]) + 1 for r in responses[2:] for s in _sources(r)), default=0)
+            need = max((_lcp(lowered, v) + 1 for v in values("sid_before") + values("sid_after")), default=0)
             session_len = min(longest, max(REF_PREFIX, need))
         else:
             session_len = REF_PREFIX
@@ -1478,33 +1459,26 @@ class OpenSearchIndex:
         }
 
     def session_topics(self, authority: str, session_id: str) -> list[TopicRow]:
-        snap = self._snapshot(authority)
-        topics, sessions = self._msearch(
+        """Topics are not versioned: a label counts while its start message exists in the visible
+        version. Most sessions have none, and then one search answers (search asks for every hit)."""
+        self._ensure()
+        topics = self._search(
+            self.topics,
             authority,
-            [
-                (
-                    self.topics,
-                    {
-                        "query": self._owned(authority, {"term": {"session_id": session_id}}),
-                        "size": MAX_WINDOW,
-                        "_source": ["start_uuid", "label"],
-                    },
-                ),
-                (
-                    self.sessions,
-                    {
-                        "query": self._visible(authority, snap, {"term": {"session_id": session_id}}),
-                        "size": 1,
-                        "_source": _SESSION_FIELDS,
-                    },
-                ),
-            ],
+            {
+                "query": self._owned(authority, {"term": {"session_id": session_id}}),
+                "size": MAX_WINDOW,
+                "_source": ["start_uuid", "label"],
+            },
         )
         labels = {t["start_uuid"]: t["label"] for t in _sources(topics)}
-        info = _sources(sessions)
-        if not labels or not info:
+        if not labels:
             return []
-        session = _session_info(info[0])
+        snap = self._snapshot(authority)
+        info = self._session_docs(authority, snap, [session_id]).get(session_id)
+        if info is None:
+            return []
+        session = info
         starts = self._starts(authority, snap, ((session_id, u) for u in labels))
         rows = [
             TopicRow(session=session, start_uuid=uuid, start_pos=starts[(session_id, uuid)], label=label)
