@@ -24,8 +24,8 @@ BUILD = ROOT / ".build"
 LAYER = BUILD / "layer"
 FUNCTIONS = BUILD / "functions"
 
-# Exact pins of the layer (the runtime closure of powertools[tracer], pydantic and PynamoDB, minus
-# boto3/botocore, which the Lambda runtime provides).
+# Exact pins of the layer (the runtime closure of powertools[tracer], pydantic, PynamoDB and
+# opensearch-py, minus boto3/botocore and their dependencies, which the Lambda runtime provides).
 LAYER_REQUIREMENTS = (
     "aws-lambda-powertools==3.37.0",
     "pynamodb==6.1.0",
@@ -37,6 +37,14 @@ LAYER_REQUIREMENTS = (
     "annotated-types==0.8.0",
     "typing-inspection==0.4.5",
     "typing-extensions==4.16.0",
+    # The OpenSearch engine (recall's cloud index): opensearch-py and what it imports that the
+    # runtime's botocore does not bring (urllib3, python-dateutil and six come with it).
+    "opensearch-py==3.2.0",
+    "requests==2.34.2",
+    "certifi==2026.10.19.post1",
+    "charset-normalizer==3.5.3",
+    "idna==3.20",
+    "events==0.5",
 )
 # The SDK and the CLI are client-side; the layer ships only what handlers import.
 LAYER_EXCLUDES = ("cli", "client")

@@ -22,6 +22,7 @@ from constructs import Construct
 
 from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
+from infra.constructs.search import Search
 from infra.routes import (
     AUTHORIZER,
     DISPATCH_EVERY_SECONDS,
@@ -33,6 +34,7 @@ from infra.routes import (
     RECONCILE_EVERY_HOURS,
     RECONCILER,
     ROUTES,
+    TRANSCRIPT_INDEXER,
     Function,
 )
 
@@ -44,6 +46,7 @@ class Api(Construct):
         id: str,
         *,
         data: Data,
+        search: Search,
         layer_dir: Path,
         functions_dir: Path,
         log_retention: logs.RetentionDays,
@@ -73,10 +76,13 @@ class Api(Construct):
             "bucket": data.bucket.bucket_name,
             "cursor_secret_arn": data.cursor_secret.secret_arn,
             "lease_timeout_seconds": str(Settings.model_fields["lease_timeout_seconds"].default),
+            "recall_table": data.recall.table_name,
+            "presign_seconds": str(Settings.model_fields["presign_seconds"].default),
+            **search.settings,
         }
         self.functions: dict[str, lambda_.Function] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
-        for spec in (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, *FUNCTIONS.values()):
+        for spec in (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, TRANSCRIPT_INDEXER, *FUNCTIONS.values()):
             self.functions[spec.name] = self._function(spec)
         self._grant()
         # Lambda's on-failure destination for a stream receives only the failed batch's metadata

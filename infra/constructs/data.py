@@ -18,6 +18,7 @@ from constructs import Construct
 from dovecote.admin.records import TOKENS_TABLE
 from dovecote.notes.records import NOTES_TABLE
 from dovecote.platform.dynamo import TableDef
+from dovecote.recall.records import RECALL_TABLE
 from dovecote.tasks.records import TASKS_TABLE
 
 _TYPES = {"S": ddb.AttributeType.STRING, "N": ddb.AttributeType.NUMBER, "B": ddb.AttributeType.BINARY}
@@ -60,6 +61,9 @@ class Data(Construct):
 
         # Tasks, messages, events, grants and receipts share one table (dovecote/tasks/dynamo.py).
         self.tasks = self.model_table("Tasks", TASKS_TABLE)
+
+        # Recall's ingest ledger: uploads handed a URL and not indexed yet (dovecote/recall/records.py).
+        self.recall = self.model_table("Recall", RECALL_TABLE)
 
         # Server access logs: the destination bucket cannot use SSE-KMS, so it uses SSE-S3. The
         # logging service writes through a bucket policy (ownership enforced: no ACLs at all).

@@ -17,9 +17,17 @@ from aws_cdk.assertions import Match, Template  # noqa: E402
 from infra import stack as stack_module  # noqa: E402
 from infra.app import build_app  # noqa: E402
 from infra.build import FUNCTIONS as FUNCTIONS_DIR  # noqa: E402
-from infra.routes import AUTHORIZER, DISPATCHER, FUNCTIONS, JANITOR, RECONCILER, ROUTES  # noqa: E402
+from infra.routes import (  # noqa: E402
+    AUTHORIZER,
+    DISPATCHER,
+    FUNCTIONS,
+    JANITOR,
+    RECONCILER,
+    ROUTES,
+    TRANSCRIPT_INDEXER,
+)
 
-BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER)
+BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, TRANSCRIPT_INDEXER)
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +228,12 @@ def test_model_tables_match_their_models(synthesized: dict[str, Any]) -> None:
     from infra.local.resources import model_tables
 
     tables = resources(synthesized["raw"], "AWS::DynamoDB::Table")
-    prefixes = {"tokens_table": "DataTokens", "notes_table": "DataNotes", "tasks_table": "DataTasks"}
+    prefixes = {
+        "tokens_table": "DataTokens",
+        "notes_table": "DataNotes",
+        "tasks_table": "DataTasks",
+        "recall_table": "DataRecall",
+    }
     for table in model_tables():
         props = next(t["Properties"] for k, t in tables.items() if k.startswith(prefixes[table.setting]))
         want = table.schema()
@@ -252,7 +265,7 @@ def test_the_token_listing_index_never_holds_the_hash(synthesized: dict[str, Any
 
 def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[str, Any]) -> None:
     tables = resources(synthesized["raw"], "AWS::DynamoDB::Table")
-    assert len(tables) == 3
+    assert len(tables) == 4
     tasks = next(t["Properties"] for k, t in tables.items() if k.startswith("DataTasks"))
     assert {i["IndexName"] for i in tasks["GlobalSecondaryIndexes"]} == {
         "claimable",
@@ -273,10 +286,10 @@ def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[s
 
 def test_janitor_consumes_only_note_removals_and_replacements(synthesized: dict[str, Any]) -> None:
     mappings = resources(synthesized["raw"], "AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 1
-    props = next(iter(mappings.values()))["Properties"]
+    assert len(mappings) == 2  # the janitor's stream and the transcript indexer's queue
+    props = next(m["Properties"] for m in mappings.values() if "StartingPosition" in m["Properties"])
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    queues = resources(synthesized["raw"], "AWS::SQS::Queue")
+    queues = {k: v for k, v in resources(synthesized["raw"], "AWS::SQS::Queue").items() if k.startswith("ApiJanitor")}
     assert props["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [next(iter(queues)), "Arn"]}
     pattern = json.loads(props["FilterCriteria"]["Filters"][0]["Pattern"])
     assert pattern == {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "a#"}]}}}}
@@ -303,7 +316,7 @@ def test_routes_come_from_the_route_table(synthesized: dict[str, Any]) -> None:
 
 def test_log_retention_encryption_and_access_logs(synthesized: dict[str, Any]) -> None:
     groups = resources(synthesized["raw"], "AWS::Logs::LogGroup")
-    assert len(groups) == len(FUNCTIONS) + len(BACKGROUND) + 1  # + API access logs
+    assert len(groups) == len(FUNCTIONS) + len(BACKGROUND) + 1 + 3  # + API access logs + the domain's three
     key = next(iter(resources(synthesized["raw"], "AWS::KMS::Key")))
     for group in groups.values():
         assert group["Properties"]["RetentionInDays"] == 30
