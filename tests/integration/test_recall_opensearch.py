@@ -27,9 +27,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opensearchpy import OpenSearch
+from opensearchpy.exceptions import ConflictError
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 
-from dovecote.platform.errors import CommitUnknown
+from dovecote.platform.errors import CommitUnknown, Throttled
 from dovecote.recall import opensearch as engine_module
 from dovecote.recall.model import RANKERS, Message, Session, Visibility
 from dovecote.recall.opensearch import ABANDON_SECONDS, GRACE_SECONDS, OpenSearchIndex
@@ -107,8 +108,9 @@ def stored(engine: OpenSearchIndex, authority: str) -> int:
 
 
 @contextmanager
-def failing(engine: OpenSearchIndex, path: str, nth: int) -> Iterator[list[str]]:
-    """The nth request whose path contains `path` raises a connection error before it is sent."""
+def failing(engine: OpenSearchIndex, path: str, nth: int, error: Exception | None = None) -> Iterator[list[str]]:
+    """The nth request whose path contains `path` raises (a connection error by default) before it
+    is sent."""
     transport = engine._client.transport
     real = transport.perform_request
     seen: list[str] = []
@@ -117,7 +119,7 @@ def failing(engine: OpenSearchIndex, path: str, nth: int) -> Iterator[list[str]]
         if path in url:
             seen.append(url)
             if len(seen) == nth:
-                raise OSConnectionError("N/A", "injected fault", None)
+                raise error or OSConnectionError("N/A", "injected fault", None)
         return real(method, url, *args, **kwargs)
 
     transport.perform_request = perform  # type: ignore[method-assign]
@@ -199,6 +201,16 @@ def test_a_writer_that_dies_before_its_flip_is_never_shown(make_engine: Any, clo
     )
     assert late["result"] == "noop"
     assert words_seen(engine, "acme", "s1") == ({"apple"}, 12)
+
+
+def test_a_state_update_that_keeps_losing_the_race_is_throttled_and_changes_nothing(make_engine: Any) -> None:
+    engine = make_engine(refresh="true")
+    engine.replace_session("acme", session("s1", "apple"), sha256="1")
+    conflict = ConflictError(409, "version_conflict_engine_exception", {})
+    with failing(engine, "/_update/", 1, conflict), pytest.raises(Throttled):
+        engine.replace_session("acme", session("s1", "banana"), sha256="2")
+    assert words_seen(engine, "acme", "s1") == ({"apple"}, 12)
+    assert engine._snapshot("acme").pending == {}  # the allocation itself was refused
 
 
 def test_concurrent_replaces_of_one_session_leave_exactly_one_version(make_engine: Any) -> None:

@@ -135,6 +135,8 @@ SCROLL_PAGE = 1000
 MAX_WINDOW = 10_000  # index.max_result_window: from + size beyond it is refused
 POS_LIMIT = 10_000_000  # rowid = gen × POS_LIMIT + pos: insertion order across sessions
 SNIPPET_FRAGMENT = 160
+# A state update that loses the race to another writer is retried by the node this many times.
+STATE_RETRIES = 20
 REFRESH_POLICIES = ("wait_for", "true")
 
 # unicode61's token characters: letters, digits and private-use characters; everything else splits.
@@ -657,20 +659,25 @@ class OpenSearchIndex:
             "authority": authority,
             "state": {"next_gen": 1, "floor": 0, "pending": {}, "dead": {}, "flipped": {}},
         }
-        with _errors(write=True):
-            return dict(
-                self._client.update(
-                    index=self.sessions,
-                    id=_state_id(authority),
-                    routing=authority,
-                    body={
-                        "script": {"lang": "painless", "source": script, "params": params},
-                        "upsert": initial,
-                        "scripted_upsert": True,
-                    },
-                    params={"retry_on_conflict": 20, "_source": "true"},
+        from opensearchpy.exceptions import ConflictError
+
+        try:
+            with _errors(write=True):
+                return dict(
+                    self._client.update(
+                        index=self.sessions,
+                        id=_state_id(authority),
+                        routing=authority,
+                        body={
+                            "script": {"lang": "painless", "source": script, "params": params},
+                            "upsert": initial,
+                            "scripted_upsert": True,
+                        },
+                        params={"retry_on_conflict": STATE_RETRIES, "_source": "true"},
+                    )
                 )
-            )
+        except ConflictError as exc:  # lost the race STATE_RETRIES times: nothing was applied
+            raise Throttled("too many concurrent writes to this authority's recall index; retry") from exc
 
     def _bulk(self, authority: str, actions: Iterable[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
         """Bulk requests of ~BULK_BYTES; the last one waits for the refresh that makes them all
