@@ -39,11 +39,13 @@ session is one whole version. replace_session:
 4. deletes the topics whose start message did not survive;
 5. collects garbage: generations dead for longer than GRACE_SECONDS (a reader that took its
    snapshot before the flip may still be reading them) are deleted with a scroll + bulk delete
-   (`_delete_by_query` lives in the reindex module, which the test node does not load and which a
-   serverless collection does not offer), then dropped from the state. A generation pending for
+   (`_delete_by_query` lives in the reindex module, which the test node does not load), then
+   dropped from the state. A generation pending for
    ABANDON_SECONDS (its writer died) is made dead first; a flip of a generation that is no longer
    pending is refused.
 A write that fails before the flip leaves only hidden documents; the retry writes a new generation.
+State updates are serialized per authority by the node (a scripted update, retried on conflict);
+one that loses the race STATE_RETRIES times is `throttled`, with nothing applied.
 
 Refresh: the contract says a replace that returned is searchable, so the write that makes a
 generation visible to search waits for a refresh (`refresh="wait_for"`, the default; `"true"`
@@ -61,18 +63,20 @@ newest matching row for sort=newest, and per-term counts for the session ranker'
 bound). The relevance handed to the ranker is the score minus the coverage weight: bm25 rounded to
 float32 precision (about 1e-4 at coverage 1), a tie within that falls to insertion order.
 
-Round trips (each reading method: + 1 real-time GET of the state):
+Round trips (each reading method but session_topics without topics: + 1 real-time GET of the state):
 - replace_session: 1 allocate + 1 lookup of the live version + 1 bulk per ~4 MB (the last waits for
   a refresh) + 1 flip + 1 topic lookup (+ 1 bulk delete when topics go) (+ garbage collection
   when a dead generation is older than the grace: 1 scroll per 1,000 documents + 1 bulk delete
   each + 1 state update);
 - search: 1 msearch (candidates, and the withheld count when asked) (+ 1 for the trigram tier) +
   1 msearch (the returned rows with highlighted snippets, their sessions);
-- session, resolve_sessions, resolve_messages, message, turn_start, subagents: 1 search;
-  scopes: 1 per 1,000 (project, cwd) pairs; printed_ref: 1 msearch of the ref's neighbours;
+- session, message, turn_start, subagents: 1 search; resolve_sessions, resolve_messages: 1 msearch;
+  scopes: 1 per 1,000 (project, cwd) pairs; printed_ref: 1 search (its neighbours, as key-ordered
+  terms aggregations over both indices);
 - window: 1 msearch (+ 1 search when `around` moves the centre); outline: 1 msearch;
-- session_topics: 1 msearch (+ 1 search of the start messages when the session has topics);
-  search_topics: 1 msearch per page of topics + 1 msearch to check a page's sessions and starts;
+- session_topics: 1 search (+ the state, 1 search of the session and 1 of the start messages when
+  the session has topics); search_topics: per page of topics 1 msearch + 2 searches (the pages'
+  sessions and start messages);
 - add_topic: 1 index (waits for a refresh); delete_authority: 1 state update (the authority is
   empty to readers from here) + 1 scroll + 1 bulk delete per 1,000 documents in each index.
 """
