@@ -1,5 +1,14 @@
 """Recall benchmarks: ingest throughput, search/read/outline latency on generated corpora, retrieval
-quality per ranker on a labelled set, AWS round trips per command, and handler import time.
+quality per ranker on a labelled set, AWS round trips per command, and handler import time, for
+each engine: SQLite FTS5 and OpenSearch (the node `DOVECOTE_OPENSEARCH_URL` names, or one started
+here from infra/opensearch-node; without Java and Maven the OpenSearch rows are left out, saying
+so). OpenSearch also gets its requests per command and the cost of its refresh policy: a replace
+waits for the refresh that makes it searchable (`wait_for`, the default: up to the 1 s refresh
+interval) or forces one (`true`).
+
+OpenSearch ingests a corpus from INGEST_WORKERS threads, as concurrent indexer invocations would
+(one writer waits a refresh interval per session; writers in parallel share the refreshes); SQLite
+ingests from one thread (its writes are serialized by one lock anyway).
 
 Run alone: `python -m bench.recall [--quick]` (writes bench/results/recall.json); `recall_report()`
 is the entry the main bench calls.
@@ -19,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -26,7 +36,9 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -277,69 +289,145 @@ def _timings(label: str, samples: list[float]) -> dict[str, float]:
     }
 
 
-def _service(path: Path) -> Any:
+ENGINES = ("sqlite", "opensearch")
+INGEST_WORKERS = 8
+# Set by recall_report: the OpenSearch node the figures are taken on (None: no node, no rows).
+OPENSEARCH_URL: str | None = None
+
+
+@contextmanager
+def opensearch_node() -> Iterator[tuple[str | None, str]]:
+    """(url, where it came from): DOVECOTE_OPENSEARCH_URL, else a node started for the bench."""
+    given = os.environ.get("DOVECOTE_OPENSEARCH_URL", "").strip()
+    if given:
+        yield given.rstrip("/"), "DOVECOTE_OPENSEARCH_URL"
+        return
+    from infra.local.opensearch import OpenSearchNode, OpenSearchStartError, OpenSearchUnavailable
+
+    node = OpenSearchNode()
+    try:
+        node.start()
+    except (OpenSearchUnavailable, OpenSearchStartError) as exc:
+        yield None, f"no OpenSearch node ({exc}); set DOVECOTE_OPENSEARCH_URL"
+        return
+    try:
+        yield node.url, f"a node started by the bench (infra/opensearch-node, up in {node.startup_seconds:.0f} s)"
+    finally:
+        node.stop()
+
+
+@contextmanager
+def search_index(engine: str, refresh: str = "wait_for") -> Iterator[tuple[Any, Callable[[], int]]]:
+    """A fresh, empty index of `engine`, and a function giving its size on disk in bytes."""
+    if engine == "sqlite":
+        from dovecote.recall.sqlite import SqliteSearchIndex
+
+        with tempfile.TemporaryDirectory() as tmp:
+            index = SqliteSearchIndex(Path(tmp) / "recall.sqlite3")
+            yield index, lambda: sum(p.stat().st_size for p in Path(tmp).iterdir())
+            index.close()
+        return
+    from opensearchpy import OpenSearch
+
+    from dovecote.recall.opensearch import OpenSearchIndex
+
+    assert OPENSEARCH_URL is not None
+    client = OpenSearch(hosts=[OPENSEARCH_URL], timeout=120, maxsize=INGEST_WORKERS * 2)
+    index = OpenSearchIndex(client, index_prefix=f"bench-{uuid.uuid4().hex[:12]}", refresh=refresh)
+
+    def size() -> int:
+        client.indices.refresh(index=f"{index.prefix}-*")
+        stats = client.indices.stats(index=f"{index.prefix}-*", metric="store")
+        return int(stats["_all"]["primaries"]["store"]["size_in_bytes"])
+
+    try:
+        yield index, size
+    finally:
+        index.drop_indices()
+        index.close()
+
+
+def _service(index: Any) -> Any:
     from dovecote.recall.memory import InMemoryArchive, InMemoryLedger
     from dovecote.recall.service import RecallService
-    from dovecote.recall.sqlite import SqliteSearchIndex
 
-    return RecallService(SqliteSearchIndex(path), InMemoryArchive(), InMemoryLedger())
+    return RecallService(index, InMemoryArchive(), InMemoryLedger())
 
 
-def corpus_figures(messages: int, queries: int, rng_seed: int = 3) -> dict[str, Any]:
-    """Ingest a generated corpus into a SQLite file, then time search, read and outline."""
+def _ingest_all(service: Any, who: Any, bodies: list[dict[str, Any]], workers: int) -> None:
+    if workers <= 1:
+        for body in bodies:
+            service.ingest(who, body)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda body: service.ingest(who, body), bodies))
+
+
+def _engines() -> tuple[str, ...]:
+    return ENGINES if OPENSEARCH_URL else ("sqlite",)
+
+
+def corpus_figures(messages: int, queries: int, rng_seed: int = 3, engine: str = "sqlite") -> dict[str, Any]:
+    """Ingest a generated corpus into a fresh index, then time search, read and outline."""
+    with search_index(engine) as (index, size):
+        return _corpus_figures(_service(index), size, messages, queries, rng_seed, engine)
+
+
+def _corpus_figures(
+    service: Any, size: Callable[[], int], messages: int, queries: int, rng_seed: int, engine: str
+) -> dict[str, Any]:
     from dovecote.platform.principal import Principal
     from dovecote.recall.model import gate_outline, gate_read, gate_search
 
     who = Principal("bench", "caller")
     bodies = generate_corpus(messages)
-    with tempfile.TemporaryDirectory() as tmp:
-        service = _service(Path(tmp) / "recall.sqlite3")
-        started = time.perf_counter()
-        for body in bodies:
-            service.ingest(who, body)
-        ingest_s = time.perf_counter() - started
-        rng = random.Random(rng_seed)
-        vocab = Vocabulary(random.Random(7))
-        kinds: dict[str, Callable[[], str]] = {
-            "1 common word": lambda: rng.choice(SOFTWARE[:40]),
-            "2 words": lambda: " ".join(rng.sample(vocab.words[:800], 2)),
-            "3 words, one rare": lambda: " ".join([*rng.sample(vocab.words[:400], 2), rng.choice(vocab.words[2000:])]),
-            "boolean a && b": lambda: " && ".join(rng.sample(SOFTWARE, 2)),
-            "substring (trigram)": lambda: rng.choice(vocab.words[1000:])[1:5],
-        }
-        search: dict[str, Any] = {}
-        refs: list[str] = []
-        for label, make in kinds.items():
-            samples = []
-            for _ in range(queries):
-                params = gate_search(q=make())
-                t0 = time.perf_counter()
-                envelope = service.search(who, params)
-                samples.append(time.perf_counter() - t0)
-                refs += [r.read_ref for r in envelope.results[:2]]
-            search[label] = _timings(label, samples)
-        reads, outlines = [], []
-        for ref in rng.sample(refs, min(len(refs), queries)):
+    workers = INGEST_WORKERS if engine == "opensearch" else 1
+    started = time.perf_counter()
+    _ingest_all(service, who, bodies, workers)
+    ingest_s = time.perf_counter() - started
+    rng = random.Random(rng_seed)
+    vocab = Vocabulary(random.Random(7))
+    kinds: dict[str, Callable[[], str]] = {
+        "1 common word": lambda: rng.choice(SOFTWARE[:40]),
+        "2 words": lambda: " ".join(rng.sample(vocab.words[:800], 2)),
+        "3 words, one rare": lambda: " ".join([*rng.sample(vocab.words[:400], 2), rng.choice(vocab.words[2000:])]),
+        "boolean a && b": lambda: " && ".join(rng.sample(SOFTWARE, 2)),
+        "substring (trigram)": lambda: rng.choice(vocab.words[1000:])[1:5],
+    }
+    search: dict[str, Any] = {}
+    refs: list[str] = []
+    for label, make in kinds.items():
+        samples = []
+        for _ in range(queries):
+            params = gate_search(q=make())
             t0 = time.perf_counter()
-            service.read(who, gate_read(ref))
-            reads.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            service.outline(who, gate_outline(ref.split(":")[0]))
-            outlines.append(time.perf_counter() - t0)
-        size = sum(p.stat().st_size for p in Path(tmp).iterdir())
+            envelope = service.search(who, params)
+            samples.append(time.perf_counter() - t0)
+            refs += [r.read_ref for r in envelope.results[:2]]
+        search[label] = _timings(label, samples)
+    reads, outlines = [], []
+    for ref in rng.sample(refs, min(len(refs), queries)):
+        t0 = time.perf_counter()
+        service.read(who, gate_read(ref))
+        reads.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        service.outline(who, gate_outline(ref.split(":")[0]))
+        outlines.append(time.perf_counter() - t0)
     return {
+        "engine": engine,
         "messages": messages,
         "sessions": len(bodies),
+        "ingest_workers": workers,
         "ingest_messages_per_s": messages / ingest_s,
         "ingest_s": ingest_s,
-        "database_mb": size / 1e6,
+        "database_mb": size() / 1e6,
         "search": search,
         "read": _timings("read", reads),
         "outline": _timings("outline", outlines),
     }
 
 
-def quality_figures(facts: int) -> dict[str, Any]:
+def quality_figures(facts: int, engine: str = "sqlite") -> dict[str, Any]:
     """recall@1, recall@3 and MRR (rank within the top 10) of the target session, per ranker, on
     the set without rivals (every distractor matches fewer of the question's words than the fact)
     and with them (a stale mention ties the fact on coverage)."""
@@ -347,13 +435,13 @@ def quality_figures(facts: int) -> dict[str, Any]:
     from dovecote.recall.model import RANKERS, gate_search
 
     who = Principal("bench", "caller")
-    out: dict[str, Any] = {"facts": facts}
+    out: dict[str, Any] = {"facts": facts, "engine": engine}
     for variant, rivals in (("without rivals", False), ("with rivals", True)):
         bodies, questions = labelled_set(facts, rivals=rivals)
-        with tempfile.TemporaryDirectory() as tmp:
-            service = _service(Path(tmp) / "quality.sqlite3")
-            for body in bodies:
-                service.ingest(who, body)
+        # refresh="true": the figures are about ranking, and a forced refresh ingests faster here.
+        with search_index(engine, refresh="true") as (index, _):
+            service = _service(index)
+            _ingest_all(service, who, bodies, INGEST_WORKERS if engine == "opensearch" else 1)
             rows: dict[str, Any] = {}
             for ranker in RANKERS:
                 ranks = []
@@ -426,6 +514,67 @@ def round_trip_figures() -> dict[str, int]:
     return out
 
 
+def opensearch_request_figures() -> dict[str, int]:
+    """HTTP requests to OpenSearch per recall command (deterministic), counted at the client's
+    transport; the AWS round trips (archive, ledger) are the SQLite figures above."""
+    from dovecote.platform.principal import Principal
+    from dovecote.recall.model import gate_outline, gate_read, gate_search
+
+    who = Principal("bench", "caller")
+    sample = ROOT.parent / "shared" / "data" / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
+    out: dict[str, int] = {}
+    with search_index("opensearch") as (index, _):
+        service = _service(index)
+        index.ensure_indices()
+        transport = index._client.transport
+        real = transport.perform_request
+        count = [0]
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            count[0] += 1
+            return real(*args, **kwargs)
+
+        transport.perform_request = counted
+
+        def measure(label: str, fn: Callable[[], Any]) -> Any:
+            count[0] = 0
+            value = fn()
+            out[label] = count[0]
+            return value
+
+        body = {"format": "claude-code-jsonl", "jsonl": sample.read_text()}
+        measure("recall ingest (inline JSONL)", lambda: service.ingest(who, body))
+        measure("recall ingest, unchanged file", lambda: service.ingest(who, body))
+        measure("recall ingest, changed file", lambda: service.ingest(who, {**body, "jsonl": body["jsonl"] + "\n"}))
+        envelope = measure("recall search (1 hit)", lambda: service.search(who, gate_search(q="hoge")))
+        measure("recall search, no match (both tiers)", lambda: service.search(who, gate_search(q="zzqqxx")))
+        measure("recall read", lambda: service.read(who, gate_read(envelope.results[0].read_ref)))
+        measure("recall outline", lambda: service.outline(who, gate_outline("7f2abd2d")))
+        transport.perform_request = real
+    return out
+
+
+def refresh_figures(sessions: int) -> dict[str, dict[str, float]]:
+    """The cost of making each replace searchable before it returns: one writer, `sessions`
+    sessions of 50 messages, per refresh policy."""
+    from dovecote.platform.principal import Principal
+
+    who = Principal("bench", "caller")
+    bodies = generate_corpus(sessions * 50, seed=13, per_session=50)
+    out = {}
+    for policy in ("wait_for", "true"):
+        with search_index("opensearch", refresh=policy) as (index, _):
+            service = _service(index)
+            service.ingest(who, bodies[0])  # the indices exist before the clock starts
+            samples = []
+            for body in bodies[1:]:
+                t0 = time.perf_counter()
+                service.ingest(who, body)
+                samples.append(time.perf_counter() - t0)
+            out[policy] = _timings(policy, samples)
+    return out
+
+
 def import_figures(rounds: int) -> dict[str, dict[str, float]]:
     def seconds(module: str) -> float:
         code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
@@ -441,14 +590,26 @@ def import_figures(rounds: int) -> dict[str, dict[str, float]]:
 
 
 def recall_report(quick: bool = False) -> dict[str, Any]:
+    global OPENSEARCH_URL
     sizes = (2_000,) if quick else (10_000, 100_000)
     queries = 20 if quick else 100
-    return {
-        "round_trips": round_trip_figures(),
-        "imports": import_figures(3 if quick else 7),
-        "corpora": [corpus_figures(n, queries) for n in sizes],
-        "quality": quality_figures(40 if quick else 200),
-    }
+    facts = 40 if quick else 200
+    with opensearch_node() as (url, origin):
+        OPENSEARCH_URL = url
+        try:
+            report: dict[str, Any] = {
+                "opensearch": origin,
+                "round_trips": round_trip_figures(),
+                "imports": import_figures(3 if quick else 7),
+                "corpora": [corpus_figures(n, queries, engine=e) for n in sizes for e in _engines()],
+                "quality": [quality_figures(facts, engine=e) for e in _engines()],
+            }
+            if url:
+                report["opensearch_requests"] = opensearch_request_figures()
+                report["refresh"] = refresh_figures(10 if quick else 40)
+        finally:
+            OPENSEARCH_URL = None
+    return report
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -456,19 +617,30 @@ def print_report(report: dict[str, Any]) -> None:
     from rich.table import Table
 
     console = Console()
+    console.print(f"OpenSearch: {report['opensearch']}")
     table = Table("recall command", "AWS round trips")
     for label, n in report["round_trips"].items():
         table.add_row(label, str(n))
     console.print(table)
+    if "opensearch_requests" in report:
+        table = Table("recall command", "OpenSearch requests")
+        for label, n in report["opensearch_requests"].items():
+            table.add_row(label, str(n))
+        console.print(table)
+    if "refresh" in report:
+        table = Table("refresh policy (one writer, 50-message sessions)", "n", "ingest median ms", "p95 ms")
+        for policy, row in report["refresh"].items():
+            table.add_row(policy, str(row["n"]), f"{row['median_ms']:.0f}", f"{row['p95_ms']:.0f}")
+        console.print(table)
     table = Table("module", "median ms", "× import boto3")
     for name, row in report["imports"].items():
         table.add_row(name, f"{row['median_ms']:.0f}", f"{row['ratio']:.2f}")
     console.print(table)
     for corpus in report["corpora"]:
         console.print(
-            f"[bold]{corpus['messages']:,} messages[/bold] in {corpus['sessions']:,} sessions: ingest "
-            f"{corpus['ingest_messages_per_s']:,.0f} messages/s ({corpus['ingest_s']:.1f} s), "
-            f"database {corpus['database_mb']:.0f} MB"
+            f"[bold]{corpus['engine']}, {corpus['messages']:,} messages[/bold] in {corpus['sessions']:,} sessions: "
+            f"ingest {corpus['ingest_messages_per_s']:,.0f} messages/s ({corpus['ingest_s']:.1f} s, "
+            f"{corpus['ingest_workers']} writer(s)), on disk {corpus['database_mb']:.0f} MB"
         )
         table = Table("operation", "n", "median ms", "p95 ms")
         for label, row in {
@@ -478,16 +650,16 @@ def print_report(report: dict[str, Any]) -> None:
         }.items():
             table.add_row(label, str(row["n"]), f"{row['median_ms']:.1f}", f"{row['p95_ms']:.1f}")
         console.print(table)
-    quality = report["quality"]
-    for variant in ("without rivals", "with rivals"):
-        console.print(
-            f"[bold]retrieval quality, {variant}[/bold]: {quality['facts']} planted facts in "
-            f"{quality[variant]['sessions']} sessions (paraphrased questions, distractors sharing their words)"
-        )
-        table = Table("ranker", "recall@1", "recall@3", "MRR")
-        for ranker, row in quality[variant]["rankers"].items():
-            table.add_row(ranker, f"{row['recall@1']:.3f}", f"{row['recall@3']:.3f}", f"{row['mrr']:.3f}")
-        console.print(table)
+    for quality in report["quality"]:
+        for variant in ("without rivals", "with rivals"):
+            console.print(
+                f"[bold]{quality['engine']}: retrieval quality, {variant}[/bold]: {quality['facts']} planted facts "
+                f"in {quality[variant]['sessions']} sessions (paraphrased questions, distractors sharing their words)"
+            )
+            table = Table("ranker", "recall@1", "recall@3", "MRR")
+            for ranker, row in quality[variant]["rankers"].items():
+                table.add_row(ranker, f"{row['recall@1']:.3f}", f"{row['recall@3']:.3f}", f"{row['mrr']:.3f}")
+            console.print(table)
 
 
 def main() -> None:

@@ -13,10 +13,13 @@ A stamp (a hash of the pins and the sources) makes a second build instant.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,8 +27,8 @@ BUILD = ROOT / ".build"
 LAYER = BUILD / "layer"
 FUNCTIONS = BUILD / "functions"
 
-# Exact pins of the layer (the runtime closure of powertools[tracer], pydantic and PynamoDB, minus
-# boto3/botocore, which the Lambda runtime provides).
+# Exact pins of the layer (the runtime closure of powertools[tracer], pydantic, PynamoDB and
+# opensearch-py, minus boto3/botocore and their dependencies, which the Lambda runtime provides).
 LAYER_REQUIREMENTS = (
     "aws-lambda-powertools==3.37.0",
     "pynamodb==6.1.0",
@@ -37,6 +40,14 @@ LAYER_REQUIREMENTS = (
     "annotated-types==0.8.0",
     "typing-inspection==0.4.5",
     "typing-extensions==4.16.0",
+    # The OpenSearch engine (recall's cloud index): opensearch-py and what it imports that the
+    # runtime's botocore does not bring (urllib3, python-dateutil and six come with it).
+    "opensearch-py==3.2.0",
+    "requests==2.34.2",
+    "certifi==2026.10.19.post1",
+    "charset-normalizer==3.5.3",
+    "idna==3.20",
+    "events==0.5",
 )
 # The SDK and the CLI are client-side; the layer ships only what handlers import.
 LAYER_EXCLUDES = ("cli", "client")
@@ -51,6 +62,19 @@ def _sources_digest(*roots: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """One build at a time across processes: parallel test workers synthesize at once, and a
+    half-copied package under another's rmtree fails both."""
+    BUILD.mkdir(parents=True, exist_ok=True)
+    with (BUILD / ".lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _copy_package(src: Path, dest: Path, exclude: tuple[str, ...] = ()) -> None:
     if dest.exists():
         shutil.rmtree(dest)
@@ -58,6 +82,11 @@ def _copy_package(src: Path, dest: Path, exclude: tuple[str, ...] = ()) -> None:
 
 
 def build_layer(*, quiet: bool = False) -> Path:
+    with _locked():
+        return _build_layer(quiet=quiet)
+
+
+def _build_layer(*, quiet: bool) -> Path:
     stamp = LAYER / ".stamp"
     want = _sources_digest(ROOT / "shared" / "dovecote")
     if stamp.exists() and stamp.read_text() == want:
@@ -99,6 +128,11 @@ def build_layer(*, quiet: bool = False) -> Path:
 
 
 def build_functions() -> Path:
+    with _locked():
+        return _build_functions()
+
+
+def _build_functions() -> Path:
     stamp = FUNCTIONS / ".stamp"
     want = _sources_digest(ROOT / "functions")
     if stamp.exists() and stamp.read_text() == want:

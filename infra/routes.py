@@ -76,6 +76,7 @@ FUNCTIONS: dict[str, Function] = {
                 "cursor_secret_arn",
                 "presign_seconds",
                 "opensearch_url",
+                "opensearch_aws_service",
                 "recall_sqlite_path",
             ),
         ),
@@ -126,7 +127,11 @@ JANITOR_FILTER = {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk":
 # Queue consumer: S3 notifies the transcripts queue when an upload lands under TRANSCRIPT_UPLOADS_PREFIX;
 # the indexer parses, archives and indexes it (uploads may reach 256 MiB: memory and time to match).
 TRANSCRIPT_INDEXER = Function(
-    "transcript_indexer", "functions.transcript_indexer.handler.handler", memory_mb=2048, timeout_s=300
+    "transcript_indexer",
+    "functions.transcript_indexer.handler.handler",
+    memory_mb=2048,
+    timeout_s=300,
+    settings=("recall_table", "bucket", "opensearch_url", "opensearch_aws_service", "recall_sqlite_path"),
 )
 TRANSCRIPT_INDEXER_BATCH_SIZE = 1  # one file per invocation: a failure retries that file alone
 TRANSCRIPT_UPLOADS_PREFIX = "uploads/transcripts/"  # dovecote.recall.memory names the same prefix

@@ -1,8 +1,9 @@
-"""The Dovecote stack: data, api, observability, and the cdk-nag acknowledgments with reasons."""
+"""The Dovecote stack: data, search, api, observability, and the cdk-nag acknowledgments with reasons."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import Acknowledgment, CfnOutput, Stack, Validations
 from aws_cdk import aws_logs as logs
@@ -12,6 +13,7 @@ from infra.constructs.api import Api
 from infra.constructs.data import Data
 from infra.constructs.memory import MemoryQueue
 from infra.constructs.observability import Observability
+from infra.constructs.search import Search
 
 
 class DovecoteStack(Stack):
@@ -35,11 +37,15 @@ class DovecoteStack(Stack):
         self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
         self.data = Data(self, "Data", production=production)
         self.memory = MemoryQueue(self, "Memory", data=self.data)
+        self.search = Search(
+            self, "Search", data=self.data, production=production, log_retention=_retention(log_retention_days)
+        )
         self.api = Api(
             self,
             "Api",
             data=self.data,
             memory=self.memory,
+            search=self.search,
             layer_dir=layer_dir,
             functions_dir=functions_dir,
             log_retention=_retention(log_retention_days),
@@ -48,8 +54,10 @@ class DovecoteStack(Stack):
             xray_subsegments=xray_subsegments,
         )
         self.memory.connect(self.api)
-        Observability(self, "Observability", api=self.api, memory=self.memory)
+        self.search.connect(self.api)
+        Observability(self, "Observability", api=self.api, memory=self.memory, search=self.search)
         CfnOutput(self, "Endpoint", value=self.api.http_api.api_endpoint)
+        CfnOutput(self, "SearchEndpoint", value=self.search.url)
         CfnOutput(self, "TokensTable", value=self.data.tokens.table_name)
         self._acknowledge()
 
@@ -163,6 +171,7 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
             "the key is the content digest.",
         )
     )
+    out += _recall_acknowledgments(stack, ref)
     for route in ("GET /v1/health", "GET /v1/openapi.json"):
         out.append(
             (
@@ -170,6 +179,66 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
                 "AwsSolutions-APIG4",
                 "Public by the API contract: health and the "
                 "OpenAPI document need no token; every other route uses the bearer-token authorizer.",
+            )
+        )
+    return out
+
+
+def _recall_acknowledgments(stack: DovecoteStack, ref: Any) -> list[tuple[Construct, str, str]]:
+    """The search domain's findings, and the recall roles' object prefixes and index paths."""
+    domain = stack.search.domain
+    out: list[tuple[Construct, str, str]] = [
+        (
+            domain,
+            "AwsSolutions-OS1",
+            "The recall functions run outside a VPC (no NAT or endpoints to pay for); every request is "
+            "SigV4-signed and the domain's access policy admits only the two recall roles.",
+        ),
+        (
+            domain,
+            "AwsSolutions-OS3",
+            "Access is granted by IAM identity, not by address: the callers are Lambda functions without "
+            "fixed IPs, the access policy names the two recall roles, and unsigned requests are refused.",
+        ),
+        (
+            domain,
+            "AwsSolutions-OS4",
+            "One or two data nodes hold three small indices; three dedicated master nodes would triple the "
+            "floor cost of a cluster this size (worth it from about ten data nodes).",
+        ),
+    ]
+    if not stack.search.zone_aware:
+        out.append(
+            (
+                domain,
+                "AwsSolutions-OS7",
+                "Outside production the domain is one t3.small.search node (the index is rebuildable from S3); "
+                "production runs two nodes in two zones with a replica of every shard.",
+            )
+        )
+    bucket = ref(stack.data.bucket)
+    prefixes = {
+        "recall_api": ("transcripts/*", "topics/*", "uploads/transcripts/*"),
+        "transcript_indexer": ("transcripts/*", "uploads/transcripts/*"),
+    }
+    why = {
+        "transcripts/*": "Archived transcripts live under transcripts/<authority>/<format>/<session>; the key is "
+        "derived per request.",
+        "topics/*": "Topic labels live under topics/<authority>/<session>/<start uuid>.json; the key is derived "
+        "per request.",
+        "uploads/transcripts/*": "Presigned transcript uploads land under uploads/transcripts/<authority>/<upload "
+        "id>, an expiring prefix; the key is derived per request.",
+    }
+    for name, keys in prefixes.items():
+        role = stack.api.functions[name].role
+        for key in keys:
+            out.append((role, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/{key}]", why[key]))
+        out.append(
+            (
+                role,
+                f"AwsSolutions-IAM5[Resource::<{ref(domain)}.Arn>/{stack.search.index_prefix}-*]",
+                "The recall indices (-messages, -sessions, -topics) and their documents, whose ids the engine "
+                "derives per request; nothing else on the domain.",
             )
         )
     return out

@@ -23,6 +23,7 @@ from constructs import Construct
 from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
 from infra.constructs.memory import MemoryQueue
+from infra.constructs.search import Search
 from infra.routes import (
     AUTHORIZER,
     DISPATCH_EVERY_SECONDS,
@@ -35,6 +36,7 @@ from infra.routes import (
     RECONCILE_EVERY_HOURS,
     RECONCILER,
     ROUTES,
+    TRANSCRIPT_INDEXER,
     Function,
 )
 
@@ -47,6 +49,7 @@ class Api(Construct):
         *,
         data: Data,
         memory: MemoryQueue,
+        search: Search,
         layer_dir: Path,
         functions_dir: Path,
         log_retention: logs.RetentionDays,
@@ -79,6 +82,9 @@ class Api(Construct):
             # Protected payloads: data keys under the stack's key (grants: _grant, tasks_api).
             "data_key_id": data.key.key_arn,
             **memory.settings,
+            "recall_table": data.recall.table_name,
+            "presign_seconds": str(Settings.model_fields["presign_seconds"].default),
+            **search.settings,
         }
         # Context overrides an operator may need: plaintext reads only while migrating old data.
         for name in ("allow_plaintext_reads", "artifact_max_bytes"):
@@ -87,7 +93,15 @@ class Api(Construct):
                 self._settings[name] = str(value).lower() if isinstance(value, bool) else str(value)
         self.functions: dict[str, lambda_.Function] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
-        for spec in (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, MEMORY_WORKER, *FUNCTIONS.values()):
+        for spec in (
+            AUTHORIZER,
+            JANITOR,
+            RECONCILER,
+            DISPATCHER,
+            MEMORY_WORKER,
+            TRANSCRIPT_INDEXER,
+            *FUNCTIONS.values(),
+        ):
             self.functions[spec.name] = self._function(spec)
         self._grant()
         # Lambda's on-failure destination for a stream receives only the failed batch's metadata

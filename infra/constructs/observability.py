@@ -7,12 +7,17 @@ from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from infra.constructs import memory as memory_queue
+from infra.constructs import search as search_queue
 from infra.constructs.api import Api
-from infra.constructs.memory import QUEUE_AGE_ALARM_SECONDS, MemoryQueue
+from infra.constructs.memory import MemoryQueue
+from infra.constructs.search import Search
 
 
 class Observability(Construct):
-    def __init__(self, scope: Construct, id: str, *, api: Api, memory: MemoryQueue) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, api: Api, memory: MemoryQueue, search: Search | None = None
+    ) -> None:
         super().__init__(scope, id)
         widgets: list[cw.IWidget] = []
         for name, fn in api.functions.items():
@@ -52,7 +57,7 @@ class Observability(Construct):
         self._alarm(
             "memory-queue-age",
             memory.queue.metric_approximate_age_of_oldest_message(period=Duration.minutes(5)),
-            QUEUE_AGE_ALARM_SECONDS,
+            memory_queue.QUEUE_AGE_ALARM_SECONDS,
         )
         # A stored aggregate that broke an invariant was refused (TaskService fails closed): one is
         # one too many, and the function's log holds the facts.
@@ -64,6 +69,8 @@ class Observability(Construct):
             dimensions_map={"service": "tasks_api"},
         )
         self._alarm("corrupt-store", corrupt, 1)
+        if search is not None:
+            self._search_alarms(search)
         latency = cw.Metric(
             namespace="AWS/ApiGateway",
             metric_name="Latency",
@@ -74,14 +81,39 @@ class Observability(Construct):
         widgets.append(cw.GraphWidget(title="API 5xx and p95 latency", left=[server_errors], right=[latency]))
         cw.Dashboard(self, "Dashboard", dashboard_name="dovecote", widgets=[widgets])
 
-    def _alarm(self, name: str, metric: cw.IMetric, threshold: float) -> cw.Alarm:
+    def _search_alarms(self, search: Search) -> None:
+        """Transcripts that failed every retry, uploads waiting too long, and the domain's health:
+        red status, writes blocked (disk or memory), and less than a quarter of its disk free."""
+        period = Duration.minutes(5)
+        self._alarm("transcript-failures", search.dlq.metric_approximate_number_of_messages_visible(period=period), 1)
+        self._alarm(
+            "transcript-queue-age",
+            search.queue.metric_approximate_age_of_oldest_message(period=period),
+            search_queue.QUEUE_AGE_ALARM_SECONDS,
+        )
+        self._alarm("search-red", search.domain.metric_cluster_status_red(period=period), 1)
+        self._alarm("search-writes-blocked", search.domain.metric_cluster_index_writes_blocked(period=period), 1)
+        self._alarm(
+            "search-free-storage",
+            search.domain.metric_free_storage_space(period=period, statistic="Minimum"),
+            search.volume_gb * 1024 / 4,  # megabytes
+            comparison=cw.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
+        )
+
+    def _alarm(
+        self,
+        name: str,
+        metric: cw.IMetric,
+        threshold: float,
+        comparison: cw.ComparisonOperator = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    ) -> cw.Alarm:
         return cw.Alarm(
             self,
             name,
             metric=metric,
             threshold=threshold,
             evaluation_periods=1,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            comparison_operator=comparison,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )
 

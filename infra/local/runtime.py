@@ -96,6 +96,13 @@ class LocalRuntime:
         )
         get_settings.cache_clear()
         self._mint_tokens()
+        if get_settings().opensearch_url:
+            # DOVECOTE_OPENSEARCH_URL: recall uses that OpenSearch instead of SQLite FTS5. A node that
+            # does not answer fails the start here, not the first search.
+            from dovecote.recall.engines import open_search_index
+
+            engine: Any = open_search_index(get_settings())
+            engine.ensure_indices()
 
         from infra.local.streams import StreamPoller, streams_client
         from infra.routes import JANITOR, JANITOR_BATCH_SIZE

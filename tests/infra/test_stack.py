@@ -26,9 +26,10 @@ from infra.routes import (  # noqa: E402
     MEMORY_WORKER_BATCH_SIZE,
     RECONCILER,
     ROUTES,
+    TRANSCRIPT_INDEXER,
 )
 
-BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, MEMORY_WORKER)
+BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, MEMORY_WORKER, TRANSCRIPT_INDEXER)
 
 
 @pytest.fixture(scope="module")
@@ -324,7 +325,7 @@ def test_routes_come_from_the_route_table(synthesized: dict[str, Any]) -> None:
 
 def test_log_retention_encryption_and_access_logs(synthesized: dict[str, Any]) -> None:
     groups = resources(synthesized["raw"], "AWS::Logs::LogGroup")
-    assert len(groups) == len(FUNCTIONS) + len(BACKGROUND) + 1  # + API access logs
+    assert len(groups) == len(FUNCTIONS) + len(BACKGROUND) + 1 + 3  # + API access logs + the domain's three
     key = next(iter(resources(synthesized["raw"], "AWS::KMS::Key")))
     for group in groups.values():
         assert group["Properties"]["RetentionInDays"] == 30

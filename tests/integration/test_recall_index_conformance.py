@@ -1,7 +1,8 @@
 """SEMANTICS §3, both lists, through RecallService over every SearchIndex engine.
 
-The fixture `index_engine` yields a fresh, empty engine; SQLite FTS5 is the one engine today. Another
-engine joins by adding a param and a branch (it must come up empty and isolated per test). Every test
+The fixture `index_engine` yields a fresh, empty engine: SQLite FTS5 in memory, or OpenSearch (a real
+2.19 node, with indices named for the test). Another engine joins by adding a param and a branch (it
+must come up empty and isolated per test). Every test
 asserts invariants (orders, counts, presence), never engine scores.
 """
 
@@ -41,12 +42,28 @@ T0 = datetime(2025, 6, 1, tzinfo=UTC)
 SAMPLES = SHARED_DATA / "transcripts"
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "opensearch"])
 def index_engine(request: pytest.FixtureRequest) -> Iterator[SearchIndex]:
     if request.param == "sqlite":
         engine = SqliteSearchIndex(":memory:")
         yield engine
         engine.close()
+    else:
+        from opensearchpy import OpenSearch
+
+        from dovecote.recall.opensearch import OpenSearchIndex
+
+        # A real node shared by the run (tests/opensearch_fixture.py); indices of this test's own.
+        # refresh="true": the same contract as the default "wait_for" (a write that returned is
+        # searchable) without waiting out the 1 s refresh interval on every ingest;
+        # tests/integration/test_recall_opensearch.py holds the default to it.
+        url = request.getfixturevalue("opensearch_url")
+        search = OpenSearchIndex(
+            OpenSearch(hosts=[url], timeout=60), index_prefix=f"conformance-{uuid.uuid4().hex[:12]}", refresh="true"
+        )
+        yield search
+        search.drop_indices()
+        search.close()
 
 
 @pytest.fixture

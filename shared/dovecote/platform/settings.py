@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +29,13 @@ class Settings(BaseModel):
     recall_table: str = Field(default="dovecote-recall")
     recall_sqlite_path: str = Field(default=".dovecote/recall.sqlite3")
     opensearch_url: str | None = None
+    # OpenSearch access: SigV4 with the function's own credentials when a service is named ("es" for a
+    # domain, "aoss" for a serverless collection); otherwise basic auth from these or the URL's userinfo.
+    opensearch_aws_service: Literal["", "es", "aoss"] = ""
+    opensearch_username: str | None = None
+    opensearch_password: str | None = None
+    # The engine's indices are `<prefix>-messages`, `-sessions`, `-topics` (lowercase, as OpenSearch wants).
+    opensearch_index_prefix: str = Field(default="dovecote-recall", pattern=r"^[a-z0-9][a-z0-9._-]{0,99}\z")
     # Cloud: the HMAC key lives in Secrets Manager. Local: a generated dev key may be given directly.
     cursor_secret_arn: str | None = None
     cursor_key: str | None = None

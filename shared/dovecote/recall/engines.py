@@ -1,14 +1,14 @@
 """Which SearchIndex answers: the one seam between the embedded engine and OpenSearch.
 
-`DOVECOTE_OPENSEARCH_URL` set → the OpenSearch engine (`dovecote.recall.opensearch.OpenSearchIndex`,
-built separately; imported only here and only then, so functions that never use it never load
-opensearch-py). Otherwise SQLite FTS5 at `DOVECOTE_RECALL_SQLITE_PATH`, one engine per database per
-process (the local runtime's API and indexer share it, `:memory:` included).
+`DOVECOTE_OPENSEARCH_URL` set → the OpenSearch engine (`dovecote.recall.opensearch.OpenSearchIndex`;
+imported only here and only then, so functions that never use it never load opensearch-py).
+Otherwise SQLite FTS5 at `DOVECOTE_RECALL_SQLITE_PATH`, one engine per database per process (the
+local runtime's API and indexer share it, `:memory:` included).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dovecote.platform.settings import Settings
 from dovecote.recall.ports import SearchIndex
@@ -19,10 +19,9 @@ if TYPE_CHECKING:
 
 def open_search_index(settings: Settings) -> SearchIndex:
     if settings.opensearch_url:
-        from dovecote.recall import opensearch  # type: ignore[attr-defined]
+        from dovecote.recall.opensearch import OpenSearchIndex
 
-        engine: Any = opensearch.OpenSearchIndex.from_settings(settings)
-        return engine  # type: ignore[no-any-return]
+        return OpenSearchIndex.from_settings(settings)
     from dovecote.recall.sqlite import shared_index
 
     return shared_index(settings.recall_sqlite_path)
