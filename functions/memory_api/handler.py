@@ -9,9 +9,13 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
+from dovecote.memory.model import MAX_PAGE, MAX_WAIT_SECONDS, RELATION_STATUSES
 from dovecote.memory.service import MemoryService
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
+from dovecote.platform.schema import ID, bounded, one_of
 from functions.memory_api.models import (
+    RELATION,
+    SCOPE,
     CancelOut,
     JudgmentIn,
     MemoryPage,
@@ -27,6 +31,7 @@ from functions.memory_api.models import (
 app = new_resolver()
 COMMAND_ERRORS = (400, 401, 403, 404, 409, 413, 429, 503)
 READ_ERRORS = (400, 401, 403, 404, 429, 503)
+WAIT = bounded(0, MAX_WAIT_SECONDS)
 
 
 @lru_cache(maxsize=1)
@@ -64,23 +69,23 @@ def submit_write(body: Annotated[SubmitIn, Body()]) -> Response[SubmitOut]:
 
 @app.get("/v1/memory/writes/<write_id>", tags=["memory"], responses=responses(200, WriteStatusOut, *READ_ERRORS))
 def get_write(
-    write_id: Annotated[str, Path()],
-    wait: Annotated[int | None, Query(description="seconds to wait for the evidence, ≤ 20")] = None,
+    write_id: Annotated[str, Path(json_schema_extra=ID)],
+    wait: Annotated[int | None, Query(description="seconds to wait for the evidence", json_schema_extra=WAIT)] = None,
 ) -> WriteStatusOut:
     """The write's status, and its evidence once settled. With `wait`, long-polls until then."""
     return WriteStatusOut.model_validate(service().status(current_principal(app), write_id, wait))
 
 
 @app.delete("/v1/memory/writes/<write_id>", tags=["memory"], responses=responses(200, CancelOut, *COMMAND_ERRORS))
-def cancel_write(write_id: Annotated[str, Path()]) -> CancelOut:
+def cancel_write(write_id: Annotated[str, Path(json_schema_extra=ID)]) -> CancelOut:
     """Cancel a queued write: true if it never starts (or a pending cancel was repeated)."""
     return CancelOut.model_validate(service().cancel(current_principal(app), write_id))
 
 
 @app.get("/v1/memory", tags=["memory"], responses=responses(200, MemoryPage, *READ_ERRORS))
 def list_memories(
-    scope: Annotated[str, Query()],
-    limit: Annotated[int | None, Query()] = None,
+    scope: Annotated[str, Query(json_schema_extra=SCOPE)],
+    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_PAGE))] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> MemoryPage:
     """A scope's memories in applied order (oldest first)."""
@@ -89,9 +94,11 @@ def list_memories(
 
 @app.get("/v1/memory/relations", tags=["memory"], responses=responses(200, RelationPage, *READ_ERRORS))
 def list_relations(
-    scope: Annotated[str, Query()],
-    status: Annotated[str, Query(description="pending | confirmed | dismissed; all when absent")] = "",
-    limit: Annotated[int | None, Query()] = None,
+    scope: Annotated[str, Query(json_schema_extra=SCOPE)],
+    status: Annotated[
+        str, Query(description="all when absent or empty", json_schema_extra=one_of("", *RELATION_STATUSES))
+    ] = "",
+    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_PAGE))] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> RelationPage:
     """A scope's relation candidates, by the new memory's place in the scope."""
@@ -104,7 +111,9 @@ def list_relations(
     tags=["memory"],
     responses=responses(200, RelationEnvelope, *COMMAND_ERRORS),
 )
-def judge_relation(relation_id: Annotated[str, Path()], body: Annotated[JudgmentIn, Body()]) -> RelationEnvelope:
+def judge_relation(
+    relation_id: Annotated[str, Path(json_schema_extra=RELATION)], body: Annotated[JudgmentIn, Body()]
+) -> RelationEnvelope:
     """Confirm or dismiss a pending candidate, once. The exact retry answers the same."""
     return RelationEnvelope.model_validate(service().judge(current_principal(app), relation_id, _body(body)))
 

@@ -3,30 +3,54 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from typing import Annotated, Any
 
+from pydantic import ConfigDict, Field, StrictStr
+
+from dovecote.memory.model import (
+    DECISIONS,
+    MAX_CONTENT_BYTES,
+    MAX_NOTE_CHARS,
+    MAX_TAGS,
+    SCOPE_PATTERN,
+    TAG_PATTERN,
+)
+from dovecote.memory.service import MAX_REDRIVE, RELATION_ID
 from dovecote.platform.http import ApiModel
+from dovecote.platform.schema import ID, JsonInt, RequestModel, bounded, one_of
+
+# The gate's rules, declared (tests/e2e/test_schemathesis.py holds the two together). Sizes are in
+# UTF-8 bytes; JSON Schema counts characters, so the document declares a quarter (at most 4 bytes each).
+SCOPE: dict[str, Any] = {"pattern": f"^{SCOPE_PATTERN.pattern}$"}
+RELATION: dict[str, Any] = {"pattern": f"^{RELATION_ID.pattern}$"}
+# Some visible character, and no NUL.
+CONTENT: dict[str, Any] = {
+    "minLength": 1,
+    "maxLength": MAX_CONTENT_BYTES // 4,
+    "pattern": r"^[^\x00]*[^\x00\s][^\x00]*$",
+}
+TAGS: dict[str, Any] = {"maxItems": MAX_TAGS, "uniqueItems": True}
+TAG: dict[str, Any] = {"pattern": f"^{TAG_PATTERN.pattern}$"}
+NOTE: dict[str, Any] = {"maxLength": MAX_NOTE_CHARS, "pattern": r"^[^\x00]*$"}
 
 
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SubmitIn(RequestModel):
+    """Tags are distinct case-insensitively, with at most one `subject:<key>` (the gate's 400s)."""
+
+    id: StrictStr = Field(json_schema_extra=ID)
+    scope: StrictStr = Field(json_schema_extra=SCOPE)
+    content: StrictStr = Field(json_schema_extra=CONTENT)
+    tags: list[Annotated[StrictStr, Field(json_schema_extra=TAG)]] | None = Field(default=None, json_schema_extra=TAGS)
 
 
-class SubmitIn(_In):
-    id: StrictStr
-    scope: StrictStr
-    content: StrictStr
-    tags: list[StrictStr] | None = None
+class JudgmentIn(RequestModel):
+    command_id: StrictStr = Field(json_schema_extra=ID)
+    decision: StrictStr = Field(json_schema_extra=one_of(*DECISIONS))
+    note: StrictStr | None = Field(default=None, json_schema_extra=NOTE)
 
 
-class JudgmentIn(_In):
-    command_id: StrictStr
-    decision: StrictStr = Field(description="confirmed | dismissed")
-    note: StrictStr | None = None
-
-
-class RedriveIn(_In):
-    limit: StrictInt = Field(description="how many dead letters to look at, 1–100")
+class RedriveIn(RequestModel):
+    limit: JsonInt = Field(description="how many dead letters to look at", json_schema_extra=bounded(1, MAX_REDRIVE))
 
 
 class SubmitOut(ApiModel):

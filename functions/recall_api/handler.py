@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
-from dovecote.platform.schema import bounded, one_of
+from dovecote.platform.schema import DATE_PATTERN, OFFSET_PATTERN, TIME_PATTERN, bounded, one_of
 from dovecote.recall.model import (
     MAX_PATTERN_CHARS,
     MAX_PROJECT_CHARS,
@@ -66,12 +66,9 @@ SESSION = r"[A-Za-z0-9._-]+([/~][A-Za-z0-9._-]+)*"
 UUID_PART = "[0-9]{0,17}[a-fA-F][0-9a-fA-F-]{0,18}"
 REF = {"pattern": f"^(ref=)?{SESSION}:{UUID_PART}$"}
 INSTANT_OR_DATE = {
-    "pattern": (
-        r"^$|^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
-        r"(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?$"
-    )
+    "pattern": f"^$|^{DATE_PATTERN}({TIME_PATTERN}(\\.[0-9]{{1,6}})?{OFFSET_PATTERN})?$",
 }
-REGEX = {"maxLength": MAX_PATTERN_CHARS, "format": "regex"}
+REGEX = {**text(MAX_PATTERN_CHARS), "format": "regex"}
 TEXT = "text/plain; charset=utf-8"
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictStr
 
-from dovecote.platform.schema import RequestModel, one_of, with_schema
+from dovecote.platform.schema import RequestModel, instant_pattern, one_of, with_schema
 from dovecote.recall.model import (
     FORMATS,
     KINDS,
@@ -25,12 +25,7 @@ class _Strict(RequestModel):
 
 
 TEXT_LINE: dict[str, Any] = {"pattern": r"^[^\x00-\x08\x0a-\x1f]*$"}
-INSTANT: dict[str, Any] = {
-    "pattern": (
-        r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-        r"(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
-    )
-}
+INSTANT: dict[str, Any] = {"pattern": instant_pattern(9)}
 
 
 class TranscriptMessageBody(_Strict):

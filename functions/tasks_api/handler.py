@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
-from dovecote.platform.schema import ID, bounded, one_of
+from dovecote.platform.schema import ID, bounded, instant_pattern, one_of
 from dovecote.tasks.machine import STATES
 from dovecote.tasks.model import MAX_PAGE
 from dovecote.tasks.ports import TaskFilter
@@ -53,10 +53,7 @@ WorkspaceId = Annotated[str, Path(json_schema_extra=ID)]
 ArtifactId = Annotated[str, Path(json_schema_extra=ID)]
 LIMIT = {**bounded(0, MAX_PAGE), "description": "0 or absent: the default (100)"}
 # RFC 3339 with a zone, years 1000-9999 (an instant before year 1 in UTC is refused, not widened).
-INSTANT = (
-    r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-    r"(\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
-)
+INSTANT = instant_pattern(6)
 COMMAND_ERRORS = (400, 401, 403, 404, 409, 413, 429, 503)
 READ_ERRORS = (400, 401, 403, 404, 429, 503)
 

@@ -48,6 +48,7 @@ class Schedule:
         return result
 
     def start(self) -> Schedule:
+        importlib.import_module(self.function.handler.rsplit(".", 1)[0])  # in this thread (see sources.start)
         self._thread = threading.Thread(target=self._run, name=f"schedule-{self.function.name}", daemon=True)
         self._thread.start()
         return self

@@ -47,8 +47,11 @@ class EventSource:
 
     def start(self) -> EventSource:
         self.bind()
+        # Import the handler here, in the starting thread: several pollers importing the same
+        # Powertools modules at once from their own threads can see a partially initialized module.
+        handler = load_handler(self.function)
         for i in range(self._concurrency):
-            thread = threading.Thread(target=self._run, name=f"{self._name}-{i}", daemon=True)
+            thread = threading.Thread(target=self._run, args=(handler,), name=f"{self._name}-{i}", daemon=True)
             thread.start()
             self._threads.append(thread)
         return self
@@ -58,8 +61,7 @@ class EventSource:
         for thread in self._threads:
             thread.join(timeout=5)
 
-    def _run(self) -> None:
-        handler = load_handler(self.function)
+    def _run(self, handler: Handler) -> None:
         while not self._stop.is_set():
             try:
                 delivered = self.poll_once(handler)

@@ -50,6 +50,9 @@ def test_hostile_bodies_are_400_on_every_route(
     assert response.json()["error"]["code"] == "invalid_argument"
 
 
+EMPTY_BODY_IS_VALID = {"/v1/recall/rebuild"}
+
+
 @pytest.mark.parametrize("route", BODY_ROUTES, ids=lambda r: f"{r.method} {r.path}")
 @pytest.mark.parametrize("content_type", ["APPLICATION/JSON", "application/vnd.x+json"])
 def test_json_content_types_in_any_spelling_never_500(
@@ -61,8 +64,12 @@ def test_json_content_types_in_any_spelling_never_500(
         content="{}",
         headers={**roles(dev_runtime)["admin"], "Content-Type": content_type},
     )
-    assert 400 <= response.status_code < 500, response.text
-    assert "error" in response.json()
+    # `{}` is a whole request where every field is optional (recall rebuild); elsewhere it is a 4xx.
+    if route.path in EMPTY_BODY_IS_VALID:
+        assert response.status_code == 200, response.text
+    else:
+        assert 400 <= response.status_code < 500, response.text
+        assert "error" in response.json()
 
 
 @pytest.mark.parametrize("route", QUERY_ROUTES, ids=lambda r: f"{r.method} {r.path}")

@@ -25,6 +25,22 @@ MEDIA_TYPE: dict[str, Any] = {"pattern": r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+/[!#$%&'*
 BASE64: dict[str, Any] = {
     "pattern": r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"
 }
+# A calendar date, exactly: 30-day months end at 30, February at 28 except in leap years (every 4th
+# year, not centuries unless divisible by 400), so a schema-valid date is one the server parses.
+_LEAP_YEAR = r"([1-9][0-9](0[48]|[2468][048]|[13579][26])|([13579][26]|[2468][048])00)"
+DATE_PATTERN = (
+    r"([1-9][0-9]{3}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)"
+    r"|02-(0[1-9]|1[0-9]|2[0-8]))|" + _LEAP_YEAR + r"-02-29)"
+)
+TIME_PATTERN = r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+OFFSET_PATTERN = r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+
+
+def instant_pattern(fraction_digits: int = 6) -> str:
+    """RFC 3339 with a real calendar date, as the gates parse it (seconds with up to N digits)."""
+    return f"^{DATE_PATTERN}{TIME_PATTERN}(\\.[0-9]{{1,{fraction_digits}}})?{OFFSET_PATTERN}$"
+
+
 # No control characters (query text, filters).
 PLAIN_TEXT: dict[str, Any] = {"pattern": r"^[^\x00-\x1f\x7f]*$"}
 
