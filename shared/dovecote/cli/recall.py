@@ -8,10 +8,10 @@ presigned upload and are indexed asynchronously.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-from collections.abc import Iterator
+import sys
+import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +21,20 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeE
 from rich.table import Table
 
 from dovecote.client import DovecoteError
+from dovecote.client.capture import (
+    DEFAULT_LOG,
+    DEFAULT_STATE,
+    FORMATS,
+    Outcome,
+    TranscriptPusher,
+    Watcher,
+    hook_files,
+    log_line,
+    log_outcomes,
+    project_folder,
+    sniff_format,
+    transcript_files,
+)
 
 recall_app = typer.Typer(
     help="Recall past conversations: push transcripts, search for refs, read around a ref, outline a session.",
@@ -29,8 +43,7 @@ recall_app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
-DEFAULT_STATE = Path("~/.dovecote/recall-push.json")
-FORMAT_CHOICES = ("claude-code-jsonl", "codex-jsonl")
+__all__ = ["project_folder", "recall_app", "sniff_format"]
 
 
 def _client(role: str = "caller") -> Any:
@@ -46,68 +59,20 @@ def _fail(exc: DovecoteError) -> None:
     raise typer.Exit(1)
 
 
-# ---- push -------------------------------------------------------------------------------------------
+# ---- push, watch, hook --------------------------------------------------------------------------
 
 
-def sniff_format(path: Path) -> str | None:
-    """The transcript format from the first JSON line (None when it is neither)."""
-    try:
-        with path.open("rb") as handle:
-            for raw in handle:
-                if not raw.strip():
-                    continue
-                first = json.loads(raw)
-                break
-            else:
-                return None
-    except (OSError, ValueError):
-        return None
-    if not isinstance(first, dict):
-        return None
-    if "payload" in first and "type" in first or "record_type" in first:
-        return "codex-jsonl"
-    if "id" in first and "timestamp" in first and "type" not in first:
-        return "codex-jsonl"  # the legacy rollout header
-    if "sessionId" in first or first.get("type") in ("summary", "user", "assistant", "system", "file-history-snapshot"):
-        return "claude-code-jsonl"
-    return None
-
-
-def project_folder(path: Path) -> str:
-    """`~/.claude/projects/<folder>/…`: the folder names the project when a file has no cwd."""
-    parts = path.parts
-    if "projects" in parts:
-        index = len(parts) - 1 - parts[::-1].index("projects")
-        if index + 1 < len(parts) - 1:
-            return parts[index + 1]
-    return ""
-
-
-def transcript_files(paths: list[Path]) -> Iterator[Path]:
-    seen: set[Path] = set()
-    for root in paths:
-        root = root.expanduser()
-        candidates = [root] if root.is_file() else sorted(root.rglob("*.jsonl"))
-        for candidate in candidates:
-            resolved = candidate.resolve()
-            if resolved not in seen and resolved.is_file():
-                seen.add(resolved)
-                yield resolved
-
-
-def _load_state(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _save_state(path: Path, state: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
-    tmp.replace(path)
+def _summary(outcomes: list[Outcome], files: int) -> dict[str, Any]:
+    count = {
+        status: sum(o.status == status for o in outcomes) for status in ("pushed", "unchanged", "skipped", "failed")
+    }
+    return {
+        "files": files,
+        **count,
+        "messages": sum(o.messages for o in outcomes),
+        "queued": sum(o.queued for o in outcomes),
+        "failures": [{"file": o.path, "error": o.reason} for o in outcomes if o.status == "failed"],
+    }
 
 
 @recall_app.command("push")
@@ -119,21 +84,26 @@ def push(
     project: Annotated[str | None, typer.Option(help="Project label for every file (default: from the cwd).")] = None,
     state: Annotated[Path, typer.Option(help="Where the SHA-256 of pushed files is kept.")] = DEFAULT_STATE,
     force: Annotated[bool, typer.Option(help="Push even files whose SHA-256 is unchanged.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Keep running: push new and changed files as they appear (Ctrl-C stops).")
+    ] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.", min=0.05)] = 2.0,
+    log: Annotated[Path, typer.Option(help="With --watch, where failures and pushes are logged.")] = DEFAULT_LOG,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a JSON summary (with --watch: a line per poll).")
+    ] = False,
 ) -> None:
     """Send new and changed transcripts, with a progress bar (bytes, files, messages)."""
-    if fmt is not None and fmt not in FORMAT_CHOICES:
-        err.print(f"[red]--format must be one of {', '.join(FORMAT_CHOICES)}[/red]")
+    if fmt is not None and fmt not in FORMATS:
+        err.print(f"[red]--format must be one of {', '.join(FORMATS)}[/red]")
         raise typer.Exit(2)
     roots = paths or [Path("~/.claude/projects"), Path("~/.codex/sessions")]
-    files = list(transcript_files([p for p in roots if p.expanduser().exists()]))
-    client = _client()
-    state_path = state.expanduser()
-    pushed_state = _load_state(state_path)
-    known: dict[str, str] = pushed_state.setdefault(client.endpoint, {})
-    summary = {"files": len(files), "pushed": 0, "unchanged": 0, "skipped": 0, "failed": 0, "messages": 0, "queued": 0}
-    failures: list[dict[str, str]] = []
-    total_bytes = sum(f.stat().st_size for f in files)
+    pusher = TranscriptPusher(_client(), state, fmt=fmt, project=project, force=force)
+    if watch:
+        _watch(pusher, roots, interval, log, as_json)
+        return
+    files = list(transcript_files(roots))
+    outcomes: list[Outcome] = []
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -143,42 +113,95 @@ def push(
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=err, disable=as_json) as progress:
-        task = progress.add_task("push", total=total_bytes, files=f"0/{len(files)}", messages=0)
+        task = progress.add_task(
+            "push", total=sum(f.stat().st_size for f in files), files=f"0/{len(files)}", messages=0
+        )
         for number, path in enumerate(files, 1):
-            data = path.read_bytes()
-            digest = hashlib.sha256(data).hexdigest()
-            file_format = fmt or sniff_format(path)
-            if file_format is None:
-                summary["skipped"] += 1
-            elif known.get(str(path)) == digest and not force:
-                summary["unchanged"] += 1
-            else:
-                try:
-                    result = client.push_transcript(
-                        path, file_format, project=project, project_folder=project_folder(path) or None
-                    )
-                except DovecoteError as exc:
-                    summary["failed"] += 1
-                    failures.append({"file": str(path), "error": f"{exc.status} {exc.code}: {exc.message}"})
-                else:
-                    known[str(path)] = digest
-                    summary["pushed"] += 1
-                    summary["queued"] += int(bool(result.get("queued")))
-                    summary["messages"] += int(result.get("messages_indexed") or 0)
-                    _save_state(state_path, pushed_state)  # a crash mid-push keeps what got through
-            progress.update(task, advance=len(data), files=f"{number}/{len(files)}", messages=summary["messages"])
+            outcomes.append(pusher.push(path))
+            messages = sum(o.messages for o in outcomes)
+            progress.update(task, advance=outcomes[-1].size, files=f"{number}/{len(files)}", messages=messages)
+    summary = _summary(outcomes, len(files))
     if as_json:
-        out.print_json(json.dumps({**summary, "failures": failures}))
+        out.print_json(json.dumps(summary))
     else:
         out.print(
             f"{summary['pushed']} pushed ({summary['messages']} messages, {summary['queued']} queued for indexing), "
             f"{summary['unchanged']} unchanged, {summary['skipped']} not transcripts, {summary['failed']} failed",
             highlight=False,
         )
-        for failure in failures:
+        for failure in summary["failures"]:
             err.print(f"[red]failed[/red] {failure['file']}: {failure['error']}", highlight=False)
-    if failures:
+    if summary["failures"]:
         raise typer.Exit(1)
+
+
+def _watch(pusher: TranscriptPusher, roots: list[Path], interval: float, log: Path, as_json: bool) -> None:
+    """Poll until interrupted. A failure is logged and retried at the next poll; nothing here ends the
+    loop but Ctrl-C or SIGTERM, so the agent beside it is never held up."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    watcher = Watcher(pusher, roots)
+    err.print(f"watching {', '.join(str(r) for r in roots)} every {interval:g}s (Ctrl-C stops)", highlight=False)
+    try:
+        while True:
+            outcomes = watcher.poll()
+            log_outcomes(log, "watch", outcomes)
+            for outcome in outcomes:
+                if as_json:
+                    typer.echo(json.dumps(asdict(outcome)))  # one line per file: a stream to read
+                elif outcome.status in ("pushed", "failed"):
+                    detail = f"{outcome.messages} messages" if outcome.status == "pushed" else outcome.reason
+                    err.print(f"{outcome.status} {outcome.path}: {detail}", highlight=False)
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return
+
+
+@recall_app.command("hook")
+def hook(
+    state: Annotated[Path, typer.Option(help="Where the SHA-256 of pushed files is kept.")] = DEFAULT_STATE,
+    log: Annotated[Path, typer.Option(help="Where pushes and failures are logged.")] = DEFAULT_LOG,
+    timeout: Annotated[float, typer.Option(help="Seconds per request before giving up (no retries).")] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")] = False,
+) -> None:
+    """A Claude Code hook (SessionEnd, PreCompact): push the transcript named by the hook's JSON on
+    stdin, with its subagents. Always exits 0; why a push failed is in the log."""
+    summary: dict[str, Any] = {"files": 0, "pushed": 0, "unchanged": 0, "skipped": 0, "failed": 0, "failures": []}
+    try:
+        summary = _run_hook(sys.stdin.read(), state, log, timeout)
+    except Exception as exc:  # noqa: BLE001 - a hook must never fail the agent; the reason is logged
+        log_line(log, f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} hook failed: {type(exc).__name__}: {exc}")
+        summary["failed"] = 1
+        summary["failures"] = [{"file": "", "error": f"{type(exc).__name__}: {exc}"}]
+    if as_json:
+        typer.echo(json.dumps(summary))
+
+
+def _run_hook(raw: str, state: Path, log: Path, timeout: float) -> dict[str, Any]:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    try:
+        payload = json.loads(raw or "null")
+    except ValueError:
+        payload = None
+    transcript = payload.get("transcript_path") if isinstance(payload, dict) else None
+    if not isinstance(transcript, str) or not transcript:
+        log_line(log, f"{stamp} hook failed: stdin is not a hook payload naming transcript_path")
+        return {**_summary([], 0), "failed": 1, "failures": [{"file": "", "error": "no transcript_path"}]}
+    event = str(payload.get("hook_event_name") or "hook")
+    from dovecote.client import DovecoteClient, DovecoteError
+
+    try:
+        client = DovecoteClient.from_env("caller", timeout=timeout, max_attempts=1)
+    except DovecoteError as exc:
+        log_line(log, f"{stamp} {event} failed {transcript}: {exc.code}: {exc.message}")
+        return {**_summary([], 1), "failed": 1, "failures": [{"file": transcript, "error": exc.message}]}
+    with client:
+        pusher = TranscriptPusher(client, state, fmt="claude-code-jsonl")
+        files = hook_files(Path(transcript).expanduser())
+        outcomes = [pusher.push(path) for path in files]
+    log_outcomes(log, event, outcomes)
+    return _summary(outcomes, len(files))
 
 
 # ---- search, read, outline, topics, rebuild ---------------------------------------------------------
@@ -375,6 +398,5 @@ def rebuild(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     )
 
 
-if __name__ == "__main__":  # `python -m dovecote.cli.recall …` until the main CLI mounts it
-    os.environ.setdefault("COLUMNS", "160")
+if __name__ == "__main__":  # `python -m dovecote.cli.recall …`
     recall_app()

@@ -75,10 +75,17 @@ class RecallMixin:
         return created
 
     def push_transcript(
-        self, path: Path, format: str, *, project: str | None = None, project_folder: str | None = None
+        self,
+        path: Path,
+        format: str,
+        *,
+        project: str | None = None,
+        project_folder: str | None = None,
+        data: bytes | None = None,
     ) -> dict[str, Any]:
-        """Inline when small enough, else through a presigned upload (then `queued` is true)."""
-        data = path.read_bytes()
+        """Inline when small enough, else through a presigned upload (then `queued` is true). `data`
+        is the file's bytes when the caller already read them (and hashed exactly those)."""
+        data = path.read_bytes() if data is None else data
         if len(data) <= INLINE_TRANSCRIPT_BYTES:
             return self.ingest_transcript(
                 data.decode("utf-8", "replace"), format, project=project, project_folder=project_folder

@@ -1,0 +1,216 @@
+"""Transcript capture: push transcript files incrementally and idempotently.
+
+A `TranscriptPusher` remembers, per endpoint and file, the SHA-256 of what it last pushed (a JSON
+state file, rewritten atomically after each push), so pushing a tree again sends only new and changed
+files; re-ingesting a changed file replaces its session on the server (idempotent by session id).
+
+Three callers share it: `dovecote recall push` (a tree, once), `dovecote recall push --watch`
+(a tree, polled) and `dovecote recall hook` (the one file a Claude Code hook names). The last two
+run beside an agent, so they never raise: every failure is an outcome with a reason, kept in a log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_STATE = Path("~/.dovecote/recall-push.json")
+DEFAULT_LOG = Path("~/.dovecote/recall-push.log")
+FORMATS = ("claude-code-jsonl", "codex-jsonl")
+# The log is for a person reading why a push failed: it is cut back to its newest half past this.
+MAX_LOG_BYTES = 1024 * 1024
+
+
+def sniff_format(path: Path) -> str | None:
+    """The transcript format from the first JSON line (None when it is neither)."""
+    try:
+        with path.open("rb") as handle:
+            for raw in handle:
+                if not raw.strip():
+                    continue
+                first = json.loads(raw)
+                break
+            else:
+                return None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(first, dict):
+        return None
+    if "payload" in first and "type" in first or "record_type" in first:
+        return "codex-jsonl"
+    if "id" in first and "timestamp" in first and "type" not in first:
+        return "codex-jsonl"  # the legacy rollout header
+    if "sessionId" in first or first.get("type") in ("summary", "user", "assistant", "system", "file-history-snapshot"):
+        return "claude-code-jsonl"
+    return None
+
+
+def project_folder(path: Path) -> str:
+    """`~/.claude/projects/<folder>/…`: the folder names the project when a file has no cwd."""
+    parts = path.parts
+    if "projects" in parts:
+        index = len(parts) - 1 - parts[::-1].index("projects")
+        if index + 1 < len(parts) - 1:
+            return parts[index + 1]
+    return ""
+
+
+def transcript_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """Every `.jsonl` file under the given files and trees, once each, in a stable order."""
+    seen: set[Path] = set()
+    for root in paths:
+        root = root.expanduser()
+        if not root.exists():
+            continue
+        candidates = [root] if root.is_file() else sorted(root.rglob("*.jsonl"))
+        for candidate in candidates:
+            resolved = candidate.resolve()
+            if resolved not in seen and resolved.is_file():
+                seen.add(resolved)
+                yield resolved
+
+
+def hook_files(transcript: Path) -> list[Path]:
+    """The session file a Claude Code hook names, then its subagents' files (`<session>/subagents/`)."""
+    files = [transcript]
+    subagents = transcript.with_suffix("") / "subagents"
+    if subagents.is_dir():
+        files += sorted(p for p in subagents.glob("*.jsonl") if p.is_file())
+    return files
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    path: str
+    status: str  # pushed | unchanged | skipped | failed
+    messages: int = 0
+    queued: bool = False
+    reason: str = ""
+    size: int = 0
+
+
+class TranscriptPusher:
+    """Pushes files through one client; `push` never raises for a file or server problem."""
+
+    def __init__(
+        self,
+        client: Any,
+        state_path: Path = DEFAULT_STATE,
+        *,
+        fmt: str | None = None,
+        project: str | None = None,
+        force: bool = False,
+    ) -> None:
+        self.client = client
+        self.state_path = state_path.expanduser()
+        self.fmt = fmt
+        self.project = project
+        self.force = force
+        self._state = _load_state(self.state_path)
+        self._known: dict[str, str] = self._state.setdefault(client.endpoint, {})
+
+    def push(self, path: Path) -> Outcome:
+        from dovecote.client import DovecoteError
+
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            return Outcome(str(path), "failed", reason=f"cannot read: {exc.strerror or exc}")
+        digest = hashlib.sha256(data).hexdigest()
+        file_format = self.fmt or sniff_format(path)
+        if file_format is None:
+            return Outcome(str(path), "skipped", reason="not a Claude Code or Codex transcript", size=len(data))
+        if self._known.get(str(path)) == digest and not self.force:
+            return Outcome(str(path), "unchanged", size=len(data))
+        try:
+            result = self.client.push_transcript(
+                path, file_format, project=self.project, project_folder=project_folder(path) or None, data=data
+            )
+        except DovecoteError as exc:
+            return Outcome(str(path), "failed", reason=f"{exc.status} {exc.code}: {exc.message}", size=len(data))
+        self._known[str(path)] = digest
+        _save_state(self.state_path, self._state)  # a crash mid-tree keeps what got through
+        return Outcome(
+            str(path),
+            "pushed",
+            messages=int(result.get("messages_indexed") or 0),
+            queued=bool(result.get("queued")),
+            size=len(data),
+        )
+
+
+class Watcher:
+    """Polls trees and pushes a file once it is new or changed and has held still for one poll (a
+    transcript being appended to is pushed when the agent pauses, not at every line)."""
+
+    def __init__(self, pusher: TranscriptPusher, roots: list[Path]) -> None:
+        self.pusher = pusher
+        self.roots = roots
+        self._seen: dict[str, tuple[int, int]] = {}
+        self._settled: dict[str, tuple[int, int]] = {}
+
+    def poll(self) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        for path in transcript_files(self.roots):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            signature = (stat.st_mtime_ns, stat.st_size)
+            key = str(path)
+            if self._settled.get(key) == signature:
+                continue
+            if self._seen.get(key) != signature:
+                self._seen[key] = signature  # changed since the last poll: wait for it to hold still
+                continue
+            outcome = self.pusher.push(path)
+            if outcome.status != "failed":
+                self._settled[key] = signature  # a failure is retried at the next poll
+            outcomes.append(outcome)
+        return outcomes
+
+
+def log_outcomes(log_path: Path, source: str, outcomes: Iterable[Outcome]) -> None:
+    """One line per pushed or failed file; never raises (a log that cannot be written is skipped)."""
+    lines = [
+        f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {source} {o.status} {o.path}"
+        + (f" ({o.messages} messages{', queued' if o.queued else ''})" if o.status == "pushed" else "")
+        + (f": {o.reason}" if o.reason else "")
+        for o in outcomes
+        if o.status in ("pushed", "failed")
+    ]
+    if lines:
+        log_line(log_path, "\n".join(lines))
+
+
+def log_line(log_path: Path, text: str) -> None:
+    with contextlib.suppress(OSError):
+        path = log_path.expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
+            kept = path.read_bytes()[-MAX_LOG_BYTES // 2 :]
+            path.write_bytes(kept[kept.find(b"\n") + 1 :])
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text.rstrip("\n") + "\n")
+
+
+def _load_state(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_state(path: Path, state: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two pushers at once never share a temp file
+    tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+    tmp.replace(path)
