@@ -1,16 +1,19 @@
 """The memory SDK (dovecote.client.memory) and CLI sub-app (dovecote.cli.memory) against
-`dovecote dev`. The CLI app is driven in-process with typer's runner, as the main CLI mounts it."""
+`dovecote dev`. The CLI runs as a real process (`python -m dovecote.cli memory …`), so its one error
+handler and exit codes are the ones a user sees."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from dovecote.cli.memory import memory_app
 from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.client.memory import MemoryClient
 
@@ -23,13 +26,18 @@ def sdk(dev_runtime: dict[str, Any], role: str = "caller") -> MemoryClient:
     return MemoryClient(DovecoteClient(dev_runtime["endpoint"], dev_runtime["tokens"][role]))
 
 
-def run(dev_runtime: dict[str, Any], *args: str, role: str = "caller") -> Any:
+def run(dev_runtime: dict[str, Any], *args: str, role: str = "caller", endpoint: str | None = None) -> Any:
     env = {
-        "DOVECOTE_ENDPOINT": dev_runtime["endpoint"],
+        **{k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")},
+        "DOVECOTE_ENDPOINT": endpoint or dev_runtime["endpoint"],
         "DOVECOTE_TOKEN": dev_runtime["tokens"][role],
         "COLUMNS": "200",
     }
-    return CliRunner().invoke(memory_app, list(args), env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "dovecote.cli", "memory", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return SimpleNamespace(exit_code=done.returncode, output=done.stdout + done.stderr, stdout=done.stdout)
 
 
 def test_the_sdk_remembers_lists_and_judges(dev_runtime: dict[str, Any]) -> None:
@@ -77,8 +85,10 @@ def test_the_cli_submit_wait_status_ls_relations_judge(dev_runtime: dict[str, An
     ]
     table = run(dev_runtime, "ls", scope)
     assert table.exit_code == 0 and table.output.count("retry") == 2  # rich wraps cells at the width
+    wide = run(dev_runtime, "relations", scope)  # piped: ids are printed whole, to be pasted into judge
     relations = run(dev_runtime, "relations", scope, "--status", "pending", "--json")
     (relation,) = [json.loads(line) for line in relations.output.splitlines()]
+    assert relation["id"] in wide.stdout
     judged = run(dev_runtime, "judge", relation["id"], "confirmed", "--note", "7 it is", "--json")
     assert judged.exit_code == 0 and json.loads(judged.output)["status"] == "confirmed"
     again = run(dev_runtime, "judge", relation["id"], "dismissed")
@@ -91,6 +101,8 @@ def test_the_cli_refuses_bad_input_and_redrive_needs_admin(dev_runtime: dict[str
     bad = run(dev_runtime, "submit", "bad scope", "x")
     assert bad.exit_code == 1 and "invalid_argument" in bad.output
     assert run(dev_runtime, "redrive").exit_code == 1  # a caller token: forbidden
+    down = run(dev_runtime, "ls", "scope", endpoint="http://127.0.0.1:9")
+    assert down.exit_code == 4 and len(down.output.strip().splitlines()) == 1, down.output
     redriven = run(dev_runtime, "redrive", "--json", role="admin")
     assert redriven.exit_code == 0
     moved = json.loads(redriven.output)

@@ -7,17 +7,15 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from dovecote.cli.common import out
 from dovecote.client.memory import MemoryClient
 
 memory_app = typer.Typer(
     help="Memory: submit writes to the serialized queue, read evidence, judge relation candidates.",
     no_args_is_help=True,
 )
-out = Console()
-err = Console(stderr=True)
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -29,15 +27,9 @@ def _client(role: str = "caller") -> MemoryClient:
 
 
 def _run(call: Any) -> Any:
-    from dovecote.client import DovecoteError
-
-    try:
-        return call()
-    except DovecoteError as exc:
-        err.print(f"[red]error[/red] {exc.status} {exc.code}: {exc.message}", highlight=False)
-        if exc.details:
-            err.print_json(json.dumps(exc.details))
-        raise typer.Exit(1) from None
+    """An API error propagates to the CLI's one handler (dovecote.cli.main): one line, and the exit
+    code that says which kind (1 the API refused, 4 unreachable, 3 a wait ran out)."""
+    return call()
 
 
 def _json(value: Any) -> None:

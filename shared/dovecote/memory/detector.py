@@ -94,7 +94,7 @@ class LexicalDetector:
                 return candidate("conflicts_with", "negation", note)
             note = (
                 f"'{_phrase(n.attribute)}' has a different value: "
-                f"'{_phrase(sorted(n.value))}' now, '{_phrase(sorted(p.value))}' before"
+                f"'{n.value_text or _phrase(sorted(n.value))}' now, '{p.value_text or _phrase(sorted(p.value))}' before"
             )
             return candidate("conflicts_with", "attribute_value", note)
         if about or word_sim >= NEAR:

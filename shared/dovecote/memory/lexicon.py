@@ -105,6 +105,7 @@ class Statement:
     attribute: tuple[str, ...] = ()  # sorted key terms; () when the text is not "X is Y"
     value: frozenset[str] = frozenset()
     value_negated: bool = False
+    value_text: str = ""  # the value as written (normalised), for a note a person reads
 
     @property
     def words(self) -> frozenset[str]:
@@ -139,4 +140,5 @@ def read(text: str) -> Statement:
         attribute=tuple(sorted(key)),
         value=frozenset(value),
         value_negated=any(t in NEGATORS for t in value_tokens),
+        value_text=right.strip(),
     )
