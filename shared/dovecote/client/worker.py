@@ -108,6 +108,11 @@ class Job:
         return f"Job({self.id!r}, fence={self.fence}, state={self.state!r}, revision={self.revision})"
 
     @property
+    def client(self) -> DovecoteClient:
+        """The worker's client, for reads the job does not wrap (a workspace head, a note)."""
+        return self._client
+
+    @property
     def state(self) -> str:
         return str(self.task["state"])
 
