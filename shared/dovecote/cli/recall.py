@@ -21,6 +21,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeE
 from rich.table import Table
 
 from dovecote.client import DovecoteError
+from dovecote.client.errors import UNAVAILABLE
 
 recall_app = typer.Typer(
     help="Recall past conversations: push transcripts, search for refs, read around a ref, outline a session.",
@@ -40,10 +41,9 @@ def _client(role: str = "caller") -> Any:
 
 
 def _fail(exc: DovecoteError) -> None:
-    err.print(f"[red]error[/red] {exc.status} {exc.code}: {exc.message}", highlight=False)
-    if exc.details:
-        err.print_json(json.dumps(exc.details))
-    raise typer.Exit(1)
+    """Hand the error to `dovecote.cli.main`, which prints it as one line with the documented exit
+    code (1 an API error; 4 unreachable or not configured), like every other command."""
+    raise exc
 
 
 # ---- push -------------------------------------------------------------------------------------------
@@ -158,6 +158,8 @@ def push(
                         path, file_format, project=project, project_folder=project_folder(path) or None
                     )
                 except DovecoteError as exc:
+                    if exc.status == 0 and exc.code == UNAVAILABLE:
+                        raise  # Dovecote is unreachable: every other file would fail the same way
                     summary["failed"] += 1
                     failures.append({"file": str(path), "error": f"{exc.status} {exc.code}: {exc.message}"})
                 else:
