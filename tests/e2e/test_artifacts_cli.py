@@ -208,3 +208,19 @@ def test_the_server_is_not_running(args: tuple[str, ...], tmp_path: Path) -> Non
     stdin = b'{"kind": "accept_task", "task": "t1", "fence": 1, "expected_revision": 1}' if "event" in args else b"x"
     line = one_line(run(env, *args, cwd=tmp_path, stdin=stdin), 4)
     assert line == f"cannot reach Dovecote at {endpoint}: connection refused; is `make dev` running?"
+
+
+# ---- recall's errors go through the same path ----------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [("recall", "search", "foo"), ("recall", "search", "foo", "--oneline")])
+def test_recall_with_the_server_not_running_exits_4_with_one_line(args: tuple[str, ...], tmp_path: Path) -> None:
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    env = clean_env(DOVECOTE_ENDPOINT=endpoint, DOVECOTE_TOKEN="dvc_x_y")
+    line = one_line(run(env, *args, cwd=tmp_path), 4)
+    assert line == f"cannot reach Dovecote at {endpoint}: connection refused; is `make dev` running?"
+
+
+def test_a_recall_api_error_is_one_line_with_its_details(dev_runtime: dict[str, Any]) -> None:
+    line = stderr_line(cli(dev_runtime, "recall", "search", "foo", "--limit", "1000"), 1)
+    assert line.startswith("error: 400 invalid_argument: limit must be between") and '"maximum":100' in line
