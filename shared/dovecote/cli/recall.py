@@ -41,9 +41,13 @@ def _client(role: str = "caller") -> Any:
 
 
 def _fail(exc: DovecoteError) -> None:
-    """Hand the error to `dovecote.cli.main`, which prints it as one line with the documented exit
-    code (1 an API error; 4 unreachable or not configured), like every other command."""
-    raise exc
+    """The error as one line on stderr with the documented exit code (1 an API error; 4 unreachable
+    or not configured), exactly as `dovecote.cli.main` reports every other command's."""
+    from dovecote.cli import describe
+
+    code, line = describe(exc)
+    err.print(" ".join(line.split()), highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(code)
 
 
 # ---- push -------------------------------------------------------------------------------------------
@@ -159,7 +163,7 @@ def push(
                     )
                 except DovecoteError as exc:
                     if exc.status == 0 and exc.code == UNAVAILABLE:
-                        raise  # Dovecote is unreachable: every other file would fail the same way
+                        _fail(exc)  # Dovecote is unreachable: every other file would fail the same way
                     summary["failed"] += 1
                     failures.append({"file": str(path), "error": f"{exc.status} {exc.code}: {exc.message}"})
                 else:
