@@ -119,7 +119,7 @@ def test_freeze_from_stdin_and_drive_the_task_with_worker_events(dev_runtime: di
         )
     )
     assert frozen["artifact"]["media_type"] == "text/markdown" and frozen["artifact"]["payload_size"] == 11
-    complete = {
+    complete: dict[str, Any] = {
         "delivery_id": uid("d"),
         "event": {
             "event_id": uid("e"),

@@ -21,7 +21,7 @@ from dovecote.client.notes import CHUNK
 from dovecote.client.worker import EventNacked, Job, Worker
 from dovecote.tasks.model import ARTIFACT_HARD_MAX
 
-TASK = {"id": "t1", "workspace": "ws", "state": "working", "revision": 2}
+TASK: dict[str, Any] = {"id": "t1", "workspace": "ws", "state": "working", "revision": 2}
 
 
 def envelope(status: int, code: str, message: str = "", **details: Any) -> httpx.Response:
