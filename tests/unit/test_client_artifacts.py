@@ -349,3 +349,14 @@ def test_a_job_in_events_mode_drives_its_task_through_worker_events() -> None:
     with pytest.raises(EventNacked) as caught:
         stale.accept()
     assert caught.value.code == "stale_lease" and stale.lost.is_set() and not caught.value.retryable
+
+
+def test_a_job_freezes_by_command_with_a_derived_command_id() -> None:
+    api = FakeApi()
+    c = client(api)
+    job = Job(Worker(c, lambda job: None), {"task": dict(TASK), "fence": 1})
+    artifact = job.freeze("a1", "r0", b"\x00bytes")
+    [body] = api.bodies("/t1/artifacts")
+    assert body["command_id"] == c.derived_id("w", "t1", 1, "freeze", 2)
+    assert artifact["id"] == "a1" and (job.revision, job.task["artifact"]) == (3, "a1")
+    assert not api.bodies("/v1/worker/events")
