@@ -7,6 +7,11 @@ start it lists its current leases and resumes those exact (task, fence) pairs be
 anything new, and every command carries a command id derived from (task, fence, command, revision),
 so a command retried after a crash replays instead of running twice.
 
+With `--events` it drives each task through worker events (`POST /v1/worker/events`) instead of the
+per-command routes, and answers at once: it accepts, freezes an artifact holding the echo of the
+task's last caller message (`echo.<task>`, text/plain, based on the workspace's current head, or
+`empty` in a new workspace), and completes naming that artifact, which publishes it.
+
 Identity: DOVECOTE_ENDPOINT + DOVECOTE_TOKEN (a worker token) when set. Against `dovecote dev`
 without DOVECOTE_TOKEN, it mints a worker token of its own (`--worker-id`, default `echo-worker`)
 with the dev admin token from `.dovecote/dev-tokens.json` (or DOVECOTE_TOKENS_FILE).
@@ -14,11 +19,13 @@ with the dev admin token from `.dovecote/dev-tokens.json` (or DOVECOTE_TOKENS_FI
     make dev                                         # in one terminal
     .venv/bin/python examples/echo_worker.py         # in another
     .venv/bin/python examples/echo_worker.py --once  # one task (even one that then waits for input)
+    .venv/bin/python examples/echo_worker.py --events  # worker events; an artifact per task
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import os
 import sys
@@ -27,6 +34,7 @@ from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.client.worker import Job, Worker
 
 QUESTION = "What should I echo?"
+EMPTY_REVISION = "empty"  # the base revision of a workspace's first artifact
 log = logging.getLogger("echo")
 
 
@@ -40,6 +48,25 @@ def echo(job: Job) -> None:
     answer = Job.text_of(replies[-1])
     job.complete(f"echo: {answer}")
     log.info("%s: completed with 'echo: %s'", job.id, answer)
+
+
+def artifact_id_for(task_id: str) -> str:
+    """`echo.<task>`, or a digest of the task id when that would pass the 128-character id limit."""
+    name = f"echo.{task_id}"
+    return name if len(name) <= 128 else "echo." + hashlib.sha256(task_id.encode("utf-8")).hexdigest()
+
+
+def echo_with_artifact(job: Job) -> None:
+    """Freeze the echo of the last caller message as the task's artifact, then complete with it
+    (through worker events when the worker runs with `events=True`)."""
+    asked = [m for m in job.messages() if m["author"] == "caller"]
+    answer = f"echo: {Job.text_of(asked[-1])}"
+    head = job.client.workspace_head(job.task["workspace"])
+    base = head["confirmed_revision"] if head else EMPTY_REVISION
+    artifact = artifact_id_for(job.id)
+    job.freeze(artifact, base, answer, media_type="text/plain; charset=utf-8")
+    job.complete(answer, artifact_id=artifact)
+    log.info("%s: completed with artifact %s", job.id, artifact)
 
 
 def worker_client(worker_id: str) -> DovecoteClient:
@@ -58,13 +85,19 @@ def main() -> int:
     parser.add_argument("--wait", type=int, default=20, help="long-poll seconds per claim (0-20)")
     parser.add_argument("--worker-id", default="echo-worker", help="worker id to mint a token for (dev only)")
     parser.add_argument("--concurrency", type=int, default=1, help="tasks handled at once")
+    parser.add_argument(
+        "--events",
+        action="store_true",
+        help="drive tasks through POST /v1/worker/events; echo at once into a frozen artifact",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         with worker_client(args.worker_id) as client:
-            worker = Worker(client, echo, wait_seconds=args.wait, concurrency=args.concurrency)
-            log.info("echo worker on %s", client.endpoint)
+            handle = echo_with_artifact if args.events else echo
+            worker = Worker(client, handle, wait_seconds=args.wait, concurrency=args.concurrency, events=args.events)
+            log.info("echo worker on %s%s", client.endpoint, " (worker events)" if args.events else "")
             handled = worker.run(once=args.once)
     except DovecoteError as exc:
         print(exc.message if exc.status == 0 else f"error: {exc}", file=sys.stderr)

@@ -26,14 +26,14 @@ def _free_port() -> int:
 
 
 @contextmanager
-def start_dev(directory: Path, *extra: str) -> Iterator[dict[str, Any]]:
+def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
     """`dovecote dev` as a real process on a free port, its log in `directory`; yields the endpoint,
-    the tokens and the log file."""
+    the tokens and the log file. `settings`: DOVECOTE_* variables the runtime starts with."""
     tokens_file = directory / "dev-tokens.json"
     # The runtime logs a line per request: to a file, never an unread pipe that would fill and stall it.
     log_file = directory / "dev.log"
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))} | (settings or {})
     log = log_file.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "dovecote.cli", "dev", "--port", str(port), "--tokens-file", str(tokens_file), *extra],

@@ -49,11 +49,13 @@ app.add_typer(worker_app, name="worker")
 
 
 def _mount_sub_apps() -> None:
+    from dovecote.cli.artifacts import artifacts_app
     from dovecote.cli.memory import memory_app
     from dovecote.cli.recall import recall_app
 
     app.add_typer(recall_app, name="recall")
     app.add_typer(memory_app, name="memory")
+    app.add_typer(artifacts_app, name="artifacts")
 
 
 _mount_sub_apps()

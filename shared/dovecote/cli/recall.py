@@ -35,6 +35,7 @@ from dovecote.client.capture import (
     sniff_format,
     transcript_files,
 )
+from dovecote.client.errors import UNAVAILABLE
 
 recall_app = typer.Typer(
     help="Recall past conversations: push transcripts, search for refs, read around a ref, outline a session.",
@@ -53,10 +54,13 @@ def _client(role: str = "caller") -> Any:
 
 
 def _fail(exc: DovecoteError) -> None:
-    err.print(f"[red]error[/red] {exc.status} {exc.code}: {exc.message}", highlight=False)
-    if exc.details:
-        err.print_json(json.dumps(exc.details))
-    raise typer.Exit(1)
+    """The error as one line on stderr with the documented exit code (1 an API error; 4 unreachable
+    or not configured), exactly as `dovecote.cli.main` reports every other command's."""
+    from dovecote.cli import describe
+
+    code, line = describe(exc)
+    err.print(" ".join(line.split()), highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(code)
 
 
 # ---- push, watch, hook --------------------------------------------------------------------------
@@ -117,7 +121,12 @@ def push(
             "push", total=sum(f.stat().st_size for f in files), files=f"0/{len(files)}", messages=0
         )
         for number, path in enumerate(files, 1):
-            outcomes.append(pusher.push(path))
+            outcome = pusher.push(path)
+            if outcome.code == UNAVAILABLE and outcome.http_status == 0:
+                # Dovecote is unreachable: every other file would fail the same way.
+                progress.stop()
+                _fail(DovecoteError(0, UNAVAILABLE, outcome.message))
+            outcomes.append(outcome)
             messages = sum(o.messages for o in outcomes)
             progress.update(task, advance=outcomes[-1].size, files=f"{number}/{len(files)}", messages=messages)
     summary = _summary(outcomes, len(files))

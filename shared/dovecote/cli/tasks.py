@@ -6,13 +6,16 @@ submission ids are derived from it, so the retry replays instead of conflicting.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 import typer
 
 from dovecote.cli.common import (
+    EXIT_API,
     EXIT_NOTHING,
     EXIT_USAGE,
     AllPages,
@@ -30,12 +33,19 @@ from dovecote.cli.common import (
     err,
     field,
     keyset_pages,
+    open_input,
     out,
+    print_fields,
     print_json,
     stream_pages,
+    transfer,
 )
+from dovecote.client.artifacts import ARTIFACT_INLINE_SEND
 from dovecote.client.tasks import ALL_STATES, MAX_CLAIM_WAIT, TERMINAL_STATES, bytes_message
 from dovecote.tasks.model import MAX_MESSAGE_BYTES
+
+# A worker event read by `worker event`: a message (2 MiB) and an inline freeze fit, with room.
+MAX_EVENT_BYTES = 6 * 1024 * 1024
 
 tasks_app = typer.Typer(help="Tasks, as a caller: create, read, reply, cancel, wait.", no_args_is_help=True)
 worker_app = typer.Typer(
@@ -424,9 +434,121 @@ def worker_complete(
     submission_id: Annotated[
         str | None, typer.Option(help="Default: derived from the command id (so a retry replays).")
     ] = None,
+    artifact: Annotated[
+        str | None, typer.Option("--artifact", help="The artifact this task froze (it is published).")
+    ] = None,
     command_id: CommandId = None,
     as_json: Json = False,
 ) -> None:
-    """working → completed, with your final message."""
+    """working → completed, with your final message (and the frozen artifact, which it publishes)."""
     message = message_input(text, file, media_type)
-    _worker("complete", task_id, rev, fence, command_id, as_json, message=message, submission_id=submission_id)
+    _worker(
+        "complete",
+        task_id,
+        rev,
+        fence,
+        command_id,
+        as_json,
+        message=message,
+        submission_id=submission_id,
+        artifact_id=artifact,
+    )
+
+
+@worker_app.command("freeze")
+def worker_freeze(
+    task_id: Annotated[str, typer.Argument(metavar="TASK")],
+    rev: Rev,
+    fence: FenceOpt,
+    artifact: Annotated[str, typer.Option("--artifact", help="The artifact's id (unique in the workspace).")],
+    base: Annotated[
+        str,
+        typer.Option(
+            "--base", help="The workspace revision it applies to (the first freeze in a workspace sets its head)."
+        ),
+    ],
+    file: Annotated[
+        str | None,
+        typer.Option(
+            "--file", "-f", help="Read the payload from FILE; - (or no --file) reads stdin.", show_default=False
+        ),
+    ] = None,
+    media_type: Annotated[
+        str | None,
+        typer.Option(help="The payload's media type (default: guessed from --file's name; UTF-8 text otherwise)."),
+    ] = None,
+    command_id: CommandId = None,
+    as_json: Json = False,
+) -> None:
+    """Freeze the task's one artifact (working only). Up to 1 MiB goes inline; a larger payload (at
+    most 64 MiB) streams through a presigned upload, with a progress bar on a terminal."""
+    c = client("worker")
+    if file is not None and file != "-":
+        path = checked_path(file)
+        big = path.stat().st_size > ARTIFACT_INLINE_SEND
+        with transfer(f"upload {path.name}") if big else nullcontext(None) as progress:
+            answer = c.freeze_artifact(
+                task_id,
+                rev,
+                fence,
+                artifact,
+                base,
+                path,
+                media_type=media_type,
+                command_id=command_id,
+                progress=progress,
+            )
+    else:
+        with transfer("upload stdin") as progress:
+            answer = c.freeze_artifact(
+                task_id,
+                rev,
+                fence,
+                artifact,
+                base,
+                open_input(file),
+                media_type=media_type,
+                command_id=command_id,
+                progress=progress,
+            )
+    if as_json:
+        print_json(answer)
+    else:
+        print_fields({"artifact": answer["artifact"], "task": {k: answer["task"][k] for k in ("state", "revision")}})
+
+
+@worker_app.command("event")
+def worker_event(
+    file: Annotated[
+        str | None,
+        typer.Argument(help="A JSON file: {delivery_id?, event} or the event alone; - or none reads stdin."),
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """Settle one worker event (`POST /v1/worker/events`) and print its settlement. A NACK is an
+    answer, not an error: it prints and exits 1, an ACK exits 0. Missing event_id, delivery_id,
+    message and submission ids are filled in (pass them to retry the same delivery)."""
+    raw = open_input(file).read(MAX_EVENT_BYTES + 1)
+    if len(raw) > MAX_EVENT_BYTES:
+        raise CliError(
+            f"the event is larger than {MAX_EVENT_BYTES} bytes (stage a large freeze payload with `worker freeze`)"
+        )
+    try:
+        document = json.loads(raw)
+    except ValueError as exc:
+        raise CliError(f"the event is not JSON: {exc}", EXIT_USAGE) from None
+    if not isinstance(document, dict):
+        raise CliError("the event must be a JSON object", EXIT_USAGE)
+    delivery_id = None
+    if "event" in document:
+        delivery_id = document.get("delivery_id")
+        document = document["event"]
+        if not isinstance(document, dict):
+            raise CliError("event must be a JSON object", EXIT_USAGE)
+    if delivery_id is not None and not isinstance(delivery_id, str):
+        raise CliError("delivery_id must be a string", EXIT_USAGE)
+    settlement = client("worker").worker_event(document, delivery_id)
+    emit(settlement, as_json)
+    if settlement.get("decision") != "ack":
+        err.print(f"nack: {settlement.get('code')}: {settlement.get('message')}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_API)

@@ -1,8 +1,9 @@
 """The Python SDK (httpx): one typed method per route of API.md, with the same names and fields.
 
-Layout: this module holds the client and its transport; `notes.py`, `tasks.py` and `recall.py` are
-mixins with the methods of each service, `worker.py` the worker loop, `config.py` how `from_env`
-finds an endpoint and a token, `errors.py` the one exception.
+Layout: this module holds the client and its transport; `notes.py`, `tasks.py`, `artifacts.py`
+(artifacts, workspace heads, apply receipts, worker events), `recall.py` and `memory.py` are mixins
+with the methods of each service, `worker.py` the worker loop, `config.py` how `from_env` finds an
+endpoint and a token, `errors.py` the one exception.
 
 Transport rules (what makes a retry safe):
 - Every command carries a `command_id`, generated once per call when the caller gives none, and the
@@ -33,6 +34,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from dovecote.client.artifacts import ArtifactsMixin
 from dovecote.client.config import DEV_TOKENS_FILE, ClientConfig, resolve
 from dovecote.client.errors import BAD_RESPONSE, UNAVAILABLE, DovecoteError, WaitTimeout
 from dovecote.client.memory import MemoryMixin
@@ -117,7 +119,7 @@ def error_from_response(response: httpx.Response, *, attempts: int = 1, command_
     )
 
 
-class DovecoteClient(NotesMixin, TasksMixin, RecallMixin, MemoryMixin):
+class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, MemoryMixin):
     """A client of one endpoint with one token. Thread-safe: the worker loop heartbeats from a
     background thread over the same client while a handler runs commands."""
 

@@ -94,6 +94,9 @@ class Outcome:
     queued: bool = False
     reason: str = ""
     size: int = 0
+    code: str = ""  # a failed push's error (HTTP status 0 with `unavailable`: Dovecote was not reached)
+    http_status: int = 0
+    message: str = ""
 
 
 class TranscriptPusher:
@@ -134,7 +137,16 @@ class TranscriptPusher:
                 path, file_format, project=self.project, project_folder=project_folder(path) or None, data=data
             )
         except DovecoteError as exc:
-            return Outcome(str(path), "failed", reason=f"{exc.status} {exc.code}: {exc.message}", size=len(data))
+            reason = f"{exc.status} {exc.code}: {exc.message}" if exc.status else f"{exc.code}: {exc.message}"
+            return Outcome(
+                str(path),
+                "failed",
+                reason=reason,
+                size=len(data),
+                code=exc.code,
+                http_status=exc.status,
+                message=exc.message,
+            )
         self._known[str(path)] = digest
         _save_state(self.state_path, self._state)  # a crash mid-tree keeps what got through
         return Outcome(

@@ -101,6 +101,19 @@ def seekable(stream: IO[bytes]) -> IO[bytes]:
     return spool  # type: ignore[return-value]
 
 
+def write_atomically(target: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Run `write` on a temporary file beside `target`, then move it into place: a failed or
+    refused download leaves no file (and never half of one)."""
+    with tempfile.NamedTemporaryFile(dir=target.parent or ".", prefix=f".{target.name}.", delete=False) as tmp:
+        try:
+            write(tmp)
+        except BaseException:
+            tmp.close()
+            os.unlink(tmp.name)
+            raise
+    os.replace(tmp.name, target)
+
+
 class NotesMixin:
     if TYPE_CHECKING:  # provided by DovecoteClient
         max_attempts: int
@@ -271,22 +284,22 @@ class NotesMixin:
         through a temporary file, so a failed download leaves nothing). Returns the metadata."""
         raw = self.get_note_meta(ref)
         if isinstance(dest, str | os.PathLike):
-            target = Path(dest)
-            with tempfile.NamedTemporaryFile(dir=target.parent or ".", prefix=f".{target.name}.", delete=False) as tmp:
-                try:
-                    self._write_body(raw, tmp, progress)
-                except BaseException:
-                    tmp.close()
-                    os.unlink(tmp.name)
-                    raise
-            os.replace(tmp.name, target)
+            write_atomically(Path(dest), lambda out: self._write_body(raw, out, progress))
         else:
             self._write_body(raw, dest, progress)
         return {k: raw[k] for k in META_FIELDS}
 
     def _write_body(self, raw: dict[str, Any], out: IO[bytes], progress: Progress | None) -> None:
+        what = f"the body of note {raw.get('ref')}"
+        self._receive(raw, out, str(raw.get("sha256") or ""), what, int(raw.get("size") or 0), progress)
+
+    def _receive(
+        self, raw: dict[str, Any], out: IO[bytes], expected: str, what: str, size: int, progress: Progress | None
+    ) -> None:
+        """Write a body answered as `text`, `body_b64` / `data_b64` or `download_url` (streamed in
+        chunks) to `out`, and check it hashes to `expected` (hex SHA-256; empty skips the check):
+        `DovecoteError` code `integrity` otherwise."""
         digest = hashlib.sha256()
-        size = int(raw.get("size") or 0)
         if raw.get("download_url"):
             attempt = done = 0
             while True:
@@ -313,20 +326,21 @@ class NotesMixin:
                         continue
                     raise self.unreachable(exc, attempts=attempt) from exc
         else:
-            if raw.get("body_b64") is not None:
-                data = base64.b64decode(raw["body_b64"])
+            encoded = raw.get("body_b64") if raw.get("body_b64") is not None else raw.get("data_b64")
+            if encoded is not None:
+                data = base64.b64decode(encoded)
             else:
                 data = (raw.get("text") or "").encode("utf-8")
             digest.update(data)
             out.write(data)
             if progress:
                 progress(len(data), size)
-        if raw.get("sha256") and digest.hexdigest() != raw["sha256"]:
+        if expected and digest.hexdigest() != expected:
             raise DovecoteError(
                 0,
                 INTEGRITY,
-                f"the body of note {raw.get('ref')} does not match its SHA-256",
-                {"expected": raw["sha256"], "actual": digest.hexdigest()},
+                f"{what} does not match its SHA-256",
+                {"expected": expected, "actual": digest.hexdigest()},
             )
 
     def get_note(self, ref: str) -> Note:

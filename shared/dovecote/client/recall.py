@@ -7,12 +7,15 @@ the path segment).
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote
 
 if TYPE_CHECKING:
     import httpx
+
+    from dovecote.client.notes import Progress
 
 # POST /v1/transcripts carries the file inline up to here (API Gateway's payload limit is 6 MB and
 # JSON escaping grows the text); a larger file goes through a presigned upload.
@@ -34,11 +37,13 @@ def _params(**values: Any) -> dict[str, Any]:
 
 
 class RecallMixin:
-    _http: httpx.Client
-
     if TYPE_CHECKING:  # provided by DovecoteClient; not defined here, so it cannot shadow it
 
         def request(self, method: str, path: str, **kwargs: Any) -> Any: ...
+        def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response: ...
+        def _put_blob(
+            self, url: str, headers: dict[str, str], stream: IO[bytes], size: int, progress: Progress | None
+        ) -> None: ...
 
     # ---- ingest -------------------------------------------------------------------------------------
 
@@ -60,18 +65,14 @@ class RecallMixin:
         self, data: bytes, format: str, *, project: str | None = None, project_folder: str | None = None
     ) -> dict[str, Any]:
         """A presigned upload for a file of any size; the service indexes it asynchronously (searches
-        report its scope stale until then). Returns {upload_id, upload_url, expires_at}."""
-        import httpx
-
+        report its scope stale until then). Returns {upload_id, upload_url, expires_at}. The PUT goes
+        through the SDK's blob transport: retried on a cut connection or a 5xx, and a server that
+        stays unreachable is a `DovecoteError` code `unavailable`, never a raw httpx error."""
         body = {"format": format, "project": project, "project_folder": project_folder}
         created = dict(
             self.request("POST", "/v1/transcripts/uploads", json={k: v for k, v in body.items() if v is not None})
         )
-        response = httpx.put(created["upload_url"], content=data, timeout=300)
-        if response.status_code >= 300:
-            from dovecote.client import DovecoteError
-
-            raise DovecoteError(response.status_code, "upload_failed", response.text[:500])
+        self._put_blob(created["upload_url"], created.get("upload_headers") or {}, io.BytesIO(data), len(data), None)
         return created
 
     def push_transcript(
@@ -102,11 +103,8 @@ class RecallMixin:
 
     def recall_search_oneline(self, q: str, **options: Any) -> str:
         """`<read_ref>\\t<ISO>\\t<project>\\t<snippet>` per hit, as the service renders it."""
-        response = self._http.get("/v1/recall/search", params=_params(q=q, format="oneline", **options))
-        if response.status_code >= 400:
-            # The same error mapping as every other call: let the JSON transport raise it.
-            self.request("GET", "/v1/recall/search", params=_params(q=q, **options))
-        return response.text
+        # `send` retries and maps failures like every other call (an error answer is JSON even here).
+        return self.send("GET", "/v1/recall/search", params=_params(q=q, format="oneline", **options)).text
 
     def recall_read(self, ref: str, **options: Any) -> dict[str, Any]:
         """A bounded excerpt. Options: budget, more, around, window, include_tools, include_thinking."""

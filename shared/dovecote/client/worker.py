@@ -28,6 +28,13 @@ before claiming anything new. Command ids are `derived_id(task, fence, command, 
 a command retried after a crash is the same command and replays, and no other holder of the
 authority can guess it. Message and submission ids derive from the command id.
 
+Worker events: with `events=True` the job's commands (accept, reject, fail, request_input, complete,
+freeze) go through `POST /v1/worker/events` instead of the per-command routes. Each event's id is
+derived like a command id and its delivery id from that, so a retried event is the same delivery and
+answers the same settlement. An ACK moves the job's task on (revision + 1, the kind's state; the
+settlement carries no task); a NACK raises `EventNacked` with the settlement's code (`stale_lease` and
+`not_found` drop the job like the commands' errors do).
+
 After `handle` returns: a terminal task is done; `input_required` is parked; a task still
 `submitted` or `working` is released (its lease fenced by its owner) so another worker can take it.
 An exception from `handle` fails the task (`reject` if still submitted) and is logged; a lost lease
@@ -46,7 +53,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from dovecote.client.artifacts import EVENT_STATES, ArtifactPayload
 from dovecote.client.errors import DovecoteError
+from dovecote.client.notes import Progress
 from dovecote.client.tasks import MAX_CLAIM_WAIT, TERMINAL_STATES, Message
 
 if TYPE_CHECKING:
@@ -56,6 +65,28 @@ log = logging.getLogger("dovecote.worker")
 
 LOST_CODES = ("stale_lease", "terminal_task", "not_found")
 TRANSIENT_CODES = ("unavailable", "commit_unknown", "throttled")
+# A job's command kinds (the route names) and the worker event kind of each.
+EVENT_KINDS = {
+    "accept": "accept_task",
+    "reject": "reject_task",
+    "fail": "fail_task",
+    "request-input": "request_input",
+    "complete": "complete_task",
+    "freeze": "freeze_artifact",
+}
+
+
+class EventNacked(DovecoteError):
+    """A worker event was settled with a NACK: a deterministic rejection (status 0, the settlement's
+    code: invalid, forbidden, not_found, stale_lease, revision_conflict, state_conflict,
+    command_conflict). Retrying the same event answers the same NACK."""
+
+    def __init__(self, settlement: dict[str, Any]) -> None:
+        code = str(settlement.get("code") or "nack")
+        message = str(settlement.get("message") or "the worker event was rejected")
+        details = {"delivery_id": settlement.get("delivery_id"), "event_id": settlement.get("event_id")}
+        super().__init__(0, code, message, details)
+        self.settlement = settlement
 
 
 class Job:
@@ -75,6 +106,11 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, fence={self.fence}, state={self.state!r}, revision={self.revision})"
+
+    @property
+    def client(self) -> DovecoteClient:
+        """The worker's client, for reads the job does not wrap (a workspace head, a note)."""
+        return self._client
 
     @property
     def state(self) -> str:
@@ -98,6 +134,11 @@ class Job:
         return self._client.derived_id("w", self.id, self.fence, kind, self.revision)
 
     def _run(self, kind: str, **extra: Any) -> dict[str, Any]:
+        if self._worker.events:
+            fields = {"message": extra.get("message"), "submission": extra.get("submission_id")}
+            fields["artifact"] = extra.get("artifact_id")
+            self.event(EVENT_KINDS[kind], **{k: v for k, v in fields.items() if v is not None})
+            return self.task
         try:
             task = self._client.worker_command(kind, self.id, self.revision, self.fence, self.command_id(kind), **extra)
         except DovecoteError as exc:
@@ -107,6 +148,26 @@ class Job:
         self.observe(task)
         self._worker.beaten(self)  # every worker command is a heartbeat
         return task
+
+    def event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Settle one worker event of this job (`kind`: accept_task, reject_task, request_input,
+        fail_task, freeze_artifact, complete_task; `fields`: message, submission, artifact, freeze)
+        at the job's fence and revision. Returns the ACK settlement and moves the job's task on; a
+        NACK raises `EventNacked` (and marks the job lost when its lease is gone)."""
+        event_id = self._client.derived_id("w", self.id, self.fence, f"event:{kind}", self.revision)
+        expected = self.revision
+        event: dict[str, Any] = {"event_id": event_id, "kind": kind, "task": self.id, "fence": self.fence}
+        event.update(expected_revision=expected, **fields)
+        settlement = self._client.worker_event(event)
+        if settlement.get("decision") != "ack":
+            if settlement.get("code") in ("stale_lease", "not_found"):
+                self.lost.set()
+            raise EventNacked(settlement)
+        # The settlement carries no task: an ACK means the command committed at expected + 1.
+        state = EVENT_STATES.get(kind, self.state)
+        self.observe({**self.task, "state": state, "revision": expected + 1})
+        self._worker.beaten(self)
+        return settlement
 
     # The commands (API.md § Tasks, worker).
 
@@ -126,6 +187,45 @@ class Job:
         self, message: Message, *, submission_id: str | None = None, artifact_id: str | None = None
     ) -> dict[str, Any]:
         return self._run("complete", message=message, submission_id=submission_id, artifact_id=artifact_id)
+
+    def freeze(
+        self,
+        artifact_id: str,
+        expected_base_revision: str,
+        payload: ArtifactPayload,
+        *,
+        media_type: str | None = None,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """Freeze the task's one artifact (inline, or a presigned upload for a large payload) and
+        return it; name it in `complete(..., artifact_id=...)`. With `events`, a freeze_artifact
+        event: the answer is then the artifact as far as this job knows it (id, base, media type)."""
+        if self._worker.events:
+            staged = self._client.artifact_payload(self.id, payload, media_type=media_type, progress=progress)
+            freeze = {"artifact": artifact_id, "expected_base_revision": expected_base_revision, "payload": staged}
+            self.event("freeze_artifact", freeze=freeze)
+            with self._lock:
+                self.task = {**self.task, "artifact": artifact_id}
+            return {"id": artifact_id, "base_revision": expected_base_revision, "media_type": staged["media_type"]}
+        try:
+            answer = self._client.freeze_artifact(
+                self.id,
+                self.revision,
+                self.fence,
+                artifact_id,
+                expected_base_revision,
+                payload,
+                media_type=media_type,
+                command_id=self.command_id("freeze"),
+                progress=progress,
+            )
+        except DovecoteError as exc:
+            if exc.code == "stale_lease":
+                self.lost.set()
+            raise
+        self.observe(answer["task"])
+        self._worker.beaten(self)
+        return dict(answer["artifact"])
 
     def heartbeat(self) -> dict[str, Any]:
         assignment = self._client.heartbeat(self.id, self.fence)
@@ -160,11 +260,13 @@ class Worker:
         heartbeat_fraction: float = 0.25,
         park_poll_seconds: float = 5.0,
         auto_accept: bool = True,
+        events: bool = False,
     ) -> None:
         """`wait_seconds`: the claim long-poll (0-20). `heartbeat_fraction`: beat a lease every
         this share of its timeout. `park_poll_seconds`: how often a parked job (waiting for the
         caller) is checked at most. `auto_accept`: accept a submitted task before `handle` sees it
-        (False: `handle` sees it submitted and may `reject`)."""
+        (False: `handle` sees it submitted and may `reject`). `events`: drive tasks with worker events
+        (`POST /v1/worker/events`) instead of the per-command routes."""
         if not 0 <= wait_seconds <= MAX_CLAIM_WAIT:
             raise ValueError(f"wait_seconds must be between 0 and {MAX_CLAIM_WAIT}")
         self.client = client
@@ -174,6 +276,7 @@ class Worker:
         self.heartbeat_fraction = heartbeat_fraction
         self.park_poll_seconds = park_poll_seconds
         self.auto_accept = auto_accept
+        self.events = events
         self.held: dict[str, Job] = {}
         self.handled = 0
         self._ready: deque[Job] = deque()

@@ -1,0 +1,111 @@
+"""`dovecote artifacts …`: a workspace's artifacts, its head and the apply receipts (API.md § Workspaces
+and artifacts), as a caller. Freezing is a worker verb (`dovecote worker freeze`).
+
+`get` prints the artifact's metadata, or with `--output FILE` writes its payload (streamed from the
+download URL when large, with a progress bar on a terminal) after checking it against the artifact's
+`payload_digest`: a mismatch exits 1 with an `integrity` error and leaves no file. `receipt record`
+reads the artifact first and fills its digest, base and result (and, for success, the observed
+revision) unless given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dovecote.cli.common import EXIT_API, EXIT_USAGE, CliError, CommandId, Json, client, emit, err, print_json, transfer
+from dovecote.tasks.model import DECISIONS
+
+artifacts_app = typer.Typer(
+    help="Artifacts of a workspace (caller): read one, its workspace head, its apply receipt.", no_args_is_help=True
+)
+receipt_app = typer.Typer(help="An artifact's apply receipt: record it, or read it.", no_args_is_help=True)
+artifacts_app.add_typer(receipt_app, name="receipt")
+
+Workspace = Annotated[str, typer.Argument(metavar="WORKSPACE")]
+Artifact = Annotated[str, typer.Argument(metavar="ARTIFACT")]
+
+
+@artifacts_app.command("get")
+def artifacts_get(
+    workspace: Workspace,
+    artifact: Artifact,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the payload to FILE (its SHA-256 checked) instead."),
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """An artifact's metadata (state, base and result revisions, digests, size, media type); with
+    --output its payload, verified. --json prints the API's answer (with the inline payload or
+    download URL)."""
+    c = client()
+    if output is not None:
+        if output.is_dir():
+            raise CliError(f"{output} is a directory", EXIT_USAGE)
+        with transfer(f"download {output.name}") as progress:
+            meta = c.download_artifact(workspace, artifact, output, progress=progress)
+        if as_json:
+            print_json(meta)
+        else:
+            err.print(f"wrote {output} ({meta['payload_size']} bytes, {meta['payload_digest']})", highlight=False)
+        return
+    answer = c.get_artifact(workspace, artifact)
+    if as_json:
+        print_json(answer)
+    else:
+        emit(answer["artifact"], False)
+
+
+@artifacts_app.command("head")
+def artifacts_head(workspace: Workspace, as_json: Json = False) -> None:
+    """The workspace's confirmed revision (moved by success receipts); exit 1 when it has none yet."""
+    head = client().workspace_head(workspace)
+    if head is None:
+        raise CliError(
+            f"error: 404 not_found: workspace {workspace} has no head yet (no artifact was frozen in it)", EXIT_API
+        )
+    emit(head, as_json)
+
+
+@receipt_app.command("record")
+def receipt_record(
+    workspace: Workspace,
+    artifact: Artifact,
+    decision: Annotated[str, typer.Option(help=f"One of {', '.join(DECISIONS)}.")],
+    observed: Annotated[
+        str | None,
+        typer.Option(help="The revision you observed (required for conflict; success defaults to the result)."),
+    ] = None,
+    code: Annotated[str | None, typer.Option(help="A short code of your own (at most 128 bytes).")] = None,
+    message: Annotated[str | None, typer.Option(help="A sentence (at most 4096 bytes).")] = None,
+    receipt_id: Annotated[str | None, typer.Option(help="Default: derived from the command id.")] = None,
+    command_id: CommandId = None,
+    as_json: Json = False,
+) -> None:
+    """Record the one apply receipt of a published artifact (success moves the workspace head from
+    the artifact's base to its result)."""
+    if decision not in DECISIONS:
+        raise CliError(f"unknown decision {decision!r}; one of {', '.join(DECISIONS)}", EXIT_USAGE)
+    c = client()
+    meta = c.get_artifact(workspace, artifact)["artifact"]
+    receipt = c.receipt_for(
+        meta,
+        decision,
+        observed_revision=observed,
+        code=code,
+        message=message,
+        receipt_id=receipt_id,
+        command_id=command_id,
+    )
+    emit(receipt, as_json)
+
+
+@receipt_app.command("get")
+def receipt_get(workspace: Workspace, artifact: Artifact, as_json: Json = False) -> None:
+    """The artifact's apply receipt; exit 1 when it has none yet."""
+    receipt = client().get_receipt(workspace, artifact)
+    if receipt is None:
+        raise CliError(f"error: 404 not_found: artifact {artifact} of {workspace} has no apply receipt yet", EXIT_API)
+    emit(receipt, as_json)
