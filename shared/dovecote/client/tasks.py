@@ -336,3 +336,24 @@ class TasksMixin:
             submission_id=submission_id,
             artifact_id=artifact_id,
         )
+
+    def freeze_artifact(
+        self,
+        task_id: str,
+        expected_revision: int,
+        fence: int,
+        artifact_id: str,
+        expected_base_revision: str,
+        payload: dict[str, Any],
+        command_id: str | None = None,
+    ) -> dict[str, Any]:
+        """`POST /v1/tasks/{id}/artifacts` (working only, once per task): `{task, artifact}`.
+        `payload` is `{media_type, text | data_b64 | upload_sha256}`."""
+        body = {
+            "expected_revision": expected_revision,
+            "fence": fence,
+            "artifact_id": artifact_id,
+            "expected_base_revision": expected_base_revision,
+            "payload": payload,
+        }
+        return dict(self._command(f"/v1/tasks/{task_id}/artifacts", command_id, body))
