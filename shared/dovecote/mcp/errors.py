@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 
 from dovecote.client.errors import DovecoteError
 
@@ -25,6 +26,16 @@ log = logging.getLogger("dovecote.mcp")
 
 INVALID_ARGUMENT = "invalid_argument"
 INTERNAL = "internal"
+UNKNOWN_TOOL = "unknown_tool"
+
+
+class DovecoteToolError(ToolError):
+    """A tool's failure with its envelope; the server's `call_tool` answers `document` as is (the SDK
+    would prefix its text with "Error executing tool …", which no longer parses as JSON)."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        super().__init__(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+        self.document = document
 
 
 def error_document(exc: BaseException) -> dict[str, Any]:
@@ -42,19 +53,37 @@ def error_document(exc: BaseException) -> dict[str, Any]:
             if exc.retryable:
                 error["message"] += f" (it may have committed: call again with command_id {exc.command_id})"
         return {"error": error}
-    return {
-        "error": {
-            "code": INTERNAL,
-            "message": f"{type(exc).__name__}: {exc}",
-            "details": {},
-            "status": 0,
-            "retryable": False,
-        }
-    }
+    return _envelope(INTERNAL, f"{type(exc).__name__}: {exc}", {})
 
 
-def tool_error(exc: BaseException) -> ToolError:
-    return ToolError(json.dumps(error_document(exc), ensure_ascii=False, separators=(",", ":")))
+def tool_error(exc: BaseException) -> DovecoteToolError:
+    return DovecoteToolError(error_document(exc))
+
+
+def failure_document(exc: ToolError) -> dict[str, Any]:
+    """The envelope of any tool failure the SDK reports: ours (found through `__cause__`), bad
+    arguments (the schema's validation: `invalid_argument` with each field's complaint), an
+    unknown tool, or anything else (`internal`, its message only: never a traceback)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, DovecoteToolError):
+            return seen.document
+        if isinstance(seen, ValidationError):
+            problems = [
+                {"field": ".".join(str(part) for part in error["loc"]), "message": error["msg"]}
+                for error in seen.errors(include_url=False, include_input=False)
+            ]
+            fields = ", ".join(p["field"] for p in problems)
+            return _envelope(INVALID_ARGUMENT, f"invalid arguments: {fields}", {"errors": problems})
+        seen = seen.__cause__
+    text = str(exc)
+    if text.startswith("Unknown tool: "):
+        return _envelope(UNKNOWN_TOOL, text, {"tool": text.removeprefix("Unknown tool: ")})
+    return _envelope(INTERNAL, text, {})
+
+
+def _envelope(code: str, message: str, details: dict[str, Any]) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details, "status": 0, "retryable": False}}
 
 
 def invalid(message: str, **details: Any) -> DovecoteError:

@@ -8,12 +8,17 @@ stderr) rather than failing to start, since a model can still be told why each c
 
 from __future__ import annotations
 
+import json
 import logging
+from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
 
 from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.mcp import memory, notes, recall, resources, tasks
+from dovecote.mcp.errors import failure_document
 
 log = logging.getLogger("dovecote.mcp")
 
@@ -28,6 +33,23 @@ INSTRUCTIONS = (
 )
 
 
+class DovecoteMCPServer(MCPServer[Any]):
+    """`MCPServer` whose failed tool calls answer the error envelope alone: the JSON text (and the same
+    document as structured content), never the SDK's "Error executing tool …" prose around it."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            document = failure_document(exc)
+            text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+            return CallToolResult(
+                content=[TextContent(type="text", text=text)], structured_content=document, is_error=True
+            )
+
+
 def may_work(client: DovecoteClient) -> bool:
     """True when the token may run worker commands (asked of the API; see the module docstring)."""
     try:
@@ -39,7 +61,7 @@ def may_work(client: DovecoteClient) -> bool:
     return True
 
 
-def build_server(client: DovecoteClient, *, worker_tools: bool | None = None) -> MCPServer:
+def build_server(client: DovecoteClient, *, worker_tools: bool | None = None) -> DovecoteMCPServer:
     """The server over `client`. `worker_tools`: None asks the API, True/False forces it."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -47,7 +69,7 @@ def build_server(client: DovecoteClient, *, worker_tools: bool | None = None) ->
         found = version("dovecote")
     except PackageNotFoundError:
         found = ""
-    server: MCPServer = MCPServer(name="dovecote", version=found, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = DovecoteMCPServer(name="dovecote", version=found, instructions=INSTRUCTIONS, log_level="WARNING")
     notes.register(server, client)
     tasks.register_caller(server, client)
     if may_work(client) if worker_tools is None else worker_tools:
