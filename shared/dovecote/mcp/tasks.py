@@ -29,7 +29,7 @@ from dovecote.mcp.fields import (
     Workspace,
 )
 
-State = Literal["", "submitted", "working", "input_required", "completed", "failed", "cancelled", "rejected"]
+State = Literal["", "submitted", "working", "input_required", "completed", "failed", "canceled", "rejected"]
 WaitSeconds = Annotated[
     int,
     Field(
@@ -103,7 +103,7 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
     @server.tool(name="tasks_cancel", annotations=ToolAnnotations(destructive_hint=True))
     @guarded
     def tasks_cancel(task_id: TaskId, expected_revision: ExpectedRevision, command_id: CommandId = None) -> dict[str, Any]:
-        """Cancel a task that has not ended (→ cancelled)."""
+        """Cancel a task that has not ended (→ canceled)."""
         cid = command_id_or_new(command_id)
         return {"task": client.cancel(task_id, expected_revision, cid), "command_id": cid}
 
