@@ -144,7 +144,9 @@ def test_task_path_caller_then_worker_and_revision_conflict(dev_runtime: dict[st
         task = answer["task"]
         assert task["state"] == "submitted" and task["id"].startswith("t-")
         # The same command id again replays: the same task, not a second one.
-        again = await call(client, "tasks_create", text="summarize the log", context=context, command_id=answer["command_id"])
+        again = await call(
+            client, "tasks_create", text="summarize the log", context=context, command_id=answer["command_id"]
+        )
         assert again["task"]["id"] == task["id"]
         listed = await call(client, "tasks_list", context=context)
         assert [t["id"] for t in listed["items"]] == [task["id"]]
@@ -169,7 +171,9 @@ def test_task_path_caller_then_worker_and_revision_conflict(dev_runtime: dict[st
                 break
         assert assignment is not None
         task, fence = assignment["task"], assignment["fence"]
-        accepted = (await call(client, "tasks_accept", task_id=task["id"], expected_revision=task["revision"], fence=fence))["task"]
+        accepted = (
+            await call(client, "tasks_accept", task_id=task["id"], expected_revision=task["revision"], fence=fence)
+        )["task"]
         assert accepted["state"] == "working"
         frozen = await call(
             client,
@@ -192,7 +196,9 @@ def test_task_path_caller_then_worker_and_revision_conflict(dev_runtime: dict[st
             artifact_id=frozen["artifact"]["id"],
         )
         assert done["task"]["state"] == "completed"
-        stale = await fails(client, "tasks_fail", task_id=task["id"], expected_revision=done["task"]["revision"], fence=fence)
+        stale = await fails(
+            client, "tasks_fail", task_id=task["id"], expected_revision=done["task"]["revision"], fence=fence
+        )
         assert stale["code"] in ("terminal_task", "stale_lease", "invalid_transition")
 
     session(stdio(dev_runtime, "worker"), as_worker)
@@ -221,22 +227,30 @@ def test_input_required_reply_and_fail(dev_runtime: dict[str, Any]) -> None:
             assignment = (await call(client, "tasks_claim", wait_seconds=2))["assignment"]
         assert assignment is not None
         fence, rev = assignment["fence"], assignment["task"]["revision"]
-        rev = (await call(client, "tasks_accept", task_id=task["id"], expected_revision=rev, fence=fence))["task"]["revision"]
-        asked = await call(client, "tasks_request_input", task_id=task["id"], expected_revision=rev, fence=fence, text="which one?")
+        rev = (await call(client, "tasks_accept", task_id=task["id"], expected_revision=rev, fence=fence))["task"][
+            "revision"
+        ]
+        asked = await call(
+            client, "tasks_request_input", task_id=task["id"], expected_revision=rev, fence=fence, text="which one?"
+        )
         assert asked["task"]["state"] == "input_required"
         state.update(fence=fence, revision=asked["task"]["revision"])
 
     session(worker, ask)
 
     async def reply(client: Client) -> None:
-        replied = await call(client, "tasks_reply", task_id=task["id"], expected_revision=state["revision"], text="the API's")
+        replied = await call(
+            client, "tasks_reply", task_id=task["id"], expected_revision=state["revision"], text="the API's"
+        )
         assert replied["task"]["state"] == "working"
         state["revision"] = replied["task"]["revision"]
 
     session(stdio(dev_runtime, "caller"), reply)
 
     async def give_up(client: Client) -> None:
-        failed = await call(client, "tasks_fail", task_id=task["id"], expected_revision=state["revision"], fence=state["fence"])
+        failed = await call(
+            client, "tasks_fail", task_id=task["id"], expected_revision=state["revision"], fence=state["fence"]
+        )
         assert failed["task"]["state"] == "failed"
 
     session(worker, give_up)
@@ -278,9 +292,13 @@ def test_memory_tools_submit_wait_list_relations_judge(dev_runtime: dict[str, An
     scope = uid("scope")
 
     async def body(client: Client) -> None:
-        first = await call(client, "memory_submit", scope=scope, content="The retry limit is 5", tags=["subject:retry-limit"])
+        first = await call(
+            client, "memory_submit", scope=scope, content="The retry limit is 5", tags=["subject:retry-limit"]
+        )
         assert first["status"] == "queued" and first["id"].startswith("mw-")
-        second = await call(client, "memory_submit", scope=scope, content="The retry limit is 7", tags=["subject:retry-limit"])
+        second = await call(
+            client, "memory_submit", scope=scope, content="The retry limit is 7", tags=["subject:retry-limit"]
+        )
         settled = await call(client, "memory_status", write_id=first["id"], wait=20)
         assert settled["status"] == "complete"
         status = await call(client, "memory_status", write_id=second["id"], wait=20)
@@ -292,7 +310,14 @@ def test_memory_tools_submit_wait_list_relations_judge(dev_runtime: dict[str, An
         (relation,) = relations["items"]
         judged = await call(client, "memory_judge", relation_id=relation["id"], decision="confirmed", note="7 holds")
         assert judged["relation"]["status"] == "confirmed"
-        replay = await call(client, "memory_judge", relation_id=relation["id"], decision="confirmed", note="7 holds", command_id=judged["command_id"])
+        replay = await call(
+            client,
+            "memory_judge",
+            relation_id=relation["id"],
+            decision="confirmed",
+            note="7 holds",
+            command_id=judged["command_id"],
+        )
         assert replay["relation"] == judged["relation"]
         conflict = await fails(client, "memory_judge", relation_id=relation["id"], decision="dismissed")
         assert conflict["code"] == "judgment_conflict"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -17,7 +17,7 @@ from dovecote.cli import app
 from dovecote.cli.common import EXIT_USAGE, CliError
 
 
-class WorkerTools(str, Enum):
+class WorkerTools(StrEnum):
     auto = "auto"
     on = "on"
     off = "off"

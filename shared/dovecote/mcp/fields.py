@@ -20,9 +20,7 @@ Ref = Annotated[
 ]
 # Paging.
 Limit = Annotated[int | None, Field(ge=0, le=1000, description="Items per page (server default when absent).")]
-Cursor = Annotated[
-    str | None, Field(description="The `cursor` of the previous page; absent for the first page.")
-]
+Cursor = Annotated[str | None, Field(description="The `cursor` of the previous page; absent for the first page.")]
 After = Annotated[int, Field(ge=0, description="Return items after this sequence number (the previous page's `next`).")]
 # Tasks.
 TaskId = Annotated[str, Field(description="The task's id.")]

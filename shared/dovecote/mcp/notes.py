@@ -30,7 +30,9 @@ def resolve_ref(ref: str | None, key: str | None, run: int | None, name: str | N
 def register(server: MCPServer, client: DovecoteClient) -> None:
     @server.tool(name="notes_put", annotations=ToolAnnotations(idempotent_hint=True))
     @guarded
-    def notes_put(key: Key, run: Run, name: Name, text: Text, author: Author = "", content_type: str | None = None) -> dict[str, Any]:
+    def notes_put(
+        key: Key, run: Run, name: Name, text: Text, author: Author = "", content_type: str | None = None
+    ) -> dict[str, Any]:
         """Store (or overwrite) a text note at key/run/name for the author ('' = shared). Answers its
         metadata with the `ref` to read it back. Putting the same coordinates again replaces the body."""
         return client.put_note(key, run, name, text, author=author, content_type=content_type)

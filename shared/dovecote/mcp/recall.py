@@ -31,7 +31,9 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
     def recall_search(
         query: Query,
         limit: Annotated[int | None, Field(ge=0, le=MAX_SEARCH_LIMIT, description="Results (one per session).")] = None,
-        role: Annotated[Literal["", "user", "assistant", "system"], Field(description="Only messages of this role.")] = "",
+        role: Annotated[
+            Literal["", "user", "assistant", "system"], Field(description="Only messages of this role.")
+        ] = "",
         sort: Annotated[Literal["", "relevance", "newest"], Field(description="Order of results.")] = "",
         since: Annotated[str, Field(description="Inclusive date or RFC 3339 instant.")] = "",
         before: Annotated[str, Field(description="Inclusive date or RFC 3339 instant.")] = "",

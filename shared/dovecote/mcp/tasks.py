@@ -95,14 +95,18 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
 
     @server.tool(name="tasks_reply")
     @guarded
-    def tasks_reply(task_id: TaskId, expected_revision: ExpectedRevision, text: Text, command_id: CommandId = None) -> dict[str, Any]:
+    def tasks_reply(
+        task_id: TaskId, expected_revision: ExpectedRevision, text: Text, command_id: CommandId = None
+    ) -> dict[str, Any]:
         """Answer a task that asked for input (state input_required → working), as its caller."""
         cid = command_id_or_new(command_id)
         return {"task": client.reply(task_id, expected_revision, text_message(text), cid), "command_id": cid}
 
     @server.tool(name="tasks_cancel", annotations=ToolAnnotations(destructive_hint=True))
     @guarded
-    def tasks_cancel(task_id: TaskId, expected_revision: ExpectedRevision, command_id: CommandId = None) -> dict[str, Any]:
+    def tasks_cancel(
+        task_id: TaskId, expected_revision: ExpectedRevision, command_id: CommandId = None
+    ) -> dict[str, Any]:
         """Cancel a task that has not ended (→ canceled)."""
         cid = command_id_or_new(command_id)
         return {"task": client.cancel(task_id, expected_revision, cid), "command_id": cid}
@@ -132,14 +136,18 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         assignment = client.claim(cid, wait_seconds=wait_seconds)
         return {"assignment": assignment, "command_id": cid}
 
-    def command(kind: str, task_id: str, expected_revision: int, fence: int, cid: str | None, **extra: Any) -> dict[str, Any]:
+    def command(
+        kind: str, task_id: str, expected_revision: int, fence: int, cid: str | None, **extra: Any
+    ) -> dict[str, Any]:
         cid = command_id_or_new(cid)
         task = client.worker_command(kind, task_id, expected_revision, fence, cid, **extra)
         return {"task": task, "command_id": cid}
 
     @server.tool(name="tasks_accept")
     @guarded
-    def tasks_accept(task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None) -> dict[str, Any]:
+    def tasks_accept(
+        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
+    ) -> dict[str, Any]:
         """Accept a claimed task (submitted → working) before working on it."""
         return command("accept", task_id, expected_revision, fence, command_id)
 
@@ -162,11 +170,21 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         command_id: CommandId = None,
     ) -> dict[str, Any]:
         """Finish a task you accepted (working → completed) with your final answer."""
-        return command("complete", task_id, expected_revision, fence, command_id, message=text_message(text), artifact_id=artifact_id)
+        return command(
+            "complete",
+            task_id,
+            expected_revision,
+            fence,
+            command_id,
+            message=text_message(text),
+            artifact_id=artifact_id,
+        )
 
     @server.tool(name="tasks_fail")
     @guarded
-    def tasks_fail(task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None) -> dict[str, Any]:
+    def tasks_fail(
+        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
+    ) -> dict[str, Any]:
         """Give up on a task you accepted (working or input_required → failed)."""
         return command("fail", task_id, expected_revision, fence, command_id)
 
@@ -188,5 +206,7 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         applies to. Answers {task, artifact, command_id}; name the artifact in tasks_complete."""
         cid = command_id_or_new(command_id)
         payload = {"media_type": media_type, "text": text}
-        frozen = client.freeze_artifact(task_id, expected_revision, fence, artifact_id, expected_base_revision, payload, cid)
+        frozen = client.freeze_artifact(
+            task_id, expected_revision, fence, artifact_id, expected_base_revision, payload, cid
+        )
         return {**frozen, "command_id": cid}
