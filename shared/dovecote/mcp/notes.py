@@ -4,10 +4,11 @@ request."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 from dovecote.client import DovecoteClient, note_ref
 from dovecote.mcp.errors import guarded, invalid
@@ -31,7 +32,14 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
     @server.tool(name="notes_put", annotations=ToolAnnotations(idempotent_hint=True))
     @guarded
     def notes_put(
-        key: Key, run: Run, name: Name, text: Text, author: Author = "", content_type: str | None = None
+        key: Key,
+        run: Run,
+        name: Name,
+        text: Text,
+        author: Author = "",
+        content_type: Annotated[
+            str | None, Field(description="The body's media type (default: text/plain; charset=utf-8).")
+        ] = None,
     ) -> dict[str, Any]:
         """Store (or overwrite) a text note at key/run/name for the author ('' = shared). Answers its
         metadata with the `ref` to read it back. Putting the same coordinates again replaces the body."""
