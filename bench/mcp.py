@@ -75,8 +75,12 @@ def _measure_mcp(server: Any, calls: dict[str, tuple[str, dict[str, Any]]], coun
     async def run() -> None:
         async with Client(server) as client:
             for label, (tool, arguments) in calls.items():
-                await _atime(lambda t=tool, a=arguments: client.call_tool(t, a), 5)  # warm-up
-                out[label] = await _atime(lambda t=tool, a=arguments: client.call_tool(t, a), count)
+
+                def one(tool: str = tool, arguments: dict[str, Any] = arguments) -> Awaitable[Any]:
+                    return client.call_tool(tool, arguments)
+
+                await _atime(one, 5)  # warm-up
+                out[label] = await _atime(one, count)
 
     anyio.run(run)
     return out
