@@ -1,7 +1,7 @@
 """The MCP server's overhead: `python -m bench.mcp [--quick]`, or `mcp_report()` from bench/__main__.
 
-Against one `dovecote dev` (in its own process), the same read is timed three ways, one at a time
-after a warm-up: the SDK's direct HTTP call, the tool through `dovecote mcp` over stdio (the SDK's
+Against one `dovecote dev` (in its own process), the same read is timed three ways, interleaved round
+by round after a warm-up: the SDK's direct HTTP call, the tool through `dovecote mcp` over stdio (the SDK's
 stdio client, one session kept open), and the tool over streamable HTTP (`dovecote mcp --http`).
 The reads: notes get (one inline note) and recall search (one sample transcript indexed). Reported
 as medians and p95 in milliseconds and the ratio of each MCP median to the direct one: what an
@@ -40,50 +40,80 @@ def _stats(samples: list[float]) -> dict[str, float]:
     }
 
 
-def _time(fn: Callable[[], Any], count: int) -> list[float]:
-    samples = []
-    for _ in range(count):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return samples
-
-
-async def _atime(fn: Callable[[], Awaitable[Any]], count: int) -> list[float]:
-    samples = []
-    for _ in range(count):
-        start = time.perf_counter()
-        result = await fn()
-        samples.append(time.perf_counter() - start)
-        if getattr(result, "is_error", False):
-            raise RuntimeError(f"the tool failed: {result.content}")
-    return samples
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _measure_mcp(server: Any, calls: dict[str, tuple[str, dict[str, Any]]], count: int) -> dict[str, list[float]]:
+def _start_http(env: dict[str, str], log: Any) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dovecote.cli", "mcp", "--http", str(port)],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")} | env,
+        stdout=log,
+        stderr=log,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return process, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError("dovecote mcp --http did not start") from None
+            time.sleep(0.2)
+
+
+async def _timed(fn: Callable[[], Awaitable[Any]]) -> float:
+    start = time.perf_counter()
+    result = await fn()
+    elapsed = time.perf_counter() - start
+    if getattr(result, "is_error", False):
+        raise RuntimeError(f"the tool failed: {result.content}")
+    return elapsed
+
+
+def _interleaved(
+    direct: dict[str, Callable[[], Any]],
+    calls: dict[str, tuple[str, dict[str, Any]]],
+    servers: dict[str, Any],
+    count: int,
+) -> dict[str, dict[str, list[float]]]:
+    """Each round times the direct call and then the tool on every transport, back to back, so
+    the machine's drift (other processes on shared cores) touches every path alike."""
     import anyio
     from mcp import Client
 
-    out: dict[str, list[float]] = {}
+    samples: dict[str, dict[str, list[float]]] = {label: {} for label in calls}
 
     async def run() -> None:
-        async with Client(server) as client:
+        async with Client(servers["MCP stdio"]) as stdio, Client(servers["MCP streamable HTTP"]) as over_http:
+            sessions = {"MCP stdio": stdio, "MCP streamable HTTP": over_http}
             for label, (tool, arguments) in calls.items():
+                paths: dict[str, Callable[[], Awaitable[Any]]] = {}
 
-                def one(tool: str = tool, arguments: dict[str, Any] = arguments) -> Awaitable[Any]:
-                    return client.call_tool(tool, arguments)
+                async def sdk(fn: Callable[[], Any] = direct[label]) -> Any:
+                    return fn()
 
-                await _atime(one, 5)  # warm-up
-                out[label] = await _atime(one, count)
+                paths["direct (SDK, HTTP)"] = sdk
+                for name, session in sessions.items():
+
+                    def one(session: Client = session, tool: str = tool, arguments: dict[str, Any] = arguments) -> Any:
+                        return session.call_tool(tool, arguments)
+
+                    paths[name] = one
+                for _ in range(5):  # warm-up
+                    for fn in paths.values():
+                        await _timed(fn)
+                for _ in range(count):
+                    for name, fn in paths.items():
+                        samples[label].setdefault(name, []).append(await _timed(fn))
 
     anyio.run(run)
-    return out
+    return samples
 
 
 def mcp_report(quick: bool = False) -> dict[str, Any]:
@@ -97,47 +127,23 @@ def mcp_report(quick: bool = False) -> dict[str, Any]:
     log = tempfile.TemporaryFile()
     try:
         token = dev.tokens["caller"]
+        env = {"DOVECOTE_ENDPOINT": dev.endpoint, "DOVECOTE_TOKEN": token}
+        http_process, url = _start_http(env, log)
         with DovecoteClient(dev.endpoint, token) as client:
             ref = client.put_note("bench-mcp", 1, "note", "a short note body " * 20)["ref"]
             client.push_transcript(SAMPLE, "claude-code-jsonl", project="bench-mcp")
-            direct_calls: dict[str, Callable[[], Any]] = {
+            direct: dict[str, Callable[[], Any]] = {
                 "notes get": lambda: client.get_note_meta(ref),
                 "recall search": lambda: client.recall_search(QUERY, project="bench-mcp"),
             }
-            direct = {}
-            for label, fn in direct_calls.items():
-                _time(fn, 5)
-                direct[label] = _time(fn, count)
-        calls = {
-            "notes get": ("notes_get", {"ref": ref}),
-            "recall search": ("recall_search", {"query": QUERY, "project": "bench-mcp"}),
-        }
-        env = {"DOVECOTE_ENDPOINT": dev.endpoint, "DOVECOTE_TOKEN": token}
-        stdio = _measure_mcp(
-            StdioServerParameters(command=sys.executable, args=["-m", "dovecote.cli", "mcp"], env=env, cwd=str(ROOT)),
-            calls,
-            count,
-        )
-        port = _free_port()
-        http_env = {k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")} | env
-        http_process = subprocess.Popen(
-            [sys.executable, "-m", "dovecote.cli", "mcp", "--http", str(port)],
-            cwd=ROOT,
-            env=http_env,
-            stdout=log,
-            stderr=log,
-        )
-        url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or http_process.poll() is not None:
-                    raise RuntimeError("dovecote mcp --http did not start") from None
-                time.sleep(0.2)
-        over_http = _measure_mcp(url, calls, count)
+            calls = {
+                "notes get": ("notes_get", {"ref": ref}),
+                "recall search": ("recall_search", {"query": QUERY, "project": "bench-mcp"}),
+            }
+            stdio = StdioServerParameters(
+                command=sys.executable, args=["-m", "dovecote.cli", "mcp"], env=env, cwd=str(ROOT)
+            )
+            samples = _interleaved(direct, calls, {"MCP stdio": stdio, "MCP streamable HTTP": url}, count)
     finally:
         if http_process is not None:
             http_process.terminate()
@@ -145,25 +151,29 @@ def mcp_report(quick: bool = False) -> dict[str, Any]:
         log.close()
         dev.close()
     report: dict[str, Any] = {}
-    for label in calls:
-        base = _stats(direct[label])
+    for label, paths in samples.items():
+        base = _stats(paths["direct (SDK, HTTP)"])
         row = {"direct (SDK, HTTP)": base}
-        for transport, samples in (("MCP stdio", stdio[label]), ("MCP streamable HTTP", over_http[label])):
-            figures = _stats(samples)
+        for name, values in paths.items():
+            if name == "direct (SDK, HTTP)":
+                continue
+            figures = _stats(values)
             figures["ratio"] = figures["median_ms"] / base["median_ms"]
-            row[transport] = figures
+            figures["added_ms"] = figures["median_ms"] - base["median_ms"]
+            row[name] = figures
         report[label] = row
     return report
 
 
 def print_report(report: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
-    table = Table("read", "path", "n", "median ms", "p95 ms", "× direct")
+    table = Table("read", "path", "n", "median ms", "p95 ms", "× direct", "+ ms")
     for label, rows in report.items():
         for path, figures in rows.items():
             ratio = f"{figures['ratio']:.2f}" if "ratio" in figures else "1.00"
+            added = f"{figures['added_ms']:+.1f}" if "added_ms" in figures else ""
             table.add_row(
-                label, path, str(figures["n"]), f"{figures['median_ms']:.1f}", f"{figures['p95_ms']:.1f}", ratio
+                label, path, str(figures["n"]), f"{figures['median_ms']:.1f}", f"{figures['p95_ms']:.1f}", ratio, added
             )
     console.print(table)
 
