@@ -96,6 +96,20 @@ async def fails(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return dict(document["error"])
 
 
+async def claim_ours(client: Client, dev: dict[str, Any], task_id: str) -> dict[str, Any]:
+    """Claim through the tool until this test's task comes. Other tests' tasks in the same runtime
+    may come first: each is released at once (its lease fenced by its owner) for them to take."""
+    with DovecoteClient(dev["endpoint"], dev["tokens"]["worker"]) as sdk:
+        for _ in range(20):
+            assignment = (await call(client, "tasks_claim", wait_seconds=2))["assignment"]
+            if assignment is None:
+                continue
+            if assignment["task"]["id"] == task_id:
+                return dict(assignment)
+            sdk.release(assignment["task"]["id"], assignment["fence"])
+    raise AssertionError(f"task {task_id} never came to a claim")
+
+
 def test_caller_session_lists_tools_without_worker_tools_and_notes_round_trip(dev_runtime: dict[str, Any]) -> None:
     key = uid("k")
 
@@ -163,13 +177,7 @@ def test_task_path_caller_then_worker_and_revision_conflict(dev_runtime: dict[st
     async def as_worker(client: Client) -> None:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert names == CALLER_TOOLS | WORKER_TOOLS
-        assignment = None
-        for _ in range(10):  # other tests' tasks may be claimable too: take until ours comes
-            claimed = await call(client, "tasks_claim", wait_seconds=2)
-            if claimed["assignment"] and claimed["assignment"]["task"]["id"] == created["id"]:
-                assignment = claimed["assignment"]
-                break
-        assert assignment is not None
+        assignment = await claim_ours(client, dev_runtime, created["id"])
         task, fence = assignment["task"], assignment["fence"]
         accepted = (
             await call(client, "tasks_accept", task_id=task["id"], expected_revision=task["revision"], fence=fence)
@@ -222,10 +230,7 @@ def test_input_required_reply_and_fail(dev_runtime: dict[str, Any]) -> None:
     state: dict[str, Any] = {}
 
     async def ask(client: Client) -> None:
-        assignment = (await call(client, "tasks_claim", wait_seconds=2))["assignment"]
-        while assignment and assignment["task"]["id"] != task["id"]:
-            assignment = (await call(client, "tasks_claim", wait_seconds=2))["assignment"]
-        assert assignment is not None
+        assignment = await claim_ours(client, dev_runtime, task["id"])
         fence, rev = assignment["fence"], assignment["task"]["revision"]
         rev = (await call(client, "tasks_accept", task_id=task["id"], expected_revision=rev, fence=fence))["task"][
             "revision"
