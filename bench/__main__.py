@@ -450,7 +450,7 @@ def cost_section(report: dict[str, Any], local: dict[str, dict[str, float]] | No
     console.print(f"prices: {PRICES_AS_OF}")
 
 
-SECTIONS = ("round_trips", "imports", "coldstart", "local", "cost", "recall", "memory", "workers")
+SECTIONS = ("round_trips", "imports", "coldstart", "local", "cost", "recall", "memory", "workers", "mcp")
 
 
 def main() -> None:
@@ -519,6 +519,14 @@ def main() -> None:
         _section("an SDK worker's requests per minute: idle (long-poll), busy (heartbeats)")
         report["workers"] = workers_report(args.quick)
         print_workers(report["workers"])
+
+    if "mcp" in only:
+        from bench.mcp import mcp_report
+        from bench.mcp import print_report as print_mcp
+
+        _section("MCP round trip vs the SDK's direct HTTP call (notes get, recall search)")
+        report["mcp"] = mcp_report(args.quick)
+        print_mcp(report["mcp"])
 
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)

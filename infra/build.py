@@ -50,7 +50,7 @@ LAYER_REQUIREMENTS = (
     "events==0.5",
 )
 # The SDK and the CLI are client-side; the layer ships only what handlers import.
-LAYER_EXCLUDES = ("cli", "client")
+LAYER_EXCLUDES = ("cli", "client", "mcp")
 
 
 def _sources_digest(*roots: Path) -> str:

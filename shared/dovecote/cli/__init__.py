@@ -56,6 +56,7 @@ def _mount_sub_apps() -> None:
     app.add_typer(recall_app, name="recall")
     app.add_typer(memory_app, name="memory")
     app.add_typer(artifacts_app, name="artifacts")
+    import dovecote.cli.mcp  # noqa: F401  (registers `dovecote mcp` on app)
 
 
 _mount_sub_apps()

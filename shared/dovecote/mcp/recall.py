@@ -1,0 +1,112 @@
+"""Recall tools (API.md § Recall): search, read, outline, topics over the authority's indexed
+transcripts. The answers are the API's own envelopes, so search's `warnings`, `complete` and
+`scopes_report` reach the model as data beside the results. Reads are bounded: `budget` (characters)
+goes to the API, which trims the excerpt and says so (`truncated`, `trimmed_chars`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from dovecote.client import DovecoteClient
+from dovecote.mcp.errors import guarded
+from dovecote.mcp.fields import Project, Query, RecallRef, Session
+from dovecote.recall.model import MAX_READ_BUDGET, MAX_SEARCH_LIMIT, MIN_READ_BUDGET
+
+# A read without a budget would be uncapped; a model's context is not.
+DEFAULT_READ_BUDGET = 8000
+
+IncludeTools = Annotated[bool, Field(description="Include tool calls and their output.")]
+IncludeThinking = Annotated[bool, Field(description="Include the assistant's thinking.")]
+
+
+def register(server: MCPServer, client: DovecoteClient) -> None:
+    read_only = ToolAnnotations(read_only_hint=True)
+
+    @server.tool(name="recall_search", annotations=read_only)
+    @guarded
+    def recall_search(
+        query: Query,
+        limit: Annotated[int | None, Field(ge=0, le=MAX_SEARCH_LIMIT, description="Results (one per session).")] = None,
+        role: Annotated[
+            Literal["", "user", "assistant", "system"], Field(description="Only messages of this role.")
+        ] = "",
+        sort: Annotated[Literal["", "relevance", "newest"], Field(description="Order of results.")] = "",
+        since: Annotated[str, Field(description="Inclusive date or RFC 3339 instant.")] = "",
+        before: Annotated[str, Field(description="Inclusive date or RFC 3339 instant.")] = "",
+        project: Project = "",
+        source: Annotated[str, Field(description="Only this source (e.g. claude-code, codex).")] = "",
+        current_session: Annotated[str, Field(description="Your live session id, left out of the results.")] = "",
+        include_tools: IncludeTools = False,
+    ) -> dict[str, Any]:
+        """Search past agent conversations (transcripts): ranked hits, one per session, each with a
+        `read_ref` for recall_read. Check `complete` and `warnings`: an incomplete or stale scope
+        means results may be missing."""
+        return client.recall_search(
+            query,
+            limit=limit,
+            role=role,
+            sort=sort,
+            since=since,
+            before=before,
+            project=project,
+            source=source,
+            current_session=current_session,
+            include_tools=include_tools,
+        )
+
+    @server.tool(name="recall_read", annotations=read_only)
+    @guarded
+    def recall_read(
+        ref: RecallRef,
+        budget: Annotated[
+            int,
+            Field(
+                ge=MIN_READ_BUDGET,
+                le=MAX_READ_BUDGET,
+                description="The most characters to return; the excerpt is trimmed to fit (see truncated).",
+            ),
+        ] = DEFAULT_READ_BUDGET,
+        more: Annotated[int | None, Field(ge=0, description="Widen the window by this many steps.")] = None,
+        around: Annotated[str | None, Field(description="A message uuid to center the window on.")] = None,
+        window: Annotated[int | None, Field(ge=0, description="Messages each side of the anchor.")] = None,
+        include_tools: IncludeTools = False,
+        include_thinking: IncludeThinking = False,
+    ) -> dict[str, Any]:
+        """Read the messages around a search hit (a bounded window, oldest first). `next_command`
+        and `has_more` say how to read further."""
+        return client.recall_read(
+            ref,
+            budget=budget,
+            more=more,
+            around=around,
+            window=window,
+            include_tools=include_tools,
+            include_thinking=include_thinking,
+        )
+
+    @server.tool(name="recall_outline", annotations=read_only)
+    @guarded
+    def recall_outline(
+        session: Session,
+        include_tools: IncludeTools = False,
+        include_thinking: IncludeThinking = False,
+        include_subagents: Annotated[bool, Field(description="Include subagents' messages.")] = True,
+    ) -> dict[str, Any]:
+        """The shape of one session: its turns from start to end, to decide what to read."""
+        return client.recall_outline(
+            session, include_tools=include_tools, include_thinking=include_thinking, include_subagents=include_subagents
+        )
+
+    @server.tool(name="recall_topics", annotations=read_only)
+    @guarded
+    def recall_topics(
+        query: Annotated[str, Field(description="Only topics matching this; '' for all.")] = "",
+        limit: Annotated[int | None, Field(ge=0, le=MAX_SEARCH_LIMIT, description="Topics to return.")] = None,
+        project: Project = "",
+    ) -> dict[str, Any]:
+        """The labelled topics of past conversations, each with a ref to read it."""
+        return client.recall_topics(query, limit=limit, project=project)

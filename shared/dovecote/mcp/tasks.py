@@ -1,0 +1,218 @@
+"""Task tools (API.md § Tasks). The caller's tools are always there; the worker's (claim, accept,
+request_input, complete, fail, freeze_artifact) only for a token that may run worker commands
+(`server.py` asks the API). Commands answer `{task, command_id}`: the id used, generated when the
+model gave none, so a retry with it replays instead of running twice. Message and submission ids
+derive from the command id (the SDK's rule), so a replayed command carries the same ones."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from dovecote.client import DovecoteClient, new_id, text_message
+from dovecote.client.tasks import MAX_CLAIM_WAIT
+from dovecote.mcp.errors import guarded
+from dovecote.mcp.fields import (
+    After,
+    CommandId,
+    Context,
+    Cursor,
+    ExpectedRevision,
+    Fence,
+    Limit,
+    NewTaskId,
+    TaskId,
+    Text,
+    Workspace,
+)
+
+State = Literal["", "submitted", "working", "input_required", "completed", "failed", "canceled", "rejected"]
+WaitSeconds = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=MAX_CLAIM_WAIT,
+        description=f"Long-poll up to this many seconds (0-{MAX_CLAIM_WAIT}) while nothing is claimable.",
+    ),
+]
+
+
+def command_id_or_new(command_id: str | None) -> str:
+    return command_id or new_id("c")
+
+
+def register_caller(server: MCPServer, client: DovecoteClient) -> None:
+    read_only = ToolAnnotations(read_only_hint=True)
+
+    @server.tool(name="tasks_create")
+    @guarded
+    def tasks_create(
+        text: Text,
+        task_id: NewTaskId = None,
+        workspace: Workspace = "default",
+        context: Context = "default",
+        lease_timeout_seconds: Annotated[
+            int | None, Field(ge=0, le=86400, description="How long a worker's lease may stay silent (0 = never).")
+        ] = None,
+        command_id: CommandId = None,
+    ) -> dict[str, Any]:
+        """Ask another agent to do something: create a task with your request as its first message.
+        It starts `submitted`; a worker claims, accepts and completes it. Answers {task, command_id};
+        follow it with tasks_get or tasks_events."""
+        cid = command_id_or_new(command_id)
+        tid = task_id or client.derived_id("t", "task", cid)
+        task = client.create_task(
+            tid,
+            text_message(text),
+            workspace=workspace,
+            context=context,
+            command_id=cid,
+            lease_timeout_seconds=lease_timeout_seconds,
+        )
+        return {"task": task, "command_id": cid}
+
+    @server.tool(name="tasks_get", annotations=read_only)
+    @guarded
+    def tasks_get(task_id: TaskId) -> dict[str, Any]:
+        """One task: {task: {id, state, revision, message_count, ...}}. Use its `revision` as the
+        `expected_revision` of your next command on it."""
+        return {"task": client.get_task(task_id)}
+
+    @server.tool(name="tasks_list", annotations=read_only)
+    @guarded
+    def tasks_list(
+        context: Annotated[str, Field(description="Only tasks of this context; '' for all.")] = "",
+        state: Annotated[State, Field(description="Only tasks in this state; '' for all.")] = "",
+        updated_since: Annotated[str, Field(description="RFC 3339 instant: only tasks updated since.")] = "",
+        limit: Limit = None,
+        cursor: Cursor = None,
+    ) -> dict[str, Any]:
+        """List tasks, newest update first. One page: pass the returned `cursor` back for the next."""
+        return client.list_tasks(context=context, state=state, updated_since=updated_since, limit=limit, cursor=cursor)
+
+    @server.tool(name="tasks_reply")
+    @guarded
+    def tasks_reply(
+        task_id: TaskId, expected_revision: ExpectedRevision, text: Text, command_id: CommandId = None
+    ) -> dict[str, Any]:
+        """Answer a task that asked for input (state input_required → working), as its caller."""
+        cid = command_id_or_new(command_id)
+        return {"task": client.reply(task_id, expected_revision, text_message(text), cid), "command_id": cid}
+
+    @server.tool(name="tasks_cancel", annotations=ToolAnnotations(destructive_hint=True))
+    @guarded
+    def tasks_cancel(
+        task_id: TaskId, expected_revision: ExpectedRevision, command_id: CommandId = None
+    ) -> dict[str, Any]:
+        """Cancel a task that has not ended (→ canceled)."""
+        cid = command_id_or_new(command_id)
+        return {"task": client.cancel(task_id, expected_revision, cid), "command_id": cid}
+
+    @server.tool(name="tasks_messages", annotations=read_only)
+    @guarded
+    def tasks_messages(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
+        """The task's conversation, oldest first: {items: [{id, sequence, author, parts}], next,
+        has_more}. For more, call again with after = `next`."""
+        return client.messages(task_id, after, limit)
+
+    @server.tool(name="tasks_events", annotations=read_only)
+    @guarded
+    def tasks_events(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
+        """The task's history of state changes, oldest first: {items: [{sequence, type, state,
+        revision}], next, has_more}. For more (or to follow it), call again with after = `next`."""
+        return client.events(task_id, after, limit)
+
+
+def register_worker(server: MCPServer, client: DovecoteClient) -> None:
+    @server.tool(name="tasks_claim")
+    @guarded
+    def tasks_claim(wait_seconds: WaitSeconds = 0, command_id: CommandId = None) -> dict[str, Any]:
+        """Take the oldest task waiting for a worker: {assignment: {task, fence, ...}} (or
+        assignment null when there is none). Then accept it with its revision and fence."""
+        cid = command_id_or_new(command_id)
+        assignment = client.claim(cid, wait_seconds=wait_seconds)
+        return {"assignment": assignment, "command_id": cid}
+
+    def command(
+        kind: str, task_id: str, expected_revision: int, fence: int, cid: str | None, **extra: Any
+    ) -> dict[str, Any]:
+        cid = command_id_or_new(cid)
+        task = client.worker_command(kind, task_id, expected_revision, fence, cid, **extra)
+        return {"task": task, "command_id": cid}
+
+    @server.tool(name="tasks_accept")
+    @guarded
+    def tasks_accept(
+        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
+    ) -> dict[str, Any]:
+        """Accept a claimed task (submitted → working) before working on it."""
+        return command("accept", task_id, expected_revision, fence, command_id)
+
+    @server.tool(name="tasks_request_input")
+    @guarded
+    def tasks_request_input(
+        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, text: Text, command_id: CommandId = None
+    ) -> dict[str, Any]:
+        """Ask the task's caller a question (working → input_required); their tasks_reply moves it back."""
+        return command("request-input", task_id, expected_revision, fence, command_id, message=text_message(text))
+
+    @server.tool(name="tasks_complete")
+    @guarded
+    def tasks_complete(
+        task_id: TaskId,
+        expected_revision: ExpectedRevision,
+        fence: Fence,
+        text: Annotated[str, Field(description="Your final answer, as plain text.")],
+        artifact_id: Annotated[str | None, Field(description="The artifact you froze for this task, if any.")] = None,
+        command_id: CommandId = None,
+    ) -> dict[str, Any]:
+        """Finish a task you accepted (working → completed) with your final answer."""
+        return command(
+            "complete",
+            task_id,
+            expected_revision,
+            fence,
+            command_id,
+            message=text_message(text),
+            artifact_id=artifact_id,
+        )
+
+    @server.tool(name="tasks_fail")
+    @guarded
+    def tasks_fail(
+        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
+    ) -> dict[str, Any]:
+        """Give up on a task you accepted (working or input_required → failed)."""
+        return command("fail", task_id, expected_revision, fence, command_id)
+
+    @server.tool(name="tasks_freeze_artifact")
+    @guarded
+    def tasks_freeze_artifact(
+        task_id: TaskId,
+        expected_revision: ExpectedRevision,
+        fence: Fence,
+        artifact_id: Annotated[str, Field(description="The artifact's id, unique in the workspace.")],
+        expected_base_revision: Annotated[
+            str, Field(description="The workspace revision your change applies to (e.g. a commit id).")
+        ],
+        text: Annotated[str, Field(description="The artifact's payload, as text (e.g. a patch).")],
+        media_type: Annotated[str, Field(description="The payload's media type.")] = "text/plain",
+        command_id: CommandId = None,
+    ) -> dict[str, Any]:
+        """Freeze the task's one artifact (while working): its payload and the workspace revision it
+        applies to. Answers {task, artifact, command_id}; name the artifact in tasks_complete."""
+        cid = command_id_or_new(command_id)
+        frozen = client.freeze_artifact(
+            task_id,
+            expected_revision,
+            fence,
+            artifact_id,
+            expected_base_revision,
+            text,
+            media_type=media_type,
+            command_id=cid,
+        )
+        return {**frozen, "command_id": cid}
