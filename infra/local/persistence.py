@@ -245,12 +245,29 @@ def _private_key(der: bytes) -> Any:
     return load_der_private_key(der, password=None)
 
 
+def _versioned_store(cls: type, lists: list[tuple[str, list[Any]]]) -> Any:
+    store = cls()
+    for key, versions in lists:
+        store.setlist(key, versions)
+    return store
+
+
 class _StatePickler(pickle.Pickler):
-    """Locks and conditions come back new and free; private keys (KMS) travel as PKCS#8 DER."""
+    """Locks and conditions come back new and free; private keys (KMS) travel as PKCS#8 DER; an S3
+    bucket's key store keeps every version (its `items()` names only the latest, which is what
+    pickle's default for a dict subclass would save)."""
 
     _LOCKS = (type(threading.Lock()), type(threading.RLock()))
 
+    def __init__(self, file: Any) -> None:
+        from moto.s3.utils import _VersionedKeyStore
+
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._versioned = _VersionedKeyStore
+
     def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, self._versioned):
+            return _versioned_store, (type(obj), list(obj.lists()))
         if isinstance(obj, self._LOCKS):
             return (threading.RLock if "RLock" in type(obj).__name__ else threading.Lock), ()
         if isinstance(obj, threading.Condition):
@@ -292,7 +309,7 @@ def save_snapshot(directory: Path, generation: int) -> None:
     state = {name: dict(get_backend(name)) for name in SERVICES}  # type: ignore[call-overload]
 
     def write(handle: Any) -> None:
-        _StatePickler(handle, protocol=pickle.HIGHEST_PROTOCOL).dump({"generation": generation, "backends": state})
+        _StatePickler(handle).dump({"generation": generation, "backends": state})
 
     write_atomically(directory / SNAPSHOT, write)
 
