@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from infra.local.persistence import SNAPSHOT, load_snapshot, save_snapshot
 
 
