@@ -340,6 +340,7 @@ class DataDir:
         self._fsync = os.environ.get("DOVECOTE_DEV_FSYNC", "") not in ("", "0") if fsync is None else fsync
         self.replayed = 0
         self.refused = 0
+        self.snapshot_bytes = 0
 
     @property
     def initialized(self) -> bool:
@@ -350,6 +351,7 @@ class DataDir:
 
     def recover(self) -> None:
         """Snapshot + its journal into moto, then compaction. Call before serving."""
+        self.snapshot_bytes = (self.directory / SNAPSHOT).stat().st_size
         self.generation = load_snapshot(self.directory)
         self.replayed, self.refused = replay(self.app.app, read_records(self.journal_path(self.generation)))
         self.compact()

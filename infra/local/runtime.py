@@ -237,8 +237,11 @@ class LocalRuntime:
         name the moto endpoint of the first start: they are re-pointed at this one."""
         assert self.data_dir is not None and self._store is not None
         import logging
+        import time
 
+        started = time.perf_counter()
         self._store.recover()
+        took = time.perf_counter() - started
         state = json.loads((self.data_dir / ENV_FILE).read_text())
         old = state["endpoint"]
         os.environ.update(
@@ -246,8 +249,10 @@ class LocalRuntime:
         )
         self.tokens = json.loads((self.data_dir / TOKENS_FILE).read_text())
         logging.getLogger("dovecote-dev").info(
-            "restored %s: %d journaled requests replayed (%d refused)",
+            "restored %s in %.2fs: snapshot %.1f MB, %d journaled requests replayed (%d refused)",
             self.data_dir,
+            took,
+            self._store.snapshot_bytes / 1e6,
             self._store.replayed,
             self._store.refused,
         )
