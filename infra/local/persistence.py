@@ -67,6 +67,9 @@ _READS = (
 # The environ keys a replay needs: the request as moto's dispatcher saw it.
 _ENVIRON_KEYS = ("REQUEST_METHOD", "PATH_INFO", "QUERY_STRING", "RAW_URI", "REQUEST_URI", "CONTENT_TYPE")
 _ORDER = threading.RLock()
+# The S3 version id moto answered a journaled write with: DynamoDB items name body versions, and a
+# replayed PUT draws a new random id, so the replay gives the new version the journaled id back.
+VERSION_KEY = "DOVECOTE_S3_VERSION_ID"
 
 
 # ---- the journal --------------------------------------------------------------------------------
@@ -118,7 +121,7 @@ class Journal:
 
 
 def encode_request(environ: dict[str, Any], body: bytes) -> bytes:
-    meta = {k: environ[k] for k in _ENVIRON_KEYS if k in environ}
+    meta = {k: environ[k] for k in (*_ENVIRON_KEYS, VERSION_KEY) if k in environ}
     meta.update({k: v for k, v in environ.items() if k.startswith("HTTP_") and k != "HTTP_TRANSFER_ENCODING"})
     head = json.dumps(meta, separators=(",", ":")).encode()
     return struct.pack(">I", len(head)) + head + body
@@ -192,6 +195,9 @@ class JournalingApp:
                     close()
             status = captured[0]
             if status.startswith("2") and self.journal is not None:
+                version = next((v for k, v in captured[1] if k.lower() == "x-amz-version-id"), None)
+                if version is not None:
+                    environ[VERSION_KEY] = version
                 self.journal.append(encode_request(environ, body))
         start_response(*captured)
         return chunks
@@ -219,9 +225,13 @@ def replay(app: Callable[..., Iterable[bytes]], records: Iterable[bytes]) -> tup
         }
         _with_body(environ, body)
         status: list[str] = []
+        headers: list[tuple[str, str]] = []
 
-        def start_response(s: str, _headers: Any, _exc: Any = None, status: list[str] = status) -> Any:
+        def start_response(
+            s: str, h: list[tuple[str, str]], _exc: Any = None, status: list[str] = status, headers: Any = headers
+        ) -> Any:
             status.append(s)
+            headers.extend(h)
             return lambda _chunk: None
 
         result = app(environ, start_response)
@@ -233,7 +243,31 @@ def replay(app: Callable[..., Iterable[bytes]], records: Iterable[bytes]) -> tup
         done += 1
         if not status or not status[0].startswith("2"):
             refused += 1
+            continue
+        drawn = next((v for k, v in headers if k.lower() == "x-amz-version-id"), None)
+        if meta.get(VERSION_KEY) and drawn and drawn != meta[VERSION_KEY]:
+            _rename_version(str(meta.get("PATH_INFO", "")), drawn, meta[VERSION_KEY])
     return done, refused
+
+
+def _rename_version(path: str, drawn: str, journaled: str) -> None:
+    """Give the S3 object version a replay created the id the original request got (path-style
+    `/bucket/key`, as boto3 and presigned URLs address the local endpoint)."""
+    from moto.backends import get_backend
+
+    parts = path.lstrip("/").split("/", 1)
+    if len(parts) != 2:
+        return
+    bucket_name, key = parts
+    for account in get_backend("s3").values():  # type: ignore[call-overload]
+        for backend in account.values():
+            bucket = backend.buckets.get(bucket_name)
+            if bucket is None:
+                continue
+            for version in bucket.keys.getlist(key, []):
+                if getattr(version, "_version_id", None) == drawn:
+                    version._version_id = journaled
+                    return
 
 
 # ---- the snapshot -------------------------------------------------------------------------------

@@ -99,8 +99,18 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
     acknowledged: list[tuple[str, str]] = []
     lock = threading.Lock()
     stop = threading.Event()
+    big = hashlib.sha256(b"crash").digest() * 16_384  # 512 KiB: an S3 body version a DynamoDB item names
     with start_dev(tmp_path, "--data", str(data)) as dev:
         caller = bearer(dev["tokens"]["caller"])
+        # Before the burst, since the last snapshot: a presigned upload (straight to moto) + commit.
+        with httpx.Client(base_url=dev["endpoint"], timeout=30) as http:
+            coords = {"key": "crash", "run": 1, "name": "big"}
+            sha = hashlib.sha256(big).hexdigest()
+            upload = http.post("/v1/notes/uploads", json={**coords, "size": len(big), "sha256": sha}, headers=caller)
+            assert httpx.put(upload.json()["upload_url"], content=big, timeout=60).status_code == 200
+            committed = http.put("/v1/notes", json={**coords, "upload": True, "sha256": sha}, headers=caller)
+            assert committed.status_code == 200, committed.text
+            big_ref = committed.json()["ref"]
 
         def burst(n: int) -> None:
             with httpx.Client(base_url=dev["endpoint"], timeout=10) as http:
@@ -152,6 +162,8 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
                 if http.get(path, headers=caller).status_code != 200:
                     missing.append((kind, key))
             assert missing == []
+            got = http.get(f"/v1/notes/{big_ref}", headers=caller).json()
+            assert httpx.get(got["download_url"], timeout=60).content == big
         assert "journaled requests replayed" in again["log"].read_text()
 
 
