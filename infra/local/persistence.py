@@ -169,9 +169,12 @@ class JournalingApp:
     def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
         self.app = app
         self.journal: Journal | None = None
+        # Set by the final compaction: a write that slipped past the server's shutdown is refused
+        # (503), never acknowledged and left off the journal.
+        self.closed = False
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if self.journal is None:
+        if self.journal is None and not self.closed:
             return self.app(environ, start_response)
         from werkzeug.wsgi import get_input_stream
 
@@ -186,6 +189,9 @@ class JournalingApp:
             return lambda _chunk: None
 
         with _ORDER:
+            if self.journal is None:
+                start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+                return [b"dovecote dev is stopping"]
             result = self.app(environ, capture)
             try:
                 chunks = list(result)
@@ -408,4 +414,6 @@ class DataDir:
 
     def close(self) -> None:
         """Clean stop: compact so the next start loads one snapshot and replays nothing."""
-        self.compact()
+        with _ORDER:
+            self.app.closed = True
+            self.compact()

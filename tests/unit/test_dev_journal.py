@@ -173,3 +173,12 @@ def test_a_journal_record_is_json_head_and_raw_body() -> None:
     payload = encode_request({"REQUEST_METHOD": "POST", "PATH_INFO": "/"}, b"{}")
     meta, body = decode_request(payload)
     assert json.dumps(meta) and body == b"{}"
+
+
+def test_a_write_after_the_final_compaction_is_refused_not_lost(tmp_path: Path) -> None:
+    live = Register()
+    app = JournalingApp(live)
+    app.closed = True  # DataDir.close: the last snapshot is written, the journal is gone
+    assert _call(app, "PUT", "/a", b"1")[0].startswith("503")
+    assert live.values == {}
+    assert _call(app, "GET", "/a") == ("200 OK", b"")  # reads still answer
