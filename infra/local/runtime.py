@@ -58,6 +58,7 @@ class LocalRuntime:
     fresh: bool = False
     _store: Any = None
     _moto_thread: threading.Thread | None = None
+    _dir_fd: int = -1
 
     def start(self) -> LocalRuntime:
         import logging
@@ -84,9 +85,9 @@ class LocalRuntime:
         moto_host, moto_port = self._moto.server_address[:2]
         moto_endpoint = f"http://{moto_host}:{moto_port}"
         if self.data_dir is not None:
-            if self.fresh and self.data_dir.exists():
-                shutil.rmtree(self.data_dir)
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self._lock_data_dir()
+            if self.fresh:
+                _empty(self.data_dir)
             recall_path = str(self.data_dir / RECALL_FILE)
         else:
             recall_path = os.environ.get("DOVECOTE_RECALL_SQLITE_PATH") or ":memory:"
@@ -193,6 +194,20 @@ class LocalRuntime:
         self._thread.start()
         return self
 
+    def _lock_data_dir(self) -> None:
+        """One `dovecote dev` per DIR: two would interleave one journal. The lock is on the
+        directory itself (flock, released when the process ends, kill -9 included)."""
+        import fcntl
+
+        assert self.data_dir is not None
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._dir_fd = os.open(self.data_dir, os.O_RDONLY)
+        try:
+            fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._dir_fd)
+            raise DataDirBusy(f"another dovecote dev is using {self.data_dir}") from None
+
     def _bootstrap(self) -> None:
         from dovecote.platform import aws
         from dovecote.platform.settings import get_settings
@@ -217,11 +232,7 @@ class LocalRuntime:
         assert self.data_dir is not None and self._store is not None
         from infra.local.persistence import write_atomically
 
-        for leftover in self.data_dir.iterdir():
-            if leftover.is_dir():
-                shutil.rmtree(leftover)
-            else:
-                leftover.unlink()
+        _empty(self.data_dir)
         before = dict(os.environ)
         self._bootstrap()
         env = {k: v for k, v in os.environ.items() if k.startswith("DOVECOTE_") and before.get(k) != v}
@@ -291,6 +302,18 @@ class LocalRuntime:
             self._moto.shutdown()
         if self._store is not None:
             self._store.close()
+
+
+class DataDirBusy(RuntimeError):
+    """`--data DIR` is held by another running `dovecote dev`."""
+
+
+def _empty(directory: Path) -> None:
+    for entry in directory.iterdir():
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def ensure_cursor_key_env() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -13,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from tests.conftest import ROOT
 from tests.e2e.conftest import bearer, start_dev
 
 
@@ -176,6 +179,16 @@ def test_fresh_starts_empty(tmp_path: Path) -> None:
         )
         assert put.status_code == 200
         ref, tokens = put.json()["ref"], dev["tokens"]
+        # A second dev on the same DIR is refused, and its --fresh wipes nothing.
+        second = subprocess.run(
+            [sys.executable, "-m", "dovecote.cli", "dev", "--port", "0", "--data", str(data), "--fresh"]
+            + ["--tokens-file", str(tmp_path / "second.json")],
+            capture_output=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+        assert second.returncode == 2 and b"another dovecote dev is using" in second.stderr
+        assert httpx.get(f"{dev['endpoint']}/v1/notes/{ref}", headers=caller).status_code == 200
     with start_dev(tmp_path, "--data", str(data), "--fresh") as fresh:
         assert fresh["tokens"] != tokens
         assert (

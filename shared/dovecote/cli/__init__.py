@@ -109,7 +109,7 @@ def dev(
     import logging
     import signal
 
-    from infra.local.runtime import LocalRuntime
+    from infra.local.runtime import DataDirBusy, LocalRuntime
 
     # One line per request (method, path, status, code, ms) and the emulators' own notices. Its own
     # logger and handler: the functions' Powertools loggers ("dovecote", JSON) stay as in Lambda.
@@ -133,6 +133,8 @@ def dev(
         if exc.filename:
             raise
         raise CliError(f"cannot serve on {host}:{port}: {exc.strerror or exc}", EXIT_UNREACHABLE) from None
+    except DataDirBusy as exc:
+        raise CliError(f"{exc}: stop it first, or pass another --data", EXIT_USAGE) from None
     out.print(f"Dovecote dev runtime ready at {runtime.endpoint}", highlight=False)
     out.print(f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker)", highlight=False)
     out.print(f"data: {data} (kept across restarts; --fresh starts empty)", highlight=False)
