@@ -393,8 +393,11 @@ class DataDir:
         """Snapshot + its journal into moto, then compaction. Call before serving."""
         self.snapshot_bytes = (self.directory / SNAPSHOT).stat().st_size
         self.generation = load_snapshot(self.directory)
-        self.replayed, self.refused = replay(self.app.app, read_records(self.journal_path(self.generation)))
-        self.compact()
+        journal = self.journal_path(self.generation)
+        self.replayed, self.refused = replay(self.app.app, read_records(journal))
+        stale = [p for p in self.directory.glob(f"{JOURNAL_PREFIX}*") if p != journal]
+        if (journal.exists() and journal.stat().st_size) or stale:
+            self.compact()  # after a clean stop the journal is empty: the snapshot is already current
 
     def compact(self) -> None:
         """A new snapshot and an empty journal; no request may run meanwhile (start and stop)."""
