@@ -450,7 +450,7 @@ def cost_section(report: dict[str, Any], local: dict[str, dict[str, float]] | No
     console.print(f"prices: {PRICES_AS_OF}")
 
 
-SECTIONS = ("round_trips", "imports", "coldstart", "local", "cost", "recall", "memory", "workers", "mcp")
+SECTIONS = ("round_trips", "imports", "coldstart", "local", "cost", "recall", "memory", "workers", "mcp", "devstart")
 
 
 def main() -> None:
@@ -527,6 +527,14 @@ def main() -> None:
         _section("MCP round trip vs the SDK's direct HTTP call (notes get, recall search)")
         report["mcp"] = mcp_report(args.quick)
         print_mcp(report["mcp"])
+
+    if "devstart" in only:
+        from bench.devstart import devstart_report
+        from bench.devstart import print_report as print_devstart
+
+        _section("`dovecote dev --data DIR` start time: empty, seeded, after kill -9 (snapshot + journal)")
+        report["devstart"] = devstart_report(args.quick)
+        print_devstart(report["devstart"])
 
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)

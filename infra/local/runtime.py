@@ -1,13 +1,19 @@
 """The local runtime behind `dovecote dev`: moto in-process (a threaded moto server, so presigned
 S3 URLs work over real HTTP), the resources bootstrapped, dev tokens minted, and the API Gateway
 emulator serving the route table, with the event sources: the notes table's stream (janitor) and
-the memory write queue (memory worker)."""
+the memory write queue (memory worker).
+
+With `data_dir` (`dovecote dev --data DIR`) moto's state is a snapshot plus a journal of every
+acknowledged mutating AWS request (infra/local/persistence.py), the recall index is
+`DIR/recall.sqlite`, and the settings and dev tokens minted at the first start are kept in DIR, so
+a restart serves the same data to the same tokens."""
 
 from __future__ import annotations
 
 import json
 import os
 import secrets
+import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +24,10 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 DEV_AUTHORITY = "dev"
 DEV_WORKER = "dev-worker"
 DEV_TOKEN_DAYS = 365
+# Inside `--data DIR`.
+RECALL_FILE = "recall.sqlite"
+ENV_FILE = "env.json"
+TOKENS_FILE = "dev-tokens.json"
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -43,11 +53,15 @@ class LocalRuntime:
     _dispatcher: Any = None
     _indexer: Any = None
     _memory_worker: Any = None
+    # `--data DIR`: keep state across restarts there; `fresh` wipes DIR first.
+    data_dir: Path | None = None
+    fresh: bool = False
+    _store: Any = None
+    _moto_thread: threading.Thread | None = None
+    _dir_fd: int = -1
 
     def start(self) -> LocalRuntime:
         import logging
-
-        from moto.server import ThreadedMotoServer
 
         from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
 
@@ -55,13 +69,32 @@ class LocalRuntime:
         serialize_sqs()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines
 
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self._moto.start()
-        moto_host, moto_port = self._moto.get_host_and_port()
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+
+        from infra.local.persistence import JournalingApp
+
+        # moto's own server app behind the journal (a pass-through until a journal is opened).
+        moto_app = JournalingApp(DomainDispatcherApplication(create_backend_app))
+        self._moto = make_server("127.0.0.1", 0, moto_app, threaded=True, request_handler=MotoRequestHandler)
+        self._moto_thread = threading.Thread(target=self._moto.serve_forever, daemon=True)
+        self._moto_thread.start()
+        moto_host, moto_port = self._moto.server_address[:2]
+        moto_endpoint = f"http://{moto_host}:{moto_port}"
+        if self.data_dir is not None:
+            self._lock_data_dir()
+            if self.fresh:
+                _empty(self.data_dir)
+            recall_path = str(self.data_dir / RECALL_FILE)
+        else:
+            recall_path = os.environ.get("DOVECOTE_RECALL_SQLITE_PATH") or ":memory:"
         # The handlers read their settings from the environment, exactly as in Lambda.
         os.environ.update(
             {
-                "AWS_ENDPOINT_URL": f"http://{moto_host}:{moto_port}",
+                "AWS_ENDPOINT_URL": moto_endpoint,
                 "AWS_ACCESS_KEY_ID": "testing",
                 "AWS_SECRET_ACCESS_KEY": "testing",
                 "AWS_DEFAULT_REGION": "us-east-1",
@@ -74,7 +107,7 @@ class LocalRuntime:
                 "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
                 "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
                 # Recall's embedded index lives in this process, shared by the API and the indexer.
-                "DOVECOTE_RECALL_SQLITE_PATH": os.environ.get("DOVECOTE_RECALL_SQLITE_PATH") or ":memory:",
+                "DOVECOTE_RECALL_SQLITE_PATH": recall_path,
             }
         )
         from dovecote.platform import aws
@@ -82,20 +115,18 @@ class LocalRuntime:
 
         aws.reset_clients()
         get_settings.cache_clear()
-        from infra.local.resources import DEFAULT_NAMES, create_all
+        if self.data_dir is None:
+            self._bootstrap()
+        else:
+            from infra.local.persistence import DataDir
 
-        os.environ.update(
-            create_all(
-                dynamodb=aws.client("dynamodb"),
-                s3=aws.client("s3"),
-                secretsmanager=aws.client("secretsmanager"),
-                names=DEFAULT_NAMES,
-                kms=aws.client("kms"),
-                sqs=aws.client("sqs"),
-            )
-        )
+            self._store = DataDir(self.data_dir, moto_app)
+            if self._store.initialized:
+                self._restore(moto_endpoint)
+            else:
+                self._first_start(moto_endpoint)
+            self._store.open_journal()
         get_settings.cache_clear()
-        self._mint_tokens()
         if get_settings().opensearch_url:
             # DOVECOTE_OPENSEARCH_URL: recall uses that OpenSearch instead of SQLite FTS5. A node that
             # does not answer fails the start here, not the first search.
@@ -116,6 +147,7 @@ class LocalRuntime:
         ).start()
 
         from infra.local.queues import QueuePoller
+        from infra.local.resources import DEFAULT_NAMES
         from infra.routes import (
             MEMORY_WORKER,
             MEMORY_WORKER_BATCH_SIZE,
@@ -162,6 +194,80 @@ class LocalRuntime:
         self._thread.start()
         return self
 
+    def _lock_data_dir(self) -> None:
+        """One `dovecote dev` per DIR: two would interleave one journal. The lock is on the
+        directory itself (flock, released when the process ends, kill -9 included)."""
+        import fcntl
+
+        assert self.data_dir is not None
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._dir_fd = os.open(self.data_dir, os.O_RDONLY)
+        try:
+            fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._dir_fd)
+            raise DataDirBusy(f"another dovecote dev is using {self.data_dir}") from None
+
+    def _bootstrap(self) -> None:
+        from dovecote.platform import aws
+        from dovecote.platform.settings import get_settings
+        from infra.local.resources import DEFAULT_NAMES, create_all
+
+        os.environ.update(
+            create_all(
+                dynamodb=aws.client("dynamodb"),
+                s3=aws.client("s3"),
+                secretsmanager=aws.client("secretsmanager"),
+                names=DEFAULT_NAMES,
+                kms=aws.client("kms"),
+                sqs=aws.client("sqs"),
+            )
+        )
+        get_settings.cache_clear()
+        self._mint_tokens()
+
+    def _first_start(self, moto_endpoint: str) -> None:
+        """Resources and tokens, their record in DIR, then the first snapshot. The snapshot is what
+        marks DIR as initialized: a start that died before it leaves leftovers, wiped here."""
+        assert self.data_dir is not None and self._store is not None
+        from infra.local.persistence import write_atomically
+
+        _empty(self.data_dir)
+        before = dict(os.environ)
+        self._bootstrap()
+        env = {k: v for k, v in os.environ.items() if k.startswith("DOVECOTE_") and before.get(k) != v}
+        state = {"endpoint": moto_endpoint, "env": env}
+        write_atomically(self.data_dir / ENV_FILE, lambda f: f.write(json.dumps(state, indent=2).encode()))
+        os.chmod(self.data_dir / ENV_FILE, 0o600)
+        write_atomically(self.data_dir / TOKENS_FILE, lambda f: f.write(json.dumps(self.tokens, indent=2).encode()))
+        os.chmod(self.data_dir / TOKENS_FILE, 0o600)
+        self._store.compact()
+
+    def _restore(self, moto_endpoint: str) -> None:
+        """Snapshot + journal into moto; the settings and tokens of the first start. Queue URLs
+        name the moto endpoint of the first start: they are re-pointed at this one."""
+        assert self.data_dir is not None and self._store is not None
+        import logging
+        import time
+
+        started = time.perf_counter()
+        self._store.recover()
+        took = time.perf_counter() - started
+        state = json.loads((self.data_dir / ENV_FILE).read_text())
+        old = state["endpoint"]
+        os.environ.update(
+            {k: moto_endpoint + v[len(old) :] if v.startswith(old) else v for k, v in state["env"].items()}
+        )
+        self.tokens = json.loads((self.data_dir / TOKENS_FILE).read_text())
+        logging.getLogger("dovecote-dev").info(
+            "restored %s in %.2fs: snapshot %.1f MB, %d journaled requests replayed (%d refused)",
+            self.data_dir,
+            took,
+            self._store.snapshot_bytes / 1e6,
+            self._store.replayed,
+            self._store.refused,
+        )
+
     def _mint_tokens(self) -> None:
         from dovecote.admin.dynamo import DynamoTokenStore
         from dovecote.admin.service import TokenService
@@ -193,7 +299,21 @@ class LocalRuntime:
         if self._server is not None:
             self._server.shutdown()
         if self._moto is not None:
-            self._moto.stop()
+            self._moto.shutdown()
+        if self._store is not None:
+            self._store.close()
+
+
+class DataDirBusy(RuntimeError):
+    """`--data DIR` is held by another running `dovecote dev`."""
+
+
+def _empty(directory: Path) -> None:
+    for entry in directory.iterdir():
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def ensure_cursor_key_env() -> None:

@@ -28,7 +28,11 @@ def _free_port() -> int:
 @contextmanager
 def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
     """`dovecote dev` as a real process on a free port, its log in `directory`; yields the endpoint,
-    the tokens and the log file. `settings`: DOVECOTE_* variables the runtime starts with."""
+    the tokens, the log file and the process. `settings`: DOVECOTE_* variables the runtime starts with.
+    Its state goes to `directory/data` unless `extra` names a `--data` (never the shared default
+    `.dovecote/data`)."""
+    if "--data" not in extra:
+        extra = (*extra, "--data", str(directory / "data"))
     tokens_file = directory / "dev-tokens.json"
     # The runtime logs a line per request: to a file, never an unread pipe that would fill and stall it.
     log_file = directory / "dev.log"
@@ -59,8 +63,15 @@ def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = No
         else:
             raise RuntimeError("dovecote dev did not become ready in 60 s")
         data = json.loads(Path(tokens_file).read_text())
-        yield {"endpoint": data["endpoint"], "tokens": data["tokens"], "tokens_file": tokens_file, "log": log_file}
+        yield {
+            "endpoint": data["endpoint"],
+            "tokens": data["tokens"],
+            "tokens_file": tokens_file,
+            "log": log_file,
+            "process": process,
+        }
     finally:
+        # SIGTERM: a clean stop (compaction); a test that killed the process already finds it gone.
         process.terminate()
         try:
             process.wait(timeout=10)

@@ -183,13 +183,6 @@ def test_version_health_and_help(dev_runtime: dict[str, Any]) -> None:
     assert helped.returncode == 0 and b"Exit codes" in helped.stdout and b"4 Dovecote" in helped.stdout
 
 
-def test_dev_refuses_data_dir_until_built(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "dovecote.cli", "dev", "--data", str(tmp_path)], capture_output=True, timeout=60
-    )
-    assert result.returncode == 2 and b"not built yet" in result.stderr
-
-
 # ---- tasks and worker ---------------------------------------------------------------------------
 
 

@@ -93,7 +93,10 @@ def health(as_json: Json = False) -> None:
 def dev(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind (0 picks a free one).")] = 8787,
-    data: Annotated[Path | None, typer.Option(help="Persist state in DIR (not built yet).")] = None,
+    data: Annotated[
+        Path, typer.Option(help="Keep state in DIR across restarts (notes, tasks, memory, transcripts, tokens).")
+    ] = Path(".dovecote/data"),
+    fresh: Annotated[bool, typer.Option(help="Start empty: wipe the --data DIR first.")] = False,
     tokens_file: Annotated[Path, typer.Option(help="Where to write the dev tokens.")] = Path(
         ".dovecote/dev-tokens.json"
     ),
@@ -106,11 +109,10 @@ def dev(
     quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
 ) -> None:
     """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`)."""
-    if data is not None:
-        raise CliError("--data is not built yet: state lives in memory and ends with the process.", EXIT_USAGE)
     import logging
+    import signal
 
-    from infra.local.runtime import LocalRuntime
+    from infra.local.runtime import DataDirBusy, LocalRuntime
 
     # One line per request (method, path, status, code, ms) and the emulators' own notices. Its own
     # logger and handler: the functions' Powertools loggers ("dovecote", JSON) stay as in Lambda.
@@ -122,15 +124,29 @@ def dev(
     dev_log.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
         runtime = LocalRuntime(
-            host=host, port=port, tokens_file=tokens_file, dispatch_interval=dispatch_interval, faults=faults
+            host=host,
+            port=port,
+            tokens_file=tokens_file,
+            dispatch_interval=dispatch_interval,
+            faults=faults,
+            data_dir=data,
+            fresh=fresh,
         ).start()
     except OSError as exc:
         if exc.filename:
             raise
         raise CliError(f"cannot serve on {host}:{port}: {exc.strerror or exc}", EXIT_UNREACHABLE) from None
+    except DataDirBusy as exc:
+        raise CliError(f"{exc}: stop it first, or pass another --data", EXIT_USAGE) from None
     out.print(f"Dovecote dev runtime ready at {runtime.endpoint}", highlight=False)
     out.print(f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker)", highlight=False)
+    out.print(f"data: {data} (kept across restarts; --fresh starts empty)", highlight=False)
     sys.stdout.flush()
+
+    def _terminate(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops as cleanly as Ctrl-C: the state is compacted
+
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         while True:
             time.sleep(3600)
