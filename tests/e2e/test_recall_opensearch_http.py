@@ -2,9 +2,9 @@
 local runtime's API and transcript indexer on the OpenSearch engine (a real node,
 tests/opensearch_fixture.py), with indices of this module's own.
 
-The tests are tests/e2e/test_recall_http.py's and the recall schema fuzz, imported here so they run a
-second time with this module's `dev_runtime` (and `other_authority`, which depends on it); the runtime start and the
-token minting repeat tests/e2e/conftest.py's with the engine's variables added.
+The tests are tests/e2e/test_recall_http.py's, imported here so they run a second time with this
+module's `dev_runtime` (and `other_authority`, which depends on it), and the recall routes' schema
+fuzz with tests/e2e/test_schemathesis.py's checks.
 """
 
 from __future__ import annotations
@@ -13,18 +13,18 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
 from opensearchpy import OpenSearch
 
-from tests.conftest import ROOT
-from tests.e2e.conftest import _free_port, bearer
+from functions.admin_api.handler import openapi_document
+from tests.e2e.conftest import bearer, start_dev
 from tests.e2e.test_recall_http import (  # noqa: F401 - collected again, with this module's runtime
     caller,
     test_an_ambiguous_prefix_lists_candidates,
@@ -37,49 +37,29 @@ from tests.e2e.test_recall_http import (  # noqa: F401 - collected again, with t
     test_topics,
     test_upload_is_indexed_asynchronously,
 )
-from tests.e2e.test_recall_schemathesis import test_recall_conforms_to_its_schema  # noqa: F401 - no 5xx here either
+from tests.e2e.test_schemathesis import DevBearer, conforms
 
 
 @pytest.fixture(scope="module")
 def dev_runtime(tmp_path_factory: pytest.TempPathFactory, opensearch_url: str) -> Iterator[dict[str, Any]]:
     prefix = f"e2e-{uuid.uuid4().hex[:12]}"
-    tokens_file = tmp_path_factory.mktemp("dev-opensearch") / "dev-tokens.json"
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))}
-    env.update({"DOVECOTE_OPENSEARCH_URL": opensearch_url, "DOVECOTE_OPENSEARCH_INDEX_PREFIX": prefix})
-    process = subprocess.Popen(
-        [sys.executable, "-m", "dovecote.cli", "dev", "--port", str(port), "--tokens-file", str(tokens_file)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"dovecote dev exited early:\n{process.stdout.read() if process.stdout else ''}")
-        if tokens_file.exists():
-            try:
-                if httpx.get(endpoint + "/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-        time.sleep(0.2)
-    else:
-        process.kill()
-        raise RuntimeError("dovecote dev (OpenSearch) did not become ready in 90 s")
-    data = json.loads(Path(tokens_file).read_text())
-    yield {"endpoint": data["endpoint"], "tokens": data["tokens"], "tokens_file": tokens_file, "prefix": prefix}
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    settings = {"DOVECOTE_OPENSEARCH_URL": opensearch_url, "DOVECOTE_OPENSEARCH_INDEX_PREFIX": prefix}
+    with start_dev(tmp_path_factory.mktemp("dev-opensearch"), settings=settings) as runtime:
+        yield {**runtime, "prefix": prefix}
     client = OpenSearch(hosts=[opensearch_url], timeout=30)
     client.indices.delete(index=f"{prefix}-*", ignore_unavailable=True)
     client.close()
+
+
+# The recall routes' schema fuzz, on this engine: the same checks as tests/e2e/test_schemathesis.py.
+recall_schema = schemathesis.openapi.from_dict(openapi_document()).include(path_regex="^/v1/(recall|transcripts)")
+recall_schema.auth()(DevBearer)
+
+
+@recall_schema.parametrize()
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+def test_recall_conforms_to_its_schema_on_opensearch(case: Any, dev_runtime: dict[str, Any]) -> None:
+    conforms(case, dev_runtime)
 
 
 @pytest.fixture(scope="module")
