@@ -23,6 +23,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from dovecote.client import DovecoteClient
 from tests.conftest import ROOT
+from tests.e2e.conftest import start_dev
 
 TRANSCRIPTS = Path("/work/shared/data/transcripts")
 SAMPLE = TRANSCRIPTS / "claude-code" / "obra-episodic-memory__short-conversation.jsonl"
@@ -94,6 +95,14 @@ async def fails(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     assert "Traceback" not in result.content[0].text  # type: ignore[union-attr]
     assert document == result.structured_content
     return dict(document["error"])
+
+
+@pytest.fixture(scope="module")
+def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A runtime of this module's own: claims take the oldest claimable task, and the shared runtime
+    holds hundreds left by other tests (whose own workers must not see theirs released by these)."""
+    with start_dev(tmp_path_factory.mktemp("dev-mcp")) as runtime:
+        yield runtime
 
 
 async def claim_ours(client: Client, dev: dict[str, Any], task_id: str) -> dict[str, Any]:

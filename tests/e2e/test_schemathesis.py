@@ -87,7 +87,7 @@ schema.auth()(DevBearer)
 
 
 @schema.parametrize()
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_schema(case: Any, dev_runtime: dict[str, Any]) -> None:
     conforms(case, dev_runtime)
 
