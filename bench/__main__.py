@@ -450,7 +450,19 @@ def cost_section(report: dict[str, Any], local: dict[str, dict[str, float]] | No
     console.print(f"prices: {PRICES_AS_OF}")
 
 
-SECTIONS = ("round_trips", "imports", "coldstart", "local", "cost", "recall", "memory", "workers", "mcp", "devstart")
+SECTIONS = (
+    "round_trips",
+    "imports",
+    "coldstart",
+    "local",
+    "cost",
+    "recall",
+    "memory",
+    "workers",
+    "mcp",
+    "devstart",
+    "dispatcher",
+)
 
 
 def main() -> None:
@@ -535,6 +547,14 @@ def main() -> None:
         _section("`dovecote dev --data DIR` start time: empty, seeded, after kill -9 (snapshot + journal)")
         report["devstart"] = devstart_report(args.quick)
         print_devstart(report["devstart"])
+
+    if "dispatcher" in only:
+        from bench.dispatcher import dispatcher_report
+        from bench.dispatcher import print_report as print_dispatcher
+
+        _section("lease dispatcher: AWS requests and items read per run, by open and overdue leases")
+        report["dispatcher"] = dispatcher_report(args.quick)
+        print_dispatcher(report["dispatcher"])
 
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)

@@ -60,6 +60,8 @@ class DevProcess:
                 "--quiet",
                 "--tokens-file",
                 str(self.tokens_file),
+                "--data",  # its own state, never the repo's .dovecote/data (a `make dev` may hold it)
+                str(Path(self._dir.name) / "data"),
             ],
             cwd=ROOT,
             env=env,
