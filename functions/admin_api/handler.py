@@ -58,14 +58,19 @@ class Health(BaseModel):
 
 
 class TokenBody(RequestModel):
-    """A worker token needs a worker id, a caller token has none, an admin token may have one."""
+    """A worker token needs a worker id, a caller token has none, an admin token may have one. Only a
+    caller token may carry an agent claim."""
 
     model_config = with_schema(
         {
             "oneOf": [
                 {"properties": {"role": {"const": "caller"}}, "not": {"required": ["worker"]}},
-                {"properties": {"role": {"const": "worker"}}, "required": ["worker"]},
-                {"properties": {"role": {"const": "admin"}}},
+                {
+                    "properties": {"role": {"const": "worker"}},
+                    "required": ["worker"],
+                    "not": {"required": ["agent"]},
+                },
+                {"properties": {"role": {"const": "admin"}}, "not": {"required": ["agent"]}},
             ]
         }
     )
@@ -73,7 +78,9 @@ class TokenBody(RequestModel):
     role: StrictStr = Field(json_schema_extra=one_of("caller", "worker", "admin"))
     worker: StrictStr | None = Field(default=None, json_schema_extra=ID, description="required for worker tokens")
     agent: StrictStr | None = Field(
-        default=None, json_schema_extra=ID, description="the only note author this token may write or delete as"
+        default=None,
+        json_schema_extra=ID,
+        description="caller tokens only: the only note author this token may write or delete as",
     )
     expires_in_days: JsonInt | None = Field(
         default=None,

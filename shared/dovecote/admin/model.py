@@ -98,6 +98,11 @@ def gate_principal(authority: str, role: str, worker: str | None, agent: str | N
     agent = agent or ""
     if agent and not is_id(agent):
         raise InvalidArgument(f"agent {message}", field="agent")
+    # The claim binds the note authorship of an agent that calls in. On an admin token it would promise
+    # a binding the admin escapes by minting an unbound token; a worker is named by its worker id.
+    # One rule, checked here for the API and the bootstrap alike: only caller tokens carry it.
+    if agent and role != "caller":
+        raise InvalidArgument("only a caller token may carry an agent claim", field="agent", role=role)
     return Principal(authority=authority, role=role, worker=worker, agent=agent)  # type: ignore[arg-type]
 
 

@@ -76,6 +76,9 @@ def tokens_bootstrap(
     table: Annotated[str, typer.Option(help="The deployed tokens table (stack output TokensTable).")],
     role: Annotated[str, typer.Option(help="admin, caller or worker.")] = "admin",
     worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
+    agent: Annotated[
+        str | None, typer.Option(help="Caller tokens only: the only note author the token may write as.")
+    ] = None,
     expires_in_days: Annotated[
         int | None, typer.Option(help="Lifetime; default 7 days for admin, 90 otherwise.")
     ] = None,
@@ -101,7 +104,8 @@ def tokens_bootstrap(
                 json.dumps({"audit": event, **facts}), highlight=False, soft_wrap=True
             ),
         )
-        token, record = service.mint(None, authority, role, worker, expires_in_days=expires_in_days)
+        # The same gate as the API: an agent claim on an admin or worker token is invalid_argument.
+        token, record = service.mint(None, authority, role, worker, agent=agent, expires_in_days=expires_in_days)
     except NoRegionError:
         raise CliError(
             "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or pass --region", EXIT_UNREACHABLE
@@ -127,6 +131,7 @@ def tokens_bootstrap(
         "authority": p.authority,
         "role": p.role,
         "worker": p.worker,
+        "agent": p.agent,
         "expires_at": record.expires_at,
     }
     print_json(minted)  # with or without --json: scripts capture this document
