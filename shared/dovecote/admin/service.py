@@ -108,7 +108,7 @@ class TokenService:
         if refusal:
             return None, refusal
         p = record.principal
-        return Principal(p.authority, p.role, p.worker, p.agent, token_id), ""
+        return Principal(p.authority, p.role, p.worker, p.agent, token_id, record.expires_at), ""
 
     def revoke(self, admin: Principal, token_id: str) -> None:
         admin.require("admin")
