@@ -114,6 +114,19 @@ def test_a_refused_apply_fails_the_write_at_once_with_the_real_reason_and_nothin
     assert pipeline.status("b")["status"] == "complete" and pipeline.memory_ids() == ["a", "b"]
 
 
+def test_a_refused_read_of_the_postings_fails_the_write_at_once_too(pipeline: Pipeline) -> None:
+    # Real DynamoDB refuses an over-long key in TransactGetItems as well (moto does not check there).
+    ddb = pipeline.env["dynamodb"]
+    pipeline.submit("b", "the retry limit is 7")
+    body = QueueMessage("acme", "b", "s").to_body()
+    inject(ddb, "before-call.dynamodb.TransactGetItems", raise_(validation_error("TransactGetItems")))
+    assert pipeline.worker.handle(body, receive_count=1) == "failed"
+    heal(ddb, "before-call.dynamodb.TransactGetItems")
+    error = pipeline.status("b")["evidence"]["error"]
+    assert error == {"code": "ValidationException", "message": f"TransactGetItems: {VALIDATION}"}
+    assert pipeline.memory_ids() == [] and pipeline.dead_bodies() == [body]
+
+
 def test_any_other_aws_failure_is_still_retried_before_the_write_fails(pipeline: Pipeline) -> None:
     ddb = pipeline.env["dynamodb"]
     pipeline.submit("b", "the retry limit is 7")
