@@ -49,6 +49,7 @@ CALLER_TOOLS = {
     "memory_list",
     "memory_relations",
     "memory_judge",
+    "whoami",
 }
 WORKER_TOOLS = {
     "tasks_claim",

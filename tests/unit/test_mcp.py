@@ -46,7 +46,7 @@ def described(prop: dict[str, Any]) -> bool:
 
 def test_every_parameter_of_every_tool_is_typed_and_described() -> None:
     tools = schemas(worker_tools=True)
-    assert len(tools) == 26
+    assert len(tools) == 27
     for name, schema in tools.items():
         assert schema["type"] == "object", name
         for field, prop in schema["properties"].items():

@@ -268,6 +268,12 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
         """`GET /v1/health`: {status, version}; needs no token."""
         return dict(self.request("GET", "/v1/health"))
 
+    def whoami(self) -> dict[str, Any]:
+        """`GET /v1/whoami`: the principal of this client's token, {authority, role, worker?, agent?,
+        token_id, expires_at}. Any valid token; a refused one is `forbidden` (the authorizer's log
+        says why)."""
+        return dict(self.request("GET", "/v1/whoami"))
+
     def create_token(
         self,
         authority: str,
