@@ -164,7 +164,8 @@ def mutates(environ: dict[str, Any], body: bytes) -> bool:
     return environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD", "OPTIONS")
 
 
-def _with_body(environ: dict[str, Any], body: bytes) -> None:
+def replace_body(environ: dict[str, Any], body: bytes) -> None:
+    """Put a body that was read back into the environ, for the app behind."""
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     environ.pop("HTTP_TRANSFER_ENCODING", None)
@@ -188,7 +189,7 @@ class JournalingApp:
         from werkzeug.wsgi import get_input_stream
 
         body = get_input_stream(environ).read()
-        _with_body(environ, body)
+        replace_body(environ, body)
         if not mutates(environ, body):
             return self.app(environ, start_response)
         captured: list[Any] = []
@@ -238,7 +239,7 @@ def replay(app: Callable[..., Iterable[bytes]], records: Iterable[bytes]) -> tup
             "REMOTE_ADDR": "127.0.0.1",
             **meta,
         }
-        _with_body(environ, body)
+        replace_body(environ, body)
         status: list[str] = []
         headers: list[tuple[str, str]] = []
 

@@ -24,6 +24,10 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 DEV_AUTHORITY = "dev"
 DEV_WORKER = "dev-worker"
 DEV_TOKEN_DAYS = 365
+# moto's credentials; its local S3 verifies signatures against them (infra/local/s3_auth.py).
+AWS_ACCESS_KEY = "testing"
+AWS_SECRET_KEY = "testing"  # noqa: S105 - moto's well-known stand-in, not a secret
+AWS_REGION = "us-east-1"
 # Files the runtime creates (data, tokens, the recall index) are its user's only.
 PRIVATE_UMASK = 0o077
 # Inside `--data DIR`.
@@ -83,10 +87,13 @@ class LocalRuntime:
         )
 
         from infra.local.persistence import JournalingApp
+        from infra.local.s3_auth import S3Auth
 
-        # moto's own server app behind the journal (a pass-through until a journal is opened).
+        # moto's own server app behind the journal (a pass-through until a journal is opened), behind
+        # S3's own checks of signatures, expiry and checksums (a refused request is never journaled).
         moto_app = JournalingApp(DomainDispatcherApplication(create_backend_app))
-        self._moto = make_server("127.0.0.1", 0, moto_app, threaded=True, request_handler=MotoRequestHandler)
+        served = S3Auth(moto_app, access_key=AWS_ACCESS_KEY, secret_key=AWS_SECRET_KEY, region=AWS_REGION)
+        self._moto = make_server("127.0.0.1", 0, served, threaded=True, request_handler=MotoRequestHandler)
         self._moto_thread = threading.Thread(target=self._moto.serve_forever, daemon=True)
         self._moto_thread.start()
         moto_host, moto_port = self._moto.server_address[:2]
@@ -102,10 +109,10 @@ class LocalRuntime:
         os.environ.update(
             {
                 "AWS_ENDPOINT_URL": moto_endpoint,
-                "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing",
-                "AWS_DEFAULT_REGION": "us-east-1",
-                "AWS_REGION": "us-east-1",
+                "AWS_ACCESS_KEY_ID": AWS_ACCESS_KEY,
+                "AWS_SECRET_ACCESS_KEY": AWS_SECRET_KEY,
+                "AWS_DEFAULT_REGION": AWS_REGION,
+                "AWS_REGION": AWS_REGION,
                 "POWERTOOLS_SERVICE_NAME": "dovecote",
                 "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
                 "POWERTOOLS_TRACE_DISABLED": "true",
