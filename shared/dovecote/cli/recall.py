@@ -31,6 +31,7 @@ from dovecote.client.capture import (
     hook_files,
     log_line,
     log_outcomes,
+    private_umask,
     project_folder,
     sniff_format,
     transcript_files,
@@ -98,6 +99,7 @@ def push(
     ] = False,
 ) -> None:
     """Send new and changed transcripts, with a progress bar (bytes, files, messages)."""
+    private_umask()  # the state and the log are the user's only
     if fmt is not None and fmt not in FORMATS:
         err.print(f"[red]--format must be one of {', '.join(FORMATS)}[/red]")
         raise typer.Exit(2)
@@ -176,6 +178,7 @@ def hook(
 ) -> None:
     """A Claude Code hook (SessionEnd, PreCompact): push the transcript named by the hook's JSON on
     stdin, with its subagents. Always exits 0; why a push failed is in the log."""
+    private_umask()  # the state and the log are the user's only
     summary: dict[str, Any] = {"files": 0, "pushed": 0, "unchanged": 0, "skipped": 0, "failed": 0, "failures": []}
     try:
         summary = _run_hook(sys.stdin.read(), state, log, timeout)
