@@ -21,6 +21,9 @@ import threading
 from typing import Any
 
 _LOCK = threading.RLock()
+# Held by every moto DynamoDB operation once `serialize_dynamodb` ran: in-process readers of moto's
+# tables (the dispatcher's gate, infra/local/schedules.py) take it too.
+DYNAMODB_LOCK = _LOCK
 _OPERATIONS = (
     "transact_write_items",
     "transact_get_items",
@@ -210,3 +213,30 @@ def serialize_sqs() -> None:
         functools.update_wrapper(locked, original)
         setattr(SQSBackend, name, locked)
     SQSBackend._dovecote_serialized = True  # type: ignore[attr-defined]
+
+
+# ---- the server's dispatch ------------------------------------------------------------------------
+
+
+def dispatcher_app() -> Any:
+    """moto's server app (`DomainDispatcherApplication`), remembering which backend serves a host.
+
+    moto resolves the backend of every request by listing its package directory (`listdir` and an
+    `isdir` per service, ~200) and matching ~300 URL patterns, under one lock: the biggest share of
+    an idle runtime's CPU when the event sources polled. The answer depends only on the host string
+    (few distinct ones locally), so it is computed once per host."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    class CachedDispatcher(DomainDispatcherApplication):
+        def __init__(self) -> None:
+            super().__init__(create_backend_app)
+            self._backends: dict[str | None, Any] = {}
+
+        def get_backend_for_host(self, host: str | None) -> Any:
+            try:
+                return self._backends[host]
+            except KeyError:
+                found = self._backends[host] = super().get_backend_for_host(host)
+                return found
+
+    return CachedDispatcher()

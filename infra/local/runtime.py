@@ -34,6 +34,8 @@ PRIVATE_UMASK = 0o077
 RECALL_FILE = "recall.sqlite"
 ENV_FILE = "env.json"
 TOKENS_FILE = "dev-tokens.json"
+# An event source woken by writes still polls this often (a write that reached moto another way).
+IDLE_POLL_S = 5.0
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -66,6 +68,7 @@ class LocalRuntime:
     _moto_thread: threading.Thread | None = None
     _dir_fd: int = -1
     _umask: int | None = None
+    _wakeups: Any = None
 
     def start(self) -> LocalRuntime:
         import logging
@@ -80,19 +83,19 @@ class LocalRuntime:
         serialize_sqs()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines
 
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
+        from moto.moto_server.werkzeug_app import MotoRequestHandler
 
+        from infra.local.moto_patches import dispatcher_app
         from infra.local.persistence import JournalingApp
         from infra.local.s3_auth import S3Auth
+        from infra.local.wakeups import Wakeups
 
         # moto's own server app behind the journal (a pass-through until a journal is opened), behind
-        # S3's own checks of signatures, expiry and checksums (a refused request is never journaled).
-        moto_app = JournalingApp(DomainDispatcherApplication(create_backend_app))
-        served = S3Auth(moto_app, access_key=AWS_ACCESS_KEY, secret_key=AWS_SECRET_KEY, region=AWS_REGION)
+        # the event sources' wake-ups, behind S3's own checks of signatures, expiry and checksums (a
+        # refused request is never journaled and wakes nothing).
+        moto_app = JournalingApp(dispatcher_app())
+        self._wakeups = Wakeups(moto_app)
+        served = S3Auth(self._wakeups, access_key=AWS_ACCESS_KEY, secret_key=AWS_SECRET_KEY, region=AWS_REGION)
         self._moto = make_server("127.0.0.1", 0, served, threaded=True, request_handler=MotoRequestHandler)
         self._moto_thread = threading.Thread(target=self._moto.serve_forever, daemon=True)
         self._moto_thread.start()
@@ -126,7 +129,6 @@ class LocalRuntime:
         )
         from dovecote.platform import aws
         from dovecote.platform.settings import get_settings
-
         aws.reset_clients()
         get_settings.cache_clear()
         if self.data_dir is None:
@@ -152,13 +154,20 @@ class LocalRuntime:
         from infra.local.streams import StreamPoller, streams_client
         from infra.routes import JANITOR, JANITOR_BATCH_SIZE
 
-        self._janitor = StreamPoller(
-            dynamodb=aws.client("dynamodb"),
-            streams=streams_client(),
-            table=get_settings().notes_table,
-            function=JANITOR,
-            batch_size=JANITOR_BATCH_SIZE,
-        ).start()
+        # The event sources poll moto when a write reaches their source (infra/local/wakeups.py),
+        # not on a timer: an idle runtime is idle.
+        notes_table = get_settings().notes_table
+        self._janitor = (
+            StreamPoller(
+                dynamodb=aws.client("dynamodb"),
+                streams=streams_client(),
+                table=notes_table,
+                function=JANITOR,
+                batch_size=JANITOR_BATCH_SIZE,
+            )
+            .wake_on(self._wakeups.watch_table(notes_table), idle_s=IDLE_POLL_S)
+            .start()
+        )
 
         from infra.local.queues import QueuePoller
         from infra.local.resources import DEFAULT_NAMES
@@ -172,28 +181,42 @@ class LocalRuntime:
         # The transcripts queue has no dead-letter queue locally: a file that keeps failing is given
         # up after three receives, and kept in the poller's `failures`.
         queue = aws.client("sqs").get_queue_url(QueueName=DEFAULT_NAMES["transcripts_queue"])["QueueUrl"]
-        self._indexer = QueuePoller(
-            sqs=aws.client("sqs"),
-            queue_url=queue,
-            function=TRANSCRIPT_INDEXER,
-            batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
-            give_up_after=3,
-        ).start()
+        # S3 notifies this queue from inside moto (an upload lands): S3 writes wake it too.
+        self._indexer = (
+            QueuePoller(
+                sqs=aws.client("sqs"),
+                queue_url=queue,
+                function=TRANSCRIPT_INDEXER,
+                batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
+                give_up_after=3,
+            )
+            .wake_on(self._wakeups.watch_queue(queue, s3_writes=True), idle_s=IDLE_POLL_S)
+            .start()
+        )
         # Two concurrent invocations, like a Lambda event source mapping with some concurrency:
         # scopes flow in parallel, each scope stays serialized by its FIFO message group.
-        self._memory_worker = QueuePoller(
-            sqs=aws.client("sqs"),
-            queue_url=get_settings().memory_queue_url,
-            function=MEMORY_WORKER,
-            batch_size=MEMORY_WORKER_BATCH_SIZE,
-            concurrency=2,
-        ).start()
+        memory_queue = get_settings().memory_queue_url
+        self._memory_worker = (
+            QueuePoller(
+                sqs=aws.client("sqs"),
+                queue_url=memory_queue,
+                function=MEMORY_WORKER,
+                batch_size=MEMORY_WORKER_BATCH_SIZE,
+                concurrency=2,
+            )
+            .wake_on(self._wakeups.watch_queue(memory_queue), idle_s=IDLE_POLL_S)
+            .start()
+        )
 
-        from infra.local.schedules import Schedule
+        from infra.local.schedules import ExpiryGate, Schedule
         from infra.routes import DISPATCHER
 
         if self.dispatch_interval > 0:
-            self._dispatcher = Schedule(function=DISPATCHER, interval_s=self.dispatch_interval).start()
+            # Every tick still comes (fencing is as prompt as the interval says); the dispatcher runs
+            # when a lease is past its deadline, and at least every minute.
+            tasks_table = get_settings().tasks_table
+            gate = ExpiryGate(table=tasks_table, changed=self._wakeups.watch_table(tasks_table))
+            self._dispatcher = Schedule(function=DISPATCHER, interval_s=self.dispatch_interval, gate=gate).start()
 
         from infra.local.gateway import Gateway
         from infra.local.isolation import isolate_powertools_requests
