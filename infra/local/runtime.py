@@ -69,6 +69,9 @@ class LocalRuntime:
     _dir_fd: int = -1
     _umask: int | None = None
     _wakeups: Any = None
+    # `--verbose`: a one-line summary of the functions' metrics a minute on the dev log.
+    verbose: bool = False
+    _metrics_log: Any = None
 
     def start(self) -> LocalRuntime:
         import logging
@@ -120,7 +123,8 @@ class LocalRuntime:
                 "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 # CloudWatch reads metrics from Lambda's stdout; here they would only be noise on the
-                # terminal (POWERTOOLS_METRICS_DISABLED=false in the environment shows them).
+                # terminal: counted instead (--verbose logs a summary a minute; infra/local/metrics.py).
+                # POWERTOOLS_METRICS_DISABLED=false in the environment prints them as in Lambda.
                 "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
                 "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
                 # Recall's embedded index lives in this process, shared by the API and the indexer.
@@ -129,6 +133,11 @@ class LocalRuntime:
         )
         from dovecote.platform import aws
         from dovecote.platform.settings import get_settings
+        from infra.local.metrics import SummaryLog, capture_metrics
+
+        summary = capture_metrics()  # the functions' metrics are counted, not printed (infra/local/metrics.py)
+        if self.verbose:
+            self._metrics_log = SummaryLog(summary).start()
         aws.reset_clients()
         get_settings.cache_clear()
         if self.data_dir is None:
@@ -328,6 +337,8 @@ class LocalRuntime:
         tmp.replace(self.tokens_file)
 
     def stop(self) -> None:
+        if self._metrics_log is not None:
+            self._metrics_log.stop()
         if self._dispatcher is not None:
             self._dispatcher.stop()
         if self._memory_worker is not None:

@@ -108,6 +108,7 @@ def dev(
         bool, typer.Option(help="Honour X-Dovecote-Fault: drop-response (tests of retries that replay).")
     ] = False,
     quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
+    verbose: Annotated[bool, typer.Option(help="Also log the functions' metrics: one summary line a minute.")] = False,
 ) -> None:
     """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`)."""
     import logging
@@ -132,6 +133,7 @@ def dev(
             faults=faults,
             data_dir=data,
             fresh=fresh,
+            verbose=verbose,
         ).start()
     except OSError as exc:
         if exc.filename:
