@@ -69,6 +69,7 @@ class LocalRuntime:
     _dir_fd: int = -1
     _umask: int | None = None
     _wakeups: Any = None
+    _control_secret: str = ""
     # `--verbose`: a one-line summary of the functions' metrics a minute on the dev log.
     verbose: bool = False
     _metrics_log: Any = None
@@ -227,12 +228,17 @@ class LocalRuntime:
             gate = ExpiryGate(table=tasks_table, changed=self._wakeups.watch_table(tasks_table))
             self._dispatcher = Schedule(function=DISPATCHER, interval_s=self.dispatch_interval, gate=gate).start()
 
+        from infra.local.control import LocalControl, mint_any_authority
         from infra.local.gateway import Gateway
         from infra.local.isolation import isolate_powertools_requests
 
         isolate_powertools_requests()  # requests run in threads here, one per container in Lambda
         gateway = Gateway(faults=self.faults)
-        self._server = make_server(self.host, self.port, gateway, threaded=True, request_handler=_QuietHandler)
+        # `dovecote dev token`: a local-only route in front of the gateway (infra/local/control.py); its
+        # secret is new at each start and reaches the CLI through the tokens file only.
+        self._control_secret = secrets.token_urlsafe(32)
+        served_api = LocalControl(gateway, secret=self._control_secret, mint=mint_any_authority(DEV_TOKEN_DAYS))
+        self._server = make_server(self.host, self.port, served_api, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
         self._write_tokens_file()
@@ -333,7 +339,8 @@ class LocalRuntime:
         tmp = self.tokens_file.with_suffix(f".{secrets.token_hex(4)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others, even briefly
         with os.fdopen(fd, "w") as handle:
-            handle.write(json.dumps({"endpoint": self.endpoint, "tokens": self.tokens}, indent=2) + "\n")
+            document = {"endpoint": self.endpoint, "tokens": self.tokens, "control": self._control_secret}
+            handle.write(json.dumps(document, indent=2) + "\n")
         tmp.replace(self.tokens_file)
 
     def stop(self) -> None:

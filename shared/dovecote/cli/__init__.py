@@ -30,6 +30,7 @@ from dovecote.cli.common import (
     err,
     out,
 )
+from dovecote.cli.devtoken import dev_token
 from dovecote.cli.notes import notes_app
 from dovecote.cli.tasks import tasks_app, worker_app
 from dovecote.cli.tokens import tokens_app, whoami
@@ -90,8 +91,15 @@ def health(as_json: Json = False) -> None:
     emit(client().health(), as_json)
 
 
-@app.command()
+# `dovecote dev` runs the runtime; `dovecote dev token` asks the running one for a token (cli/devtoken.py).
+dev_app = typer.Typer(no_args_is_help=False)
+app.add_typer(dev_app, name="dev")
+dev_app.command("token")(dev_token)
+
+
+@dev_app.callback(invoke_without_command=True)
 def dev(
+    ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind (0 picks a free one).")] = 8787,
     data: Annotated[
@@ -110,7 +118,10 @@ def dev(
     quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
     verbose: Annotated[bool, typer.Option(help="Also log the functions' metrics: one summary line a minute.")] = False,
 ) -> None:
-    """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`)."""
+    """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`).
+    `dovecote dev token --authority A` mints a token of any authority from the running one."""
+    if ctx.invoked_subcommand is not None:
+        return
     import logging
     import signal
 
