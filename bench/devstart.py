@@ -1,12 +1,18 @@
 """`dovecote dev --data DIR` start time: empty, and with NOTES notes and MESSAGES transcript messages
-in DIR (seeded once over HTTP from parallel threads), after a clean stop (snapshot only) and after
-kill -9 during writes (snapshot + journal replay). Also the clean stop (compaction) time and the
-snapshot size.
+in DIR (seeded once over HTTP from parallel threads), after a clean stop (snapshot only), and after a
+kill -9 that follows LOAD minutes of writes (notes, tasks and memory writes from several threads; the
+runtime compacts in the background meanwhile, so what is left to replay stays bounded). Also the
+clean stop time, the snapshot's size and the runtime's own restore line (snapshot load, journal
+records replayed).
 
 A start is timed from spawning the process to the first 200 of `/v1/health` with the tokens file
-written (what a client waits for). Each figure is the median of `rounds` starts.
+written (what a client waits for). Each restart figure is the median of `rounds` starts. Progress
+goes to stderr as it happens, so a long run shows where it is.
 
-Run alone: `python -m bench.devstart [--quick]`; `devstart_report()` is the entry the main bench calls.
+Run alone: `python -m bench.devstart [--quick] [--notes N] [--messages M] [--load-minutes X]
+[--rounds R] [--keep DIR]`. Defaults: 10,000 notes, 100,000 messages, 10 minutes of load, 3 rounds;
+`--quick`: 1,000 notes, 10,000 messages, 1 minute of load, 2 rounds. `devstart_report()` is the entry
+the main bench calls.
 """
 
 from __future__ import annotations
@@ -87,10 +93,26 @@ class Dev:
         self.log.close()
 
 
+def progress(message: str) -> None:
+    sys.stderr.write(f"[devstart {time.strftime('%H:%M:%S')}] {message}\n")
+    sys.stderr.flush()
+
+
 def _seed(dev: Dev, notes: int, messages: int, per_session: int = 500) -> dict[str, float]:
+    import threading
+
     import httpx
 
     headers = {"Authorization": f"Bearer {dev.tokens['caller']}"}
+    done = [0]
+    lock = threading.Lock()
+
+    def count(n: int, total: int, what: str) -> None:
+        with lock:
+            before = done[0]
+            done[0] += n
+            if done[0] * 10 // total != before * 10 // total:
+                progress(f"seeded {done[0]:,} / {total:,} {what}")
 
     def put_notes(start: int) -> None:
         with httpx.Client(base_url=dev.endpoint, timeout=120, headers=headers) as http:
@@ -98,10 +120,11 @@ def _seed(dev: Dev, notes: int, messages: int, per_session: int = 500) -> dict[s
                 body = {"key": f"bench-{i % 50}", "run": 1, "name": f"n{i}", "text": f"note {i} " * 20}
                 response = http.put("/v1/notes", json=body)
                 response.raise_for_status()
+                count(1, notes, "notes")
 
     def put_session(index: int) -> None:
         session_id = f"bench-{index}-{uuid.uuid4().hex[:8]}"
-        count = min(per_session, messages - index * per_session)
+        n = min(per_session, messages - index * per_session)
         body = {
             "source": "bench",
             "project": "devstart",
@@ -113,17 +136,19 @@ def _seed(dev: Dev, notes: int, messages: int, per_session: int = 500) -> dict[s
                     "text": f"message {i} of session {index} about deploy{i % 97} and retry{i % 13}",
                     "timestamp": f"2025-06-01T{(i // 60) % 24:02d}:{i % 60:02d}:00Z",
                 }
-                for i in range(count)
+                for i in range(n)
             ],
         }
         with httpx.Client(base_url=dev.endpoint, timeout=300, headers=headers) as http:
             http.post("/v1/transcripts", json=body).raise_for_status()
+        count(n, messages, "transcript messages")
 
     out: dict[str, float] = {}
     started = time.perf_counter()
     with ThreadPoolExecutor(THREADS) as pool:
         list(pool.map(put_notes, range(THREADS)))
     out["notes_s"] = time.perf_counter() - started
+    done[0] = 0
     started = time.perf_counter()
     sessions = -(-messages // per_session)
     with ThreadPoolExecutor(4) as pool:
@@ -132,80 +157,133 @@ def _seed(dev: Dev, notes: int, messages: int, per_session: int = 500) -> dict[s
     return out
 
 
-def _burst_then_kill(dev: Dev, writes: int) -> int:
-    """Note puts from threads; kill -9 once `writes` were acknowledged. Returns how many were."""
+def _load_then_kill(dev: Dev, seconds: float, threads: int = 4) -> dict[str, Any]:
+    """Writes from `threads` threads for `seconds` (note puts; task create, lease, heartbeat; memory
+    writes), then kill -9 while they are still writing. Returns what was acknowledged."""
     import threading
 
     import httpx
 
-    headers = {"Authorization": f"Bearer {dev.tokens['caller']}"}
+    caller = {"Authorization": f"Bearer {dev.tokens['caller']}"}
+    worker = {"Authorization": f"Bearer {dev.tokens['worker']}"}
     done = [0]
     lock = threading.Lock()
     stop = threading.Event()
 
-    def put(n: int) -> None:
-        with httpx.Client(base_url=dev.endpoint, timeout=30, headers=headers) as http:
+    def write(n: int) -> None:
+        with httpx.Client(base_url=dev.endpoint, timeout=30) as http:
             i = 0
             while not stop.is_set():
                 i += 1
+                tag = f"{n}-{i}-{uuid.uuid4().hex[:6]}"
                 try:
-                    body = {"key": "burst", "run": 1, "name": f"b{n}-{i}", "text": "x" * 200}
-                    if http.put("/v1/notes", json=body).status_code == 200:
-                        with lock:
-                            done[0] += 1
+                    if i % 4 == 0:
+                        body = {"command_id": f"c-{tag}", "workspace": "w", "id": f"t-{tag}", "context": "load"}
+                        message = {"id": f"m-{tag}", "parts": [{"media_type": "text/plain", "text": "x"}]}
+                        http.post("/v1/tasks", json={**body, "message": message}, headers=caller)
+                        lease = {"command_id": f"l-{tag}"}
+                        ok = http.post(f"/v1/tasks/t-{tag}/lease", json=lease, headers=worker).status_code
+                    elif i % 4 == 1:
+                        memory = {"id": f"w-{tag}", "scope": f"load-{n}", "content": f"memory {tag}"}
+                        ok = http.post("/v1/memory/writes", json=memory, headers=caller).status_code
+                    else:
+                        note = {"key": "load", "run": 1, "name": f"n{tag}", "text": "x" * 300}
+                        ok = http.put("/v1/notes", json=note, headers=caller).status_code
                 except httpx.TransportError:
                     return
+                if ok < 300:
+                    with lock:
+                        done[0] += 1
 
-    threads = [threading.Thread(target=put, args=(n,)) for n in range(THREADS)]
-    for thread in threads:
+    workers = [threading.Thread(target=write, args=(n,)) for n in range(threads)]
+    for thread in workers:
         thread.start()
-    while done[0] < writes:
-        time.sleep(0.01)
+    started = time.monotonic()
+    last = started
+    while time.monotonic() - started < seconds:
+        time.sleep(1)
+        if time.monotonic() - last >= 60:
+            last = time.monotonic()
+            progress(f"load: {done[0]:,} writes acknowledged after {last - started:.0f} s")
     dev.kill()
     stop.set()
-    for thread in threads:
+    for thread in workers:
         thread.join()
-    return done[0]
+    return {"acknowledged": done[0], "seconds": seconds}
 
 
 def _size_mb(data: Path) -> dict[str, float]:
-    return {p.name: round(p.stat().st_size / 1e6, 2) for p in sorted(data.iterdir()) if p.is_file()}
+    sizes: dict[str, float] = {}
+    for path in sorted(data.rglob("*")):
+        if path.is_file():
+            top = path.relative_to(data).parts[0]
+            sizes[top] = round(sizes.get(top, 0) + path.stat().st_size / 1e6, 2)
+    return sizes
 
 
-def devstart_report(quick: bool = False) -> dict[str, Any]:
-    notes, messages, rounds, burst = (1_000, 10_000, 2, 200) if quick else (10_000, 100_000, 3, 1_000)
-    report: dict[str, Any] = {"notes": notes, "messages": messages, "rounds": rounds}
+def _log_lines(work: Path, *needles: str) -> list[str]:
+    return [line for line in (work / "dev.log").read_text().splitlines() if any(n in line for n in needles)]
+
+
+def devstart_report(
+    quick: bool = False,
+    *,
+    notes: int | None = None,
+    messages: int | None = None,
+    load_minutes: float | None = None,
+    rounds: int | None = None,
+    keep: Path | None = None,
+) -> dict[str, Any]:
+    notes = notes if notes is not None else (1_000 if quick else 10_000)
+    messages = messages if messages is not None else (10_000 if quick else 100_000)
+    load_minutes = load_minutes if load_minutes is not None else (1.0 if quick else 10.0)
+    rounds = rounds or (2 if quick else 3)
+    report: dict[str, Any] = {"notes": notes, "messages": messages, "rounds": rounds, "load_minutes": load_minutes}
     with tempfile.TemporaryDirectory(prefix="dovecote-devstart-") as tmp:
-        work, data = Path(tmp), Path(tmp) / "data"
+        work = Path(tmp)
+        data = keep or work / "data"
+        progress(f"first start (--fresh) in {data}")
         first = Dev(work, data, "--fresh")
         report["first_start_s"] = first.ready_s
         first.stop()
         empty = []
-        for _ in range(rounds):
+        for i in range(rounds):
             dev = Dev(work, data)
             empty.append(dev.ready_s)
             dev.stop()
+            progress(f"empty restart {i + 1}/{rounds}: {dev.ready_s:.2f} s")
         report["empty_restart_s"] = statistics.median(empty)
 
         dev = Dev(work, data)
+        progress(f"seeding {notes:,} notes and {messages:,} transcript messages")
         report["seed"] = _seed(dev, notes, messages)
+        progress("clean stop")
         report["clean_stop_s"] = dev.stop()
         report["files_mb"] = _size_mb(data)
+        progress(f"files (MB): {report['files_mb']}")
         seeded = []
-        for _ in range(rounds):
+        for i in range(rounds):
             dev = Dev(work, data)
             seeded.append(dev.ready_s)
             dev.stop()
+            progress(f"seeded restart {i + 1}/{rounds}: {dev.ready_s:.2f} s")
         report["seeded_restart_s"] = statistics.median(seeded)
+        report["restore_lines"] = _log_lines(work, "restored")[-rounds:]
 
         dev = Dev(work, data)
-        report["burst_acknowledged"] = _burst_then_kill(dev, burst)
+        progress(f"{load_minutes:g} minute(s) of writes, then kill -9")
+        report["load"] = _load_then_kill(dev, load_minutes * 60)
+        report["compactions"] = len(_log_lines(work, "compacted in the background"))
         report["journal_mb"] = _size_mb(data)
+        progress(
+            f"killed after {report['load']['acknowledged']:,} acknowledged writes; files (MB): {report['journal_mb']}"
+        )
         dev = Dev(work, data)
         report["crash_restart_s"] = dev.ready_s
-        log = (work / "dev.log").read_text().splitlines()
-        report["replay_line"] = next((line for line in reversed(log) if "replayed" in line), "")
+        progress(f"restart after kill -9: {dev.ready_s:.2f} s")
+        report["replay_line"] = next(iter(_log_lines(work, "replayed")[-1:]), "")
         dev.stop()
+    report["load_average"] = os.getloadavg()
     return report
 
 
@@ -219,29 +297,51 @@ def print_report(report: dict[str, Any]) -> None:
     )
     table.add_row(f"restart, empty (median of {report['rounds']})", f"{report['empty_restart_s']:.2f}")
     table.add_row(
-        f"restart, {report['notes']} notes + {report['messages']} transcript messages (median of {report['rounds']})",
+        f"restart, {report['notes']:,} notes + {report['messages']:,} transcript messages "
+        f"(median of {report['rounds']})",
         f"{report['seeded_restart_s']:.2f}",
     )
+    load = report["load"]
     table.add_row(
-        f"restart after kill -9 during writes ({report['burst_acknowledged']} acknowledged puts to replay)",
+        f"restart after kill -9 following {report['load_minutes']:g} min of writes "
+        f"({load['acknowledged']:,} acknowledged, {report['compactions']} background compactions)",
         f"{report['crash_restart_s']:.2f}",
     )
-    table.add_row("clean stop after seeding (compaction: the snapshot)", f"{report['clean_stop_s']:.2f}")
-    table.add_row(f"seeding {report['notes']} notes over HTTP ({THREADS} threads)", f"{report['seed']['notes_s']:.1f}")
+    table.add_row("clean stop after seeding", f"{report['clean_stop_s']:.2f}")
     table.add_row(
-        f"seeding {report['messages']} transcript messages (500 per session)", f"{report['seed']['transcripts_s']:.1f}"
+        f"seeding {report['notes']:,} notes over HTTP ({THREADS} threads)", f"{report['seed']['notes_s']:.1f}"
+    )
+    table.add_row(
+        f"seeding {report['messages']:,} transcript messages (500 per session)",
+        f"{report['seed']['transcripts_s']:.1f}",
     )
     Console().print(table)
     Console().print(f"files after seeding (MB): {report['files_mb']}")
-    Console().print(f"journal before the crash restart (MB): {report['journal_mb']}")
-    Console().print(f"log: {report['replay_line']}")
+    Console().print(f"files at the kill -9 (MB): {report['journal_mb']}")
+    for line in report["restore_lines"]:
+        Console().print(f"log: {line}", highlight=False)
+    Console().print(f"log: {report['replay_line']}", highlight=False)
+    load_average = ", ".join(f"{x:.1f}" for x in report["load_average"])
+    Console().print(f"machine load average at the end: {load_average}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.devstart")
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="1,000 notes, 10,000 messages, 1 minute of load")
+    parser.add_argument("--notes", type=int, default=None)
+    parser.add_argument("--messages", type=int, default=None)
+    parser.add_argument("--load-minutes", type=float, default=None, help="writes before the kill -9 (default 10)")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--keep", type=Path, default=None, help="keep the data directory here")
     args = parser.parse_args()
-    report = devstart_report(args.quick)
+    report = devstart_report(
+        args.quick,
+        notes=args.notes,
+        messages=args.messages,
+        load_minutes=args.load_minutes,
+        rounds=args.rounds,
+        keep=args.keep,
+    )
     print_report(report)
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)

@@ -155,6 +155,7 @@ def _serialize_dynamodb_requests() -> None:
 # ---- SQS ----------------------------------------------------------------------------------------
 
 _SQS_LOCK = threading.RLock()
+SQS_LOCK = _SQS_LOCK  # held by moto's SQS calls (a long-polling receive excepted); the compaction's cut takes it
 _SQS_OPERATIONS = (
     "send_message",
     "send_message_batch",

@@ -146,12 +146,15 @@ class LocalRuntime:
         else:
             from infra.local.persistence import DataDir
 
-            self._store = DataDir(self.data_dir, moto_app)
+            self._store = DataDir(self.data_dir, moto_app, lock_fd=self._dir_fd)
             if self._store.initialized:
                 self._restore(moto_endpoint)
             else:
                 self._first_start(moto_endpoint)
             self._store.open_journal()
+            # Snapshots in the background once the journal grows or ages, so a restart after a
+            # crash replays a bounded journal whatever the uptime (persistence.CompactionPolicy).
+            self._store.start_background()
         get_settings.cache_clear()
         if get_settings().opensearch_url:
             # DOVECOTE_OPENSEARCH_URL: recall uses that OpenSearch instead of SQLite FTS5. A node that
@@ -167,7 +170,7 @@ class LocalRuntime:
         # The event sources poll moto when a write reaches their source (infra/local/wakeups.py),
         # not on a timer: an idle runtime is idle.
         notes_table = get_settings().notes_table
-        self._janitor = (
+        janitor = self._janitor = (
             StreamPoller(
                 dynamodb=aws.client("dynamodb"),
                 streams=streams_client(),
@@ -178,6 +181,11 @@ class LocalRuntime:
             .wake_on(self._wakeups.watch_table(notes_table), idle_s=IDLE_POLL_S)
             .start()
         )
+        if self._store is not None:
+            from infra.local.streams import trim_consumed
+
+            # A snapshot keeps only the stream records the janitor has not handled yet.
+            self._store.before_cut = lambda: trim_consumed(notes_table, dict(janitor.checkpoint))
 
         from infra.local.queues import QueuePoller
         from infra.local.resources import DEFAULT_NAMES
@@ -313,12 +321,18 @@ class LocalRuntime:
             {k: moto_endpoint + v[len(old) :] if v.startswith(old) else v for k, v in state["env"].items()}
         )
         self.tokens = json.loads((self.data_dir / TOKENS_FILE).read_text())
+        restore = self._store.restore
+        loads = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in restore["load_s"].items())
         logging.getLogger("dovecote-dev").info(
-            "restored %s in %.2fs: snapshot %.1f MB, %d journaled requests replayed (%d refused)",
+            "restored %s in %.2fs: snapshot %.1f MB loaded (%s), %d journaled requests replayed from %d journal(s)"
+            " in %.2fs (%d refused)",
             self.data_dir,
             took,
             self._store.snapshot_bytes / 1e6,
+            loads,
             self._store.replayed,
+            restore["journals"],
+            restore["replay_s"],
             self._store.refused,
         )
 

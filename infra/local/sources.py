@@ -15,7 +15,7 @@ import logging
 import math
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Self
 
 from infra.local.gateway import LambdaContext, _context
 from infra.routes import Function
@@ -49,7 +49,7 @@ class EventSource:
         self._due = math.inf  # monotonic time of a poll the source asked for (`poll_at`)
         self.polls = 0
 
-    def wake_on(self, event: threading.Event, *, idle_s: float = 5.0) -> EventSource:
+    def wake_on(self, event: threading.Event, *, idle_s: float = 5.0) -> Self:
         """Poll when `event` is set, else every `idle_s` (see the module docstring)."""
         self._wake = event
         self._idle_s = idle_s
@@ -77,7 +77,7 @@ class EventSource:
         """One poll: returns how many records it delivered (0 when the source was empty)."""
         raise NotImplementedError
 
-    def start(self) -> EventSource:
+    def start(self) -> Self:
         self.bind()
         # Import the handler here, in the starting thread: several pollers importing the same
         # Powertools modules at once from their own threads can see a partially initialized module.

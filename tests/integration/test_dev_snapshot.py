@@ -4,6 +4,7 @@ come back after moto's backends were reset; the write is atomic (a crash leaves 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,13 @@ def _reset_moto() -> None:
 
     for name in ("dynamodb", "s3", "sqs", "kms", "secretsmanager"):
         get_backend(name).reset()  # type: ignore[call-overload]
+
+
+@pytest.fixture(autouse=True)
+def fresh_moto() -> Iterator[None]:
+    """A loaded snapshot replaces moto's backends: the next test starts from empty ones."""
+    yield
+    _reset_moto()
 
 
 def test_state_survives_a_snapshot_round_trip(moto_env: dict[str, Any], tmp_path: Path) -> None:
@@ -49,6 +57,44 @@ def test_state_survives_a_snapshot_round_trip(moto_env: dict[str, Any], tmp_path
     assert secret["SecretString"]
     # The restored backends keep working: new writes, new locks.
     dynamodb.put_item(TableName=settings.tokens_table, Item={"token_id": {"S": "y"}})
+
+
+def test_bodies_stay_in_their_blob_files_until_read_and_survive_another_snapshot(
+    moto_env: dict[str, Any], tmp_path: Path
+) -> None:
+    from infra.local.persistence import BLOBS, LazyBody
+
+    settings, s3 = moto_env["settings"], moto_env["s3"]
+    bodies = {f"notes/{i}": bytes([i]) * (1000 + i) for i in range(5)}
+    for key, body in bodies.items():
+        s3.put_object(Bucket=settings.bucket, Key=key, Body=body)
+    s3.put_object(Bucket=settings.bucket, Key="notes/same", Body=bodies["notes/0"])  # one blob, two keys
+    save_snapshot(tmp_path, generation=1)
+    assert len(list((tmp_path / BLOBS).iterdir())) == 5
+    _reset_moto()
+    load_snapshot(tmp_path)
+    from moto.backends import get_backend
+
+    keys = [
+        key
+        for account in get_backend("s3").values()  # type: ignore[call-overload]
+        for backend in account.values()
+        for key in backend.buckets[settings.bucket].keys.values()
+    ]
+    assert keys and all(isinstance(k._value_buffer, LazyBody) and k._value_buffer._file is None for k in keys)
+    assert s3.get_object(Bucket=settings.bucket, Key="notes/1")["Body"].read() == bodies["notes/1"]
+    s3.delete_object(Bucket=settings.bucket, Key="notes/4")
+    # Untouched bodies are named by their digest again; the deleted key's blob goes (the bucket is
+    # versioned: its old version stays, so does the blob).
+    save_snapshot(tmp_path, generation=2)
+    _reset_moto()
+    load_snapshot(tmp_path)
+    for key, body in bodies.items():
+        if key != "notes/4":
+            assert s3.get_object(Bucket=settings.bucket, Key=key)["Body"].read() == body
+    assert s3.get_object(Bucket=settings.bucket, Key="notes/same")["Body"].read() == bodies["notes/0"]
+    s3.put_object(Bucket=settings.bucket, Key="notes/1", Body=b"new")  # a restored key's body replaced
+    assert s3.get_object(Bucket=settings.bucket, Key="notes/1")["Body"].read() == b"new"
 
 
 def test_a_crash_while_writing_keeps_the_old_snapshot(
