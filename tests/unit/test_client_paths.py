@@ -389,3 +389,24 @@ def test_no_sdk_cli_or_mcp_module_builds_a_path_with_an_f_string() -> None:
 def test_the_hand_made_pattern_would_see_one() -> None:
     assert HAND_MADE.search('self.request("GET", f"/v1/tasks/{task_id}/lease")')
     assert not HAND_MADE.search('self.request("GET", path("tasks", task_id, "lease"))')
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["worker", "lease", "../admin/tokens/tok-1"],
+        ["tasks", "get", "../admin/tokens"],
+        ["tasks", "events", "x/../../admin/tokens"],
+    ],
+)
+def test_the_cli_goes_through_the_same_builder(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> None:
+    """Nothing listens at the endpoint: a refusal (not `unavailable`) proves no request was tried."""
+    from typer.testing import CliRunner
+
+    from dovecote.cli import app
+
+    monkeypatch.setenv("DOVECOTE_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("DOVECOTE_TOKEN", "dvc_x")
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, DovecoteError), result.output
+    assert result.exception.status == 0 and result.exception.code == "invalid_argument"
