@@ -39,6 +39,7 @@ from dovecote.client.config import DEV_TOKENS_FILE, ClientConfig, resolve
 from dovecote.client.errors import BAD_RESPONSE, UNAVAILABLE, DovecoteError, WaitTimeout
 from dovecote.client.memory import MemoryMixin
 from dovecote.client.notes import Note, NotesMixin
+from dovecote.client.paths import path
 from dovecote.client.recall import RecallMixin
 from dovecote.client.tasks import TERMINAL_STATES, TasksMixin, new_id, text_message
 from dovecote.notes.model import note_ref
@@ -308,7 +309,7 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
     def revoke_token(self, token_id: str) -> None:
         """Revoke a token of the authority (admin). Effective once the authorizer cache expires."""
         try:
-            self.request("DELETE", f"/v1/admin/tokens/{token_id}")
+            self.request("DELETE", path("admin", "tokens", token_id))
         except DovecoteError as exc:
             # A retry after a cut connection finds it already revoked (gone from the table's view).
             if not (exc.status == 404 and exc.attempts > 1):

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from dovecote.client import DovecoteClient
+from dovecote.mcp.annotations import hints
 from dovecote.mcp.errors import guarded
 from dovecote.mcp.fields import Project, Query, RecallRef, Session
 from dovecote.recall.model import MAX_READ_BUDGET, MAX_SEARCH_LIMIT, MIN_READ_BUDGET
@@ -24,9 +24,7 @@ IncludeThinking = Annotated[bool, Field(description="Include the assistant's thi
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    read_only = ToolAnnotations(read_only_hint=True)
-
-    @server.tool(name="recall_search", annotations=read_only)
+    @server.tool(name="recall_search", annotations=hints("recall_search"))
     @guarded
     def recall_search(
         query: Query,
@@ -58,7 +56,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             include_tools=include_tools,
         )
 
-    @server.tool(name="recall_read", annotations=read_only)
+    @server.tool(name="recall_read", annotations=hints("recall_read"))
     @guarded
     def recall_read(
         ref: RecallRef,
@@ -88,7 +86,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             include_thinking=include_thinking,
         )
 
-    @server.tool(name="recall_outline", annotations=read_only)
+    @server.tool(name="recall_outline", annotations=hints("recall_outline"))
     @guarded
     def recall_outline(
         session: Session,
@@ -101,7 +99,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             session, include_tools=include_tools, include_thinking=include_thinking, include_subagents=include_subagents
         )
 
-    @server.tool(name="recall_topics", annotations=read_only)
+    @server.tool(name="recall_topics", annotations=hints("recall_topics"))
     @guarded
     def recall_topics(
         query: Annotated[str, Field(description="Only topics matching this; '' for all.")] = "",
