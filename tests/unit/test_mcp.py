@@ -184,6 +184,7 @@ READ_ONLY = {
     "memory_status",
     "memory_list",
     "memory_relations",
+    "whoami",
 }
 # A repeat with the same arguments adds something new: a task, a memory write, another lease.
 NOT_IDEMPOTENT = {"tasks_create", "tasks_claim", "memory_submit"}
@@ -191,7 +192,7 @@ NOT_IDEMPOTENT = {"tasks_create", "tasks_claim", "memory_submit"}
 
 def test_every_tool_states_every_hint() -> None:
     hints = annotations()
-    assert len(hints) == 26
+    assert len(hints) == 27
     for name, hint in hints.items():
         assert hint is not None, name
         for field in ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"):

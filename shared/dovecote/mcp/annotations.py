@@ -62,6 +62,7 @@ TOOLS: dict[str, ToolAnnotations] = {
     "memory_list": READ,
     "memory_relations": READ,
     "memory_judge": ADDITIVE,
+    "whoami": READ,
 }
 
 
