@@ -16,7 +16,6 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
 from dovecote.platform.schema import DATE_PATTERN, OFFSET_PATTERN, TIME_PATTERN, bounded, one_of
 from dovecote.recall.model import (
-    MAX_PATTERN_CHARS,
     MAX_PROJECT_CHARS,
     MAX_QUERY_CHARS,
     MAX_READ_BUDGET,
@@ -35,6 +34,7 @@ from dovecote.recall.model import (
     gate_topic_label,
     gate_topics,
 )
+from dovecote.recall.patterns import MAX_PATTERN_CHARS, MAX_PATTERN_PROGRAM
 from dovecote.recall.service import RecallService
 from functions.recall_api.models import (
     IngestOut,
@@ -68,7 +68,12 @@ REF = {"pattern": f"^(ref=)?{SESSION}:{UUID_PART}$"}
 INSTANT_OR_DATE = {
     "pattern": f"^$|^{DATE_PATTERN}({TIME_PATTERN}(\\.[0-9]{{1,6}})?{OFFSET_PATTERN})?$",
 }
-REGEX = {**text(MAX_PATTERN_CHARS), "format": "regex"}
+# Not `format: regex` (that is ECMA-262's dialect): the server takes RE2, the reference's Go regexp.
+PATH_PATTERN = text(MAX_PATTERN_CHARS)
+PATH_PATTERN_DOC = (
+    f"an RE2 regular expression (Go regexp syntax: no backreferences or look-around), searched in the "
+    f"working directory; at most {MAX_PATTERN_CHARS} characters and {MAX_PATTERN_PROGRAM} RE2 instructions"
+)
 TEXT = "text/plain; charset=utf-8"
 
 
@@ -122,8 +127,8 @@ def search(
     min_messages: Annotated[int | None, Query(json_schema_extra=bounded(0, 10**9))] = None,
     project: Annotated[str, Query(json_schema_extra=text(MAX_PROJECT_CHARS))] = "",
     source: Annotated[str, Query(json_schema_extra=text(MAX_SOURCE_CHARS))] = "",
-    include_path: Annotated[str, Query(json_schema_extra=REGEX, description="a regex over the working directory")] = "",
-    exclude_path: Annotated[str, Query(json_schema_extra=REGEX, description="a regex over the working directory")] = "",
+    include_path: Annotated[str, Query(json_schema_extra=PATH_PATTERN, description=PATH_PATTERN_DOC)] = "",
+    exclude_path: Annotated[str, Query(json_schema_extra=PATH_PATTERN, description=PATH_PATTERN_DOC)] = "",
     current_session: Annotated[
         str,
         Query(

@@ -3,6 +3,7 @@ topics, the upload path (S3 notification → queue → indexer), bad input, isol
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
@@ -161,6 +162,54 @@ def test_bad_transcripts_are_refused(http: httpx.Client, caller: dict[str, str],
     response = http.post("/v1/transcripts", json=body, headers=caller)
     assert response.status_code == 400, response.text
     assert response.json()["error"]["code"] == "invalid_argument"
+
+
+def test_path_patterns_are_re2_and_linear(http: httpx.Client, caller: dict[str, str]) -> None:
+    """Issue 15 item 2: `(a+)+$` against a working directory `/aaa…!` took 5 s with 25 a's and 113 s
+    with 30 under Python's backtracking `re`, and stalled /v1/health. RE2 answers at once."""
+    token = word()
+    session_id = str(uuid.uuid4())
+    line = {
+        "type": "user",
+        "sessionId": session_id,
+        "uuid": str(uuid.uuid4()),
+        "cwd": "/" + "a" * 30 + "!",
+        "timestamp": "2025-06-01T00:00:00Z",
+        "message": {"role": "user", "content": f"redos probe {token}"},
+    }
+    body = {"format": "claude-code-jsonl", "project": "redos", "jsonl": json.dumps(line) + "\n"}
+    assert http.post("/v1/transcripts", json=body, headers=caller).status_code == 200
+    timings = []
+    for _ in range(3):
+        started = time.perf_counter()
+        probe = http.get("/v1/recall/search", params={"q": token, "include_path": "(a+)+$"}, headers=caller)
+        timings.append(time.perf_counter() - started)
+        assert probe.status_code == 200, probe.text
+        assert probe.json()["count"] == 0  # the directory ends with `!`
+    assert min(timings) < 0.1, timings
+    kept = http.get("/v1/recall/search", params={"q": token, "include_path": "^/a+!$"}, headers=caller).json()
+    assert [r["session_id"] for r in kept["results"]] == [session_id]
+    dropped = http.get("/v1/recall/search", params={"q": token, "exclude_path": "(a+)+!"}, headers=caller).json()
+    assert dropped["count"] == 0
+    for params in (
+        {"include_path": r"(a)\1"},  # a backreference: RE2 (and Go) refuse it
+        {"exclude_path": "(?=a)"},  # look-ahead
+        {"include_path": "a" * 501},  # the length cap
+        {"include_path": "(.*){1000}"},  # the program-size cap
+    ):
+        refused = http.get("/v1/recall/search", params={"q": token, **params}, headers=caller)
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "invalid_argument" and error["details"]["field"] == next(iter(params))
+
+
+def test_the_path_pattern_is_documented_as_re2(http: httpx.Client) -> None:
+    document = http.get("/v1/openapi.json").json()
+    parameters = document["paths"]["/v1/recall/search"]["get"]["parameters"]
+    for name in ("include_path", "exclude_path"):
+        parameter = next(p for p in parameters if p["name"] == name)
+        assert "format" not in parameter["schema"] and parameter["schema"]["maxLength"] == 500
+        assert "RE2" in parameter["description"]
 
 
 def test_an_ambiguous_prefix_lists_candidates(http: httpx.Client, caller: dict[str, str]) -> None:

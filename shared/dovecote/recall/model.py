@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from dovecote.platform.errors import InvalidArgument
+from dovecote.recall.patterns import MAX_PATTERN_CHARS, PathPattern, compile_path_pattern
 
 # ---- protocol constants (SEMANTICS §3) ------------------------------------------------------------
 
@@ -37,7 +38,6 @@ TRUNCATION_MARKER = " …[truncated]"
 MIN_READ_BUDGET = len(TRUNCATION_MARKER) + 18  # room for the marker and a readable start
 MAX_READ_BUDGET = 10_000_000
 MAX_QUERY_CHARS = 1000
-MAX_PATTERN_CHARS = 500
 MAX_TOPIC_LABEL_CHARS = 200
 DEFAULT_TOPICS_LIMIT = 20
 MAX_TOPICS_LIMIT = 100
@@ -387,17 +387,6 @@ def _bound(value: str, field_name: str, *, end_of_day: bool) -> str:
     return utc_iso(moment)
 
 
-def _pattern(value: str, field_name: str) -> re.Pattern[str] | None:
-    if not value:
-        return None
-    if len(value) > MAX_PATTERN_CHARS:
-        raise InvalidArgument(f"{field_name} is longer than {MAX_PATTERN_CHARS} characters", field=field_name)
-    try:
-        return re.compile(value)
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise InvalidArgument(f"{field_name} is not a valid regular expression: {exc}", field=field_name) from None
-
-
 def _limit(value: int | None, *, default: int, maximum: int, field_name: str = "limit") -> int:
     if value is None or value == 0:
         return default
@@ -419,8 +408,8 @@ class SearchParams:
     min_messages: int = 0
     project: str = ""
     source: str = ""
-    include_path: re.Pattern[str] | None = None
-    exclude_path: re.Pattern[str] | None = None
+    include_path: PathPattern | None = None  # RE2 (patterns.py)
+    exclude_path: PathPattern | None = None
     current_session: str = ""
     include_tools: bool = False
     oneline: bool = False
@@ -501,8 +490,8 @@ def gate_search(
         min_messages=min_messages or 0,
         project=_text_arg(project, "project", MAX_PROJECT_CHARS),
         source=_text_arg(source, "source", MAX_SOURCE_CHARS),
-        include_path=_pattern(_text_arg(include_path, "include_path", MAX_PATTERN_CHARS), "include_path"),
-        exclude_path=_pattern(_text_arg(exclude_path, "exclude_path", MAX_PATTERN_CHARS), "exclude_path"),
+        include_path=compile_path_pattern(_text_arg(include_path, "include_path", MAX_PATTERN_CHARS), "include_path"),
+        exclude_path=compile_path_pattern(_text_arg(exclude_path, "exclude_path", MAX_PATTERN_CHARS), "exclude_path"),
         current_session=current.replace("~", "/"),
         include_tools=bool(include_tools),
         oneline=fmt == "oneline",
