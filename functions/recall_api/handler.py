@@ -119,7 +119,9 @@ def search(
     q: Annotated[str, Query(json_schema_extra=text(MAX_QUERY_CHARS))] = "",
     limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_SEARCH_LIMIT))] = None,
     role: Annotated[str, Query(json_schema_extra=one_of("", *ROLES))] = "",
-    sort: Annotated[str, Query(json_schema_extra=one_of(*SORTS), description="absent (relevance) or newest")] = "",
+    sort: Annotated[
+        str, Query(json_schema_extra=one_of(*SORTS), description="absent (relevance), newest or oldest")
+    ] = "",
     since: Annotated[str, Query(json_schema_extra=INSTANT_OR_DATE, description="inclusive date or instant")] = "",
     before: Annotated[
         str, Query(json_schema_extra=INSTANT_OR_DATE, description="inclusive: a date or an instant")
@@ -139,6 +141,9 @@ def search(
         ),
     ] = "",
     include_tools: Annotated[bool, Query()] = False,
+    include_subagents: Annotated[
+        bool, Query(description="also search subagent threads (found only when asked for, as in the reference)")
+    ] = False,
     output: Annotated[
         str, Query(alias="format", json_schema_extra=one_of("", "json", "oneline"), description="json or oneline")
     ] = "",
@@ -160,6 +165,7 @@ def search(
         exclude_path=exclude_path,
         current_session=current_session,
         include_tools=include_tools,
+        include_subagents=include_subagents,
         format=output,
         ranker=ranker,
     )
@@ -174,7 +180,11 @@ def read(
     ref: Annotated[str, Path(json_schema_extra=REF)],
     budget: Annotated[
         int | None,
-        Query(json_schema_extra=bounded(MIN_READ_BUDGET, MAX_READ_BUDGET), description="characters; absent: no cap"),
+        Query(
+            json_schema_extra=bounded(MIN_READ_BUDGET, MAX_READ_BUDGET),
+            description="characters; absent: no cap. The anchor is always shown: below the marker's length it is "
+            "cut to the budget and the marker overshoots it",
+        ),
     ] = None,
     more: Annotated[
         int | None,
@@ -214,7 +224,7 @@ def outline(
     session: Annotated[str, Path(json_schema_extra={"pattern": f"^(ref=)?{SESSION}(:[^:\\s]+)?$"})],
     include_tools: Annotated[bool, Query()] = False,
     include_thinking: Annotated[bool, Query()] = False,
-    include_subagents: Annotated[bool, Query()] = True,
+    include_subagents: Annotated[bool, Query(description="list the session's subagent threads")] = False,
 ) -> OutlineOut:
     """Outline a session: the first and last four displayable messages, how many lie between,
     topic labels and subagent threads."""

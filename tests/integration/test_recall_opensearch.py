@@ -97,7 +97,7 @@ def find(engine: Any, authority: str, q: str, **options: Any) -> SearchPage:
 
 def words_seen(engine: OpenSearchIndex, authority: str, session_id: str) -> tuple[set[str], int]:
     rows = engine.outline(authority, session_id, visibility=Visibility(), scan=400, bookend=400)
-    return {r.text.split()[0] for r in rows.start + rows.end}, rows.displayable
+    return {r.text.split()[0] for r in rows.start + rows.end}, len(rows.start) + len(rows.end)
 
 
 def stored(engine: OpenSearchIndex, authority: str) -> int:

@@ -221,16 +221,17 @@ def search(
     query: Annotated[str, typer.Argument(help="Words (OR-ed, ranked by coverage) or a boolean query.")],
     limit: Annotated[int | None, typer.Option()] = None,
     role: Annotated[str, typer.Option()] = "",
-    sort: Annotated[str, typer.Option(help="newest, or leave empty for relevance")] = "",
+    sort: Annotated[str, typer.Option(help="newest or oldest, or leave empty for relevance")] = "",
     since: Annotated[str, typer.Option(help="inclusive: a date or an RFC 3339 instant")] = "",
     before: Annotated[str, typer.Option(help="inclusive: a date or an RFC 3339 instant")] = "",
     min_messages: Annotated[int | None, typer.Option()] = None,
     project: Annotated[str, typer.Option()] = "",
     source: Annotated[str, typer.Option()] = "",
-    include_path: Annotated[str, typer.Option(help="regex over the working directory")] = "",
-    exclude_path: Annotated[str, typer.Option(help="regex over the working directory")] = "",
+    include_path: Annotated[str, typer.Option(help="RE2 regex over the working directory")] = "",
+    exclude_path: Annotated[str, typer.Option(help="RE2 regex over the working directory")] = "",
     current_session: Annotated[str, typer.Option(help="your live session (id or 8+ prefix)")] = "",
     include_tools: Annotated[bool, typer.Option()] = False,
+    include_subagents: Annotated[bool, typer.Option(help="Also search subagent threads.")] = False,
     ranker: Annotated[str, typer.Option(help="message, top2 or session")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the SearchEnvelope.")] = False,
     oneline: Annotated[bool, typer.Option("--oneline", help="<ref>\\t<ISO>\\t<project>\\t<snippet> per hit.")] = False,
@@ -249,6 +250,7 @@ def search(
         "exclude_path": exclude_path,
         "current_session": current_session,
         "include_tools": include_tools,
+        "include_subagents": include_subagents,
         "ranker": ranker,
     }
     client = _client()
@@ -329,7 +331,7 @@ def outline(
     session: Annotated[str, typer.Argument(help="a session id or prefix (<session8>)")],
     include_tools: Annotated[bool, typer.Option()] = False,
     include_thinking: Annotated[bool, typer.Option()] = False,
-    subagents: Annotated[bool, typer.Option(help="List subagent threads.")] = True,
+    subagents: Annotated[bool, typer.Option(help="List subagent threads.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A session's arc: its first and last messages, topics and subagent threads."""

@@ -35,7 +35,7 @@ AMBIGUITY_CANDIDATES = 10
 MIN_SESSION_PREFIX = 8  # current_session: the exact id, or a prefix at least this long
 REF_PREFIX = 8  # printed refs start at <session8>:<uuid8> and lengthen until unique
 TRUNCATION_MARKER = " …[truncated]"
-MIN_READ_BUDGET = len(TRUNCATION_MARKER) + 18  # room for the marker and a readable start
+MIN_READ_BUDGET = 0  # any budget >= 0 is a read; below the marker's length the anchor is still shown, cut
 MAX_READ_BUDGET = 10_000_000
 MAX_QUERY_CHARS = 1000
 MAX_TOPIC_LABEL_CHARS = 200
@@ -56,7 +56,7 @@ MAX_GENERIC_MESSAGES = 50_000
 ROLES = ("user", "assistant", "system")
 KINDS = ("text", "tool", "thinking")
 FORMATS = ("claude-code-jsonl", "codex-jsonl")
-SORTS = ("", "relevance", "newest")
+SORTS = ("", "relevance", "newest", "oldest")
 RANKERS = ("message", "top2", "session")
 # bench/recall.py, 200 planted facts: top2 ties or beats the seed's best-single-message ranker on
 # both sets (with rivals: recall@1 0.375 vs 0.250, MRR 0.553 vs 0.420) and reads 2 rows per session.
@@ -117,8 +117,10 @@ def clean_text(value: str) -> str:
 
 
 def cap(text: str, limit: int) -> str:
-    """An index-time cap. The cut is marked, never silent; the archive keeps the whole text."""
-    return text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
+    """An index-time cap, as the reference applies it: the first `limit` characters (code points),
+    nothing appended, so a capped message reads as exactly `limit` characters. The archive keeps
+    the whole text (a rebuild re-derives it)."""
+    return text if len(text) <= limit else text[:limit]
 
 
 def canonical_uuid(raw: str) -> str | None:
@@ -231,6 +233,12 @@ class SessionInfo:
     sha256: str = ""
     spawn_key: str | None = None
     spawn_keys: tuple[str, ...] = ()
+
+    @property
+    def subagent(self) -> bool:
+        """A subagent thread (Claude sidechain, Codex subagent, generic `subagent`): searched only
+        when asked for, as in the reference."""
+        return self.agent is not None or self.parent_session is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,6 +420,7 @@ class SearchParams:
     exclude_path: PathPattern | None = None
     current_session: str = ""
     include_tools: bool = False
+    include_subagents: bool = False
     oneline: bool = False
     ranker: str = DEFAULT_RANKER
     # The caller's own spelling of each argument, for next_command.
@@ -433,6 +442,7 @@ def gate_search(
     exclude_path: Any = "",
     current_session: Any = "",
     include_tools: bool = False,
+    include_subagents: bool = False,
     format: Any = "",  # noqa: A002 - the API's parameter name
     ranker: Any = "",
 ) -> SearchParams:
@@ -444,7 +454,7 @@ def gate_search(
         raise InvalidArgument(f"role must be one of {', '.join(ROLES)}, got {role_!r}", field="role")
     sort_ = _text_arg(sort, "sort", 16)
     if sort_ not in SORTS:
-        raise InvalidArgument(f"sort must be 'newest' or absent, got {sort_!r}", field="sort")
+        raise InvalidArgument(f"sort must be 'newest', 'oldest' or absent, got {sort_!r}", field="sort")
     since_ = _bound(_text_arg(since, "since", 64), "since", end_of_day=False)
     before_ = _bound(_text_arg(before, "before", 64), "before", end_of_day=True)
     # since after before is an empty range, not an error: it matches nothing (every well-formed pair
@@ -454,7 +464,9 @@ def gate_search(
     if min_messages is not None and min_messages > 10**9:
         raise InvalidArgument("min_messages is too large", field="min_messages")
     current = _text_arg(current_session, "current_session", MAX_SESSION_ID_CHARS * 2)
-    if current and (len(current) < MIN_SESSION_PREFIX or not _SESSION_PART.fullmatch(current)):
+    if len(current) < MIN_SESSION_PREFIX:
+        current = ""  # the reference ignores a prefix this short (it would name too many sessions)
+    if current and not _SESSION_PART.fullmatch(current):
         raise InvalidArgument(
             f"current_session must be the session id or a prefix of at least {MIN_SESSION_PREFIX} characters",
             field="current_session",
@@ -479,6 +491,7 @@ def gate_search(
         "exclude_path": exclude_path or "",
         "current_session": current,
         "include_tools": include_tools,
+        "include_subagents": include_subagents,
     }
     return SearchParams(
         q=query,
@@ -494,6 +507,7 @@ def gate_search(
         exclude_path=compile_path_pattern(_text_arg(exclude_path, "exclude_path", MAX_PATTERN_CHARS), "exclude_path"),
         current_session=current.replace("~", "/"),
         include_tools=bool(include_tools),
+        include_subagents=bool(include_subagents),
         oneline=fmt == "oneline",
         ranker=ranker_,
         raw=raw,
@@ -522,7 +536,7 @@ def gate_read(
 ) -> ReadParams:
     """The one gate for a read: the ref grammar, the budget, the expand-in-place ladder."""
     parsed = parse_ref(ref)
-    if budget is not None and not MIN_READ_BUDGET <= budget <= MAX_READ_BUDGET:
+    if budget is not None and not 0 <= budget <= MAX_READ_BUDGET:
         raise InvalidArgument(
             f"budget must be between {MIN_READ_BUDGET} and {MAX_READ_BUDGET} characters, got {budget}",
             field="budget",
@@ -557,11 +571,11 @@ def gate_read(
 class OutlineParams:
     session: str
     visibility: Visibility = Visibility()
-    include_subagents: bool = True
+    include_subagents: bool = False  # the reference lists subagent threads only when asked
 
 
 def gate_outline(
-    session: Any, *, include_tools: bool = False, include_thinking: bool = False, include_subagents: bool = True
+    session: Any, *, include_tools: bool = False, include_thinking: bool = False, include_subagents: bool = False
 ) -> OutlineParams:
     return OutlineParams(
         session=check_session_arg(session),

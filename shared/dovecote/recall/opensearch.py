@@ -85,6 +85,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -115,6 +116,7 @@ from dovecote.recall.ports import (
     SessionHit,
     TopicRow,
     Window,
+    outline_rows,
 )
 from dovecote.recall.query import And, Node, Not, Query, Term
 from dovecote.recall.ranking import Candidate, rank_sessions
@@ -145,6 +147,9 @@ REFRESH_POLICIES = ("wait_for", "true")
 
 # unicode61's token characters: letters, digits and private-use characters; everything else splits.
 _WORD_PATTERN = r"[^\p{L}\p{N}\p{Co}]+"
+_WORD_SPLIT = re.compile(r"[^\w]|_")  # a prefix of several tokens (Python's approximation of the above)
+# A multi-token prefix (`foo-ba*`) expands its last token to at most this many indexed tokens.
+PREFIX_EXPANSIONS = 1000
 ANALYSIS = {
     "tokenizer": {
         "recall_words": {"type": "pattern", "pattern": _WORD_PATTERN},
@@ -185,6 +190,7 @@ MESSAGE_MAPPING = {
         "source": _KEYWORD,
         "cwd": _KEYWORD,
         "message_count": {"type": "integer"},
+        "subagent": {"type": "boolean"},  # absent on documents written before it: a main session
     },
 }
 SESSION_MAPPING = {
@@ -334,6 +340,18 @@ def _lcp(a: str, b: str) -> int:
 # ---- the query language, compiled ------------------------------------------------------------------
 
 
+def leaf(term: Term, field: str) -> dict[str, Any]:
+    """One term over `field`: a phrase of its analysed tokens, like an FTS5 quoted string. A prefix
+    (`zephyrc*`) is FTS5's: the query text is analysed (stemmed) and its last token matches every
+    indexed token it starts (match_bool_prefix: no expansion limit on that token); on the trigram
+    subfield a prefix is a substring, as in SQLite's trigram table."""
+    if term.prefix and not field.endswith(".tri"):
+        if _WORD_SPLIT.search(term.text.strip()):
+            return {"match_phrase_prefix": {field: {"query": term.text, "max_expansions": PREFIX_EXPANSIONS}}}
+        return {"match_bool_prefix": {field: {"query": term.text}}}
+    return {"match_phrase": {field: {"query": term.text}}}
+
+
 def compile_node(node: Node, field: str, keep: Callable[[Term], bool] | None = None) -> dict[str, Any] | None:
     """The query tree as an OpenSearch query over `field` (the same shape as query.to_fts5). Every
     term is a phrase of its analysed tokens, like an FTS5 quoted string. `keep` drops leaves the
@@ -342,7 +360,7 @@ def compile_node(node: Node, field: str, keep: Callable[[Term], bool] | None = N
     if isinstance(node, Term):
         if keep is not None and not keep(node):
             return None
-        return {"match_phrase": {field: {"query": node.text}}}
+        return leaf(node, field)
     if isinstance(node, Not):
         left = compile_node(node.keep, field, keep)
         right = compile_node(node.drop, field, keep)
@@ -368,7 +386,7 @@ def _term_clause(index: int, term: Term, field: str) -> dict[str, Any]:
     """One positive term, named `t<index>` (matched_queries: coverage), scored bm25 + the weight."""
     return {
         "function_score": {
-            "query": {"match_phrase": {field: {"query": term.text}}},
+            "query": leaf(term, field),
             "functions": [{"weight": COVERAGE_WEIGHT}],
             "boost_mode": "sum",
             "_name": f"t{index}",
@@ -404,6 +422,8 @@ def _filter_clauses(f: SearchFilter) -> list[dict[str, Any]]:
         out.append({"term": {"project": f.project}})
     if f.source:
         out.append({"term": {"source": f.source}})
+    if not f.subagents:
+        out.append({"bool": {"must_not": [{"term": {"subagent": True}}]}})
     if f.places is not None:
         out.append(
             {
@@ -818,6 +838,7 @@ class OpenSearchIndex:
                 "source": session.source,
                 "cwd": session.cwd,
                 "message_count": len(session.messages),
+                "subagent": session.agent is not None or session.parent_session is not None,
             }
             if m.timestamp:
                 doc["ts"] = m.timestamp
@@ -1205,11 +1226,15 @@ class OpenSearchIndex:
                 }
             }
         }
-        if query.sort == "newest":
-            per_session["newest"] = {
+        if query.sort in ("newest", "oldest"):  # the row the sort picks per session (ranking.py)
+            latest = query.sort == "newest"
+            per_session["picked"] = {
                 "top_hits": {
                     "size": 1,
-                    "sort": [{"ts": {"order": "desc", "missing": "_last"}}, {"rowid": "asc"}],
+                    "sort": [
+                        {"ts": {"order": "desc" if latest else "asc", "missing": "_last" if latest else "_first"}},
+                        {"rowid": "asc"},
+                    ],
                     "track_scores": True,
                     "_source": False,
                     "docvalue_fields": ["rowid", "pos", "ts"],
@@ -1218,7 +1243,7 @@ class OpenSearchIndex:
         if query.ranker == "session" and len(terms) > 1:
             for i, term in enumerate(terms):
                 if keep is None or keep(term):
-                    per_session[f"t{i}"] = {"filter": {"match_phrase": {field: {"query": term.text}}}}
+                    per_session[f"t{i}"] = {"filter": leaf(term, field)}
         searches.append(
             (
                 self.messages,
@@ -1262,7 +1287,7 @@ class OpenSearchIndex:
             if query.ranker == "session" and len(terms) > 1:
                 union = frozenset(i for i in range(len(terms)) if bucket.get(f"t{i}", {}).get("doc_count"))
             seen: set[int] = set()
-            hits = bucket["top"]["hits"]["hits"] + (bucket["newest"]["hits"]["hits"] if "newest" in bucket else [])
+            hits = bucket["top"]["hits"]["hits"] + (bucket["picked"]["hits"]["hits"] if "picked" in bucket else [])
             for hit in hits:
                 values = hit["fields"]
                 rowid = int(values["rowid"][0])
@@ -1298,7 +1323,7 @@ class OpenSearchIndex:
         }
         terms = query.query.terms
         if tier == "word":
-            words = [{"match_phrase": {"text": {"query": t.text}}} for t in terms]
+            words = [leaf(t, "text") for t in terms]
             rows_body["highlight"] = {
                 "pre_tags": [""],
                 "post_tags": [""],
@@ -1419,29 +1444,14 @@ class OpenSearchIndex:
     ) -> OutlineRows:
         snap = self._snapshot(authority)
         in_session = self._visible(authority, snap, {"term": {"session_id": session_id}})
-        head, tail, count = self._msearch(
+        head, tail = self._msearch(
             authority,
             [
                 (self.messages, {"query": in_session, "size": scan, "sort": [{"pos": "asc"}], "_source": _ROW_FIELDS}),
                 (self.messages, {"query": in_session, "size": scan, "sort": [{"pos": "desc"}], "_source": _ROW_FIELDS}),
-                (
-                    self.messages,
-                    {
-                        "query": self._visible(
-                            authority, snap, {"term": {"session_id": session_id}}, _visibility(visibility)
-                        ),
-                        "size": 0,
-                        "track_total_hits": True,
-                    },
-                ),
             ],
         )
-        start = [r for r in map(_row, _sources(head)) if visibility.shows(r.kind, r.envelope)][:bookend]
-        taken = {r.pos for r in start}
-        end = [r for r in map(_row, _sources(tail)) if visibility.shows(r.kind, r.envelope) and r.pos not in taken][
-            :bookend
-        ]
-        return OutlineRows(start=start, end=list(reversed(end)), displayable=_total(count))
+        return outline_rows([_row(s) for s in _sources(head)], [_row(s) for s in _sources(tail)], visibility, bookend)
 
     # ---- topics -----------------------------------------------------------------------------------
 
@@ -1509,7 +1519,7 @@ class OpenSearchIndex:
             scope = self._owned(authority)
             order: list[Any] = [{"seq": "desc"}]
         else:
-            words = [{"match_phrase": {"label": {"query": t.text}}} for t in query.terms]
+            words = [leaf(t, "label") for t in query.terms]
             scope = {
                 "bool": {
                     "filter": [{"term": {"authority": authority}}],

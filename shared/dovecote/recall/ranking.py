@@ -14,7 +14,9 @@ that score messages alike order conversations alike.
    Every ranker keys first on the coverage of the conversation's best message, so an exact phrase
    in one conversation still outranks the same terms scattered over another.
    The hit's ref always points at the conversation's best message.
-4. `sort=newest` instead picks each conversation's newest matching message and orders by its time.
+4. `sort=newest` instead picks each conversation's newest matching message and orders by its time,
+   newest first (unknown times last); `sort=oldest` its oldest, oldest first (unknown times first,
+   as the reference orders an empty time). Equal times keep the relevance order.
 
 `fuse` is the seed's reciprocal-rank fusion (k = 60) for a second retrieval tier (vectors); no such
 tier is wired yet, the function states the rule for whoever adds one.
@@ -67,6 +69,13 @@ def rank_sessions(candidates: list[Candidate], *, ranker: str = "message", sort:
         return sorted(
             picked, key=lambda r: (not r.best.timestamp, _neg_time(r.best.timestamp), rank[r.best.session_id])
         )
+    if sort == "oldest":
+        picked = []
+        for rows in per_session.values():
+            oldest = min(rows, key=lambda c: (bool(c.timestamp), c.timestamp, c.rowid))
+            picked.append(Ranked(oldest, len(oldest.terms), oldest.score))
+        rank = {r.best.session_id: i for i, r in enumerate(_by_relevance(per_session, ranker))}
+        return sorted(picked, key=lambda r: (bool(r.best.timestamp), r.best.timestamp, rank[r.best.session_id]))
     return _by_relevance(per_session, ranker)
 
 

@@ -29,10 +29,10 @@ from dovecote.recall import formats
 from dovecote.recall.model import (
     BROAD_QUERY_MATCHES,
     FORMATS,
+    LEVEL_SEPARATOR,
     MAX_CANDIDATES,
     MAX_PROJECT_CHARS,
     MAX_SEARCH_LIMIT,
-    MIN_READ_BUDGET,
     NEIGHBOUR_CHARS,
     OUTLINE_BOOKEND,
     OUTLINE_SCAN_ROWS,
@@ -59,6 +59,7 @@ from dovecote.recall.model import (
     SessionInfo,
     TopicLabel,
     TopicsParams,
+    Visibility,
     clean_text,
     gate_ingest,
     old_numeric_ref,
@@ -161,7 +162,8 @@ class SubagentInfo:
 class ReadResult:
     project: str
     session_id: str
-    read_ref: str
+    read_ref: str  # the ref as asked (the reference echoes it)
+    canonical_ref: str  # the shortest unique printed form, which reads back
     anchor_uuid: str
     messages: list[MessageView]
     char_budget: int | None
@@ -260,8 +262,8 @@ def fit_budget(texts: list[str], centre: int, budget: int | None) -> Fitted:
     could cut the anchor away, let the marker overshoot, and left the cut message out of the count)."""
     if budget is None:
         return Fitted(dict(enumerate(texts)), 0, 0)
-    if budget < MIN_READ_BUDGET:  # the gate refuses these: the centre would not fit beside the marker
-        raise ValueError(f"budget {budget} is below {MIN_READ_BUDGET}")
+    if budget < 0:  # the gate refuses these
+        raise ValueError(f"budget {budget} is negative")
     remaining = budget
     shown: dict[int, str] = {}
     trimmed_chars = trimmed_msgs = 0
@@ -278,7 +280,12 @@ def fit_budget(texts: list[str], centre: int, budget: int | None) -> Fitted:
             continue
         crossed = True
         room = remaining - len(TRUNCATION_MARKER)
-        if room > 0:
+        if index == centre and room <= 0:
+            # The anchor is never dropped: a budget too small for the marker cuts the anchor to the
+            # budget and the marker overshoots it (the one case where it may); budget 0 shows no
+            # text of it, as the reference's 0 shows none.
+            room = budget
+        if room > 0 or index == centre:
             shown[index] = text[:room] + TRUNCATION_MARKER
             trimmed_chars += len(text) - room
         else:
@@ -469,6 +476,7 @@ class RecallService:
                     source=p.source,
                     places=places,
                     visibility=search_visibility(p.include_tools),
+                    subagents=p.include_subagents,
                 ),
                 limit=p.limit,
                 sort=p.sort,
@@ -691,14 +699,14 @@ class RecallService:
             for i, r in enumerate(rows)
             if i in fitted.texts
         ]
-        read_ref = self.index.printed_ref(authority, info.session_id, anchor.uuid)
+        canonical_ref = self.index.printed_ref(authority, info.session_id, anchor.uuid)
         truncated = fitted.trimmed_msgs > 0
         next_command = ""
         if truncated:
             needed = sum(len(t) for t in texts)
             next_command = _command(
                 "read",
-                read_ref,
+                canonical_ref,
                 budget=needed,
                 more=p.more,
                 around=p.around,
@@ -709,7 +717,8 @@ class RecallService:
         return ReadResult(
             project=info.project,
             session_id=info.session_id,
-            read_ref=read_ref,
+            read_ref=_as_asked(p.ref, info.session_id),
+            canonical_ref=canonical_ref,
             anchor_uuid=anchor.uuid,
             messages=messages,
             char_budget=p.budget,
@@ -731,8 +740,11 @@ class RecallService:
         info = self.index.session(authority, session_id)
         if info is None:
             raise NotFound(f"session {p.session!r} not found", session=p.session)
+        # Bookends are the conversation: tool rows and envelopes never show there, include_tools or
+        # not (the reference reads them from user/assistant rows and strips tool runs).
+        bookend_visibility = Visibility(tools=False, thinking=p.visibility.thinking)
         rows = self.index.outline(
-            authority, session_id, visibility=p.visibility, scan=OUTLINE_SCAN_ROWS, bookend=OUTLINE_BOOKEND
+            authority, session_id, visibility=bookend_visibility, scan=OUTLINE_SCAN_ROWS, bookend=OUTLINE_BOOKEND
         )
         subagents = []
         if p.include_subagents:
@@ -748,7 +760,7 @@ class RecallService:
             message_count=info.message_count,
             start=[_view(r, OUTLINE_TEXT_CHARS) for r in rows.start],
             end=[_view(r, OUTLINE_TEXT_CHARS) for r in rows.end],
-            mid_count=max(0, rows.displayable - len(rows.start) - len(rows.end)),
+            mid_count=rows.between,
             topics=[t.label for t in self.index.session_topics(authority, session_id)],
             subagents=subagents,
             summary=info.summary,
@@ -800,6 +812,15 @@ class RecallService:
         return rebuild_authority(self.index, self._archive, principal.authority)
 
 
+def _as_asked(ref: ReadRef, session_id: str) -> str:
+    """The ref as the caller gave it (the reference echoes it): each session segment at the length
+    given, in the real id's spelling, and the uuid part as given (lowercase)."""
+    asked = ref.session.split("/")
+    have = session_id.split("/")
+    session = LEVEL_SEPARATOR.join(h[: len(a)] for a, h in zip(asked, have, strict=False))
+    return f"{session}:{ref.uuid}"
+
+
 def _path_selected(p: SearchParams, directory: str) -> bool:
     if p.include_path is not None and not p.include_path.search(directory):
         return False
@@ -845,4 +866,5 @@ def _search_command(p: SearchParams, limit: int) -> str:
         exclude_path=raw.get("exclude_path"),
         current_session=raw.get("current_session"),
         include_tools=raw.get("include_tools"),
+        include_subagents=raw.get("include_subagents"),
     )

@@ -49,6 +49,7 @@ from dovecote.recall.ports import (
     SessionHit,
     TopicRow,
     Window,
+    outline_rows,
 )
 from dovecote.recall.query import Or, Query, Term, to_fts5
 from dovecote.recall.ranking import Candidate, rank_sessions
@@ -59,6 +60,7 @@ SNIPPET_TOKENS = 24
 RANKER_ROWS = {"message": 1, "top2": 2, "session": 3}
 SNIPPET_CHARS = 240
 _TOP = "\U0010ffff"
+_SORT_ROW = {"newest": " OR rn_new = 1", "oldest": " OR rn_old = 1"}  # the row a sort picks per session
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -94,7 +96,8 @@ CREATE TABLE IF NOT EXISTS messages (
     envelope INTEGER NOT NULL,
     human INTEGER NOT NULL,
     ts TEXT NOT NULL,
-    text TEXT NOT NULL
+    text TEXT NOT NULL,
+    sub INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX IF NOT EXISTS messages_pos ON messages (authority, session_id, pos);
 CREATE UNIQUE INDEX IF NOT EXISTS messages_uuid ON messages (authority, session_id, uuid);
@@ -231,6 +234,18 @@ class SqliteSearchIndex:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Databases made before `messages.sub` (the subagent flag search filters on) gain it."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(messages)")}
+        if "sub" not in columns:
+            self._db.executescript(
+                "BEGIN IMMEDIATE; ALTER TABLE messages ADD COLUMN sub INTEGER NOT NULL DEFAULT 0; "
+                "UPDATE messages SET sub = 1 WHERE EXISTS (SELECT 1 FROM sessions s WHERE "
+                "s.authority = messages.authority AND s.session_id = messages.session_id AND "
+                "(s.agent IS NOT NULL OR s.parent_session IS NOT NULL)); COMMIT;"
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -273,9 +288,10 @@ class SqliteSearchIndex:
                         json.dumps(list(session.spawn_keys)),
                     ),
                 )
+                sub = int(session.agent is not None or session.parent_session is not None)
                 self._db.executemany(
-                    "INSERT INTO messages (authority, session_id, pos, uuid, role, kind, envelope, human, ts, text) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO messages (authority, session_id, pos, uuid, role, kind, envelope, human, ts, text, "
+                    "sub) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (
                             authority,
@@ -288,6 +304,7 @@ class SqliteSearchIndex:
                             int(m.human),
                             m.timestamp,
                             m.text,
+                            sub,
                         )
                         for pos, m in enumerate(session.messages)
                     ],
@@ -520,6 +537,8 @@ class SqliteSearchIndex:
         if f.role:
             where.append("m.role = ?")
             params.append(f.role)
+        if not f.subagents:
+            where.append("m.sub = 0")
         if f.since:
             where.append("m.ts != '' AND m.ts >= ?")
             params.append(f.since)
@@ -609,9 +628,10 @@ class SqliteSearchIndex:
             "ranked AS (SELECT f.*, "
             f"ROW_NUMBER() OVER (PARTITION BY sid ORDER BY ({cover}) DESC, score, id) AS rn, "
             "ROW_NUMBER() OVER (PARTITION BY sid ORDER BY ts DESC, id) AS rn_new, "
+            "ROW_NUMBER() OVER (PARTITION BY sid ORDER BY ts != '', ts, id) AS rn_old, "
             f"{union}, MAX(ts) OVER () AS newest FROM flagged f) "
             f"SELECT id, sid, pos, ts, score, {row_flags}, {row_unions}, (SELECT COUNT(*) FROM hits_all), newest "
-            f"FROM ranked WHERE rn <= {RANKER_ROWS[query.ranker]}{' OR rn_new = 1' if query.sort == 'newest' else ''} "
+            f"FROM ranked WHERE rn <= {RANKER_ROWS[query.ranker]}{_SORT_ROW.get(query.sort, '')} "
             "ORDER BY score, id"
         )
         rows = self._execute(sql, [*params, query.max_candidates + 1, query.max_candidates, *flag_params])
@@ -747,15 +767,7 @@ class SqliteSearchIndex:
                 "ORDER BY pos DESC LIMIT ?",
                 (authority, session_id, scan),
             ).fetchall()
-            displayable = self._db.execute(
-                f"SELECT COUNT(*) FROM messages m WHERE m.authority = ? AND m.session_id = ? "  # noqa: S608
-                f"AND {_visibility_sql(visibility)}",
-                (authority, session_id),
-            ).fetchone()[0]
-        start = [r for r in map(_row, head) if visibility.shows(r.kind, r.envelope)][:bookend]
-        taken = {r.pos for r in start}
-        end = [r for r in map(_row, tail) if visibility.shows(r.kind, r.envelope) and r.pos not in taken][:bookend]
-        return OutlineRows(start=start, end=list(reversed(end)), displayable=displayable)
+        return outline_rows([_row(r) for r in head], [_row(r) for r in tail], visibility, bookend)
 
     # ---- topics ---------------------------------------------------------------------------------
 
