@@ -31,7 +31,8 @@ from dovecote.recall.model import (
     utc_iso,
 )
 from dovecote.recall.ports import PendingUpload, SearchIndex
-from dovecote.recall.service import STORE_NOTE_TRIGRAM, RecallService, SearchEnvelope
+from dovecote.recall.results import SearchEnvelope
+from dovecote.recall.service import STORE_NOTE_TRIGRAM, RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
 from tests.conftest import SHARED_DATA
 
@@ -339,6 +340,24 @@ def test_an_ambiguous_current_session_is_refused(recall: RecallService) -> None:
     with pytest.raises(AmbiguousRef) as caught:
         search(recall, "marks", current_session="abcdefgh")
     assert caught.value.details["candidates"] == ["abcdefgh-1", "abcdefgh-2"]
+
+
+def test_the_fused_ranker_prefers_a_conversation_about_the_words(recall: RecallService) -> None:
+    """`fused`: the message hits fused with the session's summed score, without the coverage key: a
+    conversation that keeps returning to the question's words beats a single message naming them
+    all in passing."""
+    for i in range(20):  # the question's words are rare in the corpus, as they are in a real one
+        put(recall, f"filler{i}", [f"unrelated chatter number {i}", "more unrelated words", "and a reply"])
+    put(recall, "passing", ["the kelvar port and the zimbo listener came up once", "lunch plans"])
+    put(
+        recall,
+        "about",
+        [f"kelvar port step {i}: moved, restarted, checked" for i in range(10)],
+    )
+    assert sessions_of(search(recall, "kelvar zimbo port", ranker="message"))[0] == "passing"
+    fused = search(recall, "kelvar zimbo port", ranker="fused")
+    assert sessions_of(fused) == ["about", "passing"]
+    assert fused.results[0].read_ref.startswith("about:")
 
 
 def test_sort_oldest(recall: RecallService) -> None:

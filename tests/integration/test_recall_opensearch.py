@@ -31,9 +31,10 @@ from opensearchpy.exceptions import ConflictError
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 
 from dovecote.platform.errors import CommitUnknown, Throttled
-from dovecote.recall import opensearch as engine_module
+from dovecote.recall import opensearch_store as engine_module
 from dovecote.recall.model import RANKERS, Message, Session, Visibility
-from dovecote.recall.opensearch import ABANDON_SECONDS, GRACE_SECONDS, OpenSearchIndex
+from dovecote.recall.opensearch import OpenSearchIndex
+from dovecote.recall.opensearch_store import ABANDON_SECONDS, GRACE_SECONDS
 from dovecote.recall.ports import IndexQuery, SearchFilter, SearchPage, Withhold
 from dovecote.recall.query import parse_query
 from dovecote.recall.sqlite import SqliteSearchIndex

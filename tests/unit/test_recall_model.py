@@ -25,7 +25,8 @@ from dovecote.recall.model import (
 )
 from dovecote.recall.query import And, Not, Or, Term, parse_query, to_fts5
 from dovecote.recall.ranking import Candidate, fuse, rank_sessions
-from dovecote.recall.service import RecallService, SearchEnvelope, SearchRef, clean_oneline, fit_budget, outward
+from dovecote.recall.results import SearchEnvelope, SearchRef, fit_budget, outward
+from dovecote.recall.service import RecallService, clean_oneline
 
 # ---- refs -------------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -61,6 +62,20 @@ def _fail(exc: DovecoteError) -> None:
     code, line = describe(exc)
     err.print(" ".join(line.split()), highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def _call(verb: Callable[..., dict[str, Any]], *args: Any, as_json: bool = False, **options: Any) -> dict[str, Any]:
+    """One verb of the SDK: an error is reported as every command reports one (and exits); with
+    --json the answer is printed whole and the command ends here (typer.Exit(0))."""
+    try:
+        result = verb(*args, **options)
+    except DovecoteError as exc:
+        _fail(exc)
+        raise  # _fail exits; this keeps the type checker sure of it
+    if as_json:
+        out.print_json(json.dumps(result))
+        raise typer.Exit(0)
+    return result
 
 
 # ---- push, watch, hook --------------------------------------------------------------------------
@@ -232,7 +247,7 @@ def search(
     current_session: Annotated[str, typer.Option(help="your live session (id or 8+ prefix)")] = "",
     include_tools: Annotated[bool, typer.Option()] = False,
     include_subagents: Annotated[bool, typer.Option(help="Also search subagent threads.")] = False,
-    ranker: Annotated[str, typer.Option(help="message, top2 or session")] = "",
+    ranker: Annotated[str, typer.Option(help="message, top2, session or fused")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the SearchEnvelope.")] = False,
     oneline: Annotated[bool, typer.Option("--oneline", help="<ref>\\t<ISO>\\t<project>\\t<snippet> per hit.")] = False,
 ) -> None:
@@ -300,22 +315,17 @@ def read(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A bounded excerpt around a ref."""
-    try:
-        result = _client().recall_read(
-            ref,
-            budget=budget,
-            more=more,
-            around=around,
-            window=window,
-            include_tools=include_tools,
-            include_thinking=include_thinking,
-        )
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    if as_json:
-        out.print_json(json.dumps(result))
-        return
+    result = _call(
+        _client().recall_read,
+        ref,
+        as_json=as_json,
+        budget=budget,
+        more=more,
+        around=around,
+        window=window,
+        include_tools=include_tools,
+        include_thinking=include_thinking,
+    )
     out.print(f"{result['project']} {result['session_id']} ({result['read_ref']})", highlight=False)
     _print_messages(result["messages"], result["anchor_uuid"])
     if result["truncated"]:
@@ -335,16 +345,14 @@ def outline(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A session's arc: its first and last messages, topics and subagent threads."""
-    try:
-        result = _client().recall_outline(
-            session, include_tools=include_tools, include_thinking=include_thinking, include_subagents=subagents
-        )
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    if as_json:
-        out.print_json(json.dumps(result))
-        return
+    result = _call(
+        _client().recall_outline,
+        session,
+        as_json=as_json,
+        include_tools=include_tools,
+        include_thinking=include_thinking,
+        include_subagents=subagents,
+    )
     out.print(
         f"{result['project']} {result['session_id']}: {result['message_count']} messages, "
         f"{result['started_at']} → {result['iso']}",
@@ -394,14 +402,7 @@ def topics(
 @recall_app.command("rebuild")
 def rebuild(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Admin: re-create this authority's index from the archived transcripts."""
-    try:
-        result = _client("admin").recall_rebuild()
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    if as_json:
-        out.print_json(json.dumps(result))
-        return
+    result = _call(_client("admin").recall_rebuild, as_json=as_json)
     out.print(
         f"rebuilt {result['sessions']} sessions ({result['messages']} messages) from {result['transcripts']} "
         f"transcripts; {result['topics']} topics; {len(result['failed'])} failed",

@@ -59,7 +59,8 @@ ROLES = ("user", "assistant", "system")
 KINDS = ("text", "tool", "thinking")
 FORMATS = ("claude-code-jsonl", "codex-jsonl")
 SORTS = ("", "relevance", "newest", "oldest")
-RANKERS = ("message", "top2", "session")
+RANKERS = ("message", "top2", "session", "fused")
+FUSION_WEIGHT = 0.3  # `fused`: the weight of the message hits (top2) against the session's summed score
 # bench/recall.py, 200 planted facts: top2 ties or beats the seed's best-single-message ranker on
 # both sets (with rivals: recall@1 0.375 vs 0.250, MRR 0.553 vs 0.420) and reads 2 rows per session.
 DEFAULT_RANKER = "top2"

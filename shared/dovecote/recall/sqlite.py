@@ -36,15 +36,21 @@ from pathlib import Path
 from typing import Any
 
 from dovecote.platform.errors import InvalidArgument
+from dovecote.recall.engine_rules import (
+    SNIPPET_CHARS,
+    nested_session_length,
+    substring_snippet,
+    trigram_leaf,
+    unique_length,
+)
 from dovecote.recall.model import (
     AMBIGUITY_CANDIDATES,
-    REF_PREFIX,
+    FUSION_WEIGHT,
     Row,
     Session,
     SessionInfo,
     Visibility,
     format_ref,
-    printed_session,
     session_prefix_matches,
 )
 from dovecote.recall.ports import (
@@ -58,14 +64,11 @@ from dovecote.recall.ports import (
     Window,
     outline_rows,
 )
-from dovecote.recall.query import Or, Query, Term, to_fts5
+from dovecote.recall.query import Or, Query, to_fts5
 from dovecote.recall.ranking import Candidate
+from dovecote.recall.sqlite_schema import check_sqlite, create_schema
 
-MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 SNIPPET_TOKENS = 24
-# How many of a session's best rows each ranker reads (ranking.py): the SQL keeps no more.
-RANKER_ROWS = {"message": 1, "top2": 2, "session": 3}
-SNIPPET_CHARS = 240
 MMAP_BYTES = 1 << 30
 CACHE_KIB = 64 * 1024
 _TOP = "\U0010ffff"
@@ -77,11 +80,13 @@ _AGGREGATE = {
     "message": "s1",
     "top2": "s1 + COALESCE(s2 / 2.0, 0.0)",
     "session": "s1 + COALESCE(s2, 0.0) + COALESCE(s3, 0.0)",
+    "fused": f"ROUND({FUSION_WEIGHT} * (s1 + COALESCE(s2 / 2.0, 0.0)) + {1 - FUSION_WEIGHT} * tot, 6)",
 }
 _RELEVANCE = {
     "message": "stream",
     "top2": "cov DESC, agg DESC, stream",
     "session": "cov DESC, uni DESC, agg DESC, stream",
+    "fused": "agg DESC, stream",
 }
 
 
@@ -93,96 +98,12 @@ class _Ranked:
     withheld: int
     newest: str
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    authority TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    sid_lower TEXT NOT NULL,
-    depth INTEGER NOT NULL,
-    source TEXT NOT NULL,
-    project TEXT NOT NULL,
-    cwd TEXT NOT NULL,
-    parent_session TEXT,
-    agent TEXT,
-    summary TEXT NOT NULL,
-    message_count INTEGER NOT NULL,
-    started_at TEXT NOT NULL,
-    last_at TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    spawn_key TEXT,
-    spawn_keys TEXT NOT NULL,
-    PRIMARY KEY (authority, session_id)
-);
-CREATE INDEX IF NOT EXISTS sessions_prefix ON sessions (authority, depth, sid_lower);
-CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (authority, parent_session);
-CREATE INDEX IF NOT EXISTS sessions_spawn ON sessions (authority, spawn_key);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY,
-    authority TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    pos INTEGER NOT NULL,
-    uuid TEXT NOT NULL,
-    role TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    envelope INTEGER NOT NULL,
-    human INTEGER NOT NULL,
-    ts TEXT NOT NULL,
-    text TEXT NOT NULL,
-    sub INTEGER NOT NULL DEFAULT 0
-);
-CREATE UNIQUE INDEX IF NOT EXISTS messages_pos ON messages (authority, session_id, pos);
-CREATE UNIQUE INDEX IF NOT EXISTS messages_uuid ON messages (authority, session_id, uuid);
-CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
-    text, content='messages', content_rowid='id', tokenize='porter unicode61'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS messages_tri USING fts5(
-    text, content='messages', content_rowid='id', tokenize='trigram'
-);
-CREATE TRIGGER IF NOT EXISTS messages_ai AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
-    INSERT INTO messages_tri (rowid, text) VALUES (new.id, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS messages_ad AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
-    INSERT INTO messages_tri (messages_tri, rowid, text) VALUES ('delete', old.id, old.text);
-END;
-CREATE TABLE IF NOT EXISTS topics (
-    id INTEGER PRIMARY KEY,
-    authority TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    start_uuid TEXT NOT NULL,
-    label TEXT NOT NULL,
-    UNIQUE (authority, session_id, start_uuid)
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS topics_fts USING fts5(
-    label, content='topics', content_rowid='id', tokenize='porter unicode61'
-);
-CREATE TRIGGER IF NOT EXISTS topics_ai AFTER INSERT ON topics BEGIN
-    INSERT INTO topics_fts (rowid, label) VALUES (new.id, new.label);
-END;
-CREATE TRIGGER IF NOT EXISTS topics_ad AFTER DELETE ON topics BEGIN
-    INSERT INTO topics_fts (topics_fts, rowid, label) VALUES ('delete', old.id, old.label);
-END;
-"""
 
 _SESSION_COLUMNS = (
     "session_id, source, project, cwd, message_count, started_at, last_at, parent_session, agent, summary, "
     "sha256, spawn_key, spawn_keys"
 )
 _ROW_COLUMNS = "session_id, pos, uuid, role, kind, text, ts, envelope, human"
-
-
-def check_sqlite() -> None:
-    """FTS5 with the trigram tokenizer needs SQLite 3.34 or newer, compiled with FTS5."""
-    if sqlite3.sqlite_version_info < MIN_SQLITE:
-        raise RuntimeError(f"recall needs SQLite >= 3.34 (trigram tokenizer); this Python has {sqlite3.sqlite_version}")
-    probe = sqlite3.connect(":memory:")
-    try:
-        probe.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
-    except sqlite3.OperationalError as exc:
-        raise RuntimeError(f"recall needs SQLite compiled with FTS5: {exc}") from None
-    finally:
-        probe.close()
 
 
 def _visibility_sql(visibility: Visibility, alias: str = "m") -> str:
@@ -226,31 +147,6 @@ def _row(row: tuple[Any, ...]) -> Row:
     )
 
 
-def _lcp(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _trigram_leaf(term: Term) -> bool:
-    return len(term.text) >= 3
-
-
-def substring_snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
-    """A window of the text around the first term it holds (the trigram tier has no word snippet)."""
-    lowered = text.lower()
-    hits = [lowered.find(t.lower()) for t in terms]
-    hits = [h for h in hits if h >= 0]
-    if not hits:
-        return text[:width] + ("…" if len(text) > width else "")
-    start = max(0, min(hits) - width // 3)
-    piece = text[start : start + width]
-    return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
-
-
 class SqliteSearchIndex:
     name = "sqlite-fts5"
 
@@ -268,19 +164,7 @@ class SqliteSearchIndex:
             # larger page cache than the 2 MB default (about 10 % off a broad search at 100k).
             self._db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-        self._db.executescript(SCHEMA)
-        self._migrate()
-
-    def _migrate(self) -> None:
-        """Databases made before `messages.sub` (the subagent flag search filters on) gain it."""
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(messages)")}
-        if "sub" not in columns:
-            self._db.executescript(
-                "BEGIN IMMEDIATE; ALTER TABLE messages ADD COLUMN sub INTEGER NOT NULL DEFAULT 0; "
-                "UPDATE messages SET sub = 1 WHERE EXISTS (SELECT 1 FROM sessions s WHERE "
-                "s.authority = messages.authority AND s.session_id = messages.session_id AND "
-                "(s.agent IS NOT NULL OR s.parent_session IS NOT NULL)); COMMIT;"
-            )
+        create_schema(self._db)
 
     def close(self) -> None:
         with self._lock:
@@ -470,25 +354,17 @@ class SqliteSearchIndex:
             )
 
     def _session_len(self, authority: str, session_id: str) -> int:
-        longest = max(len(s) for s in session_id.split("/"))
-        if "/" not in session_id:
-            lowered = session_id.lower()
-            neighbours = self._db.execute(
-                "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
-                "AND sid_lower < ? ORDER BY sid_lower DESC LIMIT 1) UNION ALL "
-                "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
-                "AND sid_lower >= ? AND session_id != ? ORDER BY sid_lower LIMIT 2)",
-                (authority, lowered, authority, lowered, session_id),
-            ).fetchall()
-            need = max((_lcp(lowered, n[0]) + 1 for n in neighbours), default=0)
-            return min(longest, max(REF_PREFIX, need))
-        length = REF_PREFIX
-        while length < longest:
-            found = self.resolve_sessions(authority, printed_session(session_id, length, "/"))
-            if found.ids == [session_id] and found.total == 1:
-                break
-            length += 1
-        return min(length, longest)
+        if "/" in session_id:
+            return nested_session_length(session_id, lambda prefix: self.resolve_sessions(authority, prefix))
+        lowered = session_id.lower()
+        neighbours = self._db.execute(
+            "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
+            "AND sid_lower < ? ORDER BY sid_lower DESC LIMIT 1) UNION ALL "
+            "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
+            "AND sid_lower >= ? AND session_id != ? ORDER BY sid_lower LIMIT 2)",
+            (authority, lowered, authority, lowered, session_id),
+        ).fetchall()
+        return unique_length(lowered, (n[0] for n in neighbours))
 
     def _uuid_len(self, authority: str, session_id: str, uuid: str) -> int:
         neighbours = self._db.execute(
@@ -497,8 +373,7 @@ class SqliteSearchIndex:
             "authority = ? AND session_id = ? AND uuid > ? ORDER BY uuid LIMIT 1)",
             (authority, session_id, uuid, authority, session_id, uuid),
         ).fetchall()
-        need = max((_lcp(uuid, n[0]) + 1 for n in neighbours), default=0)
-        return min(len(uuid), max(REF_PREFIX, need))
+        return unique_length(uuid, (n[0] for n in neighbours))
 
     def turn_start(self, authority: str, session_id: str) -> int | None:
         with self._lock:
@@ -535,7 +410,7 @@ class SqliteSearchIndex:
             table = "messages_fts"
             found = self._ranked(authority, query, table, expression)
             if not found.shown and not found.withheld:
-                trigram = to_fts5(query.query.root, _trigram_leaf)
+                trigram = to_fts5(query.query.root, trigram_leaf)
                 if trigram is not None:
                     table = "messages_tri"
                     found = self._ranked(authority, query, table, trigram)
@@ -630,7 +505,7 @@ class SqliteSearchIndex:
             )[0][0]
             where = [*where, "NOT (m.session_id = ? AND m.pos >= ?)"]
             params = [*params, *hold]
-        keep = _trigram_leaf if table == "messages_tri" else None
+        keep = trigram_leaf if table == "messages_tri" else None
         flags: list[str] = []
         flag_params: list[Any] = []
         terms = query.query.terms
@@ -668,15 +543,13 @@ class SqliteSearchIndex:
             "grouped AS (SELECT sid, MIN(stream) AS stream, MAX(CASE WHEN rn = 1 THEN cov END) AS cov, "
             "MAX(CASE WHEN rn = 1 THEN id END) AS best, -MAX(CASE WHEN rn = 1 THEN score END) AS s1, "
             "-MAX(CASE WHEN rn = 2 THEN score END) AS s2, -MAX(CASE WHEN rn = 3 THEN score END) AS s3, "
-            f"{union} AS uni, {pick_columns} FROM ranked GROUP BY sid), "
+            f"{union} AS uni, -SUM(score) AS tot, {pick_columns} FROM ranked GROUP BY sid), "
             f"scored AS (SELECT *, ROW_NUMBER() OVER (ORDER BY {_RELEVANCE[query.ranker]}) AS rel "
             f"FROM (SELECT g.*, {_AGGREGATE[query.ranker]} AS agg FROM grouped g)) "
             f"SELECT sid, {shown_columns}, (SELECT COUNT(*) FROM grouped), (SELECT COUNT(*) FROM hits_all), "
             f"(SELECT MAX(ts) FROM hits) FROM scored ORDER BY {_ORDER.get(query.sort, 'rel')} LIMIT ?"
         )
-        rows = self._execute(
-            sql, [*params, query.max_candidates + 1, query.max_candidates, *flag_params, query.limit]
-        )
+        rows = self._execute(sql, [*params, query.max_candidates + 1, query.max_candidates, *flag_params, query.limit])
         if not rows:
             return _Ranked([], 0, False, withheld, "")
         shown = [(r[0], r[1], r[2], r[3]) for r in rows]
@@ -705,7 +578,7 @@ class SqliteSearchIndex:
         if len(query.terms) == 1:
             return dict.fromkeys(rowids, frozenset({0}))
         matched: dict[int, set[int]] = {}
-        keep = _trigram_leaf if table == "messages_tri" else None
+        keep = trigram_leaf if table == "messages_tri" else None
         for index, term in enumerate(query.terms):
             expression = to_fts5(term, keep)
             if expression is None:
