@@ -147,7 +147,9 @@ def search(
     output: Annotated[
         str, Query(alias="format", json_schema_extra=one_of("", "json", "oneline"), description="json or oneline")
     ] = "",
-    ranker: Annotated[str, Query(json_schema_extra=one_of("", *RANKERS), description="top2 by default")] = "",
+    ranker: Annotated[
+        str, Query(json_schema_extra=one_of("", *RANKERS), description="fused by default; message, top2, session")
+    ] = "",
 ) -> Response[SearchEnvelopeOut | str]:
     """Search transcripts: ranked refs, one per session, with warnings and a completeness report (or
     one line per result with `format=oneline`)."""
