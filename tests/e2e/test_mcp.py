@@ -327,7 +327,7 @@ def test_recall_tools_after_pushing_a_transcript(dev_runtime: dict[str, Any]) ->
         assert outline["session_id"] if "session_id" in outline else outline
         topics = await call(client, "recall_topics", project=project)
         assert isinstance(topics, dict)
-        bad = await fails(client, "recall_read", ref=ref, budget=1)
+        bad = await fails(client, "recall_read", ref=ref, budget=-1)
         assert bad["code"] == "invalid_argument"
 
     session(stdio(dev_runtime, "caller"), body)

@@ -101,7 +101,8 @@ class RecallMixin:
 
     def recall_search(self, q: str, **options: Any) -> dict[str, Any]:
         """The SearchEnvelope. Options: limit, role, sort, since, before, min_messages, project,
-        source, include_path, exclude_path, current_session, include_tools, ranker."""
+        source, include_path, exclude_path, current_session, include_tools, include_subagents, ranker.
+        sort is relevance (absent), newest or oldest."""
         return dict(self.request("GET", "/v1/recall/search", params=_params(q=q, **options)))
 
     def recall_search_oneline(self, q: str, **options: Any) -> str:
@@ -114,7 +115,7 @@ class RecallMixin:
         return dict(self.request("GET", path("recall", "read", _level_part(ref)), params=_params(**options)))
 
     def recall_outline(self, session: str, **options: Any) -> dict[str, Any]:
-        """Options: include_tools, include_thinking, include_subagents (default true)."""
+        """Options: include_tools, include_thinking, include_subagents (default false)."""
         if options.get("include_subagents") is False:
             options["include_subagents"] = "false"
         return dict(self.request("GET", path("recall", "outline", _level_part(session)), params=_params(**options)))

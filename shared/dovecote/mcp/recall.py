@@ -32,13 +32,14 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         role: Annotated[
             Literal["", "user", "assistant", "system"], Field(description="Only messages of this role.")
         ] = "",
-        sort: Annotated[Literal["", "relevance", "newest"], Field(description="Order of results.")] = "",
+        sort: Annotated[Literal["", "relevance", "newest", "oldest"], Field(description="Order of results.")] = "",
         since: Annotated[str, Field(description="Inclusive date or RFC 3339 instant.")] = "",
         before: Annotated[str, Field(description="Inclusive date or RFC 3339 instant.")] = "",
         project: Project = "",
         source: Annotated[str, Field(description="Only this source (e.g. claude-code, codex).")] = "",
         current_session: Annotated[str, Field(description="Your live session id, left out of the results.")] = "",
         include_tools: IncludeTools = False,
+        include_subagents: Annotated[bool, Field(description="Also search subagent threads.")] = False,
     ) -> dict[str, Any]:
         """Search past agent conversations (transcripts): ranked hits, one per session, each with a
         `read_ref` for recall_read. Check `complete` and `warnings`: an incomplete or stale scope
@@ -54,6 +55,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             source=source,
             current_session=current_session,
             include_tools=include_tools,
+            include_subagents=include_subagents,
         )
 
     @server.tool(name="recall_read", annotations=hints("recall_read"))
@@ -92,7 +94,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         session: Session,
         include_tools: IncludeTools = False,
         include_thinking: IncludeThinking = False,
-        include_subagents: Annotated[bool, Field(description="Include subagents' messages.")] = True,
+        include_subagents: Annotated[bool, Field(description="List the session's subagent threads.")] = False,
     ) -> dict[str, Any]:
         """The shape of one session: its turns from start to end, to decide what to read."""
         return client.recall_outline(
