@@ -18,6 +18,7 @@ from dovecote.tasks.service import Outcome, TaskService
 from functions.tasks_api.models import (
     ArtifactEnvelope,
     ArtifactUploadIn,
+    ArtifactUploadOut,
     AssignmentEnvelope,
     CallerCommandIn,
     ClaimIn,
@@ -42,7 +43,6 @@ from functions.tasks_api.models import (
     SnapshotOut,
     TaskEnvelope,
     TaskListOut,
-    UploadOut,
     WorkerCommandIn,
     WorkerDeliveryIn,
 )
@@ -276,12 +276,16 @@ def freeze_artifact(task_id: TaskId, body: Annotated[FreezeIn, Body()]) -> Freez
 
 
 @app.post(
-    "/v1/tasks/<task_id>/artifacts/uploads", tags=["workers"], responses=responses(200, UploadOut, *COMMAND_ERRORS)
+    "/v1/tasks/<task_id>/artifacts/uploads",
+    tags=["workers"],
+    responses=responses(200, ArtifactUploadOut, *COMMAND_ERRORS),
 )
-def create_artifact_upload(task_id: TaskId, body: Annotated[ArtifactUploadIn, Body()]) -> UploadOut:
+def create_artifact_upload(task_id: TaskId, body: Annotated[ArtifactUploadIn, Body()]) -> ArtifactUploadOut:
     """A presigned PUT for a large artifact payload, bound to its size and SHA-256. Send
     upload_headers with it, then freeze with payload.upload_sha256."""
-    return UploadOut.model_validate(service().create_artifact_upload(current_principal(app), task_id, _body(body)))
+    return ArtifactUploadOut.model_validate(
+        service().create_artifact_upload(current_principal(app), task_id, _body(body))
+    )
 
 
 @app.post("/v1/worker/events", tags=["workers"], responses=responses(200, SettlementOut, 400, 401, 403, 429, 503))

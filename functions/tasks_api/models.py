@@ -162,7 +162,7 @@ class PartOut(ApiModel):
     size: int | None = None
 
 
-class MessageOut(ApiModel):
+class TaskMessageOut(ApiModel):
     id: str
     sequence: int
     author: str
@@ -171,11 +171,11 @@ class MessageOut(ApiModel):
 
 
 class MessageEnvelope(ApiModel):
-    message: MessageOut
+    message: TaskMessageOut
 
 
 class MessagePage(ApiModel):
-    items: list[MessageOut]
+    items: list[TaskMessageOut]
     next: int
     has_more: bool
 
@@ -295,7 +295,7 @@ class ArtifactEnvelope(ApiModel):
     payload: PayloadOut
 
 
-class UploadOut(ApiModel):
+class ArtifactUploadOut(ApiModel):
     upload_url: str
     upload_headers: dict[str, str] = Field(description="send every one of these headers with the PUT")
     expires_at: str

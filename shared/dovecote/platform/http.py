@@ -7,12 +7,14 @@ import base64
 import binascii
 import functools
 import json
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
 from aws_lambda_powertools.logging import correlation_paths
-from pydantic import BaseModel, model_serializer
+from pydantic import BaseModel, GetJsonSchemaHandler, model_serializer
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound
 from dovecote.platform.observability import logger, metrics
@@ -28,6 +30,32 @@ class ApiModel(BaseModel):
     def _omit_none(self, handler: Any) -> Any:
         data = handler(self)
         return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The wrap serializer above returns `Any`, which pydantic documents as `{}`: every response
+        body would have no schema at all. Document the fields as serialized instead: each one is
+        always present, except an optional one, which is omitted (never null) when it has no value."""
+        if handler.mode != "serialization":
+            return handler(core_schema)
+        unwrapped = {k: v for k, v in core_schema.items() if k != "serialization"}
+        reference = handler(cast(CoreSchema, unwrapped))
+        schema = handler.resolve_ref_schema(reference)
+        properties: dict[str, Any] = schema.get("properties") or {}
+        optional = set()
+        for name, prop in properties.items():
+            options = prop.get("anyOf")
+            if isinstance(options, list) and {"type": "null"} in options:
+                optional.add(name)
+                rest = [o for o in options if o != {"type": "null"}]
+                del prop["anyOf"]
+                prop.pop("default", None)
+                if len(rest) == 1:
+                    prop.update(rest[0])
+                else:
+                    prop["anyOf"] = rest
+        schema["required"] = [name for name in properties if name not in optional]
+        return reference
 
 
 class ErrorBody(BaseModel):
