@@ -272,7 +272,7 @@ class Gateway:
         if path_parameters:
             event["pathParameters"] = path_parameters
         if body:
-            event["body"] = body.decode("utf-8", "replace") if is_text else base64.b64encode(body).decode()
+            event["body"] = body.decode("utf-8", "surrogateescape") if is_text else base64.b64encode(body).decode()
         return event
 
     @staticmethod

@@ -8,6 +8,7 @@ import binascii
 import functools
 import json
 from typing import Any, Callable, cast
+from urllib.parse import unquote_to_bytes
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
@@ -173,12 +174,29 @@ def _check_json(value: Any) -> DomainError | None:
     return None
 
 
+def _raw_query_bytes(raw: str) -> bytes:
+    """The query string as the client sent it, percent-escapes decoded. API Gateway keeps
+    `rawQueryString` percent-encoded (ASCII); the local gateway passes literal bytes as Latin-1
+    characters, the WSGI convention (PEP 3333), so each character up to U+00FF is one byte."""
+    try:
+        data = raw.encode("latin-1")
+    except UnicodeEncodeError:
+        data = raw.encode("utf-8", "surrogatepass")
+    return unquote_to_bytes(data)
+
+
+def _not_utf8(what: str, exc: UnicodeDecodeError) -> DomainError:
+    return InvalidArgument(f"{what} is not valid UTF-8", offset=exc.start)
+
+
 def gate_request(event: dict[str, Any]) -> dict[str, Any] | None:
     """The one gate every API request passes before the resolver sees it. In order:
     1. the principal (a route behind the authorizer runs nothing for a stranger, not even a parse);
-    2. path and query text;
-    3. the body: declared JSON (any case, or a +json type), valid UTF-8, parseable, at most
-       MAX_JSON_DEPTH deep, no lone surrogates, no integer beyond Python's 4300-digit limit.
+    2. the query string: valid UTF-8 once its percent-escapes are decoded (strictly: a gateway that
+       decoded `%FF` as U+FFFD would otherwise store a character nobody sent); path and query text;
+    3. the body: declared JSON (any case, or a +json type), valid UTF-8 (strictly, whether the
+       gateway passed it as text or as base64), parseable, at most MAX_JSON_DEPTH deep, no lone
+       surrogates, no integer beyond Python's 4300-digit limit.
     It returns the refusal, or None after normalising the event (the body decoded, the content type
     `application/json`) so the resolver's own parser sees exactly what was checked."""
     try:
@@ -186,6 +204,10 @@ def gate_request(event: dict[str, Any]) -> dict[str, Any] | None:
             principal_from_event(event)
     except DomainError as error:
         return _refusal(error)
+    try:
+        _raw_query_bytes(str(event.get("rawQueryString") or "")).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _refusal(_not_utf8("the query string", exc))
     for where in ("queryStringParameters", "pathParameters"):
         for name, value in (event.get(where) or {}).items():
             if _bad_text(str(name)) or _bad_text(str(value)):
@@ -200,13 +222,21 @@ def gate_request(event: dict[str, Any]) -> dict[str, Any] | None:
             InvalidArgument("request bodies are JSON: send Content-Type: application/json", content_type=declared)
         )
     try:
+        # A text body holding a lone surrogate (the local gateway's surrogateescape of a byte that is
+        # not UTF-8) encodes to bytes that are not UTF-8 either: refused below, never replaced.
         raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8", "surrogatepass")
+    except (ValueError, binascii.Error) as exc:
+        return _refusal(InvalidArgument("request body is not valid base64", problem=str(exc)[:200]))
+    try:
         text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _refusal(_not_utf8("request body", exc))
+    try:
         parsed = json.loads(text)
     except RecursionError:
         return _refusal(InvalidArgument(f"request JSON nests deeper than {MAX_JSON_DEPTH} levels"))
-    except (ValueError, binascii.Error) as exc:
-        return _refusal(InvalidArgument("request body is not valid UTF-8 JSON", problem=str(exc)[:200]))
+    except ValueError as exc:
+        return _refusal(InvalidArgument("request body is not valid JSON", problem=str(exc)[:200]))
     problem = _check_json(parsed)
     if problem is not None:
         return _refusal(problem)
