@@ -20,7 +20,9 @@ MAX_NOTE_BYTES = 64 * 1024 * 1024
 INLINE_LIMIT = 256 * 1024
 # DynamoDB items are capped at 400 KB; bounded coordinates keep index items well under it.
 MAX_COORDINATE_BYTES = 1024
-MAX_RUN = 2**63 - 1
+# The reference's run is a Go int; the API promises what every JSON client can hold exactly (2^53-1,
+# JavaScript's Number.MAX_SAFE_INTEGER): a larger run would be rounded by some client on its way back.
+MAX_RUN = 2**53 - 1
 DEFAULT_LIST_LIMIT = 1000
 MAX_LIST_LIMIT = 1000
 
@@ -96,6 +98,18 @@ class NoteFilter:
     def validate(self) -> NoteFilter:
         if self.run is not None and self.run < 1:
             raise InvalidArgument(f"Filter.Run must be >= 1, got {self.run}", field="run")
+        if self.run is not None and self.run > MAX_RUN:
+            raise InvalidArgument(f"Filter.Run must be <= {MAX_RUN}, got {self.run}", field="run")
+        # A filter longer than any storable coordinate matches nothing: refused, as documented.
+        for field, value in (("key", self.key), ("name", self.name), ("author", self.author or "")):
+            size = len(value.encode("utf-8"))
+            if size > MAX_COORDINATE_BYTES:
+                raise InvalidArgument(
+                    f"Filter.{field.capitalize()} is {size} bytes; the limit is {MAX_COORDINATE_BYTES}",
+                    field=field,
+                    size=size,
+                    limit=MAX_COORDINATE_BYTES,
+                )
         return self
 
     def matches(self, note: NoteCoordinates) -> bool:
