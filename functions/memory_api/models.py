@@ -17,18 +17,14 @@ from dovecote.memory.model import (
 )
 from dovecote.memory.service import MAX_REDRIVE, RELATION_ID
 from dovecote.platform.http import ApiModel
-from dovecote.platform.schema import ID, JsonInt, RequestModel, bounded, one_of
+from dovecote.platform.schema import ID, PY_SPACE, JsonInt, RequestModel, bounded, one_of, utf8_text
 
 # The gate's rules, declared (tests/e2e/test_schemathesis.py holds the two together). Sizes are in
-# UTF-8 bytes; JSON Schema counts characters, so the document declares a quarter (at most 4 bytes each).
+# UTF-8 bytes, declared as such (platform/schema.py utf8_text).
 SCOPE: dict[str, Any] = {"pattern": f"^{SCOPE_PATTERN.pattern}$"}
 RELATION: dict[str, Any] = {"pattern": f"^{RELATION_ID.pattern}$"}
-# Some visible character, and no NUL.
-CONTENT: dict[str, Any] = {
-    "minLength": 1,
-    "maxLength": MAX_CONTENT_BYTES // 4,
-    "pattern": r"^[^\x00]*[^\x00\s][^\x00]*$",
-}
+# Some visible character, and no NUL; at most MAX_CONTENT_BYTES (8 KiB) of UTF-8.
+CONTENT: dict[str, Any] = utf8_text(MAX_CONTENT_BYTES, minLength=1, pattern=f"^[^\\x00]*[^\\x00{PY_SPACE}][^\\x00]*$")
 TAGS: dict[str, Any] = {"maxItems": MAX_TAGS, "uniqueItems": True}
 TAG: dict[str, Any] = {"pattern": f"^{TAG_PATTERN.pattern}$"}
 NOTE: dict[str, Any] = {"maxLength": MAX_NOTE_CHARS, "pattern": r"^[^\x00]*$"}

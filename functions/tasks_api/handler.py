@@ -54,6 +54,9 @@ ArtifactId = Annotated[str, Path(json_schema_extra=ID)]
 LIMIT = {**bounded(0, MAX_PAGE), "description": "0 or absent: the default (100)"}
 # RFC 3339 with a zone, years 1000-9999 (an instant before year 1 in UTC is refused, not widened).
 INSTANT = instant_pattern(6)
+# A stream's `after` is bounded by the task's own count, which JSON Schema cannot state: said in words.
+AFTER = "a sequence number, at most the task's {count}: a larger one is 400 invalid_argument"
+PAST_THE_END = "invalid_argument: `after` is past the end of the stream (the task's {count}), or a bad `limit`"
 COMMAND_ERRORS = (400, 401, 403, 404, 409, 413, 429, 503)
 READ_ERRORS = (400, 401, 403, 404, 429, 503)
 
@@ -116,10 +119,17 @@ def get_task(task_id: TaskId) -> TaskEnvelope:
 
 @app.get("/v1/tasks", tags=["tasks"], responses=responses(200, TaskListOut, *READ_ERRORS))
 def list_tasks(
-    context: Annotated[str, Query(json_schema_extra=ID)] = "",
-    state: Annotated[str, Query(json_schema_extra=one_of(*STATES))] = "",
+    context: Annotated[
+        str, Query(json_schema_extra={"anyOf": [{"maxLength": 0}, ID]}, description="empty or absent: any context")
+    ] = "",
+    state: Annotated[str, Query(json_schema_extra=one_of("", *STATES), description="empty or absent: any state")] = "",
     updated_since: Annotated[
-        str, Query(json_schema_extra={"format": "date-time", "pattern": INSTANT}, description="RFC 3339")
+        str,
+        Query(
+            # Empty (the default) is no filter, so the document allows it beside the instant grammar.
+            json_schema_extra={"anyOf": [{"maxLength": 0}, {"format": "date-time", "pattern": INSTANT}]},
+            description="RFC 3339 with a zone; empty or absent: no filter",
+        ),
     ] = "",
     limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
     cursor: Annotated[str | None, Query()] = None,
@@ -151,10 +161,16 @@ def cancel_task(task_id: TaskId, body: Annotated[CallerCommandIn, Body()]) -> Ta
     return TaskEnvelope.model_validate(_task(service().cancel(current_principal(app), task_id, _body(body))))
 
 
-@app.get("/v1/tasks/<task_id>/messages", tags=["tasks"], responses=responses(200, MessagePage, *READ_ERRORS))
+@app.get(
+    "/v1/tasks/<task_id>/messages",
+    tags=["tasks"],
+    responses=responses(200, MessagePage, *READ_ERRORS, why={400: PAST_THE_END.format(count="message_count")}),
+)
 def list_messages(
     task_id: TaskId,
-    after: Annotated[int | None, Query(json_schema_extra=bounded(0), description="a sequence number")] = None,
+    after: Annotated[
+        int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="message_count"))
+    ] = None,
     limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
 ) -> MessagePage:
     """The task's messages after sequence `after`, oldest first; `next` continues the stream. A page
@@ -170,10 +186,16 @@ def get_message(task_id: TaskId, message_id: Annotated[str, Path(json_schema_ext
     return MessageEnvelope.model_validate(service().message(current_principal(app), task_id, message_id))
 
 
-@app.get("/v1/tasks/<task_id>/events", tags=["tasks"], responses=responses(200, EventPage, *READ_ERRORS))
+@app.get(
+    "/v1/tasks/<task_id>/events",
+    tags=["tasks"],
+    responses=responses(200, EventPage, *READ_ERRORS, why={400: PAST_THE_END.format(count="event_count")}),
+)
 def list_events(
     task_id: TaskId,
-    after: Annotated[int | None, Query(json_schema_extra=bounded(0), description="a sequence number")] = None,
+    after: Annotated[
+        int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="event_count"))
+    ] = None,
     limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
 ) -> EventPage:
     """The task's events after sequence `after`, oldest first; `next` continues the stream."""

@@ -7,7 +7,17 @@ from typing import Any
 from pydantic import Field, StrictStr
 
 from dovecote.platform.http import ApiModel
-from dovecote.platform.schema import BASE64, ID, MEDIA_TYPE, SAFE_MAX, JsonInt, RequestModel, bounded, with_schema
+from dovecote.platform.schema import (
+    BASE64,
+    ID,
+    MEDIA_TYPE,
+    SAFE_MAX,
+    JsonInt,
+    RequestModel,
+    bounded,
+    utf8_text,
+    with_schema,
+)
 from dovecote.tasks.model import (
     ARTIFACT_HARD_MAX,
     ARTIFACT_STATES,
@@ -221,12 +231,8 @@ class LeaseListOut(ApiModel):
 
 # ---- artifacts, workspaces, apply receipts, worker events --------------------------------------------
 
-# Byte limits declared in characters at 4 bytes each (as notes does): every schema-valid value is accepted.
-REVISION_TEXT: dict[str, Any] = {
-    "minLength": 1,
-    "maxLength": MAX_REVISION_BYTES // 4,
-    "pattern": r"^[^\x00-\x1f\x7f]+$",
-}
+# Byte limits declared as such (platform/schema.py utf8_text).
+REVISION_TEXT: dict[str, Any] = utf8_text(MAX_REVISION_BYTES, minLength=1, pattern=r"^[^\x00-\x1f\x7f]+$")
 SHA256_HEX: dict[str, Any] = {"pattern": r"^(sha256:)?[0-9a-f]{64}$"}
 DIGEST_TEXT: dict[str, Any] = {"pattern": r"^sha256:[0-9a-f]{64}$"}
 
@@ -253,9 +259,18 @@ class FreezeIn(WorkerCommandIn):
     payload: PayloadIn
 
 
+def _deployment_artifact_max(schema: dict[str, Any]) -> None:
+    """The maximum this deployment enforces (DOVECOTE_ARTIFACT_MAX_BYTES, 16 MiB by default, at most
+    ARTIFACT_HARD_MAX), read when the document is built: the deployment serves its own document."""
+    from dovecote.platform.settings import get_settings
+
+    schema.update(bounded(1, get_settings().artifact_max_bytes))
+
+
 class ArtifactUploadIn(_In):
     size: JsonInt = Field(
-        json_schema_extra=bounded(1, ARTIFACT_HARD_MAX), description="exact byte size (the deployment's maximum holds)"
+        json_schema_extra=_deployment_artifact_max,
+        description=f"exact byte size, at most this deployment's maximum (the hard maximum is {ARTIFACT_HARD_MAX})",
     )
     sha256: StrictStr = Field(json_schema_extra=SHA256_HEX, description="hex SHA-256 of the payload")
 
@@ -319,8 +334,8 @@ class ReceiptIn(_In):
         json_schema_extra=REVISION_TEXT,
         description="required for conflict; equal to result_revision for success",
     )
-    code: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": MAX_RECEIPT_CODE_BYTES // 4})
-    message: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": MAX_RECEIPT_MESSAGE_BYTES // 4})
+    code: StrictStr | None = Field(default=None, json_schema_extra=utf8_text(MAX_RECEIPT_CODE_BYTES))
+    message: StrictStr | None = Field(default=None, json_schema_extra=utf8_text(MAX_RECEIPT_MESSAGE_BYTES))
 
 
 class ReceiptOut(ApiModel):

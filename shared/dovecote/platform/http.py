@@ -82,22 +82,25 @@ class GatewayMessage(BaseModel):
 GATEWAY_STATUSES = (401, 413)
 
 
-def responses(status: int, model: type[BaseModel] | None, *errors: int) -> dict[int, Any]:
+def responses(
+    status: int, model: type[BaseModel] | None, *errors: int, why: dict[int, str] | None = None
+) -> dict[int, Any]:
     """OpenAPI responses of a route: its success (with its model, or none for 204) and the error
-    statuses it can return. Powertools documents only what is listed once any entry is given."""
+    statuses it can return, each with `why` it is answered when a route says. Powertools documents
+    only what is listed once any entry is given."""
     success: dict[str, Any] = {"description": "success"}
     if model is not None:
         success["content"] = {JSON: {"model": model}}
-    return {status: success, **error_responses(*errors)}
+    return {status: success, **error_responses(*errors, why=why)}
 
 
-def error_responses(*statuses: int) -> dict[int, Any]:
+def error_responses(*statuses: int, why: dict[int, str] | None = None) -> dict[int, Any]:
     """OpenAPI response entries for the error statuses a route can return."""
     envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
     either = {"anyOf": [envelope, {"$ref": "#/components/schemas/GatewayMessage"}]}
     return {
         status: {
-            "description": "error",
+            "description": (why or {}).get(status, "error"),
             "content": {JSON: {"schema": either if status in GATEWAY_STATUSES else envelope}},
         }
         for status in statuses
