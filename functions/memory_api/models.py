@@ -13,6 +13,7 @@ from dovecote.memory.model import (
     MAX_NOTE_CHARS,
     MAX_TAGS,
     SCOPE_PATTERN,
+    SUBJECT_PREFIX,
     TAG_PATTERN,
 )
 from dovecote.memory.service import MAX_REDRIVE, RELATION_ID
@@ -25,8 +26,17 @@ SCOPE: dict[str, Any] = {"pattern": f"^{SCOPE_PATTERN.pattern}$"}
 RELATION: dict[str, Any] = {"pattern": f"^{RELATION_ID.pattern}$"}
 # Some visible character, and no NUL; at most MAX_CONTENT_BYTES (8 KiB) of UTF-8.
 CONTENT: dict[str, Any] = utf8_text(MAX_CONTENT_BYTES, minLength=1, pattern=f"^[^\\x00]*[^\\x00{PY_SPACE}][^\\x00]*$")
-TAGS: dict[str, Any] = {"maxItems": MAX_TAGS, "uniqueItems": True}
-TAG: dict[str, Any] = {"pattern": f"^{TAG_PATTERN.pattern}$"}
+# `subject:` in any case: at most one such tag, and it has a key. Distinct case-insensitively is the
+# one rule JSON Schema cannot state (uniqueItems compares exactly).
+_SUBJECT = "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in SUBJECT_PREFIX)
+TAGS: dict[str, Any] = {
+    "maxItems": MAX_TAGS,
+    "uniqueItems": True,
+    "contains": {"pattern": f"^{_SUBJECT}"},
+    "minContains": 0,
+    "maxContains": 1,
+}
+TAG: dict[str, Any] = {"pattern": f"^{TAG_PATTERN.pattern}$", "not": {"pattern": f"^{_SUBJECT}$"}}
 NOTE: dict[str, Any] = {"maxLength": MAX_NOTE_CHARS, "pattern": r"^[^\x00]*$"}
 
 

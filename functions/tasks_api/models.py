@@ -323,6 +323,17 @@ class HeadOut(ApiModel):
 
 
 class ReceiptIn(_In):
+    """`success` and `conflict` name the observed revision (a success observes exactly the result
+    revision: a rule between two fields, which JSON Schema cannot state)."""
+
+    model_config = with_schema(
+        {
+            "anyOf": [
+                {"properties": {"decision": {"not": {"enum": ["success", "conflict"]}}}},
+                {"required": ["observed_revision"]},
+            ]
+        }
+    )
     command_id: StrictStr = _id()
     receipt_id: StrictStr = _id()
     artifact_digest: StrictStr = Field(json_schema_extra=DIGEST_TEXT, description="the artifact's `digest`")

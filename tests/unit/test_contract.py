@@ -237,3 +237,25 @@ def test_an_empty_content_type_is_not_a_media_type() -> None:
     caller = Principal(authority="acme", role="caller")
     with pytest.raises(InvalidArgument, match="not a media type"):
         service.create_upload(caller, PutNote(key="k", run=1, name="n", size=1, sha256=SHA, content_type=""))
+
+
+def test_what_json_schema_can_state_about_receipts_and_tags_is_declared() -> None:
+    """Left to words (and excluded from the fuzzer's acceptance check) only where JSON Schema has no
+    way to say it: a success observing exactly its result revision, tags distinct case-insensitively."""
+    receipt = {
+        "command_id": "c1",
+        "receipt_id": "r1",
+        "artifact_digest": "sha256:" + SHA,
+        "base_revision": "a",
+        "result_revision": "b",
+    }
+    schema = {"$ref": "#/components/schemas/ReceiptIn"}
+    assert not _valid(schema, {**receipt, "decision": "conflict"})
+    assert not _valid(schema, {**receipt, "decision": "success"})
+    assert _valid(schema, {**receipt, "decision": "conflict", "observed_revision": "c"})
+    assert _valid(schema, {**receipt, "decision": "rejected"})
+    write = {"id": "w1", "scope": "project:acme", "content": "x"}
+    schema = {"$ref": "#/components/schemas/SubmitIn"}
+    assert _valid(schema, {**write, "tags": ["Subject:a", "deploy"]})
+    assert not _valid(schema, {**write, "tags": ["subject:a", "SUBJECT:b"]})
+    assert not _valid(schema, {**write, "tags": ["Subject:"]})
