@@ -56,7 +56,9 @@ class JudgmentIn(RequestModel):
 
 
 class RedriveIn(RequestModel):
-    limit: JsonInt = Field(description="how many dead letters to look at", json_schema_extra=bounded(1, MAX_REDRIVE))
+    limit: JsonInt = Field(
+        description="how many dead letters to look at; 0: the default (10)", json_schema_extra=bounded(0, MAX_REDRIVE)
+    )
 
 
 class SubmitOut(ApiModel):
