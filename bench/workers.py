@@ -282,7 +282,7 @@ def event_round_trips() -> dict[str, int]:
             tasks.worker_event(worker, {"delivery_id": "d5", "event": accept2})
             body = b"x" * (2 * 1024 * 1024)
             digest = hashlib.sha256(body).hexdigest()
-            upload = tasks.create_artifact_upload(worker, "t2", {"size": len(body), "sha256": digest})
+            upload = tasks.create_artifact_upload(worker, "t2", {"size": len(body), "sha256": digest, "fence": fence})
             requests.put(upload["upload_url"], data=body, headers=upload["upload_headers"], timeout=60)
             big = {
                 "artifact": "a2",

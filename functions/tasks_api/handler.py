@@ -279,7 +279,8 @@ def freeze_artifact(task_id: TaskId, body: Annotated[FreezeIn, Body()]) -> Freez
     "/v1/tasks/<task_id>/artifacts/uploads", tags=["workers"], responses=responses(200, UploadOut, *COMMAND_ERRORS)
 )
 def create_artifact_upload(task_id: TaskId, body: Annotated[ArtifactUploadIn, Body()]) -> UploadOut:
-    """A presigned PUT for a large artifact payload, bound to its size and SHA-256. Send
+    """A presigned PUT for a large artifact payload, bound to its size and SHA-256, for the holder of
+    the task's current lease (`fence`; else 409 stale_lease, 404 for no such task). Send
     upload_headers with it, then freeze with payload.upload_sha256."""
     return UploadOut.model_validate(service().create_artifact_upload(current_principal(app), task_id, _body(body)))
 

@@ -258,6 +258,7 @@ class ArtifactUploadIn(_In):
         json_schema_extra=bounded(1, ARTIFACT_HARD_MAX), description="exact byte size (the deployment's maximum holds)"
     )
     sha256: StrictStr = Field(json_schema_extra=SHA256_HEX, description="hex SHA-256 of the payload")
+    fence: JsonInt = FENCE
 
 
 class ArtifactOut(ApiModel):

@@ -33,6 +33,7 @@ from tests.unit.test_task_artifacts import (  # noqa: F401
     test_a_success_receipt_advances_the_head_and_a_stale_freeze_then_conflicts,
     test_a_success_that_misses_the_head_is_workspace_conflict,
     test_an_artifact_id_is_unique_in_its_workspace,
+    test_an_upload_url_goes_only_to_the_holder_of_the_current_lease,
     test_cancel_and_fail_discard_the_frozen_artifact,
     test_complete_must_name_exactly_the_frozen_artifact,
     test_complete_publishes_the_frozen_artifact_in_the_same_commit,

@@ -17,6 +17,7 @@ from dovecote.tasks.model import canonical_digest
 from dovecote.tasks.service import TaskService
 from tests.support.tasks import (
     CALLER,
+    OTHER_WORKER,
     WORKER,
     Flow,
     freeze,
@@ -148,7 +149,7 @@ def test_freeze_by_upload(service: TaskService) -> None:
     flow = working(service)
     data = b"x" * 100_000
     sha = put_upload(service, data)
-    up = service.create_artifact_upload(WORKER, flow.task_id, {"size": len(data), "sha256": sha})
+    up = service.create_artifact_upload(WORKER, flow.task_id, {"size": len(data), "sha256": sha, "fence": flow.fence})
     assert up["upload_url"] and up["expires_at"]
     body = freeze_body(flow)
     body["payload"] = {"media_type": "application/octet-stream", "upload_sha256": sha}
@@ -158,12 +159,37 @@ def test_freeze_by_upload(service: TaskService) -> None:
     body = freeze_body(missing)
     body["payload"] = {"media_type": "text/plain", "upload_sha256": "0" * 64}
     assert code_of(lambda: service.freeze(WORKER, missing.task_id, body)) == "not_found"
-    assert code_of(lambda: service.create_artifact_upload(WORKER, flow.task_id, {"size": 0, "sha256": sha})) == (
+    declared = {"size": 1, "sha256": sha, "fence": flow.fence}
+    assert code_of(lambda: service.create_artifact_upload(WORKER, flow.task_id, {**declared, "size": 0})) == (
         "invalid_argument"
     )
-    assert code_of(lambda: service.create_artifact_upload(CALLER, flow.task_id, {"size": 1, "sha256": sha})) == (
-        "forbidden"
-    )
+    assert code_of(lambda: service.create_artifact_upload(CALLER, flow.task_id, declared)) == "forbidden"
+
+
+def test_an_upload_url_goes_only_to_the_holder_of_the_current_lease(service: TaskService) -> None:
+    """Issue 15 item 6: the task must exist in the caller's authority (404) and the caller must hold
+    its current lease (409 stale_lease) before a URL is presigned; the fence is in the body."""
+    flow = working(service)
+    sha = hashlib.sha256(b"payload").hexdigest()
+
+    def upload(who: Principal, task_id: str, **changes: Any) -> Any:
+        return service.create_artifact_upload(who, task_id, {"size": 7, "sha256": sha, "fence": flow.fence, **changes})
+
+    assert code_of(lambda: upload(WORKER, "no-such-task")) == "not_found"
+    assert code_of(lambda: upload(Principal("globex", "worker", "w1"), flow.task_id)) == "not_found"
+    assert code_of(lambda: upload(WORKER, flow.task_id, fence=flow.fence + 1)) == "stale_lease"
+    assert code_of(lambda: upload(OTHER_WORKER, flow.task_id)) == "stale_lease"
+    without = {"size": 7, "sha256": sha}
+    assert code_of(lambda: service.create_artifact_upload(WORKER, flow.task_id, without)) == "invalid_argument"
+    unleased = Flow(service)
+    unleased.create()
+    assert code_of(lambda: upload(WORKER, unleased.task_id, fence=1)) == "stale_lease"
+    assert upload(WORKER, flow.task_id)["upload_url"]
+    # A fenced lease is no longer current: its holder gets no URL either.
+    service.fence(WORKER, flow.task_id, {"command_id": uid("c"), "fence": flow.fence})
+    with pytest.raises(DomainError) as caught:
+        upload(WORKER, flow.task_id)
+    assert caught.value.code == "stale_lease" and caught.value.details == {"fence": flow.fence, "current_fence": None}
 
 
 # ---- complete, cancel, fail -------------------------------------------------------------------------

@@ -921,8 +921,8 @@ class TaskService:
 
     def create_artifact_upload(self, principal: Principal, task_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """A presigned PUT for a large artifact payload, bound to its size and SHA-256; freeze it
-        then with `payload.upload_sha256`."""
-        worker_id(principal)
+        then with `payload.upload_sha256`. The caller must hold the task's current lease (`fence`)."""
+        worker = worker_id(principal)
         check_id(task_id, "task")
         size = body.get("size")
         if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= self._artifact_max:
@@ -930,6 +930,17 @@ class TaskService:
         sha = body.get("sha256")
         if not isinstance(sha, str) or not re.fullmatch(r"(sha256:)?[0-9a-f]{64}", sha):
             raise InvalidArgument("sha256 must be 64 lowercase hex digits", field="sha256")
+        fence = _fence(body)
+        # Only the holder of the task's current lease may stage a payload for it (one GetItem): a
+        # URL is never handed out for a task that does not exist in the authority, or that the
+        # worker does not hold.
+        task = self._load(principal, task_id)
+        if task.owner != worker or task.fence != fence:
+            raise StaleLease(
+                "the lease this command carries is not current",
+                fence=fence,
+                current_fence=task.fence if task.owner else None,
+            )
         presigned = self._store.presign_artifact_upload(
             principal.authority, size, sha.removeprefix("sha256:"), self._presign_seconds
         )
