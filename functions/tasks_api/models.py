@@ -8,6 +8,7 @@ from pydantic import Field, StrictStr
 
 from dovecote.platform.http import ApiModel
 from dovecote.platform.schema import BASE64, ID, MEDIA_TYPE, SAFE_MAX, JsonInt, RequestModel, bounded, with_schema
+from dovecote.tasks.commands import DIGEST, MAX_CLAIM_WAIT, REVISION_CHARS, SHA256_HEX, WORKER_EVENT_KINDS
 from dovecote.tasks.model import (
     ARTIFACT_HARD_MAX,
     ARTIFACT_STATES,
@@ -19,7 +20,6 @@ from dovecote.tasks.model import (
     MAX_REVISION_BYTES,
     TOTAL_SIZE_CAP,
 )
-from dovecote.tasks.service import MAX_CLAIM_WAIT, WORKER_EVENT_KINDS
 
 
 class _In(RequestModel):
@@ -222,13 +222,10 @@ class LeaseListOut(ApiModel):
 # ---- artifacts, workspaces, apply receipts, worker events --------------------------------------------
 
 # Byte limits declared in characters at 4 bytes each (as notes does): every schema-valid value is accepted.
-REVISION_TEXT: dict[str, Any] = {
-    "minLength": 1,
-    "maxLength": MAX_REVISION_BYTES // 4,
-    "pattern": r"^[^\x00-\x1f\x7f]+$",
-}
-SHA256_HEX: dict[str, Any] = {"pattern": r"^(sha256:)?[0-9a-f]{64}$"}
-DIGEST_TEXT: dict[str, Any] = {"pattern": r"^sha256:[0-9a-f]{64}$"}
+# Patterns are the gates' own (dovecote.tasks.commands), anchored.
+REVISION_TEXT: dict[str, Any] = {"minLength": 1, "maxLength": MAX_REVISION_BYTES // 4, "pattern": f"^{REVISION_CHARS}$"}
+SHA256_TEXT: dict[str, Any] = {"pattern": f"^{SHA256_HEX}$"}
+DIGEST_TEXT: dict[str, Any] = {"pattern": f"^{DIGEST}$"}
 
 
 class PayloadIn(_In):
@@ -241,7 +238,7 @@ class PayloadIn(_In):
     media_type: StrictStr = Field(json_schema_extra=MEDIA_TYPE)
     text: StrictStr | None = None
     data_b64: StrictStr | None = Field(default=None, json_schema_extra=BASE64)
-    upload_sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_HEX)
+    upload_sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_TEXT)
 
 
 class FreezeIn(WorkerCommandIn):
@@ -257,7 +254,7 @@ class ArtifactUploadIn(_In):
     size: JsonInt = Field(
         json_schema_extra=bounded(1, ARTIFACT_HARD_MAX), description="exact byte size (the deployment's maximum holds)"
     )
-    sha256: StrictStr = Field(json_schema_extra=SHA256_HEX, description="hex SHA-256 of the payload")
+    sha256: StrictStr = Field(json_schema_extra=SHA256_TEXT, description="hex SHA-256 of the payload")
     fence: JsonInt = FENCE
 
 

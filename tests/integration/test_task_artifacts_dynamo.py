@@ -18,10 +18,21 @@ from dovecote.platform.errors import CommitUnknown, CorruptStore, DomainError
 from dovecote.platform.protection import MAGIC, Protector
 from dovecote.tasks.dynamo import DynamoTaskStore, artifact_pk, task_pk
 from dovecote.tasks.memory import InMemoryTaskStore
-from dovecote.tasks.service import TaskService
 from infra.local.metering import count_round_trips
 from tests.integration.test_task_store import _error, _state, heal, inject, race
-from tests.support.tasks import CALLER, WORKER, Flow, freeze, freeze_body, message, put_upload, receipt_body, uid
+from tests.support.tasks import (
+    CALLER,
+    WORKER,
+    Edge,
+    Flow,
+    edge,
+    freeze,
+    freeze_body,
+    message,
+    put_upload,
+    receipt_body,
+    uid,
+)
 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
 from tests.unit.test_task_artifacts import (  # noqa: F401
@@ -72,16 +83,16 @@ def dynamo_store(
 
 
 @pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest) -> Iterator[TaskService]:
+def service(request: pytest.FixtureRequest) -> Iterator[Edge]:
     if request.param == "memory":
-        yield TaskService(InMemoryTaskStore(), CursorSigner(KEY))
+        yield edge(InMemoryTaskStore(), CursorSigner(KEY))
     else:
-        yield TaskService(dynamo_store(request.getfixturevalue("moto_env")), CursorSigner(KEY))
+        yield edge(dynamo_store(request.getfixturevalue("moto_env")), CursorSigner(KEY))
 
 
 @pytest.fixture
-def dynamo(moto_env: dict[str, Any]) -> tuple[TaskService, dict[str, Any]]:
-    return TaskService(dynamo_store(moto_env), CursorSigner(KEY)), moto_env
+def dynamo(moto_env: dict[str, Any]) -> tuple[Edge, dict[str, Any]]:
+    return edge(dynamo_store(moto_env), CursorSigner(KEY)), moto_env
 
 
 def code_of(call: Any) -> str:
@@ -105,7 +116,7 @@ def put_raw(env: dict[str, Any], item: dict[str, Any]) -> None:
 # ---- protection at rest -------------------------------------------------------------------------------
 
 
-def test_the_stored_ciphertext_differs_from_the_plaintext(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_the_stored_ciphertext_differs_from_the_plaintext(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     secret = "the launch code is 0000"
     flow = Flow(service)
@@ -129,10 +140,10 @@ def test_the_stored_ciphertext_differs_from_the_plaintext(dynamo: tuple[TaskServ
     assert secret in texts
 
 
-def test_a_ciphertext_moved_to_another_record_does_not_open(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_a_ciphertext_moved_to_another_record_does_not_open(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     reports: list[tuple[str, dict[str, Any]]] = []
-    service._on_corrupt = lambda kind, facts: reports.append((kind, facts))  # noqa: SLF001
+    service.work.on_corrupt = lambda kind, facts: reports.append((kind, facts))
     one, two = working(service), working(service)
     freeze(one, artifact_id="a1", text="same text")
     freeze(two, artifact_id="a2", text="same text")  # same digest, same size: only the identity differs
@@ -150,7 +161,7 @@ def test_a_ciphertext_moved_to_another_record_does_not_open(dynamo: tuple[TaskSe
     assert all("same text" not in repr(facts) for _, facts in reports)  # the alarm holds no payload
 
 
-def test_a_plaintext_replacement_is_refused(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_a_plaintext_replacement_is_refused(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     """Downgrade protection: a protected record replaced by plaintext is never served."""
     service, env = dynamo
     flow = working(service)
@@ -177,19 +188,19 @@ def test_a_plaintext_replacement_is_refused(dynamo: tuple[TaskService, dict[str,
 
 
 def test_plaintext_reads_work_only_with_the_flag(moto_env: dict[str, Any]) -> None:
-    old = TaskService(dynamo_store(moto_env, plaintext=True), CursorSigner(KEY))
+    old = edge(dynamo_store(moto_env, plaintext=True), CursorSigner(KEY))
     flow = working(old)
     freeze(flow, artifact_id="a-old", text="written before protection")
-    strict = TaskService(dynamo_store(moto_env), CursorSigner(KEY))
-    strict._on_corrupt = lambda kind, facts: None  # noqa: SLF001
+    strict = edge(dynamo_store(moto_env), CursorSigner(KEY))
+    strict.work.on_corrupt = lambda kind, facts: None
     assert code_of(lambda: strict.get_artifact(CALLER, "ws", "a-old")) == "corrupt_store"
     assert code_of(lambda: strict.messages(CALLER, flow.task_id, None, None)) == "corrupt_store"
-    migrating = TaskService(dynamo_store(moto_env, allow_plaintext_reads=True), CursorSigner(KEY))
+    migrating = edge(dynamo_store(moto_env, allow_plaintext_reads=True), CursorSigner(KEY))
     assert migrating.get_artifact(CALLER, "ws", "a-old")["payload"]["text"] == "written before protection"
     assert migrating.messages(CALLER, flow.task_id, None, None)["items"][0]["parts"][0]["text"] == "do it"
 
 
-def test_data_keys_are_cached_per_container(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_data_keys_are_cached_per_container(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     kms = aws.client("kms")
     flow = working(service)
@@ -205,7 +216,7 @@ def test_data_keys_are_cached_per_container(dynamo: tuple[TaskService, dict[str,
 
 
 def test_two_success_receipts_on_sibling_artifacts_exactly_one_moves_the_head(
-    dynamo: tuple[TaskService, dict[str, Any]],
+    dynamo: tuple[Edge, dict[str, Any]],
 ) -> None:
     service, _ = dynamo
     arts = [published(service, text=f"sibling {i}") for i in range(4)]
@@ -215,7 +226,7 @@ def test_two_success_receipts_on_sibling_artifacts_exactly_one_moves_the_head(
     assert head in {a["result_revision"] for a in arts}
 
 
-def test_a_receipt_racing_a_freeze_exactly_one_wins(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_a_receipt_racing_a_freeze_exactly_one_wins(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     """The receipt moves the head off rev-0; the freeze claims rev-0 as its base. Serializable:
     either the freeze came first (both commit, and the frozen artifact's own success later
     conflicts) or the receipt came first (the freeze is a workspace conflict)."""
@@ -224,7 +235,7 @@ def test_a_receipt_racing_a_freeze_exactly_one_wins(dynamo: tuple[TaskService, d
         _receipt_races_freeze(service, uid("ws"))
 
 
-def _receipt_races_freeze(service: TaskService, ws: str) -> None:
+def _receipt_races_freeze(service: Edge, ws: str) -> None:
     art = published(service, workspace=ws)
     flow = working(service, ws)
     calls = [
@@ -245,7 +256,7 @@ def _receipt_races_freeze(service: TaskService, ws: str) -> None:
     )
 
 
-def test_identical_receipts_racing_store_one(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_identical_receipts_racing_store_one(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, _ = dynamo
     art = published(service)
     body = receipt_body(art, "indeterminate")
@@ -258,7 +269,7 @@ def test_identical_receipts_racing_store_one(dynamo: tuple[TaskService, dict[str
     assert all(a == answers[0] for a in answers)
 
 
-def test_deliveries_of_one_event_racing_settle_once(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_deliveries_of_one_event_racing_settle_once(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, _ = dynamo
     flow = Flow(service)
     flow.create()
@@ -275,7 +286,7 @@ def test_deliveries_of_one_event_racing_settle_once(dynamo: tuple[TaskService, d
 
 @pytest.mark.parametrize("after_commit", [False, True])
 def test_an_infrastructure_error_settles_nothing_and_the_retry_settles_once(
-    dynamo: tuple[TaskService, dict[str, Any]], after_commit: bool
+    dynamo: tuple[Edge, dict[str, Any]], after_commit: bool
 ) -> None:
     service, env = dynamo
     flow = Flow(service)
@@ -303,7 +314,7 @@ def test_an_infrastructure_error_settles_nothing_and_the_retry_settles_once(
     assert (task["state"], task["revision"], task["event_count"]) == ("working", 2, 2)
 
 
-def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     flow = working(service)
     data = b"u" * 50_000
@@ -323,7 +334,7 @@ def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[TaskService, 
 # ---- round trips --------------------------------------------------------------------------------------
 
 
-def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_round_trips(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     """Each command is one read and one TransactWriteItems, plus the S3 and KMS calls its payload
     needs (README, bench)."""
     service, env = dynamo
@@ -370,10 +381,10 @@ def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
     }, meter.calls
 
 
-def test_corrupt_reads_raise_the_alarm(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_corrupt_reads_raise_the_alarm(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     seen: list[str] = []
-    service._on_corrupt = lambda kind, facts: seen.append(kind)  # noqa: SLF001
+    service.work.on_corrupt = lambda kind, facts: seen.append(kind)
     freeze(working(service), artifact_id="a1", text="x")
     key = artifact_pk("acme", "ws", "a1")
     item = raw_item(env, key, "-")

@@ -15,9 +15,8 @@ from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, DomainError, Throttled
 from dovecote.tasks.dynamo import DynamoTaskStore
 from dovecote.tasks.memory import InMemoryTaskStore
-from dovecote.tasks.service import TaskService
 from infra.local.metering import count_round_trips
-from tests.support.tasks import CALLER, WORKER, Flow, message, uid
+from tests.support.tasks import CALLER, WORKER, Edge, Flow, edge, message, uid
 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
 from tests.unit.test_task_machine import (  # noqa: F401
@@ -56,19 +55,19 @@ def dynamo_store(env: dict[str, Any]) -> DynamoTaskStore:
 
 
 @pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest) -> Iterator[TaskService]:
+def service(request: pytest.FixtureRequest) -> Iterator[Edge]:
     if request.param == "memory":
-        yield TaskService(InMemoryTaskStore(), CursorSigner(KEY))
+        yield edge(InMemoryTaskStore(), CursorSigner(KEY))
     else:
-        yield TaskService(dynamo_store(request.getfixturevalue("moto_env")), CursorSigner(KEY))
+        yield edge(dynamo_store(request.getfixturevalue("moto_env")), CursorSigner(KEY))
 
 
 @pytest.fixture
-def dynamo(moto_env: dict[str, Any]) -> tuple[TaskService, dict[str, Any]]:
-    return TaskService(dynamo_store(moto_env), CursorSigner(KEY)), moto_env
+def dynamo(moto_env: dict[str, Any]) -> tuple[Edge, dict[str, Any]]:
+    return edge(dynamo_store(moto_env), CursorSigner(KEY)), moto_env
 
 
-def test_large_parts_go_to_s3_and_come_back(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_large_parts_go_to_s3_and_come_back(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     big = "x" * (64 * 1024)
     flow = Flow(service)
@@ -127,7 +126,7 @@ def race(count: int, target: Any) -> list[str]:
     return sorted(outcomes)
 
 
-def test_two_accepts_at_the_same_revision(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_two_accepts_at_the_same_revision(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, _ = dynamo
     flow = Flow(service).to_state("submitted")
     flow.acquire()
@@ -141,7 +140,7 @@ def test_two_accepts_at_the_same_revision(dynamo: tuple[TaskService, dict[str, A
     assert service.get(CALLER, flow.task_id)["task"]["revision"] == 2
 
 
-def test_cancel_races_complete(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_cancel_races_complete(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, _ = dynamo
     for _ in range(3):
         flow = Flow(service).to_state("working")
@@ -172,7 +171,7 @@ def test_cancel_races_complete(dynamo: tuple[TaskService, dict[str, Any]]) -> No
             service.get_lease(WORKER, flow.task_id)  # the lease is gone
 
 
-def test_eight_workers_claim_100_tasks_each_exactly_once(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_eight_workers_claim_100_tasks_each_exactly_once(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     from dovecote.platform.principal import Principal
 
     service, _ = dynamo
@@ -203,7 +202,7 @@ def test_eight_workers_claim_100_tasks_each_exactly_once(dynamo: tuple[TaskServi
     assert sorted(ids) == sorted(created) and len(set(ids)) == 100
 
 
-def test_after_fence_and_reacquire_every_old_fence_command_is_stale(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_after_fence_and_reacquire_every_old_fence_command_is_stale(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, _ = dynamo
     flow = Flow(service).to_state("submitted")
     flow.acquire()
@@ -280,7 +279,7 @@ FAULTS = {
 
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_faults_leave_nothing_partial_and_the_exact_retry_converges(
-    dynamo: tuple[TaskService, dict[str, Any]], fault: str
+    dynamo: tuple[Edge, dict[str, Any]], fault: str
 ) -> None:
     service, env = dynamo
     event, error, raised, committed = FAULTS[fault]
@@ -308,7 +307,7 @@ def test_faults_leave_nothing_partial_and_the_exact_retry_converges(
     assert (task["revision"], task["event_count"], task["message_count"]) == (flow.revision + 1,) * 2 + (2,)
 
 
-def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_round_trips(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     clients = (env["dynamodb"], env["s3"])
     flow = Flow(service)
@@ -332,7 +331,7 @@ def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
 
 
 def test_a_failed_part_upload_commits_nothing_and_the_retry_converges(
-    dynamo: tuple[TaskService, dict[str, Any]],
+    dynamo: tuple[Edge, dict[str, Any]],
 ) -> None:
     service, env = dynamo
     flow = Flow(service).to_state("working")

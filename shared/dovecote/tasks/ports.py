@@ -1,5 +1,6 @@
 """The TaskStore port: what every task backend promises (tests/integration/test_task_store_conformance.py
-holds the in-memory fake and the DynamoDB adapter to it).
+holds the in-memory fake and the DynamoDB adapter to it; tasks/storage.py holds the decisions they
+share, so they differ only in persistence).
 
 - `read` is one strongly consistent read of the receipt and the task together (and the workspace
   head, when a workspace is named).
@@ -21,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dovecote.platform.uploads import PresignedUpload
 from dovecote.tasks.model import (
     ApplyReceipt,
     Artifact,
@@ -55,6 +57,11 @@ class ArtifactChange:
     from_state: str
     to_state: str
     at: str
+
+    @property
+    def stamp(self) -> str:
+        """The artifact field the move stamps with `at`."""
+        return "published_at" if self.to_state == "published" else "discarded_at"
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,8 +254,8 @@ class TaskStore(Protocol):
         nothing was uploaded, PayloadTooLarge / InvalidArgument when it is not what was declared."""
         ...
 
-    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> Any:
-        """A PUT URL bound to that size and SHA-256 (a notes.model.PresignedUpload)."""
+    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> PresignedUpload:
+        """A PUT URL bound to that size and SHA-256."""
         ...
 
     def settle(self, delivery: Delivery) -> None:

@@ -1,0 +1,357 @@
+"""The tasks table's keys, and the mapping between its items (tasks/records.py) and the task records,
+for the DynamoDB TaskStore (tasks/dynamo.py says the layout). Inline message parts and artifact
+payloads are sealed here, bound to their record's identity."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from dovecote.platform.dynamo import bind, connection, pynamodb_errors
+from dovecote.platform.errors import CorruptStore
+from dovecote.platform.protection import Protector, Unprotected
+from dovecote.tasks.model import (
+    ApplyReceipt,
+    Artifact,
+    Event,
+    Message,
+    Part,
+    Receipt,
+    Task,
+    WorkspaceHead,
+    expiry_shard,
+    lease_deadline,
+)
+from dovecote.tasks.ports import Delivery
+from dovecote.tasks.records import (
+    ApplyReceiptItem,
+    ArtifactItem,
+    ClaimItem,
+    DeliveryItem,
+    EventItem,
+    GrantItem,
+    HeadItem,
+    MessageItem,
+    PartAttribute,
+    ReceiptItem,
+    TaskItem,
+)
+from dovecote.tasks.storage import INLINE_PART_BYTES, created_order, is_claimable, lease_order, updated_order
+
+
+def task_pk(authority: str, task_id: str) -> str:
+    return f"T#{authority}#{task_id}"
+
+
+def receipt_pk(authority: str, command_id: str) -> str:
+    return f"C#{authority}#{command_id}"
+
+
+def artifact_pk(authority: str, workspace: str, artifact: str) -> str:
+    return f"A#{authority}#{workspace}#{artifact}"
+
+
+def head_pk(authority: str, workspace: str) -> str:
+    return f"W#{authority}#{workspace}"
+
+
+def apply_pk(authority: str, workspace: str, artifact: str) -> str:
+    return f"R#{authority}#{workspace}#{artifact}"
+
+
+def delivery_pk(authority: str, worker: str, delivery: str) -> str:
+    return f"D#{authority}#{worker}#{delivery}"
+
+
+def artifact_identity(artifact: Artifact) -> str:
+    """What an artifact's sealed inline payload is bound to (its associated data)."""
+    return f"artifact|{artifact.authority}|{artifact.workspace}|{artifact.id}|{artifact.payload_digest}"
+
+
+def part_identity(authority: str, task_id: str, message_id: str, index: int, digest: str) -> str:
+    """What a sealed inline message part is bound to (its associated data)."""
+    return f"part|{authority}|{task_id}|{message_id}|{index}|{digest}"
+
+
+class TaskItems:
+    """One tasks table: its item models bound to it, the S3 bucket beside it, and the mapping
+    between items and records."""
+
+    def __init__(
+        self, *, table: str, bucket: str, dynamodb: Any, s3: Any, protector: Protector | Unprotected | None = None
+    ) -> None:
+        self._bucket = bucket
+        self._ddb = dynamodb
+        self._s3 = s3
+        # Seals inline message parts and artifact payloads (platform/protection.py); the fakes and
+        # the tests that do not test protection store bytes as they are.
+        self._protector = protector or Unprotected()
+        self._artifacts = bind(ArtifactItem, table=table, client=dynamodb)
+        self._heads = bind(HeadItem, table=table, client=dynamodb)
+        self._apply_receipts = bind(ApplyReceiptItem, table=table, client=dynamodb)
+        self._deliveries = bind(DeliveryItem, table=table, client=dynamodb)
+        self._tasks = bind(TaskItem, table=table, client=dynamodb)
+        self._messages = bind(MessageItem, table=table, client=dynamodb)
+        self._events = bind(EventItem, table=table, client=dynamodb)
+        self._grants = bind(GrantItem, table=table, client=dynamodb)
+        self._receipts = bind(ReceiptItem, table=table, client=dynamodb)
+        self._claims = bind(ClaimItem, table=table, client=dynamodb)
+
+    def _get_many(self, keys: list[tuple[Any, str, str]]) -> list[Any]:
+        """The items at `keys` (model, pk, sk) from one strongly consistent read: a GetItem for one
+        key, a TransactGetItems for several. Absent items are None."""
+        from pynamodb.transactions import TransactGet
+
+        with pynamodb_errors(write=False):
+            if len(keys) == 1:
+                model, pk, sk = keys[0]
+                return [get_item(model, pk, sk)]
+            with TransactGet(connection=connection(self._ddb)) as tx:
+                futures = [tx.get(model, pk, sk) for model, pk, sk in keys]
+            return [_resolved(f) for f in futures]
+
+    # ---- the task ----------------------------------------------------------------------------
+
+    def _task_item(self, t: Task) -> TaskItem:
+        item = self._tasks(
+            task_pk(t.authority, t.id),
+            "T",
+            authority=t.authority,
+            id=t.id,
+            workspace=t.workspace,
+            context=t.context,
+            state=t.state,
+            revision=t.revision,
+            message_count=t.message_count,
+            event_count=t.event_count,
+            created_at=t.created_at,
+            updated_at=t.updated_at,
+            owner=t.owner,
+            fence=t.fence,
+            granted_at=t.granted_at,
+            heartbeat_at=t.heartbeat_at,
+            lease_timeout=t.lease_timeout,
+            submission=json.dumps(t.submission, sort_keys=True) if t.submission else None,
+            artifact=t.artifact or None,
+            ctx_pk=f"{t.authority}#{t.context}",
+            ctx_sk="#".join(created_order(t)),
+            auth_pk=t.authority,
+            auth_sk="#".join(updated_order(t)),
+        )
+        if is_claimable(t):
+            item.claim_pk = t.authority
+            item.claim_sk = "#".join(created_order(t))
+        if t.owner:
+            item.lease_pk = f"{t.authority}#{t.owner}"
+            item.lease_sk = "#".join(lease_order(t))
+        deadline = lease_deadline(t)
+        if deadline is not None:
+            item.exp_pk = f"X#{expiry_shard(t.authority, t.id)}"
+            item.exp_sk = f"{deadline}#{t.authority}#{t.id}"
+        return item
+
+    @staticmethod
+    def _task(item: TaskItem) -> Task:
+        return Task(
+            authority=item.authority,
+            id=item.id,
+            workspace=item.workspace,
+            context=item.context,
+            state=item.state,
+            revision=int(item.revision),
+            message_count=int(item.message_count),
+            event_count=int(item.event_count),
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            owner=item.owner or "",
+            fence=int(item.fence or 0),
+            granted_at=item.granted_at or "",
+            heartbeat_at=item.heartbeat_at or "",
+            lease_timeout=int(item.lease_timeout or 0),
+            submission=json.loads(item.submission) if item.submission else None,
+            artifact=item.artifact or "",
+        )
+
+    # ---- receipts and deliveries -------------------------------------------------------------------
+
+    def _receipt_item(self, r: Receipt) -> ReceiptItem:
+        return self._receipts(
+            receipt_pk(r.authority, r.id),
+            "-",
+            kind=r.kind,
+            digest=r.digest,
+            status=r.status,
+            result=json.dumps(r.result, sort_keys=True),
+        )
+
+    @staticmethod
+    def _receipt(authority: str, command_id: str, item: ReceiptItem) -> Receipt:
+        return Receipt(authority, command_id, item.kind, item.digest, int(item.status), json.loads(item.result))
+
+    def _delivery_item(self, d: Delivery) -> DeliveryItem:
+        return self._deliveries(
+            delivery_pk(d.authority, d.worker, d.id),
+            "-",
+            digest=d.digest,
+            receipt=json.dumps(d.receipt, sort_keys=True),
+        )
+
+    @staticmethod
+    def _delivery(authority: str, worker: str, delivery_id: str, item: DeliveryItem) -> Delivery:
+        return Delivery(authority, worker, delivery_id, item.digest, json.loads(item.receipt))
+
+    # ---- messages and events ------------------------------------------------------------------------
+
+    def _message_item(self, authority: str, m: Message) -> MessageItem:
+        parts = []
+        for index, part in enumerate(m.parts):
+            digest = hashlib.sha256(part.data).hexdigest()
+            if len(part.data) <= INLINE_PART_BYTES:
+                sealed = self._protector.seal(part.data, part_identity(authority, m.task, m.id, index, digest))
+                parts.append(PartAttribute(media_type=part.media_type, data=sealed, sha256=digest, size=len(part.data)))
+            else:
+                parts.append(PartAttribute(media_type=part.media_type, sha256=digest, size=len(part.data)))
+        return self._messages(
+            task_pk(authority, m.task),
+            f"M#{m.sequence:020d}",
+            id=m.id,
+            author=m.author,
+            parts=parts,
+            created_at=m.created_at,
+        )
+
+    def _message(self, authority: str, task_id: str, item: MessageItem) -> Message:
+        """Parts stored in S3 come back remote (digest and size): a page carries a URL, never the
+        bytes, so reading a page costs no S3 request."""
+        parts = []
+        for index, part in enumerate(item.parts):
+            if part.data is None:
+                parts.append(Part(part.media_type, b"", part.sha256, int(part.size or 0)))
+                continue
+            stored = bytes(part.data)
+            if part.sha256:  # sealed inline part: bound to its message, position and digest
+                data = self._protector.open(stored, part_identity(authority, task_id, item.id, index, part.sha256))
+                if hashlib.sha256(data).hexdigest() != part.sha256:
+                    raise CorruptStore("a message part does not match its digest", record="message")
+            else:
+                data = self._protector.open(stored, "")  # written before protection: plaintext
+            parts.append(Part(part.media_type, data))
+        return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at)
+
+    def _event_item(self, authority: str, ev: Event) -> EventItem:
+        return self._events(
+            task_pk(authority, ev.task),
+            f"E#{ev.sequence:020d}",
+            type=ev.type,
+            state=ev.state,
+            revision=ev.revision,
+            occurred_at=ev.occurred_at,
+            message=ev.message,
+            submission=ev.submission,
+            artifact=ev.artifact,
+        )
+
+    @staticmethod
+    def _event(task_id: str, item: EventItem) -> Event:
+        return Event(
+            task_id,
+            int(item.sk[2:]),
+            item.type,
+            item.state,
+            int(item.revision),
+            item.occurred_at,
+            message=item.message or "",
+            submission=item.submission or "",
+            artifact=item.artifact or "",
+        )
+
+    # ---- artifacts, heads, apply receipts ------------------------------------------------------------
+
+    def _artifact_item(self, a: Artifact, inline: bytes | None) -> ArtifactItem:
+        return self._artifacts(
+            artifact_pk(a.authority, a.workspace, a.id),
+            "-",
+            authority=a.authority,
+            workspace=a.workspace,
+            id=a.id,
+            task=a.task,
+            state=a.state,
+            base_revision=a.base_revision,
+            result_revision=a.result_revision,
+            payload_digest=a.payload_digest,
+            payload_size=a.payload_size,
+            media_type=a.media_type,
+            frozen_at=a.frozen_at,
+            published_at=a.published_at or None,
+            discarded_at=a.discarded_at or None,
+            payload=inline,
+        )
+
+    @staticmethod
+    def _artifact(item: ArtifactItem) -> Artifact:
+        return Artifact(
+            authority=item.authority,
+            workspace=item.workspace,
+            id=item.id,
+            task=item.task,
+            state=item.state,
+            base_revision=item.base_revision,
+            result_revision=item.result_revision,
+            payload_digest=item.payload_digest,
+            payload_size=int(item.payload_size),
+            media_type=item.media_type,
+            frozen_at=item.frozen_at,
+            published_at=item.published_at or "",
+            discarded_at=item.discarded_at or "",
+        )
+
+    @staticmethod
+    def _head(item: HeadItem) -> WorkspaceHead:
+        return WorkspaceHead(item.authority, item.workspace, item.confirmed_revision, item.updated_at)
+
+    def _apply_receipt_item(self, authority: str, ap: ApplyReceipt) -> ApplyReceiptItem:
+        return self._apply_receipts(
+            apply_pk(authority, ap.workspace, ap.artifact),
+            "-",
+            id=ap.id,
+            artifact_digest=ap.artifact_digest,
+            base_revision=ap.base_revision,
+            result_revision=ap.result_revision,
+            decision=ap.decision,
+            observed_revision=ap.observed_revision,
+            code=ap.code,
+            message=ap.message,
+            recorded_at=ap.recorded_at,
+        )
+
+    @staticmethod
+    def _apply_receipt(authority: str, workspace: str, artifact: str, item: ApplyReceiptItem) -> ApplyReceipt:
+        return ApplyReceipt(
+            authority=authority,
+            workspace=workspace,
+            artifact=artifact,
+            id=item.id,
+            artifact_digest=item.artifact_digest,
+            base_revision=item.base_revision,
+            result_revision=item.result_revision,
+            decision=item.decision,
+            observed_revision=item.observed_revision or "",
+            code=item.code or "",
+            message=item.message or "",
+            recorded_at=item.recorded_at,
+        )
+
+
+def get_item(model: Any, pk: str, sk: str) -> Any:
+    try:
+        return model.get(pk, sk, consistent_read=True)
+    except model.DoesNotExist:
+        return None
+
+
+def _resolved(future: Any) -> Any:
+    try:
+        return future.get()
+    except future._model_cls.DoesNotExist:
+        return None
