@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,21 +15,23 @@ from dovecote.platform import aws
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, CorruptStore, DomainError
 from dovecote.platform.protection import MAGIC, Protector
-from dovecote.tasks.dynamo import DynamoTaskStore, artifact_pk, task_pk
-from dovecote.tasks.memory import InMemoryTaskStore
+from dovecote.tasks.dynamo import artifact_pk, task_pk
 from infra.local.metering import count_round_trips
-from tests.integration.test_task_store import _error, _state, heal, inject, race
+from tests.integration.test_task_store import _error, _state, failing, race
 from tests.support.tasks import (
     CALLER,
     WORKER,
     Edge,
     Flow,
+    code_of,
+    dynamo_store,
     edge,
     freeze,
     freeze_body,
     message,
     put_upload,
     receipt_body,
+    store_of,
     uid,
 )
 
@@ -66,41 +67,22 @@ from tests.unit.test_task_artifacts import (  # noqa: F401
 KEY = b"task-integration-key-0123456789ab"
 
 
-def dynamo_store(
-    env: dict[str, Any], *, plaintext: bool = False, allow_plaintext_reads: bool = False
-) -> DynamoTaskStore:
-    settings = env["settings"]
-    protector = None
-    if not plaintext:
-        protector = Protector(aws.client("kms"), settings.data_key_id, allow_plaintext_reads=allow_plaintext_reads)
-    return DynamoTaskStore(
-        table=settings.tasks_table,
-        bucket=settings.bucket,
-        dynamodb=env["dynamodb"],
-        s3=env["s3"],
-        protector=protector,
-    )
+def sealed_store(env: dict[str, Any], *, plaintext: bool = False, allow_plaintext_reads: bool = False) -> Any:
+    """The DynamoDB store, sealing with KMS data keys on moto (`plaintext`: no protector at all)."""
+    if plaintext:
+        return dynamo_store(env)
+    kms = Protector(aws.client("kms"), env["settings"].data_key_id, allow_plaintext_reads=allow_plaintext_reads)
+    return dynamo_store(env, protector=kms)
 
 
 @pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest) -> Iterator[Edge]:
-    if request.param == "memory":
-        yield edge(InMemoryTaskStore(), CursorSigner(KEY))
-    else:
-        yield edge(dynamo_store(request.getfixturevalue("moto_env")), CursorSigner(KEY))
+def service(request: pytest.FixtureRequest) -> Edge:
+    return edge(store_of(request, sealed_store), CursorSigner(KEY))
 
 
 @pytest.fixture
 def dynamo(moto_env: dict[str, Any]) -> tuple[Edge, dict[str, Any]]:
-    return edge(dynamo_store(moto_env), CursorSigner(KEY)), moto_env
-
-
-def code_of(call: Any) -> str:
-    try:
-        call()
-    except DomainError as err:
-        return err.code
-    return "ok"
+    return edge(sealed_store(moto_env), CursorSigner(KEY)), moto_env
 
 
 def raw_item(env: dict[str, Any], pk: str, sk: str) -> dict[str, Any]:
@@ -188,14 +170,14 @@ def test_a_plaintext_replacement_is_refused(dynamo: tuple[Edge, dict[str, Any]])
 
 
 def test_plaintext_reads_work_only_with_the_flag(moto_env: dict[str, Any]) -> None:
-    old = edge(dynamo_store(moto_env, plaintext=True), CursorSigner(KEY))
+    old = edge(sealed_store(moto_env, plaintext=True), CursorSigner(KEY))
     flow = working(old)
     freeze(flow, artifact_id="a-old", text="written before protection")
-    strict = edge(dynamo_store(moto_env), CursorSigner(KEY))
+    strict = edge(sealed_store(moto_env), CursorSigner(KEY))
     strict.work.on_corrupt = lambda kind, facts: None
     assert code_of(lambda: strict.get_artifact(CALLER, "ws", "a-old")) == "corrupt_store"
     assert code_of(lambda: strict.messages(CALLER, flow.task_id, None, None)) == "corrupt_store"
-    migrating = edge(dynamo_store(moto_env, allow_plaintext_reads=True), CursorSigner(KEY))
+    migrating = edge(sealed_store(moto_env, allow_plaintext_reads=True), CursorSigner(KEY))
     assert migrating.get_artifact(CALLER, "ws", "a-old")["payload"]["text"] == "written before protection"
     assert migrating.messages(CALLER, flow.task_id, None, None)["items"][0]["parts"][0]["text"] == "do it"
 
@@ -300,10 +282,8 @@ def test_an_infrastructure_error_settles_nothing_and_the_retry_settles_once(
         if after_commit
         else _error("InternalServerError", "TransactWriteItems")
     )
-    inject(env["dynamodb"], name, error)
-    with pytest.raises(CommitUnknown) as raised:
+    with failing(env["dynamodb"], name, error), pytest.raises(CommitUnknown) as raised:
         deliver(service, ev, "d-fault")
-    heal(env["dynamodb"], name)
     assert raised.value.status == 503
     if not after_commit:
         assert _state(env) == before  # nothing partial, nothing settled
@@ -322,10 +302,11 @@ def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[Edge, dict[st
     body = freeze_body(flow, artifact_id="a-up")
     body["payload"] = {"media_type": "application/octet-stream", "upload_sha256": sha}
     before = _state(env)
-    inject(env["s3"], "before-call.s3.CopyObject", _error("InternalError", "CopyObject"))
-    with pytest.raises(DomainError):
+    with (
+        failing(env["s3"], "before-call.s3.CopyObject", _error("InternalError", "CopyObject")),
+        pytest.raises(DomainError),
+    ):
         service.freeze(WORKER, flow.task_id, body)
-    heal(env["s3"], "before-call.s3.CopyObject")
     assert _state(env) == before
     assert service.freeze(WORKER, flow.task_id, body).body["artifact"]["payload_size"] == len(data)
     assert service.freeze(WORKER, flow.task_id, body).replayed

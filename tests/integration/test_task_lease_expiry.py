@@ -6,7 +6,6 @@ the dispatcher wins cleanly; the fenced worker gets stale_lease; long-poll claim
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,11 +14,9 @@ import pytest
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, StaleLease
 from dovecote.platform.principal import Principal
-from dovecote.tasks.dynamo import DynamoTaskStore
-from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import EXPIRY_SHARDS
 from infra.local.metering import count_round_trips
-from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, edge, uid
+from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, dynamo_store, edge, store_of, uid
 
 KEY = b"lease-expiry-key-0123456789abcdef"
 
@@ -41,14 +38,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Edge]:
-    if request.param == "memory":
-        store: Any = InMemoryTaskStore()
-    else:
-        env = request.getfixturevalue("moto_env")
-        s = env["settings"]
-        store = DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=env["dynamodb"], s3=env["s3"])
-    yield edge(store, CursorSigner(KEY), clock=clock)
+def service(request: pytest.FixtureRequest, clock: Clock) -> Edge:
+    return edge(store_of(request), CursorSigner(KEY), clock=clock)
 
 
 def dispatch(service: Edge) -> dict[str, int]:
@@ -220,9 +211,7 @@ def test_long_poll_claim_answers_404_at_its_deadline(service: Edge) -> None:
 
 
 def test_round_trips_of_a_heartbeat_and_of_an_idle_dispatch(moto_env: dict[str, Any], clock: Clock) -> None:
-    s = moto_env["settings"]
-    store = DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=moto_env["dynamodb"], s3=moto_env["s3"])
-    service = edge(store, CursorSigner(KEY), clock=clock)
+    service = edge(dynamo_store(moto_env), CursorSigner(KEY), clock=clock)
     flow = Flow(service)
     flow.create()
     flow.acquire()

@@ -12,9 +12,9 @@ import pytest
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CorruptStore, NotFound
 from dovecote.tasks import model as task_model
-from dovecote.tasks.dynamo import DynamoTaskStore, task_pk
+from dovecote.tasks.dynamo import task_pk
 from dovecote.tasks.memory import InMemoryTaskStore
-from tests.support.tasks import CALLER, WORKER, Edge, Flow, edge, message, uid
+from tests.support.tasks import CALLER, WORKER, Edge, Flow, edge, message, store_of, uid
 
 KEY = b"task-reads-key-0123456789abcdefgh"
 
@@ -72,13 +72,8 @@ class Backend:
 
 @pytest.fixture(params=["memory", "dynamo"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    env = None
-    if request.param == "memory":
-        store: Any = InMemoryTaskStore()
-    else:
-        env = request.getfixturevalue("moto_env")
-        s = env["settings"]
-        store = DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=env["dynamodb"], s3=env["s3"])
+    env = request.getfixturevalue("moto_env") if request.param == "dynamo" else None
+    store = store_of(request)
     holder: list[Backend] = []
     service = edge(store, CursorSigner(KEY), on_corrupt=lambda kind, facts: holder[0].reported.append((kind, facts)))
     holder.append(Backend(request.param, service, env))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -13,10 +14,8 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, DomainError, Throttled
-from dovecote.tasks.dynamo import DynamoTaskStore
-from dovecote.tasks.memory import InMemoryTaskStore
 from infra.local.metering import count_round_trips
-from tests.support.tasks import CALLER, WORKER, Edge, Flow, edge, message, uid
+from tests.support.tasks import CALLER, WORKER, Edge, Flow, dynamo_store, edge, message, store_of, uid
 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
 from tests.unit.test_task_machine import (  # noqa: F401
@@ -48,18 +47,9 @@ from tests.unit.test_task_machine import (  # noqa: F401
 KEY = b"task-integration-key-0123456789ab"
 
 
-def dynamo_store(env: dict[str, Any]) -> DynamoTaskStore:
-    return DynamoTaskStore(
-        table=env["settings"].tasks_table, bucket=env["settings"].bucket, dynamodb=env["dynamodb"], s3=env["s3"]
-    )
-
-
 @pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest) -> Iterator[Edge]:
-    if request.param == "memory":
-        yield edge(InMemoryTaskStore(), CursorSigner(KEY))
-    else:
-        yield edge(dynamo_store(request.getfixturevalue("moto_env")), CursorSigner(KEY))
+def service(request: pytest.FixtureRequest) -> Edge:
+    return edge(store_of(request), CursorSigner(KEY))
 
 
 @pytest.fixture
@@ -232,15 +222,19 @@ def _error(code: str, op: str, reasons: list[dict[str, str]] | None = None) -> C
     return ClientError(response, op)
 
 
-def inject(client: Any, event: str, error: Exception) -> None:
+@contextmanager
+def failing(client: Any, event: str, error: Exception) -> Iterator[None]:
+    """The botocore `event` of `client` (before-call.s3.PutObject, after-call.dynamodb.…) raises
+    `error` for the duration: a fault injected below the adapter, never a mock of it."""
+
     def fail(**_: Any) -> None:
         raise error
 
     client.meta.events.register(event, fail, unique_id="fault")
-
-
-def heal(client: Any, event: str) -> None:
-    client.meta.events.unregister(event, unique_id="fault")
+    try:
+        yield
+    finally:
+        client.meta.events.unregister(event, unique_id="fault")
 
 
 def _state(env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -291,10 +285,8 @@ def test_faults_leave_nothing_partial_and_the_exact_retry_converges(
         "message": message("input please", message_id="m-fault"),
     }
     before = _state(env)
-    inject(env["dynamodb"], event, error)
-    with pytest.raises(raised):
+    with failing(env["dynamodb"], event, error), pytest.raises(raised):
         service.request_input(WORKER, flow.task_id, body)
-    heal(env["dynamodb"], event)
     after = _state(env)
     if committed:
         assert len(after) == len(before) + 4  # receipt, task (replaced), message, message id, event
@@ -338,10 +330,11 @@ def test_a_failed_part_upload_commits_nothing_and_the_retry_converges(
     big = {"id": "m-big", "parts": [{"media_type": "text/plain", "text": "y" * 20_000}]}
     body = {"command_id": "big-ask", "expected_revision": flow.revision, "fence": flow.fence, "message": big}
     before = _state(env)
-    inject(env["s3"], "before-call.s3.PutObject", _error("InternalError", "PutObject"))
-    with pytest.raises(CommitUnknown):
+    with (
+        failing(env["s3"], "before-call.s3.PutObject", _error("InternalError", "PutObject")),
+        pytest.raises(CommitUnknown),
+    ):
         service.request_input(WORKER, flow.task_id, body)
-    heal(env["s3"], "before-call.s3.PutObject")
     assert _state(env) == before
     assert service.request_input(WORKER, flow.task_id, body).body["state"] == "input_required"
     # The part was written once more on the retry; content addressing makes that a no-op.

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dovecote.platform.cursors import CursorSigner
+from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
+from dovecote.tasks.dynamo import DynamoTaskStore
+from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.ports import TaskStore
 from dovecote.tasks.service import TaskService
 from dovecote.tasks.unit_of_work import Outcome
@@ -40,6 +44,30 @@ class Edge:
 def edge(store: TaskStore, signer: CursorSigner | None = None, **options: Any) -> Edge:
     """A TaskService over `store` (options as TaskService takes them), driven through its gates."""
     return Edge(TaskService(store, signer, **options))
+
+
+def dynamo_store(env: dict[str, Any], **options: Any) -> DynamoTaskStore:
+    """The DynamoDB TaskStore over a moto environment (the `moto_env` fixture); options as the store
+    takes them (a protector)."""
+    s = env["settings"]
+    return DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=env["dynamodb"], s3=env["s3"], **options)
+
+
+def store_of(request: Any, make_dynamo: Callable[[dict[str, Any]], TaskStore] = dynamo_store) -> TaskStore:
+    """The store a fixture with `params=["memory", "dynamo"]` stands for: the conformance suites run
+    every scenario once per store."""
+    if request.param == "memory":
+        return InMemoryTaskStore()
+    return make_dynamo(request.getfixturevalue("moto_env"))
+
+
+def code_of(call: Callable[[], Any]) -> str:
+    """The stable error code `call` raises, or "ok"."""
+    try:
+        call()
+        return "ok"
+    except DomainError as err:
+        return err.code
 
 
 def uid(prefix: str) -> str:

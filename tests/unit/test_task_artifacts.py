@@ -20,6 +20,7 @@ from tests.support.tasks import (
     WORKER,
     Edge,
     Flow,
+    code_of,
     edge,
     freeze,
     freeze_body,
@@ -33,14 +34,6 @@ from tests.support.tasks import (
 @pytest.fixture
 def service() -> Edge:
     return edge(InMemoryTaskStore(), CursorSigner(b"task-unit-key-0123456789abcdef"))
-
-
-def code_of(call: Any) -> str:
-    try:
-        call()
-    except DomainError as err:
-        return err.code
-    return "ok"
 
 
 def working(service: Edge, workspace: str = "ws") -> Flow:

@@ -16,6 +16,7 @@ from dovecote.platform.errors import DomainError, InvalidArgument
 from dovecote.platform.ids import ID_SCHEMA_PATTERN, check_id
 from dovecote.platform.principal import Principal
 from dovecote.tasks import commands
+from dovecote.tasks import model as task_model
 from dovecote.tasks.commands import (
     DIGEST,
     MAX_CLAIM_WAIT,
@@ -26,20 +27,11 @@ from dovecote.tasks.commands import (
     gate_digest,
     gate_revision,
 )
-from dovecote.tasks.model import (
-    ARTIFACT_HARD_MAX,
-    DECISIONS,
-    MAX_LEASE_TIMEOUT,
-    MAX_PARTS,
-    MAX_RECEIPT_CODE_BYTES,
-    MAX_RECEIPT_MESSAGE_BYTES,
-    MAX_REVISION_BYTES,
-)
 from functions.tasks_api import models
 
 CALLER = Principal("acme", "caller")
 WORKER = Principal("acme", "worker", "w1")
-GATE = CommandGate(artifact_max=ARTIFACT_HARD_MAX, stage_upload=lambda authority, sha, limit: 7)
+GATE = CommandGate(artifact_max=task_model.ARTIFACT_HARD_MAX, stage_upload=lambda authority, sha, limit: 7)
 
 
 def field(model: Any, name: str) -> dict[str, Any]:
@@ -63,16 +55,16 @@ def schema_match(pattern: str, value: str) -> bool:
 
 
 def test_bounds_and_enums_are_the_gates_constants() -> None:
-    assert field(models.CreateTaskIn, "lease_timeout_seconds")["maximum"] == MAX_LEASE_TIMEOUT
+    assert field(models.CreateTaskIn, "lease_timeout_seconds")["maximum"] == task_model.MAX_LEASE_TIMEOUT
     assert field(models.ClaimIn, "wait_seconds")["maximum"] == MAX_CLAIM_WAIT
-    assert field(models.MessageIn, "parts")["maxItems"] == MAX_PARTS
+    assert field(models.MessageIn, "parts")["maxItems"] == task_model.MAX_PARTS
     assert field(models.WorkerEventIn, "kind")["enum"] == list(WORKER_EVENT_KINDS)
-    assert field(models.ReceiptIn, "decision")["enum"] == list(DECISIONS)
-    assert field(models.ArtifactUploadIn, "size")["maximum"] == ARTIFACT_HARD_MAX
+    assert field(models.ReceiptIn, "decision")["enum"] == list(task_model.DECISIONS)
+    assert field(models.ArtifactUploadIn, "size")["maximum"] == task_model.ARTIFACT_HARD_MAX
     # Byte limits are declared in characters at 4 bytes each: every schema-valid value is accepted.
-    assert field(models.ReceiptIn, "base_revision")["maxLength"] * 4 == MAX_REVISION_BYTES
-    assert field(models.ReceiptIn, "code")["maxLength"] * 4 == MAX_RECEIPT_CODE_BYTES
-    assert field(models.ReceiptIn, "message")["maxLength"] * 4 == MAX_RECEIPT_MESSAGE_BYTES
+    assert field(models.ReceiptIn, "base_revision")["maxLength"] * 4 == task_model.MAX_REVISION_BYTES
+    assert field(models.ReceiptIn, "code")["maxLength"] * 4 == task_model.MAX_RECEIPT_CODE_BYTES
+    assert field(models.ReceiptIn, "message")["maxLength"] * 4 == task_model.MAX_RECEIPT_MESSAGE_BYTES
 
 
 def test_patterns_are_the_gates_patterns() -> None:

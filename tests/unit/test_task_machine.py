@@ -15,7 +15,7 @@ from dovecote.platform.errors import DomainError
 from dovecote.tasks import machine
 from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import MAX_FENCE
-from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, edge, message, uid
+from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, code_of, edge, message, uid
 
 
 def new_service() -> Edge:
@@ -25,14 +25,6 @@ def new_service() -> Edge:
 @pytest.fixture
 def service() -> Edge:
     return new_service()
-
-
-def code_of(call: Any) -> str:
-    try:
-        call()
-    except DomainError as err:
-        return err.code
-    return "ok"
 
 
 COMMANDS = {

@@ -97,16 +97,16 @@ class Artifacts:
         command receipt, the artifact, its apply receipt and the head; one commit. `success` moves
         the head from the artifact's base to its result by compare-and-swap in the same commit."""
         principal.require("caller")
-        proposed = command.proposed(principal.authority)
-        intent = {"workspace": command.workspace, "artifact": command.artifact, **proposed.to_json()}
+        proposed = replace(command.receipt, authority=principal.authority)
+        workspace, artifact, base = proposed.workspace, proposed.artifact, proposed.base_revision
+        intent = {"workspace": workspace, "artifact": artifact, **proposed.to_json()}
         intent.pop("recorded_at", None)
         digest = intent_digest("record_apply_receipt", intent)
-        base = command.base_revision
 
         def decide(snapshot: ApplySnapshot) -> ApplyCommit | Outcome:
             art = snapshot.artifact
             if art is None:
-                raise NotFound("artifact not found", workspace=command.workspace, artifact=command.artifact)
+                raise NotFound("artifact not found", workspace=workspace, artifact=artifact)
             if art.state != "published":
                 raise ArtifactState("only a published artifact takes an apply receipt", state=art.state)
             existing = snapshot.apply_receipt
@@ -114,7 +114,7 @@ class Artifacts:
                 if existing.same_decision(proposed):
                     return Outcome(200, {"receipt": existing.to_json()}, replayed=True)
                 raise ReceiptConflict("the artifact already has a different apply receipt", receipt=existing.to_json())
-            if (command.artifact_digest, base, command.result_revision) != (
+            if (proposed.artifact_digest, base, proposed.result_revision) != (
                 art.digest,
                 art.base_revision,
                 art.result_revision,
@@ -130,7 +130,7 @@ class Artifacts:
             now = self.work.now()
             recorded = replace(proposed, recorded_at=now)
             head_to = None
-            if command.decision == "success":
+            if proposed.decision == "success":
                 head = snapshot.head
                 if head is None or head.confirmed_revision != base:
                     raise WorkspaceConflict(
@@ -138,12 +138,12 @@ class Artifacts:
                         expected=base,
                         actual=head.confirmed_revision if head else None,
                     )
-                head_to = WorkspaceHead(principal.authority, command.workspace, command.result_revision, now)
+                head_to = WorkspaceHead(principal.authority, workspace, proposed.result_revision, now)
             answer = {"receipt": recorded.to_json()}
             receipt = Receipt(principal.authority, command.command_id, "record_apply_receipt", digest, 200, answer)
             return ApplyCommit(receipt, recorded, head_from=base if head_to else None, head_to=head_to)
 
-        return self.work.run_apply(principal, command.command_id, command.workspace, command.artifact, digest, decide)
+        return self.work.run_apply(principal, command.command_id, workspace, artifact, digest, decide)
 
     # ---- reads ----------------------------------------------------------------------------------
 

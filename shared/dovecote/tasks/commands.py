@@ -207,32 +207,10 @@ class CreateArtifactUpload:
 
 @dataclass(frozen=True, slots=True)
 class RecordReceipt:
-    workspace: str
-    artifact: str
-    command_id: str
-    receipt_id: str
-    artifact_digest: str
-    base_revision: str
-    result_revision: str
-    decision: str
-    observed_revision: str = ""
-    code: str = ""
-    message: str = ""
+    """The caller's apply receipt as proposed: in its authority, not yet recorded (no time)."""
 
-    def proposed(self, authority: str) -> ApplyReceipt:
-        return ApplyReceipt(
-            authority,
-            self.workspace,
-            self.artifact,
-            self.receipt_id,
-            self.artifact_digest,
-            self.base_revision,
-            self.result_revision,
-            self.decision,
-            self.observed_revision,
-            self.code,
-            self.message,
-        )
+    command_id: str
+    receipt: ApplyReceipt
 
 
 @dataclass(frozen=True, slots=True)
@@ -563,9 +541,20 @@ class CommandGate:
             raise InvalidArgument("a conflict must name the observed revision", field="observed_revision")
         code = _bounded_text(body.get("code"), "code", MAX_RECEIPT_CODE_BYTES)
         message = _bounded_text(body.get("message"), "message", MAX_RECEIPT_MESSAGE_BYTES)
-        return RecordReceipt(
-            workspace, artifact_id, command_id, receipt_id, digest, base, result, str(decision), observed, code, message
+        proposed = ApplyReceipt(
+            principal.authority,
+            workspace,
+            artifact_id,
+            receipt_id,
+            digest,
+            base,
+            result,
+            str(decision),
+            observed,
+            code,
+            message,
         )
+        return RecordReceipt(command_id, proposed)
 
     # ---- worker events ---------------------------------------------------------------------------------
 

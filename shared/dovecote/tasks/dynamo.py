@@ -43,14 +43,25 @@ from dovecote.tasks.dynamo_items import (
     artifact_pk,
     delivery_pk,
     head_pk,
+    message_id_pk,
     part_identity,
     receipt_pk,
+    submission_pk,
     task_pk,
 )
 from dovecote.tasks.dynamo_objects import TaskObjects
 from dovecote.tasks.dynamo_queries import TaskQueries
 from dovecote.tasks.model import Task, lease_deadline
-from dovecote.tasks.ports import ApplyCommit, ApplySnapshot, Commit, Delivery, DeliveryTaken, Snapshot, TaskChanged
+from dovecote.tasks.ports import (
+    ApplyCommit,
+    ApplySnapshot,
+    Commit,
+    Delivery,
+    DeliveryKey,
+    DeliveryTaken,
+    Snapshot,
+    TaskChanged,
+)
 from dovecote.tasks.storage import INLINE_PART_BYTES, commit_failure, heartbeat
 
 __all__ = [
@@ -80,12 +91,7 @@ class _Op:
 
 class DynamoTaskStore(TaskQueries, TaskObjects):
     def read(
-        self,
-        authority: str,
-        command_id: str | None,
-        task_id: str | None,
-        *,
-        delivery: tuple[str, str] | None = None,
+        self, authority: str, command_id: str | None, task_id: str | None, *, delivery: DeliveryKey | None = None
     ) -> Snapshot:
         wanted: list[tuple[str, tuple[Any, str, str]]] = []
         if command_id:
@@ -120,7 +126,7 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
                 cas = cas & (tasks.heartbeat_at == e.heartbeat_at)
             ops.append(_Op("task_cas", task, cas, old=True))
         for m in commit.messages:
-            claim = claims(f"MID#{authority}#{m.id}", "-", task=m.task, sequence=m.sequence)
+            claim = claims(message_id_pk(authority, m.id), "-", task=m.task, sequence=m.sequence)
             ops.append(_Op("message_id", claim, claims.pk.does_not_exist()))
             ops.append(_Op("record", self._message_item(authority, m), self._messages.pk.does_not_exist()))
         for ev in commit.events:
@@ -132,7 +138,7 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
             )
             ops.append(_Op("record", grant, self._grants.pk.does_not_exist()))
         if commit.submission:
-            claim = claims(f"S#{authority}#{commit.submission}", "-", task=commit.task.id)
+            claim = claims(submission_pk(authority, commit.submission), "-", task=commit.task.id)
             ops.append(_Op("submission", claim, claims.pk.does_not_exist()))
         if commit.artifact is not None:
             artifact = self._artifact_item(commit.artifact, inline)

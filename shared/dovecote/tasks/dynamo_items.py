@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from dataclasses import fields
+from functools import partial
+from typing import Any, TypeVar
 
 from dovecote.platform.dynamo import bind, connection, pynamodb_errors
 from dovecote.platform.errors import CorruptStore
@@ -40,28 +42,20 @@ from dovecote.tasks.records import (
 from dovecote.tasks.storage import INLINE_PART_BYTES, created_order, is_claimable, lease_order, updated_order
 
 
-def task_pk(authority: str, task_id: str) -> str:
-    return f"T#{authority}#{task_id}"
+def key(kind: str, *ids: str) -> str:
+    """A partition key: the item kind, then its ids. IDs never hold "#" (their pattern excludes it),
+    so the keys are injective."""
+    return "#".join((kind, *ids))
 
 
-def receipt_pk(authority: str, command_id: str) -> str:
-    return f"C#{authority}#{command_id}"
-
-
-def artifact_pk(authority: str, workspace: str, artifact: str) -> str:
-    return f"A#{authority}#{workspace}#{artifact}"
-
-
-def head_pk(authority: str, workspace: str) -> str:
-    return f"W#{authority}#{workspace}"
-
-
-def apply_pk(authority: str, workspace: str, artifact: str) -> str:
-    return f"R#{authority}#{workspace}#{artifact}"
-
-
-def delivery_pk(authority: str, worker: str, delivery: str) -> str:
-    return f"D#{authority}#{worker}#{delivery}"
+task_pk = partial(key, "T")  # (authority, task): the task, its messages, events and grants
+receipt_pk = partial(key, "C")  # (authority, command id)
+message_id_pk = partial(key, "MID")  # (authority, message id): authority-wide uniqueness
+submission_pk = partial(key, "S")  # (authority, submission id)
+artifact_pk = partial(key, "A")  # (authority, workspace, artifact)
+head_pk = partial(key, "W")  # (authority, workspace)
+apply_pk = partial(key, "R")  # (authority, workspace, artifact): the artifact's apply receipt
+delivery_pk = partial(key, "D")  # (authority, worker, delivery id)
 
 
 def artifact_identity(artifact: Artifact) -> str:
@@ -269,78 +263,50 @@ class TaskItems:
     # ---- artifacts, heads, apply receipts ------------------------------------------------------------
 
     def _artifact_item(self, a: Artifact, inline: bytes | None) -> ArtifactItem:
+        key = artifact_pk(a.authority, a.workspace, a.id)
         return self._artifacts(
-            artifact_pk(a.authority, a.workspace, a.id),
-            "-",
-            authority=a.authority,
-            workspace=a.workspace,
-            id=a.id,
-            task=a.task,
-            state=a.state,
-            base_revision=a.base_revision,
-            result_revision=a.result_revision,
-            payload_digest=a.payload_digest,
-            payload_size=a.payload_size,
-            media_type=a.media_type,
-            frozen_at=a.frozen_at,
-            published_at=a.published_at or None,
-            discarded_at=a.discarded_at or None,
-            payload=inline,
+            key, "-", payload=inline, **attributes(a, absent_when_empty=("published_at", "discarded_at"))
         )
 
     @staticmethod
     def _artifact(item: ArtifactItem) -> Artifact:
-        return Artifact(
-            authority=item.authority,
-            workspace=item.workspace,
-            id=item.id,
-            task=item.task,
-            state=item.state,
-            base_revision=item.base_revision,
-            result_revision=item.result_revision,
-            payload_digest=item.payload_digest,
-            payload_size=int(item.payload_size),
-            media_type=item.media_type,
-            frozen_at=item.frozen_at,
-            published_at=item.published_at or "",
-            discarded_at=item.discarded_at or "",
-        )
+        return record(Artifact, item, numbers=("payload_size",))
 
     @staticmethod
     def _head(item: HeadItem) -> WorkspaceHead:
-        return WorkspaceHead(item.authority, item.workspace, item.confirmed_revision, item.updated_at)
+        return record(WorkspaceHead, item)
 
     def _apply_receipt_item(self, authority: str, ap: ApplyReceipt) -> ApplyReceiptItem:
-        return self._apply_receipts(
-            apply_pk(authority, ap.workspace, ap.artifact),
-            "-",
-            id=ap.id,
-            artifact_digest=ap.artifact_digest,
-            base_revision=ap.base_revision,
-            result_revision=ap.result_revision,
-            decision=ap.decision,
-            observed_revision=ap.observed_revision,
-            code=ap.code,
-            message=ap.message,
-            recorded_at=ap.recorded_at,
-        )
+        # The authority, workspace and artifact are the item's key.
+        values = attributes(ap, keyed=("authority", "workspace", "artifact"))
+        return self._apply_receipts(apply_pk(authority, ap.workspace, ap.artifact), "-", **values)
 
     @staticmethod
     def _apply_receipt(authority: str, workspace: str, artifact: str, item: ApplyReceiptItem) -> ApplyReceipt:
-        return ApplyReceipt(
-            authority=authority,
-            workspace=workspace,
-            artifact=artifact,
-            id=item.id,
-            artifact_digest=item.artifact_digest,
-            base_revision=item.base_revision,
-            result_revision=item.result_revision,
-            decision=item.decision,
-            observed_revision=item.observed_revision or "",
-            code=item.code or "",
-            message=item.message or "",
-            recorded_at=item.recorded_at,
-        )
+        return record(ApplyReceipt, item, authority=authority, workspace=workspace, artifact=artifact)
+
+
+R = TypeVar("R")
+
+
+def attributes(source: Any, *, keyed: tuple[str, ...] = (), absent_when_empty: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A record's fields as the attributes of its item, which names them alike: except the ones its
+    key holds; an empty optional one is left absent."""
+    values = {f.name: getattr(source, f.name) for f in fields(source) if f.name not in keyed}
+    for name in absent_when_empty:
+        values[name] = values[name] or None
+    return values
+
+
+def record(kind: type[R], item: Any, *, numbers: tuple[str, ...] = (), **known: Any) -> R:
+    """The record `kind` from the item's attributes of the same names (an absent one is empty),
+    `known` the fields its key holds."""
+    values = dict(known)
+    for f in fields(kind):  # type: ignore[arg-type]
+        if f.name not in known:
+            value = getattr(item, f.name)
+            values[f.name] = int(value) if f.name in numbers else ("" if value is None else value)
+    return kind(**values)
 
 
 def get_item(model: Any, pk: str, sk: str) -> Any:

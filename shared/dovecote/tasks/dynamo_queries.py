@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from dovecote.platform.dynamo import one_page, pynamodb_errors
-from dovecote.tasks.dynamo_items import TaskItems, apply_pk, get_item, head_pk, task_pk
+from dovecote.tasks.dynamo_items import TaskItems, apply_pk, get_item, head_pk, message_id_pk, task_pk
 from dovecote.tasks.model import TOTAL_SIZE_CAP, ApplyReceipt, Event, Grant, Message, Task, WorkspaceHead
 from dovecote.tasks.ports import LeasePage, TaskFilter, TaskPage
 from dovecote.tasks.storage import invert
@@ -19,7 +19,7 @@ class TaskQueries(TaskItems):
         """Two round trips: the authority-wide id claim names the task and the sequence, then the
         message item itself."""
         with pynamodb_errors(write=False):
-            claim = get_item(self._claims, f"MID#{authority}#{message_id}", "-")
+            claim = get_item(self._claims, message_id_pk(authority, message_id), "-")
             if claim is None or claim.task != task_id or claim.sequence is None:
                 return None
             item = get_item(self._messages, task_pk(authority, task_id), f"M#{int(claim.sequence):020d}")

@@ -28,7 +28,17 @@ from dovecote.tasks.model import (
     expiry_shard,
     lease_deadline,
 )
-from dovecote.tasks.ports import ApplyCommit, ApplySnapshot, Commit, Delivery, LeasePage, Snapshot, TaskFilter, TaskPage
+from dovecote.tasks.ports import (
+    ApplyCommit,
+    ApplySnapshot,
+    Commit,
+    Delivery,
+    DeliveryKey,
+    LeasePage,
+    Snapshot,
+    TaskFilter,
+    TaskPage,
+)
 from dovecote.tasks.storage import (
     apply_checks,
     check_upload,
@@ -63,12 +73,7 @@ class InMemoryTaskStore:
         self.uploads: dict[tuple[str, str], bytes] = {}  # (authority, sha256) → an uploaded payload
 
     def read(
-        self,
-        authority: str,
-        command_id: str | None,
-        task_id: str | None,
-        *,
-        delivery: tuple[str, str] | None = None,
+        self, authority: str, command_id: str | None, task_id: str | None, *, delivery: DeliveryKey | None = None
     ) -> Snapshot:
         with self._lock:
             receipt = self.receipts.get((authority, command_id)) if command_id else None

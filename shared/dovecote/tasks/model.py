@@ -189,11 +189,8 @@ class Receipt:
 
 
 def intent_digest(kind: str, command: dict[str, Any]) -> str:
-    """SHA-256 of a canonical encoding of {kind, command}: sorted keys, no whitespace, UTF-8."""
-    canonical = json.dumps(
-        {"kind": kind, "command": command}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    """What a command id is bound to: the canonical digest of {kind, command}."""
+    return canonical_digest({"kind": kind, "command": command})
 
 
 def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:

@@ -91,6 +91,10 @@ class Snapshot:
     delivery: Delivery | None = None
 
 
+# A worker delivery's key within the authority: (worker, delivery id).
+DeliveryKey = tuple[str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """A worker event's settlement, keyed by (authority, worker, delivery id): the exact event's
@@ -187,12 +191,7 @@ class LeasePage:
 
 class TaskStore(Protocol):
     def read(
-        self,
-        authority: str,
-        command_id: str | None,
-        task_id: str | None,
-        *,
-        delivery: tuple[str, str] | None = None,
+        self, authority: str, command_id: str | None, task_id: str | None, *, delivery: DeliveryKey | None = None
     ) -> Snapshot:
         """`delivery` is (worker, delivery id): its settlement is read in the same snapshot."""
         ...

@@ -37,7 +37,7 @@ from dovecote.tasks.commands import (
 from dovecote.tasks.leases import Leases
 from dovecote.tasks.lifecycle import Lifecycle
 from dovecote.tasks.model import ARTIFACT_DEFAULT_MAX, ARTIFACT_HARD_MAX
-from dovecote.tasks.ports import Delivery, TaskStore
+from dovecote.tasks.ports import TaskStore
 from dovecote.tasks.reads import Pages, Reads
 from dovecote.tasks.unit_of_work import OnCorrupt, Outcome, UnitOfWork
 from dovecote.tasks.worker_events import WorkerEvents
@@ -119,11 +119,11 @@ class TaskService:
     def complete(self, principal: Principal, command: Complete) -> Outcome:
         return self.lifecycle.transition(principal, command)
 
-    def freeze(self, principal: Principal, command: Freeze, *, delivery: Delivery | None = None) -> Outcome:
+    def freeze(self, principal: Principal, command: Freeze) -> Outcome:
         """freeze_artifact (worker, working, at most once per task): the artifact with its payload, its
         result revision and the workspace head claim, in the task's one transaction. Answers
         {task, artifact}."""
-        return self.lifecycle.transition(principal, command, delivery=delivery)
+        return self.lifecycle.transition(principal, command)
 
     @property
     def signer(self) -> CursorSigner:

@@ -14,21 +14,9 @@ import hashlib
 from dataclasses import replace
 
 from dovecote.platform.errors import InvalidArgument, NotFound, PayloadTooLarge
-from dovecote.tasks import machine
+from dovecote.tasks import machine, ports
 from dovecote.tasks.model import Message, Part, Task, WorkspaceHead
-from dovecote.tasks.ports import (
-    ApplyCommit,
-    ApplyReceiptTaken,
-    ArtifactTaken,
-    Commit,
-    DeliveryTaken,
-    HeadChanged,
-    MessageIdTaken,
-    ReceiptTaken,
-    SubmissionIdTaken,
-    TaskChanged,
-    TaskExists,
-)
+from dovecote.tasks.ports import ApplyCommit, Commit, HeadChanged, TaskChanged
 
 # Parts up to this size live in the message item; larger ones in S3 by digest. Items are capped at
 # 400 KB and a message may carry 2 MiB.
@@ -95,13 +83,13 @@ def commit_failure(check: str, *, task: Task | None = None, head: WorkspaceHead 
     """The typed failure of a commit whose `check` did not hold; `task` and `head` are the stored
     ones when the store knows them."""
     simple: dict[str, type[Exception]] = {
-        "receipt": ReceiptTaken,
-        "task_insert": TaskExists,
-        "message_id": MessageIdTaken,
-        "submission": SubmissionIdTaken,
-        "artifact": ArtifactTaken,
-        "apply_receipt": ApplyReceiptTaken,
-        "delivery": DeliveryTaken,
+        "receipt": ports.ReceiptTaken,
+        "task_insert": ports.TaskExists,
+        "message_id": ports.MessageIdTaken,
+        "submission": ports.SubmissionIdTaken,
+        "artifact": ports.ArtifactTaken,
+        "apply_receipt": ports.ApplyReceiptTaken,
+        "delivery": ports.DeliveryTaken,
     }
     if check in simple:
         return simple[check]()
