@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import bearer
+from tests.support.authorities import fresh_authority
 
 SHA = hashlib.sha256(b"an artifact payload").hexdigest()
 
@@ -22,19 +23,14 @@ def uid(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def tokens(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """A caller and two worker identities of the dev authority (minted for this module)."""
-    admin = bearer(dev_runtime["tokens"]["admin"])
-    out = {"caller": bearer(dev_runtime["tokens"]["caller"])}
-    for name in ("holder", "stranger"):
-        minted = httpx.post(
-            dev_runtime["endpoint"] + "/v1/admin/tokens",
-            json={"authority": "dev", "role": "worker", "worker": uid(name)},
-            headers=admin,
-            timeout=30,
-        )
-        minted.raise_for_status()
-        out[name] = bearer(minted.json()["token"])
-    return out
+    """An authority of this module's own (a caller, two workers), and a worker of another one."""
+    mine, other = fresh_authority(dev_runtime, "up"), fresh_authority(dev_runtime, "up-other")
+    return {
+        "caller": bearer(mine.token("caller")),
+        "holder": bearer(mine.token("worker", "holder")),
+        "stranger": bearer(mine.token("worker", "stranger")),
+        "other": bearer(other.token("worker", "holder")),
+    }
 
 
 def create(http: httpx.Client, caller: dict[str, str]) -> str:
@@ -78,14 +74,13 @@ def test_without_the_current_lease_it_is_409_stale_lease(http: httpx.Client, tok
     assert refused(upload(http, tokens["holder"], task_id, None), 400, "invalid_argument")  # the fence is required
 
 
-def test_another_authoritys_task_is_404(
-    http: httpx.Client, tokens: dict[str, dict[str, str]], other_authority: dict[str, dict[str, str]]
-) -> None:
+def test_another_authoritys_task_is_404(http: httpx.Client, tokens: dict[str, dict[str, str]]) -> None:
     task_id = create(http, tokens["caller"])
     fence = http.post(f"/v1/tasks/{task_id}/lease", json={"command_id": uid("c")}, headers=tokens["holder"]).json()[
         "assignment"
     ]["fence"]
-    assert refused(upload(http, other_authority["worker"], task_id, fence), 404, "not_found")
+    # The same task id and fence, from a worker of the same name in another authority.
+    assert refused(upload(http, tokens["other"], task_id, fence), 404, "not_found")
 
 
 def test_the_holder_of_the_current_lease_gets_a_url(http: httpx.Client, tokens: dict[str, dict[str, str]]) -> None:

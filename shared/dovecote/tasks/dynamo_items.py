@@ -108,31 +108,18 @@ class TaskItems:
     # ---- the task ----------------------------------------------------------------------------
 
     def _task_item(self, t: Task) -> TaskItem:
+        values = attributes(t, absent_when_empty=("artifact",))
+        values["submission"] = json.dumps(t.submission, sort_keys=True) if t.submission else None
         item = self._tasks(
             task_pk(t.authority, t.id),
             "T",
-            authority=t.authority,
-            id=t.id,
-            workspace=t.workspace,
-            context=t.context,
-            state=t.state,
-            revision=t.revision,
-            message_count=t.message_count,
-            event_count=t.event_count,
-            created_at=t.created_at,
-            updated_at=t.updated_at,
-            owner=t.owner,
-            fence=t.fence,
-            granted_at=t.granted_at,
-            heartbeat_at=t.heartbeat_at,
-            lease_timeout=t.lease_timeout,
-            submission=json.dumps(t.submission, sort_keys=True) if t.submission else None,
-            artifact=t.artifact or None,
+            **values,
             ctx_pk=f"{t.authority}#{t.context}",
             ctx_sk="#".join(created_order(t)),
             auth_pk=t.authority,
             auth_sk="#".join(updated_order(t)),
         )
+        # The sparse indexes hold a task only while it is claimable, leased, or leased with a timeout.
         if is_claimable(t):
             item.claim_pk = t.authority
             item.claim_sk = "#".join(created_order(t))
@@ -147,25 +134,8 @@ class TaskItems:
 
     @staticmethod
     def _task(item: TaskItem) -> Task:
-        return Task(
-            authority=item.authority,
-            id=item.id,
-            workspace=item.workspace,
-            context=item.context,
-            state=item.state,
-            revision=int(item.revision),
-            message_count=int(item.message_count),
-            event_count=int(item.event_count),
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-            owner=item.owner or "",
-            fence=int(item.fence or 0),
-            granted_at=item.granted_at or "",
-            heartbeat_at=item.heartbeat_at or "",
-            lease_timeout=int(item.lease_timeout or 0),
-            submission=json.loads(item.submission) if item.submission else None,
-            artifact=item.artifact or "",
-        )
+        submission = json.loads(item.submission) if item.submission else None
+        return record(Task, item, numbers=TASK_NUMBERS, submission=submission)
 
     # ---- receipts and deliveries -------------------------------------------------------------------
 
@@ -287,6 +257,7 @@ class TaskItems:
 
 
 R = TypeVar("R")
+TASK_NUMBERS = ("revision", "message_count", "event_count", "fence", "lease_timeout")
 
 
 def attributes(source: Any, *, keyed: tuple[str, ...] = (), absent_when_empty: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -305,7 +276,7 @@ def record(kind: type[R], item: Any, *, numbers: tuple[str, ...] = (), **known: 
     for f in fields(kind):  # type: ignore[arg-type]
         if f.name not in known:
             value = getattr(item, f.name)
-            values[f.name] = int(value) if f.name in numbers else ("" if value is None else value)
+            values[f.name] = int(value or 0) if f.name in numbers else ("" if value is None else value)
     return kind(**values)
 
 
