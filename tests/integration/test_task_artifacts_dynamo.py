@@ -349,6 +349,10 @@ def test_round_trips(dynamo: tuple[Edge, dict[str, Any]]) -> None:
         "dynamodb.TransactWriteItems": 1,
     }, meter.calls
     up = working(service, "ws-up")
+    with count_round_trips(*clients) as meter:
+        declared = {"size": 30_000, "sha256": hashlib.sha256(b"q" * 30_000).hexdigest(), "fence": up.fence}
+        service.create_artifact_upload(WORKER, up.task_id, declared)
+    assert dict(meter.calls) == {"dynamodb.GetItem": 1}, meter.calls  # the lease check; signing is local
     sha = put_upload(service, b"q" * 30_000)
     body = freeze_body(up, artifact_id="rt-up")
     body["payload"] = {"media_type": "text/plain", "upload_sha256": sha}
