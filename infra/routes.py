@@ -151,6 +151,7 @@ MEMORY_WORKER_BATCH_SIZE = 10  # the SQS FIFO maximum; a batch never holds one s
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "admin_api", authorized=False),
     Route("GET", "/v1/openapi.json", "admin_api", authorized=False),
+    Route("GET", "/v1/whoami", "admin_api"),  # any valid token: caller, worker or admin
     Route("POST", "/v1/admin/tokens", "admin_api"),
     Route("GET", "/v1/admin/tokens", "admin_api"),
     Route("DELETE", "/v1/admin/tokens/{token_id}", "admin_api"),

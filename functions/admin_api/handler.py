@@ -1,14 +1,15 @@
-"""Admin and meta routes: health, the OpenAPI document, tokens (mint, list, revoke)."""
+"""Admin and meta routes: health, the OpenAPI document, whoami, tokens (mint, list, revoke)."""
 
 from __future__ import annotations
 
 import importlib
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, Field, StrictStr
+from typing_extensions import NotRequired, TypedDict
 
 import dovecote
 from dovecote.admin.model import MAX_TOKEN_DAYS
@@ -58,14 +59,19 @@ class Health(BaseModel):
 
 
 class TokenBody(RequestModel):
-    """A worker token needs a worker id, a caller token has none, an admin token may have one."""
+    """A worker token needs a worker id, a caller token has none, an admin token may have one. Only a
+    caller token may carry an agent claim."""
 
     model_config = with_schema(
         {
             "oneOf": [
                 {"properties": {"role": {"const": "caller"}}, "not": {"required": ["worker"]}},
-                {"properties": {"role": {"const": "worker"}}, "required": ["worker"]},
-                {"properties": {"role": {"const": "admin"}}},
+                {
+                    "properties": {"role": {"const": "worker"}},
+                    "required": ["worker"],
+                    "not": {"required": ["agent"]},
+                },
+                {"properties": {"role": {"const": "admin"}}, "not": {"required": ["agent"]}},
             ]
         }
     )
@@ -73,7 +79,9 @@ class TokenBody(RequestModel):
     role: StrictStr = Field(json_schema_extra=one_of("caller", "worker", "admin"))
     worker: StrictStr | None = Field(default=None, json_schema_extra=ID, description="required for worker tokens")
     agent: StrictStr | None = Field(
-        default=None, json_schema_extra=ID, description="the only note author this token may write or delete as"
+        default=None,
+        json_schema_extra=ID,
+        description="caller tokens only: the only note author this token may write or delete as",
     )
     expires_in_days: JsonInt | None = Field(
         default=None,
@@ -90,6 +98,21 @@ class TokenOut(BaseModel):
     worker: str
     agent: str
     expires_at: str
+
+
+class WhoAmI(TypedDict):
+    """The principal a token stands for. `worker` and `agent` are present only when the token has them."""
+
+    # A TypedDict, not an ApiModel: absent fields stay absent without a wrap serializer, which would
+    # leave the documented response schema empty.
+    authority: Annotated[str, Field(json_schema_extra=ID)]
+    role: Literal["caller", "worker", "admin"]
+    worker: NotRequired[Annotated[str, Field(json_schema_extra=ID, description="the worker id (worker tokens)")]]
+    agent: NotRequired[
+        Annotated[str, Field(json_schema_extra=ID, description="the only note author this token may write as")]
+    ]
+    token_id: Annotated[str, Field(json_schema_extra={"pattern": "^[0-9a-f]{16}$"})]
+    expires_at: Annotated[str, Field(json_schema_extra={"format": "date-time"}, description="RFC 3339, UTC")]
 
 
 class TokenListItem(ApiModel):
@@ -118,6 +141,22 @@ def health() -> Health:
 def openapi() -> dict[str, Any]:
     """This document: the OpenAPI description of every route. No token."""
     return openapi_document()
+
+
+# Powertools documents any type it can validate; `responses` is typed for models only.
+@app.get("/v1/whoami", tags=["meta"], responses=responses(200, WhoAmI, 400, 401, 403))  # type: ignore[arg-type]
+def whoami() -> WhoAmI:
+    """Who this token is: its authority, role, worker, agent claim, id and expiry. Any valid token.
+
+    The answer comes from the authorizer's context (no table read): it is what every other route
+    sees of the same token."""
+    p = current_principal(app)
+    answer = WhoAmI(authority=p.authority, role=p.role, token_id=p.token_id, expires_at=p.expires_at)
+    if p.worker:
+        answer["worker"] = p.worker
+    if p.agent:
+        answer["agent"] = p.agent
+    return answer
 
 
 @app.post("/v1/admin/tokens", tags=["admin"], responses=responses(201, TokenOut, 400, 401, 403, 503))

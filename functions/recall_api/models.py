@@ -164,7 +164,8 @@ class MessageOut(BaseModel):
 class ReadOut(BaseModel):
     project: str
     session_id: str
-    read_ref: str
+    read_ref: str = Field(description="the ref as asked")
+    canonical_ref: str = Field(description="the shortest unique form of the ref, as search prints it")
     anchor_uuid: str
     messages: list[MessageOut]
     char_budget: int | None

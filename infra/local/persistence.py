@@ -12,8 +12,10 @@ Layout of DIR:
   No fsync per record: the page cache survives the death of the process (kill -9), not the loss of
   the machine's power; `DOVECOTE_DEV_FSYNC=1` fsyncs every record for that case too.
 - `env.json` (settings: table names, queue URLs, KMS key, secret ARN) and `dev-tokens.json` (the
-  dev tokens' strings, 0600): written once at the first start, before the first snapshot.
+  dev tokens' strings): written once at the first start, before the first snapshot.
 - `recall.sqlite` (+ `-wal`): the recall index (SQLite FTS5, WAL, its own durability).
+
+DIR is 0700 and every file in it 0600 (`make_private` fixes a DIR written before, at each start).
 
 Order = execution order: a mutating request runs and is journaled under one lock (`_ORDER`), so two
 requests that raced are journaled in the order moto applied them; reads (Get*, Query, Scan,
@@ -31,6 +33,7 @@ import io
 import json
 import os
 import pickle
+import re
 import struct
 import sys
 import threading
@@ -67,6 +70,12 @@ _READS = (
 # The environ keys a replay needs: the request as moto's dispatcher saw it.
 _ENVIRON_KEYS = ("REQUEST_METHOD", "PATH_INFO", "QUERY_STRING", "RAW_URI", "REQUEST_URI", "CONTENT_TYPE")
 _ORDER = threading.RLock()
+# DIR and what it holds are the owner's only: moto's state holds memories in plaintext, the cursor
+# signing key and the dev tokens.
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+# The files of DIR (the module docstring); `make_private` touches nothing else a user keeps there.
+OWN_FILES = re.compile(r"^\.?(moto\.snapshot|moto\.journal\.\d+|env\.json|dev-tokens\.json)(\.tmp)?$|^recall\.sqlite")
 # The S3 version id moto answered a journaled write with: DynamoDB items name body versions, and a
 # replayed PUT draws a new random id, so the replay gives the new version the journaled id back.
 VERSION_KEY = "DOVECOTE_S3_VERSION_ID"
@@ -104,7 +113,7 @@ class Journal:
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
         self.path = path
         self._fsync = fsync
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
         self.records = 0
 
     def append(self, payload: bytes) -> None:
@@ -155,7 +164,8 @@ def mutates(environ: dict[str, Any], body: bytes) -> bool:
     return environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD", "OPTIONS")
 
 
-def _with_body(environ: dict[str, Any], body: bytes) -> None:
+def replace_body(environ: dict[str, Any], body: bytes) -> None:
+    """Put a body that was read back into the environ, for the app behind."""
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     environ.pop("HTTP_TRANSFER_ENCODING", None)
@@ -179,7 +189,7 @@ class JournalingApp:
         from werkzeug.wsgi import get_input_stream
 
         body = get_input_stream(environ).read()
-        _with_body(environ, body)
+        replace_body(environ, body)
         if not mutates(environ, body):
             return self.app(environ, start_response)
         captured: list[Any] = []
@@ -229,7 +239,7 @@ def replay(app: Callable[..., Iterable[bytes]], records: Iterable[bytes]) -> tup
             "REMOTE_ADDR": "127.0.0.1",
             **meta,
         }
-        _with_body(environ, body)
+        replace_body(environ, body)
         status: list[str] = []
         headers: list[tuple[str, str]] = []
 
@@ -334,8 +344,10 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
+    """Owner-only (0600) whatever the umask: the snapshot holds memories and the cursor key."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE), "wb") as handle:
+        os.fchmod(handle.fileno(), PRIVATE_FILE)  # a temporary file left by a crash keeps its old mode
         write(handle)
         handle.flush()
         os.fsync(handle.fileno())
@@ -365,6 +377,14 @@ def load_snapshot(directory: Path) -> int:
         backends.clear()
         backends.update(accounts)
     return int(saved["generation"])
+
+
+def make_private(directory: Path) -> None:
+    """Owner-only modes on DIR and its files, for a DIR written before they were (0755 / 0644)."""
+    os.chmod(directory, PRIVATE_DIR)
+    for entry in directory.iterdir():
+        if OWN_FILES.match(entry.name) and entry.is_file() and not entry.is_symlink():
+            os.chmod(entry, PRIVATE_FILE)
 
 
 # ---- the store ----------------------------------------------------------------------------------

@@ -24,6 +24,12 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 DEV_AUTHORITY = "dev"
 DEV_WORKER = "dev-worker"
 DEV_TOKEN_DAYS = 365
+# moto's credentials; its local S3 verifies signatures against them (infra/local/s3_auth.py).
+AWS_ACCESS_KEY = "testing"
+AWS_SECRET_KEY = "testing"  # noqa: S105 - moto's well-known stand-in, not a secret
+AWS_REGION = "us-east-1"
+# Files the runtime creates (data, tokens, the recall index) are its user's only.
+PRIVATE_UMASK = 0o077
 # Inside `--data DIR`.
 RECALL_FILE = "recall.sqlite"
 ENV_FILE = "env.json"
@@ -59,9 +65,14 @@ class LocalRuntime:
     _store: Any = None
     _moto_thread: threading.Thread | None = None
     _dir_fd: int = -1
+    _umask: int | None = None
 
     def start(self) -> LocalRuntime:
         import logging
+
+        # Before anything is written: the snapshot, journal, recall index and tokens are created
+        # 0600 in 0700 directories (SQLite gives its -wal and -shm the database's mode).
+        self._umask = os.umask(PRIVATE_UMASK)
 
         from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
 
@@ -76,10 +87,13 @@ class LocalRuntime:
         )
 
         from infra.local.persistence import JournalingApp
+        from infra.local.s3_auth import S3Auth
 
-        # moto's own server app behind the journal (a pass-through until a journal is opened).
+        # moto's own server app behind the journal (a pass-through until a journal is opened), behind
+        # S3's own checks of signatures, expiry and checksums (a refused request is never journaled).
         moto_app = JournalingApp(DomainDispatcherApplication(create_backend_app))
-        self._moto = make_server("127.0.0.1", 0, moto_app, threaded=True, request_handler=MotoRequestHandler)
+        served = S3Auth(moto_app, access_key=AWS_ACCESS_KEY, secret_key=AWS_SECRET_KEY, region=AWS_REGION)
+        self._moto = make_server("127.0.0.1", 0, served, threaded=True, request_handler=MotoRequestHandler)
         self._moto_thread = threading.Thread(target=self._moto.serve_forever, daemon=True)
         self._moto_thread.start()
         moto_host, moto_port = self._moto.server_address[:2]
@@ -95,10 +109,10 @@ class LocalRuntime:
         os.environ.update(
             {
                 "AWS_ENDPOINT_URL": moto_endpoint,
-                "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing",
-                "AWS_DEFAULT_REGION": "us-east-1",
-                "AWS_REGION": "us-east-1",
+                "AWS_ACCESS_KEY_ID": AWS_ACCESS_KEY,
+                "AWS_SECRET_ACCESS_KEY": AWS_SECRET_KEY,
+                "AWS_DEFAULT_REGION": AWS_REGION,
+                "AWS_REGION": AWS_REGION,
                 "POWERTOOLS_SERVICE_NAME": "dovecote",
                 "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
                 "POWERTOOLS_TRACE_DISABLED": "true",
@@ -199,6 +213,8 @@ class LocalRuntime:
         directory itself (flock, released when the process ends, kill -9 included)."""
         import fcntl
 
+        from infra.local.persistence import make_private
+
         assert self.data_dir is not None
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._dir_fd = os.open(self.data_dir, os.O_RDONLY)
@@ -207,6 +223,7 @@ class LocalRuntime:
         except BlockingIOError:
             os.close(self._dir_fd)
             raise DataDirBusy(f"another dovecote dev is using {self.data_dir}") from None
+        make_private(self.data_dir)  # a DIR written before the umask above (0755, 0644)
 
     def _bootstrap(self) -> None:
         from dovecote.platform import aws
@@ -237,10 +254,9 @@ class LocalRuntime:
         self._bootstrap()
         env = {k: v for k, v in os.environ.items() if k.startswith("DOVECOTE_") and before.get(k) != v}
         state = {"endpoint": moto_endpoint, "env": env}
+        # write_atomically writes 0600.
         write_atomically(self.data_dir / ENV_FILE, lambda f: f.write(json.dumps(state, indent=2).encode()))
-        os.chmod(self.data_dir / ENV_FILE, 0o600)
         write_atomically(self.data_dir / TOKENS_FILE, lambda f: f.write(json.dumps(self.tokens, indent=2).encode()))
-        os.chmod(self.data_dir / TOKENS_FILE, 0o600)
         self._store.compact()
 
     def _restore(self, moto_endpoint: str) -> None:
@@ -283,8 +299,9 @@ class LocalRuntime:
     def _write_tokens_file(self) -> None:
         self.tokens_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.tokens_file.with_suffix(f".{secrets.token_hex(4)}.tmp")
-        tmp.write_text(json.dumps({"endpoint": self.endpoint, "tokens": self.tokens}, indent=2) + "\n")
-        tmp.chmod(0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others, even briefly
+        with os.fdopen(fd, "w") as handle:
+            handle.write(json.dumps({"endpoint": self.endpoint, "tokens": self.tokens}, indent=2) + "\n")
         tmp.replace(self.tokens_file)
 
     def stop(self) -> None:
@@ -302,6 +319,9 @@ class LocalRuntime:
             self._moto.shutdown()
         if self._store is not None:
             self._store.close()
+        if self._umask is not None:
+            os.umask(self._umask)  # an in-process runtime (bench) gives its process its umask back
+            self._umask = None
 
 
 class DataDirBusy(RuntimeError):

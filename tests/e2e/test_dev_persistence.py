@@ -58,7 +58,8 @@ def test_everything_survives_a_clean_restart(tmp_path: Path) -> None:
             upload = http.post("/v1/notes/uploads", json={**coords, "size": len(big), "sha256": digest}, headers=caller)
             assert upload.status_code == 200, upload.text
             # The presigned PUT goes to moto directly: journaled by the same middleware.
-            assert httpx.put(upload.json()["upload_url"], content=big, timeout=60).status_code == 200
+            url, headers = upload.json()["upload_url"], upload.json()["upload_headers"]  # exactly as signed
+            assert httpx.put(url, content=big, headers=headers, timeout=60).status_code == 200
             put = http.put("/v1/notes", json={**coords, "upload": True, "sha256": digest}, headers=caller)
             assert put.status_code == 200, put.text
             ref = put.json()["ref"]
@@ -110,7 +111,8 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
             coords = {"key": "crash", "run": 1, "name": "big"}
             sha = hashlib.sha256(big).hexdigest()
             upload = http.post("/v1/notes/uploads", json={**coords, "size": len(big), "sha256": sha}, headers=caller)
-            assert httpx.put(upload.json()["upload_url"], content=big, timeout=60).status_code == 200
+            url, headers = upload.json()["upload_url"], upload.json()["upload_headers"]  # exactly as signed
+            assert httpx.put(url, content=big, headers=headers, timeout=60).status_code == 200
             committed = http.put("/v1/notes", json={**coords, "upload": True, "sha256": sha}, headers=caller)
             assert committed.status_code == 200, committed.text
             big_ref = committed.json()["ref"]

@@ -49,6 +49,7 @@ CALLER_TOOLS = {
     "memory_list",
     "memory_relations",
     "memory_judge",
+    "whoami",
 }
 WORKER_TOOLS = {
     "tasks_claim",
@@ -156,6 +157,36 @@ def test_caller_session_lists_tools_without_worker_tools_and_notes_round_trip(de
         assert bad["code"] == "invalid_argument" and bad["details"]["errors"][0]["field"] == "run"
 
     session(stdio(dev_runtime, "caller"), body)
+
+
+def test_an_admin_session_is_not_steered_into_the_admin_routes(dev_runtime: dict[str, Any]) -> None:
+    """Issue 15 item 1's reproduction, over MCP with an admin token: a ref that walks out of the
+    notes route neither revokes a token nor lists them, and the token still authenticates."""
+    with DovecoteClient(dev_runtime["endpoint"], dev_runtime["tokens"]["admin"]) as admin:
+        victim = admin.create_token("dev", "caller")
+    log = Path(dev_runtime["log"])
+
+    def admin_requests() -> list[str]:
+        return [line for line in log.read_text(errors="replace").splitlines() if "/v1/admin/" in line]
+
+    before = admin_requests()
+    assert any(" POST /v1/admin/tokens 201 " in line for line in before)  # the log does show them
+
+    async def body(client: Client) -> None:
+        revoke = await fails(client, "notes_delete", ref=f"../admin/tokens/{victim['token_id']}")
+        assert revoke["code"] == "invalid_argument" and revoke["status"] == 0
+        listing = await fails(client, "notes_get", ref="../admin/tokens?")
+        assert listing["code"] == "invalid_argument"
+        # Encoded by the model itself: sent as one segment of the notes route, refused there.
+        encoded = await fails(client, "notes_delete", ref=f"..%2Fadmin%2Ftokens%2F{victim['token_id']}")
+        assert encoded["status"] == 404 and encoded["code"] == "not_found"
+        dotted = await fails(client, "notes_get", ref="%2e%2e")
+        assert dotted["status"] == 404
+
+    session(stdio(dev_runtime, "admin"), body)
+    assert admin_requests() == before
+    with DovecoteClient(dev_runtime["endpoint"], victim["token"]) as still_valid:
+        assert "items" in still_valid.list_notes(limit=1)
 
 
 def test_task_path_caller_then_worker_and_revision_conflict(dev_runtime: dict[str, Any]) -> None:
@@ -296,7 +327,7 @@ def test_recall_tools_after_pushing_a_transcript(dev_runtime: dict[str, Any]) ->
         assert outline["session_id"] if "session_id" in outline else outline
         topics = await call(client, "recall_topics", project=project)
         assert isinstance(topics, dict)
-        bad = await fails(client, "recall_read", ref=ref, budget=1)
+        bad = await fails(client, "recall_read", ref=ref, budget=-1)
         assert bad["code"] == "invalid_argument"
 
     session(stdio(dev_runtime, "caller"), body)

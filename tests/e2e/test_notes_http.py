@@ -186,7 +186,8 @@ def test_large_upload_over_http(dev_runtime: dict[str, Any], http: httpx.Client,
     coords = {"key": key, "run": 1, "name": "weights", "author": "claude"}
     upload = http.post("/v1/notes/uploads", json={**coords, "size": len(body), "sha256": digest}, headers=caller)
     assert upload.status_code == 200, upload.text
-    assert httpx.put(upload.json()["upload_url"], content=body, timeout=60).status_code == 200
+    url, headers = upload.json()["upload_url"], upload.json()["upload_headers"]  # exactly as signed
+    assert httpx.put(url, content=body, headers=headers, timeout=60).status_code == 200
     committed = http.put("/v1/notes", json={**coords, "upload": True, "sha256": digest}, headers=caller)
     assert committed.status_code == 200, committed.text
     assert committed.json()["size"] == len(body)

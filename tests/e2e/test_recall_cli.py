@@ -115,7 +115,7 @@ def test_search_read_outline_topics(cli: Any, home: Path) -> None:
     assert read["read_ref"] == ref and sum(len(m["text"]) for m in read["messages"]) <= 200
     text = cli("read", ref)
     assert text.exit_code == 0 and "▶" in text.stdout
-    outline = json.loads(cli("outline", "7f2abd2d", "--json").stdout)
+    outline = json.loads(cli("outline", "7f2abd2d", "--subagents", "--json").stdout)
     assert outline["subagents"][0]["session_id"].endswith("/0c4c3cf8")
     labelled = cli("topics", "--ref", ref, "--label", "python3 fallback", "--json")
     assert labelled.exit_code == 0, labelled.output

@@ -44,9 +44,11 @@ def refused_beyond_the_schema(case: Any) -> bool:
     """Rules JSON Schema cannot state, which the document says in words; each refusal is asserted by
     name elsewhere (test_recall_http.py, test_task_artifacts.py, test_memory_*.py):
     - recall's query grammar: balanced parentheses, an operator followed by a term;
+    - recall's path patterns: valid RE2 within its program-size cap;
     - an apply receipt: `success` observes exactly the result revision, `conflict` names one;
     - memory tags: distinct case-insensitively, at most one `subject:<key>`, which has a key."""
     from dovecote.platform.errors import InvalidArgument
+    from dovecote.recall.patterns import compile_path_pattern
     from dovecote.recall.query import parse_query
 
     path = case.operation.path
@@ -57,6 +59,12 @@ def refused_beyond_the_schema(case: Any) -> bool:
             parse_query(query["q"])
         except InvalidArgument:
             return True
+    for name in ("include_path", "exclude_path"):
+        if path.startswith("/v1/recall/") and isinstance(query.get(name), str):
+            try:
+                compile_path_pattern(query[name], name)
+            except InvalidArgument:
+                return True
     if path.endswith("/receipt") and case.operation.method.upper() == "POST":
         decision, observed = body.get("decision"), body.get("observed_revision")
         if decision == "success" and observed != body.get("result_revision"):

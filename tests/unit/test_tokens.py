@@ -53,7 +53,7 @@ def test_tokens_are_stored_hashed_and_resolve_back(service: TokenService) -> Non
     assert store.records[record.token_id].token_hash == token_hash(token)
     assert parse_token(token) == record.token_id
     principal, reason = service.authenticate(token)
-    assert reason == "" and principal == Principal("acme", "worker", "w1", "", record.token_id)
+    assert reason == "" and principal == Principal("acme", "worker", "w1", "", record.token_id, record.expires_at)
     # Same id, another secret: the hash comparison refuses it.
     forged = token[:-1] + ("A" if token[-1] != "A" else "B")
     assert service.authenticate(forged) == (None, "unknown")

@@ -22,6 +22,7 @@ from dovecote.platform.principal import ROLES, Principal
 TOKEN_PREFIX = "dvc_"  # noqa: S105 (a public prefix, not a secret)
 TOKEN_ID = re.compile(r"[0-9a-f]{16}")
 _TOKEN = re.compile(r"dvc_([0-9a-f]{16})_[A-Za-z0-9_-]{43}")
+_CLAIMED_ID = re.compile(r"dvc_([0-9a-f]{16})(?:_|$)")
 MAX_TOKEN_DAYS = 3650
 BOOTSTRAP = "bootstrap"  # minted_by of a token minted with AWS credentials
 
@@ -39,6 +40,13 @@ def new_token() -> tuple[str, str]:
 def parse_token(token: str) -> str | None:
     """The token id, or None when the string cannot be a Dovecote token."""
     found = _TOKEN.fullmatch(token) if len(token) < 128 else None
+    return found.group(1) if found else None
+
+
+def claimed_id(token: str) -> str | None:
+    """The token id a string names, even when its secret part is malformed (a truncated paste): the
+    id is public, so a refusal may be logged with it. None when not even the id can be read."""
+    found = _CLAIMED_ID.match(token[:21])
     return found.group(1) if found else None
 
 
@@ -98,6 +106,11 @@ def gate_principal(authority: str, role: str, worker: str | None, agent: str | N
     agent = agent or ""
     if agent and not is_id(agent):
         raise InvalidArgument(f"agent {message}", field="agent")
+    # The claim binds the note authorship of an agent that calls in. On an admin token it would promise
+    # a binding the admin escapes by minting an unbound token; a worker is named by its worker id.
+    # One rule, checked here for the API and the bootstrap alike: only caller tokens carry it.
+    if agent and role != "caller":
+        raise InvalidArgument("only a caller token may carry an agent claim", field="agent", role=role)
     return Principal(authority=authority, role=role, worker=worker, agent=agent)  # type: ignore[arg-type]
 
 

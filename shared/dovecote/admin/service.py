@@ -75,6 +75,9 @@ class TokenService:
         days = gate_days(expires_in_days, self._admin_days if role == "admin" else self._default_days)
         if admin is not None and principal.authority != admin.authority:
             raise Forbidden("an admin token mints tokens only for its own authority", authority=principal.authority)
+        if admin is not None and admin.agent and principal.agent != admin.agent:
+            # An admin token minted with a claim before gate_principal refused that: it never widens it.
+            raise Forbidden(f"this token mints only caller tokens bound to agent {admin.agent!r}", agent=admin.agent)
         now = self._clock()
         token_id, token = new_token()
         record = TokenRecord(
@@ -105,7 +108,7 @@ class TokenService:
         if refusal:
             return None, refusal
         p = record.principal
-        return Principal(p.authority, p.role, p.worker, p.agent, token_id), ""
+        return Principal(p.authority, p.role, p.worker, p.agent, token_id, record.expires_at), ""
 
     def revoke(self, admin: Principal, token_id: str) -> None:
         admin.require("admin")

@@ -32,7 +32,7 @@ from dovecote.cli.common import (
 )
 from dovecote.cli.notes import notes_app
 from dovecote.cli.tasks import tasks_app, worker_app
-from dovecote.cli.tokens import tokens_app
+from dovecote.cli.tokens import tokens_app, whoami
 from dovecote.client import DovecoteError
 from dovecote.client.errors import CONFIGURATION, UNAVAILABLE, WAIT_TIMEOUT
 
@@ -46,6 +46,7 @@ app.add_typer(tokens_app, name="tokens")
 app.add_typer(notes_app, name="notes")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(worker_app, name="worker")
+app.command("whoami")(whoami)
 
 
 def _mount_sub_apps() -> None:

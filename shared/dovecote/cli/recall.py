@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -31,6 +32,7 @@ from dovecote.client.capture import (
     hook_files,
     log_line,
     log_outcomes,
+    private_umask,
     project_folder,
     sniff_format,
     transcript_files,
@@ -61,6 +63,20 @@ def _fail(exc: DovecoteError) -> None:
     code, line = describe(exc)
     err.print(" ".join(line.split()), highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def _call(verb: Callable[..., dict[str, Any]], *args: Any, as_json: bool = False, **options: Any) -> dict[str, Any]:
+    """One verb of the SDK: an error is reported as every command reports one (and exits); with
+    --json the answer is printed whole and the command ends here (typer.Exit(0))."""
+    try:
+        result = verb(*args, **options)
+    except DovecoteError as exc:
+        _fail(exc)
+        raise  # _fail exits; this keeps the type checker sure of it
+    if as_json:
+        out.print_json(json.dumps(result))
+        raise typer.Exit(0)
+    return result
 
 
 # ---- push, watch, hook --------------------------------------------------------------------------
@@ -98,6 +114,7 @@ def push(
     ] = False,
 ) -> None:
     """Send new and changed transcripts, with a progress bar (bytes, files, messages)."""
+    private_umask()  # the state and the log are the user's only
     if fmt is not None and fmt not in FORMATS:
         err.print(f"[red]--format must be one of {', '.join(FORMATS)}[/red]")
         raise typer.Exit(2)
@@ -176,6 +193,7 @@ def hook(
 ) -> None:
     """A Claude Code hook (SessionEnd, PreCompact): push the transcript named by the hook's JSON on
     stdin, with its subagents. Always exits 0; why a push failed is in the log."""
+    private_umask()  # the state and the log are the user's only
     summary: dict[str, Any] = {"files": 0, "pushed": 0, "unchanged": 0, "skipped": 0, "failed": 0, "failures": []}
     try:
         summary = _run_hook(sys.stdin.read(), state, log, timeout)
@@ -221,17 +239,18 @@ def search(
     query: Annotated[str, typer.Argument(help="Words (OR-ed, ranked by coverage) or a boolean query.")],
     limit: Annotated[int | None, typer.Option()] = None,
     role: Annotated[str, typer.Option()] = "",
-    sort: Annotated[str, typer.Option(help="newest, or leave empty for relevance")] = "",
+    sort: Annotated[str, typer.Option(help="newest or oldest, or leave empty for relevance")] = "",
     since: Annotated[str, typer.Option(help="inclusive: a date or an RFC 3339 instant")] = "",
     before: Annotated[str, typer.Option(help="inclusive: a date or an RFC 3339 instant")] = "",
     min_messages: Annotated[int | None, typer.Option()] = None,
     project: Annotated[str, typer.Option()] = "",
     source: Annotated[str, typer.Option()] = "",
-    include_path: Annotated[str, typer.Option(help="regex over the working directory")] = "",
-    exclude_path: Annotated[str, typer.Option(help="regex over the working directory")] = "",
+    include_path: Annotated[str, typer.Option(help="RE2 regex over the working directory")] = "",
+    exclude_path: Annotated[str, typer.Option(help="RE2 regex over the working directory")] = "",
     current_session: Annotated[str, typer.Option(help="your live session (id or 8+ prefix)")] = "",
     include_tools: Annotated[bool, typer.Option()] = False,
-    ranker: Annotated[str, typer.Option(help="message, top2 or session")] = "",
+    include_subagents: Annotated[bool, typer.Option(help="Also search subagent threads.")] = False,
+    ranker: Annotated[str, typer.Option(help="message, top2, session or fused")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the SearchEnvelope.")] = False,
     oneline: Annotated[bool, typer.Option("--oneline", help="<ref>\\t<ISO>\\t<project>\\t<snippet> per hit.")] = False,
 ) -> None:
@@ -249,6 +268,7 @@ def search(
         "exclude_path": exclude_path,
         "current_session": current_session,
         "include_tools": include_tools,
+        "include_subagents": include_subagents,
         "ranker": ranker,
     }
     client = _client()
@@ -298,22 +318,17 @@ def read(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A bounded excerpt around a ref."""
-    try:
-        result = _client().recall_read(
-            ref,
-            budget=budget,
-            more=more,
-            around=around,
-            window=window,
-            include_tools=include_tools,
-            include_thinking=include_thinking,
-        )
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    if as_json:
-        out.print_json(json.dumps(result))
-        return
+    result = _call(
+        _client().recall_read,
+        ref,
+        as_json=as_json,
+        budget=budget,
+        more=more,
+        around=around,
+        window=window,
+        include_tools=include_tools,
+        include_thinking=include_thinking,
+    )
     out.print(f"{result['project']} {result['session_id']} ({result['read_ref']})", highlight=False)
     _print_messages(result["messages"], result["anchor_uuid"])
     if result["truncated"]:
@@ -329,20 +344,18 @@ def outline(
     session: Annotated[str, typer.Argument(help="a session id or prefix (<session8>)")],
     include_tools: Annotated[bool, typer.Option()] = False,
     include_thinking: Annotated[bool, typer.Option()] = False,
-    subagents: Annotated[bool, typer.Option(help="List subagent threads.")] = True,
+    subagents: Annotated[bool, typer.Option(help="List subagent threads.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A session's arc: its first and last messages, topics and subagent threads."""
-    try:
-        result = _client().recall_outline(
-            session, include_tools=include_tools, include_thinking=include_thinking, include_subagents=subagents
-        )
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    if as_json:
-        out.print_json(json.dumps(result))
-        return
+    result = _call(
+        _client().recall_outline,
+        session,
+        as_json=as_json,
+        include_tools=include_tools,
+        include_thinking=include_thinking,
+        include_subagents=subagents,
+    )
     out.print(
         f"{result['project']} {result['session_id']}: {result['message_count']} messages, "
         f"{result['started_at']} → {result['iso']}",
@@ -392,14 +405,7 @@ def topics(
 @recall_app.command("rebuild")
 def rebuild(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Admin: re-create this authority's index from the archived transcripts."""
-    try:
-        result = _client("admin").recall_rebuild()
-    except DovecoteError as exc:
-        _fail(exc)
-        return
-    if as_json:
-        out.print_json(json.dumps(result))
-        return
+    result = _call(_client("admin").recall_rebuild, as_json=as_json)
     out.print(
         f"rebuilt {result['sessions']} sessions ({result['messages']} messages) from {result['transcripts']} "
         f"transcripts; {result['topics']} topics; {len(result['failed'])} failed",

@@ -41,6 +41,7 @@ from dovecote.cli.common import (
     transfer,
 )
 from dovecote.client.artifacts import ARTIFACT_INLINE_SEND
+from dovecote.client.paths import path as api_path
 from dovecote.client.tasks import ALL_STATES, MAX_CLAIM_WAIT, TERMINAL_STATES, bytes_message
 from dovecote.tasks.model import MAX_MESSAGE_BYTES
 
@@ -315,7 +316,7 @@ def worker_leases(
 @worker_app.command("lease")
 def worker_lease(task_id: Annotated[str, typer.Argument(metavar="TASK")], as_json: Json = False) -> None:
     """The task's current lease (404 when it has none)."""
-    emit(client("worker").request("GET", f"/v1/tasks/{task_id}/lease")["assignment"], as_json)
+    emit(client("worker").request("GET", api_path("tasks", task_id, "lease"))["assignment"], as_json)
 
 
 @worker_app.command("acquire")

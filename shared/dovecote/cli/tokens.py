@@ -1,4 +1,5 @@
-"""`dovecote tokens …`: create, ls, revoke (admin token), bootstrap (AWS credentials)."""
+"""`dovecote tokens …`: create, ls, revoke (admin token), bootstrap (AWS credentials); and
+`dovecote whoami` (any token), registered on the root app."""
 
 from __future__ import annotations
 
@@ -26,12 +27,26 @@ from dovecote.cli.common import (
 tokens_app = typer.Typer(help="Bearer tokens: mint, list, revoke (admin).", no_args_is_help=True)
 
 
+def whoami(
+    role: Annotated[
+        str, typer.Option(help="Which dev token to use when DOVECOTE_TOKEN is unset (caller, worker or admin).")
+    ] = "caller",
+    as_json: Json = False,
+) -> None:
+    """Who the token is (`GET /v1/whoami`): authority, role, worker, agent claim, token id, expiry.
+    A refused token is `403 forbidden`; the authorizer's log line says why (malformed, unknown,
+    expired, revoked)."""
+    emit(client(role).whoami(), as_json)
+
+
 @tokens_app.command("create")
 def tokens_create(
     authority: Annotated[str, typer.Option(help="Authority the token acts in (the admin token's own).")],
     role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
     worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
-    agent: Annotated[str | None, typer.Option(help="The only note author the token may write as.")] = None,
+    agent: Annotated[
+        str | None, typer.Option(help="Caller tokens only: the only note author the token may write as.")
+    ] = None,
     expires_in_days: Annotated[int | None, typer.Option(help="Lifetime in days (default from settings).")] = None,
     as_json: Json = False,
 ) -> None:
@@ -76,6 +91,9 @@ def tokens_bootstrap(
     table: Annotated[str, typer.Option(help="The deployed tokens table (stack output TokensTable).")],
     role: Annotated[str, typer.Option(help="admin, caller or worker.")] = "admin",
     worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
+    agent: Annotated[
+        str | None, typer.Option(help="Caller tokens only: the only note author the token may write as.")
+    ] = None,
     expires_in_days: Annotated[
         int | None, typer.Option(help="Lifetime; default 7 days for admin, 90 otherwise.")
     ] = None,
@@ -101,7 +119,8 @@ def tokens_bootstrap(
                 json.dumps({"audit": event, **facts}), highlight=False, soft_wrap=True
             ),
         )
-        token, record = service.mint(None, authority, role, worker, expires_in_days=expires_in_days)
+        # The same gate as the API: an agent claim on an admin or worker token is invalid_argument.
+        token, record = service.mint(None, authority, role, worker, agent=agent, expires_in_days=expires_in_days)
     except NoRegionError:
         raise CliError(
             "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or pass --region", EXIT_UNREACHABLE
@@ -127,6 +146,7 @@ def tokens_bootstrap(
         "authority": p.authority,
         "role": p.role,
         "worker": p.worker,
+        "agent": p.agent,
         "expires_at": record.expires_at,
     }
     print_json(minted)  # with or without --json: scripts capture this document

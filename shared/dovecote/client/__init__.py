@@ -39,6 +39,7 @@ from dovecote.client.config import DEV_TOKENS_FILE, ClientConfig, resolve
 from dovecote.client.errors import BAD_RESPONSE, UNAVAILABLE, DovecoteError, WaitTimeout
 from dovecote.client.memory import MemoryMixin
 from dovecote.client.notes import Note, NotesMixin
+from dovecote.client.paths import path
 from dovecote.client.recall import RecallMixin
 from dovecote.client.tasks import TERMINAL_STATES, TasksMixin, new_id, text_message
 from dovecote.notes.model import note_ref
@@ -268,6 +269,12 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
         """`GET /v1/health`: {status, version}; needs no token."""
         return dict(self.request("GET", "/v1/health"))
 
+    def whoami(self) -> dict[str, Any]:
+        """`GET /v1/whoami`: the principal of this client's token, {authority, role, worker?, agent?,
+        token_id, expires_at}. Any valid token; a refused one is `forbidden` (the authorizer's log
+        says why)."""
+        return dict(self.request("GET", "/v1/whoami"))
+
     def create_token(
         self,
         authority: str,
@@ -302,7 +309,7 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
     def revoke_token(self, token_id: str) -> None:
         """Revoke a token of the authority (admin). Effective once the authorizer cache expires."""
         try:
-            self.request("DELETE", f"/v1/admin/tokens/{token_id}")
+            self.request("DELETE", path("admin", "tokens", token_id))
         except DovecoteError as exc:
             # A retry after a cut connection finds it already revoked (gone from the table's view).
             if not (exc.status == 404 and exc.attempts > 1):

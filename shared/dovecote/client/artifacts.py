@@ -31,6 +31,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from dovecote.client.errors import DovecoteError
 from dovecote.client.notes import TEXT_UTF8, Progress, guess_content_type, scan, seekable, write_atomically
+from dovecote.client.paths import path
 from dovecote.client.tasks import Message, new_id
 from dovecote.platform.media import is_textual
 from dovecote.tasks.model import ARTIFACT_HARD_MAX
@@ -129,7 +130,7 @@ class ArtifactsMixin:
                     return {"media_type": media, "text": text}
             return {"media_type": media, "data_b64": base64.b64encode(data).decode("ascii")}
         declared = {"size": size, "sha256": digest, "fence": fence}
-        upload = self.request("POST", f"/v1/tasks/{task_id}/artifacts/uploads", json=declared)
+        upload = self.request("POST", path("tasks", task_id, "artifacts", "uploads"), json=declared)
         self._put_blob(upload["upload_url"], upload.get("upload_headers") or {}, stream, size, progress)
         return {"media_type": media, "upload_sha256": digest}
 
@@ -162,14 +163,14 @@ class ArtifactsMixin:
             "expected_base_revision": expected_base_revision,
             "payload": self.artifact_payload(task_id, payload, fence=fence, media_type=media_type, progress=progress),
         }
-        return dict(self.request("POST", f"/v1/tasks/{task_id}/artifacts", json=body, command_id=cid))
+        return dict(self.request("POST", path("tasks", task_id, "artifacts"), json=body, command_id=cid))
 
     # ---- caller: artifacts, heads, receipts ---------------------------------------------------
 
     def get_artifact(self, workspace: str, artifact_id: str) -> dict[str, Any]:
         """`GET /v1/workspaces/{ws}/artifacts/{id}`: `{artifact, payload}`, the payload as `text` or
         `data_b64` up to 4 MiB, else a presigned `download_url` (use `download_artifact`)."""
-        return dict(self.request("GET", f"/v1/workspaces/{workspace}/artifacts/{artifact_id}"))
+        return dict(self.request("GET", path("workspaces", workspace, "artifacts", artifact_id)))
 
     def download_artifact(
         self,
@@ -204,7 +205,7 @@ class ArtifactsMixin:
         """`GET /v1/workspaces/{ws}/head`: `{workspace, confirmed_revision, updated_at}`, or None
         when the workspace has no head yet (no artifact was ever frozen in it)."""
         try:
-            return dict(self.request("GET", f"/v1/workspaces/{workspace}/head"))
+            return dict(self.request("GET", path("workspaces", workspace, "head")))
         except DovecoteError as exc:
             if exc.status == 404 and exc.code == "not_found":
                 return None
@@ -243,7 +244,7 @@ class ArtifactsMixin:
             if value is not None:
                 body[name] = value
         answer = self.request(
-            "POST", f"/v1/workspaces/{workspace}/artifacts/{artifact_id}/receipt", json=body, command_id=cid
+            "POST", path("workspaces", workspace, "artifacts", artifact_id, "receipt"), json=body, command_id=cid
         )
         return dict(answer["receipt"])
 
@@ -269,7 +270,7 @@ class ArtifactsMixin:
         """`GET /v1/workspaces/{ws}/artifacts/{id}/receipt`: the receipt, or None when the artifact
         has none yet (an unknown artifact is still 404 `not_found`)."""
         try:
-            answer = self.request("GET", f"/v1/workspaces/{workspace}/artifacts/{artifact_id}/receipt")
+            answer = self.request("GET", path("workspaces", workspace, "artifacts", artifact_id, "receipt"))
         except DovecoteError as exc:
             if exc.status == 404 and exc.code == "not_found" and "receipt" in exc.message:
                 return None

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -26,6 +27,32 @@ DEFAULT_LOG = Path("~/.dovecote/recall-push.log")
 FORMATS = ("claude-code-jsonl", "codex-jsonl")
 # The log is for a person reading why a push failed: it is cut back to its newest half past this.
 MAX_LOG_BYTES = 1024 * 1024
+# The state names the endpoint and the log names files and failures: the user's only. `dovecote
+# recall push` and `hook` set this umask at start; the files are created (and fixed) 0600 regardless.
+PRIVATE_UMASK = 0o077
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+
+
+def private_umask() -> int:
+    """Files and directories the capture creates from now on are the user's only; returns the old umask."""
+    return os.umask(PRIVATE_UMASK)
+
+
+def redact_urls(text: str) -> str:
+    """Every URL in `text` without its userinfo, query and fragment: an endpoint may carry
+    `user:pass@` or a token in its query, and a presigned URL its signature."""
+
+    def bare(found: re.Match[str]) -> str:
+        url = found.group(0)
+        trail = len(url) - len(url.rstrip(".,:;)]"))  # the sentence's punctuation, not the URL's
+        scheme, rest = url[: len(url) - trail].split("://", 1)
+        head = re.split(r"[?#]", rest, maxsplit=1)[0]
+        # Up to the last "@": a password written with a raw "/" must not leak either.
+        return f"{scheme}://{head.rpartition('@')[2]}{url[len(url) - trail :]}"
+
+    return _URL.sub(bare, text)
 
 
 def sniff_format(path: Path) -> str | None:
@@ -203,14 +230,25 @@ def log_outcomes(log_path: Path, source: str, outcomes: Iterable[Outcome]) -> No
 
 
 def log_line(log_path: Path, text: str) -> None:
+    """Append to the log (0600, URLs without credentials or query); never raises."""
     with contextlib.suppress(OSError):
         path = log_path.expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _private_parent(path)
         if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
             kept = path.read_bytes()[-MAX_LOG_BYTES // 2 :]
             path.write_bytes(kept[kept.find(b"\n") + 1 :])
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(text.rstrip("\n") + "\n")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
+        with os.fdopen(fd, "a", encoding="utf-8") as handle:
+            os.fchmod(fd, PRIVATE_FILE)  # a log written before (0644) becomes private too
+            handle.write(redact_urls(text).rstrip("\n") + "\n")
+
+
+def _private_parent(path: Path) -> None:
+    """Create the file's directory 0700; `~/.dovecote` (the capture's own) is made 0700 if it was not.
+    Another directory the user named keeps its mode."""
+    path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    if path.parent == DEFAULT_LOG.parent.expanduser():
+        os.chmod(path.parent, PRIVATE_DIR)
 
 
 def _load_state(path: Path) -> dict[str, Any]:
@@ -222,7 +260,10 @@ def _load_state(path: Path) -> dict[str, Any]:
 
 
 def _save_state(path: Path, state: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _private_parent(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two pushers at once never share a temp file
-    tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
-    tmp.replace(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(fd, "w") as handle:
+        os.fchmod(fd, PRIVATE_FILE)
+        handle.write(json.dumps(state, indent=1, sort_keys=True))
+    tmp.replace(path)  # the state names the endpoint, credentials included if it has any: 0600

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from dovecote.client.paths import path
+
 MAX_WAIT_SECONDS = 20
 
 
@@ -37,7 +39,7 @@ class MemoryMixin:
     def memory_write(self, write_id: str, *, wait: int | None = None) -> dict[str, Any]:
         """The write's status and, once settled, its evidence. `wait` (≤ 20 s) long-polls."""
         params = {"wait": wait} if wait else {}
-        return dict(self.request("GET", f"/v1/memory/writes/{write_id}", params=params))
+        return dict(self.request("GET", path("memory", "writes", write_id), params=params))
 
     def wait_memory_write(self, write_id: str, *, timeout: float = 60.0) -> dict[str, Any]:
         """Long-poll (20 s at a time) until the write settles or `timeout` seconds pass."""
@@ -65,7 +67,7 @@ class MemoryMixin:
 
     def cancel_memory_write(self, write_id: str) -> bool:
         """True if the write will never be applied because of this (or an earlier, still pending) cancel."""
-        return bool(self.request("DELETE", f"/v1/memory/writes/{write_id}")["cancelled"])
+        return bool(self.request("DELETE", path("memory", "writes", write_id))["cancelled"])
 
     def list_memories(self, scope: str, *, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         params = {k: v for k, v in (("scope", scope), ("limit", limit), ("cursor", cursor)) if v not in (None, "")}
@@ -105,7 +107,7 @@ class MemoryMixin:
         body: dict[str, Any] = {"command_id": command_id or _new_id("c"), "decision": decision}
         if note is not None:
             body["note"] = note
-        return dict(self.request("POST", f"/v1/memory/relations/{relation_id}/judgment", json=body)["relation"])
+        return dict(self.request("POST", path("memory", "relations", relation_id, "judgment"), json=body)["relation"])
 
     def redrive_memory(self, *, limit: int = 10) -> dict[str, Any]:
         """Admin: look at up to `limit` dead letters (1–100) and move this authority's writes among

@@ -1,8 +1,9 @@
 """SDK methods for recall (API.md § Recall), as a mixin over the client's transport.
 
 `DovecoteClient` gains them by inheriting `RecallMixin`; until then `RecallClient` below is the two
-combined. Refs and sessions go into URL paths with their level separator as `~` (a `/` would end
-the path segment).
+combined. Refs and sessions go into URL paths with their level separator as `~` (the API accepts
+both spellings; a `/` would end the path segment), then as one encoded segment like every id
+(`dovecote.client.paths`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
-from urllib.parse import quote
+
+from dovecote.client.paths import path
 
 if TYPE_CHECKING:
     import httpx
@@ -22,8 +24,9 @@ if TYPE_CHECKING:
 INLINE_TRANSCRIPT_BYTES = 4 * 1024 * 1024
 
 
-def _path_part(value: str) -> str:
-    return quote(value.replace("/", "~"), safe=":~")
+def _level_part(value: str) -> str:
+    """A ref or session with its level separator spelled `~`, so it stays one path segment."""
+    return value.replace("/", "~")
 
 
 def _params(**values: Any) -> dict[str, Any]:
@@ -98,7 +101,8 @@ class RecallMixin:
 
     def recall_search(self, q: str, **options: Any) -> dict[str, Any]:
         """The SearchEnvelope. Options: limit, role, sort, since, before, min_messages, project,
-        source, include_path, exclude_path, current_session, include_tools, ranker."""
+        source, include_path, exclude_path, current_session, include_tools, include_subagents, ranker.
+        sort is relevance (absent), newest or oldest."""
         return dict(self.request("GET", "/v1/recall/search", params=_params(q=q, **options)))
 
     def recall_search_oneline(self, q: str, **options: Any) -> str:
@@ -108,13 +112,13 @@ class RecallMixin:
 
     def recall_read(self, ref: str, **options: Any) -> dict[str, Any]:
         """A bounded excerpt. Options: budget, more, around, window, include_tools, include_thinking."""
-        return dict(self.request("GET", f"/v1/recall/read/{_path_part(ref)}", params=_params(**options)))
+        return dict(self.request("GET", path("recall", "read", _level_part(ref)), params=_params(**options)))
 
     def recall_outline(self, session: str, **options: Any) -> dict[str, Any]:
-        """Options: include_tools, include_thinking, include_subagents (default true)."""
+        """Options: include_tools, include_thinking, include_subagents (default false)."""
         if options.get("include_subagents") is False:
             options["include_subagents"] = "false"
-        return dict(self.request("GET", f"/v1/recall/outline/{_path_part(session)}", params=_params(**options)))
+        return dict(self.request("GET", path("recall", "outline", _level_part(session)), params=_params(**options)))
 
     def recall_topics(self, q: str = "", *, limit: int | None = None, project: str = "") -> dict[str, Any]:
         return dict(self.request("GET", "/v1/recall/topics", params=_params(q=q, limit=limit, project=project)))

@@ -17,7 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 
 from dovecote.client import DovecoteClient, DovecoteError
-from dovecote.mcp import memory, notes, recall, resources, tasks
+from dovecote.mcp import identity, memory, notes, recall, resources, tasks
 from dovecote.mcp.errors import failure_document
 
 log = logging.getLogger("dovecote.mcp")
@@ -70,6 +70,7 @@ def build_server(client: DovecoteClient, *, worker_tools: bool | None = None) ->
     except PackageNotFoundError:
         found = ""
     server = DovecoteMCPServer(name="dovecote", version=found, instructions=INSTRUCTIONS, log_level="WARNING")
+    identity.register(server, client)
     notes.register(server, client)
     tasks.register_caller(server, client)
     if may_work(client) if worker_tools is None else worker_tools:

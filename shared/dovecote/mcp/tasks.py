@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from dovecote.client import DovecoteClient, new_id, text_message
 from dovecote.client.tasks import MAX_CLAIM_WAIT
+from dovecote.mcp.annotations import hints
 from dovecote.mcp.errors import guarded
 from dovecote.mcp.fields import (
     After,
@@ -45,9 +45,7 @@ def command_id_or_new(command_id: str | None) -> str:
 
 
 def register_caller(server: MCPServer, client: DovecoteClient) -> None:
-    read_only = ToolAnnotations(read_only_hint=True)
-
-    @server.tool(name="tasks_create")
+    @server.tool(name="tasks_create", annotations=hints("tasks_create"))
     @guarded
     def tasks_create(
         text: Text,
@@ -74,14 +72,14 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         )
         return {"task": task, "command_id": cid}
 
-    @server.tool(name="tasks_get", annotations=read_only)
+    @server.tool(name="tasks_get", annotations=hints("tasks_get"))
     @guarded
     def tasks_get(task_id: TaskId) -> dict[str, Any]:
         """One task: {task: {id, state, revision, message_count, ...}}. Use its `revision` as the
         `expected_revision` of your next command on it."""
         return {"task": client.get_task(task_id)}
 
-    @server.tool(name="tasks_list", annotations=read_only)
+    @server.tool(name="tasks_list", annotations=hints("tasks_list"))
     @guarded
     def tasks_list(
         context: Annotated[str, Field(description="Only tasks of this context; '' for all.")] = "",
@@ -93,7 +91,7 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         """List tasks, newest update first. One page: pass the returned `cursor` back for the next."""
         return client.list_tasks(context=context, state=state, updated_since=updated_since, limit=limit, cursor=cursor)
 
-    @server.tool(name="tasks_reply")
+    @server.tool(name="tasks_reply", annotations=hints("tasks_reply"))
     @guarded
     def tasks_reply(
         task_id: TaskId, expected_revision: ExpectedRevision, text: Text, command_id: CommandId = None
@@ -102,7 +100,7 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         cid = command_id_or_new(command_id)
         return {"task": client.reply(task_id, expected_revision, text_message(text), cid), "command_id": cid}
 
-    @server.tool(name="tasks_cancel", annotations=ToolAnnotations(destructive_hint=True))
+    @server.tool(name="tasks_cancel", annotations=hints("tasks_cancel"))
     @guarded
     def tasks_cancel(
         task_id: TaskId, expected_revision: ExpectedRevision, command_id: CommandId = None
@@ -111,14 +109,14 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         cid = command_id_or_new(command_id)
         return {"task": client.cancel(task_id, expected_revision, cid), "command_id": cid}
 
-    @server.tool(name="tasks_messages", annotations=read_only)
+    @server.tool(name="tasks_messages", annotations=hints("tasks_messages"))
     @guarded
     def tasks_messages(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
         """The task's conversation, oldest first: {items: [{id, sequence, author, parts}], next,
         has_more}. For more, call again with after = `next`."""
         return client.messages(task_id, after, limit)
 
-    @server.tool(name="tasks_events", annotations=read_only)
+    @server.tool(name="tasks_events", annotations=hints("tasks_events"))
     @guarded
     def tasks_events(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
         """The task's history of state changes, oldest first: {items: [{sequence, type, state,
@@ -127,7 +125,7 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
 
 
 def register_worker(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="tasks_claim")
+    @server.tool(name="tasks_claim", annotations=hints("tasks_claim"))
     @guarded
     def tasks_claim(wait_seconds: WaitSeconds = 0, command_id: CommandId = None) -> dict[str, Any]:
         """Take the oldest task waiting for a worker: {assignment: {task, fence, ...}} (or
@@ -143,7 +141,7 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         task = client.worker_command(kind, task_id, expected_revision, fence, cid, **extra)
         return {"task": task, "command_id": cid}
 
-    @server.tool(name="tasks_accept")
+    @server.tool(name="tasks_accept", annotations=hints("tasks_accept"))
     @guarded
     def tasks_accept(
         task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
@@ -151,7 +149,7 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         """Accept a claimed task (submitted → working) before working on it."""
         return command("accept", task_id, expected_revision, fence, command_id)
 
-    @server.tool(name="tasks_request_input")
+    @server.tool(name="tasks_request_input", annotations=hints("tasks_request_input"))
     @guarded
     def tasks_request_input(
         task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, text: Text, command_id: CommandId = None
@@ -159,7 +157,7 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         """Ask the task's caller a question (working → input_required); their tasks_reply moves it back."""
         return command("request-input", task_id, expected_revision, fence, command_id, message=text_message(text))
 
-    @server.tool(name="tasks_complete")
+    @server.tool(name="tasks_complete", annotations=hints("tasks_complete"))
     @guarded
     def tasks_complete(
         task_id: TaskId,
@@ -180,7 +178,7 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
             artifact_id=artifact_id,
         )
 
-    @server.tool(name="tasks_fail")
+    @server.tool(name="tasks_fail", annotations=hints("tasks_fail"))
     @guarded
     def tasks_fail(
         task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
@@ -188,7 +186,7 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         """Give up on a task you accepted (working or input_required → failed)."""
         return command("fail", task_id, expected_revision, fence, command_id)
 
-    @server.tool(name="tasks_freeze_artifact")
+    @server.tool(name="tasks_freeze_artifact", annotations=hints("tasks_freeze_artifact"))
     @guarded
     def tasks_freeze_artifact(
         task_id: TaskId,

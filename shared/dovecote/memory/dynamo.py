@@ -25,6 +25,10 @@ Round trips
   (Lambda deletes the message; that SQS call is not ours.)
 - list memories / relations: 1 Query per page. Judgment: TransactGetItems + TransactWriteItems.
 
+Refusals: a request DynamoDB refuses as invalid (ValidationException, a transaction cancelled for
+ValidationError, botocore's own parameter validation) is `StoreRefused` from the worker's reads and
+its apply, with AWS's reason: it can never succeed, so it is not `commit_unknown` ("retry").
+
 Consistency: every flip is one conditional write; `apply` is one transaction conditional on the
 write still `started`, the scope count and each posting's df as read, so a redelivered message
 (even one racing the first delivery) can apply a write at most once.
@@ -47,6 +51,7 @@ from dovecote.memory.ports import (
     RelationsRefused,
     ScopeMoved,
     ScopeView,
+    StoreRefused,
     WriteSettled,
 )
 from dovecote.memory.records import (
@@ -59,9 +64,12 @@ from dovecote.memory.records import (
     WriteItem,
 )
 from dovecote.memory.retrieval import Posting
-from dovecote.platform.dynamo import bind, cancellation_codes, connection, pynamodb_errors
+from dovecote.platform.aws import aws_error_code
+from dovecote.platform.dynamo import bind, cancellation_codes, connection, pynamodb_errors, unwrap
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
+# AWS refused the request itself: nothing was applied, and sending it again cannot succeed.
+REFUSAL_CODES = frozenset({"ValidationException", "SerializationException"})
 
 
 def write_key(authority: str, write_id: str) -> str:
@@ -107,6 +115,39 @@ def _ints(value: Any) -> tuple[int, ...]:
 
 class _ConditionFailed(Exception):
     pass
+
+
+def refusal(exc: BaseException) -> StoreRefused | None:
+    """`exc` as a StoreRefused when AWS refused the request as invalid; None for any other failure."""
+    from botocore.exceptions import ParamValidationError
+
+    cause = unwrap(exc)
+    if isinstance(cause, ParamValidationError):
+        return StoreRefused("ParamValidationError", str(cause))
+    response = getattr(cause, "response", None) or {}
+    operation = getattr(cause, "operation_name", "") or "request"
+    code = aws_error_code(cause)
+    if code in REFUSAL_CODES:
+        return StoreRefused(code, f"{operation}: {(response.get('Error') or {}).get('Message') or code}")
+    if "ValidationError" in cancellation_codes(exc):
+        reasons = response.get("CancellationReasons") or []
+        message = next((r.get("Message") for r in reasons if r.get("Code") == "ValidationError"), None)
+        return StoreRefused("ValidationError", f"{operation}: {message or 'an item of the transaction is invalid'}")
+    return None
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """A refusal (see `refusal`) is raised as StoreRefused; anything else passes through unchanged."""
+    from pynamodb.exceptions import PynamoDBException
+
+    try:
+        yield
+    except PynamoDBException as exc:
+        refused = refusal(exc)
+        if refused is not None:
+            raise refused from exc
+        raise
 
 
 @contextmanager
@@ -314,7 +355,7 @@ class DynamoMemoryStore:
         from pynamodb.exceptions import DoesNotExist
         from pynamodb.transactions import TransactGet
 
-        with pynamodb_errors(write=False):
+        with pynamodb_errors(write=False), refusals():
             with TransactGet(connection=self._connection) as get:
                 head = get.get(self._scopes, scope_key(authority, scope), NO_SORT)
                 futures = {t: get.get(self._postings, posting_key(authority, scope, t), NO_SORT) for t in terms}
@@ -393,6 +434,9 @@ class DynamoMemoryStore:
                 )
                 what.append("write")
         except TransactWriteError as exc:
+            refused = refusal(exc)
+            if refused is not None:
+                raise refused from exc
             failed = {what[i] for i, code in enumerate(cancellation_codes(exc)) if code == "ConditionalCheckFailed"}
             if "write" in failed:
                 raise WriteSettled() from None

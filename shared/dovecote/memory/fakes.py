@@ -20,8 +20,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dovecote.memory import machine
+from dovecote.memory.dynamo import posting_key
 from dovecote.memory.model import Evidence, Memory, QueueMessage, Receipt, Relation, Write
 from dovecote.memory.ports import (
+    MAX_KEY_BYTES,
     Application,
     DeadLetter,
     ReceiptTaken,
@@ -29,6 +31,7 @@ from dovecote.memory.ports import (
     RelationsRefused,
     ScopeMoved,
     ScopeView,
+    StoreRefused,
     WriteSettled,
 )
 from dovecote.memory.retrieval import Posting
@@ -122,6 +125,10 @@ class InMemoryMemoryStore:
         write, memory = application.write, application.memory
         a, scope = write.authority, write.scope
         with self._lock:
+            for term in application.postings:
+                # What DynamoDB refuses before looking at any condition: a key over its limit.
+                if len(posting_key(a, scope, term).encode("utf-8")) > MAX_KEY_BYTES:
+                    raise StoreRefused("ValidationException", f"a posting key is over {MAX_KEY_BYTES} bytes")
             current = self.writes.get((a, write.id))
             if current is None or current.status != "started":
                 raise WriteSettled()

@@ -5,6 +5,10 @@ the terms that produced it.
 - Text is NFKC-normalised and case-folded; contractions are expanded ("isn't" → "is not").
 - Terms are word tokens with a light plural stem, minus STOP_WORDS (function words and the most
   generic English verbs and adjectives: sharing "new" or "uses" says nothing about two facts).
+- A term longer than MAX_TERM_BYTES (UTF-8) is kept as its first characters, "~" and a hash of the
+  whole: every term goes into a DynamoDB key (the posting `P#<authority>#<scope>#<term>`, at most
+  2,048 bytes), and one rule here keeps indexing, lookup and detection on the same form. Two long
+  terms still match only when they are equal ("~" is never part of a word token).
 - Negators are kept apart: they never make two memories similar, they only flip a statement.
 - A one-sentence memory of the form `<attribute> is|are|=|: … <value>` is a Statement with an
   attribute key (its terms) and a value; two statements with one key and different values
@@ -13,6 +17,7 @@ the terms that produced it.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -52,6 +57,8 @@ _CONTRACTIONS = ((re.compile(r"\bcan['’]t\b"), "can not"), (re.compile(r"\bwon
 _NT = re.compile(r"n['’]t\b")
 MAX_ATTRIBUTE_TERMS = 6
 MAX_VALUE_TERMS = 8
+MAX_TERM_BYTES = 64
+_KEPT_PREFIX_BYTES = 40  # + "~" + 16 hex digits: a capped term is at most 57 bytes
 
 
 def normalise(text: str) -> str:
@@ -81,15 +88,24 @@ def is_number(word: str) -> bool:
     return _NUMBER.fullmatch(word) is not None
 
 
+def bounded(term: str) -> str:
+    """`term`, or for one over MAX_TERM_BYTES its prefix, "~" and 64 bits of its SHA-256."""
+    encoded = term.encode("utf-8")
+    if len(encoded) <= MAX_TERM_BYTES:
+        return term
+    prefix = encoded[:_KEPT_PREFIX_BYTES].decode("utf-8", errors="ignore")  # never half a character
+    return f"{prefix}~{hashlib.sha256(encoded).hexdigest()[:16]}"
+
+
 def terms_of(tokens: list[str]) -> list[str]:
-    """Distinct informative terms in first-seen order."""
+    """Distinct informative terms in first-seen order, each at most MAX_TERM_BYTES long."""
     seen: dict[str, None] = {}
     for token in tokens:
         if token in NEGATORS or token in STOP_WORDS:
             continue
         term = token if is_number(token) else stem(token)
         if term and term not in STOP_WORDS:
-            seen.setdefault(term, None)
+            seen.setdefault(bounded(term), None)
     return list(seen)
 
 

@@ -16,6 +16,9 @@ MemoryStore
   relations by (from seq, relation id).
 - `commit_judgment` stores the receipt and the judged relation together, conditional on the
   receipt being new and the relation still pending.
+- A request the backend refuses as invalid (DynamoDB's ValidationException: a key over
+  MAX_KEY_BYTES, an item too large, ...) raises `StoreRefused` from `scope_view` and `apply` and
+  changes nothing. The same request can never succeed: the worker fails the write at once.
 
 MemoryQueue (the producer side of SQS FIFO; Lambda does the receiving)
 - `send` is at-least-once; messages of one (authority, scope) keep their send order; a message
@@ -31,6 +34,18 @@ from typing import Protocol
 
 from dovecote.memory.model import Evidence, Memory, QueueMessage, Receipt, Relation, Write
 from dovecote.memory.retrieval import Posting
+
+# DynamoDB's limit on a partition key value (the fakes refuse what DynamoDB would).
+MAX_KEY_BYTES = 2048
+
+
+class StoreRefused(Exception):
+    """The backend refused the request as invalid; retrying the same request cannot succeed.
+    `code` is the backend's own (`ValidationException`), the message its reason."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class WriteSettled(Exception):

@@ -19,6 +19,9 @@ gives up: it copies the message to the dead-letter queue, marks the write `faile
 own redrive) matters in FIFO: the messages behind it in its group are received and skipped with it
 each time, so their receive counts climb too, and SQS would sweep them into the DLQ with it. The
 queue's RedrivePolicy (REDRIVE_MAX_RECEIVES) stays as the backstop for a worker that cannot run.
+A write the store refuses as invalid (`StoreRefused`: AWS's ValidationException) gives up on the first
+receive the same way, with AWS's code and reason in the evidence and the log: a retry cannot succeed,
+and a redrive after the cause is fixed brings it back.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from dovecote.memory.ports import (
     RelationsRefused,
     ScopeMoved,
     ScopeView,
+    StoreRefused,
     WriteSettled,
 )
 from dovecote.memory.retrieval import EMPTY, TermStats
@@ -101,6 +105,9 @@ class WriteWorker:
             return "buried"
         try:
             return self.process(message)
+        except StoreRefused as exc:
+            self.give_up(message, body, group_id or message.group_id, exc)  # every retry would be refused
+            return "failed"
         except Exception as exc:
             if receive_count < self._give_up_at:
                 raise
@@ -110,11 +117,14 @@ class WriteWorker:
     def give_up(self, message: QueueMessage, body: str, group_id: str, exc: BaseException) -> None:
         # The DLQ copy first: a write marked failed whose message is gone could not be redriven.
         self._queue.bury(body, group_id, digest("dead", message.deduplication_id))
-        evidence = Evidence(WRITE_FAILED, False, error=error_facts(exc))
+        facts = error_facts(exc)
+        evidence = Evidence(WRITE_FAILED, False, error=facts)
         self._store.fail_write(message.authority, message.id, evidence, self._now())
-        log.error(
-            "memory write failed after %d receives", self._give_up_at, extra={"write": message.id, "error": str(exc)}
-        )
+        extra = {"write": message.id, "code": facts["code"], "error": facts["message"]}
+        if isinstance(exc, StoreRefused):
+            log.error("memory write refused by the store", extra=extra)
+        else:
+            log.error("memory write failed after %d receives", self._give_up_at, extra=extra)
 
     # ---- the seed's Submit steps ------------------------------------------------------------
 

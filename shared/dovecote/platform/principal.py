@@ -21,6 +21,8 @@ class Principal:
     agent: str = ""
     # The id of the token that authenticated the request (minted_by, audit); "" when unknown.
     token_id: str = ""
+    # When that token expires (RFC 3339 UTC, as stored); "" when unknown.
+    expires_at: str = ""
 
     def require(self, *roles: Role) -> Principal:
         """Admin can do what callers and workers do; anyone else needs a listed role."""
@@ -45,6 +47,7 @@ class Principal:
             "worker": self.worker,
             "agent": self.agent,
             "token_id": self.token_id,
+            "expires_at": self.expires_at,
         }
 
 
@@ -63,4 +66,5 @@ def principal_from_event(event: dict[str, Any]) -> Principal:
         worker=context.get("worker") or "",
         agent=context.get("agent") or "",
         token_id=context.get("token_id") or "",
+        expires_at=context.get("expires_at") or "",
     )
