@@ -18,6 +18,7 @@ from dovecote.platform.schema import (
     utf8_text,
     with_schema,
 )
+from dovecote.tasks.commands import DIGEST, MAX_CLAIM_WAIT, REVISION_CHARS, SHA256_HEX, WORKER_EVENT_KINDS
 from dovecote.tasks.model import (
     ARTIFACT_HARD_MAX,
     ARTIFACT_STATES,
@@ -29,7 +30,6 @@ from dovecote.tasks.model import (
     MAX_REVISION_BYTES,
     TOTAL_SIZE_CAP,
 )
-from dovecote.tasks.service import MAX_CLAIM_WAIT, WORKER_EVENT_KINDS
 
 
 class _In(RequestModel):
@@ -231,10 +231,11 @@ class LeaseListOut(ApiModel):
 
 # ---- artifacts, workspaces, apply receipts, worker events --------------------------------------------
 
-# Byte limits declared as such (platform/schema.py utf8_text).
-REVISION_TEXT: dict[str, Any] = utf8_text(MAX_REVISION_BYTES, minLength=1, pattern=r"^[^\x00-\x1f\x7f]+$")
-SHA256_HEX: dict[str, Any] = {"pattern": r"^(sha256:)?[0-9a-f]{64}$"}
-DIGEST_TEXT: dict[str, Any] = {"pattern": r"^sha256:[0-9a-f]{64}$"}
+# Byte limits declared as such (platform/schema.py utf8_text); patterns are the gates' own
+# (dovecote.tasks.commands), anchored.
+REVISION_TEXT: dict[str, Any] = utf8_text(MAX_REVISION_BYTES, minLength=1, pattern=f"^{REVISION_CHARS}$")
+SHA256_TEXT: dict[str, Any] = {"pattern": f"^{SHA256_HEX}$"}
+DIGEST_TEXT: dict[str, Any] = {"pattern": f"^{DIGEST}$"}
 
 
 class PayloadIn(_In):
@@ -247,7 +248,7 @@ class PayloadIn(_In):
     media_type: StrictStr = Field(json_schema_extra=MEDIA_TYPE)
     text: StrictStr | None = None
     data_b64: StrictStr | None = Field(default=None, json_schema_extra=BASE64)
-    upload_sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_HEX)
+    upload_sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_TEXT)
 
 
 class FreezeIn(WorkerCommandIn):
@@ -272,7 +273,8 @@ class ArtifactUploadIn(_In):
         json_schema_extra=_deployment_artifact_max,
         description=f"exact byte size, at most this deployment's maximum (the hard maximum is {ARTIFACT_HARD_MAX})",
     )
-    sha256: StrictStr = Field(json_schema_extra=SHA256_HEX, description="hex SHA-256 of the payload")
+    sha256: StrictStr = Field(json_schema_extra=SHA256_TEXT, description="hex SHA-256 of the payload")
+    fence: JsonInt = FENCE
 
 
 class ArtifactOut(ApiModel):

@@ -151,7 +151,7 @@ CASES = [
     Case(
         "artifact_payload",
         TASK + "artifacts/uploads",
-        lambda c, v: c.artifact_payload(v["id"], b"x" * (ARTIFACT_INLINE_SEND + 1)),
+        lambda c, v: c.artifact_payload(v["id"], b"x" * (ARTIFACT_INLINE_SEND + 1), fence=1),
     ),
     Case("freeze_artifact", TASK + "artifacts", lambda c, v: c.freeze_artifact(v["id"], 1, 1, "a-1", "base", "patch")),
     Case(

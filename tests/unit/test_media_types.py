@@ -82,7 +82,7 @@ def test_the_trailing_semicolon_adds_no_parameter() -> None:
 def test_every_gate_refuses_them(value: str) -> None:
     """Notes, task message parts and artifact payloads share the one definition."""
     from dovecote.notes.service import PutNote, gate_put
-    from dovecote.tasks.model import gate_message, gate_payload
+    from dovecote.tasks.commands import gate_message, gate_payload
 
     with pytest.raises(InvalidArgument, match="media type"):
         gate_put(PutNote(key="k", run=1, name="n", text="x", content_type=value))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from dovecote.platform.errors import InvalidArgument, PayloadTooLarge
 from dovecote.platform.paging import page_limit
+from dovecote.platform.uploads import PresignedUpload  # noqa: F401 (re-exported: the notes port names it)
 
 # The seed's blob-backed store caps a note at 64 MiB.
 MAX_NOTE_BYTES = 64 * 1024 * 1024
@@ -163,14 +164,6 @@ class NotePage:
     items: list[NoteMeta]
     # Position to continue strictly after; None when the listing is exhausted.
     after_ref: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class PresignedUpload:
-    """A PUT URL and the exact headers to send with it (they are signed: S3 refuses others)."""
-
-    url: str
-    headers: dict[str, str]
 
 
 BINARY_DEFAULT = "application/octet-stream"
