@@ -113,6 +113,9 @@ def dev(
     import logging
     import signal
 
+    root = Path(__file__).resolve().parents[3]  # the checkout: infra/ and functions/ are not installed
+    if (root / "infra" / "local").is_dir() and str(root) not in sys.path:
+        sys.path.insert(0, str(root))
     from infra.local.runtime import DataDirBusy, LocalRuntime
 
     # One line per request (method, path, status, code, ms) and the emulators' own notices. Its own
