@@ -157,11 +157,15 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
         self._blobs: httpx.Client | None = None
 
     @classmethod
-    def from_env(cls, role: str = "caller", tokens_file: Path | None = None, **options: Any) -> DovecoteClient:
-        """DOVECOTE_ENDPOINT / DOVECOTE_TOKEN, else the dev tokens file that `dovecote dev` writes
-        (`.dovecote/dev-tokens.json`, or DOVECOTE_TOKENS_FILE), with the token of `role`. Raises a
-        `DovecoteError` with code `configuration` that says where it looked."""
-        config: ClientConfig = resolve(role, tokens_file)
+    def from_env(
+        cls, role: str = "caller", tokens_file: Path | None = None, *, profile: str | None = None, **options: Any
+    ) -> DovecoteClient:
+        """The endpoint and the token of `role` as the CLI and the MCP server find them
+        (`dovecote.client.config`): `profile` when given; DOVECOTE_ENDPOINT / DOVECOTE_TOKEN (or
+        DOVECOTE_TOKENS_FILE); the DOVECOTE_PROFILE, `default` or `dev` profile of
+        `~/.config/dovecote/config.toml`; the nearest `.dovecote/dev-tokens.json` up from the working
+        directory. Raises a `DovecoteError` with code `configuration` that says where it looked."""
+        config: ClientConfig = resolve(role, tokens_file, profile=profile)
         return cls(config.endpoint, config.token, source=config.source, **options)
 
     def close(self) -> None:
