@@ -60,7 +60,7 @@ def test_parameter_names_follow_the_http_api() -> None:
     assert set(tools["tasks_reply"]["required"]) == {"task_id", "expected_revision", "text"}
     assert "command_id" in tools["tasks_reply"]["properties"]
     assert set(tools["tasks_complete"]["required"]) == {"task_id", "expected_revision", "fence", "text"}
-    assert tools["recall_search"]["required"] == ["query"]
+    assert tools["recall_search"]["required"] == ["q"]
     assert tools["tasks_claim"]["properties"]["wait_seconds"]["maximum"] == 20
     assert tools["memory_judge"]["properties"]["decision"]["enum"] == ["confirmed", "dismissed"]
 
@@ -171,6 +171,7 @@ def annotations(worker_tools: bool = True) -> dict[str, Any]:
 # (dovecote/mcp/annotations.py says why): these and no others.
 DESTRUCTIVE = {"notes_put", "notes_delete", "tasks_cancel", "tasks_fail"}
 READ_ONLY = {
+    "whoami",
     "notes_get",
     "notes_list",
     "tasks_get",
@@ -191,7 +192,7 @@ NOT_IDEMPOTENT = {"tasks_create", "tasks_claim", "memory_submit"}
 
 def test_every_tool_states_every_hint() -> None:
     hints = annotations()
-    assert len(hints) == 26
+    assert len(hints) == 27
     for name, hint in hints.items():
         assert hint is not None, name
         for field in ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"):
