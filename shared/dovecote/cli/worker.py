@@ -290,6 +290,5 @@ def worker_event(
     settlement = client("worker").worker_event(document, delivery_id)
     emit(settlement, as_json)
     if settlement.get("decision") != "ack":
-        if not as_json:
-            note(f"nack: {settlement.get('code')}: {settlement.get('message')}")
+        note(f"nack: {settlement.get('code')}: {settlement.get('message')}")  # beside the answer, not instead
         raise typer.Exit(EXIT_API)
