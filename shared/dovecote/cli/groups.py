@@ -22,6 +22,10 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from dovecote.cli import coercion
+
+coercion.install()  # plain values without pydantic (dovecote.cli.coercion)
+
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 the API answered an error; 2 usage (bad arguments, a missing file); "
     "3 nothing claimable, or a wait timed out; 4 Dovecote unreachable or not configured. "
