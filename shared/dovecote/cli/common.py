@@ -26,8 +26,11 @@ import typer
 from dovecote.cli.errors import EXIT_API, EXIT_NOTHING, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, CliError
 from dovecote.cli.groups import EXIT_CODES_HELP, SELECTED
 from dovecote.client import DovecoteClient
+from dovecote.client.paging import keyset_pages, stream_pages
 
 __all__ = [
+    "keyset_pages",
+    "stream_pages",
     "EXIT_API",
     "EXIT_CODES_HELP",
     "EXIT_NOTHING",
@@ -221,24 +224,6 @@ def emit_pages(
             note(f"more: --cursor {first['cursor']}")
         elif not keyset and first.get("has_more"):
             note(f"more: --after {first['next']}")
-
-
-def keyset_pages(fetch: Callable[[str | None], dict[str, Any]], cursor: str | None = None) -> Iterator[dict[str, Any]]:
-    while True:
-        page = fetch(cursor)
-        yield page
-        cursor = page.get("cursor")
-        if not cursor:
-            return
-
-
-def stream_pages(fetch: Callable[[int], dict[str, Any]], after: int = 0) -> Iterator[dict[str, Any]]:
-    while True:
-        page = fetch(after)
-        yield page
-        if not page.get("has_more") or not page["items"]:
-            return
-        after = int(page["next"])
 
 
 @contextmanager

@@ -40,6 +40,7 @@ from dovecote.client.config import DEV_TOKENS_FILE, ClientConfig, resolve
 from dovecote.client.errors import BAD_RESPONSE, UNAVAILABLE, DovecoteError, WaitTimeout
 from dovecote.client.memory import MemoryMixin
 from dovecote.client.notes import Note, NotesMixin
+from dovecote.client.paging import keyset_items, query
 from dovecote.client.paths import path
 from dovecote.client.recall import RecallMixin
 from dovecote.client.tasks import TERMINAL_STATES, TasksMixin, new_id, text_message
@@ -314,17 +315,10 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
 
     def list_tokens(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         """One page of the authority's tokens, newest first (admin): ids and claims, never secrets."""
-        params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v}
-        return dict(self.request("GET", "/v1/admin/tokens", params=params))
+        return dict(self.request("GET", "/v1/admin/tokens", params=query(limit=limit, cursor=cursor)))
 
     def iter_tokens(self) -> Iterator[dict[str, Any]]:
-        cursor = None
-        while True:
-            page = self.list_tokens(cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return
+        return keyset_items(lambda cursor: self.list_tokens(cursor=cursor))
 
     def revoke_token(self, token_id: str) -> None:
         """Revoke a token of the authority (admin). Effective once the authorizer cache expires."""

@@ -187,7 +187,9 @@ def _from_tokens_file(path: Path, role: str, shown: str) -> ClientConfig:
         token = str(dev["tokens"][role])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         reason = (
-            f"names no endpoint or no {role} token" if isinstance(exc, KeyError | TypeError) else f"cannot be read ({exc})"
+            f"names no endpoint or no {role} token"
+            if isinstance(exc, KeyError | TypeError)
+            else f"cannot be read ({exc})"
         )
         raise _fail(f"the tokens file {path} {reason}: run `make dev` again, or set DOVECOTE_TOKEN") from None
     return ClientConfig(endpoint, token, shown)

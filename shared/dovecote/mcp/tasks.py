@@ -124,6 +124,21 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         return client.events(task_id, after, limit)
 
 
+TRANSITIONS = {
+    "accept": "Accept a claimed task (submitted → working) before working on it.",
+    "fail": "Give up on a task you accepted (working or input_required → failed).",
+}
+
+
+def transition(server: MCPServer, name: str, description: str, command: Any, kind: str) -> None:
+    @server.tool(name=name, description=description, annotations=hints(name))
+    @guarded
+    def tool(
+        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
+    ) -> dict[str, Any]:
+        return dict(command(kind, task_id, expected_revision, fence, command_id))
+
+
 def register_worker(server: MCPServer, client: DovecoteClient) -> None:
     @server.tool(name="tasks_claim", annotations=hints("tasks_claim"))
     @guarded
@@ -137,13 +152,9 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
     ) -> dict[str, Any]:
         return {"task": client.worker_command(kind, task_id, expected_revision, fence, command_id_or_new(cid), **extra)}
 
-    @server.tool(name="tasks_accept", annotations=hints("tasks_accept"))
-    @guarded
-    def tasks_accept(
-        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
-    ) -> dict[str, Any]:
-        """Accept a claimed task (submitted → working) before working on it."""
-        return command("accept", task_id, expected_revision, fence, command_id)
+    # The transitions that carry nothing but the task, its revision and the fence: one tool each.
+    for kind, description in TRANSITIONS.items():
+        transition(server, f"tasks_{kind}", description, command, kind)
 
     @server.tool(name="tasks_request_input", annotations=hints("tasks_request_input"))
     @guarded
@@ -173,14 +184,6 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
             message=text_message(text),
             artifact_id=artifact_id,
         )
-
-    @server.tool(name="tasks_fail", annotations=hints("tasks_fail"))
-    @guarded
-    def tasks_fail(
-        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
-    ) -> dict[str, Any]:
-        """Give up on a task you accepted (working or input_required → failed)."""
-        return command("fail", task_id, expected_revision, fence, command_id)
 
     @server.tool(name="tasks_freeze_artifact", annotations=hints("tasks_freeze_artifact"))
     @guarded
