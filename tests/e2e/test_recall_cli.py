@@ -60,7 +60,24 @@ def test_sniffing_and_project_folders(home: Path) -> None:
     assert project_folder(home / ".codex" / "sessions" / "rollout-44444444.jsonl") == ""
 
 
-def test_push_is_incremental(cli: Any, home: Path) -> None:
+@pytest.fixture
+def own_cli(dev_runtime: dict[str, Any]) -> Any:
+    """The CLI with a caller token of a fresh authority: the server has none of its files yet (the
+    push decides what to send from what the server lacks, and other tests push the same samples)."""
+    from tests.support.authorities import fresh_authority
+
+    own = fresh_authority(dev_runtime, "push")
+    env = {"DOVECOTE_ENDPOINT": own.endpoint, "DOVECOTE_TOKEN": own.token("caller")}
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        return runner.invoke(app, ["recall", *args], env=env)
+
+    return run
+
+
+def test_push_is_incremental(own_cli: Any, home: Path) -> None:
+    cli = own_cli
     state = str(home / "state.json")
     trees = [str(home / ".claude" / "projects"), str(home / ".codex" / "sessions")]
     first = cli("push", *trees, "--state", state, "--json")
