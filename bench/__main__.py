@@ -478,6 +478,7 @@ SECTIONS = (
     "mcp",
     "devstart",
     "dispatcher",
+    "cli",
 )
 
 
@@ -571,6 +572,14 @@ def main() -> None:
         _section("lease dispatcher: AWS requests and items read per run, by open and overdue leases")
         report["dispatcher"] = dispatcher_report(args.quick)
         print_dispatcher(report["dispatcher"])
+
+    if "cli" in only:
+        from bench.cli import cli_report
+        from bench.cli import print_report as print_cli
+
+        _section("the dovecote command: --version and notes get, new processes, median of 9, beside python -c pass")
+        report["cli"] = cli_report(args.quick)
+        print_cli(report["cli"])
 
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)

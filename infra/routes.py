@@ -195,6 +195,7 @@ ROUTES: tuple[Route, ...] = (
     # recall
     Route("POST", "/v1/transcripts", "recall_api"),
     Route("POST", "/v1/transcripts/uploads", "recall_api"),
+    Route("POST", "/v1/transcripts/check", "recall_api"),
     Route("GET", "/v1/recall/search", "recall_api"),
     Route("GET", "/v1/recall/read/{ref}", "recall_api"),
     Route("GET", "/v1/recall/outline/{session}", "recall_api"),

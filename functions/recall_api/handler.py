@@ -46,6 +46,8 @@ from functions.recall_api.models import (
     TopicHitOut,
     TopicsOut,
     TranscriptBody,
+    TranscriptCheckBody,
+    TranscriptCheckOut,
     TranscriptUploadBody,
     TranscriptUploadOut,
 )
@@ -102,6 +104,16 @@ def create_upload(body: Annotated[TranscriptUploadBody, Body()]) -> TranscriptUp
     scope stale until it is."""
     upload = service().create_upload(current_principal(app), body.model_dump(exclude_none=True))
     return TranscriptUploadOut.model_validate(asdict(upload))
+
+
+@app.post(
+    "/v1/transcripts/check", tags=["recall"], responses=responses(200, TranscriptCheckOut, 400, 401, 403, 429, 503)
+)
+def check(body: Annotated[TranscriptCheckBody, Body()]) -> TranscriptCheckOut:
+    """Which of these transcript files (by SHA-256) this authority has not ingested: what `recall push`
+    sends. A server started afresh, or another authority, lacks them all."""
+    unknown = service().unknown_transcripts(current_principal(app), body.model_dump())
+    return TranscriptCheckOut(unknown=unknown)
 
 
 @app.get(

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field, StrictStr
 
 from dovecote.platform.schema import RequestModel, instant_pattern, one_of, with_schema
+from dovecote.recall.digests import MAX_CHECK_DIGESTS
 from dovecote.recall.model import (
     FORMATS,
     KINDS,
@@ -128,6 +129,17 @@ class TranscriptUploadOut(BaseModel):
     upload_id: str
     upload_url: str
     expires_at: str
+
+
+class TranscriptCheckBody(_Strict):
+    sha256: list[StrictStr] = Field(
+        description="SHA-256 digests (hex) of transcript files",
+        json_schema_extra={"minItems": 1, "maxItems": MAX_CHECK_DIGESTS, "items": {"pattern": "^[0-9a-f]{64}$"}},
+    )
+
+
+class TranscriptCheckOut(BaseModel):
+    unknown: list[str] = Field(description="the digests asked about that this authority has not ingested")
 
 
 class WarningOut(BaseModel):

@@ -194,13 +194,13 @@ def test_task_path_caller_then_worker_and_revision_conflict(dev_runtime: dict[st
     context = uid("ctx")
 
     async def as_caller(client: Client) -> None:
-        answer = await call(client, "tasks_create", text="summarize the log", context=context)
+        command = uid("c")
+        answer = await call(client, "tasks_create", text="summarize the log", context=context, command_id=command)
+        assert set(answer) == {"task"}  # the HTTP answer's envelope and keys
         task = answer["task"]
         assert task["state"] == "submitted" and task["id"].startswith("t-")
         # The same command id again replays: the same task, not a second one.
-        again = await call(
-            client, "tasks_create", text="summarize the log", context=context, command_id=answer["command_id"]
-        )
+        again = await call(client, "tasks_create", text="summarize the log", context=context, command_id=command)
         assert again["task"]["id"] == task["id"]
         listed = await call(client, "tasks_list", context=context)
         assert [t["id"] for t in listed["items"]] == [task["id"]]
@@ -315,7 +315,7 @@ def test_recall_tools_after_pushing_a_transcript(dev_runtime: dict[str, Any]) ->
     assert pushed["messages_indexed"] > 0
 
     async def body(client: Client) -> None:
-        found = await call(client, "recall_search", query="Employee dataclass", project=project)
+        found = await call(client, "recall_search", q="Employee dataclass", project=project)
         # The completeness report and the warnings are data in the result.
         assert "complete" in found and "warnings" in found and isinstance(found["warnings"], list)
         assert found["results"], found
@@ -353,15 +353,18 @@ def test_memory_tools_submit_wait_list_relations_judge(dev_runtime: dict[str, An
         assert [m["id"] for m in page["items"] + rest["items"]] == [first["id"], second["id"]]
         relations = await call(client, "memory_relations", scope=scope, status="pending")
         (relation,) = relations["items"]
-        judged = await call(client, "memory_judge", relation_id=relation["id"], decision="confirmed", note="7 holds")
-        assert judged["relation"]["status"] == "confirmed"
+        command = uid("c")
+        judged = await call(
+            client, "memory_judge", relation_id=relation["id"], decision="confirmed", note="7 holds", command_id=command
+        )
+        assert set(judged) == {"relation"} and judged["relation"]["status"] == "confirmed"
         replay = await call(
             client,
             "memory_judge",
             relation_id=relation["id"],
             decision="confirmed",
             note="7 holds",
-            command_id=judged["command_id"],
+            command_id=command,
         )
         assert replay["relation"] == judged["relation"]
         conflict = await fails(client, "memory_judge", relation_id=relation["id"], decision="dismissed")

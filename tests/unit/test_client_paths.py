@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -407,6 +408,6 @@ def test_the_cli_goes_through_the_same_builder(monkeypatch: pytest.MonkeyPatch, 
 
     monkeypatch.setenv("DOVECOTE_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.setenv("DOVECOTE_TOKEN", "dvc_x")
-    result = CliRunner().invoke(app, args)
-    assert isinstance(result.exception, DovecoteError), result.output
-    assert result.exception.status == 0 and result.exception.code == "invalid_argument"
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["error"]["code"] == "invalid_argument"

@@ -60,7 +60,7 @@ def test_parameter_names_follow_the_http_api() -> None:
     assert set(tools["tasks_reply"]["required"]) == {"task_id", "expected_revision", "text"}
     assert "command_id" in tools["tasks_reply"]["properties"]
     assert set(tools["tasks_complete"]["required"]) == {"task_id", "expected_revision", "fence", "text"}
-    assert tools["recall_search"]["required"] == ["query"]
+    assert tools["recall_search"]["required"] == ["q"]
     assert tools["tasks_claim"]["properties"]["wait_seconds"]["maximum"] == 20
     assert tools["memory_judge"]["properties"]["decision"]["enum"] == ["confirmed", "dismissed"]
 
@@ -171,6 +171,7 @@ def annotations(worker_tools: bool = True) -> dict[str, Any]:
 # (dovecote/mcp/annotations.py says why): these and no others.
 DESTRUCTIVE = {"notes_put", "notes_delete", "tasks_cancel", "tasks_fail"}
 READ_ONLY = {
+    "whoami",
     "notes_get",
     "notes_list",
     "tasks_get",
@@ -184,7 +185,6 @@ READ_ONLY = {
     "memory_status",
     "memory_list",
     "memory_relations",
-    "whoami",
 }
 # A repeat with the same arguments adds something new: a task, a memory write, another lease.
 NOT_IDEMPOTENT = {"tasks_create", "tasks_claim", "memory_submit"}

@@ -34,7 +34,6 @@ from dovecote.client.notes import TEXT_UTF8, Progress, guess_content_type, scan,
 from dovecote.client.paths import path
 from dovecote.client.tasks import Message, new_id
 from dovecote.platform.media import is_textual
-from dovecote.tasks.model import ARTIFACT_HARD_MAX
 
 if TYPE_CHECKING:
     import httpx
@@ -112,6 +111,8 @@ class ArtifactsMixin:
     def _staged(
         self, task_id: str, fence: int, stream: IO[bytes], media_type: str | None, progress: Progress | None
     ) -> dict[str, Any]:
+        from dovecote.tasks.model import ARTIFACT_HARD_MAX  # only a freeze needs it: `notes get` starts faster
+
         size, digest, utf8 = scan(stream)
         if size > ARTIFACT_HARD_MAX:
             raise DovecoteError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from dovecote.client.paging import keyset_items, query
 from dovecote.client.paths import path
 
 MAX_WAIT_SECONDS = 20
@@ -70,34 +71,20 @@ class MemoryMixin:
         return bool(self.request("DELETE", path("memory", "writes", write_id))["cancelled"])
 
     def list_memories(self, scope: str, *, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
-        params = {k: v for k, v in (("scope", scope), ("limit", limit), ("cursor", cursor)) if v not in (None, "")}
-        return dict(self.request("GET", "/v1/memory", params=params))
+        return dict(self.request("GET", "/v1/memory", params=query(scope=scope, limit=limit, cursor=cursor)))
 
     def iter_memories(self, scope: str, *, limit: int | None = None) -> Iterator[dict[str, Any]]:
         """Every memory of the scope, in applied order, following the cursor."""
-        cursor = None
-        while True:
-            page = self.list_memories(scope, limit=limit, cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return
+        return keyset_items(lambda cursor: self.list_memories(scope, limit=limit, cursor=cursor))
 
     def memory_relations(
         self, scope: str, *, status: str | None = None, limit: int | None = None, cursor: str | None = None
     ) -> dict[str, Any]:
-        pairs = (("scope", scope), ("status", status), ("limit", limit), ("cursor", cursor))
-        params = {k: v for k, v in pairs if v not in (None, "")}
+        params = query(scope=scope, status=status, limit=limit, cursor=cursor)
         return dict(self.request("GET", "/v1/memory/relations", params=params))
 
     def iter_memory_relations(self, scope: str, *, status: str | None = None) -> Iterator[dict[str, Any]]:
-        cursor = None
-        while True:
-            page = self.memory_relations(scope, status=status, cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return
+        return keyset_items(lambda cursor: self.memory_relations(scope, status=status, cursor=cursor))
 
     def judge_relation(
         self, relation_id: str, decision: str, *, note: str | None = None, command_id: str | None = None

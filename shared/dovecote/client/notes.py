@@ -23,6 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 import httpx
 
 from dovecote.client.errors import INTEGRITY, UPLOAD_FAILED, DovecoteError
+from dovecote.client.paging import keyset_items
 from dovecote.client.paths import path
 from dovecote.notes.model import INLINE_LIMIT, note_ref
 from dovecote.platform.media import is_textual
@@ -381,13 +382,7 @@ class NotesMixin:
         return dict(self.request("GET", "/v1/notes", params=params))
 
     def iter_notes(self, **filters: Any) -> Iterator[dict[str, Any]]:
-        cursor = None
-        while True:
-            page = self.list_notes(**filters, cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return
+        return keyset_items(lambda cursor: self.list_notes(**filters, cursor=cursor))
 
     def delete_note(self, ref: str) -> None:
         """`DELETE /v1/notes/{ref}`: 404 when there is no such note, except on a retry after a cut

@@ -1,9 +1,8 @@
 """SDK methods for recall (API.md § Recall), as a mixin over the client's transport.
 
-`DovecoteClient` gains them by inheriting `RecallMixin`; until then `RecallClient` below is the two
-combined. Refs and sessions go into URL paths with their level separator as `~` (the API accepts
-both spellings; a `/` would end the path segment), then as one encoded segment like every id
-(`dovecote.client.paths`).
+`DovecoteClient` gains them by inheriting `RecallMixin`. Refs and sessions go into URL paths with
+their level separator as `~` (the API accepts both spellings; a `/` would end the path segment), then
+as one encoded segment like every id (`dovecote.client.paths`).
 """
 
 from __future__ import annotations
@@ -19,6 +18,8 @@ if TYPE_CHECKING:
 
     from dovecote.client.notes import Progress
 
+# POST /v1/transcripts/check takes at most this many digests per request.
+CHECK_BATCH = 1000
 # POST /v1/transcripts carries the file inline up to here (API Gateway's payload limit is 6 MB and
 # JSON escaping grows the text); a larger file goes through a presigned upload.
 INLINE_TRANSCRIPT_BYTES = 4 * 1024 * 1024
@@ -78,6 +79,16 @@ class RecallMixin:
         self._put_blob(created["upload_url"], created.get("upload_headers") or {}, io.BytesIO(data), len(data), None)
         return created
 
+    def check_transcripts(self, sha256: list[str]) -> list[str]:
+        """`POST /v1/transcripts/check`: of these SHA-256 digests (hex) of transcript files, the ones
+        this authority has not ingested (in batches of 1,000). A reset server or another authority's
+        token lacks them all, so `recall push` sends them again."""
+        unknown: list[str] = []
+        for start in range(0, len(sha256), CHECK_BATCH):
+            batch = sha256[start : start + CHECK_BATCH]
+            unknown += self.request("POST", "/v1/transcripts/check", json={"sha256": batch})["unknown"]
+        return unknown
+
     def push_transcript(
         self,
         path: Path,
@@ -130,12 +141,3 @@ class RecallMixin:
     def recall_rebuild(self) -> dict[str, Any]:
         """Admin: re-create the authority's index from its archived transcripts."""
         return dict(self.request("POST", "/v1/recall/rebuild"))
-
-
-def recall_client_class() -> type[Any]:
-    """DovecoteClient with the recall methods (until the lead mixes RecallMixin into it)."""
-    from dovecote.client import DovecoteClient
-
-    if issubclass(DovecoteClient, RecallMixin):
-        return DovecoteClient
-    return type("RecallClient", (RecallMixin, DovecoteClient), {})

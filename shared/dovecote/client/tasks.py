@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from dovecote.client.errors import DovecoteError, WaitTimeout
+from dovecote.client.paging import keyset_items, query, stream_items
 from dovecote.client.paths import path
 from dovecote.platform.media import is_textual
 
@@ -111,22 +112,15 @@ class TasksMixin:
         cursor: str | None = None,
     ) -> dict[str, Any]:
         """One page `{items, cursor, total_size, total_is_lower_bound}`, newest update first."""
-        params = {"context": context, "state": state, "updated_since": updated_since, "limit": limit, "cursor": cursor}
-        return dict(self.request("GET", "/v1/tasks", params={k: v for k, v in params.items() if v}))
+        params = query(context=context, state=state, updated_since=updated_since, limit=limit, cursor=cursor)
+        return dict(self.request("GET", "/v1/tasks", params=params))
 
     def iter_tasks(self, **filters: Any) -> Iterator[dict[str, Any]]:
-        cursor = None
-        while True:
-            page = self.list_tasks(**filters, cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return
+        return keyset_items(lambda cursor: self.list_tasks(**filters, cursor=cursor))
 
     def context_tasks(self, context: str, *, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         """`GET /v1/contexts/{context}/tasks`: one page `{items, cursor}`, oldest first."""
-        params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v}
-        return dict(self.request("GET", path("contexts", context, "tasks"), params=params))
+        return dict(self.request("GET", path("contexts", context, "tasks"), params=query(limit=limit, cursor=cursor)))
 
     def reply(
         self, task_id: str, expected_revision: int, message: Message, command_id: str | None = None
@@ -145,12 +139,7 @@ class TasksMixin:
         return dict(self.request("GET", path("tasks", task_id, "messages"), params=params))
 
     def iter_messages(self, task_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
-        while True:
-            page = self.messages(task_id, after)
-            yield from page["items"]
-            after = int(page.get("next") or after)
-            if not page.get("has_more") or not page["items"]:
-                return
+        return stream_items(lambda start: self.messages(task_id, start), after)
 
     def events(self, task_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
         """One page `{items, next, has_more}` of the task's events after sequence `after`."""
@@ -158,12 +147,7 @@ class TasksMixin:
         return dict(self.request("GET", path("tasks", task_id, "events"), params=params))
 
     def iter_events(self, task_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
-        while True:
-            page = self.events(task_id, after)
-            yield from page["items"]
-            after = int(page.get("next") or after)
-            if not page.get("has_more") or not page["items"]:
-                return
+        return stream_items(lambda start: self.events(task_id, start), after)
 
     def snapshot(self, task_id: str) -> dict[str, Any]:
         """`{task, event_cursor}` from one read: events after `event_cursor` follow it without a gap."""
@@ -249,19 +233,11 @@ class TasksMixin:
 
     def list_leases(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         """One page `{items: [assignment], cursor}` of this worker's current leases."""
-        params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v}
-        return dict(self.request("GET", "/v1/leases", params=params))
+        return dict(self.request("GET", "/v1/leases", params=query(limit=limit, cursor=cursor)))
 
     def leases(self) -> list[dict[str, Any]]:
         """Every current lease of this worker (the restart-recovery scan), all pages."""
-        items: list[dict[str, Any]] = []
-        cursor = None
-        while True:
-            page = self.list_leases(cursor=cursor)
-            items += page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return items
+        return list(keyset_items(lambda cursor: self.list_leases(cursor=cursor)))
 
     def heartbeat(self, task_id: str, fence: int) -> dict[str, Any]:
         """`POST /v1/tasks/{id}/lease/heartbeat`: the assignment with a new `heartbeat_at`; a fence

@@ -36,6 +36,7 @@ EACH_CALL_ADDS = write(destructive=False, idempotent=False)
 DESTRUCTIVE = write(destructive=True, idempotent=True)
 
 TOOLS: dict[str, ToolAnnotations] = {
+    "whoami": READ,
     "notes_put": DESTRUCTIVE,
     "notes_get": READ,
     "notes_list": READ,
@@ -62,7 +63,6 @@ TOOLS: dict[str, ToolAnnotations] = {
     "memory_list": READ,
     "memory_relations": READ,
     "memory_judge": ADDITIVE,
-    "whoami": READ,
 }
 
 

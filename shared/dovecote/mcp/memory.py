@@ -74,6 +74,6 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
     ) -> dict[str, Any]:
         """Confirm or dismiss a pending relation candidate. A second, different judgment fails with
         judgment_conflict."""
-        cid = command_id or new_id("c")
-        relation = client.judge_relation(relation_id, decision, note=note, command_id=cid)
-        return {"relation": relation, "command_id": cid}
+        return {
+            "relation": client.judge_relation(relation_id, decision, note=note, command_id=command_id or new_id("c"))
+        }

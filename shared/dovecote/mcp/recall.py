@@ -13,7 +13,7 @@ from pydantic import Field
 from dovecote.client import DovecoteClient
 from dovecote.mcp.annotations import hints
 from dovecote.mcp.errors import guarded
-from dovecote.mcp.fields import Project, Query, RecallRef, Session
+from dovecote.mcp.fields import Project, Q, RecallRef, Session
 from dovecote.recall.model import MAX_READ_BUDGET, MAX_SEARCH_LIMIT, MIN_READ_BUDGET
 
 # A read without a budget would be uncapped; a model's context is not.
@@ -27,7 +27,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
     @server.tool(name="recall_search", annotations=hints("recall_search"))
     @guarded
     def recall_search(
-        query: Query,
+        q: Q,
         limit: Annotated[int | None, Field(ge=0, le=MAX_SEARCH_LIMIT, description="Results (one per session).")] = None,
         role: Annotated[
             Literal["", "user", "assistant", "system"], Field(description="Only messages of this role.")
@@ -45,7 +45,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         `read_ref` for recall_read. Check `complete` and `warnings`: an incomplete or stale scope
         means results may be missing."""
         return client.recall_search(
-            query,
+            q,
             limit=limit,
             role=role,
             sort=sort,
@@ -104,9 +104,9 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
     @server.tool(name="recall_topics", annotations=hints("recall_topics"))
     @guarded
     def recall_topics(
-        query: Annotated[str, Field(description="Only topics matching this; '' for all.")] = "",
+        q: Annotated[str, Field(description="Only topics matching these words; '' for all.")] = "",
         limit: Annotated[int | None, Field(ge=0, le=MAX_SEARCH_LIMIT, description="Topics to return.")] = None,
         project: Project = "",
     ) -> dict[str, Any]:
         """The labelled topics of past conversations, each with a ref to read it."""
-        return client.recall_topics(query, limit=limit, project=project)
+        return client.recall_topics(q, limit=limit, project=project)

@@ -1,8 +1,10 @@
 """Task tools (API.md § Tasks). The caller's tools are always there; the worker's (claim, accept,
 request_input, complete, fail, freeze_artifact) only for a token that may run worker commands
-(`server.py` asks the API). Commands answer `{task, command_id}`: the id used, generated when the
-model gave none, so a retry with it replays instead of running twice. Message and submission ids
-derive from the command id (the SDK's rule), so a replayed command carries the same ones."""
+(`server.py` asks the API). Every tool answers the HTTP answer, the same envelope and keys
+(`{task}`, `{assignment}`, `{task, artifact}`). A command's id is generated when the model gives none;
+a failure that may have committed names it in the error (`command_id`), and calling again with it
+replays instead of running twice. Message and submission ids derive from the command id (the SDK's
+rule), so a replayed command carries the same ones."""
 
 from __future__ import annotations
 
@@ -58,8 +60,8 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         command_id: CommandId = None,
     ) -> dict[str, Any]:
         """Ask another agent to do something: create a task with your request as its first message.
-        It starts `submitted`; a worker claims, accepts and completes it. Answers {task, command_id};
-        follow it with tasks_get or tasks_events."""
+        It starts `submitted`; a worker claims, accepts and completes it. Answers {task} (its id is
+        generated when you give none); follow it with tasks_get or tasks_events."""
         cid = command_id_or_new(command_id)
         tid = task_id or client.derived_id("t", "task", cid)
         task = client.create_task(
@@ -70,7 +72,7 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
             command_id=cid,
             lease_timeout_seconds=lease_timeout_seconds,
         )
-        return {"task": task, "command_id": cid}
+        return {"task": task}
 
     @server.tool(name="tasks_get", annotations=hints("tasks_get"))
     @guarded
@@ -97,8 +99,7 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         task_id: TaskId, expected_revision: ExpectedRevision, text: Text, command_id: CommandId = None
     ) -> dict[str, Any]:
         """Answer a task that asked for input (state input_required → working), as its caller."""
-        cid = command_id_or_new(command_id)
-        return {"task": client.reply(task_id, expected_revision, text_message(text), cid), "command_id": cid}
+        return {"task": client.reply(task_id, expected_revision, text_message(text), command_id_or_new(command_id))}
 
     @server.tool(name="tasks_cancel", annotations=hints("tasks_cancel"))
     @guarded
@@ -106,8 +107,7 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         task_id: TaskId, expected_revision: ExpectedRevision, command_id: CommandId = None
     ) -> dict[str, Any]:
         """Cancel a task that has not ended (→ canceled)."""
-        cid = command_id_or_new(command_id)
-        return {"task": client.cancel(task_id, expected_revision, cid), "command_id": cid}
+        return {"task": client.cancel(task_id, expected_revision, command_id_or_new(command_id))}
 
     @server.tool(name="tasks_messages", annotations=hints("tasks_messages"))
     @guarded
@@ -124,30 +124,37 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         return client.events(task_id, after, limit)
 
 
+TRANSITIONS = {
+    "accept": "Accept a claimed task (submitted → working) before working on it.",
+    "fail": "Give up on a task you accepted (working or input_required → failed).",
+}
+
+
+def transition(server: MCPServer, name: str, description: str, command: Any, kind: str) -> None:
+    @server.tool(name=name, description=description, annotations=hints(name))
+    @guarded
+    def tool(
+        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
+    ) -> dict[str, Any]:
+        return dict(command(kind, task_id, expected_revision, fence, command_id))
+
+
 def register_worker(server: MCPServer, client: DovecoteClient) -> None:
     @server.tool(name="tasks_claim", annotations=hints("tasks_claim"))
     @guarded
     def tasks_claim(wait_seconds: WaitSeconds = 0, command_id: CommandId = None) -> dict[str, Any]:
         """Take the oldest task waiting for a worker: {assignment: {task, fence, ...}} (or
         assignment null when there is none). Then accept it with its revision and fence."""
-        cid = command_id_or_new(command_id)
-        assignment = client.claim(cid, wait_seconds=wait_seconds)
-        return {"assignment": assignment, "command_id": cid}
+        return {"assignment": client.claim(command_id_or_new(command_id), wait_seconds=wait_seconds)}
 
     def command(
         kind: str, task_id: str, expected_revision: int, fence: int, cid: str | None, **extra: Any
     ) -> dict[str, Any]:
-        cid = command_id_or_new(cid)
-        task = client.worker_command(kind, task_id, expected_revision, fence, cid, **extra)
-        return {"task": task, "command_id": cid}
+        return {"task": client.worker_command(kind, task_id, expected_revision, fence, command_id_or_new(cid), **extra)}
 
-    @server.tool(name="tasks_accept", annotations=hints("tasks_accept"))
-    @guarded
-    def tasks_accept(
-        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
-    ) -> dict[str, Any]:
-        """Accept a claimed task (submitted → working) before working on it."""
-        return command("accept", task_id, expected_revision, fence, command_id)
+    # The transitions that carry nothing but the task, its revision and the fence: one tool each.
+    for kind, description in TRANSITIONS.items():
+        transition(server, f"tasks_{kind}", description, command, kind)
 
     @server.tool(name="tasks_request_input", annotations=hints("tasks_request_input"))
     @guarded
@@ -178,14 +185,6 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
             artifact_id=artifact_id,
         )
 
-    @server.tool(name="tasks_fail", annotations=hints("tasks_fail"))
-    @guarded
-    def tasks_fail(
-        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
-    ) -> dict[str, Any]:
-        """Give up on a task you accepted (working or input_required → failed)."""
-        return command("fail", task_id, expected_revision, fence, command_id)
-
     @server.tool(name="tasks_freeze_artifact", annotations=hints("tasks_freeze_artifact"))
     @guarded
     def tasks_freeze_artifact(
@@ -201,9 +200,8 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         command_id: CommandId = None,
     ) -> dict[str, Any]:
         """Freeze the task's one artifact (while working): its payload and the workspace revision it
-        applies to. Answers {task, artifact, command_id}; name the artifact in tasks_complete."""
-        cid = command_id_or_new(command_id)
-        frozen = client.freeze_artifact(
+        applies to. Answers {task, artifact}; name the artifact in tasks_complete."""
+        return client.freeze_artifact(
             task_id,
             expected_revision,
             fence,
@@ -211,6 +209,5 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
             expected_base_revision,
             text,
             media_type=media_type,
-            command_id=cid,
+            command_id=command_id_or_new(command_id),
         )
-        return {**frozen, "command_id": cid}

@@ -25,6 +25,7 @@ from dovecote.platform.clock import Clock, utc_now
 from dovecote.platform.errors import AmbiguousRef, InvalidArgument, NotFound, PayloadTooLarge
 from dovecote.platform.principal import Principal
 from dovecote.recall import formats
+from dovecote.recall.digests import IngestedDigests, gate_check, unknown_digests
 from dovecote.recall.model import (
     BROAD_QUERY_MATCHES,
     FORMATS,
@@ -140,8 +141,10 @@ class RecallService:
         clock: Clock = utc_now,
         presign_seconds: int = 900,
         max_candidates: int = MAX_CANDIDATES,
+        digests: IngestedDigests | None = None,
     ) -> None:
         self.index = index
+        self._digests = digests
         self._max_candidates = max_candidates
         self._archive = archive
         self._ledger = ledger
@@ -190,6 +193,8 @@ class RecallService:
             )
             for session in parsed.sessions:
                 self.index.replace_session(authority, session, sha256=sha)
+        if self._digests is not None:
+            self._digests.record(authority, sha)  # archived and indexed: the check may call it known
         return IngestResult(
             session_id=parsed.sessions[0].session_id,
             messages_indexed=parsed.messages,
@@ -203,6 +208,14 @@ class RecallService:
             skipped=parsed.skipped,
             warnings=details["warnings"],
         )
+
+    def unknown_transcripts(self, principal: Principal, body: Any) -> list[str]:
+        """`POST /v1/transcripts/check`: of the SHA-256 digests asked about, those this authority has
+        not ingested (all of them when no digest ledger is wired)."""
+        principal.require("caller", "worker")
+        if self._digests is None:
+            return gate_check(body)
+        return unknown_digests(self._digests, principal.authority, body)
 
     def create_upload(self, principal: Principal, body: Any) -> Upload:
         principal.require("caller", "worker")
