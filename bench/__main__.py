@@ -91,6 +91,7 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> dict[str, int]:
         DynamoTaskStore(table=DEFAULT_NAMES["tasks_table"], bucket=DEFAULT_NAMES["bucket"], dynamodb=ddb, s3=s3),
         CursorSigner(b"bench-key-0123456789abcdefghijkl"),
     )
+    gate = tasks.gate  # each body through its command's gate, as the HTTP handler does
     caller, worker = Principal("bench", "caller"), Principal("bench", "worker", "w1")
     msg = {"id": "m1", "parts": [{"media_type": "text/plain", "text": "hi"}]}
 
@@ -106,63 +107,78 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> dict[str, int]:
     run(
         "create",
         lambda: tasks.create(
-            caller, {"command_id": "c1", "workspace": "w", "id": "t1", "context": "x", "message": msg}
+            caller,
+            gate.create(caller, {"command_id": "c1", "workspace": "w", "id": "t1", "context": "x", "message": msg}),
         ),
     )
-    fence = run("acquire lease", lambda: tasks.acquire(worker, "t1", {"command_id": "c2"})).body["assignment"]["fence"]
+    fence = run("acquire lease", lambda: tasks.acquire(worker, gate.acquire(worker, "t1", {"command_id": "c2"}))).body[
+        "assignment"
+    ]["fence"]
     accept = {"command_id": "c3", "expected_revision": 1, "fence": fence}
-    run("accept", lambda: tasks.accept(worker, "t1", accept))
-    run("accept, exact replay", lambda: tasks.accept(worker, "t1", accept))
+    run("accept", lambda: tasks.accept(worker, gate.accept(worker, "t1", accept)))
+    run("accept, exact replay", lambda: tasks.accept(worker, gate.accept(worker, "t1", accept)))
     run(
         "request_input",
         lambda: tasks.request_input(
             worker,
-            "t1",
-            {
-                "command_id": "c4",
-                "expected_revision": 2,
-                "fence": fence,
-                "message": {"id": "m2", "parts": [{"media_type": "text/plain", "text": "?"}]},
-            },
+            gate.request_input(
+                worker,
+                "t1",
+                {
+                    "command_id": "c4",
+                    "expected_revision": 2,
+                    "fence": fence,
+                    "message": {"id": "m2", "parts": [{"media_type": "text/plain", "text": "?"}]},
+                },
+            ),
         ),
     )
     run(
         "reply",
         lambda: tasks.reply(
             caller,
-            "t1",
-            {
-                "command_id": "c5",
-                "expected_revision": 3,
-                "message": {"id": "m3", "parts": [{"media_type": "text/plain", "text": "!"}]},
-            },
+            gate.reply(
+                caller,
+                "t1",
+                {
+                    "command_id": "c5",
+                    "expected_revision": 3,
+                    "message": {"id": "m3", "parts": [{"media_type": "text/plain", "text": "!"}]},
+                },
+            ),
         ),
     )
     run(
         "complete",
         lambda: tasks.complete(
             worker,
-            "t1",
-            {
-                "command_id": "c6",
-                "expected_revision": 4,
-                "fence": fence,
-                "submission_id": "s1",
-                "message": {"id": "m4", "parts": [{"media_type": "text/plain", "text": "done"}]},
-            },
+            gate.complete(
+                worker,
+                "t1",
+                {
+                    "command_id": "c6",
+                    "expected_revision": 4,
+                    "fence": fence,
+                    "submission_id": "s1",
+                    "message": {"id": "m4", "parts": [{"media_type": "text/plain", "text": "done"}]},
+                },
+            ),
         ),
     )
     tasks.create(
         caller,
-        {
-            "command_id": "c7",
-            "workspace": "w",
-            "id": "t2",
-            "context": "x",
-            "message": {"id": "m5", "parts": [{"media_type": "text/plain", "text": "hi"}]},
-        },
+        gate.create(
+            caller,
+            {
+                "command_id": "c7",
+                "workspace": "w",
+                "id": "t2",
+                "context": "x",
+                "message": {"id": "m5", "parts": [{"media_type": "text/plain", "text": "hi"}]},
+            },
+        ),
     )
-    run("claim (uncontended)", lambda: tasks.claim(worker, {"command_id": "c8"}))
+    run("claim (uncontended)", lambda: tasks.claim(worker, gate.claim(worker, {"command_id": "c8"})))
     return {}
 
 
@@ -463,6 +479,7 @@ SECTIONS = (
     "devstart",
     "devidle",
     "dispatcher",
+    "cli",
 )
 
 
@@ -564,6 +581,14 @@ def main() -> None:
         _section("lease dispatcher: AWS requests and items read per run, by open and overdue leases")
         report["dispatcher"] = dispatcher_report(args.quick)
         print_dispatcher(report["dispatcher"])
+
+    if "cli" in only:
+        from bench.cli import cli_report
+        from bench.cli import print_report as print_cli
+
+        _section("the dovecote command: --version and notes get, new processes, median of 9, beside python -c pass")
+        report["cli"] = cli_report(args.quick)
+        print_cli(report["cli"])
 
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)

@@ -88,18 +88,17 @@ def _seed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
     note = NotesService(
         DynamoNoteStore(table=s.notes_table, bucket=s.bucket, dynamodb=ddb, s3=s3), CursorSigner(b"k" * 32)
     ).put(caller, PutNote(key="k", run=1, name="cold", text="hello"))
-    TaskService(
+    tasks = TaskService(
         DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=ddb, s3=s3), CursorSigner(b"k" * 32)
-    ).create(
-        caller,
-        {
-            "command_id": "cold-c",
-            "workspace": "w",
-            "id": "cold-t",
-            "context": "c",
-            "message": {"id": "cold-m", "parts": [{"media_type": "text/plain", "text": "hi"}]},
-        },
     )
+    create = {
+        "command_id": "cold-c",
+        "workspace": "w",
+        "id": "cold-t",
+        "context": "c",
+        "message": {"id": "cold-m", "parts": [{"media_type": "text/plain", "text": "hi"}]},
+    }
+    tasks.create(caller, tasks.gate.create(caller, create))
     token, _ = TokenService(DynamoTokenStore(table=s.tokens_table, dynamodb=ddb), audit=lambda *_: None).mint(
         None, "bench", "admin", None
     )

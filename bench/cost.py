@@ -197,22 +197,38 @@ def capacity_per_command() -> dict[str, dict[str, float]]:
         measure(
             "task create",
             lambda: tasks.create(
-                caller, {"command_id": "c1", "workspace": "w", "id": "t1", "context": "x", "message": msg}
+                caller,
+                tasks.gate.create(
+                    caller, {"command_id": "c1", "workspace": "w", "id": "t1", "context": "x", "message": msg}
+                ),
             ),
         )
-        assignment = measure("task claim", lambda: tasks.claim(worker, {"command_id": "c2"})).body["assignment"]
+        assignment = measure(
+            "task claim", lambda: tasks.claim(worker, tasks.gate.claim(worker, {"command_id": "c2"}))
+        ).body["assignment"]
         fence = assignment["fence"]
         measure(
             "task accept",
-            lambda: tasks.accept(worker, "t1", {"command_id": "c3", "expected_revision": 1, "fence": fence}),
+            lambda: tasks.accept(
+                worker, tasks.gate.accept(worker, "t1", {"command_id": "c3", "expected_revision": 1, "fence": fence})
+            ),
         )
         done = {"id": "m2", "parts": [{"media_type": "text/plain", "text": "here is the summary " * 10}]}
         measure(
             "task complete",
             lambda: tasks.complete(
                 worker,
-                "t1",
-                {"command_id": "c4", "expected_revision": 2, "fence": fence, "submission_id": "s1", "message": done},
+                tasks.gate.complete(
+                    worker,
+                    "t1",
+                    {
+                        "command_id": "c4",
+                        "expected_revision": 2,
+                        "fence": fence,
+                        "submission_id": "s1",
+                        "message": done,
+                    },
+                ),
             ),
         )
         aws.reset_clients()

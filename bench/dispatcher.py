@@ -51,18 +51,16 @@ def measure(open_leases: int, overdue: int) -> dict[str, Any]:
             # The first `overdue` leases time out after 60 s; the rest after an hour.
             timeout = 60 if i < overdue else 3600
             task_id = f"t{i}"
-            service.create(
-                caller,
-                {
-                    "command_id": f"c{i}",
-                    "workspace": "w",
-                    "id": task_id,
-                    "context": "c",
-                    "lease_timeout_seconds": timeout,
-                    "message": {"id": f"m{i}", "parts": [{"media_type": "text/plain", "text": "x"}]},
-                },
-            )
-            service.acquire(worker, task_id, {"command_id": f"a{i}"})
+            create = {
+                "command_id": f"c{i}",
+                "workspace": "w",
+                "id": task_id,
+                "context": "c",
+                "lease_timeout_seconds": timeout,
+                "message": {"id": f"m{i}", "parts": [{"media_type": "text/plain", "text": "x"}]},
+            }
+            service.create(caller, service.gate.create(caller, create))
+            service.acquire(worker, service.gate.acquire(worker, task_id, {"command_id": f"a{i}"}))
         now[0] += timedelta(seconds=120)
         read = 0
         with count_round_trips(ddb, s3) as meter:

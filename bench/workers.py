@@ -247,7 +247,9 @@ def event_round_trips() -> dict[str, int]:
 
             def settle(label: str, event: dict[str, Any], delivery: str) -> dict[str, Any]:
                 with count_round_trips(*clients) as meter:
-                    answer = tasks.worker_event(worker, {"delivery_id": delivery, "event": event})
+                    answer = tasks.worker_event(
+                        worker, tasks.gate.worker_event(worker, {"delivery_id": delivery, "event": event})
+                    )
                 out[label] = meter.total
                 return answer
 
@@ -260,8 +262,9 @@ def event_round_trips() -> dict[str, int]:
                     "context": "x",
                     "message": message,
                 }
-                tasks.create(caller, body)
-                return int(tasks.acquire(worker, task_id, {"command_id": f"a-{task_id}"}).body["assignment"]["fence"])
+                tasks.create(caller, tasks.gate.create(caller, body))
+                acquire = tasks.gate.acquire(worker, task_id, {"command_id": f"a-{task_id}"})
+                return int(tasks.acquire(worker, acquire).body["assignment"]["fence"])
 
             fence = leased("t1")
             accept = {"event_id": "e1", "kind": "accept_task", "task": "t1", "fence": fence, "expected_revision": 1}
@@ -279,10 +282,11 @@ def event_round_trips() -> dict[str, int]:
 
             fence = leased("t2")
             accept2 = {"event_id": "e5", "kind": "accept_task", "task": "t2", "fence": fence, "expected_revision": 1}
-            tasks.worker_event(worker, {"delivery_id": "d5", "event": accept2})
+            tasks.worker_event(worker, tasks.gate.worker_event(worker, {"delivery_id": "d5", "event": accept2}))
             body = b"x" * (2 * 1024 * 1024)
             digest = hashlib.sha256(body).hexdigest()
-            upload = tasks.create_artifact_upload(worker, "t2", {"size": len(body), "sha256": digest})
+            declared = {"size": len(body), "sha256": digest, "fence": fence}
+            upload = tasks.create_artifact_upload(worker, tasks.gate.create_artifact_upload(worker, "t2", declared))
             requests.put(upload["upload_url"], data=body, headers=upload["upload_headers"], timeout=60)
             big = {
                 "artifact": "a2",

@@ -48,6 +48,8 @@ LAYER_REQUIREMENTS = (
     "charset-normalizer==3.5.3",
     "idna==3.20",
     "events==0.5",
+    # RE2 for recall's caller-supplied path patterns (dovecote.recall.patterns); no dependencies.
+    "google-re2==1.1",
 )
 # The SDK and the CLI are client-side; the layer ships only what handlers import.
 LAYER_EXCLUDES = ("cli", "client", "mcp")

@@ -41,7 +41,8 @@ FUNCTIONS: dict[str, Function] = {
         Function(
             "admin_api",
             "functions.admin_api.handler.handler",
-            settings=("tokens_table", "cursor_secret_arn", "token_days", "admin_token_days"),
+            # artifact_max_bytes: the OpenAPI document it serves states the deployment's own maximum.
+            settings=("tokens_table", "cursor_secret_arn", "token_days", "admin_token_days", "artifact_max_bytes"),
         ),
         # The upload commit streams up to 64 MiB through a SHA-256: more memory, more time.
         Function(
@@ -194,6 +195,7 @@ ROUTES: tuple[Route, ...] = (
     # recall
     Route("POST", "/v1/transcripts", "recall_api"),
     Route("POST", "/v1/transcripts/uploads", "recall_api"),
+    Route("POST", "/v1/transcripts/check", "recall_api"),
     Route("GET", "/v1/recall/search", "recall_api"),
     Route("GET", "/v1/recall/read/{ref}", "recall_api"),
     Route("GET", "/v1/recall/outline/{session}", "recall_api"),

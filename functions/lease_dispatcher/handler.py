@@ -25,20 +25,9 @@ PAGE = 100
 
 @lru_cache(maxsize=1)
 def service() -> Any:
-    from dovecote.platform import aws
-    from dovecote.platform.cursors import CursorSigner
-    from dovecote.platform.settings import get_settings
-    from dovecote.tasks.dynamo import DynamoTaskStore
-    from dovecote.tasks.service import TaskService
+    from dovecote.tasks.wiring import task_service
 
-    settings = get_settings()
-    store = DynamoTaskStore(
-        table=settings.tasks_table,
-        bucket=settings.bucket,
-        dynamodb=aws.client("dynamodb"),
-        s3=aws.lazy_client("s3"),
-    )
-    return TaskService(store, signer_factory=lambda: CursorSigner(aws.cursor_key()))
+    return task_service(sealed=False)
 
 
 @lru_cache(maxsize=1)

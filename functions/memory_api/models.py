@@ -13,24 +13,30 @@ from dovecote.memory.model import (
     MAX_NOTE_CHARS,
     MAX_TAGS,
     SCOPE_PATTERN,
+    SUBJECT_PREFIX,
     TAG_PATTERN,
 )
 from dovecote.memory.service import MAX_REDRIVE, RELATION_ID
 from dovecote.platform.http import ApiModel
-from dovecote.platform.schema import ID, JsonInt, RequestModel, bounded, one_of
+from dovecote.platform.schema import ID, PY_SPACE, JsonInt, RequestModel, bounded, one_of, utf8_text
 
 # The gate's rules, declared (tests/e2e/test_schemathesis.py holds the two together). Sizes are in
-# UTF-8 bytes; JSON Schema counts characters, so the document declares a quarter (at most 4 bytes each).
+# UTF-8 bytes, declared as such (platform/schema.py utf8_text).
 SCOPE: dict[str, Any] = {"pattern": f"^{SCOPE_PATTERN.pattern}$"}
 RELATION: dict[str, Any] = {"pattern": f"^{RELATION_ID.pattern}$"}
-# Some visible character, and no NUL.
-CONTENT: dict[str, Any] = {
-    "minLength": 1,
-    "maxLength": MAX_CONTENT_BYTES // 4,
-    "pattern": r"^[^\x00]*[^\x00\s][^\x00]*$",
+# Some visible character, and no NUL; at most MAX_CONTENT_BYTES (8 KiB) of UTF-8.
+CONTENT: dict[str, Any] = utf8_text(MAX_CONTENT_BYTES, minLength=1, pattern=f"^[^\\x00]*[^\\x00{PY_SPACE}][^\\x00]*$")
+# `subject:` in any case: at most one such tag, and it has a key. Distinct case-insensitively is the
+# one rule JSON Schema cannot state (uniqueItems compares exactly).
+_SUBJECT = "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in SUBJECT_PREFIX)
+TAGS: dict[str, Any] = {
+    "maxItems": MAX_TAGS,
+    "uniqueItems": True,
+    "contains": {"pattern": f"^{_SUBJECT}"},
+    "minContains": 0,
+    "maxContains": 1,
 }
-TAGS: dict[str, Any] = {"maxItems": MAX_TAGS, "uniqueItems": True}
-TAG: dict[str, Any] = {"pattern": f"^{TAG_PATTERN.pattern}$"}
+TAG: dict[str, Any] = {"pattern": f"^{TAG_PATTERN.pattern}$", "not": {"pattern": f"^{_SUBJECT}$"}}
 NOTE: dict[str, Any] = {"maxLength": MAX_NOTE_CHARS, "pattern": r"^[^\x00]*$"}
 
 
@@ -50,7 +56,9 @@ class JudgmentIn(RequestModel):
 
 
 class RedriveIn(RequestModel):
-    limit: JsonInt = Field(description="how many dead letters to look at", json_schema_extra=bounded(1, MAX_REDRIVE))
+    limit: JsonInt = Field(
+        description="how many dead letters to look at; 0: the default (10)", json_schema_extra=bounded(0, MAX_REDRIVE)
+    )
 
 
 class SubmitOut(ApiModel):

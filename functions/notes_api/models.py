@@ -7,23 +7,22 @@ from typing import Any
 
 from pydantic import Field, StrictBool, StrictStr
 
-from dovecote.notes.model import INLINE_LIMIT, MAX_NOTE_BYTES
+from dovecote.notes.model import INLINE_LIMIT, MAX_COORDINATE_BYTES, MAX_NOTE_BYTES, MAX_RUN
 from dovecote.platform.http import ApiModel
-from dovecote.platform.schema import MEDIA_TYPE, SAFE_MAX, SHA256_HEX, JsonInt, RequestModel, bounded, with_schema
+from dovecote.platform.schema import MEDIA_TYPE, SHA256_HEX, JsonInt, RequestModel, bounded, utf8_text, with_schema
 
 
 class _Strict(RequestModel):
     pass
 
 
-# Coordinates are limited to 1024 UTF-8 bytes each; JSON Schema counts characters, so the document
-# declares 256 (at most 4 bytes each): every schema-valid coordinate is accepted.
-COORDINATE: dict[str, Any] = {"maxLength": 256}
-REQUIRED_COORDINATE: dict[str, Any] = {"minLength": 1, "maxLength": 256}
-RUN = bounded(1, SAFE_MAX)
-# Inline bodies are limited to INLINE_LIMIT bytes: in characters (at most 4 bytes each), and in
+# Coordinates are limited to 1024 UTF-8 bytes each, declared as such (platform/schema.py utf8_text).
+COORDINATE: dict[str, Any] = utf8_text(MAX_COORDINATE_BYTES)
+REQUIRED_COORDINATE: dict[str, Any] = utf8_text(MAX_COORDINATE_BYTES, minLength=1)
+RUN = bounded(1, MAX_RUN)
+# Inline bodies are limited to INLINE_LIMIT bytes: in UTF-8 bytes as text (over it: 413), and in
 # base64 characters (4 per 3 bytes).
-INLINE_TEXT: dict[str, Any] = {"maxLength": INLINE_LIMIT // 4}
+INLINE_TEXT: dict[str, Any] = utf8_text(INLINE_LIMIT)
 INLINE_B64: dict[str, Any] = {
     "maxLength": (INLINE_LIMIT // 3) * 4,
     "pattern": r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
@@ -31,8 +30,9 @@ INLINE_B64: dict[str, Any] = {
 
 
 class PutNoteBody(_Strict):
-    """Either an inline put (`text` or `body_b64`, or neither for an empty body) or the commit of
-    a presigned upload (`upload: true` with the `sha256` the upload was declared with)."""
+    """Either an inline put (`text` or `body_b64`, or neither for an empty body; no `size` or
+    `sha256`: they are computed) or the commit of a presigned upload (`upload: true` with the
+    `sha256` the upload was declared with)."""
 
     model_config = with_schema(
         {
@@ -40,7 +40,9 @@ class PutNoteBody(_Strict):
             "oneOf": [
                 {
                     "properties": {"upload": {"const": False}},
-                    "not": {"required": ["text", "body_b64"]},
+                    "not": {
+                        "anyOf": [{"required": ["text", "body_b64"]}, {"required": ["size"]}, {"required": ["sha256"]}]
+                    },
                 },
                 {
                     "properties": {"upload": {"const": True}},
@@ -58,9 +60,11 @@ class PutNoteBody(_Strict):
     text: StrictStr | None = Field(default=None, json_schema_extra=INLINE_TEXT)
     body_b64: StrictStr | None = Field(default=None, json_schema_extra=INLINE_B64)
     upload: StrictBool = False
-    sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_HEX)
+    sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_HEX, description="an upload commit only")
     size: JsonInt | None = Field(
-        default=None, json_schema_extra=bounded(0, MAX_NOTE_BYTES), description="optional on an upload commit"
+        default=None,
+        json_schema_extra=bounded(0, MAX_NOTE_BYTES),
+        description="an upload commit only (optional there): an inline body's size is its length",
     )
 
 

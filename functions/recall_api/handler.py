@@ -16,7 +16,6 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
 from dovecote.platform.schema import DATE_PATTERN, OFFSET_PATTERN, TIME_PATTERN, bounded, one_of
 from dovecote.recall.model import (
-    MAX_PATTERN_CHARS,
     MAX_PROJECT_CHARS,
     MAX_QUERY_CHARS,
     MAX_READ_BUDGET,
@@ -35,6 +34,7 @@ from dovecote.recall.model import (
     gate_topic_label,
     gate_topics,
 )
+from dovecote.recall.patterns import MAX_PATTERN_CHARS, MAX_PATTERN_PROGRAM
 from dovecote.recall.service import RecallService
 from functions.recall_api.models import (
     IngestOut,
@@ -46,6 +46,8 @@ from functions.recall_api.models import (
     TopicHitOut,
     TopicsOut,
     TranscriptBody,
+    TranscriptCheckBody,
+    TranscriptCheckOut,
     TranscriptUploadBody,
     TranscriptUploadOut,
 )
@@ -68,7 +70,12 @@ REF = {"pattern": f"^(ref=)?{SESSION}:{UUID_PART}$"}
 INSTANT_OR_DATE = {
     "pattern": f"^$|^{DATE_PATTERN}({TIME_PATTERN}(\\.[0-9]{{1,6}})?{OFFSET_PATTERN})?$",
 }
-REGEX = {**text(MAX_PATTERN_CHARS), "format": "regex"}
+# Not `format: regex` (that is ECMA-262's dialect): the server takes RE2, the reference's Go regexp.
+PATH_PATTERN = text(MAX_PATTERN_CHARS)
+PATH_PATTERN_DOC = (
+    f"an RE2 regular expression (Go regexp syntax: no backreferences or look-around), searched in the "
+    f"working directory; at most {MAX_PATTERN_CHARS} characters and {MAX_PATTERN_PROGRAM} RE2 instructions"
+)
 TEXT = "text/plain; charset=utf-8"
 
 
@@ -99,6 +106,16 @@ def create_upload(body: Annotated[TranscriptUploadBody, Body()]) -> TranscriptUp
     return TranscriptUploadOut.model_validate(asdict(upload))
 
 
+@app.post(
+    "/v1/transcripts/check", tags=["recall"], responses=responses(200, TranscriptCheckOut, 400, 401, 403, 429, 503)
+)
+def check(body: Annotated[TranscriptCheckBody, Body()]) -> TranscriptCheckOut:
+    """Which of these transcript files (by SHA-256) this authority has not ingested: what `recall push`
+    sends. A server started afresh, or another authority, lacks them all."""
+    unknown = service().unknown_transcripts(current_principal(app), body.model_dump())
+    return TranscriptCheckOut(unknown=unknown)
+
+
 @app.get(
     "/v1/recall/search",
     tags=["recall"],
@@ -114,7 +131,9 @@ def search(
     q: Annotated[str, Query(json_schema_extra=text(MAX_QUERY_CHARS))] = "",
     limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_SEARCH_LIMIT))] = None,
     role: Annotated[str, Query(json_schema_extra=one_of("", *ROLES))] = "",
-    sort: Annotated[str, Query(json_schema_extra=one_of(*SORTS), description="absent (relevance) or newest")] = "",
+    sort: Annotated[
+        str, Query(json_schema_extra=one_of(*SORTS), description="absent (relevance), newest or oldest")
+    ] = "",
     since: Annotated[str, Query(json_schema_extra=INSTANT_OR_DATE, description="inclusive date or instant")] = "",
     before: Annotated[
         str, Query(json_schema_extra=INSTANT_OR_DATE, description="inclusive: a date or an instant")
@@ -122,8 +141,8 @@ def search(
     min_messages: Annotated[int | None, Query(json_schema_extra=bounded(0, 10**9))] = None,
     project: Annotated[str, Query(json_schema_extra=text(MAX_PROJECT_CHARS))] = "",
     source: Annotated[str, Query(json_schema_extra=text(MAX_SOURCE_CHARS))] = "",
-    include_path: Annotated[str, Query(json_schema_extra=REGEX, description="a regex over the working directory")] = "",
-    exclude_path: Annotated[str, Query(json_schema_extra=REGEX, description="a regex over the working directory")] = "",
+    include_path: Annotated[str, Query(json_schema_extra=PATH_PATTERN, description=PATH_PATTERN_DOC)] = "",
+    exclude_path: Annotated[str, Query(json_schema_extra=PATH_PATTERN, description=PATH_PATTERN_DOC)] = "",
     current_session: Annotated[
         str,
         Query(
@@ -134,10 +153,15 @@ def search(
         ),
     ] = "",
     include_tools: Annotated[bool, Query()] = False,
+    include_subagents: Annotated[
+        bool, Query(description="also search subagent threads (found only when asked for, as in the reference)")
+    ] = False,
     output: Annotated[
         str, Query(alias="format", json_schema_extra=one_of("", "json", "oneline"), description="json or oneline")
     ] = "",
-    ranker: Annotated[str, Query(json_schema_extra=one_of("", *RANKERS), description="top2 by default")] = "",
+    ranker: Annotated[
+        str, Query(json_schema_extra=one_of("", *RANKERS), description="fused by default; message, top2, session")
+    ] = "",
 ) -> Response[SearchEnvelopeOut | str]:
     """Search transcripts: ranked refs, one per session, with warnings and a completeness report (or
     one line per result with `format=oneline`)."""
@@ -155,6 +179,7 @@ def search(
         exclude_path=exclude_path,
         current_session=current_session,
         include_tools=include_tools,
+        include_subagents=include_subagents,
         format=output,
         ranker=ranker,
     )
@@ -169,7 +194,11 @@ def read(
     ref: Annotated[str, Path(json_schema_extra=REF)],
     budget: Annotated[
         int | None,
-        Query(json_schema_extra=bounded(MIN_READ_BUDGET, MAX_READ_BUDGET), description="characters; absent: no cap"),
+        Query(
+            json_schema_extra=bounded(MIN_READ_BUDGET, MAX_READ_BUDGET),
+            description="characters; absent: no cap. The anchor is always shown: below the marker's length it is "
+            "cut to the budget and the marker overshoots it",
+        ),
     ] = None,
     more: Annotated[
         int | None,
@@ -209,7 +238,7 @@ def outline(
     session: Annotated[str, Path(json_schema_extra={"pattern": f"^(ref=)?{SESSION}(:[^:\\s]+)?$"})],
     include_tools: Annotated[bool, Query()] = False,
     include_thinking: Annotated[bool, Query()] = False,
-    include_subagents: Annotated[bool, Query()] = True,
+    include_subagents: Annotated[bool, Query(description="list the session's subagent threads")] = False,
 ) -> OutlineOut:
     """Outline a session: the first and last four displayable messages, how many lie between,
     topic labels and subagent threads."""

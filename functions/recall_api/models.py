@@ -4,11 +4,13 @@ decides (it gives the seed's messages)."""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, Field, StrictStr
 
 from dovecote.platform.schema import RequestModel, instant_pattern, one_of, with_schema
+from dovecote.recall.digests import MAX_CHECK_DIGESTS
 from dovecote.recall.model import (
     FORMATS,
     KINDS,
@@ -25,6 +27,21 @@ class _Strict(RequestModel):
 
 
 TEXT_LINE: dict[str, Any] = {"pattern": r"^[^\x00-\x08\x0a-\x1f]*$"}
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f]")
+
+
+def _one_line(value: str) -> str:
+    """What TEXT_LINE declares, enforced for the project fields: a project name is one line of
+    text (the recall gate keeps what it is given; a newline in it would forge lines wherever it is
+    printed, as in the oneline search format)."""
+    found = _CONTROL.search(value)
+    if found:
+        raise ValueError(f"must not contain control characters other than tab (found {found.group()!r})")
+    return value
+
+
+# A project or project folder name as the body gives it.
+ProjectText = Annotated[StrictStr, AfterValidator(_one_line)]
 INSTANT: dict[str, Any] = {"pattern": instant_pattern(9)}
 
 
@@ -60,8 +77,8 @@ class TranscriptBody(_Strict):
     )
     format: StrictStr | None = Field(default=None, json_schema_extra=one_of(*FORMATS))
     jsonl: StrictStr | None = Field(default=None, description="the whole transcript file (up to ~5 MB; else upload)")
-    project: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": MAX_PROJECT_CHARS, **TEXT_LINE})
-    project_folder: StrictStr | None = Field(
+    project: ProjectText | None = Field(default=None, json_schema_extra={"maxLength": MAX_PROJECT_CHARS, **TEXT_LINE})
+    project_folder: ProjectText | None = Field(
         default=None,
         json_schema_extra={"maxLength": MAX_PROJECT_CHARS, **TEXT_LINE},
         description="a ~/.claude/projects/<folder> name, used when the file names no working directory",
@@ -102,8 +119,8 @@ class IngestOut(BaseModel):
 
 class TranscriptUploadBody(_Strict):
     format: StrictStr = Field(json_schema_extra=one_of(*FORMATS))
-    project: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": MAX_PROJECT_CHARS, **TEXT_LINE})
-    project_folder: StrictStr | None = Field(
+    project: ProjectText | None = Field(default=None, json_schema_extra={"maxLength": MAX_PROJECT_CHARS, **TEXT_LINE})
+    project_folder: ProjectText | None = Field(
         default=None, json_schema_extra={"maxLength": MAX_PROJECT_CHARS, **TEXT_LINE}
     )
 
@@ -112,6 +129,17 @@ class TranscriptUploadOut(BaseModel):
     upload_id: str
     upload_url: str
     expires_at: str
+
+
+class TranscriptCheckBody(_Strict):
+    sha256: list[StrictStr] = Field(
+        description="SHA-256 digests (hex) of transcript files",
+        json_schema_extra={"minItems": 1, "maxItems": MAX_CHECK_DIGESTS, "items": {"pattern": "^[0-9a-f]{64}$"}},
+    )
+
+
+class TranscriptCheckOut(BaseModel):
+    unknown: list[str] = Field(description="the digests asked about that this authority has not ingested")
 
 
 class WarningOut(BaseModel):
@@ -164,7 +192,8 @@ class MessageOut(BaseModel):
 class ReadOut(BaseModel):
     project: str
     session_id: str
-    read_ref: str
+    read_ref: str = Field(description="the ref as asked")
+    canonical_ref: str = Field(description="the shortest unique form of the ref, as search prints it")
     anchor_uuid: str
     messages: list[MessageOut]
     char_budget: int | None

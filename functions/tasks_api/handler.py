@@ -1,15 +1,18 @@
-"""Tasks API function: parse → call TaskService → return a model. No rules here; the role each
-command needs is enforced by the service (a caller token on a worker route is 403)."""
+"""Tasks API function: parse → the command's one gate (dovecote.tasks.commands) → TaskService →
+return a model. No rules here: the gate checks the input and the role in the order SEMANTICS §2
+gives (a caller token on a worker route is 403), the service decides."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
+from dovecote.platform.principal import Principal
 from dovecote.platform.schema import ID, bounded, instant_pattern, one_of
 from dovecote.tasks.machine import STATES
 from dovecote.tasks.model import MAX_PAGE
@@ -18,6 +21,7 @@ from dovecote.tasks.service import Outcome, TaskService
 from functions.tasks_api.models import (
     ArtifactEnvelope,
     ArtifactUploadIn,
+    ArtifactUploadOut,
     AssignmentEnvelope,
     CallerCommandIn,
     ClaimIn,
@@ -42,7 +46,6 @@ from functions.tasks_api.models import (
     SnapshotOut,
     TaskEnvelope,
     TaskListOut,
-    UploadOut,
     WorkerCommandIn,
     WorkerDeliveryIn,
 )
@@ -54,6 +57,9 @@ ArtifactId = Annotated[str, Path(json_schema_extra=ID)]
 LIMIT = {**bounded(0, MAX_PAGE), "description": "0 or absent: the default (100)"}
 # RFC 3339 with a zone, years 1000-9999 (an instant before year 1 in UTC is refused, not widened).
 INSTANT = instant_pattern(6)
+# A stream's `after` is bounded by the task's own count, which JSON Schema cannot state: said in words.
+AFTER = "a sequence number, at most the task's {count}: a larger one is 400 invalid_argument"
+PAST_THE_END = "invalid_argument: `after` is past the end of the stream (the task's {count}), or a bad `limit`"
 COMMAND_ERRORS = (400, 401, 403, 404, 409, 413, 429, 503)
 READ_ERRORS = (400, 401, 403, 404, 429, 503)
 
@@ -61,26 +67,9 @@ READ_ERRORS = (400, 401, 403, 404, 429, 503)
 @lru_cache(maxsize=1)
 def service() -> TaskService:
     """Composition root: wires the AWS adapters on the first request of the container."""
-    from dovecote.platform import aws
-    from dovecote.platform.cursors import CursorSigner
-    from dovecote.platform.settings import get_settings
-    from dovecote.tasks.dynamo import DynamoTaskStore
+    from dovecote.tasks.wiring import task_service
 
-    settings = get_settings()
-    store = DynamoTaskStore(
-        table=settings.tasks_table,
-        bucket=settings.bucket,
-        dynamodb=aws.client("dynamodb"),
-        s3=aws.lazy_client("s3"),
-        protector=aws.protector(settings),
-    )
-    return TaskService(
-        store,
-        signer_factory=lambda: CursorSigner(aws.cursor_key()),
-        default_lease_timeout=settings.lease_timeout_seconds,
-        presign_seconds=settings.presign_seconds,
-        artifact_max_bytes=settings.artifact_max_bytes,
-    )
+    return task_service()
 
 
 def _task(outcome: Outcome) -> dict[str, Any]:
@@ -89,6 +78,17 @@ def _task(outcome: Outcome) -> dict[str, Any]:
 
 def _body(model: Any) -> dict[str, Any]:
     return dict(model.model_dump(exclude_none=True))
+
+
+C = TypeVar("C")
+R = TypeVar("R")
+
+
+def _command(gate: Callable[..., C], run: Callable[[Principal, C], R], *path: str, body: Any) -> R:
+    """The request through its command's one gate (the order of checks SEMANTICS §2 gives, the
+    role included), then the command."""
+    principal = current_principal(app)
+    return run(principal, gate(principal, *path, _body(body)))
 
 
 # ---- caller ----------------------------------------------------------------------------------------
@@ -104,7 +104,8 @@ def _body(model: Any) -> dict[str, Any]:
 )
 def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]:
     """Create a task (revision 1, one caller message). An exact retry answers 200 with the same task."""
-    outcome = service().create(current_principal(app), _body(body))
+    tasks = service()
+    outcome = _command(tasks.gate.create, tasks.create, body=body)
     return Response(status_code=outcome.status, content_type=JSON, body=TaskEnvelope.model_validate(_task(outcome)))
 
 
@@ -116,10 +117,17 @@ def get_task(task_id: TaskId) -> TaskEnvelope:
 
 @app.get("/v1/tasks", tags=["tasks"], responses=responses(200, TaskListOut, *READ_ERRORS))
 def list_tasks(
-    context: Annotated[str, Query(json_schema_extra=ID)] = "",
-    state: Annotated[str, Query(json_schema_extra=one_of(*STATES))] = "",
+    context: Annotated[
+        str, Query(json_schema_extra={"anyOf": [{"maxLength": 0}, ID]}, description="empty or absent: any context")
+    ] = "",
+    state: Annotated[str, Query(json_schema_extra=one_of("", *STATES), description="empty or absent: any state")] = "",
     updated_since: Annotated[
-        str, Query(json_schema_extra={"format": "date-time", "pattern": INSTANT}, description="RFC 3339")
+        str,
+        Query(
+            # Empty (the default) is no filter, so the document allows it beside the instant grammar.
+            json_schema_extra={"anyOf": [{"maxLength": 0}, {"format": "date-time", "pattern": INSTANT}]},
+            description="RFC 3339 with a zone; empty or absent: no filter",
+        ),
     ] = "",
     limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
     cursor: Annotated[str | None, Query()] = None,
@@ -142,19 +150,27 @@ def list_context_tasks(
 @app.post("/v1/tasks/<task_id>/reply", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def reply_task(task_id: TaskId, body: Annotated[ReplyIn, Body()]) -> TaskEnvelope:
     """Answer input_required with the caller's message: back to working."""
-    return TaskEnvelope.model_validate(_task(service().reply(current_principal(app), task_id, _body(body))))
+    tasks = service()
+    return TaskEnvelope.model_validate(_task(_command(tasks.gate.reply, tasks.reply, task_id, body=body)))
 
 
 @app.post("/v1/tasks/<task_id>/cancel", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def cancel_task(task_id: TaskId, body: Annotated[CallerCommandIn, Body()]) -> TaskEnvelope:
     """Cancel a task that is not terminal; a frozen artifact is discarded."""
-    return TaskEnvelope.model_validate(_task(service().cancel(current_principal(app), task_id, _body(body))))
+    tasks = service()
+    return TaskEnvelope.model_validate(_task(_command(tasks.gate.cancel, tasks.cancel, task_id, body=body)))
 
 
-@app.get("/v1/tasks/<task_id>/messages", tags=["tasks"], responses=responses(200, MessagePage, *READ_ERRORS))
+@app.get(
+    "/v1/tasks/<task_id>/messages",
+    tags=["tasks"],
+    responses=responses(200, MessagePage, *READ_ERRORS, why={400: PAST_THE_END.format(count="message_count")}),
+)
 def list_messages(
     task_id: TaskId,
-    after: Annotated[int | None, Query(json_schema_extra=bounded(0), description="a sequence number")] = None,
+    after: Annotated[
+        int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="message_count"))
+    ] = None,
     limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
 ) -> MessagePage:
     """The task's messages after sequence `after`, oldest first; `next` continues the stream. A page
@@ -170,10 +186,16 @@ def get_message(task_id: TaskId, message_id: Annotated[str, Path(json_schema_ext
     return MessageEnvelope.model_validate(service().message(current_principal(app), task_id, message_id))
 
 
-@app.get("/v1/tasks/<task_id>/events", tags=["tasks"], responses=responses(200, EventPage, *READ_ERRORS))
+@app.get(
+    "/v1/tasks/<task_id>/events",
+    tags=["tasks"],
+    responses=responses(200, EventPage, *READ_ERRORS, why={400: PAST_THE_END.format(count="event_count")}),
+)
 def list_events(
     task_id: TaskId,
-    after: Annotated[int | None, Query(json_schema_extra=bounded(0), description="a sequence number")] = None,
+    after: Annotated[
+        int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="event_count"))
+    ] = None,
     limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
 ) -> EventPage:
     """The task's events after sequence `after`, oldest first; `next` continues the stream."""
@@ -193,13 +215,15 @@ def snapshot_task(task_id: TaskId) -> SnapshotOut:
 def claim_lease(body: Annotated[ClaimIn, Body()]) -> AssignmentEnvelope:
     """Lease the oldest claimable task of the authority; 404 when there is none (after waiting up
     to `wait_seconds` for one)."""
-    return AssignmentEnvelope.model_validate(service().claim(current_principal(app), _body(body)).body)
+    tasks = service()
+    return AssignmentEnvelope.model_validate(_command(tasks.gate.claim, tasks.claim, body=body).body)
 
 
 @app.post("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
 def acquire_lease(task_id: TaskId, body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
     """Lease this task (fence = previous fence + 1). Worker tokens; the worker id comes from the token."""
-    return AssignmentEnvelope.model_validate(service().acquire(current_principal(app), task_id, _body(body)).body)
+    tasks = service()
+    return AssignmentEnvelope.model_validate(_command(tasks.gate.acquire, tasks.acquire, task_id, body=body).body)
 
 
 @app.get("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *READ_ERRORS))
@@ -211,7 +235,8 @@ def get_lease(task_id: TaskId) -> AssignmentEnvelope:
 @app.post("/v1/tasks/<task_id>/lease/fence", tags=["workers"], responses=responses(204, None, *COMMAND_ERRORS))
 def fence_lease(task_id: TaskId, body: Annotated[FenceIn, Body()]) -> Response[None]:
     """Retire the current lease generation: the owner is cleared, the fence kept. Admin or owner."""
-    service().fence(current_principal(app), task_id, _body(body))
+    tasks = service()
+    _command(tasks.gate.fence, tasks.fence, task_id, body=body)
     return Response(status_code=204)
 
 
@@ -223,7 +248,8 @@ def fence_lease(task_id: TaskId, body: Annotated[FenceIn, Body()]) -> Response[N
 def heartbeat_lease(task_id: TaskId, body: Annotated[HeartbeatIn, Body()]) -> AssignmentEnvelope:
     """A sign of life of the lease (never a revision change); a fence that is not current is
     409 stale_lease. Every worker command counts as one too."""
-    return AssignmentEnvelope.model_validate(service().heartbeat(current_principal(app), task_id, _body(body)))
+    tasks = service()
+    return AssignmentEnvelope.model_validate(_command(tasks.gate.heartbeat, tasks.heartbeat, task_id, body=body))
 
 
 @app.get("/v1/leases", tags=["workers"], responses=responses(200, LeaseListOut, *READ_ERRORS))
@@ -238,19 +264,22 @@ def list_leases(
 @app.post("/v1/tasks/<task_id>/accept", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def accept_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """submitted → working."""
-    return TaskEnvelope.model_validate(_task(service().accept(current_principal(app), task_id, _body(body))))
+    tasks = service()
+    return TaskEnvelope.model_validate(_task(_command(tasks.gate.accept, tasks.accept, task_id, body=body)))
 
 
 @app.post("/v1/tasks/<task_id>/reject", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def reject_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """submitted → rejected."""
-    return TaskEnvelope.model_validate(_task(service().reject(current_principal(app), task_id, _body(body))))
+    tasks = service()
+    return TaskEnvelope.model_validate(_task(_command(tasks.gate.reject, tasks.reject, task_id, body=body)))
 
 
 @app.post("/v1/tasks/<task_id>/fail", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def fail_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """working or input_required → failed."""
-    return TaskEnvelope.model_validate(_task(service().fail(current_principal(app), task_id, _body(body))))
+    tasks = service()
+    return TaskEnvelope.model_validate(_task(_command(tasks.gate.fail, tasks.fail, task_id, body=body)))
 
 
 @app.post(
@@ -258,13 +287,17 @@ def fail_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> Task
 )
 def request_input_task(task_id: TaskId, body: Annotated[RequestInputIn, Body()]) -> TaskEnvelope:
     """working → input_required, with the agent's message."""
-    return TaskEnvelope.model_validate(_task(service().request_input(current_principal(app), task_id, _body(body))))
+    tasks = service()
+    return TaskEnvelope.model_validate(
+        _task(_command(tasks.gate.request_input, tasks.request_input, task_id, body=body))
+    )
 
 
 @app.post("/v1/tasks/<task_id>/complete", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def complete_task(task_id: TaskId, body: Annotated[CompleteIn, Body()]) -> TaskEnvelope:
     """working → completed, with the agent's final message and a submission."""
-    return TaskEnvelope.model_validate(_task(service().complete(current_principal(app), task_id, _body(body))))
+    tasks = service()
+    return TaskEnvelope.model_validate(_task(_command(tasks.gate.complete, tasks.complete, task_id, body=body)))
 
 
 @app.post("/v1/tasks/<task_id>/artifacts", tags=["workers"], responses=responses(200, FreezeOut, *COMMAND_ERRORS))
@@ -272,23 +305,31 @@ def freeze_artifact(task_id: TaskId, body: Annotated[FreezeIn, Body()]) -> Freez
     """Freeze the task's one artifact (working only): its payload, digests and result revision. The
     first freeze in a workspace creates the head at expected_base_revision; later ones must match
     it (409 workspace_conflict)."""
-    return FreezeOut.model_validate(service().freeze(current_principal(app), task_id, _body(body)).body)
+    tasks = service()
+    return FreezeOut.model_validate(_command(tasks.gate.freeze, tasks.freeze, task_id, body=body).body)
 
 
 @app.post(
-    "/v1/tasks/<task_id>/artifacts/uploads", tags=["workers"], responses=responses(200, UploadOut, *COMMAND_ERRORS)
+    "/v1/tasks/<task_id>/artifacts/uploads",
+    tags=["workers"],
+    responses=responses(200, ArtifactUploadOut, *COMMAND_ERRORS),
 )
-def create_artifact_upload(task_id: TaskId, body: Annotated[ArtifactUploadIn, Body()]) -> UploadOut:
-    """A presigned PUT for a large artifact payload, bound to its size and SHA-256. Send
+def create_artifact_upload(task_id: TaskId, body: Annotated[ArtifactUploadIn, Body()]) -> ArtifactUploadOut:
+    """A presigned PUT for a large artifact payload, bound to its size and SHA-256, for the holder of
+    the task's current lease (`fence`; else 409 stale_lease, 404 for no such task). Send
     upload_headers with it, then freeze with payload.upload_sha256."""
-    return UploadOut.model_validate(service().create_artifact_upload(current_principal(app), task_id, _body(body)))
+    tasks = service()
+    return ArtifactUploadOut.model_validate(
+        _command(tasks.gate.create_artifact_upload, tasks.create_artifact_upload, task_id, body=body)
+    )
 
 
 @app.post("/v1/worker/events", tags=["workers"], responses=responses(200, SettlementOut, 400, 401, 403, 429, 503))
 def worker_event(body: Annotated[WorkerDeliveryIn, Body()]) -> SettlementOut:
     """Settle one worker event delivery: ack (committed, or an exact replay) or nack with a stable
     code. A 503 settled nothing: retry the exact delivery."""
-    return SettlementOut.model_validate(service().worker_event(current_principal(app), _body(body)))
+    tasks = service()
+    return SettlementOut.model_validate(_command(tasks.gate.worker_event, tasks.worker_event, body=body))
 
 
 # ---- workspaces (caller) ---------------------------------------------------------------------------
@@ -320,7 +361,8 @@ def record_receipt(
 ) -> ReceiptEnvelope:
     """Record the one apply receipt of a published artifact. success moves the head from the
     artifact's base to its result (compare-and-swap); an identical repeat answers the stored one."""
-    outcome = service().record_apply_receipt(current_principal(app), workspace, artifact_id, _body(body))
+    tasks = service()
+    outcome = _command(tasks.gate.record_apply_receipt, tasks.record_apply_receipt, workspace, artifact_id, body=body)
     return ReceiptEnvelope.model_validate(outcome.body)
 
 

@@ -7,7 +7,18 @@ from typing import Any
 from pydantic import Field, StrictStr
 
 from dovecote.platform.http import ApiModel
-from dovecote.platform.schema import BASE64, ID, MEDIA_TYPE, SAFE_MAX, JsonInt, RequestModel, bounded, with_schema
+from dovecote.platform.schema import (
+    BASE64,
+    ID,
+    MEDIA_TYPE,
+    SAFE_MAX,
+    JsonInt,
+    RequestModel,
+    bounded,
+    utf8_text,
+    with_schema,
+)
+from dovecote.tasks.commands import DIGEST, MAX_CLAIM_WAIT, REVISION_CHARS, SHA256_HEX, WORKER_EVENT_KINDS
 from dovecote.tasks.model import (
     ARTIFACT_HARD_MAX,
     ARTIFACT_STATES,
@@ -19,7 +30,6 @@ from dovecote.tasks.model import (
     MAX_REVISION_BYTES,
     TOTAL_SIZE_CAP,
 )
-from dovecote.tasks.service import MAX_CLAIM_WAIT, WORKER_EVENT_KINDS
 
 
 class _In(RequestModel):
@@ -162,7 +172,7 @@ class PartOut(ApiModel):
     size: int | None = None
 
 
-class MessageOut(ApiModel):
+class TaskMessageOut(ApiModel):
     id: str
     sequence: int
     author: str
@@ -171,11 +181,11 @@ class MessageOut(ApiModel):
 
 
 class MessageEnvelope(ApiModel):
-    message: MessageOut
+    message: TaskMessageOut
 
 
 class MessagePage(ApiModel):
-    items: list[MessageOut]
+    items: list[TaskMessageOut]
     next: int
     has_more: bool
 
@@ -221,14 +231,11 @@ class LeaseListOut(ApiModel):
 
 # ---- artifacts, workspaces, apply receipts, worker events --------------------------------------------
 
-# Byte limits declared in characters at 4 bytes each (as notes does): every schema-valid value is accepted.
-REVISION_TEXT: dict[str, Any] = {
-    "minLength": 1,
-    "maxLength": MAX_REVISION_BYTES // 4,
-    "pattern": r"^[^\x00-\x1f\x7f]+$",
-}
-SHA256_HEX: dict[str, Any] = {"pattern": r"^(sha256:)?[0-9a-f]{64}$"}
-DIGEST_TEXT: dict[str, Any] = {"pattern": r"^sha256:[0-9a-f]{64}$"}
+# Byte limits declared as such (platform/schema.py utf8_text); patterns are the gates' own
+# (dovecote.tasks.commands), anchored.
+REVISION_TEXT: dict[str, Any] = utf8_text(MAX_REVISION_BYTES, minLength=1, pattern=f"^{REVISION_CHARS}$")
+SHA256_TEXT: dict[str, Any] = {"pattern": f"^{SHA256_HEX}$"}
+DIGEST_TEXT: dict[str, Any] = {"pattern": f"^{DIGEST}$"}
 
 
 class PayloadIn(_In):
@@ -241,7 +248,7 @@ class PayloadIn(_In):
     media_type: StrictStr = Field(json_schema_extra=MEDIA_TYPE)
     text: StrictStr | None = None
     data_b64: StrictStr | None = Field(default=None, json_schema_extra=BASE64)
-    upload_sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_HEX)
+    upload_sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_TEXT)
 
 
 class FreezeIn(WorkerCommandIn):
@@ -253,11 +260,21 @@ class FreezeIn(WorkerCommandIn):
     payload: PayloadIn
 
 
+def _deployment_artifact_max(schema: dict[str, Any]) -> None:
+    """The maximum this deployment enforces (DOVECOTE_ARTIFACT_MAX_BYTES, 16 MiB by default, at most
+    ARTIFACT_HARD_MAX), read when the document is built: the deployment serves its own document."""
+    from dovecote.platform.settings import get_settings
+
+    schema.update(bounded(1, get_settings().artifact_max_bytes))
+
+
 class ArtifactUploadIn(_In):
     size: JsonInt = Field(
-        json_schema_extra=bounded(1, ARTIFACT_HARD_MAX), description="exact byte size (the deployment's maximum holds)"
+        json_schema_extra=_deployment_artifact_max,
+        description=f"exact byte size, at most this deployment's maximum (the hard maximum is {ARTIFACT_HARD_MAX})",
     )
-    sha256: StrictStr = Field(json_schema_extra=SHA256_HEX, description="hex SHA-256 of the payload")
+    sha256: StrictStr = Field(json_schema_extra=SHA256_TEXT, description="hex SHA-256 of the payload")
+    fence: JsonInt = FENCE
 
 
 class ArtifactOut(ApiModel):
@@ -295,7 +312,7 @@ class ArtifactEnvelope(ApiModel):
     payload: PayloadOut
 
 
-class UploadOut(ApiModel):
+class ArtifactUploadOut(ApiModel):
     upload_url: str
     upload_headers: dict[str, str] = Field(description="send every one of these headers with the PUT")
     expires_at: str
@@ -308,6 +325,17 @@ class HeadOut(ApiModel):
 
 
 class ReceiptIn(_In):
+    """`success` and `conflict` name the observed revision (a success observes exactly the result
+    revision: a rule between two fields, which JSON Schema cannot state)."""
+
+    model_config = with_schema(
+        {
+            "anyOf": [
+                {"properties": {"decision": {"not": {"enum": ["success", "conflict"]}}}},
+                {"required": ["observed_revision"]},
+            ]
+        }
+    )
     command_id: StrictStr = _id()
     receipt_id: StrictStr = _id()
     artifact_digest: StrictStr = Field(json_schema_extra=DIGEST_TEXT, description="the artifact's `digest`")
@@ -319,8 +347,8 @@ class ReceiptIn(_In):
         json_schema_extra=REVISION_TEXT,
         description="required for conflict; equal to result_revision for success",
     )
-    code: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": MAX_RECEIPT_CODE_BYTES // 4})
-    message: StrictStr | None = Field(default=None, json_schema_extra={"maxLength": MAX_RECEIPT_MESSAGE_BYTES // 4})
+    code: StrictStr | None = Field(default=None, json_schema_extra=utf8_text(MAX_RECEIPT_CODE_BYTES))
+    message: StrictStr | None = Field(default=None, json_schema_extra=utf8_text(MAX_RECEIPT_MESSAGE_BYTES))
 
 
 class ReceiptOut(ApiModel):

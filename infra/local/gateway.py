@@ -6,6 +6,23 @@ turns the returned dict into the HTTP response. Behaviour copied from API Gatewa
 - an authorized route without an Authorization header is answered 401 {"message":"Unauthorized"}
   by the gateway itself (the identity source is missing), before the authorizer runs;
 - a request body over the Lambda payload limit (6 MB) is answered 413 by the gateway.
+
+Route matching works on the path as received, segment by segment (`RouteMatcher`): the path is split
+at its literal `/` first and each segment percent-decoded after, so `%2F` stays inside its segment
+and a route variable receives it (then the id's pattern answers 4xx); `..`, `.` and `%2e%2e` are
+never resolved, so no segment reaches a parent route. AWS documents that an HTTP API picks a route
+by exact match, then by greedy variable, then `$default`, and passes parameters to the integration
+decoded; it documents nothing about dot segments or encoded slashes, and third-party reports say an
+HTTP API decodes the whole path, `%2F` included, before it matches. This gateway is the stricter of
+the two on purpose: the SDK never sends a `/` inside a segment (`dovecote.client.paths` refuses such
+ids), so both agree on every request the SDK, CLI or MCP server makes, and only a hand-made request
+can tell them apart. The event's `rawPath` is the decoded path, as HTTP APIs send it, except that a
+`/` or `%` inside a segment stays encoded: the function's own router (Powertools, which matches on
+`rawPath`) then sees the segments this gateway matched.
+
+The request log writes one line per request with the path as received, still percent-encoded, and
+any byte that is not printable ASCII escaped (`\n`, `\x1b`, `\x00`): a request path cannot forge a
+line or send terminal escapes.
 """
 
 from __future__ import annotations
@@ -19,7 +36,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote_from_bytes, unquote_to_bytes, urlsplit
 
 from werkzeug.wrappers import Request, Response
 
@@ -51,8 +68,92 @@ def _context(function: Function) -> LambdaContext:
     )
 
 
-def _pattern(path: str) -> re.Pattern[str]:
-    return re.compile("^" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(path)) + "$")
+VARIABLE = re.compile(r"\{(\w+)\}")
+
+
+def raw_target(environ: dict[str, Any]) -> bytes:
+    """The request target's bytes as the client sent them. werkzeug's server keeps them in RAW_URI
+    (the request line read as ISO-8859-1, then through its UTF-8 "encoding dance"); without it
+    (another WSGI server) the decoded PATH_INFO is encoded again, losing only the `%2F` spelling."""
+    raw = environ.get("RAW_URI")
+    if raw is not None:
+        try:
+            return str(raw).encode("latin-1").decode("utf-8").encode("latin-1")
+        except UnicodeError:
+            return str(raw).encode("utf-8", "surrogateescape")
+    path = quote_from_bytes(str(environ.get("PATH_INFO", "")).encode("latin-1"), safe="/").encode("ascii")
+    query = str(environ.get("QUERY_STRING", "")).encode("latin-1")
+    return path + (b"?" + query if query else b"")
+
+
+def raw_path(target: bytes) -> bytes:
+    """The path of a request target: no query, no fragment; the path of an absolute-form target."""
+    path = target.split(b"?", 1)[0].split(b"#", 1)[0]
+    if not path.startswith(b"/"):
+        path = urlsplit(path).path or b"/"
+    return path
+
+
+def segments(path: bytes) -> list[str]:
+    """The segments of a path as received: split at the literal `/`, then each one percent-decoded
+    on its own (invalid UTF-8 as U+FFFD, as werkzeug decodes a path). Nothing is resolved."""
+    return [unquote_to_bytes(part).decode("utf-8", "replace") for part in path.split(b"/")[1:]]
+
+
+def event_path(parts: list[str]) -> str:
+    """`rawPath` for the function: decoded, except a `/` or `%` inside a segment, kept encoded so
+    the function's router splits the path where this gateway did."""
+    return "".join("/" + part.replace("%", "%25").replace("/", "%2F") for part in parts)
+
+
+class RouteMatcher:
+    """The route table matched segment by segment: a literal segment must equal the decoded one, a
+    variable takes any non-empty decoded segment (a `/`, `..` or `?` in it included)."""
+
+    def __init__(self, routes: tuple[Route, ...] = ROUTES) -> None:
+        # Per route, its segments: a literal as (text, None), a variable as (None, name).
+        self._routes = [(route, [_template_part(part) for part in route.path.split("/")[1:]]) for route in routes]
+
+    def match(self, method: str, parts: list[str]) -> tuple[Route, dict[str, str]] | None:
+        for route, template in self._routes:
+            if route.method == method and len(template) == len(parts):
+                found = _bind(template, parts)
+                if found is not None:
+                    return route, found
+        return None
+
+
+def _template_part(part: str) -> tuple[str | None, str | None]:
+    variable = VARIABLE.fullmatch(part)
+    return (None, variable.group(1)) if variable else (part, None)
+
+
+def _bind(template: list[tuple[str | None, str | None]], parts: list[str]) -> dict[str, str] | None:
+    found: dict[str, str] = {}
+    for (literal, variable), given in zip(template, parts, strict=True):
+        if variable is None:
+            if given != literal:
+                return None
+        elif not given:
+            return None
+        else:
+            found[variable] = given
+    return found
+
+
+def printable(data: bytes | str) -> str:
+    """Text for a log line: printable ASCII as it is, `\\` doubled, every other byte escaped
+    (`\\n`, `\\r`, `\\t`, else `\\xNN`), so no input can end the line or reach the terminal."""
+    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    out = []
+    for byte in raw:
+        if byte == 0x5C:
+            out.append("\\\\")
+        elif 0x20 <= byte < 0x7F:
+            out.append(chr(byte))
+        else:
+            out.append({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}.get(byte, f"\\x{byte:02x}"))
+    return "".join(out)
 
 
 # `dovecote dev --faults` only: a request carrying this header is served in full (the command
@@ -65,7 +166,7 @@ log = logging.getLogger("dovecote-dev")
 
 class Gateway:
     def __init__(self, *, faults: bool = False, log_requests: bool = True) -> None:
-        self._routes: list[tuple[Route, re.Pattern[str]]] = [(r, _pattern(r.path)) for r in ROUTES]
+        self._matcher = RouteMatcher()
         self._handlers: dict[str, Callable[[dict[str, Any], Any], dict[str, Any]]] = {}
         self._faults = faults
         self._log_requests = log_requests
@@ -76,24 +177,22 @@ class Gateway:
             self._handlers[function.name] = getattr(importlib.import_module(module), attr)
         return self._handlers[function.name]
 
-    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
-        for route, pattern in self._routes:
-            found = pattern.match(path)
-            if found and route.method == method:
-                return route, found.groupdict()
-        return None
+    def match(self, method: str, path: bytes) -> tuple[Route, dict[str, str]] | None:
+        """The route of a path as received (percent-encoded bytes), and its decoded variables."""
+        return self._matcher.match(method, segments(path))
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         request = Request(environ)
         started = time.perf_counter()
-        response = self.dispatch(request)
+        path = raw_path(raw_target(environ))
+        response = self.dispatch(request, path)
         if self._log_requests:
             log.info(
                 "%s %s %d %s %.0fms",
-                request.method,
-                request.path,
+                printable(request.method),
+                printable(path),
                 response.status_code,
-                _code_of(response) or "-",
+                printable(_code_of(response) or "-"),
                 (time.perf_counter() - started) * 1000,
             )
         if self._faults and request.headers.get(FAULT_HEADER) == DROP_RESPONSE:
@@ -106,15 +205,16 @@ class Gateway:
                 sock.shutdown(socket.SHUT_RDWR)
         return response(environ, start_response)
 
-    def dispatch(self, request: Request) -> Response:
-        matched = self.match(request.method, request.path)
+    def dispatch(self, request: Request, path: bytes) -> Response:
+        parts = segments(path)
+        matched = self._matcher.match(request.method, parts)
         if matched is None:
             return _json(404, {"message": "Not Found"})
         route, path_parameters = matched
         body = request.get_data()
         if len(body) > LAMBDA_PAYLOAD_LIMIT:
             return _json(413, {"message": "Request Entity Too Large"})
-        event = self._event(request, route, path_parameters, body)
+        event = self._event(request, route, path_parameters, body, event_path(parts))
         if route.authorized:
             if not request.headers.get("Authorization"):
                 return _json(401, {"message": "Unauthorized"})
@@ -127,7 +227,9 @@ class Gateway:
         return _response(result)
 
     @staticmethod
-    def _event(request: Request, route: Route, path_parameters: dict[str, str], body: bytes) -> dict[str, Any]:
+    def _event(
+        request: Request, route: Route, path_parameters: dict[str, str], body: bytes, path: str
+    ) -> dict[str, Any]:
         headers: dict[str, str] = {}
         for name, value in request.headers.items():
             key = name.lower()
@@ -142,7 +244,7 @@ class Gateway:
         event: dict[str, Any] = {
             "version": "2.0",
             "routeKey": f"{route.method} {route.path}",
-            "rawPath": request.path,
+            "rawPath": path,
             "rawQueryString": raw_query,
             "headers": headers,
             "requestContext": {
@@ -152,7 +254,7 @@ class Gateway:
                 "domainPrefix": "local",
                 "http": {
                     "method": request.method,
-                    "path": request.path,
+                    "path": path,
                     "protocol": "HTTP/1.1",
                     "sourceIp": request.remote_addr or "127.0.0.1",
                     "userAgent": headers.get("user-agent", ""),
@@ -170,7 +272,7 @@ class Gateway:
         if path_parameters:
             event["pathParameters"] = path_parameters
         if body:
-            event["body"] = body.decode("utf-8", "replace") if is_text else base64.b64encode(body).decode()
+            event["body"] = body.decode("utf-8", "surrogateescape") if is_text else base64.b64encode(body).decode()
         return event
 
     @staticmethod

@@ -38,6 +38,7 @@ def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = No
     log_file = directory / "dev.log"
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))} | (settings or {})
+    env["XDG_CONFIG_HOME"] = str(directory / "config")  # its `dev` profiles: never the user's config
     log = log_file.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "dovecote.cli", "dev", "--port", str(port), "--tokens-file", str(tokens_file), *extra],
@@ -67,6 +68,7 @@ def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = No
             "endpoint": data["endpoint"],
             "tokens": data["tokens"],
             "tokens_file": tokens_file,
+            "config_home": directory / "config",
             "log": log_file,
             "process": process,
         }

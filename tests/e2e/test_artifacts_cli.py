@@ -27,7 +27,7 @@ def leased(dev_runtime: dict[str, Any], workspace: str) -> tuple[str, int]:
     """A new task in `workspace`, acquired and accepted by the dev worker: (task, fence), revision 2."""
     task_id = uid("t")
     assert cli(dev_runtime, "tasks", "create", task_id, "change it", "--workspace", workspace).returncode == 0
-    fence = as_json(cli(dev_runtime, "worker", "acquire", task_id, "--json", role="worker"))["fence"]
+    fence = as_json(cli(dev_runtime, "worker", "acquire", task_id, "--json", role="worker"))["assignment"]["fence"]
     accepted = cli(dev_runtime, "worker", "accept", task_id, "--rev", "1", "--fence", str(fence), role="worker")
     assert accepted.returncode == 0, accepted.stderr
     return task_id, fence
@@ -66,7 +66,7 @@ def test_freeze_a_file_complete_with_it_read_it_and_record_its_receipt(
             role="worker",
         )
     )
-    assert (done["state"], done["artifact"]) == ("completed", "patch")
+    assert (done["task"]["state"], done["task"]["artifact"]) == ("completed", "patch")
 
     human = cli(dev_runtime, "artifacts", "get", workspace, "patch")
     assert (
@@ -85,9 +85,9 @@ def test_freeze_a_file_complete_with_it_read_it_and_record_its_receipt(
     assert "no apply receipt" in missing
     receipt = as_json(
         cli(dev_runtime, "artifacts", "receipt", "record", workspace, "patch", "--decision", "success", "--json")
-    )
+    )["receipt"]
     assert receipt["decision"] == "success" and receipt["observed_revision"] == frozen["artifact"]["result_revision"]
-    assert as_json(cli(dev_runtime, "artifacts", "receipt", "get", workspace, "patch", "--json")) == receipt
+    assert as_json(cli(dev_runtime, "artifacts", "receipt", "get", workspace, "patch", "--json"))["receipt"] == receipt
     moved = as_json(cli(dev_runtime, "artifacts", "head", workspace, "--json"))
     assert moved["confirmed_revision"] == frozen["artifact"]["result_revision"]
     # A different receipt for the same artifact is the API's conflict: exit 1, one line.
@@ -99,7 +99,7 @@ def test_freeze_from_stdin_and_drive_the_task_with_worker_events(dev_runtime: di
     workspace = uid("ws")
     task_id = uid("t")
     assert cli(dev_runtime, "tasks", "create", task_id, "by events", "--workspace", workspace).returncode == 0
-    fence = as_json(cli(dev_runtime, "worker", "acquire", task_id, "--json", role="worker"))["fence"]
+    fence = as_json(cli(dev_runtime, "worker", "acquire", task_id, "--json", role="worker"))["assignment"]["fence"]
     accept = tmp_path / "accept.json"
     accept.write_text(json.dumps({"kind": "accept_task", "task": task_id, "fence": fence, "expected_revision": 1}))
     settled = as_json(cli(dev_runtime, "worker", "event", str(accept), "--json", role="worker"))
@@ -112,8 +112,8 @@ def test_freeze_from_stdin_and_drive_the_task_with_worker_events(dev_runtime: di
     frozen = as_json(
         cli(
             dev_runtime,
-            *("worker", "freeze", task_id, "--rev", "2", "--fence", str(fence), "--artifact", "notes"),
-            *("--base", "r0", "--media-type", "text/markdown", "--json"),
+            *("worker", "freeze-artifact", task_id, "--expected-revision", "2", "--fence", str(fence)),
+            *("--artifact-id", "notes", "--expected-base-revision", "r0", "--media-type", "text/markdown", "--json"),
             stdin=b"# the echo\n",
             role="worker",
         )
@@ -140,7 +140,7 @@ def test_freeze_from_stdin_and_drive_the_task_with_worker_events(dev_runtime: di
     }
     # The exact delivery again (same ids): the same settlement, nothing run twice.
     assert as_json(cli(dev_runtime, "worker", "event", "--json", stdin=stdin, role="worker")) == first
-    task = as_json(cli(dev_runtime, "tasks", "get", task_id, "--json"))
+    task = as_json(cli(dev_runtime, "tasks", "get", task_id, "--json"))["task"]
     assert (task["state"], task["revision"], task["artifact"]) == ("completed", 4, "notes")
     got = as_json(cli(dev_runtime, "artifacts", "get", workspace, "notes", "--json"))
     assert got["payload"] == {"media_type": "text/markdown", "text": "# the echo\n"}

@@ -126,10 +126,12 @@ def test_a_40_mib_artifact_goes_through_a_presigned_upload_and_comes_back_verifi
 
 def test_a_payload_over_the_deployment_limit_is_refused_by_the_upload(artifact_runtime: dict[str, Any]) -> None:
     caller, worker, _ = clients(artifact_runtime)
-    task_id, _ = working_task(caller, worker, uid("ws"))
+    task_id, lease = working_task(caller, worker, uid("ws"))
     with pytest.raises(DovecoteError) as caught:
         worker.request(
-            "POST", f"/v1/tasks/{task_id}/artifacts/uploads", json={"size": 64 * MIB + 1, "sha256": "0" * 64}
+            "POST",
+            f"/v1/tasks/{task_id}/artifacts/uploads",
+            json={"size": 64 * MIB + 1, "sha256": "0" * 64, "fence": lease["fence"]},
         )
     assert (caught.value.status, caught.value.code) == (400, "invalid_argument")
 
@@ -152,7 +154,7 @@ def test_worker_events_replay_the_same_ack_after_a_dropped_response(artifact_run
 
     accepted = settle({"kind": "accept_task", "expected_revision": 1})
     assert accepted["decision"] == "ack" and "code" not in accepted
-    payload = worker.artifact_payload(task_id, "echo: echo me")
+    payload = worker.artifact_payload(task_id, "echo: echo me", fence=fence)
     freeze = {"artifact": "echoed", "expected_base_revision": "empty", "payload": payload}
     assert settle({"kind": "freeze_artifact", "expected_revision": 2, "freeze": freeze})["decision"] == "ack"
     completed = settle(

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,12 @@ def run(env: dict[str, str], *args: str, stdin: bytes = b"", cwd: Path = ROOT) -
     )
 
 
+# No profile of the user's: these tests name their endpoint and token.
+NO_PROFILES = {"XDG_CONFIG_HOME": str(Path(tempfile.gettempdir()) / "dovecote-tests-no-config")}
+
+
 def base_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")} | {"COLUMNS": "200"}
+    return {k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")} | {"COLUMNS": "200"} | NO_PROFILES
 
 
 def cli(
@@ -74,7 +79,7 @@ def test_notes_put_get_ls_rm(dev_runtime: dict[str, Any], tmp_path: Path) -> Non
     assert len(page["items"]) == 1 and page["cursor"]  # a page, with its cursor
     nxt = as_json(cli(dev_runtime, "notes", "ls", "--key", key, "--limit", "1", "--cursor", page["cursor"], "--json"))
     assert nxt["items"][0]["ref"] > page["items"][0]["ref"]
-    every = as_json(cli(dev_runtime, "notes", "ls", "--key", key, "--limit", "1", "--all", "--json"))
+    every = as_json(cli(dev_runtime, "notes", "list", "--key", key, "--limit", "1", "--all", "--json"))
     assert sorted(i["name"] for i in every["items"]) == ["critique", "dash", "plan"] and not every["cursor"]
 
     # The table prints whole refs, and every ref it prints works in `rm`.
@@ -87,7 +92,7 @@ def test_notes_put_get_ls_rm(dev_runtime: dict[str, Any], tmp_path: Path) -> Non
         if ref != plan:
             removed = cli(dev_runtime, "notes", "rm", ref)
             assert removed.returncode == 0 and ref.encode() in removed.stdout
-    by_coordinates = as_json(cli(dev_runtime, "notes", "rm", key, "1", "plan", "--author", "claude", "--json"))
+    by_coordinates = as_json(cli(dev_runtime, "notes", "delete", key, "1", "plan", "--author", "claude", "--json"))
     assert by_coordinates == {"ref": note_ref(key, 1, "plan", "claude"), "deleted": True}
     missing = cli(dev_runtime, "notes", "rm", note_ref(key, 1, "plan", "claude"))
     assert missing.returncode == 1 and missing.stderr.decode().startswith("error: 404 not_found")
@@ -158,7 +163,7 @@ def test_tokens_ls_and_revoke_and_the_revoked_token_is_denied(dev_runtime: dict[
     other = cli(env_token, "notes", "put", "tok:k", "1", "n", "--author", "eve", stdin=b"x", role="bot")
     assert other.returncode == 1 and b"forbidden" in other.stderr
 
-    listed = as_json(cli(dev_runtime, "tokens", "ls", "--all", "--json", role="admin"))
+    listed = as_json(cli(dev_runtime, "tokens", "list", "--all", "--json", role="admin"))
     mine = [r for r in listed["items"] if r["token_id"] == minted["token_id"]]
     assert mine and mine[0]["agent"] == "bot" and not mine[0].get("revoked_at")
     text = json.dumps(listed)
@@ -200,23 +205,24 @@ def test_tasks_and_worker_commands(own: Authority, tmp_path: Path) -> None:
     caller, worker = as_role(own, "caller"), as_role(own, "worker", "w-cli")
     admin = as_role(own, "admin")
     task_id = uid("cli")
-    created = as_json(run(caller, "tasks", "create", task_id, "hello", "--context", "cli", "--json"))
+    created = as_json(run(caller, "tasks", "create", task_id, "hello", "--context", "cli", "--json"))["task"]
     assert (created["revision"], created["lease_timeout_seconds"]) == (1, 300)
-    claimed = as_json(run(worker, "worker", "claim", "--wait", "2", "--json"))
-    assert claimed["task"]["id"] == task_id
-    fence = str(claimed["fence"])
-    accepted = as_json(run(worker, "worker", "accept", task_id, "--rev", "1", "--fence", fence, "--json"))
-    assert accepted["state"] == "working"
-    beat = as_json(run(worker, "worker", "heartbeat", task_id, "--fence", fence, "--json"))
-    assert beat["fence"] == claimed["fence"] and beat["task"]["revision"] == 2
+    # --json is the HTTP answer: {assignment: …} for a claim, {task: …} for a command.
+    claimed = as_json(run(worker, "worker", "claim", "--wait-seconds", "2", "--json"))
+    assert set(claimed) == {"assignment"} and claimed["assignment"]["task"]["id"] == task_id
+    fence = str(claimed["assignment"]["fence"])
+    accepted = as_json(run(worker, "worker", "accept", task_id, "--expected-revision", "1", "--fence", fence, "--json"))
+    assert set(accepted) == {"task"} and accepted["task"]["state"] == "working"
+    beat = as_json(run(worker, "worker", "heartbeat", task_id, "--fence", fence, "--json"))["assignment"]
+    assert beat["fence"] == claimed["assignment"]["fence"] and beat["task"]["revision"] == 2
     question = tmp_path / "question.md"
     question.write_text("# Why?\n")
     asked = run(worker, "worker", "request-input", task_id, "--rev", "2", "--fence", fence, "--file", str(question))
     assert asked.returncode == 0 and b"input_required" in asked.stdout  # the human view
     replied = run(caller, "tasks", "reply", task_id, "--rev", "3", "--file", "-", "--json", stdin=b"because")
-    assert as_json(replied)["state"] == "working"
+    assert as_json(replied)["task"]["state"] == "working"
     done = as_json(run(worker, "worker", "complete", task_id, "done", "--rev", "4", "--fence", fence, "--json"))
-    assert done["state"] == "completed" and done["submission"]["id"].startswith("s-")
+    assert done["task"]["state"] == "completed" and done["task"]["submission"]["id"].startswith("s-")
     stale = run(worker, "worker", "fail", task_id, "--rev", "5", "--fence", fence)
     assert stale.returncode == 1 and stale.stderr.decode().startswith("error: 409 stale_lease")
     assert stale.stderr.count(b"\n") == 1
@@ -234,37 +240,40 @@ def test_tasks_and_worker_commands(own: Authority, tmp_path: Path) -> None:
     assert table.returncode == 0 and b"task_completed" in table.stdout
     snapshot = as_json(run(caller, "tasks", "snapshot", task_id, "--json"))
     assert snapshot["event_cursor"] == 5 and snapshot["task"]["state"] == "completed"
-    listed = as_json(run(caller, "tasks", "ls", "--context", "cli", "--state", "completed", "--json"))
+    listed = as_json(run(caller, "tasks", "list", "--context", "cli", "--state", "completed", "--json"))
     assert task_id in [t["id"] for t in listed["items"]] and listed["total_size"] >= 1 and "cursor" in listed
+    assert as_json(run(caller, "tasks", "ls", "--context", "cli", "--state", "completed", "--json")) == listed
     in_context = as_json(run(caller, "tasks", "context", "cli", "--all", "--json"))
     assert [t["id"] for t in in_context["items"]] == [task_id]
-    assert as_json(run(caller, "tasks", "get", task_id, "--json"))["state"] == "completed"
+    assert as_json(run(caller, "tasks", "get", task_id, "--json"))["task"]["state"] == "completed"
     waited = as_json(run(caller, "tasks", "wait", task_id, "--state", "completed", "--timeout", "5", "--json"))
-    assert waited["id"] == task_id
+    assert waited["task"]["id"] == task_id
     human = run(caller, "tasks", "ls", "--all")
     assert human.returncode == 0 and task_id.encode() in human.stdout
 
     # Leases: acquire, lease, leases, release (own), fence (admin), reject.
     second = uid("cli")
     assert run(caller, "tasks", "create", second, "--file", "-", stdin=b"from stdin").returncode == 0
-    lease = as_json(run(worker, "worker", "acquire", second, "--json"))
+    lease = as_json(run(worker, "worker", "acquire", second, "--json"))["assignment"]
     assert lease["fence"] == 1
-    assert as_json(run(worker, "worker", "lease", second, "--json"))["worker"] == "w-cli"
+    assert as_json(run(worker, "worker", "lease", second, "--json"))["assignment"]["worker"] == "w-cli"
     leases = as_json(run(worker, "worker", "leases", "--json"))
     assert [a["task"]["id"] for a in leases["items"]] == [second] and "cursor" in leases
     released = run(worker, "worker", "release", second, "--fence", "1")
     assert released.returncode == 0 and b"released" in released.stdout
     unleased = run(worker, "worker", "lease", second)
-    assert unleased.returncode == 1 and b"404 not_found" in unleased.stderr
-    again = as_json(run(worker, "worker", "claim", "--json"))
+    assert unleased.returncode == 1 and unleased.stderr.startswith(b"error: 404 not_found")
+    again = as_json(run(worker, "worker", "claim", "--json"))["assignment"]
     assert (again["task"]["id"], again["fence"]) == (second, 2)  # released: claimable again, fence + 1
     fenced = run(admin, "worker", "fence", second, "--fence", "2", "--json")
     assert as_json(fenced) == {"task": second, "fence": 2, "fenced": True}
-    lease3 = as_json(run(worker, "worker", "acquire", second, "--json"))
+    lease3 = as_json(run(worker, "worker", "acquire", second, "--json"))["assignment"]
     rejected = run(worker, "worker", "reject", second, "--rev", "1", "--fence", str(lease3["fence"]), "--json")
-    assert as_json(rejected)["state"] == "rejected"
+    assert as_json(rejected)["task"]["state"] == "rejected"
     nothing = run(worker, "worker", "claim", "--wait", "1")
     assert nothing.returncode == 3 and nothing.stderr == b"nothing is claimable (waited 1 s)\n"
+    none_json = run(worker, "worker", "claim", "--json")
+    assert none_json.returncode == 3 and json.loads(none_json.stdout) == {"assignment": None}
 
 
 def test_tasks_wait_times_out_with_exit_3_and_cancel(own: Authority) -> None:
@@ -273,10 +282,12 @@ def test_tasks_wait_times_out_with_exit_3_and_cancel(own: Authority) -> None:
     assert run(caller, "tasks", "create", task_id, "x").returncode == 0
     waited = run(caller, "tasks", "wait", task_id, "--state", "completed", "--timeout", "1")
     assert waited.returncode == 3
-    assert waited.stderr.decode() == (f"task {task_id} is submitted (revision 1) after 1 s; waited for completed\n")
+    assert waited.stderr.decode() == (
+        f"error: task {task_id} is submitted (revision 1) after 1 s; waited for completed\n"
+    )
     canceled = as_json(run(caller, "tasks", "cancel", task_id, "--rev", "1", "--json"))
-    assert canceled["state"] == "canceled"
-    assert as_json(run(caller, "tasks", "wait", task_id, "--json"))["state"] == "canceled"  # any terminal state
+    assert canceled["task"]["state"] == "canceled"
+    assert as_json(run(caller, "tasks", "wait", task_id, "--json"))["task"]["state"] == "canceled"  # any terminal
     unknown = run(caller, "tasks", "wait", task_id, "--state", "done")
     assert unknown.returncode == 2 and b"unknown state" in unknown.stderr
 

@@ -1,6 +1,8 @@
-"""Expected failures of the CLI: exactly one line on stderr, no traceback, the documented exit code
-(1 an API error, 2 usage or a missing file, 3 nothing claimable / a wait timed out, 4 unreachable or
-not configured). DOVECOTE_DEBUG=1 shows the traceback instead."""
+"""Expected failures of the CLI: exactly one line on stderr starting with `error:`, no traceback, no
+rich box, the documented exit code (1 an API error, 2 usage or a missing file, 3 nothing claimable / a
+wait timed out, 4 unreachable or not configured); with --json the same failure is JSON on stdout,
+`{"error": {code, message, details}}`. DOVECOTE_DEBUG=1 shows the traceback instead. Every process
+runs in a temporary directory outside the clone, with no profile of the user's."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +24,12 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])  # closed again when the block ends: nothing listens there
 
 
+NO_PROFILES = str(Path(tempfile.gettempdir()) / "dovecote-tests-no-config")
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DOVECOTE_", "AWS_"))}
-    return env | {"COLUMNS": "200"} | extra
+    return env | {"COLUMNS": "200", "XDG_CONFIG_HOME": NO_PROFILES} | extra
 
 
 def run(env: dict[str, str], *args: str, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
@@ -39,10 +45,21 @@ def run(env: dict[str, str], *args: str, cwd: Path, stdin: bytes = b"") -> subpr
 
 
 def one_line(result: subprocess.CompletedProcess[str], code: int) -> str:
+    """The one stderr line of a failure, without its `error: ` prefix."""
     assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
     assert result.stderr.count("\n") == 1 and result.stderr.endswith("\n"), result.stderr
-    assert "Traceback" not in result.stderr
-    return result.stderr.rstrip("\n")
+    assert "Traceback" not in result.stderr and "╭" not in result.stderr and result.stdout == ""
+    assert result.stderr.startswith("error: "), result.stderr
+    return result.stderr.removeprefix("error: ").rstrip("\n")
+
+
+def json_error(result: subprocess.CompletedProcess[str], code: int) -> dict[str, Any]:
+    """The JSON error of a failure run with --json: on stdout, nothing on stderr."""
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    assert result.stderr == "", result.stderr
+    document = json.loads(result.stdout)
+    assert set(document) == {"error"} and set(document["error"]) == {"code", "message", "details"}
+    return dict(document["error"])
 
 
 VERBS = [
@@ -79,7 +96,8 @@ def test_a_stale_tokens_file_from_a_stopped_runtime(tmp_path: Path) -> None:
 def test_no_configuration_says_where_it_looked(tmp_path: Path) -> None:
     line = one_line(run(clean_env(), "tasks", "ls", cwd=tmp_path), 4)
     assert line.startswith("no Dovecote configuration: set DOVECOTE_ENDPOINT and DOVECOTE_TOKEN")
-    assert str(tmp_path / ".dovecote" / "dev-tokens.json") in line and "DOVECOTE_TOKENS_FILE" in line
+    assert "dovecote login" in line and f"no .dovecote/dev-tokens.json in {tmp_path} or a parent" in line
+    assert f"no profile in {NO_PROFILES}/dovecote/config.toml" in line
     half = one_line(run(clean_env(DOVECOTE_ENDPOINT="http://127.0.0.1:1"), "tasks", "ls", cwd=tmp_path), 4)
     assert "DOVECOTE_TOKEN is not" in half
     broken = tmp_path / "broken.json"
@@ -102,6 +120,8 @@ def test_a_missing_file(args: tuple[str, ...], tmp_path: Path, dev_runtime: dict
     env = clean_env(DOVECOTE_TOKENS_FILE=str(dev_runtime["tokens_file"]))
     line = one_line(run(env, *args, cwd=tmp_path), 2)
     assert line == f"no such file: {args[args.index('--file') + 1]}"
+    error = json_error(run(env, *args, "--json", cwd=tmp_path), 2)
+    assert error["code"] == "usage" and error["details"] == {"file": args[args.index("--file") + 1]}
 
 
 def test_usage_errors_of_our_own_are_one_line_with_exit_2(tmp_path: Path, dev_runtime: dict[str, Any]) -> None:
@@ -116,7 +136,7 @@ def test_usage_errors_of_our_own_are_one_line_with_exit_2(tmp_path: Path, dev_ru
 def test_an_api_error_is_one_line_with_exit_1(tmp_path: Path, dev_runtime: dict[str, Any]) -> None:
     env = clean_env(DOVECOTE_TOKENS_FILE=str(dev_runtime["tokens_file"]))
     line = one_line(run(env, "tasks", "get", "no-such-task", cwd=tmp_path), 1)
-    assert line == 'error: 404 not_found: task not found {"task":"no-such-task"}'
+    assert line == '404 not_found: task not found {"task":"no-such-task"}'
 
 
 def test_bootstrap_without_an_aws_region(tmp_path: Path) -> None:
@@ -129,3 +149,39 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     env = clean_env(DOVECOTE_ENDPOINT=f"http://127.0.0.1:{closed_port()}", DOVECOTE_TOKEN="x", DOVECOTE_DEBUG="1")
     result = run(env, "tasks", "get", "t1", cwd=tmp_path)
     assert result.returncode != 0 and "Traceback" in result.stderr and "DovecoteError" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("tasks", "get"), "Missing argument 'TASK' (see `dovecote tasks get --help`)"),
+        (("worker", "accept", "t1", "--rev", "1"), "Missing option '--fence' (see `dovecote worker accept --help`)"),
+        (("notes", "ls", "--bogus"), "No such option: --bogus (see `dovecote notes ls --help`)"),
+        (("tasks", "create", "t1", "x", "--lease-timeout-seconds", "soon"), None),
+        (("nope",), "No such command 'nope' (see `dovecote --help`)"),
+    ],
+    ids=["missing argument", "missing option", "unknown option", "bad value", "unknown command"],
+)
+def test_a_usage_error_is_one_line_not_a_box(args: tuple[str, ...], expected: str | None, tmp_path: Path) -> None:
+    line = one_line(run(clean_env(), *args, cwd=tmp_path), 2)
+    if expected is not None:
+        assert line == expected
+    else:
+        assert line.startswith("Invalid value for '--lease-timeout-seconds'")
+    error = json_error(run(clean_env(), *args, "--json", cwd=tmp_path), 2)
+    assert error["code"] == "usage" and error["message"] == line and error["details"]["command"].startswith("dovecote")
+
+
+def test_with_json_every_kind_of_failure_is_json_on_stdout(tmp_path: Path, dev_runtime: dict[str, Any]) -> None:
+    env = clean_env(DOVECOTE_TOKENS_FILE=str(dev_runtime["tokens_file"]))
+    missing = json_error(run(env, "tasks", "get", "no-such-task", "--json", cwd=tmp_path), 1)
+    assert missing == {"code": "not_found", "message": "task not found", "details": {"task": "no-such-task"}}
+    refused = json_error(run(env, "notes", "get", "plan", "--json", cwd=tmp_path), 2)
+    assert refused["code"] == "usage" and "not a ref" in refused["message"]
+    down = clean_env(DOVECOTE_ENDPOINT=f"http://127.0.0.1:{closed_port()}", DOVECOTE_TOKEN="dvc_x_y")
+    unreachable = json_error(run(down, "notes", "ls", "--json", cwd=tmp_path), 4)
+    assert unreachable["code"] == "unavailable" and unreachable["details"]["reason"] == "connection refused"
+    unconfigured = json_error(run(clean_env(), "whoami", "--json", cwd=tmp_path), 4)
+    assert unconfigured["code"] == "configuration" and unconfigured["message"].startswith("no Dovecote configuration")
+    timed_out = json_error(run(env, "tasks", "wait", "no-such-task", "--timeout", "1", "--json", cwd=tmp_path), 1)
+    assert timed_out["code"] == "not_found"

@@ -79,6 +79,64 @@ def test_a_lone_surrogate_in_a_query_is_400(http: httpx.Client, dev_runtime: dic
     assert 400 <= response.status_code < 500, response.text
 
 
+# Every route, public ones included: the gate runs before any of them (issue 15 item 3).
+EVERY_ROUTE = [pytest.param(r, id=f"{r.method} {r.path}") for r in ROUTES]
+NOT_UTF8 = b'{"key": "\xff\xfe", "run": 1, "name": "n", "text": "\xc3(", "id": "x\xed\xa0\x80"}'
+
+
+@pytest.mark.parametrize("route", EVERY_ROUTE)
+def test_a_body_that_is_not_utf8_is_400_on_every_route(
+    http: httpx.Client, dev_runtime: dict[str, Any], route: Any
+) -> None:
+    response = http.request(
+        route.method,
+        concrete(route.path),
+        content=NOT_UTF8,
+        headers={**roles(dev_runtime)["admin"], "Content-Type": "application/json"},
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_argument"
+    assert response.json()["error"]["message"] == "request body is not valid UTF-8"
+
+
+@pytest.mark.parametrize("route", EVERY_ROUTE)
+@pytest.mark.parametrize("query", ["key=a%C3%FF", "limit=1&%ED%A0%80=x"])
+def test_a_query_that_is_not_utf8_is_400_on_every_route(
+    http: httpx.Client, dev_runtime: dict[str, Any], route: Any, query: str
+) -> None:
+    response = http.request(route.method, concrete(route.path) + "?" + query, headers=roles(dev_runtime)["admin"])
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_argument"
+    assert response.json()["error"]["message"] == "the query string is not valid UTF-8"
+
+
+def test_undecodable_bytes_are_never_stored_as_replacement_characters(
+    http: httpx.Client, dev_runtime: dict[str, Any]
+) -> None:
+    """The review's reproduction: `{"key":"\xff\xfe", ...}` was stored under the key "\ufffd\ufffd"."""
+    caller = roles(dev_runtime)["caller"]
+    key = f"utf8-{uuid.uuid4().hex}"
+    for raw in (b"\xff\xfe", b"\xc3", b"\xed\xa0\x80"):
+        body = b'{"key": "' + key.encode() + raw + b'", "run": 1, "name": "n", "text": "x"}'
+        response = http.put("/v1/notes", content=body, headers={**caller, "Content-Type": "application/json"})
+        assert response.status_code == 400, response.text
+        text = b'{"key": "' + key.encode() + b'", "run": 1, "name": "n", "text": "x' + raw + b'"}'
+        response = http.put("/v1/notes", content=text, headers={**caller, "Content-Type": "application/json"})
+        assert response.status_code == 400, response.text
+        garbled = raw.decode("utf-8", "replace")
+        assert http.get("/v1/notes", params={"key": key + garbled}, headers=caller).json()["items"] == []
+    assert http.get("/v1/notes", params={"key": key}, headers=caller).json()["items"] == []
+    # A query that is not UTF-8 filters nothing either: it is refused, not read as U+FFFD.
+    response = http.get(f"/v1/notes?key={key}%FF", headers=caller)
+    assert response.status_code == 400, response.text
+    # The character U+FFFD itself, sent as UTF-8, is valid text and stored as sent.
+    sent = http.put("/v1/notes", json={"key": key + "\ufffd", "run": 1, "name": "n", "text": "x"}, headers=caller)
+    assert sent.status_code == 200, sent.text
+    assert [
+        i["key"] for i in http.get("/v1/notes", params={"key": key + "\ufffd"}, headers=caller).json()["items"]
+    ] == [key + "\ufffd"]
+
+
 def test_an_out_of_range_instant_is_400(http: httpx.Client, dev_runtime: dict[str, Any]) -> None:
     response = http.get(
         "/v1/tasks", params={"updated_since": "0001-01-01T00:00:00+14:00"}, headers=roles(dev_runtime)["caller"]

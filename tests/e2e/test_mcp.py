@@ -159,18 +159,48 @@ def test_caller_session_lists_tools_without_worker_tools_and_notes_round_trip(de
     session(stdio(dev_runtime, "caller"), body)
 
 
+def test_an_admin_session_is_not_steered_into_the_admin_routes(dev_runtime: dict[str, Any]) -> None:
+    """Issue 15 item 1's reproduction, over MCP with an admin token: a ref that walks out of the
+    notes route neither revokes a token nor lists them, and the token still authenticates."""
+    with DovecoteClient(dev_runtime["endpoint"], dev_runtime["tokens"]["admin"]) as admin:
+        victim = admin.create_token("dev", "caller")
+    log = Path(dev_runtime["log"])
+
+    def admin_requests() -> list[str]:
+        return [line for line in log.read_text(errors="replace").splitlines() if "/v1/admin/" in line]
+
+    before = admin_requests()
+    assert any(" POST /v1/admin/tokens 201 " in line for line in before)  # the log does show them
+
+    async def body(client: Client) -> None:
+        revoke = await fails(client, "notes_delete", ref=f"../admin/tokens/{victim['token_id']}")
+        assert revoke["code"] == "invalid_argument" and revoke["status"] == 0
+        listing = await fails(client, "notes_get", ref="../admin/tokens?")
+        assert listing["code"] == "invalid_argument"
+        # Encoded by the model itself: sent as one segment of the notes route, refused there.
+        encoded = await fails(client, "notes_delete", ref=f"..%2Fadmin%2Ftokens%2F{victim['token_id']}")
+        assert encoded["status"] == 404 and encoded["code"] == "not_found"
+        dotted = await fails(client, "notes_get", ref="%2e%2e")
+        assert dotted["status"] == 404
+
+    session(stdio(dev_runtime, "admin"), body)
+    assert admin_requests() == before
+    with DovecoteClient(dev_runtime["endpoint"], victim["token"]) as still_valid:
+        assert "items" in still_valid.list_notes(limit=1)
+
+
 def test_task_path_caller_then_worker_and_revision_conflict(dev_runtime: dict[str, Any]) -> None:
     created: dict[str, Any] = {}
     context = uid("ctx")
 
     async def as_caller(client: Client) -> None:
-        answer = await call(client, "tasks_create", text="summarize the log", context=context)
+        command = uid("c")
+        answer = await call(client, "tasks_create", text="summarize the log", context=context, command_id=command)
+        assert set(answer) == {"task"}  # the HTTP answer's envelope and keys
         task = answer["task"]
         assert task["state"] == "submitted" and task["id"].startswith("t-")
         # The same command id again replays: the same task, not a second one.
-        again = await call(
-            client, "tasks_create", text="summarize the log", context=context, command_id=answer["command_id"]
-        )
+        again = await call(client, "tasks_create", text="summarize the log", context=context, command_id=command)
         assert again["task"]["id"] == task["id"]
         listed = await call(client, "tasks_list", context=context)
         assert [t["id"] for t in listed["items"]] == [task["id"]]
@@ -285,7 +315,7 @@ def test_recall_tools_after_pushing_a_transcript(dev_runtime: dict[str, Any]) ->
     assert pushed["messages_indexed"] > 0
 
     async def body(client: Client) -> None:
-        found = await call(client, "recall_search", query="Employee dataclass", project=project)
+        found = await call(client, "recall_search", q="Employee dataclass", project=project)
         # The completeness report and the warnings are data in the result.
         assert "complete" in found and "warnings" in found and isinstance(found["warnings"], list)
         assert found["results"], found
@@ -297,7 +327,7 @@ def test_recall_tools_after_pushing_a_transcript(dev_runtime: dict[str, Any]) ->
         assert outline["session_id"] if "session_id" in outline else outline
         topics = await call(client, "recall_topics", project=project)
         assert isinstance(topics, dict)
-        bad = await fails(client, "recall_read", ref=ref, budget=1)
+        bad = await fails(client, "recall_read", ref=ref, budget=-1)
         assert bad["code"] == "invalid_argument"
 
     session(stdio(dev_runtime, "caller"), body)
@@ -323,15 +353,18 @@ def test_memory_tools_submit_wait_list_relations_judge(dev_runtime: dict[str, An
         assert [m["id"] for m in page["items"] + rest["items"]] == [first["id"], second["id"]]
         relations = await call(client, "memory_relations", scope=scope, status="pending")
         (relation,) = relations["items"]
-        judged = await call(client, "memory_judge", relation_id=relation["id"], decision="confirmed", note="7 holds")
-        assert judged["relation"]["status"] == "confirmed"
+        command = uid("c")
+        judged = await call(
+            client, "memory_judge", relation_id=relation["id"], decision="confirmed", note="7 holds", command_id=command
+        )
+        assert set(judged) == {"relation"} and judged["relation"]["status"] == "confirmed"
         replay = await call(
             client,
             "memory_judge",
             relation_id=relation["id"],
             decision="confirmed",
             note="7 holds",
-            command_id=judged["command_id"],
+            command_id=command,
         )
         assert replay["relation"] == judged["relation"]
         conflict = await fails(client, "memory_judge", relation_id=relation["id"], decision="dismissed")

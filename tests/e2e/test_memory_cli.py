@@ -78,8 +78,8 @@ def test_the_cli_submit_wait_status_ls_relations_judge(dev_runtime: dict[str, An
     assert status.exit_code == 0 and json.loads(status.output)["status"] == "complete"
     human = run(dev_runtime, "status", write_id)
     assert human.exit_code == 0 and "goncho_write_complete" in human.output and "conflicts_with" in human.output
-    listed = run(dev_runtime, "ls", scope, "--all", "--limit", "1", "--json")
-    assert [json.loads(line)["content"] for line in listed.output.splitlines()] == [
+    listed = run(dev_runtime, "list", scope, "--all", "--limit", "1", "--json")
+    assert [item["content"] for item in json.loads(listed.stdout)["items"]] == [
         "The retry limit is 5",
         "The retry limit is 7",
     ]
@@ -87,10 +87,10 @@ def test_the_cli_submit_wait_status_ls_relations_judge(dev_runtime: dict[str, An
     assert table.exit_code == 0 and table.output.count("retry") == 2  # rich wraps cells at the width
     wide = run(dev_runtime, "relations", scope)  # piped: ids are printed whole, to be pasted into judge
     relations = run(dev_runtime, "relations", scope, "--status", "pending", "--json")
-    (relation,) = [json.loads(line) for line in relations.output.splitlines()]
+    (relation,) = json.loads(relations.stdout)["items"]
     assert relation["id"] in wide.stdout
     judged = run(dev_runtime, "judge", relation["id"], "confirmed", "--note", "7 it is", "--json")
-    assert judged.exit_code == 0 and json.loads(judged.output)["status"] == "confirmed"
+    assert judged.exit_code == 0 and json.loads(judged.stdout)["relation"]["status"] == "confirmed"
     again = run(dev_runtime, "judge", relation["id"], "dismissed")
     assert again.exit_code == 1 and "judgment_conflict" in again.output
     cancel = run(dev_runtime, "cancel", write_id, "--json")

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from dovecote.cli.recall import project_folder, recall_app, sniff_format
+from dovecote.cli import app
+from dovecote.cli.recall import project_folder, sniff_format
 from tests.conftest import SHARED_DATA
 
 SAMPLES = SHARED_DATA / "transcripts"
@@ -25,7 +26,7 @@ def cli(dev_runtime: dict[str, Any]) -> Any:
     env = {"DOVECOTE_ENDPOINT": dev_runtime["endpoint"], "DOVECOTE_TOKEN": dev_runtime["tokens"]["caller"]}
 
     def run(*args: str) -> Any:
-        return runner.invoke(recall_app, list(args), env=env)
+        return runner.invoke(app, ["recall", *args], env=env)
 
     return run
 
@@ -59,7 +60,24 @@ def test_sniffing_and_project_folders(home: Path) -> None:
     assert project_folder(home / ".codex" / "sessions" / "rollout-44444444.jsonl") == ""
 
 
-def test_push_is_incremental(cli: Any, home: Path) -> None:
+@pytest.fixture
+def own_cli(dev_runtime: dict[str, Any]) -> Any:
+    """The CLI with a caller token of a fresh authority: the server has none of its files yet (the
+    push decides what to send from what the server lacks, and other tests push the same samples)."""
+    from tests.support.authorities import fresh_authority
+
+    own = fresh_authority(dev_runtime, "push")
+    env = {"DOVECOTE_ENDPOINT": own.endpoint, "DOVECOTE_TOKEN": own.token("caller")}
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        return runner.invoke(app, ["recall", *args], env=env)
+
+    return run
+
+
+def test_push_is_incremental(own_cli: Any, home: Path) -> None:
+    cli = own_cli
     state = str(home / "state.json")
     trees = [str(home / ".claude" / "projects"), str(home / ".codex" / "sessions")]
     first = cli("push", *trees, "--state", state, "--json")
@@ -115,7 +133,7 @@ def test_search_read_outline_topics(cli: Any, home: Path) -> None:
     assert read["read_ref"] == ref and sum(len(m["text"]) for m in read["messages"]) <= 200
     text = cli("read", ref)
     assert text.exit_code == 0 and "▶" in text.stdout
-    outline = json.loads(cli("outline", "7f2abd2d", "--json").stdout)
+    outline = json.loads(cli("outline", "7f2abd2d", "--subagents", "--json").stdout)
     assert outline["subagents"][0]["session_id"].endswith("/0c4c3cf8")
     labelled = cli("topics", "--ref", ref, "--label", "python3 fallback", "--json")
     assert labelled.exit_code == 0, labelled.output
@@ -123,3 +141,45 @@ def test_search_read_outline_topics(cli: Any, home: Path) -> None:
     assert "python3 fallback" in listed.stdout
     bad = cli("read", "not-a-ref")
     assert bad.exit_code == 1 and "expected <session8>:<uuid8>" in bad.output
+
+
+def test_the_search_table_prints_refs_whole(cli: Any, home: Path) -> None:
+    """A ref the table prints works in `recall read` (it used to be cut: `7f2abd2d~0c4c3cf8…`)."""
+    cli("push", str(home / ".claude" / "projects"), "--state", str(home / "state.json"))
+    envelope = json.loads(cli("search", "hoge python3", "--json").stdout)
+    table = cli("search", "hoge python3")
+    assert table.exit_code == 0, table.output
+    refs = [hit["read_ref"] for hit in envelope["results"]]
+    assert refs and all(ref in table.stdout for ref in refs)
+    assert "…" not in table.stdout.split("\n")[1]
+    longest = max(refs, key=len)
+    assert cli("read", longest, "--budget", "200").exit_code == 0
+
+
+def test_the_empty_topics_hint_names_the_options(dev_runtime: dict[str, Any]) -> None:
+    from tests.support.authorities import fresh_authority
+
+    own = fresh_authority(dev_runtime, "topics")
+    env = {"DOVECOTE_ENDPOINT": own.endpoint, "DOVECOTE_TOKEN": own.token("caller")}
+    empty = CliRunner().invoke(app, ["recall", "topics"], env=env)
+    assert empty.exit_code == 0, empty.output
+    assert "recall topics --ref REF --label TEXT" in empty.stderr and "/v1/recall/topics" not in empty.output
+
+
+def test_push_sends_again_what_another_authority_lacks(dev_runtime: dict[str, Any], home: Path) -> None:
+    """The state remembers what was pushed, but the server decides: the same files pushed with another
+    authority's token are sent again, not reported unchanged (and search finds them there)."""
+    from tests.support.authorities import fresh_authority
+
+    state = str(home / "state.json")
+    trees = [str(home / ".claude" / "projects")]
+    runner = CliRunner()
+    for name in ("pusha", "pushb"):
+        own = fresh_authority(dev_runtime, name)
+        env = {"DOVECOTE_ENDPOINT": own.endpoint, "DOVECOTE_TOKEN": own.token("caller")}
+        first = json.loads(runner.invoke(app, ["recall", "push", *trees, "--state", state, "--json"], env=env).stdout)
+        assert (first["pushed"], first["unchanged"]) == (2, 0), first
+        again = json.loads(runner.invoke(app, ["recall", "push", *trees, "--state", state, "--json"], env=env).stdout)
+        assert (again["pushed"], again["unchanged"]) == (0, 2), again
+        found = json.loads(runner.invoke(app, ["recall", "search", "hoge python3", "--json"], env=env).stdout)
+        assert found["count"] >= 1

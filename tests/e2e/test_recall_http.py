@@ -3,6 +3,7 @@ topics, the upload path (S3 notification → queue → indexer), bad input, isol
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
@@ -70,6 +71,7 @@ def test_ingest_search_read_outline(http: httpx.Client, caller: dict[str, str]) 
     assert (ref, iso, project) == (hit["read_ref"], hit["iso"], "e2e") and token in snippet
 
     read = http.get(f"/v1/recall/read/{hit['read_ref']}", params={"budget": 60}, headers=caller).json()
+    assert read["read_ref"] == read["canonical_ref"] == hit["read_ref"]
     assert read["anchor_uuid"] in [m["uuid"] for m in read["messages"]]
     assert sum(len(m["text"]) for m in read["messages"]) <= 60
     assert read["truncated"] is True and read["trimmed_msgs"] > 0 and "--budget" in read["next_command"]
@@ -84,9 +86,11 @@ def test_claude_session_with_a_subagent_thread(http: httpx.Client, caller: dict[
     for name in ("lanegrid-agtrace__claude_session.jsonl", "lanegrid-agtrace__claude_agent.jsonl"):
         body = {"format": "claude-code-jsonl", "jsonl": (SAMPLES / "claude-code" / name).read_text()}
         assert http.post("/v1/transcripts", json=body, headers=caller).status_code == 200
-    outline = http.get("/v1/recall/outline/7f2abd2d", headers=caller).json()
+    assert http.get("/v1/recall/outline/7f2abd2d", headers=caller).json()["subagents"] == []
+    outline = http.get("/v1/recall/outline/7f2abd2d", params={"include_subagents": "true"}, headers=caller).json()
     assert [s["session_id"] for s in outline["subagents"]] == ["7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9/0c4c3cf8"]
-    hits = http.get("/v1/recall/search", params={"q": "codebase"}, headers=caller).json()["results"]
+    params = {"q": "codebase", "include_subagents": "true"}
+    hits = http.get("/v1/recall/search", params=params, headers=caller).json()["results"]
     thread = next(h for h in hits if h["session_id"].endswith("/0c4c3cf8"))
     read = http.get(f"/v1/recall/read/{thread['read_ref']}", headers=caller)  # `~` survives the path
     assert read.status_code == 200 and read.json()["session_id"].endswith("/0c4c3cf8")
@@ -127,13 +131,13 @@ def test_upload_is_indexed_asynchronously(http: httpx.Client, caller: dict[str, 
     [
         ("/v1/recall/search", {"q": "x", "limit": "101"}, 400, "invalid_argument"),
         ("/v1/recall/search", {"q": "x", "limit": "-1"}, 400, "invalid_argument"),
-        ("/v1/recall/search", {"q": "x", "sort": "oldest"}, 400, "invalid_argument"),
+        ("/v1/recall/search", {"q": "x", "sort": "eldest"}, 400, "invalid_argument"),
         ("/v1/recall/search", {"q": "x", "include_path": "("}, 400, "invalid_argument"),
         ("/v1/recall/search", {"q": "NOT x"}, 400, "invalid_argument"),
         ("/v1/recall/search", {"q": "x", "atuhor": "y"}, 400, "invalid_argument"),
         ("/v1/recall/read/nocolon", {}, 400, "invalid_argument"),
         ("/v1/recall/read/abcdefgh:xyz", {}, 400, "invalid_argument"),
-        ("/v1/recall/read/abcdefgh:abcdef01", {"budget": "5"}, 400, "invalid_argument"),
+        ("/v1/recall/read/abcdefgh:abcdef01", {"budget": "-1"}, 400, "invalid_argument"),
         ("/v1/recall/read/ffffffffffff:abcdef01", {}, 404, "not_found"),
         ("/v1/recall/outline/ffffffffffff", {}, 404, "not_found"),
     ],
@@ -161,6 +165,60 @@ def test_bad_transcripts_are_refused(http: httpx.Client, caller: dict[str, str],
     response = http.post("/v1/transcripts", json=body, headers=caller)
     assert response.status_code == 400, response.text
     assert response.json()["error"]["code"] == "invalid_argument"
+
+
+def test_path_patterns_are_re2_and_linear(http: httpx.Client, caller: dict[str, str]) -> None:
+    """Issue 15 item 2: `(a+)+$` against a working directory `/aaa…!` took 5 s with 25 a's and 113 s
+    with 30 under Python's backtracking `re`, and stalled /v1/health. RE2 answers at once."""
+    token = word()
+    session_id = str(uuid.uuid4())
+    line = {
+        "type": "user",
+        "sessionId": session_id,
+        "uuid": str(uuid.uuid4()),
+        "cwd": "/" + "a" * 30 + "!",
+        "timestamp": "2025-06-01T00:00:00Z",
+        "message": {"role": "user", "content": f"redos probe {token}"},
+    }
+    body = {"format": "claude-code-jsonl", "project": "redos", "jsonl": json.dumps(line) + "\n"}
+    assert http.post("/v1/transcripts", json=body, headers=caller).status_code == 200
+
+    def timed(params: dict[str, str]) -> float:
+        started = time.perf_counter()
+        probe = http.get("/v1/recall/search", params={"q": token, **params}, headers=caller)
+        assert probe.status_code == 200, probe.text
+        return time.perf_counter() - started
+
+    # The pattern adds under 100 ms to the same search without it (best of 3, so a busy machine's
+    # noise does not count; the backtracking engine took 113 s here).
+    plain = min(timed({}) for _ in range(3))
+    probed = min(timed({"include_path": "(a+)+$"}) for _ in range(3))
+    assert probed < plain + 0.1, (probed, plain)
+    probe = http.get("/v1/recall/search", params={"q": token, "include_path": "(a+)+$"}, headers=caller).json()
+    assert probe["count"] == 0  # the directory ends with `!`
+    kept = http.get("/v1/recall/search", params={"q": token, "include_path": "^/a+!$"}, headers=caller).json()
+    assert [r["session_id"] for r in kept["results"]] == [session_id]
+    dropped = http.get("/v1/recall/search", params={"q": token, "exclude_path": "(a+)+!"}, headers=caller).json()
+    assert dropped["count"] == 0
+    for params in (
+        {"include_path": r"(a)\1"},  # a backreference: RE2 (and Go) refuse it
+        {"exclude_path": "(?=a)"},  # look-ahead
+        {"include_path": "a" * 501},  # the length cap
+        {"include_path": "(.*){1000}"},  # the program-size cap
+    ):
+        refused = http.get("/v1/recall/search", params={"q": token, **params}, headers=caller)
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "invalid_argument" and error["details"]["field"] == next(iter(params))
+
+
+def test_the_path_pattern_is_documented_as_re2(http: httpx.Client) -> None:
+    document = http.get("/v1/openapi.json").json()
+    parameters = document["paths"]["/v1/recall/search"]["get"]["parameters"]
+    for name in ("include_path", "exclude_path"):
+        parameter = next(p for p in parameters if p["name"] == name)
+        assert "format" not in parameter["schema"] and parameter["schema"]["maxLength"] == 500
+        assert "RE2" in parameter["description"]
 
 
 def test_an_ambiguous_prefix_lists_candidates(http: httpx.Client, caller: dict[str, str]) -> None:

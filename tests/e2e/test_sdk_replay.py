@@ -131,6 +131,11 @@ def cli(env: dict[str, str], *args: str, cut: bool = False) -> subprocess.Comple
     return subprocess.run([*prefix, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
 
 
+def unwrap(answer: dict[str, Any]) -> Any:
+    """The object of a CLI --json answer, which is the HTTP answer: {task} or {assignment}."""
+    return answer.get("task") or answer.get("assignment") or answer
+
+
 def requests_in_log(dev_runtime: dict[str, Any], line: str) -> int:
     return sum(1 for row in dev_runtime["log"].read_text().splitlines() if line in row)
 
@@ -146,10 +151,10 @@ def test_every_message_command_replays_through_the_cli_after_a_cut_connection(
         assert result.returncode == 0, result.stderr
         attempts = [cut for hook in json.loads(log.read_text()) for method, _, cut in hook if method == "POST"]
         assert attempts == [True, False], attempts  # the first attempt was cut after commit, then retried
-        return dict(json.loads(result.stdout))
+        return dict(unwrap(json.loads(result.stdout)))
 
     assert run("tasks", "create", tid, "first")["revision"] == 1
-    claim = json.loads(cli(cli_env, "worker", "acquire", tid, "--json").stdout)
+    claim = json.loads(cli(cli_env, "worker", "acquire", tid, "--json").stdout)["assignment"]
     fence = str(claim["fence"])
     assert cli(cli_env, "worker", "accept", tid, "--rev", "1", "--fence", fence).returncode == 0
     asked = run("worker", "request-input", tid, "why?", "--rev", "2", "--fence", fence)
@@ -173,7 +178,7 @@ def test_a_retry_by_hand_with_the_same_command_id_replays_through_the_cli(cli_en
         assert first.returncode == 0, first.stderr
         assert second.returncode == 0, second.stderr  # not 409 idempotency_conflict
         assert json.loads(first.stdout) == json.loads(second.stdout)
-        return dict(json.loads(first.stdout))
+        return dict(unwrap(json.loads(first.stdout)))
 
     assert twice("tasks", "create", tid, "hello")["message_count"] == 1
     fence = str(twice("worker", "acquire", tid)["fence"])

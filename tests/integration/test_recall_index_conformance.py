@@ -31,7 +31,8 @@ from dovecote.recall.model import (
     utc_iso,
 )
 from dovecote.recall.ports import PendingUpload, SearchIndex
-from dovecote.recall.service import STORE_NOTE_TRIGRAM, RecallService, SearchEnvelope
+from dovecote.recall.results import SearchEnvelope
+from dovecote.recall.service import STORE_NOTE_TRIGRAM, RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
 from tests.conftest import SHARED_DATA
 
@@ -341,6 +342,98 @@ def test_an_ambiguous_current_session_is_refused(recall: RecallService) -> None:
     assert caught.value.details["candidates"] == ["abcdefgh-1", "abcdefgh-2"]
 
 
+def test_the_fused_ranker_prefers_a_conversation_about_the_words(recall: RecallService) -> None:
+    """`fused`: the message hits fused with the session's summed score, without the coverage key: a
+    conversation that keeps returning to the question's words beats a single message naming them
+    all in passing."""
+    for i in range(20):  # the question's words are rare in the corpus, as they are in a real one
+        put(recall, f"filler{i}", [f"unrelated chatter number {i}", "more unrelated words", "and a reply"])
+    put(recall, "passing", ["the kelvar port and the zimbo listener came up once", "lunch plans"])
+    put(
+        recall,
+        "about",
+        [f"kelvar port step {i}: moved, restarted, checked" for i in range(10)],
+    )
+    assert sessions_of(search(recall, "kelvar zimbo port", ranker="message"))[0] == "passing"
+    fused = search(recall, "kelvar zimbo port", ranker="fused")
+    assert sessions_of(fused) == ["about", "passing"]
+    assert fused.results[0].read_ref.startswith("about:")
+
+
+def test_sort_oldest(recall: RecallService) -> None:
+    """Issue 19 item 6: `sort=oldest` was a 400; the reference orders by each conversation's oldest
+    match, oldest first."""
+    put(recall, "mixed", ["filler", "celery early", "celery late"], base=datetime(2025, 2, 1, tzinfo=UTC))
+    put(recall, "new", ["a celery mention"], base=datetime(2025, 3, 1, tzinfo=UTC))
+    put(recall, "old", ["celery worker crashed"], base=datetime(2025, 1, 1, tzinfo=UTC))
+    oldest = search(recall, "celery", sort="oldest")
+    assert sessions_of(oldest) == ["old", "mixed", "new"]
+    assert oldest.results[1].iso == stamp(1, datetime(2025, 2, 1, tzinfo=UTC))  # the oldest match of "mixed"
+    assert "recency_skew" not in codes(oldest)
+    assert "--sort oldest" in search(recall, "celery", sort="oldest", limit=1).next_command
+
+
+def test_a_short_current_session_is_ignored(recall: RecallService) -> None:
+    """Issue 19 item 6: a current_session under 8 characters was a 400; the reference ignores it."""
+    put(recall, "a1b2c3d4-live", [("user", "sqlite locking question"), ("user", "sqlite locking again")])
+    envelope = search(recall, "sqlite locking", current_session="a1b2")
+    assert envelope.excluded_current_turn == 0 and sessions_of(envelope) == ["a1b2c3d4-live"]
+
+
+def test_prefix_queries(recall: RecallService) -> None:
+    """Issue 19 item 2: `zephyrc*` found nothing; it is FTS5's prefix operator, on both engines."""
+    put(recall, "cast", ["the zephyrcast rollout stalled"])
+    put(recall, "core", ["Zephyrcore engine restarted, deploy next", "then more"])
+    put(recall, "cloud", ["moved to zephyrcloud"])
+    put(recall, "plain", ["a zephyr breeze"])
+    plain = search(recall, "zephyrc")
+    assert sorted(sessions_of(plain)) == ["cast", "cloud", "core"] and plain.store_note  # the substring tier
+    prefixed = search(recall, "zephyrc*")
+    assert sorted(sessions_of(prefixed)) == ["cast", "cloud", "core"]
+    assert prefixed.store_note == ""  # the word index answered
+    assert sessions_of(search(recall, "zephyrc* AND deploy")) == ["core"]
+    assert sessions_of(search(recall, "zephyrc* restarted"))[0] == "core"  # coverage counts the prefix
+    assert search(recall, "zephyrq*").count == 0
+    assert sorted(sessions_of(search(recall, "the*"))) == ["cast", "core"]  # a prefix is never a stop word
+
+
+def test_rows_the_reference_hides_stay_hidden_in_read_and_outline(recall: RecallService) -> None:
+    """Issue 19 item 4: system rows and `[Request interrupted by user]` rows were shown in read and
+    outline; the reference hides them (include_tools shows them)."""
+    put(
+        recall,
+        "hidden",
+        [
+            ("system", "you are a terse assistant"),
+            ("user", "please fix the flaky quokka test"),
+            ("user", "[Request interrupted by user]"),
+            ("assistant", "fixed the quokka test"),
+            ("user", "[Request interrupted by user for tool use]"),
+            ("user", "thanks"),
+        ],
+    )
+    hit = search(recall, "quokka").results[0]
+    read = recall.read(ACME, gate_read(hit.read_ref))
+    assert [m.text for m in read.messages] == ["please fix the flaky quokka test", "fixed the quokka test", "thanks"]
+    outline = recall.outline(ACME, gate_outline("hidden"))
+    assert [m.text for m in outline.start] == [m.text for m in read.messages]
+    everything = recall.read(ACME, gate_read(hit.read_ref, include_tools=True))
+    assert len(everything.messages) == 6
+    assert search(recall, "interrupted").count == 0
+    assert search(recall, "interrupted", include_tools=True).count == 1
+
+
+def test_small_budgets_keep_the_anchor(recall: RecallService) -> None:
+    """Issue 19 item 3: budgets 0 and 7 were refused."""
+    put(recall, "tiny", ["hello", "world of wombats", "bye"])
+    ref = search(recall, "wombats").results[0].read_ref
+    for budget in (0, 7):
+        read = recall.read(ACME, gate_read(ref, budget=budget))
+        assert [m.text for m in read.messages] == ["world of wombats"[:budget] + " …[truncated]"]
+        assert read.truncated and read.trimmed_msgs == 3 and read.char_budget == budget
+        assert read.trimmed_chars == len("hello") + len("world of wombats") + len("bye") - budget
+
+
 def test_result_iso_is_the_matched_message_and_sort_newest(recall: RecallService) -> None:
     put(recall, "old", ["celery worker crashed"], base=datetime(2025, 1, 1, tzinfo=UTC))
     put(
@@ -489,7 +582,19 @@ def test_full_dashed_uuid_and_ref_prefix(recall: RecallService) -> None:
     read_sample(recall, "claude-code", "lanegrid-agtrace__claude_session.jsonl")
     full = "ref=7f2abd2d:f370ce0f-84e8-42ab-a6c9-c5d925abd271"
     assert recall.read(ACME, gate_read(full)).anchor_uuid == "f370ce0f-84e8-42ab-a6c9-c5d925abd271"
-    assert recall.read(ACME, gate_read("7F2ABD2D:F370CE0F")).read_ref == "7f2abd2d:f370ce0f"
+    asked = recall.read(ACME, gate_read("7F2ABD2D:F370CE0F"))
+    assert asked.read_ref == "7f2abd2d:f370ce0f" and asked.canonical_ref == "7f2abd2d:f370ce0f"
+
+
+def test_read_echoes_the_ref_as_asked_beside_the_canonical_one(recall: RecallService) -> None:
+    """Issue 19 item 8: the reference echoes the ref as asked (`784c95c8:2c02`); the canonical,
+    shortest unique form goes beside it. The session part takes the real id's spelling."""
+    read_sample(recall, "claude-code", "lanegrid-agtrace__claude_session.jsonl")
+    short = recall.read(ACME, gate_read("ref=7F2ABD2D:f370"))
+    assert short.read_ref == "7f2abd2d:f370" and short.canonical_ref == "7f2abd2d:f370ce0f"
+    longer = recall.read(ACME, gate_read("7f2abd2d-7cfc:f370ce0f-84e8"))
+    assert longer.read_ref == "7f2abd2d-7cfc:f370ce0f-84e8" and longer.canonical_ref == "7f2abd2d:f370ce0f"
+    assert recall.read(ACME, gate_read(longer.canonical_ref)).anchor_uuid == longer.anchor_uuid
 
 
 def test_all_digit_uuid_prefixes(recall: RecallService) -> None:
@@ -637,8 +742,26 @@ def test_outline_bookends_are_looked_for_among_forty_rows(recall: RecallService)
     rows += [("assistant", f"tool tail {i}", "tool") for i in range(45)]
     put(recall, "toolheavy", rows)
     outline = recall.outline(ACME, gate_outline("toolheavy"))
-    assert outline.start == [] and outline.end == [] and outline.mid_count == 1
-    assert len(recall.outline(ACME, gate_outline("toolheavy", include_tools=True)).start) == 4
+    # No bookend either side: mid_count is every row of the session, as the reference counts it.
+    assert outline.start == [] and outline.end == [] and outline.mid_count == 91
+    # Issue 19 item 7: bookends are the conversation; include_tools does not put tool rows there.
+    assert recall.outline(ACME, gate_outline("toolheavy", include_tools=True)).start == []
+
+
+def test_outline_mid_count_is_the_rows_between_the_bookends(recall: RecallService) -> None:
+    """Issue 19 item 7: mid_count counted displayed rows (56 where the reference said 32); the
+    reference counts every row strictly between the last start bookend and the first end one."""
+    rows: list[Any] = []
+    for i in range(10):
+        rows += [("user", f"ask {i}"), ("assistant", f"call {i}", "tool"), ("assistant", f"answer {i}")]
+    put(recall, "mixed", rows)
+    outline = recall.outline(ACME, gate_outline("mixed"))
+    assert [m.text for m in outline.start] == ["ask 0", "answer 0", "ask 1", "answer 1"]
+    assert [m.text for m in outline.end] == ["ask 8", "answer 8", "ask 9", "answer 9"]
+    assert outline.mid_count == 18  # rows 6..23, tool rows included, as the reference counts them
+    with_tools = recall.outline(ACME, gate_outline("mixed", include_tools=True))
+    assert all(m.kind != "tool" for m in with_tools.start + with_tools.end)
+    assert with_tools.mid_count == outline.mid_count
 
 
 def test_subagent_threads(recall: RecallService) -> None:
@@ -646,10 +769,14 @@ def test_subagent_threads(recall: RecallService) -> None:
     read_sample(recall, "claude-code", "lanegrid-agtrace__claude_agent.jsonl")
     outline = recall.outline(ACME, gate_outline("7f2abd2d"))
     assert outline.session_id == "7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9"  # the parent, not its thread
-    assert [(s.session_id, s.message_count) for s in outline.subagents] == [
+    assert outline.subagents == []  # issue 19 item 7: listed only when asked for, as in the reference
+    listed = recall.outline(ACME, gate_outline("7f2abd2d", include_subagents=True))
+    assert [(s.session_id, s.message_count) for s in listed.subagents] == [
         ("7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9/0c4c3cf8", 2)
     ]
-    thread = search(recall, "codebase")
+    # Issue 19 item 5: a thread is found only when asked for.
+    assert all("/" not in r.session_id for r in search(recall, "codebase").results)
+    thread = search(recall, "codebase", include_subagents=True)
     assert thread.results[0].read_ref.startswith("7f2abd2d~0c4c3cf8:")  # `~`: safe in a URL path
     assert recall.read(ACME, gate_read(thread.results[0].read_ref)).session_id.endswith("/0c4c3cf8")
     child = recall.outline(ACME, gate_outline("7f2abd2d~0c4c"))
@@ -657,7 +784,7 @@ def test_subagent_threads(recall: RecallService) -> None:
     assert child.parent_session == "7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9"
     read_sample(recall, "codex", "lanegrid-agtrace__rollout-parent-019b88e0.jsonl")
     read_sample(recall, "codex", "lanegrid-agtrace__rollout-subagent-019b88e5.jsonl")
-    codex = recall.outline(ACME, gate_outline("019b88e0"))
+    codex = recall.outline(ACME, gate_outline("019b88e0", include_subagents=True))
     assert [(s.session_id, s.title) for s in codex.subagents] == [("019b88e5-a2e4-7b90-8953-38fce393c653", "review")]
 
 
@@ -750,8 +877,9 @@ def test_every_sample_indexes_and_its_refs_read_back(recall: RecallService) -> N
                 info = recall.index.session("acme", session.session_id)
                 assert info is not None and info.message_count == session.messages
     words = "python OR file OR review OR redacted_text OR open OR warmup OR ls OR instructions OR summarize"
-    envelope = search(recall, words, limit=100, include_tools=True)
+    envelope = search(recall, words, limit=100, include_tools=True, include_subagents=True)
     assert envelope.count == envelope.total_matches == 12  # every session of the twelve files
+    assert search(recall, words, limit=100, include_tools=True).total_matches == 10  # less the two threads
     for result in envelope.results:
         assert recall.read(ACME, gate_read(result.read_ref)).read_ref == result.read_ref
     assert json.dumps([r.read_ref for r in envelope.results])  # printable
@@ -794,8 +922,8 @@ def test_replace_is_atomic_under_concurrent_readers(index_engine: SearchIndex) -
         while not stop.is_set():
             rows = index_engine.outline("acme", "flip", visibility=Visibility(), scan=40, bookend=4)
             words = {r.text.split()[0] for r in rows.start + rows.end}
-            if len(words) != 1 or rows.displayable != 12:
-                problems.append(f"outline saw {words} / {rows.displayable}")
+            if len(words) != 1 or rows.between != 4:  # 12 rows: 4 + 4 bookends and 4 between
+                problems.append(f"outline saw {words} / {rows.between}")
             page = index_engine.search(
                 "acme", IndexQuery(query=query, filter=SearchFilter(visibility=Visibility(thinking=True)), limit=5)
             )

@@ -31,9 +31,10 @@ from opensearchpy.exceptions import ConflictError
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 
 from dovecote.platform.errors import CommitUnknown, Throttled
-from dovecote.recall import opensearch as engine_module
+from dovecote.recall import opensearch_store as engine_module
 from dovecote.recall.model import RANKERS, Message, Session, Visibility
-from dovecote.recall.opensearch import ABANDON_SECONDS, GRACE_SECONDS, OpenSearchIndex
+from dovecote.recall.opensearch import OpenSearchIndex
+from dovecote.recall.opensearch_store import ABANDON_SECONDS, GRACE_SECONDS
 from dovecote.recall.ports import IndexQuery, SearchFilter, SearchPage, Withhold
 from dovecote.recall.query import parse_query
 from dovecote.recall.sqlite import SqliteSearchIndex
@@ -97,7 +98,7 @@ def find(engine: Any, authority: str, q: str, **options: Any) -> SearchPage:
 
 def words_seen(engine: OpenSearchIndex, authority: str, session_id: str) -> tuple[set[str], int]:
     rows = engine.outline(authority, session_id, visibility=Visibility(), scan=400, bookend=400)
-    return {r.text.split()[0] for r in rows.start + rows.end}, rows.displayable
+    return {r.text.split()[0] for r in rows.start + rows.end}, len(rows.start) + len(rows.end)
 
 
 def stored(engine: OpenSearchIndex, authority: str) -> int:

@@ -43,13 +43,14 @@ def corpus(seed: int) -> SqliteSearchIndex:
     seed=st.integers(0, 10_000),
     words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
     ranker=st.sampled_from(RANKERS),
-    sort=st.sampled_from(["", "newest"]),
+    sort=st.sampled_from(["", "newest", "oldest"]),
+    limit=st.sampled_from([1, 3, 100]),
     tools=st.booleans(),
     ceiling=st.sampled_from([5, 40, 20_000]),
     withhold=st.booleans(),
 )
 def test_reduced_candidates_rank_like_all_candidates(
-    seed: int, words: list[str], ranker: str, sort: str, tools: bool, ceiling: int, withhold: bool
+    seed: int, words: list[str], ranker: str, sort: str, limit: int, tools: bool, ceiling: int, withhold: bool
 ) -> None:
     engine = corpus(seed)
     query = parse_query(" ".join(words))
@@ -57,7 +58,7 @@ def test_reduced_candidates_rank_like_all_candidates(
     index_query = IndexQuery(
         query=query,
         filter=SearchFilter(visibility=Visibility(tools=tools, thinking=True)),
-        limit=100,
+        limit=limit,
         sort=sort,
         ranker=ranker,
         withhold=Withhold("s01", 3) if withhold else None,
@@ -66,7 +67,9 @@ def test_reduced_candidates_rank_like_all_candidates(
     page = engine.search("acme", index_query)
     every = engine.reference_candidates("acme", index_query)
     expected = rank_sessions(every[:ceiling], ranker=ranker, sort=sort)
-    assert [(h.session.session_id, h.row.pos) for h in page.hits] == [(r.best.session_id, r.best.pos) for r in expected]
+    top = expected[:limit]
+    assert [(h.session.session_id, h.row.pos) for h in page.hits] == [(r.best.session_id, r.best.pos) for r in top]
+    assert [(h.coverage, h.score) for h in page.hits] == [(r.coverage, r.score) for r in top]
     assert page.total_sessions == len(expected)
     assert page.total_is_lower_bound == (len(every) > ceiling)
     assert page.newest == max((c.timestamp for c in every[:ceiling]), default="")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,12 +15,25 @@ from dovecote.platform import aws
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, CorruptStore, DomainError
 from dovecote.platform.protection import MAGIC, Protector
-from dovecote.tasks.dynamo import DynamoTaskStore, artifact_pk, task_pk
-from dovecote.tasks.memory import InMemoryTaskStore
-from dovecote.tasks.service import TaskService
+from dovecote.tasks.dynamo import artifact_pk, task_pk
 from infra.local.metering import count_round_trips
-from tests.integration.test_task_store import _error, _state, heal, inject, race
-from tests.support.tasks import CALLER, WORKER, Flow, freeze, freeze_body, message, put_upload, receipt_body, uid
+from tests.integration.test_task_store import _error, _state, failing, race
+from tests.support.tasks import (
+    CALLER,
+    WORKER,
+    Edge,
+    Flow,
+    code_of,
+    dynamo_store,
+    edge,
+    freeze,
+    freeze_body,
+    message,
+    put_upload,
+    receipt_body,
+    store_of,
+    uid,
+)
 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
 from tests.unit.test_task_artifacts import (  # noqa: F401
@@ -33,6 +45,7 @@ from tests.unit.test_task_artifacts import (  # noqa: F401
     test_a_success_receipt_advances_the_head_and_a_stale_freeze_then_conflicts,
     test_a_success_that_misses_the_head_is_workspace_conflict,
     test_an_artifact_id_is_unique_in_its_workspace,
+    test_an_upload_url_goes_only_to_the_holder_of_the_current_lease,
     test_cancel_and_fail_discard_the_frozen_artifact,
     test_complete_must_name_exactly_the_frozen_artifact,
     test_complete_publishes_the_frozen_artifact_in_the_same_commit,
@@ -54,41 +67,22 @@ from tests.unit.test_task_artifacts import (  # noqa: F401
 KEY = b"task-integration-key-0123456789ab"
 
 
-def dynamo_store(
-    env: dict[str, Any], *, plaintext: bool = False, allow_plaintext_reads: bool = False
-) -> DynamoTaskStore:
-    settings = env["settings"]
-    protector = None
-    if not plaintext:
-        protector = Protector(aws.client("kms"), settings.data_key_id, allow_plaintext_reads=allow_plaintext_reads)
-    return DynamoTaskStore(
-        table=settings.tasks_table,
-        bucket=settings.bucket,
-        dynamodb=env["dynamodb"],
-        s3=env["s3"],
-        protector=protector,
-    )
+def sealed_store(env: dict[str, Any], *, plaintext: bool = False, allow_plaintext_reads: bool = False) -> Any:
+    """The DynamoDB store, sealing with KMS data keys on moto (`plaintext`: no protector at all)."""
+    if plaintext:
+        return dynamo_store(env)
+    kms = Protector(aws.client("kms"), env["settings"].data_key_id, allow_plaintext_reads=allow_plaintext_reads)
+    return dynamo_store(env, protector=kms)
 
 
 @pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest) -> Iterator[TaskService]:
-    if request.param == "memory":
-        yield TaskService(InMemoryTaskStore(), CursorSigner(KEY))
-    else:
-        yield TaskService(dynamo_store(request.getfixturevalue("moto_env")), CursorSigner(KEY))
+def service(request: pytest.FixtureRequest) -> Edge:
+    return edge(store_of(request, sealed_store), CursorSigner(KEY))
 
 
 @pytest.fixture
-def dynamo(moto_env: dict[str, Any]) -> tuple[TaskService, dict[str, Any]]:
-    return TaskService(dynamo_store(moto_env), CursorSigner(KEY)), moto_env
-
-
-def code_of(call: Any) -> str:
-    try:
-        call()
-    except DomainError as err:
-        return err.code
-    return "ok"
+def dynamo(moto_env: dict[str, Any]) -> tuple[Edge, dict[str, Any]]:
+    return edge(sealed_store(moto_env), CursorSigner(KEY)), moto_env
 
 
 def raw_item(env: dict[str, Any], pk: str, sk: str) -> dict[str, Any]:
@@ -104,7 +98,7 @@ def put_raw(env: dict[str, Any], item: dict[str, Any]) -> None:
 # ---- protection at rest -------------------------------------------------------------------------------
 
 
-def test_the_stored_ciphertext_differs_from_the_plaintext(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_the_stored_ciphertext_differs_from_the_plaintext(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     secret = "the launch code is 0000"
     flow = Flow(service)
@@ -128,10 +122,10 @@ def test_the_stored_ciphertext_differs_from_the_plaintext(dynamo: tuple[TaskServ
     assert secret in texts
 
 
-def test_a_ciphertext_moved_to_another_record_does_not_open(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_a_ciphertext_moved_to_another_record_does_not_open(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     reports: list[tuple[str, dict[str, Any]]] = []
-    service._on_corrupt = lambda kind, facts: reports.append((kind, facts))  # noqa: SLF001
+    service.work.on_corrupt = lambda kind, facts: reports.append((kind, facts))
     one, two = working(service), working(service)
     freeze(one, artifact_id="a1", text="same text")
     freeze(two, artifact_id="a2", text="same text")  # same digest, same size: only the identity differs
@@ -149,7 +143,7 @@ def test_a_ciphertext_moved_to_another_record_does_not_open(dynamo: tuple[TaskSe
     assert all("same text" not in repr(facts) for _, facts in reports)  # the alarm holds no payload
 
 
-def test_a_plaintext_replacement_is_refused(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_a_plaintext_replacement_is_refused(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     """Downgrade protection: a protected record replaced by plaintext is never served."""
     service, env = dynamo
     flow = working(service)
@@ -176,19 +170,19 @@ def test_a_plaintext_replacement_is_refused(dynamo: tuple[TaskService, dict[str,
 
 
 def test_plaintext_reads_work_only_with_the_flag(moto_env: dict[str, Any]) -> None:
-    old = TaskService(dynamo_store(moto_env, plaintext=True), CursorSigner(KEY))
+    old = edge(sealed_store(moto_env, plaintext=True), CursorSigner(KEY))
     flow = working(old)
     freeze(flow, artifact_id="a-old", text="written before protection")
-    strict = TaskService(dynamo_store(moto_env), CursorSigner(KEY))
-    strict._on_corrupt = lambda kind, facts: None  # noqa: SLF001
+    strict = edge(sealed_store(moto_env), CursorSigner(KEY))
+    strict.work.on_corrupt = lambda kind, facts: None
     assert code_of(lambda: strict.get_artifact(CALLER, "ws", "a-old")) == "corrupt_store"
     assert code_of(lambda: strict.messages(CALLER, flow.task_id, None, None)) == "corrupt_store"
-    migrating = TaskService(dynamo_store(moto_env, allow_plaintext_reads=True), CursorSigner(KEY))
+    migrating = edge(sealed_store(moto_env, allow_plaintext_reads=True), CursorSigner(KEY))
     assert migrating.get_artifact(CALLER, "ws", "a-old")["payload"]["text"] == "written before protection"
     assert migrating.messages(CALLER, flow.task_id, None, None)["items"][0]["parts"][0]["text"] == "do it"
 
 
-def test_data_keys_are_cached_per_container(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_data_keys_are_cached_per_container(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     kms = aws.client("kms")
     flow = working(service)
@@ -204,7 +198,7 @@ def test_data_keys_are_cached_per_container(dynamo: tuple[TaskService, dict[str,
 
 
 def test_two_success_receipts_on_sibling_artifacts_exactly_one_moves_the_head(
-    dynamo: tuple[TaskService, dict[str, Any]],
+    dynamo: tuple[Edge, dict[str, Any]],
 ) -> None:
     service, _ = dynamo
     arts = [published(service, text=f"sibling {i}") for i in range(4)]
@@ -214,7 +208,7 @@ def test_two_success_receipts_on_sibling_artifacts_exactly_one_moves_the_head(
     assert head in {a["result_revision"] for a in arts}
 
 
-def test_a_receipt_racing_a_freeze_exactly_one_wins(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_a_receipt_racing_a_freeze_exactly_one_wins(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     """The receipt moves the head off rev-0; the freeze claims rev-0 as its base. Serializable:
     either the freeze came first (both commit, and the frozen artifact's own success later
     conflicts) or the receipt came first (the freeze is a workspace conflict)."""
@@ -223,7 +217,7 @@ def test_a_receipt_racing_a_freeze_exactly_one_wins(dynamo: tuple[TaskService, d
         _receipt_races_freeze(service, uid("ws"))
 
 
-def _receipt_races_freeze(service: TaskService, ws: str) -> None:
+def _receipt_races_freeze(service: Edge, ws: str) -> None:
     art = published(service, workspace=ws)
     flow = working(service, ws)
     calls = [
@@ -244,7 +238,7 @@ def _receipt_races_freeze(service: TaskService, ws: str) -> None:
     )
 
 
-def test_identical_receipts_racing_store_one(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_identical_receipts_racing_store_one(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, _ = dynamo
     art = published(service)
     body = receipt_body(art, "indeterminate")
@@ -257,7 +251,7 @@ def test_identical_receipts_racing_store_one(dynamo: tuple[TaskService, dict[str
     assert all(a == answers[0] for a in answers)
 
 
-def test_deliveries_of_one_event_racing_settle_once(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_deliveries_of_one_event_racing_settle_once(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, _ = dynamo
     flow = Flow(service)
     flow.create()
@@ -274,7 +268,7 @@ def test_deliveries_of_one_event_racing_settle_once(dynamo: tuple[TaskService, d
 
 @pytest.mark.parametrize("after_commit", [False, True])
 def test_an_infrastructure_error_settles_nothing_and_the_retry_settles_once(
-    dynamo: tuple[TaskService, dict[str, Any]], after_commit: bool
+    dynamo: tuple[Edge, dict[str, Any]], after_commit: bool
 ) -> None:
     service, env = dynamo
     flow = Flow(service)
@@ -288,10 +282,8 @@ def test_an_infrastructure_error_settles_nothing_and_the_retry_settles_once(
         if after_commit
         else _error("InternalServerError", "TransactWriteItems")
     )
-    inject(env["dynamodb"], name, error)
-    with pytest.raises(CommitUnknown) as raised:
+    with failing(env["dynamodb"], name, error), pytest.raises(CommitUnknown) as raised:
         deliver(service, ev, "d-fault")
-    heal(env["dynamodb"], name)
     assert raised.value.status == 503
     if not after_commit:
         assert _state(env) == before  # nothing partial, nothing settled
@@ -302,7 +294,7 @@ def test_an_infrastructure_error_settles_nothing_and_the_retry_settles_once(
     assert (task["state"], task["revision"], task["event_count"]) == ("working", 2, 2)
 
 
-def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     flow = working(service)
     data = b"u" * 50_000
@@ -310,10 +302,11 @@ def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[TaskService, 
     body = freeze_body(flow, artifact_id="a-up")
     body["payload"] = {"media_type": "application/octet-stream", "upload_sha256": sha}
     before = _state(env)
-    inject(env["s3"], "before-call.s3.CopyObject", _error("InternalError", "CopyObject"))
-    with pytest.raises(DomainError):
+    with (
+        failing(env["s3"], "before-call.s3.CopyObject", _error("InternalError", "CopyObject")),
+        pytest.raises(DomainError),
+    ):
         service.freeze(WORKER, flow.task_id, body)
-    heal(env["s3"], "before-call.s3.CopyObject")
     assert _state(env) == before
     assert service.freeze(WORKER, flow.task_id, body).body["artifact"]["payload_size"] == len(data)
     assert service.freeze(WORKER, flow.task_id, body).replayed
@@ -322,7 +315,7 @@ def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[TaskService, 
 # ---- round trips --------------------------------------------------------------------------------------
 
 
-def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_round_trips(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     """Each command is one read and one TransactWriteItems, plus the S3 and KMS calls its payload
     needs (README, bench)."""
     service, env = dynamo
@@ -356,6 +349,10 @@ def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
         "dynamodb.TransactWriteItems": 1,
     }, meter.calls
     up = working(service, "ws-up")
+    with count_round_trips(*clients) as meter:
+        declared = {"size": 30_000, "sha256": hashlib.sha256(b"q" * 30_000).hexdigest(), "fence": up.fence}
+        service.create_artifact_upload(WORKER, up.task_id, declared)
+    assert dict(meter.calls) == {"dynamodb.GetItem": 1}, meter.calls  # the lease check; signing is local
     sha = put_upload(service, b"q" * 30_000)
     body = freeze_body(up, artifact_id="rt-up")
     body["payload"] = {"media_type": "text/plain", "upload_sha256": sha}
@@ -369,10 +366,10 @@ def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
     }, meter.calls
 
 
-def test_corrupt_reads_raise_the_alarm(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_corrupt_reads_raise_the_alarm(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     seen: list[str] = []
-    service._on_corrupt = lambda kind, facts: seen.append(kind)  # noqa: SLF001
+    service.work.on_corrupt = lambda kind, facts: seen.append(kind)
     freeze(working(service), artifact_id="a1", text="x")
     key = artifact_pk("acme", "ws", "a1")
     item = raw_item(env, key, "-")

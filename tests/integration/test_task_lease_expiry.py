@@ -6,7 +6,6 @@ the dispatcher wins cleanly; the fenced worker gets stale_lease; long-poll claim
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,12 +14,9 @@ import pytest
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, StaleLease
 from dovecote.platform.principal import Principal
-from dovecote.tasks.dynamo import DynamoTaskStore
-from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import EXPIRY_SHARDS
-from dovecote.tasks.service import TaskService
 from infra.local.metering import count_round_trips
-from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Flow, uid
+from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, dynamo_store, edge, store_of, uid
 
 KEY = b"lease-expiry-key-0123456789abcdef"
 
@@ -42,17 +38,11 @@ def clock() -> Clock:
 
 
 @pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest, clock: Clock) -> Iterator[TaskService]:
-    if request.param == "memory":
-        store: Any = InMemoryTaskStore()
-    else:
-        env = request.getfixturevalue("moto_env")
-        s = env["settings"]
-        store = DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=env["dynamodb"], s3=env["s3"])
-    yield TaskService(store, CursorSigner(KEY), clock=clock)
+def service(request: pytest.FixtureRequest, clock: Clock) -> Edge:
+    return edge(store_of(request), CursorSigner(KEY), clock=clock)
 
 
-def dispatch(service: TaskService) -> dict[str, int]:
+def dispatch(service: Edge) -> dict[str, int]:
     totals = {"fenced": 0, "lost": 0}
     for shard in range(EXPIRY_SHARDS):
         for name, n in service.expire_silent_leases(shard, limit=100, command_id=lambda t: uid("x")).items():
@@ -61,7 +51,7 @@ def dispatch(service: TaskService) -> dict[str, int]:
 
 
 def test_a_silent_lease_is_fenced_after_its_timeout_and_claimed_again_with_fence_plus_one(
-    service: TaskService, clock: Clock
+    service: Edge, clock: Clock
 ) -> None:
     flow = Flow(service)
     flow.create(lease_timeout_seconds=60)
@@ -86,7 +76,7 @@ def test_a_silent_lease_is_fenced_after_its_timeout_and_claimed_again_with_fence
     assert dispatch(service) == {"fenced": 0, "lost": 0}
 
 
-def test_a_heartbeating_worker_keeps_its_lease_well_past_its_timeout(service: TaskService, clock: Clock) -> None:
+def test_a_heartbeating_worker_keeps_its_lease_well_past_its_timeout(service: Edge, clock: Clock) -> None:
     flow = Flow(service)
     flow.create(lease_timeout_seconds=60)
     flow.acquire()
@@ -104,7 +94,7 @@ def test_a_heartbeating_worker_keeps_its_lease_well_past_its_timeout(service: Ta
     assert service.get_lease(WORKER, flow.task_id)["assignment"]["fence"] == flow.fence
 
 
-def test_a_timeout_of_zero_never_expires_and_the_default_applies(service: TaskService, clock: Clock) -> None:
+def test_a_timeout_of_zero_never_expires_and_the_default_applies(service: Edge, clock: Clock) -> None:
     never = Flow(service)
     never.create(lease_timeout_seconds=0)
     never.acquire()
@@ -118,12 +108,12 @@ def test_a_timeout_of_zero_never_expires_and_the_default_applies(service: TaskSe
 
 
 @pytest.mark.parametrize("value", [-1, 86_401, "60", True, 1.5])
-def test_lease_timeout_is_gated(service: TaskService, value: Any) -> None:
+def test_lease_timeout_is_gated(service: Edge, value: Any) -> None:
     with pytest.raises(InvalidArgument):
         Flow(service).create(lease_timeout_seconds=value)
 
 
-def test_a_heartbeat_with_a_stale_or_foreign_fence_is_refused(service: TaskService) -> None:
+def test_a_heartbeat_with_a_stale_or_foreign_fence_is_refused(service: Edge) -> None:
     flow = Flow(service)
     flow.create()
     flow.acquire()
@@ -135,14 +125,12 @@ def test_a_heartbeat_with_a_stale_or_foreign_fence_is_refused(service: TaskServi
         service.heartbeat(WORKER, "no-such-task", {"fence": 1})
 
 
-def test_the_dispatcher_loses_cleanly_to_a_heartbeat_that_arrived_after_it_looked(
-    service: TaskService, clock: Clock
-) -> None:
+def test_the_dispatcher_loses_cleanly_to_a_heartbeat_that_arrived_after_it_looked(service: Edge, clock: Clock) -> None:
     flow = Flow(service)
     flow.create(lease_timeout_seconds=60)
     flow.acquire()
     clock.advance(61)
-    store = service._store  # type: ignore[attr-defined]
+    store = service.store
     seen = [t for shard in range(EXPIRY_SHARDS) for t in store.expired(shard, "9999", 10)]
     assert [t.id for t in seen] == [flow.task_id]
     service.heartbeat(WORKER, flow.task_id, {"fence": flow.fence})  # the late heartbeat lands first
@@ -156,7 +144,7 @@ def test_the_dispatcher_loses_cleanly_to_a_heartbeat_that_arrived_after_it_looke
     assert service.get_lease(WORKER, flow.task_id)["assignment"]["fence"] == flow.fence
 
 
-def _race_dispatcher_and_complete(service: TaskService, clock: Clock) -> tuple[dict[str, str], dict[str, Any]]:
+def _race_dispatcher_and_complete(service: Edge, clock: Clock) -> tuple[dict[str, str], dict[str, Any]]:
     flow = Flow(service)
     flow.create(lease_timeout_seconds=60)
     flow.acquire()
@@ -185,7 +173,7 @@ def _race_dispatcher_and_complete(service: TaskService, clock: Clock) -> tuple[d
     return outcomes, service.get(CALLER, flow.task_id)["task"]
 
 
-def test_the_dispatcher_racing_a_worker_command_gives_exactly_one_outcome(service: TaskService, clock: Clock) -> None:
+def test_the_dispatcher_racing_a_worker_command_gives_exactly_one_outcome(service: Edge, clock: Clock) -> None:
     for _ in range(5):
         outcomes, task = _race_dispatcher_and_complete(service, clock)
         if outcomes["worker"] == "ok":
@@ -195,9 +183,9 @@ def test_the_dispatcher_racing_a_worker_command_gives_exactly_one_outcome(servic
             assert task["state"] == "working" and task["revision"] == 2
 
 
-def test_long_poll_claim_gets_a_task_created_during_its_wait(service: TaskService) -> None:
+def test_long_poll_claim_gets_a_task_created_during_its_wait(service: Edge) -> None:
     waited: list[float] = []
-    real = service._sleep  # type: ignore[attr-defined]
+    real = service.leases.sleep
 
     def sleep(seconds: float) -> None:
         waited.append(seconds)
@@ -205,16 +193,16 @@ def test_long_poll_claim_gets_a_task_created_during_its_wait(service: TaskServic
             Flow(service).create()  # a task appears while the claim waits
         real(0)
 
-    service._sleep = sleep  # type: ignore[attr-defined]
+    service.leases.sleep = sleep
     assignment = service.claim(WORKER, {"command_id": uid("c"), "wait_seconds": 20}).body["assignment"]
     assert assignment["fence"] == 1 and len(waited) == 2
     assert waited == [0.25, 0.5]  # backoff between re-checks
 
 
-def test_long_poll_claim_answers_404_at_its_deadline(service: TaskService) -> None:
+def test_long_poll_claim_answers_404_at_its_deadline(service: Edge) -> None:
     ticks = iter(range(0, 1000))
-    service._monotonic = lambda: float(next(ticks))  # type: ignore[attr-defined]
-    service._sleep = lambda _s: None  # type: ignore[attr-defined]
+    service.leases.monotonic = lambda: float(next(ticks))
+    service.leases.sleep = lambda _s: None
     with pytest.raises(NotFound):
         service.claim(WORKER, {"command_id": uid("c"), "wait_seconds": 3})
     for bad in (-1, 21, "5", True):
@@ -223,9 +211,7 @@ def test_long_poll_claim_answers_404_at_its_deadline(service: TaskService) -> No
 
 
 def test_round_trips_of_a_heartbeat_and_of_an_idle_dispatch(moto_env: dict[str, Any], clock: Clock) -> None:
-    s = moto_env["settings"]
-    store = DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=moto_env["dynamodb"], s3=moto_env["s3"])
-    service = TaskService(store, CursorSigner(KEY), clock=clock)
+    service = edge(dynamo_store(moto_env), CursorSigner(KEY), clock=clock)
     flow = Flow(service)
     flow.create()
     flow.acquire()

@@ -12,16 +12,15 @@ import pytest
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CorruptStore, NotFound
 from dovecote.tasks import model as task_model
-from dovecote.tasks.dynamo import DynamoTaskStore, task_pk
+from dovecote.tasks.dynamo import task_pk
 from dovecote.tasks.memory import InMemoryTaskStore
-from dovecote.tasks.service import TaskService
-from tests.support.tasks import CALLER, WORKER, Flow, message, uid
+from tests.support.tasks import CALLER, WORKER, Edge, Flow, edge, message, store_of, uid
 
 KEY = b"task-reads-key-0123456789abcdefgh"
 
 
 class Backend:
-    def __init__(self, kind: str, service: TaskService, env: dict[str, Any] | None) -> None:
+    def __init__(self, kind: str, service: Edge, env: dict[str, Any] | None) -> None:
         self.kind = kind
         self.service = service
         self.env = env
@@ -30,7 +29,7 @@ class Backend:
     def corrupt_task(self, task_id: str, **changes: Any) -> None:
         """Change stored fields behind the service's back (as a bad migration or hand edit would)."""
         if self.kind == "memory":
-            store = self.service._store  # type: ignore[attr-defined]
+            store = self.service.store
             store.tasks[("acme", task_id)] = store.tasks[("acme", task_id)].evolve(**changes)
             return
         assert self.env is not None
@@ -48,7 +47,7 @@ class Backend:
         if self.kind == "memory":
             from dataclasses import replace
 
-            store = self.service._store  # type: ignore[attr-defined]
+            store = self.service.store
             stored = store.messages_by_task[("acme", task_id)]
             stored[sequence - 1] = replace(stored[sequence - 1], author=author)
             return
@@ -62,7 +61,7 @@ class Backend:
 
     def drop_grant(self, task_id: str, fence: int) -> None:
         if self.kind == "memory":
-            del self.service._store.grants[("acme", task_id, fence)]  # type: ignore[attr-defined]
+            del self.service.store.grants[("acme", task_id, fence)]
             return
         assert self.env is not None
         self.env["dynamodb"].delete_item(
@@ -73,17 +72,10 @@ class Backend:
 
 @pytest.fixture(params=["memory", "dynamo"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    env = None
-    if request.param == "memory":
-        store: Any = InMemoryTaskStore()
-    else:
-        env = request.getfixturevalue("moto_env")
-        s = env["settings"]
-        store = DynamoTaskStore(table=s.tasks_table, bucket=s.bucket, dynamodb=env["dynamodb"], s3=env["s3"])
+    env = request.getfixturevalue("moto_env") if request.param == "dynamo" else None
+    store = store_of(request)
     holder: list[Backend] = []
-    service = TaskService(
-        store, CursorSigner(KEY), on_corrupt=lambda kind, facts: holder[0].reported.append((kind, facts))
-    )
+    service = edge(store, CursorSigner(KEY), on_corrupt=lambda kind, facts: holder[0].reported.append((kind, facts)))
     holder.append(Backend(request.param, service, env))
     yield holder[0]
 
@@ -111,9 +103,9 @@ def test_one_message_by_id(backend: Backend) -> None:
 
 
 def test_a_message_page_stops_at_its_byte_budget(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dovecote.tasks import service as task_service
+    from dovecote.tasks import reads
 
-    monkeypatch.setattr(task_service, "MESSAGE_PAGE_BYTES", 5000)
+    monkeypatch.setattr(reads, "MESSAGE_PAGE_BYTES", 5000)
     svc = backend.service
     flow = Flow(svc)
     flow.create()
@@ -173,8 +165,8 @@ def test_a_lease_without_its_grant_record_is_never_served(backend: Backend) -> N
 
 def test_invariants_hold_for_every_state() -> None:
     """The checks accept every state the service produces (no false alarm)."""
-    service = TaskService(InMemoryTaskStore(), CursorSigner(KEY))
+    service = edge(InMemoryTaskStore(), CursorSigner(KEY))
     for state in ("submitted", "working", "input_required", "completed", "canceled", "rejected", "failed"):
         flow = Flow(service).to_state(state)
-        task = service._store.read("acme", None, flow.task_id).task  # type: ignore[attr-defined]
+        task = service.store.read("acme", None, flow.task_id).task
         assert task_model.task_violations(task) == [], state

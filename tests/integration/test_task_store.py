@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -13,11 +14,8 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, DomainError, Throttled
-from dovecote.tasks.dynamo import DynamoTaskStore
-from dovecote.tasks.memory import InMemoryTaskStore
-from dovecote.tasks.service import TaskService
 from infra.local.metering import count_round_trips
-from tests.support.tasks import CALLER, WORKER, Flow, message, uid
+from tests.support.tasks import CALLER, WORKER, Edge, Flow, dynamo_store, edge, message, store_of, uid
 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
 from tests.unit.test_task_machine import (  # noqa: F401
@@ -49,26 +47,17 @@ from tests.unit.test_task_machine import (  # noqa: F401
 KEY = b"task-integration-key-0123456789ab"
 
 
-def dynamo_store(env: dict[str, Any]) -> DynamoTaskStore:
-    return DynamoTaskStore(
-        table=env["settings"].tasks_table, bucket=env["settings"].bucket, dynamodb=env["dynamodb"], s3=env["s3"]
-    )
-
-
 @pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest) -> Iterator[TaskService]:
-    if request.param == "memory":
-        yield TaskService(InMemoryTaskStore(), CursorSigner(KEY))
-    else:
-        yield TaskService(dynamo_store(request.getfixturevalue("moto_env")), CursorSigner(KEY))
+def service(request: pytest.FixtureRequest) -> Edge:
+    return edge(store_of(request), CursorSigner(KEY))
 
 
 @pytest.fixture
-def dynamo(moto_env: dict[str, Any]) -> tuple[TaskService, dict[str, Any]]:
-    return TaskService(dynamo_store(moto_env), CursorSigner(KEY)), moto_env
+def dynamo(moto_env: dict[str, Any]) -> tuple[Edge, dict[str, Any]]:
+    return edge(dynamo_store(moto_env), CursorSigner(KEY)), moto_env
 
 
-def test_large_parts_go_to_s3_and_come_back(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_large_parts_go_to_s3_and_come_back(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     big = "x" * (64 * 1024)
     flow = Flow(service)
@@ -127,7 +116,7 @@ def race(count: int, target: Any) -> list[str]:
     return sorted(outcomes)
 
 
-def test_two_accepts_at_the_same_revision(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_two_accepts_at_the_same_revision(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, _ = dynamo
     flow = Flow(service).to_state("submitted")
     flow.acquire()
@@ -141,7 +130,7 @@ def test_two_accepts_at_the_same_revision(dynamo: tuple[TaskService, dict[str, A
     assert service.get(CALLER, flow.task_id)["task"]["revision"] == 2
 
 
-def test_cancel_races_complete(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_cancel_races_complete(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, _ = dynamo
     for _ in range(3):
         flow = Flow(service).to_state("working")
@@ -172,7 +161,7 @@ def test_cancel_races_complete(dynamo: tuple[TaskService, dict[str, Any]]) -> No
             service.get_lease(WORKER, flow.task_id)  # the lease is gone
 
 
-def test_eight_workers_claim_100_tasks_each_exactly_once(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_eight_workers_claim_100_tasks_each_exactly_once(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     from dovecote.platform.principal import Principal
 
     service, _ = dynamo
@@ -203,7 +192,7 @@ def test_eight_workers_claim_100_tasks_each_exactly_once(dynamo: tuple[TaskServi
     assert sorted(ids) == sorted(created) and len(set(ids)) == 100
 
 
-def test_after_fence_and_reacquire_every_old_fence_command_is_stale(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_after_fence_and_reacquire_every_old_fence_command_is_stale(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, _ = dynamo
     flow = Flow(service).to_state("submitted")
     flow.acquire()
@@ -233,15 +222,19 @@ def _error(code: str, op: str, reasons: list[dict[str, str]] | None = None) -> C
     return ClientError(response, op)
 
 
-def inject(client: Any, event: str, error: Exception) -> None:
+@contextmanager
+def failing(client: Any, event: str, error: Exception) -> Iterator[None]:
+    """The botocore `event` of `client` (before-call.s3.PutObject, after-call.dynamodb.…) raises
+    `error` for the duration: a fault injected below the adapter, never a mock of it."""
+
     def fail(**_: Any) -> None:
         raise error
 
     client.meta.events.register(event, fail, unique_id="fault")
-
-
-def heal(client: Any, event: str) -> None:
-    client.meta.events.unregister(event, unique_id="fault")
+    try:
+        yield
+    finally:
+        client.meta.events.unregister(event, unique_id="fault")
 
 
 def _state(env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -280,7 +273,7 @@ FAULTS = {
 
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_faults_leave_nothing_partial_and_the_exact_retry_converges(
-    dynamo: tuple[TaskService, dict[str, Any]], fault: str
+    dynamo: tuple[Edge, dict[str, Any]], fault: str
 ) -> None:
     service, env = dynamo
     event, error, raised, committed = FAULTS[fault]
@@ -292,10 +285,8 @@ def test_faults_leave_nothing_partial_and_the_exact_retry_converges(
         "message": message("input please", message_id="m-fault"),
     }
     before = _state(env)
-    inject(env["dynamodb"], event, error)
-    with pytest.raises(raised):
+    with failing(env["dynamodb"], event, error), pytest.raises(raised):
         service.request_input(WORKER, flow.task_id, body)
-    heal(env["dynamodb"], event)
     after = _state(env)
     if committed:
         assert len(after) == len(before) + 4  # receipt, task (replaced), message, message id, event
@@ -308,7 +299,7 @@ def test_faults_leave_nothing_partial_and_the_exact_retry_converges(
     assert (task["revision"], task["event_count"], task["message_count"]) == (flow.revision + 1,) * 2 + (2,)
 
 
-def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
+def test_round_trips(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     clients = (env["dynamodb"], env["s3"])
     flow = Flow(service)
@@ -332,17 +323,18 @@ def test_round_trips(dynamo: tuple[TaskService, dict[str, Any]]) -> None:
 
 
 def test_a_failed_part_upload_commits_nothing_and_the_retry_converges(
-    dynamo: tuple[TaskService, dict[str, Any]],
+    dynamo: tuple[Edge, dict[str, Any]],
 ) -> None:
     service, env = dynamo
     flow = Flow(service).to_state("working")
     big = {"id": "m-big", "parts": [{"media_type": "text/plain", "text": "y" * 20_000}]}
     body = {"command_id": "big-ask", "expected_revision": flow.revision, "fence": flow.fence, "message": big}
     before = _state(env)
-    inject(env["s3"], "before-call.s3.PutObject", _error("InternalError", "PutObject"))
-    with pytest.raises(CommitUnknown):
+    with (
+        failing(env["s3"], "before-call.s3.PutObject", _error("InternalError", "PutObject")),
+        pytest.raises(CommitUnknown),
+    ):
         service.request_input(WORKER, flow.task_id, body)
-    heal(env["s3"], "before-call.s3.PutObject")
     assert _state(env) == before
     assert service.request_input(WORKER, flow.task_id, body).body["state"] == "input_required"
     # The part was written once more on the retry; content addressing makes that a no-op.

@@ -73,6 +73,12 @@ def test_a_log_and_a_state_written_before_are_made_private(tmp_path: Path, monke
     class Client:
         endpoint = "http://user:pw@dev"
 
+        def whoami(self) -> dict[str, str]:
+            return {"authority": "a"}
+
+        def check_transcripts(self, sha256: list[str]) -> list[str]:
+            return sha256
+
         def push_transcript(self, *_: object, **__: object) -> dict[str, int]:
             return {"messages_indexed": 1}
 

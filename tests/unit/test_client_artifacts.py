@@ -167,7 +167,7 @@ def test_a_large_file_streams_through_a_presigned_upload_in_chunks(tmp_path: Pat
         "t1", 2, 1, "a1", "r0", path, progress=lambda done, total: progress.append((done, total))
     )
     [declared] = api.bodies("/artifacts/uploads")
-    assert declared == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    assert declared == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "fence": 1}
     assert api.put_headers["x-amz-checksum-sha256"] == "signed"  # exactly the headers it was signed for
     [freeze] = api.bodies("/t1/artifacts")
     assert freeze["payload"] == {"media_type": "application/json", "upload_sha256": declared["sha256"]}

@@ -223,14 +223,15 @@ def test_wait_for_follows_the_event_stream_and_times_out(monkeypatch: pytest.Mon
 
 
 def test_configuration_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("DOVECOTE_ENDPOINT", "DOVECOTE_TOKEN", "DOVECOTE_TOKENS_FILE"):
+    for name in ("DOVECOTE_ENDPOINT", "DOVECOTE_TOKEN", "DOVECOTE_TOKENS_FILE", "DOVECOTE_PROFILE"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no profile of the user's
     monkeypatch.chdir(tmp_path)
     with pytest.raises(DovecoteError) as caught:
         resolve("caller")
     assert caught.value.code == "configuration"
     assert "DOVECOTE_ENDPOINT" in caught.value.message and "DOVECOTE_TOKEN" in caught.value.message
-    assert str(tmp_path / ".dovecote" / "dev-tokens.json") in caught.value.message
+    assert str(tmp_path) in caught.value.message and ".dovecote/dev-tokens.json" in caught.value.message
     tokens = tmp_path / "t.json"
     tokens.write_text(json.dumps({"endpoint": "http://127.0.0.1:1", "tokens": {"caller": "c", "worker": "w"}}))
     monkeypatch.setenv("DOVECOTE_TOKENS_FILE", str(tokens))

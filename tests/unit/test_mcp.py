@@ -60,7 +60,7 @@ def test_parameter_names_follow_the_http_api() -> None:
     assert set(tools["tasks_reply"]["required"]) == {"task_id", "expected_revision", "text"}
     assert "command_id" in tools["tasks_reply"]["properties"]
     assert set(tools["tasks_complete"]["required"]) == {"task_id", "expected_revision", "fence", "text"}
-    assert tools["recall_search"]["required"] == ["query"]
+    assert tools["recall_search"]["required"] == ["q"]
     assert tools["tasks_claim"]["properties"]["wait_seconds"]["maximum"] == 20
     assert tools["memory_judge"]["properties"]["decision"]["enum"] == ["confirmed", "dismissed"]
 
@@ -157,3 +157,52 @@ def test_bad_arguments_and_unknown_tools_are_tool_errors_not_protocol_errors() -
     assert bad.is_error and json.loads(bad.content[0].text)["error"]["details"]["errors"][0]["field"] == "wait_seconds"
     unknown = call("tasks_claim", {}, worker_tools=False)
     assert unknown.is_error and json.loads(unknown.content[0].text)["error"]["code"] == "unknown_tool"
+
+
+def annotations(worker_tools: bool = True) -> dict[str, Any]:
+    async def run() -> dict[str, Any]:
+        tools = await build_server(offline_client(), worker_tools=worker_tools).list_tools()
+        return {tool.name: tool.annotations for tool in tools}
+
+    return anyio.run(run)
+
+
+# Issue 15 item 1: a client asks a person before a destructive call. Decided tool by tool
+# (dovecote/mcp/annotations.py says why): these and no others.
+DESTRUCTIVE = {"notes_put", "notes_delete", "tasks_cancel", "tasks_fail"}
+READ_ONLY = {
+    "whoami",
+    "notes_get",
+    "notes_list",
+    "tasks_get",
+    "tasks_list",
+    "tasks_messages",
+    "tasks_events",
+    "recall_search",
+    "recall_read",
+    "recall_outline",
+    "recall_topics",
+    "memory_status",
+    "memory_list",
+    "memory_relations",
+}
+# A repeat with the same arguments adds something new: a task, a memory write, another lease.
+NOT_IDEMPOTENT = {"tasks_create", "tasks_claim", "memory_submit"}
+
+
+def test_every_tool_states_every_hint() -> None:
+    hints = annotations()
+    assert len(hints) == 27
+    for name, hint in hints.items():
+        assert hint is not None, name
+        for field in ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"):
+            assert isinstance(getattr(hint, field), bool), (name, field)
+        assert hint.open_world_hint is False, name
+
+
+def test_the_destructive_read_only_and_idempotent_sets_are_exactly_these() -> None:
+    hints = annotations()
+    assert {n for n, h in hints.items() if h.destructive_hint} == DESTRUCTIVE
+    assert {n for n, h in hints.items() if h.read_only_hint} == READ_ONLY
+    assert {n for n, h in hints.items() if not h.idempotent_hint} == NOT_IDEMPOTENT
+    assert not DESTRUCTIVE & READ_ONLY

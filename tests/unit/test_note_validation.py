@@ -21,7 +21,7 @@ SHA = "a" * 64
         (PutNote(key="k", run=0, name=""), InvalidArgument, "Note.Name is required"),
         (PutNote(key="k", run=0, name="n"), InvalidArgument, "Note.Run must be >= 1, got 0"),
         (PutNote(key="k", run=-1, name="n"), InvalidArgument, "Note.Run must be >= 1, got -1"),
-        (PutNote(key="k", run=2**63, name="n"), InvalidArgument, "Note.Run must be <= 9223372036854775807"),
+        (PutNote(key="k", run=2**53, name="n"), InvalidArgument, "Note.Run must be <= 9007199254740991"),
         (PutNote(key="k" * 1025, run=1, name="n"), InvalidArgument, "Note.Key is 1025 bytes"),
         (PutNote(key="k", run=1, name="n", author="é" * 513), InvalidArgument, "Note.Author is 1026 bytes"),
         (PutNote(key="k", run=1, name="n", text="x", body_b64="eA=="), InvalidArgument, "either text or body_b64"),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dovecote.recall.formats import parse, parse_claude, parse_codex
+from dovecote.recall.formats import parse, parse_claude, parse_codex, parse_generic
 from dovecote.recall.model import (
     TEXT_CAP,
     TOOL_INPUT_CAP,
@@ -268,9 +268,69 @@ def test_index_time_caps_and_empty_messages() -> None:
     ]
     session = only(parse_claude("\n".join(json.dumps(r) for r in records).encode()).sessions)
     text, call, result = session.messages  # the blank message is not indexed and has no ref
-    assert len(text.text) == TEXT_CAP + len(TRUNCATION_MARKER) and text.text.endswith(TRUNCATION_MARKER)
-    assert len(call.text) == len("Bash ") + TOOL_INPUT_CAP + len(TRUNCATION_MARKER)
-    assert len(result.text) == TOOL_RESULT_CAP + len(TRUNCATION_MARKER)
+    # Issue 19 item 9: reported exactly as the reference reports it: the first N characters, nothing
+    # appended (an anchor capped at 8,000 used to read as 8,013 characters ending in the marker).
+    assert text.text == "x" * TEXT_CAP and TRUNCATION_MARKER not in text.text
+    assert call.text == "Bash " + json.dumps({"c": "y" * 900})[:TOOL_INPUT_CAP]
+    assert result.text == "z" * TOOL_RESULT_CAP
+
+
+def test_generic_tool_calls_are_capped_at_500_and_results_at_1000() -> None:
+    """Issue 19 item 1: the generic form capped every tool message at 1,000; a term at position 566
+    of a tool call was found by Dovecote and not by the reference. An assistant's tool message is
+    the call (500), any other role's the result (1,000), as in the JSONL forms."""
+    body = "a " * 283 + "needle566 " + "b " * 400
+    assert body.index("needle566") == 566
+    request = gate_ingest(
+        {
+            "source": "s",
+            "session_id": "caps",
+            "messages": [
+                {"uuid": "1", "role": "assistant", "kind": "tool", "text": body, "timestamp": "2025-01-01T00:00:00Z"},
+                {"uuid": "2", "role": "user", "kind": "tool", "text": body, "timestamp": "2025-01-01T00:00:01Z"},
+                {"uuid": "3", "role": "assistant", "text": body * 20, "timestamp": "2025-01-01T00:00:02Z"},
+            ],
+        }
+    )
+    call, result, text = only(parse_generic(request).sessions).messages
+    assert len(call.text) == TOOL_INPUT_CAP and "needle566" not in call.text
+    assert len(result.text) == TOOL_RESULT_CAP and "needle566" in result.text
+    assert len(text.text) == TEXT_CAP
+
+
+def test_rows_the_reference_hides_are_flagged_hidden() -> None:
+    """Issue 19 item 4: system rows and `[Request interrupted by user]` markers are hidden (flagged
+    as envelopes: shown only with include_tools), and an interruption does not open a turn."""
+    base = {"sessionId": "s-hide", "cwd": "/w", "timestamp": "2025-01-01T00:00:00Z"}
+    records = [
+        {**base, "type": "user", "uuid": "u1", "message": {"role": "user", "content": "real question"}},
+        {**base, "type": "user", "uuid": "u2", "message": {"role": "user", "content": "[Request interrupted by user]"}},
+        {
+            **base,
+            "type": "user",
+            "uuid": "u3",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": "[Request interrupted by user for tool use]"}],
+            },
+        },
+        {**base, "type": "system", "uuid": "u4", "content": "Conversation compacted"},
+    ]
+    asked, interrupted, for_tool, system = only(
+        parse_claude("\n".join(json.dumps(r) for r in records).encode()).sessions
+    ).messages
+    assert not asked.envelope and asked.human
+    assert interrupted.envelope and not interrupted.human
+    assert for_tool.envelope and not for_tool.human
+    assert system.envelope and system.role == "system"
+    generic = gate_ingest(
+        {
+            "source": "s",
+            "session_id": "g",
+            "messages": [{"uuid": "1", "role": "system", "text": "be terse", "timestamp": "2025-01-01T00:00:00Z"}],
+        }
+    )
+    assert only(parse_generic(generic).sessions).messages[0].envelope
 
 
 def test_lone_surrogates_become_replacement_characters() -> None:

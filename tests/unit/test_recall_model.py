@@ -12,7 +12,6 @@ from dovecote.recall.model import (
     DEFAULT_SEARCH_LIMIT,
     MAX_READ_RADIUS,
     MAX_SEARCH_LIMIT,
-    MIN_READ_BUDGET,
     READ_WINDOW,
     TRUNCATION_MARKER,
     Visibility,
@@ -26,7 +25,8 @@ from dovecote.recall.model import (
 )
 from dovecote.recall.query import And, Not, Or, Term, parse_query, to_fts5
 from dovecote.recall.ranking import Candidate, fuse, rank_sessions
-from dovecote.recall.service import RecallService, SearchEnvelope, SearchRef, clean_oneline, fit_budget, outward
+from dovecote.recall.results import SearchEnvelope, SearchRef, fit_budget, outward
+from dovecote.recall.service import RecallService, clean_oneline
 
 # ---- refs -------------------------------------------------------------------------------------------
 
@@ -110,9 +110,9 @@ def test_search_limit_default_and_maximum() -> None:
     "kwargs, field",
     [
         ({"role": "robot"}, "role"),
-        ({"sort": "oldest"}, "sort"),
+        ({"sort": "eldest"}, "sort"),
         ({"since": "yesterday"}, "since"),
-        ({"current_session": "7f2abd2"}, "current_session"),  # shorter than 8
+        ({"current_session": "7f2abd2d!"}, "current_session"),  # not a session id
         ({"include_path": "("}, "include_path"),
         ({"exclude_path": "[a-"}, "exclude_path"),
         ({"format": "xml"}, "format"),
@@ -146,7 +146,9 @@ def test_read_gate_ladder_and_budget() -> None:
     with pytest.raises(InvalidArgument):
         gate_read("abcdefgh:12ab", more=MAX_READ_RADIUS)
     with pytest.raises(InvalidArgument):
-        gate_read("abcdefgh:12ab", budget=MIN_READ_BUDGET - 1)
+        gate_read("abcdefgh:12ab", budget=-1)
+    assert gate_read("abcdefgh:12ab", budget=0).budget == 0  # issue 19 item 3: any budget >= 0 is a read
+    assert gate_read("abcdefgh:12ab", budget=7).budget == 7
     with pytest.raises(InvalidArgument):
         gate_read("abcdefgh:12ab", more=-1)
     assert gate_read("abcdefgh:12ab", include_thinking=True).visibility == Visibility(thinking=True)
@@ -299,13 +301,27 @@ def test_trigram_compiler_drops_short_leaves() -> None:
 
 def test_budget_keeps_the_anchor_and_counts_the_marker() -> None:
     # The seed's example: window [hello, world], budget 7, gave [hello, "wo …[truncated]"] — past the
-    # budget. Ours counts the marker inside the budget: a budget that cannot hold it drops "world".
-    texts = ["hello", "world" * 10]
-    fitted = fit_budget(texts, 0, MIN_READ_BUDGET)
-    shown = "".join(fitted.texts.values())
-    assert fitted.texts[0] == "hello" and len(shown) <= MIN_READ_BUDGET
-    assert fitted.texts[1].endswith(TRUNCATION_MARKER)
-    assert fitted.trimmed_msgs == 1 and fitted.trimmed_chars == 50 - (MIN_READ_BUDGET - 5 - len(TRUNCATION_MARKER))
+    # budget. Ours counts the marker inside the budget (SEMANTICS §3, fixed on purpose): a budget that
+    # cannot hold it beside "hello" drops "world", and says so.
+    texts = ["hello", "world"]
+    fitted = fit_budget(texts, 0, 7)
+    assert fitted.texts == {0: "hello"} and fitted.trimmed_msgs == 1 and fitted.trimmed_chars == 5
+    wider = fit_budget(["hello", "world" * 10], 0, 31)
+    assert wider.texts[0] == "hello" and wider.texts[1] == ("world" * 10)[:13] + TRUNCATION_MARKER
+    assert sum(len(t) for t in wider.texts.values()) == 31
+    assert wider.trimmed_msgs == 1 and wider.trimmed_chars == 50 - 13
+
+
+@pytest.mark.parametrize("budget", [0, 1, 7, len(TRUNCATION_MARKER)])
+def test_a_budget_below_the_marker_cuts_the_anchor_and_drops_the_neighbours(budget: int) -> None:
+    """Issue 19 item 3: budgets 0 and 7 were refused. The anchor is cut to the budget, the marker
+    overshoots it (the one case where it may), every neighbour is dropped and counted; budget 0
+    shows none of the anchor's text, as the reference's 0 shows nothing."""
+    texts = ["before", "the anchor message", "after"]
+    fitted = fit_budget(texts, 1, budget)
+    assert fitted.texts == {1: "the anchor message"[:budget] + TRUNCATION_MARKER}
+    assert fitted.trimmed_msgs == 3
+    assert fitted.trimmed_chars == sum(len(t) for t in texts) - budget
 
 
 def test_budget_cuts_the_anchor_last_and_keeps_its_start() -> None:
@@ -324,7 +340,7 @@ def test_outward_order_prefers_the_later_neighbour() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     texts=st.lists(st.text(min_size=0, max_size=300), min_size=1, max_size=20),
-    budget=st.integers(min_value=MIN_READ_BUDGET, max_value=2000),
+    budget=st.integers(min_value=0, max_value=2000),
     data=st.data(),
 )
 def test_budget_never_exceeds_and_trimming_is_always_reported(
@@ -333,13 +349,19 @@ def test_budget_never_exceeds_and_trimming_is_always_reported(
     centre = data.draw(st.integers(min_value=0, max_value=len(texts) - 1))
     fitted = fit_budget(texts, centre, budget)
     shown_chars = sum(len(t) for t in fitted.texts.values())
-    assert shown_chars <= budget  # the marker included
     assert centre in fitted.texts  # the anchor is never dropped
+    if budget <= len(TRUNCATION_MARKER) and len(texts[centre]) > budget:
+        # Too small for the marker: the anchor alone, cut to the budget; the marker overshoots.
+        assert fitted.texts == {centre: texts[centre][:budget] + TRUNCATION_MARKER}
+    else:
+        assert shown_chars <= budget  # the marker included
     shown = sorted(fitted.texts)
     assert shown == list(range(shown[0], shown[-1] + 1))  # contiguous around the anchor
     whole = [i for i, t in fitted.texts.items() if t == texts[i]]
     assert fitted.trimmed_msgs == len(texts) - len(whole)
     kept = sum(len(t) - (len(TRUNCATION_MARKER) if t != texts[i] else 0) for i, t in fitted.texts.items())
+    if budget <= len(TRUNCATION_MARKER) and len(texts[centre]) > budget:
+        kept = min(budget, len(texts[centre]))
     assert fitted.trimmed_chars == sum(len(t) for t in texts) - kept
     if sum(len(t) for t in texts) <= budget:
         assert fitted.trimmed_msgs == 0
@@ -380,6 +402,18 @@ def test_sort_newest_picks_each_sessions_newest_match() -> None:
     ]
     ranked = rank_sessions(candidates, sort="newest")
     assert [(r.best.session_id, r.best.rowid) for r in ranked] == [("a", 2), ("b", 3), ("c", 4)]
+
+
+def test_sort_oldest_picks_each_sessions_oldest_match() -> None:
+    candidates = [
+        cand(1, "a", 9.0, {0}, "2025-01-01T00:00:00.000Z"),
+        cand(2, "a", 1.0, {0}, "2025-03-01T00:00:00.000Z"),
+        cand(3, "b", 5.0, {0}, "2024-12-01T00:00:00.000Z"),
+        cand(4, "c", 5.0, {0}, ""),
+    ]
+    ranked = rank_sessions(candidates, sort="oldest")
+    # Oldest first; an unknown time first, as the reference orders an empty time ascending.
+    assert [(r.best.session_id, r.best.rowid) for r in ranked] == [("c", 4), ("b", 3), ("a", 1)]
 
 
 def test_reciprocal_rank_fusion_k60() -> None:

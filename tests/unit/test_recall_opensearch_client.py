@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from dovecote.platform.settings import Settings
 from dovecote.recall.engines import open_search_index
-from dovecote.recall.opensearch import OpenSearchIndex, _fragment_snippet, compile_node, make_client
+from dovecote.recall.opensearch import OpenSearchIndex
+from dovecote.recall.opensearch_mapping import _fragment_snippet, compile_node, make_client
 from dovecote.recall.query import And, Not, Or, Term, parse_query
 
 

@@ -14,11 +14,14 @@ from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
 from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import canonical_digest
-from dovecote.tasks.service import TaskService
 from tests.support.tasks import (
     CALLER,
+    OTHER_WORKER,
     WORKER,
+    Edge,
     Flow,
+    code_of,
+    edge,
     freeze,
     freeze_body,
     message,
@@ -29,24 +32,16 @@ from tests.support.tasks import (
 
 
 @pytest.fixture
-def service() -> TaskService:
-    return TaskService(InMemoryTaskStore(), CursorSigner(b"task-unit-key-0123456789abcdef"))
+def service() -> Edge:
+    return edge(InMemoryTaskStore(), CursorSigner(b"task-unit-key-0123456789abcdef"))
 
 
-def code_of(call: Any) -> str:
-    try:
-        call()
-    except DomainError as err:
-        return err.code
-    return "ok"
-
-
-def working(service: TaskService, workspace: str = "ws") -> Flow:
+def working(service: Edge, workspace: str = "ws") -> Flow:
     flow = Flow(service, workspace=workspace)
     return flow.to_state("working")
 
 
-def published(service: TaskService, workspace: str = "ws", base: str = "rev-0", text: str = "patch") -> dict[str, Any]:
+def published(service: Edge, workspace: str = "ws", base: str = "rev-0", text: str = "patch") -> dict[str, Any]:
     flow = working(service, workspace)
     art = freeze(flow, base=base, text=text).body["artifact"]
     flow.worker_cmd("complete", artifact_id=art["id"])
@@ -56,7 +51,7 @@ def published(service: TaskService, workspace: str = "ws", base: str = "rev-0", 
 # ---- freeze -----------------------------------------------------------------------------------------
 
 
-def test_freeze_records_digests_result_revision_and_an_event(service: TaskService) -> None:
+def test_freeze_records_digests_result_revision_and_an_event(service: Edge) -> None:
     flow = working(service)
     before = flow.revision
     out = freeze(flow, artifact_id="a1", base="rev-0", text="diff --git")
@@ -76,7 +71,7 @@ def test_freeze_records_digests_result_revision_and_an_event(service: TaskServic
     assert service.get_head(CALLER, "ws")["confirmed_revision"] == "rev-0"
 
 
-def test_freeze_replays_and_its_command_id_is_bound_to_the_payload(service: TaskService) -> None:
+def test_freeze_replays_and_its_command_id_is_bound_to_the_payload(service: Edge) -> None:
     flow = working(service)
     body = freeze_body(flow, artifact_id="a1")
     first = service.freeze(WORKER, flow.task_id, body)
@@ -86,20 +81,20 @@ def test_freeze_replays_and_its_command_id_is_bound_to_the_payload(service: Task
     assert code_of(lambda: service.freeze(WORKER, flow.task_id, other)) == "idempotency_conflict"
 
 
-def test_freeze_twice_is_artifact_conflict(service: TaskService) -> None:
+def test_freeze_twice_is_artifact_conflict(service: Edge) -> None:
     flow = working(service)
     freeze(flow)
     assert code_of(lambda: freeze(flow)) == "artifact_conflict"
 
 
-def test_an_artifact_id_is_unique_in_its_workspace(service: TaskService) -> None:
+def test_an_artifact_id_is_unique_in_its_workspace(service: Edge) -> None:
     freeze(working(service), artifact_id="same")
     assert code_of(lambda: freeze(working(service), artifact_id="same")) == "artifact_conflict"
     # Another workspace has its own ids.
     assert freeze(working(service, "ws2"), artifact_id="same").body["artifact"]["id"] == "same"
 
 
-def test_freeze_only_while_working(service: TaskService) -> None:
+def test_freeze_only_while_working(service: Edge) -> None:
     flow = Flow(service).to_state("input_required")
     assert code_of(lambda: freeze(flow)) == "invalid_transition"
     done = Flow(service).to_state("completed")
@@ -111,7 +106,7 @@ def test_freeze_only_while_working(service: TaskService) -> None:
     assert code_of(lambda: service.get_head(CALLER, "ws")) == "not_found"  # nothing froze
 
 
-def test_a_rejected_freeze_writes_no_artifact_and_no_head(service: TaskService) -> None:
+def test_a_rejected_freeze_writes_no_artifact_and_no_head(service: Edge) -> None:
     flow = working(service)
     body = freeze_body(flow, artifact_id="a1")
     body["expected_revision"] = flow.revision + 5
@@ -120,7 +115,7 @@ def test_a_rejected_freeze_writes_no_artifact_and_no_head(service: TaskService) 
     assert code_of(lambda: service.get_head(CALLER, "ws")) == "not_found"
 
 
-def test_freeze_payload_forms_and_limits(service: TaskService) -> None:
+def test_freeze_payload_forms_and_limits(service: Edge) -> None:
     flow = working(service)
     data = bytes(range(256))
     body = freeze_body(flow)
@@ -139,16 +134,16 @@ def test_freeze_payload_forms_and_limits(service: TaskService) -> None:
         other = working(service)
         body = freeze_body(other) | {"payload": bad}
         assert code_of(lambda o=other, b=body: service.freeze(WORKER, o.task_id, b)) == "invalid_argument", bad
-    small = TaskService(InMemoryTaskStore(), CursorSigner(b"k" * 32), artifact_max_bytes=8)
+    small = edge(InMemoryTaskStore(), CursorSigner(b"k" * 32), artifact_max_bytes=8)
     tiny = working(small)
     assert code_of(lambda: freeze(tiny, text="123456789")) == "payload_too_large"
 
 
-def test_freeze_by_upload(service: TaskService) -> None:
+def test_freeze_by_upload(service: Edge) -> None:
     flow = working(service)
     data = b"x" * 100_000
     sha = put_upload(service, data)
-    up = service.create_artifact_upload(WORKER, flow.task_id, {"size": len(data), "sha256": sha})
+    up = service.create_artifact_upload(WORKER, flow.task_id, {"size": len(data), "sha256": sha, "fence": flow.fence})
     assert up["upload_url"] and up["expires_at"]
     body = freeze_body(flow)
     body["payload"] = {"media_type": "application/octet-stream", "upload_sha256": sha}
@@ -158,18 +153,43 @@ def test_freeze_by_upload(service: TaskService) -> None:
     body = freeze_body(missing)
     body["payload"] = {"media_type": "text/plain", "upload_sha256": "0" * 64}
     assert code_of(lambda: service.freeze(WORKER, missing.task_id, body)) == "not_found"
-    assert code_of(lambda: service.create_artifact_upload(WORKER, flow.task_id, {"size": 0, "sha256": sha})) == (
+    declared = {"size": 1, "sha256": sha, "fence": flow.fence}
+    assert code_of(lambda: service.create_artifact_upload(WORKER, flow.task_id, {**declared, "size": 0})) == (
         "invalid_argument"
     )
-    assert code_of(lambda: service.create_artifact_upload(CALLER, flow.task_id, {"size": 1, "sha256": sha})) == (
-        "forbidden"
-    )
+    assert code_of(lambda: service.create_artifact_upload(CALLER, flow.task_id, declared)) == "forbidden"
+
+
+def test_an_upload_url_goes_only_to_the_holder_of_the_current_lease(service: Edge) -> None:
+    """Issue 15 item 6: the task must exist in the caller's authority (404) and the caller must hold
+    its current lease (409 stale_lease) before a URL is presigned; the fence is in the body."""
+    flow = working(service)
+    sha = hashlib.sha256(b"payload").hexdigest()
+
+    def upload(who: Principal, task_id: str, **changes: Any) -> Any:
+        return service.create_artifact_upload(who, task_id, {"size": 7, "sha256": sha, "fence": flow.fence, **changes})
+
+    assert code_of(lambda: upload(WORKER, "no-such-task")) == "not_found"
+    assert code_of(lambda: upload(Principal("globex", "worker", "w1"), flow.task_id)) == "not_found"
+    assert code_of(lambda: upload(WORKER, flow.task_id, fence=flow.fence + 1)) == "stale_lease"
+    assert code_of(lambda: upload(OTHER_WORKER, flow.task_id)) == "stale_lease"
+    without = {"size": 7, "sha256": sha}
+    assert code_of(lambda: service.create_artifact_upload(WORKER, flow.task_id, without)) == "invalid_argument"
+    unleased = Flow(service)
+    unleased.create()
+    assert code_of(lambda: upload(WORKER, unleased.task_id, fence=1)) == "stale_lease"
+    assert upload(WORKER, flow.task_id)["upload_url"]
+    # A fenced lease is no longer current: its holder gets no URL either.
+    service.fence(WORKER, flow.task_id, {"command_id": uid("c"), "fence": flow.fence})
+    with pytest.raises(DomainError) as caught:
+        upload(WORKER, flow.task_id)
+    assert caught.value.code == "stale_lease" and caught.value.details == {"fence": flow.fence, "current_fence": None}
 
 
 # ---- complete, cancel, fail -------------------------------------------------------------------------
 
 
-def test_complete_publishes_the_frozen_artifact_in_the_same_commit(service: TaskService) -> None:
+def test_complete_publishes_the_frozen_artifact_in_the_same_commit(service: Edge) -> None:
     flow = working(service)
     art = freeze(flow, artifact_id="a1").body["artifact"]
     out = flow.worker_cmd("complete", artifact_id="a1", submission_id="sub-1")
@@ -182,7 +202,7 @@ def test_complete_publishes_the_frozen_artifact_in_the_same_commit(service: Task
     assert (last["type"], last["artifact"], last["submission"]) == ("task_completed", "a1", "sub-1")
 
 
-def test_complete_must_name_exactly_the_frozen_artifact(service: TaskService) -> None:
+def test_complete_must_name_exactly_the_frozen_artifact(service: Edge) -> None:
     flow = working(service)
     freeze(flow, artifact_id="a1")
     assert code_of(lambda: flow.worker_cmd("complete", artifact_id="a2")) == "artifact_state"
@@ -194,7 +214,7 @@ def test_complete_must_name_exactly_the_frozen_artifact(service: TaskService) ->
 
 
 @pytest.mark.parametrize("how", ["cancel", "fail"])
-def test_cancel_and_fail_discard_the_frozen_artifact(service: TaskService, how: str) -> None:
+def test_cancel_and_fail_discard_the_frozen_artifact(service: Edge, how: str) -> None:
     flow = working(service)
     freeze(flow, artifact_id="a1")
     if how == "cancel":
@@ -206,7 +226,7 @@ def test_cancel_and_fail_discard_the_frozen_artifact(service: TaskService, how: 
     assert code_of(lambda: service.record_apply_receipt(CALLER, "ws", "a1", receipt_body(art))) == "artifact_state"
 
 
-def test_a_submission_id_is_unique_in_the_authority(service: TaskService) -> None:
+def test_a_submission_id_is_unique_in_the_authority(service: Edge) -> None:
     Flow(service).to_state("working").worker_cmd("complete", submission_id="s-same")
     flow = working(service)
     freeze(flow, artifact_id="a1")
@@ -221,7 +241,7 @@ def test_a_submission_id_is_unique_in_the_authority(service: TaskService) -> Non
 # ---- workspace head ---------------------------------------------------------------------------------
 
 
-def test_the_workspace_head_across_two_tasks(service: TaskService) -> None:
+def test_the_workspace_head_across_two_tasks(service: Edge) -> None:
     first, second = working(service), working(service)
     freeze(first, base="rev-0")
     assert code_of(lambda: freeze(second, base="rev-stale")) == "workspace_conflict"
@@ -229,7 +249,7 @@ def test_the_workspace_head_across_two_tasks(service: TaskService) -> None:
     assert freeze(second, base="rev-0").body["artifact"]["base_revision"] == "rev-0"
 
 
-def test_a_success_receipt_advances_the_head_and_a_stale_freeze_then_conflicts(service: TaskService) -> None:
+def test_a_success_receipt_advances_the_head_and_a_stale_freeze_then_conflicts(service: Edge) -> None:
     art = published(service)
     receipt = service.record_apply_receipt(CALLER, "ws", art["id"], receipt_body(art)).body["receipt"]
     assert receipt["decision"] == "success" and receipt["observed_revision"] == art["result_revision"]
@@ -243,7 +263,7 @@ def test_a_success_receipt_advances_the_head_and_a_stale_freeze_then_conflicts(s
 # ---- apply receipts ---------------------------------------------------------------------------------
 
 
-def test_receipt_repeats_and_conflicts(service: TaskService) -> None:
+def test_receipt_repeats_and_conflicts(service: Edge) -> None:
     art = published(service)
     body = receipt_body(art, "rejected", code="tests_failed", message="3 tests failed")
     first = service.record_apply_receipt(CALLER, "ws", art["id"], body)
@@ -258,7 +278,7 @@ def test_receipt_repeats_and_conflicts(service: TaskService) -> None:
     assert service.get_head(CALLER, "ws")["confirmed_revision"] == "rev-0"
 
 
-def test_receipt_checks(service: TaskService) -> None:
+def test_receipt_checks(service: Edge) -> None:
     flow = working(service)
     frozen = freeze(flow).body["artifact"]
     assert code_of(lambda: service.record_apply_receipt(CALLER, "ws", frozen["id"], receipt_body(frozen))) == (
@@ -285,7 +305,7 @@ def test_receipt_checks(service: TaskService) -> None:
         assert out.body["receipt"]["decision"] == decision
 
 
-def test_a_success_that_misses_the_head_is_workspace_conflict(service: TaskService) -> None:
+def test_a_success_that_misses_the_head_is_workspace_conflict(service: Edge) -> None:
     # Two artifacts on the same base: the first success moves the head, the second cannot.
     one, two = published(service, text="one"), published(service, text="two")
     service.record_apply_receipt(CALLER, "ws", one["id"], receipt_body(one))
@@ -314,11 +334,11 @@ def event(flow: Flow, kind: str, **fields: Any) -> dict[str, Any]:
     }
 
 
-def deliver(service: TaskService, ev: dict[str, Any], delivery_id: str | None = None, who: Principal = WORKER) -> Any:
+def deliver(service: Edge, ev: dict[str, Any], delivery_id: str | None = None, who: Principal = WORKER) -> Any:
     return service.worker_event(who, {"delivery_id": delivery_id or uid("d"), "event": ev})
 
 
-def test_every_worker_event_kind_acks(service: TaskService) -> None:
+def test_every_worker_event_kind_acks(service: Edge) -> None:
     flow = Flow(service)
     flow.create()
     flow.acquire()
@@ -355,7 +375,7 @@ def test_every_worker_event_kind_acks(service: TaskService) -> None:
         assert service.get(CALLER, other.task_id)["task"]["state"] == state
 
 
-def test_each_nack_code(service: TaskService) -> None:
+def test_each_nack_code(service: Edge) -> None:
     flow = Flow(service)
     flow.create()
     flow.acquire()
@@ -384,7 +404,7 @@ def test_each_nack_code(service: TaskService) -> None:
     assert (task["state"], task["revision"]) == ("working", 2)
 
 
-def test_fence_exhausted_is_state_conflict(service: TaskService) -> None:
+def test_fence_exhausted_is_state_conflict(service: Edge) -> None:
     from dataclasses import replace
 
     from dovecote.tasks.model import MAX_FENCE
@@ -392,7 +412,7 @@ def test_fence_exhausted_is_state_conflict(service: TaskService) -> None:
     flow = Flow(service)
     flow.create()
     flow.acquire()
-    store: Any = service._store  # noqa: SLF001
+    store: Any = service.store
     key = ("acme", flow.task_id)
     store.tasks[key] = replace(store.tasks[key], fence=MAX_FENCE)
     flow.fence = MAX_FENCE
@@ -403,7 +423,7 @@ def test_fence_exhausted_is_state_conflict(service: TaskService) -> None:
     assert code_of(lambda: flow.acquire()) == "lease_fence_exhausted"
 
 
-def test_exact_retry_returns_the_same_receipt_and_a_reused_delivery_id_is_refused(service: TaskService) -> None:
+def test_exact_retry_returns_the_same_receipt_and_a_reused_delivery_id_is_refused(service: Edge) -> None:
     flow = Flow(service)
     flow.create()
     flow.acquire()
@@ -424,7 +444,7 @@ def test_exact_retry_returns_the_same_receipt_and_a_reused_delivery_id_is_refuse
     assert deliver(service, ev, "d-3")["decision"] == "ack"
 
 
-def test_worker_event_identity_comes_from_the_token(service: TaskService) -> None:
+def test_worker_event_identity_comes_from_the_token(service: Edge) -> None:
     flow = Flow(service)
     flow.create()
     flow.acquire()

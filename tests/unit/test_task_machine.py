@@ -15,25 +15,16 @@ from dovecote.platform.errors import DomainError
 from dovecote.tasks import machine
 from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import MAX_FENCE
-from dovecote.tasks.service import TaskService
-from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Flow, message, uid
+from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, code_of, edge, message, uid
 
 
-def new_service() -> TaskService:
-    return TaskService(InMemoryTaskStore(), CursorSigner(b"task-unit-key-0123456789abcdef"))
+def new_service() -> Edge:
+    return edge(InMemoryTaskStore(), CursorSigner(b"task-unit-key-0123456789abcdef"))
 
 
 @pytest.fixture
-def service() -> TaskService:
+def service() -> Edge:
     return new_service()
-
-
-def code_of(call: Any) -> str:
-    try:
-        call()
-    except DomainError as err:
-        return err.code
-    return "ok"
 
 
 COMMANDS = {
@@ -58,7 +49,7 @@ def expected_for(kind: str, state: str) -> str:
 
 @pytest.mark.parametrize("state", NON_CREATE_STATES)
 @pytest.mark.parametrize("kind", list(COMMANDS))
-def test_every_command_in_every_state(service: TaskService, kind: str, state: str) -> None:
+def test_every_command_in_every_state(service: Edge, kind: str, state: str) -> None:
     flow = Flow(service).to_state(state)
     if state == "submitted" and COMMANDS[kind][0] == "worker":
         flow.acquire()
@@ -74,14 +65,14 @@ def test_every_command_in_every_state(service: TaskService, kind: str, state: st
         assert after == before  # a refused command changes nothing
 
 
-def test_create_gives_revision_1_with_one_message_and_event(service: TaskService) -> None:
+def test_create_gives_revision_1_with_one_message_and_event(service: Edge) -> None:
     out = Flow(service).create()
     assert out.status == 201
     task = out.body
     assert (task["state"], task["revision"], task["message_count"], task["event_count"]) == ("submitted", 1, 1, 1)
 
 
-def test_two_round_conversation(service: TaskService) -> None:
+def test_two_round_conversation(service: Edge) -> None:
     flow = Flow(service)
     flow.create()
     flow.acquire()
@@ -111,14 +102,14 @@ def test_two_round_conversation(service: TaskService) -> None:
     assert caught.value.code == "not_found"
 
 
-def test_late_worker_command_after_completion_is_stale_lease(service: TaskService) -> None:
+def test_late_worker_command_after_completion_is_stale_lease(service: Edge) -> None:
     flow = Flow(service).to_state("working")
     flow.worker_cmd("complete")
     flow.revision = 3
     assert code_of(lambda: flow.worker_cmd("fail")) == "stale_lease"
 
 
-def test_wrong_revision_is_reported_before_a_bad_state(service: TaskService) -> None:
+def test_wrong_revision_is_reported_before_a_bad_state(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     flow.acquire()
     flow.revision = 5  # wrong, and request_input is also not allowed from submitted
@@ -128,14 +119,14 @@ def test_wrong_revision_is_reported_before_a_bad_state(service: TaskService) -> 
     assert caught.value.details == {"expected": 5, "actual": 1}
 
 
-def test_request_input_from_submitted_is_invalid_and_changes_nothing(service: TaskService) -> None:
+def test_request_input_from_submitted_is_invalid_and_changes_nothing(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     flow.acquire()
     assert code_of(lambda: flow.worker_cmd("request_input")) == "invalid_transition"
     assert service.get(CALLER, flow.task_id)["task"]["revision"] == 1
 
 
-def test_exact_replay_returns_the_original_result_after_the_task_moved_on(service: TaskService) -> None:
+def test_exact_replay_returns_the_original_result_after_the_task_moved_on(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     flow.acquire()
     body = {"command_id": "accept-1", "expected_revision": 1, "fence": flow.fence}
@@ -146,7 +137,7 @@ def test_exact_replay_returns_the_original_result_after_the_task_moved_on(servic
     assert replay.body == first.body and replay.body["state"] == "working"
 
 
-def test_replay_after_a_fence(service: TaskService) -> None:
+def test_replay_after_a_fence(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     flow.acquire()
     body = {"command_id": "accept-2", "expected_revision": 1, "fence": flow.fence}
@@ -155,7 +146,7 @@ def test_replay_after_a_fence(service: TaskService) -> None:
     assert service.accept(WORKER, flow.task_id, body).body == first.body
 
 
-def test_same_id_different_intent_is_an_idempotency_conflict(service: TaskService) -> None:
+def test_same_id_different_intent_is_an_idempotency_conflict(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     flow.caller_cmd("cancel", command_id="shared-id")
     other = Flow(service).to_state("submitted")
@@ -164,7 +155,7 @@ def test_same_id_different_intent_is_an_idempotency_conflict(service: TaskServic
     assert caught.value.code == "idempotency_conflict"
 
 
-def test_create_replay_is_200_with_the_same_task(service: TaskService) -> None:
+def test_create_replay_is_200_with_the_same_task(service: Edge) -> None:
     body = {
         "command_id": "create-1",
         "workspace": "ws",
@@ -180,7 +171,7 @@ def test_create_replay_is_200_with_the_same_task(service: TaskService) -> None:
     assert caught.value.code == "task_conflict"
 
 
-def test_a_rejected_command_reserves_nothing(service: TaskService) -> None:
+def test_a_rejected_command_reserves_nothing(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     with pytest.raises(DomainError):
         flow.caller_cmd("reply", command_id="retry-me")  # invalid from submitted
@@ -190,7 +181,7 @@ def test_a_rejected_command_reserves_nothing(service: TaskService) -> None:
     assert flow.caller_cmd("reply", command_id="retry-me").body["state"] == "working"
 
 
-def test_duplicate_message_id_rolls_back_the_whole_transition(service: TaskService) -> None:
+def test_duplicate_message_id_rolls_back_the_whole_transition(service: Edge) -> None:
     flow = Flow(service).to_state("working")
     used = service.messages(CALLER, flow.task_id, None, None)["items"][0]["id"]
     with pytest.raises(DomainError) as caught:
@@ -200,7 +191,7 @@ def test_duplicate_message_id_rolls_back_the_whole_transition(service: TaskServi
     assert (task["state"], task["revision"], task["message_count"]) == ("working", 2, 1)
 
 
-def test_duplicate_submission_id_rolls_back(service: TaskService) -> None:
+def test_duplicate_submission_id_rolls_back(service: Edge) -> None:
     first = Flow(service).to_state("working")
     first.worker_cmd("complete", submission_id="sub-1")
     second = Flow(service).to_state("working")
@@ -210,7 +201,7 @@ def test_duplicate_submission_id_rolls_back(service: TaskService) -> None:
     assert service.get(CALLER, second.task_id)["task"]["state"] == "working"
 
 
-def test_complete_naming_an_unfrozen_artifact_is_an_artifact_state_error(service: TaskService) -> None:
+def test_complete_naming_an_unfrozen_artifact_is_an_artifact_state_error(service: Edge) -> None:
     flow = Flow(service).to_state("working")
     assert code_of(lambda: flow.worker_cmd("complete", artifact_id="art-1")) == "artifact_state"
 
@@ -218,7 +209,7 @@ def test_complete_naming_an_unfrozen_artifact_is_an_artifact_state_error(service
 # ---- leases ----------------------------------------------------------------------------------
 
 
-def test_acquire_fence_reacquire(service: TaskService) -> None:
+def test_acquire_fence_reacquire(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     assert flow.acquire().body["assignment"]["fence"] == 1
     assert code_of(lambda: service.acquire(OTHER_WORKER, flow.task_id, {"command_id": uid("c")})) == "lease_unavailable"
@@ -231,7 +222,7 @@ def test_acquire_fence_reacquire(service: TaskService) -> None:
     assert service.get(CALLER, flow.task_id)["task"]["revision"] == 1  # leases never change the revision
 
 
-def test_stale_lease_details_carry_the_current_fence(service: TaskService) -> None:
+def test_stale_lease_details_carry_the_current_fence(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     flow.acquire()
     flow.fence = 7
@@ -240,7 +231,7 @@ def test_stale_lease_details_carry_the_current_fence(service: TaskService) -> No
     assert caught.value.details["current_fence"] == 1
 
 
-def test_another_worker_cannot_drive_or_fence_the_lease(service: TaskService) -> None:
+def test_another_worker_cannot_drive_or_fence_the_lease(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     flow.acquire()
     flow.worker = OTHER_WORKER
@@ -250,14 +241,14 @@ def test_another_worker_cannot_drive_or_fence_the_lease(service: TaskService) ->
     )
 
 
-def test_acquire_of_a_terminal_task_is_terminal_task(service: TaskService) -> None:
+def test_acquire_of_a_terminal_task_is_terminal_task(service: Edge) -> None:
     """Reference parity: create; cancel; acquire answers terminal_task (it answered
     invalid_transition before)."""
     flow = Flow(service).to_state("canceled")
     assert code_of(flow.acquire) == "terminal_task"
 
 
-def test_a_fence_command_id_reused_by_another_worker_is_an_idempotency_conflict(service: TaskService) -> None:
+def test_a_fence_command_id_reused_by_another_worker_is_an_idempotency_conflict(service: Edge) -> None:
     """Reference parity: create; acquire (w1); fence c3 (w1); the same id from w2 is no replay."""
     flow = Flow(service).to_state("submitted")
     flow.acquire()
@@ -271,7 +262,7 @@ def test_a_fence_command_id_reused_by_another_worker_is_an_idempotency_conflict(
 def test_a_command_on_a_task_at_the_last_revision_is_a_revision_conflict() -> None:
     """Reference parity: the counters come before any write, and speak of the revision."""
     store = InMemoryTaskStore()
-    svc = TaskService(store, CursorSigner(b"k" * 32))
+    svc = edge(store, CursorSigner(b"k" * 32))
     flow = Flow(svc).to_state("submitted")
     key = ("acme", flow.task_id)
     top = 2**63 - 1
@@ -280,10 +271,10 @@ def test_a_command_on_a_task_at_the_last_revision_is_a_revision_conflict() -> No
     assert code_of(lambda: flow.caller_cmd("cancel")) == "revision_conflict"
 
 
-def test_a_claim_whose_oldest_candidate_has_an_exhausted_fence_answers_it(service: TaskService) -> None:
+def test_a_claim_whose_oldest_candidate_has_an_exhausted_fence_answers_it(service: Edge) -> None:
     """Reference parity: the candidate is not skipped for the next one."""
     store = InMemoryTaskStore()
-    svc = TaskService(store, CursorSigner(b"k" * 32))
+    svc = edge(store, CursorSigner(b"k" * 32))
     oldest = Flow(svc).to_state("submitted")
     Flow(svc).to_state("submitted")
     key = ("acme", oldest.task_id)
@@ -291,16 +282,16 @@ def test_a_claim_whose_oldest_candidate_has_an_exhausted_fence_answers_it(servic
     assert code_of(lambda: svc.claim(WORKER, {"command_id": uid("c")})) == "lease_fence_exhausted"
 
 
-def test_fence_exhausted(service: TaskService) -> None:
+def test_fence_exhausted(service: Edge) -> None:
     store = InMemoryTaskStore()
-    svc = TaskService(store, CursorSigner(b"k" * 32))
+    svc = edge(store, CursorSigner(b"k" * 32))
     flow = Flow(svc).to_state("submitted")
     key = ("acme", flow.task_id)
     store.tasks[key] = store.tasks[key].evolve(fence=MAX_FENCE)
     assert code_of(flow.acquire) == "lease_fence_exhausted"
 
 
-def test_claim_takes_the_oldest_claimable(service: TaskService) -> None:
+def test_claim_takes_the_oldest_claimable(service: Edge) -> None:
     flows = [Flow(service).to_state("submitted") for _ in range(3)]
     Flow(service).to_state("canceled")
     claimed = [service.claim(WORKER, {"command_id": uid("c")}).body["assignment"]["task"]["id"] for _ in range(3)]
@@ -310,7 +301,7 @@ def test_claim_takes_the_oldest_claimable(service: TaskService) -> None:
     assert [a["task"]["id"] for a in leases["items"]] == claimed and "cursor" not in leases or not leases["cursor"]
 
 
-def test_claim_replay_returns_the_same_assignment(service: TaskService) -> None:
+def test_claim_replay_returns_the_same_assignment(service: Edge) -> None:
     Flow(service).to_state("submitted")
     Flow(service).to_state("submitted")
     first = service.claim(WORKER, {"command_id": "claim-1"})
@@ -318,7 +309,7 @@ def test_claim_replay_returns_the_same_assignment(service: TaskService) -> None:
     assert first.body == again.body
 
 
-def test_caller_cannot_run_worker_commands(service: TaskService) -> None:
+def test_caller_cannot_run_worker_commands(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     assert (
         code_of(lambda: service.accept(CALLER, flow.task_id, {"command_id": "x", "expected_revision": 1, "fence": 1}))
@@ -357,7 +348,7 @@ def test_caller_cannot_run_worker_commands(service: TaskService) -> None:
         ),
     ],
 )
-def test_create_validation(service: TaskService, patch: dict[str, Any], field: str) -> None:
+def test_create_validation(service: Edge, patch: dict[str, Any], field: str) -> None:
     body = {"command_id": uid("c"), "workspace": "ws", "id": uid("t"), "context": "c", "message": message(), **patch}
     with pytest.raises(DomainError) as caught:
         service.create(CALLER, body)
@@ -370,7 +361,7 @@ def test_create_validation(service: TaskService, patch: dict[str, Any], field: s
     )
 
 
-def test_expected_revision_must_be_positive_for_other_commands(service: TaskService) -> None:
+def test_expected_revision_must_be_positive_for_other_commands(service: Edge) -> None:
     flow = Flow(service).to_state("submitted")
     flow.revision = 0
     assert code_of(lambda: flow.caller_cmd("cancel")) == "invalid_argument"
@@ -379,7 +370,7 @@ def test_expected_revision_must_be_positive_for_other_commands(service: TaskServ
 # ---- streams and lists -------------------------------------------------------------------------
 
 
-def test_stream_paging_next_and_has_more(service: TaskService) -> None:
+def test_stream_paging_next_and_has_more(service: Edge) -> None:
     flow = Flow(service).to_state("working")
     flow.worker_cmd("request_input")
     flow.caller_cmd("reply")  # 3 messages
@@ -392,13 +383,13 @@ def test_stream_paging_next_and_has_more(service: TaskService) -> None:
 
 
 def test_total_size_reads_a_bounded_amount_and_says_when_it_is_a_floor(
-    service: TaskService, monkeypatch: pytest.MonkeyPatch
+    service: Edge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dovecote.tasks import dynamo, memory
+    from dovecote.tasks import dynamo_queries, memory
     from dovecote.tasks.ports import TaskFilter
 
     monkeypatch.setattr(memory, "TOTAL_SIZE_CAP", 3)
-    monkeypatch.setattr(dynamo, "TOTAL_SIZE_CAP", 3)
+    monkeypatch.setattr(dynamo_queries, "TOTAL_SIZE_CAP", 3)
     for _ in range(5):
         Flow(service, context="cap").to_state("submitted")
     page = service.list_tasks(CALLER, TaskFilter(), 2, None)
@@ -406,7 +397,7 @@ def test_total_size_reads_a_bounded_amount_and_says_when_it_is_a_floor(
     assert len(page["items"]) == 2
 
 
-def test_lists_and_total_size(service: TaskService) -> None:
+def test_lists_and_total_size(service: Edge) -> None:
     from dovecote.tasks.ports import TaskFilter
 
     flows = [Flow(service, context="c1").to_state("submitted") for _ in range(5)]
@@ -459,14 +450,14 @@ def test_random_command_sequences_keep_the_invariants(actions: list[str]) -> Non
         assert events[-1]["state"] == task["state"]
 
 
-def test_updated_since_and_state_filters_with_paging(service: TaskService) -> None:
+def test_updated_since_and_state_filters_with_paging(service: Edge) -> None:
     from datetime import datetime, timedelta
 
     from dovecote.tasks.ports import TaskFilter
 
     base = datetime(2026, 1, 1, tzinfo=UTC)
     moments = iter(base + timedelta(minutes=i) for i in range(100))
-    service._clock = lambda: next(moments)  # a controlled clock: each command one minute later
+    service.work.clock = lambda: next(moments)  # a controlled clock: each command one minute later
     ids = [Flow(service, context="since").create().body["id"] for _ in range(5)]
     since = "2026-01-01T00:02:00Z"  # the third task's creation, inclusive
     pages, cursor = [], None

@@ -14,23 +14,26 @@ from typing import Annotated
 
 import typer
 
-from dovecote.cli.common import EXIT_API, EXIT_USAGE, CliError, CommandId, Json, client, emit, err, print_json, transfer
+from dovecote.cli.common import EXIT_API, EXIT_USAGE, CliError, CommandId, Json, client, emit, note, transfer
+from dovecote.cli.groups import new_app
 from dovecote.tasks.model import DECISIONS
 
-artifacts_app = typer.Typer(
-    help="Artifacts of a workspace (caller): read one, its workspace head, its apply receipt.", no_args_is_help=True
-)
-receipt_app = typer.Typer(help="An artifact's apply receipt: record it, or read it.", no_args_is_help=True)
-artifacts_app.add_typer(receipt_app, name="receipt")
+app = new_app("Artifacts of a workspace (caller): read one, its workspace head, its apply receipt.")
+receipt_app = new_app("An artifact's apply receipt: record it, or read it.")
+app.add_typer(receipt_app, name="receipt")
 
-Workspace = Annotated[str, typer.Argument(metavar="WORKSPACE")]
-Artifact = Annotated[str, typer.Argument(metavar="ARTIFACT")]
+Workspace = Annotated[str, typer.Argument(metavar="WORKSPACE", help="The workspace.")]
+ArtifactId = Annotated[str, typer.Argument(metavar="ARTIFACT", help="The artifact's id.")]
 
 
-@artifacts_app.command("get")
+def _missing(message: str, **details: str) -> CliError:
+    return CliError(f"404 not_found: {message}", EXIT_API, code="not_found", details=details)
+
+
+@app.command("get")
 def artifacts_get(
     workspace: Workspace,
-    artifact: Artifact,
+    artifact_id: ArtifactId,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Write the payload to FILE (its SHA-256 checked) instead."),
@@ -45,38 +48,37 @@ def artifacts_get(
         if output.is_dir():
             raise CliError(f"{output} is a directory", EXIT_USAGE)
         with transfer(f"download {output.name}") as progress:
-            meta = c.download_artifact(workspace, artifact, output, progress=progress)
+            meta = c.download_artifact(workspace, artifact_id, output, progress=progress)
         if as_json:
-            print_json(meta)
+            emit(meta, True, "artifact")
         else:
-            err.print(f"wrote {output} ({meta['payload_size']} bytes, {meta['payload_digest']})", highlight=False)
+            note(f"wrote {output} ({meta['payload_size']} bytes, {meta['payload_digest']})")
         return
-    answer = c.get_artifact(workspace, artifact)
-    if as_json:
-        print_json(answer)
-    else:
-        emit(answer["artifact"], False)
+    answer = c.get_artifact(workspace, artifact_id)
+    emit(answer if as_json else answer["artifact"], as_json)
 
 
-@artifacts_app.command("head")
+@app.command("head")
 def artifacts_head(workspace: Workspace, as_json: Json = False) -> None:
     """The workspace's confirmed revision (moved by success receipts); exit 1 when it has none yet."""
     head = client().workspace_head(workspace)
     if head is None:
-        raise CliError(
-            f"error: 404 not_found: workspace {workspace} has no head yet (no artifact was frozen in it)", EXIT_API
-        )
+        raise _missing(f"workspace {workspace} has no head yet (no artifact was frozen in it)", workspace=workspace)
     emit(head, as_json)
 
 
 @receipt_app.command("record")
 def receipt_record(
     workspace: Workspace,
-    artifact: Artifact,
+    artifact_id: ArtifactId,
     decision: Annotated[str, typer.Option(help=f"One of {', '.join(DECISIONS)}.")],
-    observed: Annotated[
+    observed_revision: Annotated[
         str | None,
-        typer.Option(help="The revision you observed (required for conflict; success defaults to the result)."),
+        typer.Option(
+            "--observed-revision",
+            "--observed",
+            help="The revision you observed (required for conflict; success defaults to the result).",
+        ),
     ] = None,
     code: Annotated[str | None, typer.Option(help="A short code of your own (at most 128 bytes).")] = None,
     message: Annotated[str | None, typer.Option(help="A sentence (at most 4096 bytes).")] = None,
@@ -89,23 +91,25 @@ def receipt_record(
     if decision not in DECISIONS:
         raise CliError(f"unknown decision {decision!r}; one of {', '.join(DECISIONS)}", EXIT_USAGE)
     c = client()
-    meta = c.get_artifact(workspace, artifact)["artifact"]
+    meta = c.get_artifact(workspace, artifact_id)["artifact"]
     receipt = c.receipt_for(
         meta,
         decision,
-        observed_revision=observed,
+        observed_revision=observed_revision,
         code=code,
         message=message,
         receipt_id=receipt_id,
         command_id=command_id,
     )
-    emit(receipt, as_json)
+    emit(receipt, as_json, "receipt")
 
 
 @receipt_app.command("get")
-def receipt_get(workspace: Workspace, artifact: Artifact, as_json: Json = False) -> None:
+def receipt_get(workspace: Workspace, artifact_id: ArtifactId, as_json: Json = False) -> None:
     """The artifact's apply receipt; exit 1 when it has none yet."""
-    receipt = client().get_receipt(workspace, artifact)
+    receipt = client().get_receipt(workspace, artifact_id)
     if receipt is None:
-        raise CliError(f"error: 404 not_found: artifact {artifact} of {workspace} has no apply receipt yet", EXIT_API)
-    emit(receipt, as_json)
+        raise _missing(
+            f"artifact {artifact_id} of {workspace} has no apply receipt yet", workspace=workspace, artifact=artifact_id
+        )
+    emit(receipt, as_json, "receipt")

@@ -1,9 +1,14 @@
 """What every `dovecote` command shares: the client, the one output switch (`--json`), tables,
-progress bars, reading inputs, and the exit codes.
+progress bars, reading inputs, and the options named like the API's fields.
 
 Output: without `--json` a command prints for a person (a field table, a list table with full refs
-and ids, a body); with `--json` it prints the API's answer as one JSON document on stdout (a page
-with its cursor; with `--all` every item in one document). Errors are one line on stderr.
+and ids, a body); with `--json` it prints the HTTP answer's JSON, the same envelope and keys
+(`{"task": …}`, `{"assignment": …}`, a page with its cursor; with `--all` every item in one page).
+A command whose route answers 204 prints what it did (`{"ref": …, "deleted": true}`). Errors are
+`dovecote.cli.errors`'s.
+
+rich is imported only when something is printed through it (a table, a progress bar): `notes get`
+streams a body to stdout without it.
 """
 
 from __future__ import annotations
@@ -17,53 +22,73 @@ from pathlib import Path
 from typing import IO, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-from rich.table import Table
 
+from dovecote.cli.errors import EXIT_API, EXIT_NOTHING, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, CliError
+from dovecote.cli.groups import EXIT_CODES_HELP, SELECTED
 from dovecote.client import DovecoteClient
+from dovecote.client.paging import keyset_pages, stream_pages
 
-EXIT_OK = 0
-EXIT_API = 1  # the API answered with an error
-EXIT_USAGE = 2  # bad arguments, a missing file (click uses 2 for usage errors too)
-EXIT_NOTHING = 3  # nothing claimable; a wait timed out
-EXIT_UNREACHABLE = 4  # Dovecote cannot be reached, or no configuration was found
-
-EXIT_CODES_HELP = (
-    "Exit codes: 0 ok; 1 the API answered an error; 2 usage (bad arguments, a missing file); "
-    "3 nothing claimable, or a wait timed out; 4 Dovecote unreachable or not configured. "
-    "Endpoint and token: DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, else .dovecote/dev-tokens.json "
-    "(or DOVECOTE_TOKENS_FILE), which `make dev` writes. DOVECOTE_DEBUG=1 shows tracebacks."
-)
-
-# Tables are never squeezed below their content when piped: a ref printed by `ls` must be whole.
-out = Console(width=None if sys.stdout.isatty() else 100_000, soft_wrap=False)
-err = Console(stderr=True)
+__all__ = [
+    "keyset_pages",
+    "stream_pages",
+    "EXIT_API",
+    "EXIT_CODES_HELP",
+    "EXIT_NOTHING",
+    "EXIT_OK",
+    "EXIT_UNREACHABLE",
+    "EXIT_USAGE",
+    "CliError",
+]
 
 
-class CliError(Exception):
-    """An expected failure of the command line itself: one line, one exit code."""
+class LazyConsole:
+    """A rich Console created on first use, so a command that prints no table never imports rich."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.message = message
-        self.exit_code = exit_code
+    def __init__(self, *, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Any = None
+
+    def console(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            if self._stderr:
+                self._console = Console(stderr=True)
+            else:
+                # Tables are never squeezed below their content when piped: a ref `list` prints must be whole.
+                self._console = Console(width=None if sys.stdout.isatty() else 100_000, soft_wrap=False)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console(), name)
+
+
+out: Any = LazyConsole(stderr=False)
+err: Any = LazyConsole(stderr=True)
 
 
 def client(role: str = "caller", **options: Any) -> DovecoteClient:
-    """DOVECOTE_ENDPOINT / DOVECOTE_TOKEN, else the dev tokens file's token of `role`."""
-    return DovecoteClient.from_env(role, **options)
+    """The client of `role`, configured as `dovecote.client.config` resolves it (`--profile` first)."""
+    return DovecoteClient.from_env(role, profile=SELECTED["profile"], **options)
 
 
-Json = Annotated[bool, typer.Option("--json", help="Print the API's JSON answer (one document) instead of a table.")]
+# ---- options named like the API's fields ---------------------------------------------------------
+
+Json = Annotated[bool, typer.Option("--json", help="Print the HTTP answer's JSON (one document) instead of a table.")]
 AllPages = Annotated[bool, typer.Option("--all", help="Follow the cursor to the end (one document with --json).")]
+Limit = Annotated[int | None, typer.Option(help="Items per page (the server's default when absent).")]
+Cursor = Annotated[str | None, typer.Option(help="The `cursor` of the previous page.")]
 CommandId = Annotated[
     str | None,
     typer.Option(help="The command's id: reuse it to retry safely (an exact retry replays); generated when absent."),
 ]
-Rev = Annotated[int, typer.Option("--rev", help="The task revision you expect (the command is a compare-and-swap).")]
-FenceOpt = Annotated[int, typer.Option("--fence", help="The fence of your lease (from `worker claim`).")]
+ExpectedRevision = Annotated[
+    int,
+    typer.Option(
+        "--expected-revision", "--rev", help="The task revision you expect (the command is a compare-and-swap)."
+    ),
+]
+Fence = Annotated[int, typer.Option("--fence", help="The fence of your lease (from `worker claim`).")]
 FileOpt = Annotated[
     str | None, typer.Option("--file", "-f", help="Read the body from FILE; - reads stdin.", show_default=False)
 ]
@@ -93,24 +118,51 @@ def _flatten(value: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, str
 
 def print_fields(value: dict[str, Any]) -> None:
     """One object as a two-column field table (nested objects flattened: task.id, task.state)."""
+    from rich.markup import escape
+
     rows = list(_flatten(value))
     width = max((len(name) for name, _ in rows), default=0)
     for name, text in rows:
         out.print(f"[bold]{name.ljust(width)}[/bold]  {escape(text)}", highlight=False, soft_wrap=True)
 
 
-def emit(value: dict[str, Any], as_json: bool) -> None:
+def emit(value: Any, as_json: bool, envelope: str | None = None) -> None:
+    """The answer: with --json as the HTTP answer (`{envelope: value}` when the SDK unwrapped it),
+    else its fields."""
     if as_json:
-        print_json(value)
+        print_json({envelope: value} if envelope else value)
     else:
         print_fields(value)
 
 
+def say(line: str) -> None:
+    """One line for a person, on stdout."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def note(line: str) -> None:
+    """One line for a person, on stderr (what goes beside the answer: more pages, a warning)."""
+    sys.stdout.flush()
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def done(as_json: bool, document: dict[str, Any], line: str) -> None:
+    """A command whose route answers 204: what it did, as JSON or as one line."""
+    if as_json:
+        print_json(document)
+    else:
+        say(line)
+
+
 Column = tuple[str, Callable[[dict[str, Any]], Any]]
-FULL = {"ref", "id", "task", "token_id"}  # never folded or cut: what `ls` prints must work elsewhere
+FULL = {"ref", "read_ref", "id", "task", "token_id"}  # never folded or cut: what a list prints works elsewhere
 
 
 def print_table(items: Sequence[dict[str, Any]], columns: Sequence[Column]) -> None:
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False, header_style="bold")
     for name, _ in columns:
         if name in FULL:
@@ -128,6 +180,10 @@ def print_table(items: Sequence[dict[str, Any]], columns: Sequence[Column]) -> N
 
 def field(name: str) -> Column:
     return name, lambda item: item.get(name)
+
+
+def fields(*names: str) -> list[Column]:
+    return [field(name) for name in names]
 
 
 def emit_pages(
@@ -162,39 +218,23 @@ def emit_pages(
     print_table(items, columns)
     if "total_size" in first:
         bound = "at least " if first.get("total_is_lower_bound") else ""
-        err.print(f"{len(items)} shown of {bound}{first['total_size']}", highlight=False)
+        note(f"{len(items)} shown of {bound}{first['total_size']}")
     if not all_pages:
         if keyset and first.get("cursor"):
-            err.print(f"more: --cursor {first['cursor']}", highlight=False, soft_wrap=True)
+            note(f"more: --cursor {first['cursor']}")
         elif not keyset and first.get("has_more"):
-            err.print(f"more: --after {first['next']}", highlight=False, soft_wrap=True)
-
-
-def keyset_pages(fetch: Callable[[str | None], dict[str, Any]], cursor: str | None = None) -> Iterator[dict[str, Any]]:
-    while True:
-        page = fetch(cursor)
-        yield page
-        cursor = page.get("cursor")
-        if not cursor:
-            return
-
-
-def stream_pages(fetch: Callable[[int], dict[str, Any]], after: int = 0) -> Iterator[dict[str, Any]]:
-    while True:
-        page = fetch(after)
-        yield page
-        if not page.get("has_more") or not page["items"]:
-            return
-        after = int(page["next"])
+            note(f"more: --after {first['next']}")
 
 
 @contextmanager
 def transfer(description: str) -> Iterator[Callable[[int, int], None]]:
     """A progress callback for a large body: a rich bar on a terminal (stderr), nothing when piped.
     The bar appears at the first report, so a body small enough to go inline shows none."""
-    if not err.is_terminal:
+    if not sys.stderr.isatty():
         yield lambda done, total: None
         return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -202,11 +242,11 @@ def transfer(description: str) -> Iterator[Callable[[int, int], None]]:
         TransferSpeedColumn(),
         TimeRemainingColumn(),
     )
-    shown: list[tuple[Progress, Any]] = []
+    shown: list[tuple[Any, Any]] = []
 
     def update(done: int, total: int) -> None:
         if not shown:
-            progress = Progress(*columns, console=err, transient=True)
+            progress = Progress(*columns, console=err.console(), transient=True)
             progress.start()
             shown.append((progress, progress.add_task(description, total=total or None)))
         progress, task = shown[0]
@@ -226,7 +266,7 @@ def open_input(file: str | None) -> IO[bytes]:
     """A binary stream for --file: the file, or stdin for `-` (and when no file is given)."""
     if file is None or file == "-":
         if sys.stdin.isatty():
-            err.print("reading from stdin (end with Ctrl-D)", highlight=False)
+            note("reading from stdin (end with Ctrl-D)")
         return sys.stdin.buffer
     return checked_path(file).open("rb")
 
@@ -234,9 +274,9 @@ def open_input(file: str | None) -> IO[bytes]:
 def checked_path(file: str | os.PathLike[str]) -> Path:
     path = Path(file)
     if not path.exists():
-        raise CliError(f"no such file: {file}")
+        raise CliError(f"no such file: {file}", details={"file": str(file)})
     if path.is_dir():
-        raise CliError(f"{file} is a directory, not a file")
+        raise CliError(f"{file} is a directory, not a file", details={"file": str(file)})
     if not os.access(path, os.R_OK):
-        raise CliError(f"cannot read {file}: permission denied")
+        raise CliError(f"cannot read {file}: permission denied", details={"file": str(file)})
     return path

@@ -19,6 +19,20 @@ CONTROL_PATH = "/_dev/tokens"
 CONTROL_HEADER = "X-Dovecote-Dev-Control"
 
 
+def running_tokens_file(tokens_file: Path | None) -> Path:
+    """--tokens-file, else DOVECOTE_TOKENS_FILE, else the nearest .dovecote/dev-tokens.json up the tree."""
+    import os
+
+    from dovecote.client.config import DEV_TOKENS_FILE, nearest_tokens_file
+
+    if tokens_file is not None:
+        return tokens_file
+    named = os.environ.get("DOVECOTE_TOKENS_FILE")
+    if named:
+        return Path(named)
+    return nearest_tokens_file() or DEV_TOKENS_FILE
+
+
 def dev_token(
     authority: Annotated[str, typer.Option(help="The authority the token acts in (any id, e.g. a second team).")],
     role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
@@ -38,9 +52,8 @@ def dev_token(
     import httpx
 
     from dovecote.client import DovecoteError
-    from dovecote.client.config import tokens_file_path
 
-    path = tokens_file_path(tokens_file)
+    path = running_tokens_file(tokens_file)
     try:
         document = json.loads(path.read_text())
         endpoint, secret = str(document["endpoint"]), str(document["control"])
@@ -48,11 +61,13 @@ def dev_token(
         raise CliError(
             f"no running dovecote dev: {path.absolute()} does not exist (start `dovecote dev`, or pass --tokens-file)",
             EXIT_UNREACHABLE,
+            code="configuration",
         ) from None
     except (OSError, ValueError, KeyError, TypeError):
         raise CliError(
             f"the tokens file {path} names no dev control secret: restart `dovecote dev` (an older one wrote it)",
             EXIT_UNREACHABLE,
+            code="configuration",
         ) from None
     body: dict[str, Any] = {"authority": authority, "role": role}
     body.update({k: v for k, v in (("worker", worker), ("agent", agent)) if v is not None})
@@ -62,7 +77,9 @@ def dev_token(
         response = httpx.post(endpoint + CONTROL_PATH, json=body, headers={CONTROL_HEADER: secret}, timeout=30)
     except httpx.TransportError as exc:
         raise CliError(
-            f"cannot reach dovecote dev at {endpoint} (from {path}): is it running? ({exc})", EXIT_UNREACHABLE
+            f"cannot reach dovecote dev at {endpoint} (from {path}): is it running? ({exc})",
+            EXIT_UNREACHABLE,
+            code="unavailable",
         ) from None
     try:
         answer = response.json()

@@ -1,7 +1,8 @@
 """`dovecote mcp`: serve Dovecote to an agent's model over the Model Context Protocol, on stdio (the
 default: an MCP client such as Claude Code or Codex launches it) or on streamable HTTP with
-`--http PORT` (at `http://HOST:PORT/mcp`). Registered on the main app when this module is imported
-(`dovecote.cli._mount_sub_apps`). Nothing is printed on stdout: on stdio it carries the protocol."""
+`--http PORT` (at `http://HOST:PORT/mcp`). Its endpoint and token are the CLI's (`--profile`,
+DOVECOTE_ENDPOINT / DOVECOTE_TOKEN, the profiles, the nearest dev tokens file: dovecote.client.config),
+so it works from any directory. Nothing is printed on stdout: on stdio it carries the protocol."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typing import Annotated
 
 import typer
 
-from dovecote.cli import app
-from dovecote.cli.common import EXIT_USAGE, CliError
+from dovecote.cli.common import EXIT_USAGE, CliError, client
+from dovecote.cli.groups import new_app
+
+app = new_app("Serve the tools over the Model Context Protocol.", no_args_is_help=False)
 
 
 class WorkerTools(StrEnum):
@@ -34,7 +37,8 @@ def mcp(
         str,
         typer.Option(
             envvar="DOVECOTE_MCP_ROLE",
-            help="Which token of the dev tokens file to use when DOVECOTE_TOKEN is unset: caller or worker.",
+            help="Which token to use where the configuration has one per role (the dev tokens file, the dev "
+            "profiles): caller or worker.",
         ),
     ] = "caller",
     worker_tools: Annotated[
@@ -44,17 +48,16 @@ def mcp(
 ) -> None:
     """Serve the notes, tasks, recall and memory tools over MCP (stdio, or HTTP with --http PORT).
 
-    Endpoint and token as every command: DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, else the dev tokens
-    file's token of --role."""
+    Endpoint and token as every command: --profile, DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, the
+    profiles of ~/.config/dovecote/config.toml, the nearest dev tokens file (the token of --role)."""
     if role not in ("caller", "worker", "admin"):
         raise CliError(f"--role must be caller, worker or admin, not {role!r}", EXIT_USAGE)
-    from dovecote.client import DovecoteClient
     from dovecote.mcp.server import build_server
 
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("DOVECOTE_MCP_LOG", "WARNING").upper())
-    client = DovecoteClient.from_env(role)
+    sdk = client(role)
     forced = {WorkerTools.auto: None, WorkerTools.on: True, WorkerTools.off: False}[worker_tools]
-    server = build_server(client, worker_tools=forced)
+    server = build_server(sdk, worker_tools=forced)
     try:
         if http is None:
             server.run("stdio")
@@ -62,4 +65,4 @@ def mcp(
             sys.stderr.write(f"dovecote mcp serving streamable HTTP at http://{host}:{http}/mcp\n")
             server.run("streamable-http", host=host, port=http)
     finally:
-        client.close()
+        sdk.close()

@@ -1,39 +1,22 @@
-"""`dovecote memory …`: the memory write queue from the command line (typer + rich). Mounted by the
-main CLI as `app.add_typer(memory_app, name="memory")`. Every command takes --json."""
+"""`dovecote memory …`: the memory write queue from the command line. Every command takes --json (the
+HTTP answer: a page for `list` and `relations`, `{"relation": …}` for `judge`). The verbs that differ
+only by route and fields are built from the verb table (`dovecote.cli.verbs`)."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from dovecote.cli.common import out
-from dovecote.client.memory import MemoryClient
+from dovecote.cli.common import EXIT_NOTHING, Json, client, done, fields, print_json, say
+from dovecote.cli.groups import new_app
+from dovecote.cli.verbs import Pages, Show, Verb, param, register
 
-memory_app = typer.Typer(
-    help="Memory: submit writes to the serialized queue, read evidence, judge relation candidates.",
-    no_args_is_help=True,
-)
+app = new_app("Memory: submit writes to the serialized queue, read evidence, judge relation candidates.")
 
-Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-
-
-def _client(role: str = "caller") -> MemoryClient:
-    from dovecote.client import DovecoteClient
-
-    return MemoryClient(DovecoteClient.from_env(role))
-
-
-def _run(call: Any) -> Any:
-    """An API error propagates to the CLI's one handler (dovecote.cli.main): one line, and the exit
-    code that says which kind (1 the API refused, 4 unreachable, 3 a wait ran out)."""
-    return call()
-
-
-def _json(value: Any) -> None:
-    out.print(json.dumps(value), highlight=False, soft_wrap=True)
+Scope = Annotated[str, typer.Argument(help="The memory scope (e.g. team/infra).")]
+WriteId = Annotated[str, typer.Argument(metavar="WRITE", help="The write's id (from submit).")]
+Wait = Annotated[int, typer.Option(help="Wait up to N seconds (≤ 20) for the write to settle.")]
 
 
 def _status_line(status: dict[str, Any]) -> None:
@@ -43,140 +26,107 @@ def _status_line(status: dict[str, Any]) -> None:
         line += f"  {evidence['code']}  write_ok={str(evidence['write_ok']).lower()}"
         if evidence.get("error"):
             line += f"  ({evidence['error']['code']}: {evidence['error']['message']})"
-    out.print(line, highlight=False, soft_wrap=True)
+    say(line)
     for c in (evidence or {}).get("candidates", []):
-        out.print(f"  {c['verb']} → {c['to']}  {c.get('id', '')}  {c['note']}", highlight=False, soft_wrap=True)
+        say(f"  {c['verb']} → {c['to']}  {c.get('id', '')}  {c['note']}")
 
 
-@memory_app.command("submit")
+@app.command("submit")
 def submit(
-    scope: str,
+    scope: Scope,
     content: Annotated[str, typer.Argument(help="The memory (a fact, up to 8 KiB).")],
-    tag: Annotated[
-        list[str] | None, typer.Option("--tag", "-t", help="A tag; subject:<key> names the subject.")
+    tags: Annotated[
+        list[str] | None, typer.Option("--tags", "--tag", "-t", help="A tag (repeat for more); subject:<key>.")
     ] = None,
-    write_id: Annotated[str | None, typer.Option("--id", help="Write id; reuse to retry safely.")] = None,
-    wait: Annotated[int, typer.Option(help="Then wait up to N seconds (≤ 20) for the evidence.")] = 0,
+    write_id: Annotated[str | None, typer.Option("--id", help="The write's id; reuse it to retry safely.")] = None,
+    wait: Wait = 0,
     as_json: Json = False,
 ) -> None:
-    """Queue a memory write (202 queued); with --wait, print its evidence once settled."""
-    client = _client()
-    answer = _run(lambda: client.submit_memory(scope, content, tags=tag, write_id=write_id))
+    """Queue a memory write (202 queued); with --wait, print its status and evidence once settled."""
+    c = client()
+    answer = c.submit_memory(scope, content, tags=tags, write_id=write_id)
     if wait:
-        answer = _run(lambda: client.memory_write(answer["id"], wait=wait))
+        answer = c.memory_write(answer["id"], wait=wait)
     if as_json:
-        _json(answer)
+        print_json(answer)
     elif wait:
         _status_line(answer)
     else:
-        out.print(f"{answer['id']}  {answer['status']}", highlight=False)
+        say(f"{answer['id']}  {answer['status']}")
 
 
-@memory_app.command("status")
-def status(
-    write_id: str,
-    wait: Annotated[int, typer.Option(help="Wait up to N seconds (≤ 20) for the write to settle.")] = 0,
-    as_json: Json = False,
-) -> None:
+@app.command("status")
+def status(write_id: WriteId, wait: Wait = 0, as_json: Json = False) -> None:
     """A write's status and evidence (candidates, error)."""
-    answer = _run(lambda: _client().memory_write(write_id, wait=wait or None))
+    answer = client().memory_write(write_id, wait=wait or None)
     if as_json:
-        _json(answer)
+        print_json(answer)
     else:
         _status_line(answer)
 
 
-@memory_app.command("cancel")
-def cancel(write_id: str, as_json: Json = False) -> None:
+@app.command("cancel")
+def cancel(write_id: WriteId, as_json: Json = False) -> None:
     """Cancel a queued write; exit 3 when it had already started (or finished)."""
-    cancelled = _run(lambda: _client().cancel_memory_write(write_id))
-    if as_json:
-        _json({"id": write_id, "cancelled": cancelled})
-    else:
-        out.print(f"{write_id}  {'cancelled' if cancelled else 'not cancelled: it already started or finished'}")
+    cancelled = client().cancel_memory_write(write_id)
+    outcome = "cancelled" if cancelled else "not cancelled: it already started or finished"
+    done(as_json, {"id": write_id, "cancelled": cancelled}, f"{write_id}  {outcome}")
     if not cancelled:
-        raise typer.Exit(3)
+        raise typer.Exit(EXIT_NOTHING)
 
 
-@memory_app.command("ls")
-def ls(
-    scope: str,
-    limit: Annotated[int | None, typer.Option()] = None,
-    cursor: Annotated[str | None, typer.Option()] = None,
-    all_pages: Annotated[bool, typer.Option("--all", help="Follow the cursor to the end.")] = False,
-    as_json: Json = False,
-) -> None:
-    """A scope's memories in applied order (JSON lines with --json)."""
-    client = _client()
-    table = Table("seq", "id", "content", "tags", "applied_at")
-    while True:
-        page = _run(lambda cursor=cursor: client.list_memories(scope, limit=limit, cursor=cursor))
-        for m in page["items"]:
-            if as_json:
-                _json(m)
-            else:
-                table.add_row(str(m["seq"]), m["id"], m["content"], " ".join(m["tags"]), m["applied_at"])
-        cursor = page.get("cursor")
-        if not all_pages or not cursor:
-            break
-    if not as_json:
-        out.print(table)
-        if cursor:
-            out.print(f"more: --cursor {cursor}", highlight=False, soft_wrap=True)
-
-
-@memory_app.command("relations")
-def relations(
-    scope: str,
-    status: Annotated[str | None, typer.Option(help="pending | confirmed | dismissed (default: all)")] = None,
-    limit: Annotated[int | None, typer.Option()] = None,
-    cursor: Annotated[str | None, typer.Option()] = None,
-    all_pages: Annotated[bool, typer.Option("--all", help="Follow the cursor to the end.")] = False,
-    as_json: Json = False,
-) -> None:
-    """A scope's relation candidates (JSON lines with --json)."""
-    client = _client()
-    table = Table("id", "from", "verb", "to", "status", "note")
-    while True:
-        page = _run(lambda cursor=cursor: client.memory_relations(scope, status=status, limit=limit, cursor=cursor))
-        for r in page["items"]:
-            if as_json:
-                _json(r)
-            else:
-                table.add_row(r["id"], r["from"], r["verb"], r["to"], r["status"], r["note"])
-        cursor = page.get("cursor")
-        if not all_pages or not cursor:
-            break
-    if not as_json:
-        out.print(table)
-        if cursor:
-            out.print(f"more: --cursor {cursor}", highlight=False, soft_wrap=True)
-
-
-@memory_app.command("judge")
-def judge(
-    relation_id: str,
-    decision: Annotated[str, typer.Argument(help="confirmed | dismissed")],
-    note: Annotated[str | None, typer.Option(help="Why.")] = None,
-    command_id: Annotated[str | None, typer.Option(help="Reuse to retry safely; generated when absent.")] = None,
-    as_json: Json = False,
-) -> None:
-    """Confirm or dismiss a pending relation candidate, once."""
-    relation = _run(lambda: _client().judge_relation(relation_id, decision, note=note, command_id=command_id))
-    if as_json:
-        _json(relation)
-    else:
-        out.print(f"{relation['id']}  {relation['status']}", highlight=False)
-
-
-@memory_app.command("redrive")
-def redrive(
-    limit: Annotated[int, typer.Option(help="Dead letters to look at, 1–100.")] = 10,
-    as_json: Json = False,
-) -> None:
-    """Move this authority's dead-lettered writes back to the queue (admin token)."""
-    moved = _run(lambda: _client("admin").redrive_memory(limit=limit))
-    if as_json:
-        _json(moved)
-    else:
-        out.print(f"moved {moved['moved']}: {' '.join(moved['writes'])}".rstrip(": "), highlight=False)
+register(
+    app,
+    (
+        Verb(
+            "list",
+            "GET /v1/memory",
+            "A scope's memories in applied order.",
+            (param("scope", Scope),),
+            lambda c, v: lambda cursor: c.list_memories(v["scope"], limit=v["limit"], cursor=cursor),
+            Pages([*fields("seq", "id", "content"), ("tags", lambda m: " ".join(m["tags"])), *fields("applied_at")]),
+        ),
+        Verb(
+            "relations",
+            "GET /v1/memory/relations",
+            "A scope's relation candidates.",
+            (
+                param("scope", Scope),
+                param(
+                    "status",
+                    Annotated[str | None, typer.Option(help="pending | confirmed | dismissed (default: all)")],
+                    None,
+                ),
+            ),
+            lambda c, v: (
+                lambda cursor: c.memory_relations(v["scope"], status=v["status"], limit=v["limit"], cursor=cursor)
+            ),
+            Pages(fields("id", "from", "verb", "to", "status", "note")),
+        ),
+        Verb(
+            "judge",
+            "POST /v1/memory/relations/{id}/judgment",
+            "Confirm or dismiss a pending relation candidate, once.",
+            (
+                param("relation_id", Annotated[str, typer.Argument(metavar="RELATION", help="The candidate's id.")]),
+                param("decision", Annotated[str, typer.Argument(help="confirmed | dismissed")]),
+                param("note", Annotated[str | None, typer.Option(help="Why.")], None),
+                param(
+                    "command_id",
+                    Annotated[str | None, typer.Option(help="Reuse to retry safely; generated when absent.")],
+                    None,
+                ),
+            ),
+            lambda c, v: c.judge_relation(v["relation_id"], v["decision"], note=v["note"], command_id=v["command_id"]),
+            Show("relation"),
+        ),
+        Verb(
+            "redrive",
+            "POST /v1/memory/redrive",
+            "Move this authority's dead-lettered writes back to the queue (admin token).",
+            (param("limit", Annotated[int, typer.Option(help="Dead letters to look at, 1–100.")], 10),),
+            lambda c, v: c.redrive_memory(limit=v["limit"]),
+            role="admin",
+        ),
+    ),
+)

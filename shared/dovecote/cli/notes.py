@@ -1,5 +1,6 @@
-"""`dovecote notes …`: put, get, ls, rm. A note is named by its ref (64 hex) or by its coordinates
-KEY RUN NAME (+ --author), from which the ref is computed locally. Bodies stream from and to files."""
+"""`dovecote notes …`: put, get, list (`ls`), delete (`rm`). A note is named by its ref (64 hex) or by
+its coordinates KEY RUN NAME (+ --author), from which the ref is computed locally. Bodies stream from
+and to files. `get` is the command agents run most: it imports neither rich nor the other groups."""
 
 from __future__ import annotations
 
@@ -12,27 +13,26 @@ import typer
 
 from dovecote.cli.common import (
     EXIT_USAGE,
-    AllPages,
     CliError,
     FileOpt,
     Json,
     checked_path,
     client,
+    done,
     emit,
-    emit_pages,
-    err,
-    field,
-    keyset_pages,
+    fields,
+    note,
     open_input,
-    out,
     print_json,
     transfer,
 )
+from dovecote.cli.groups import new_app
+from dovecote.cli.verbs import Pages, Verb, param, register
 from dovecote.notes.model import INLINE_LIMIT, is_ref, note_ref
 
-notes_app = typer.Typer(help="Notes: pass work between agents by (key, run, name, author).", no_args_is_help=True)
+app = new_app("Notes: pass work between agents by (key, run, name, author).")
 
-NoteArgs = Annotated[list[str], typer.Argument(help="REF (64 hex), or KEY RUN NAME.", show_default=False)]
+NoteArgs = Annotated[list[str], typer.Argument(metavar="REF | KEY RUN NAME", help="REF (64 hex), or KEY RUN NAME.")]
 Author = Annotated[str, typer.Option(help="Author; empty is the shared scope.")]
 
 
@@ -54,7 +54,7 @@ def resolve_ref(args: list[str], author: str) -> str:
     raise CliError(f"give a ref, or KEY RUN NAME ({len(args)} arguments given)", EXIT_USAGE)
 
 
-@notes_app.command("put")
+@app.command("put")
 def notes_put(
     key: str,
     run: int,
@@ -72,18 +72,18 @@ def notes_put(
         path = checked_path(file)
         size = path.stat().st_size
         with transfer(f"upload {path.name}") if size > INLINE_LIMIT else nullcontext(None) as progress:
-            note = c.put_note(key, run, name, path, author=author, content_type=content_type, progress=progress)
+            answer = c.put_note(key, run, name, path, author=author, content_type=content_type, progress=progress)
     else:
         with transfer("upload stdin") as progress:
-            note = c.put_note(
+            answer = c.put_note(
                 key, run, name, open_input(file), author=author, content_type=content_type, progress=progress
             )
-    emit(note, as_json)
+    emit(answer, as_json)
 
 
-@notes_app.command("get")
+@app.command("get")
 def notes_get(
-    args: NoteArgs,
+    ref: NoteArgs,
     author: Author = "",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the body to FILE instead of stdout.")
@@ -93,11 +93,11 @@ def notes_get(
 ) -> None:
     """Print a note's body (streamed), by ref or by KEY RUN NAME (the ref is computed locally).
 
-    --json prints the API's answer (metadata and text, body_b64 or download_url) instead."""
-    ref = resolve_ref(args, author)
+    --json prints the HTTP answer (metadata and text, body_b64 or download_url) instead."""
+    wanted = resolve_ref(ref, author)
     c = client()
     if as_json or meta:
-        answer = c.get_note_meta(ref)
+        answer = c.get_note_meta(wanted)
         if as_json:
             print_json(answer)
         else:
@@ -107,41 +107,46 @@ def notes_get(
         if output.is_dir():
             raise CliError(f"{output} is a directory", EXIT_USAGE)
         with transfer(f"download {output.name}") as progress:
-            c.download_note(ref, output, progress=progress)
-        err.print(f"wrote {output}", highlight=False)
+            c.download_note(wanted, output, progress=progress)
+        note(f"wrote {output}")
         return
     # No bar over a body that is itself being written to the terminal.
     with transfer("download") if not sys.stdout.isatty() else nullcontext(None) as progress:
-        c.download_note(ref, sys.stdout.buffer, progress=progress)
+        c.download_note(wanted, sys.stdout.buffer, progress=progress)
     sys.stdout.flush()
 
 
-@notes_app.command("ls")
-def notes_ls(
-    key: Annotated[str, typer.Option()] = "",
-    run: Annotated[int | None, typer.Option()] = None,
-    name: Annotated[str, typer.Option()] = "",
-    author: Annotated[str | None, typer.Option(help="Omit for any author; '' for the shared scope.")] = None,
-    limit: Annotated[int | None, typer.Option()] = None,
-    cursor: Annotated[str | None, typer.Option()] = None,
-    all_pages: AllPages = False,
-    as_json: Json = False,
-) -> None:
-    """List notes in ref order (full refs: any of them works in `notes get` and `notes rm`)."""
-    c = client()
-    pages = keyset_pages(
-        lambda cur: c.list_notes(key=key, run=run, name=name, author=author, limit=limit, cursor=cur), cursor
-    )
-    columns = [field(n) for n in ("ref", "key", "run", "name", "author", "size", "updated_at")]
-    emit_pages(pages, as_json=as_json, all_pages=all_pages, columns=columns)
+register(
+    app,
+    (
+        Verb(
+            "list",
+            "GET /v1/notes",
+            "List notes in ref order (full refs: any of them works in `notes get` and `notes delete`).",
+            (
+                param("key", Annotated[str, typer.Option(help="Only this key's notes.")], ""),
+                param("run", Annotated[int | None, typer.Option(help="Only this run's.")], None),
+                param("name", Annotated[str, typer.Option(help="Only notes of this name.")], ""),
+                param(
+                    "author",
+                    Annotated[str | None, typer.Option(help="Omit for any author; '' for the shared scope.")],
+                    None,
+                ),
+            ),
+            lambda c, v: (
+                lambda cursor: c.list_notes(
+                    key=v["key"], run=v["run"], name=v["name"], author=v["author"], limit=v["limit"], cursor=cursor
+                )
+            ),
+            Pages(fields("ref", "key", "run", "name", "author", "size", "updated_at")),
+        ),
+    ),
+)
 
 
-@notes_app.command("rm")
-def notes_rm(args: NoteArgs, author: Author = "", as_json: Json = False) -> None:
+@app.command("delete")
+def notes_delete(ref: NoteArgs, author: Author = "", as_json: Json = False) -> None:
     """Delete exactly one note, by ref or by KEY RUN NAME."""
-    ref = resolve_ref(args, author)
-    client().delete_note(ref)
-    if as_json:
-        print_json({"ref": ref, "deleted": True})
-    else:
-        out.print(f"deleted {ref}", highlight=False)
+    wanted = resolve_ref(ref, author)
+    client().delete_note(wanted)
+    done(as_json, {"ref": wanted, "deleted": True}, f"deleted {wanted}")

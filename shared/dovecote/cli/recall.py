@@ -1,9 +1,10 @@
-"""`dovecote recall …`: push transcripts and recall them (mounted by the main CLI as `recall`).
+"""`dovecote recall …`: push transcripts and recall them.
 
 push walks `~/.claude/projects` (Claude Code) and `~/.codex/sessions` (Codex CLI) style trees, sniffs
-each `.jsonl` file's format, and sends only what changed since the last push (SHA-256 per file, kept
-in a local state file per endpoint). Small files are indexed inline; large ones go through a
-presigned upload and are indexed asynchronously.
+each `.jsonl` file's format, asks the server which files it lacks (`POST /v1/transcripts/check`) and
+sends those (dovecote.client.capture). Small files are indexed inline; large ones go through a
+presigned upload and are indexed asynchronously. `--json` prints the HTTP answer of the read verbs
+(search, read, outline, topics, rebuild) and a summary of push.
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from dovecote.client import DovecoteError
+from dovecote.cli.common import EXIT_USAGE, CliError, client, err, note, out, print_json, print_table, say
+from dovecote.cli.groups import new_app
 from dovecote.client.capture import (
     DEFAULT_LOG,
     DEFAULT_STATE,
@@ -36,32 +35,14 @@ from dovecote.client.capture import (
     sniff_format,
     transcript_files,
 )
-from dovecote.client.errors import UNAVAILABLE
+from dovecote.client.errors import UNAVAILABLE, DovecoteError
 
-recall_app = typer.Typer(
-    help="Recall past conversations: push transcripts, search for refs, read around a ref, outline a session.",
-    no_args_is_help=True,
-)
-out = Console()
-err = Console(stderr=True)
+app = new_app("Recall past conversations: push transcripts, search for refs, read around a ref, outline a session.")
+Json = Annotated[bool, typer.Option("--json", help="Print the HTTP answer's JSON.")]
+IncludeTools = Annotated[bool, typer.Option(help="Include tool calls and their output.")]
+IncludeThinking = Annotated[bool, typer.Option(help="Include the assistant's thinking.")]
 
-__all__ = ["project_folder", "recall_app", "sniff_format"]
-
-
-def _client(role: str = "caller") -> Any:
-    from dovecote.client.recall import recall_client_class
-
-    return recall_client_class().from_env(role)
-
-
-def _fail(exc: DovecoteError) -> None:
-    """The error as one line on stderr with the documented exit code (1 an API error; 4 unreachable
-    or not configured), exactly as `dovecote.cli.main` reports every other command's."""
-    from dovecote.cli import describe
-
-    code, line = describe(exc)
-    err.print(" ".join(line.split()), highlight=False, markup=False, soft_wrap=True)
-    raise typer.Exit(code)
+__all__ = ["app", "project_folder", "sniff_format"]
 
 
 # ---- push, watch, hook --------------------------------------------------------------------------
@@ -80,15 +61,17 @@ def _summary(outcomes: list[Outcome], files: int) -> dict[str, Any]:
     }
 
 
-@recall_app.command("push")
+@app.command("push")
 def push(
     paths: Annotated[
         list[Path] | None, typer.Argument(help="Files or trees (default: ~/.claude/projects ~/.codex/sessions).")
     ] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="Force a format instead of sniffing each file.")] = None,
     project: Annotated[str | None, typer.Option(help="Project label for every file (default: from the cwd).")] = None,
-    state: Annotated[Path, typer.Option(help="Where the SHA-256 of pushed files is kept.")] = DEFAULT_STATE,
-    force: Annotated[bool, typer.Option(help="Push even files whose SHA-256 is unchanged.")] = False,
+    state: Annotated[
+        Path, typer.Option(help="Where the SHA-256 of pushed files is kept (used when the server cannot say).")
+    ] = DEFAULT_STATE,
+    force: Annotated[bool, typer.Option(help="Push even files the server already has.")] = False,
     watch: Annotated[
         bool, typer.Option("--watch", help="Keep running: push new and changed files as they appear (Ctrl-C stops).")
     ] = False,
@@ -98,17 +81,20 @@ def push(
         bool, typer.Option("--json", help="Print a JSON summary (with --watch: a line per poll).")
     ] = False,
 ) -> None:
-    """Send new and changed transcripts, with a progress bar (bytes, files, messages)."""
+    """Send the transcripts the server lacks (new, changed, or never sent to this server and
+    authority), with a progress bar (bytes, files, messages)."""
     private_umask()  # the state and the log are the user's only
     if fmt is not None and fmt not in FORMATS:
-        err.print(f"[red]--format must be one of {', '.join(FORMATS)}[/red]")
-        raise typer.Exit(2)
+        raise CliError(f"--format must be one of {', '.join(FORMATS)}", EXIT_USAGE)
     roots = paths or [Path("~/.claude/projects"), Path("~/.codex/sessions")]
-    pusher = TranscriptPusher(_client(), state, fmt=fmt, project=project, force=force)
+    pusher = TranscriptPusher(client(), state, fmt=fmt, project=project, force=force)
     if watch:
         _watch(pusher, roots, interval, log, as_json)
         return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
     files = list(transcript_files(roots))
+    pusher.check(files)
     outcomes: list[Outcome] = []
     columns = (
         TextColumn("[bold]{task.description}"),
@@ -118,7 +104,7 @@ def push(
         TextColumn("{task.fields[messages]} messages"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=err, disable=as_json) as progress:
+    with Progress(*columns, console=err.console(), disable=as_json) as progress:
         task = progress.add_task(
             "push", total=sum(f.stat().st_size for f in files), files=f"0/{len(files)}", messages=0
         )
@@ -127,21 +113,21 @@ def push(
             if outcome.code == UNAVAILABLE and outcome.http_status == 0:
                 # Dovecote is unreachable: every other file would fail the same way.
                 progress.stop()
-                _fail(DovecoteError(0, UNAVAILABLE, outcome.message))
+                raise DovecoteError(0, UNAVAILABLE, outcome.message)
             outcomes.append(outcome)
             messages = sum(o.messages for o in outcomes)
             progress.update(task, advance=outcomes[-1].size, files=f"{number}/{len(files)}", messages=messages)
     summary = _summary(outcomes, len(files))
     if as_json:
-        out.print_json(json.dumps(summary))
+        print_json(summary)
     else:
-        out.print(
+        say(
             f"{summary['pushed']} pushed ({summary['messages']} messages, {summary['queued']} queued for indexing), "
-            f"{summary['unchanged']} unchanged, {summary['skipped']} not transcripts, {summary['failed']} failed",
-            highlight=False,
+            f"{summary['unchanged']} unchanged (the server has them), {summary['skipped']} not transcripts, "
+            f"{summary['failed']} failed"
         )
         for failure in summary["failures"]:
-            err.print(f"[red]failed[/red] {failure['file']}: {failure['error']}", highlight=False)
+            note(f"failed {failure['file']}: {failure['error']}")
     if summary["failures"]:
         raise typer.Exit(1)
 
@@ -153,7 +139,7 @@ def _watch(pusher: TranscriptPusher, roots: list[Path], interval: float, log: Pa
 
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     watcher = Watcher(pusher, roots)
-    err.print(f"watching {', '.join(str(r) for r in roots)} every {interval:g}s (Ctrl-C stops)", highlight=False)
+    note(f"watching {', '.join(str(r) for r in roots)} every {interval:g}s (Ctrl-C stops)")
     try:
         while True:
             outcomes = watcher.poll()
@@ -163,13 +149,13 @@ def _watch(pusher: TranscriptPusher, roots: list[Path], interval: float, log: Pa
                     typer.echo(json.dumps(asdict(outcome)))  # one line per file: a stream to read
                 elif outcome.status in ("pushed", "failed"):
                     detail = f"{outcome.messages} messages" if outcome.status == "pushed" else outcome.reason
-                    err.print(f"{outcome.status} {outcome.path}: {detail}", highlight=False)
+                    note(f"{outcome.status} {outcome.path}: {detail}")
             time.sleep(interval)
     except KeyboardInterrupt:
         return
 
 
-@recall_app.command("hook")
+@app.command("hook")
 def hook(
     state: Annotated[Path, typer.Option(help="Where the SHA-256 of pushed files is kept.")] = DEFAULT_STATE,
     log: Annotated[Path, typer.Option(help="Where pushes and failures are logged.")] = DEFAULT_LOG,
@@ -201,16 +187,15 @@ def _run_hook(raw: str, state: Path, log: Path, timeout: float) -> dict[str, Any
         log_line(log, f"{stamp} hook failed: stdin is not a hook payload naming transcript_path")
         return {**_summary([], 0), "failed": 1, "failures": [{"file": "", "error": "no transcript_path"}]}
     event = str(payload.get("hook_event_name") or "hook")
-    from dovecote.client import DovecoteClient, DovecoteError
-
     try:
-        client = DovecoteClient.from_env("caller", timeout=timeout, max_attempts=1)
+        sdk = client(timeout=timeout, max_attempts=1)
     except DovecoteError as exc:
         log_line(log, f"{stamp} {event} failed {transcript}: {exc.code}: {exc.message}")
         return {**_summary([], 1), "failed": 1, "failures": [{"file": transcript, "error": exc.message}]}
-    with client:
-        pusher = TranscriptPusher(client, state, fmt="claude-code-jsonl")
+    with sdk:
+        pusher = TranscriptPusher(sdk, state, fmt="claude-code-jsonl")
         files = hook_files(Path(transcript).expanduser())
+        pusher.check(files)  # a refused token or no server: every file fails with the reason, and is logged
         outcomes = [pusher.push(path) for path in files]
     log_outcomes(log, event, outcomes)
     return _summary(outcomes, len(files))
@@ -219,26 +204,35 @@ def _run_hook(raw: str, state: Path, log: Path, timeout: float) -> dict[str, Any
 # ---- search, read, outline, topics, rebuild ---------------------------------------------------------
 
 
-@recall_app.command("search")
+def _answer(answer: dict[str, Any], as_json: bool) -> bool:
+    """With --json, the HTTP answer is printed and the command is done (True)."""
+    if as_json:
+        print_json(answer)
+    return as_json
+
+
+@app.command("search")
 def search(
-    query: Annotated[str, typer.Argument(help="Words (OR-ed, ranked by coverage) or a boolean query.")],
-    limit: Annotated[int | None, typer.Option()] = None,
-    role: Annotated[str, typer.Option()] = "",
-    sort: Annotated[str, typer.Option(help="newest, or leave empty for relevance")] = "",
+    q: Annotated[str, typer.Argument(metavar="QUERY", help="Words (OR-ed, ranked by coverage) or a boolean query.")],
+    limit: Annotated[int | None, typer.Option(help="Results (one per conversation).")] = None,
+    role: Annotated[str, typer.Option(help="Only messages of this role.")] = "",
+    sort: Annotated[str, typer.Option(help="newest or oldest, or leave empty for relevance")] = "",
     since: Annotated[str, typer.Option(help="inclusive: a date or an RFC 3339 instant")] = "",
     before: Annotated[str, typer.Option(help="inclusive: a date or an RFC 3339 instant")] = "",
-    min_messages: Annotated[int | None, typer.Option()] = None,
-    project: Annotated[str, typer.Option()] = "",
-    source: Annotated[str, typer.Option()] = "",
-    include_path: Annotated[str, typer.Option(help="regex over the working directory")] = "",
-    exclude_path: Annotated[str, typer.Option(help="regex over the working directory")] = "",
+    min_messages: Annotated[int | None, typer.Option(help="Only conversations with this many messages.")] = None,
+    project: Annotated[str, typer.Option(help="Only this project.")] = "",
+    source: Annotated[str, typer.Option(help="Only this source (claude-code, codex, …).")] = "",
+    include_path: Annotated[str, typer.Option(help="RE2 over the working directory")] = "",
+    exclude_path: Annotated[str, typer.Option(help="RE2 over the working directory")] = "",
     current_session: Annotated[str, typer.Option(help="your live session (id or 8+ prefix)")] = "",
-    include_tools: Annotated[bool, typer.Option()] = False,
-    ranker: Annotated[str, typer.Option(help="message, top2 or session")] = "",
+    include_tools: IncludeTools = False,
+    include_subagents: Annotated[bool, typer.Option(help="Also search subagent threads.")] = False,
+    ranker: Annotated[str, typer.Option(help="message, top2, session or fused")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the SearchEnvelope.")] = False,
     oneline: Annotated[bool, typer.Option("--oneline", help="<ref>\\t<ISO>\\t<project>\\t<snippet> per hit.")] = False,
 ) -> None:
-    """Ranked conversation refs, with how complete the answer is."""
+    """Ranked conversation refs, with how complete the answer is. Refs are printed whole: each one
+    works in `recall read`."""
     options = {
         "limit": limit,
         "role": role,
@@ -252,31 +246,30 @@ def search(
         "exclude_path": exclude_path,
         "current_session": current_session,
         "include_tools": include_tools,
+        "include_subagents": include_subagents,
         "ranker": ranker,
     }
-    client = _client()
-    try:
-        if oneline:
-            typer.echo(client.recall_search_oneline(query, **options), nl=False)  # raw: tabs stay tabs
-            return
-        envelope = client.recall_search(query, **options)
-    except DovecoteError as exc:
-        _fail(exc)
+    sdk = client()
+    if oneline:
+        sys.stdout.write(sdk.recall_search_oneline(q, **options))  # raw: tabs stay tabs
         return
-    if as_json:
-        out.print_json(json.dumps(envelope))
+    envelope = sdk.recall_search(q, **options)
+    if _answer(envelope, as_json):
         return
-    table = Table("ref", "time", "project", "snippet", show_lines=False)
-    for hit in envelope["results"]:
-        table.add_row(hit["read_ref"], hit["iso"], hit["project"], " ".join(hit["snippet"].split())[:160])
-    out.print(table)
+    columns = [
+        ("ref", lambda hit: hit["read_ref"]),
+        ("time", lambda hit: hit["iso"]),
+        ("project", lambda hit: hit["project"]),
+        ("snippet", lambda hit: " ".join(hit["snippet"].split())[:160]),
+    ]
+    print_table(envelope["results"], columns)
     more = "at least " if envelope["total_is_lower_bound"] else ""
     status = "complete" if envelope["complete"] else "INCOMPLETE"
-    out.print(f"{envelope['count']} of {more}{envelope['total_matches']} conversations; {status}", highlight=False)
+    say(f"{envelope['count']} of {more}{envelope['total_matches']} conversations; {status}")
     for warning in envelope["warnings"]:
-        err.print(f"[yellow]{warning['code']}[/yellow] {warning['message']}", highlight=False)
+        note(f"{warning['code']}: {warning['message']}")
     if envelope["next_command"]:
-        out.print(f"more: {envelope['next_command']}", highlight=False, soft_wrap=True)
+        say(f"more: {envelope['next_command']}")
 
 
 def _print_messages(messages: list[dict[str, Any]], anchor: str = "") -> None:
@@ -289,126 +282,106 @@ def _print_messages(messages: list[dict[str, Any]], anchor: str = "") -> None:
         out.print(message["text"], highlight=False, markup=False)
 
 
-@recall_app.command("read")
+@app.command("read")
 def read(
     ref: Annotated[str, typer.Argument(help="<session8>:<uuid8> as printed by search")],
     budget: Annotated[int | None, typer.Option(help="characters (default: no cap)")] = None,
     more: Annotated[int | None, typer.Option(help="level n: radius (n + 1) × 8")] = None,
     around: Annotated[int | None, typer.Option(help="re-centre N messages after the anchor")] = None,
     window: Annotated[int | None, typer.Option(help="an explicit radius")] = None,
-    include_tools: Annotated[bool, typer.Option()] = False,
-    include_thinking: Annotated[bool, typer.Option()] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    include_tools: IncludeTools = False,
+    include_thinking: IncludeThinking = False,
+    as_json: Json = False,
 ) -> None:
     """A bounded excerpt around a ref."""
-    try:
-        result = _client().recall_read(
-            ref,
-            budget=budget,
-            more=more,
-            around=around,
-            window=window,
-            include_tools=include_tools,
-            include_thinking=include_thinking,
-        )
-    except DovecoteError as exc:
-        _fail(exc)
+    result = client().recall_read(
+        ref,
+        budget=budget,
+        more=more,
+        around=around,
+        window=window,
+        include_tools=include_tools,
+        include_thinking=include_thinking,
+    )
+    if _answer(result, as_json):
         return
-    if as_json:
-        out.print_json(json.dumps(result))
-        return
-    out.print(f"{result['project']} {result['session_id']} ({result['read_ref']})", highlight=False)
+    say(f"{result['project']} {result['session_id']} ({result['read_ref']})")
     _print_messages(result["messages"], result["anchor_uuid"])
     if result["truncated"]:
-        err.print(
-            f"[yellow]trimmed[/yellow] {result['trimmed_chars']} characters in {result['trimmed_msgs']} messages; "
-            f"{result['next_command']}",
-            highlight=False,
+        note(
+            f"trimmed {result['trimmed_chars']} characters in {result['trimmed_msgs']} messages; "
+            f"{result['next_command']}"
         )
 
 
-@recall_app.command("outline")
+@app.command("outline")
 def outline(
     session: Annotated[str, typer.Argument(help="a session id or prefix (<session8>)")],
-    include_tools: Annotated[bool, typer.Option()] = False,
-    include_thinking: Annotated[bool, typer.Option()] = False,
-    subagents: Annotated[bool, typer.Option(help="List subagent threads.")] = True,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    include_tools: IncludeTools = False,
+    include_thinking: IncludeThinking = False,
+    include_subagents: Annotated[
+        bool, typer.Option("--include-subagents/--no-include-subagents", "--subagents/--no-subagents")
+    ] = False,
+    as_json: Json = False,
 ) -> None:
     """A session's arc: its first and last messages, topics and subagent threads."""
-    try:
-        result = _client().recall_outline(
-            session, include_tools=include_tools, include_thinking=include_thinking, include_subagents=subagents
-        )
-    except DovecoteError as exc:
-        _fail(exc)
+    result = client().recall_outline(
+        session, include_tools=include_tools, include_thinking=include_thinking, include_subagents=include_subagents
+    )
+    if _answer(result, as_json):
         return
-    if as_json:
-        out.print_json(json.dumps(result))
-        return
-    out.print(
+    say(
         f"{result['project']} {result['session_id']}: {result['message_count']} messages, "
-        f"{result['started_at']} → {result['iso']}",
-        highlight=False,
+        f"{result['started_at']} → {result['iso']}"
     )
     _print_messages(result["start"])
     if result["mid_count"]:
-        out.print(f"  … {result['mid_count']} more …", highlight=False)
+        say(f"  … {result['mid_count']} more …")
     _print_messages(result["end"])
     for topic in result["topics"]:
-        out.print(f"topic: {topic}", highlight=False)
+        say(f"topic: {topic}")
     for thread in result["subagents"]:
-        out.print(f"subagent: {thread['session_id']} ({thread['message_count']} messages) {thread['title']}")
+        say(f"subagent: {thread['session_id']} ({thread['message_count']} messages) {thread['title']}")
 
 
-@recall_app.command("topics")
+LABEL_HINT = "no topics tagged yet: label a segment with `dovecote recall topics --ref REF --label TEXT`"
+
+
+@app.command("topics")
 def topics(
-    query: Annotated[str, typer.Argument(help="words, OR-ed; empty lists the latest labels")] = "",
-    limit: Annotated[int | None, typer.Option()] = None,
-    project: Annotated[str, typer.Option()] = "",
+    q: Annotated[str, typer.Argument(metavar="QUERY", help="words, OR-ed; empty lists the latest labels")] = "",
+    limit: Annotated[int | None, typer.Option(help="Topics to return.")] = None,
+    project: Annotated[str, typer.Option(help="Only this project.")] = "",
     label: Annotated[str | None, typer.Option(help="Instead: label the segment starting at --ref.")] = None,
     ref: Annotated[str | None, typer.Option(help="With --label: where the segment starts.")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Json = False,
 ) -> None:
     """Find labelled segments (the topic layer), or label one with --ref REF --label TEXT."""
-    client = _client()
-    try:
-        if label is not None or ref is not None:
-            if not label or not ref:
-                err.print("[red]give both --ref and --label[/red]")
-                raise typer.Exit(2)
-            result = client.recall_label(ref, label)
-        else:
-            result = client.recall_topics(query, limit=limit, project=project)
-    except DovecoteError as exc:
-        _fail(exc)
+    sdk = client()
+    if label is not None or ref is not None:
+        if not label or not ref:
+            raise CliError("give both --ref and --label", EXIT_USAGE)
+        labelled = sdk.recall_label(ref, label)
+        if not _answer(labelled, as_json):
+            say(f"{labelled['read_ref']}\t{labelled['project']}\t{labelled['topic']}")
         return
-    if as_json or "hits" not in result:
-        out.print_json(json.dumps(result))
+    result = sdk.recall_topics(q, limit=limit, project=project)
+    if _answer(result, as_json):
         return
     for hit in result["hits"]:
-        out.print(f"{hit['read_ref']}\t{hit['project']}\t{hit['topic']}", highlight=False)
+        say(f"{hit['read_ref']}\t{hit['project']}\t{hit['topic']}")
     if result["note"]:
-        err.print(result["note"], highlight=False)
+        # The API's note names its own route; here the way to label is this command's options.
+        note(LABEL_HINT if not result["hits"] else result["note"])
 
 
-@recall_app.command("rebuild")
-def rebuild(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+@app.command("rebuild")
+def rebuild(as_json: Json = False) -> None:
     """Admin: re-create this authority's index from the archived transcripts."""
-    try:
-        result = _client("admin").recall_rebuild()
-    except DovecoteError as exc:
-        _fail(exc)
+    result = client("admin").recall_rebuild()
+    if _answer(result, as_json):
         return
-    if as_json:
-        out.print_json(json.dumps(result))
-        return
-    out.print(
+    say(
         f"rebuilt {result['sessions']} sessions ({result['messages']} messages) from {result['transcripts']} "
-        f"transcripts; {result['topics']} topics; {len(result['failed'])} failed",
-        highlight=False,
+        f"transcripts; {result['topics']} topics; {len(result['failed'])} failed"
     )
-
-
-if __name__ == "__main__":  # `python -m dovecote.cli.recall …`
-    recall_app()

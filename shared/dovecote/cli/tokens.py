@@ -1,5 +1,5 @@
-"""`dovecote tokens …`: create, ls, revoke (admin token), bootstrap (AWS credentials); and
-`dovecote whoami` (any token), registered on the root app."""
+"""`dovecote tokens …`: create, list (`ls`), revoke (admin token), bootstrap (AWS credentials); and
+`dovecote whoami` (any token). create, list and revoke are built from the verb table."""
 
 from __future__ import annotations
 
@@ -12,25 +12,29 @@ import typer
 from dovecote.cli.common import (
     EXIT_API,
     EXIT_UNREACHABLE,
-    AllPages,
     CliError,
     Json,
     client,
     emit,
-    emit_pages,
-    err,
-    field,
-    keyset_pages,
-    out,
+    fields,
+    note,
     print_json,
 )
+from dovecote.cli.groups import new_app
+from dovecote.cli.verbs import Did, Pages, Show, Verb, param, register
 
-tokens_app = typer.Typer(help="Bearer tokens: mint, list, revoke (admin).", no_args_is_help=True)
+app = new_app("Bearer tokens: mint, list, revoke (admin).")
+whoami_app = new_app("Who the token is.", no_args_is_help=False)
+
+Role = Annotated[str, typer.Option(help="caller, worker or admin.")]
+Worker = Annotated[str | None, typer.Option(help="Worker id (worker tokens).")]
+Agent = Annotated[str | None, typer.Option(help="Caller tokens only: the only note author the token may write as.")]
 
 
+@whoami_app.command("whoami")
 def whoami(
     role: Annotated[
-        str, typer.Option(help="Which dev token to use when DOVECOTE_TOKEN is unset (caller, worker or admin).")
+        str, typer.Option(help="Which token to use where the configuration has one per role (caller, worker, admin).")
     ] = "caller",
     as_json: Json = False,
 ) -> None:
@@ -40,53 +44,49 @@ def whoami(
     emit(client(role).whoami(), as_json)
 
 
-@tokens_app.command("create")
-def tokens_create(
-    authority: Annotated[str, typer.Option(help="Authority the token acts in (the admin token's own).")],
-    role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
-    worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
-    agent: Annotated[
-        str | None, typer.Option(help="Caller tokens only: the only note author the token may write as.")
-    ] = None,
-    expires_in_days: Annotated[int | None, typer.Option(help="Lifetime in days (default from settings).")] = None,
-    as_json: Json = False,
-) -> None:
-    """Mint a token with an admin token (DOVECOTE_TOKEN, or the dev admin token). It is shown once."""
-    created = client("admin").create_token(authority, role, worker, agent=agent, expires_in_days=expires_in_days)
-    emit(created, as_json)
-    if not as_json:
-        err.print("the token is shown once: keep it now", highlight=False)
+register(
+    app,
+    (
+        Verb(
+            "create",
+            "POST /v1/admin/tokens",
+            "Mint a token with an admin token. It is shown once.",
+            (
+                param("authority", Annotated[str, typer.Option(help="Authority the token acts in (the admin's own).")]),
+                param("role", Role, "caller"),
+                param("worker", Worker, None),
+                param("agent", Agent, None),
+                param("expires_in_days", Annotated[int | None, typer.Option(help="Lifetime in days.")], None),
+            ),
+            lambda c, v: c.create_token(
+                v["authority"], v["role"], v["worker"], agent=v["agent"], expires_in_days=v["expires_in_days"]
+            ),
+            Show(note="the token is shown once: keep it now"),
+            role="admin",
+        ),
+        Verb(
+            "list",
+            "GET /v1/admin/tokens",
+            "The authority's tokens, newest first (ids and claims; never a secret or a hash).",
+            (),
+            lambda c, v: lambda cursor: c.list_tokens(v["limit"], cursor),
+            Pages(fields("token_id", "role", "worker", "agent", "created_at", "expires_at", "minted_by", "revoked_at")),
+            role="admin",
+        ),
+        Verb(
+            "revoke",
+            "DELETE /v1/admin/tokens/{token_id}",
+            "Revoke a token. It stops working once the authorizer's cache expires (5 minutes by default).",
+            (param("token_id", Annotated[str, typer.Argument(help="The token's id (from `tokens list`).")]),),
+            lambda c, v: c.revoke_token(v["token_id"]),
+            Did(lambda v: {"token_id": v["token_id"], "revoked": True}, lambda v: f"revoked {v['token_id']}"),
+            role="admin",
+        ),
+    ),
+)
 
 
-@tokens_app.command("ls")
-def tokens_ls(
-    limit: Annotated[int | None, typer.Option()] = None,
-    cursor: Annotated[str | None, typer.Option()] = None,
-    all_pages: AllPages = False,
-    as_json: Json = False,
-) -> None:
-    """The authority's tokens, newest first (ids and claims; never a secret or a hash)."""
-    c = client("admin")
-    columns = [
-        field(n) for n in ("token_id", "role", "worker", "agent", "created_at", "expires_at", "minted_by", "revoked_at")
-    ]
-    pages = keyset_pages(lambda cur: c.list_tokens(limit, cur), cursor)
-    emit_pages(pages, as_json=as_json, all_pages=all_pages, columns=columns)
-
-
-@tokens_app.command("revoke")
-def tokens_revoke(
-    token_id: Annotated[str, typer.Argument(help="The token's id (from `tokens ls`).")], as_json: Json = False
-) -> None:
-    """Revoke a token. It stops working once the authorizer's cache expires (5 minutes by default)."""
-    client("admin").revoke_token(token_id)
-    if as_json:
-        print_json({"token_id": token_id, "revoked": True})
-    else:
-        out.print(f"revoked {token_id}", highlight=False)
-
-
-@tokens_app.command("bootstrap")
+@app.command("bootstrap")
 def tokens_bootstrap(
     authority: Annotated[str, typer.Option(help="Authority the token acts in.")],
     table: Annotated[str, typer.Option(help="The deployed tokens table (stack output TokensTable).")],
@@ -98,7 +98,9 @@ def tokens_bootstrap(
     expires_in_days: Annotated[
         int | None, typer.Option(help="Lifetime; default 7 days for admin, 90 otherwise.")
     ] = None,
-    region: Annotated[str | None, typer.Option(help="AWS region (default: AWS_REGION / the AWS config).")] = None,
+    region: Annotated[
+        str | None, typer.Option(help="AWS region (default: AWS_DEFAULT_REGION, or the AWS config's region).")
+    ] = None,
     as_json: Json = False,  # accepted everywhere; bootstrap always prints JSON
 ) -> None:
     """Mint a token with AWS credentials instead of a bearer token: the way to the first admin token
@@ -118,9 +120,7 @@ def tokens_bootstrap(
         service = TokenService(
             DynamoTokenStore(table=table, dynamodb=dynamodb),
             # The audit line goes to stderr: stdout carries only the minted token's JSON.
-            audit=lambda event, facts: err.print(
-                json.dumps({"audit": event, **facts}), highlight=False, soft_wrap=True
-            ),
+            audit=lambda event, facts: note(json.dumps({"audit": event, **facts})),
         )
         # The same gate as the API: an agent claim on an admin or worker token is invalid_argument.
         token, record = service.mint(None, authority, role, worker, agent=agent, expires_in_days=expires_in_days)
@@ -128,21 +128,24 @@ def tokens_bootstrap(
         raise CliError(
             "no AWS region: pass --region, or set AWS_REGION or AWS_DEFAULT_REGION (or region in the AWS config)",
             EXIT_UNREACHABLE,
+            code="configuration",
         ) from None
     except NoCredentialsError:
         raise CliError(
             "no AWS credentials: configure the AWS credential chain (AWS_PROFILE, AWS_ACCESS_KEY_ID, …)",
             EXIT_UNREACHABLE,
+            code="configuration",
         ) from None
     except DomainError as exc:
         cause = exc.__cause__
         if isinstance(cause, NoRegionError | NoCredentialsError):
-            raise CliError(f"AWS is not configured: {cause}", EXIT_UNREACHABLE) from None
-        raise CliError(f"error: {exc.code}: {exc.message}", EXIT_API) from None
+            raise CliError(f"AWS is not configured: {cause}", EXIT_UNREACHABLE, code="configuration") from None
+        raise CliError(f"{exc.code}: {exc.message}", EXIT_API, code=exc.code, details=exc.details) from None
     except ClientError as exc:
-        raise CliError(f"error: AWS {exc.response.get('Error', {}).get('Code')}: {exc}", EXIT_API) from None
+        aws_code = str(exc.response.get("Error", {}).get("Code"))
+        raise CliError(f"AWS {aws_code}: {exc}", EXIT_API, code="aws_error", details={"aws_code": aws_code}) from None
     except BotoCoreError as exc:
-        raise CliError(f"cannot reach AWS: {exc}", EXIT_UNREACHABLE) from None
+        raise CliError(f"cannot reach AWS: {exc}", EXIT_UNREACHABLE, code="unavailable") from None
     p = record.principal
     minted: dict[str, Any] = {
         "token": token,

@@ -26,6 +26,7 @@ import hashlib
 import hmac
 import ipaddress
 import random
+import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,8 @@ from dovecote.client.config import DEV_TOKENS_FILE, ClientConfig, resolve
 from dovecote.client.errors import BAD_RESPONSE, UNAVAILABLE, DovecoteError, WaitTimeout
 from dovecote.client.memory import MemoryMixin
 from dovecote.client.notes import Note, NotesMixin
+from dovecote.client.paging import keyset_items, query
+from dovecote.client.paths import path
 from dovecote.client.recall import RecallMixin
 from dovecote.client.tasks import TERMINAL_STATES, TasksMixin, new_id, text_message
 from dovecote.notes.model import note_ref
@@ -69,6 +72,16 @@ def _is_loopback(endpoint: str) -> bool:
     except ValueError:
         return False
     return address.is_loopback or address.is_unspecified
+
+
+def _verify(endpoint: str) -> bool | ssl.SSLContext:
+    """httpx's default TLS verification for an https endpoint. An http endpoint (`dovecote dev`) gets a
+    context that trusts no certificate: loading the CA bundle costs ~50 ms at every client's creation,
+    for a client that only ever asks its own http base URL (no redirects are followed), and a TLS
+    connection through it would fail, never pass unverified."""
+    if urlsplit(endpoint).scheme == "https":
+        return True
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _reason(exc: httpx.TransportError) -> str:
@@ -150,17 +163,26 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
         self.max_attempts = max_attempts
         self._backoff = (backoff, max_backoff)
         self._http = httpx.Client(
-            base_url=self.endpoint, headers=headers, timeout=timeout, transport=transport, event_hooks=event_hooks
+            base_url=self.endpoint,
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+            event_hooks=event_hooks,
+            verify=_verify(self.endpoint),
         )
         self._transport = transport
         self._blobs: httpx.Client | None = None
 
     @classmethod
-    def from_env(cls, role: str = "caller", tokens_file: Path | None = None, **options: Any) -> DovecoteClient:
-        """DOVECOTE_ENDPOINT / DOVECOTE_TOKEN, else the dev tokens file that `dovecote dev` writes
-        (`.dovecote/dev-tokens.json`, or DOVECOTE_TOKENS_FILE), with the token of `role`. Raises a
-        `DovecoteError` with code `configuration` that says where it looked."""
-        config: ClientConfig = resolve(role, tokens_file)
+    def from_env(
+        cls, role: str = "caller", tokens_file: Path | None = None, *, profile: str | None = None, **options: Any
+    ) -> DovecoteClient:
+        """The endpoint and the token of `role` as the CLI and the MCP server find them
+        (`dovecote.client.config`): `profile` when given; DOVECOTE_ENDPOINT / DOVECOTE_TOKEN (or
+        DOVECOTE_TOKENS_FILE); the DOVECOTE_PROFILE, `default` or `dev` profile of
+        `~/.config/dovecote/config.toml`; the nearest `.dovecote/dev-tokens.json` up from the working
+        directory. Raises a `DovecoteError` with code `configuration` that says where it looked."""
+        config: ClientConfig = resolve(role, tokens_file, profile=profile)
         return cls(config.endpoint, config.token, source=config.source, **options)
 
     def close(self) -> None:
@@ -293,22 +315,15 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
 
     def list_tokens(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         """One page of the authority's tokens, newest first (admin): ids and claims, never secrets."""
-        params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v}
-        return dict(self.request("GET", "/v1/admin/tokens", params=params))
+        return dict(self.request("GET", "/v1/admin/tokens", params=query(limit=limit, cursor=cursor)))
 
     def iter_tokens(self) -> Iterator[dict[str, Any]]:
-        cursor = None
-        while True:
-            page = self.list_tokens(cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return
+        return keyset_items(lambda cursor: self.list_tokens(cursor=cursor))
 
     def revoke_token(self, token_id: str) -> None:
         """Revoke a token of the authority (admin). Effective once the authorizer cache expires."""
         try:
-            self.request("DELETE", f"/v1/admin/tokens/{token_id}")
+            self.request("DELETE", path("admin", "tokens", token_id))
         except DovecoteError as exc:
             # A retry after a cut connection finds it already revoked (gone from the table's view).
             if not (exc.status == 404 and exc.attempts > 1):

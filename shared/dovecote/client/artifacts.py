@@ -31,9 +31,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from dovecote.client.errors import DovecoteError
 from dovecote.client.notes import TEXT_UTF8, Progress, guess_content_type, scan, seekable, write_atomically
+from dovecote.client.paths import path
 from dovecote.client.tasks import Message, new_id
 from dovecote.platform.media import is_textual
-from dovecote.tasks.model import ARTIFACT_HARD_MAX
 
 if TYPE_CHECKING:
     import httpx
@@ -86,29 +86,33 @@ class ArtifactsMixin:
         task_id: str,
         payload: ArtifactPayload,
         *,
+        fence: int,
         media_type: str | None = None,
         progress: Progress | None = None,
     ) -> dict[str, Any]:
         """The `payload` object of a freeze (command or worker event): inline up to
         `ARTIFACT_INLINE_SEND` bytes, else uploaded now to a presigned URL of `task_id` and named by
-        `upload_sha256`. `payload` is bytes, a str (UTF-8 text), a path (streamed; its media type
+        `upload_sha256` (the upload URL is given only to the holder of the task's current lease:
+        `fence`). `payload` is bytes, a str (UTF-8 text), a path (streamed; its media type
         guessed from its name) or a binary file object (spooled first when not seekable). Without a
         media type, UTF-8 bytes are `text/plain; charset=utf-8`, others `application/octet-stream`."""
         if isinstance(payload, str):
             return self.artifact_payload(
-                task_id, payload.encode("utf-8"), media_type=media_type or TEXT_UTF8, progress=progress
+                task_id, payload.encode("utf-8"), fence=fence, media_type=media_type or TEXT_UTF8, progress=progress
             )
         if isinstance(payload, bytes | bytearray | memoryview):
-            return self._staged(task_id, io.BytesIO(bytes(payload)), media_type, progress)
+            return self._staged(task_id, fence, io.BytesIO(bytes(payload)), media_type, progress)
         if isinstance(payload, os.PathLike):
             path = Path(payload)
             with path.open("rb") as handle:
-                return self._staged(task_id, handle, media_type or guess_content_type(path), progress)
-        return self._staged(task_id, seekable(payload), media_type, progress)
+                return self._staged(task_id, fence, handle, media_type or guess_content_type(path), progress)
+        return self._staged(task_id, fence, seekable(payload), media_type, progress)
 
     def _staged(
-        self, task_id: str, stream: IO[bytes], media_type: str | None, progress: Progress | None
+        self, task_id: str, fence: int, stream: IO[bytes], media_type: str | None, progress: Progress | None
     ) -> dict[str, Any]:
+        from dovecote.tasks.model import ARTIFACT_HARD_MAX  # only a freeze needs it: `notes get` starts faster
+
         size, digest, utf8 = scan(stream)
         if size > ARTIFACT_HARD_MAX:
             raise DovecoteError(
@@ -126,7 +130,8 @@ class ArtifactsMixin:
                 if len(json.dumps(text)) <= 2 * size + 2:
                     return {"media_type": media, "text": text}
             return {"media_type": media, "data_b64": base64.b64encode(data).decode("ascii")}
-        upload = self.request("POST", f"/v1/tasks/{task_id}/artifacts/uploads", json={"size": size, "sha256": digest})
+        declared = {"size": size, "sha256": digest, "fence": fence}
+        upload = self.request("POST", path("tasks", task_id, "artifacts", "uploads"), json=declared)
         self._put_blob(upload["upload_url"], upload.get("upload_headers") or {}, stream, size, progress)
         return {"media_type": media, "upload_sha256": digest}
 
@@ -157,16 +162,16 @@ class ArtifactsMixin:
             "fence": fence,
             "artifact_id": artifact_id,
             "expected_base_revision": expected_base_revision,
-            "payload": self.artifact_payload(task_id, payload, media_type=media_type, progress=progress),
+            "payload": self.artifact_payload(task_id, payload, fence=fence, media_type=media_type, progress=progress),
         }
-        return dict(self.request("POST", f"/v1/tasks/{task_id}/artifacts", json=body, command_id=cid))
+        return dict(self.request("POST", path("tasks", task_id, "artifacts"), json=body, command_id=cid))
 
     # ---- caller: artifacts, heads, receipts ---------------------------------------------------
 
     def get_artifact(self, workspace: str, artifact_id: str) -> dict[str, Any]:
         """`GET /v1/workspaces/{ws}/artifacts/{id}`: `{artifact, payload}`, the payload as `text` or
         `data_b64` up to 4 MiB, else a presigned `download_url` (use `download_artifact`)."""
-        return dict(self.request("GET", f"/v1/workspaces/{workspace}/artifacts/{artifact_id}"))
+        return dict(self.request("GET", path("workspaces", workspace, "artifacts", artifact_id)))
 
     def download_artifact(
         self,
@@ -201,7 +206,7 @@ class ArtifactsMixin:
         """`GET /v1/workspaces/{ws}/head`: `{workspace, confirmed_revision, updated_at}`, or None
         when the workspace has no head yet (no artifact was ever frozen in it)."""
         try:
-            return dict(self.request("GET", f"/v1/workspaces/{workspace}/head"))
+            return dict(self.request("GET", path("workspaces", workspace, "head")))
         except DovecoteError as exc:
             if exc.status == 404 and exc.code == "not_found":
                 return None
@@ -240,7 +245,7 @@ class ArtifactsMixin:
             if value is not None:
                 body[name] = value
         answer = self.request(
-            "POST", f"/v1/workspaces/{workspace}/artifacts/{artifact_id}/receipt", json=body, command_id=cid
+            "POST", path("workspaces", workspace, "artifacts", artifact_id, "receipt"), json=body, command_id=cid
         )
         return dict(answer["receipt"])
 
@@ -266,7 +271,7 @@ class ArtifactsMixin:
         """`GET /v1/workspaces/{ws}/artifacts/{id}/receipt`: the receipt, or None when the artifact
         has none yet (an unknown artifact is still 404 `not_found`)."""
         try:
-            answer = self.request("GET", f"/v1/workspaces/{workspace}/artifacts/{artifact_id}/receipt")
+            answer = self.request("GET", path("workspaces", workspace, "artifacts", artifact_id, "receipt"))
         except DovecoteError as exc:
             if exc.status == 404 and exc.code == "not_found" and "receipt" in exc.message:
                 return None
@@ -312,7 +317,7 @@ class ArtifactsMixin:
         progress: Progress | None = None,
     ) -> dict[str, Any]:
         """A freeze_artifact worker event (its payload staged like `freeze_artifact`'s), settled."""
-        staged = self.artifact_payload(task_id, payload, media_type=media_type, progress=progress)
+        staged = self.artifact_payload(task_id, payload, fence=fence, media_type=media_type, progress=progress)
         event: dict[str, Any] = {
             "kind": "freeze_artifact",
             "task": task_id,

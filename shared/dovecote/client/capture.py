@@ -1,8 +1,13 @@
 """Transcript capture: push transcript files incrementally and idempotently.
 
-A `TranscriptPusher` remembers, per endpoint and file, the SHA-256 of what it last pushed (a JSON
-state file, rewritten atomically after each push), so pushing a tree again sends only new and changed
-files; re-ingesting a changed file replaces its session on the server (idempotent by session id).
+What is sent is decided by the server, not by a local memory of it: before pushing, a
+`TranscriptPusher` asks which of the files' SHA-256 digests the authority lacks (`POST
+/v1/transcripts/check`, one request per 1,000 files) and sends exactly those. A server started
+`--fresh`, or a token of another authority, lacks them all, so they are sent again. The state file
+(the SHA-256 last pushed per file, keyed by endpoint *and* the token's authority from `GET
+/v1/whoami`) is the fallback for a server without the check route. When the token is refused or
+Dovecote cannot be reached, every file fails with that reason (nothing is taken as unchanged).
+Re-ingesting a changed file replaces its session on the server (idempotent by session id).
 
 Three callers share it: `dovecote recall push` (a tree, once), `dovecote recall push --watch`
 (a tree, polled) and `dovecote recall hook` (the one file a Claude Code hook names). The last two
@@ -144,7 +149,38 @@ class TranscriptPusher:
         self.project = project
         self.force = force
         self._state = _load_state(self.state_path)
-        self._known: dict[str, str] = self._state.setdefault(client.endpoint, {})
+        self._known: dict[str, str] | None = None  # the state of (endpoint, authority), after whoami
+        self._on_server: set[str] | None = None  # digests the server has (None: it cannot say)
+        self._refused: Any = None  # the DovecoteError every push fails with (a refused token, no server)
+
+    def check(self, paths: Iterable[Path]) -> None:
+        """Ask who the token is and which of these files the server lacks, before pushing them. A
+        refusal or an unreachable server makes every push fail with its reason."""
+        from dovecote.client import DovecoteError
+
+        digests = set()
+        for path in paths:
+            with contextlib.suppress(OSError):
+                digests.add(hashlib.sha256(path.read_bytes()).hexdigest())
+        try:
+            if self._known is None:
+                authority = self.client.whoami()["authority"]
+                self._known = self._state.setdefault(f"{self.client.endpoint}#{authority}", {})
+            lacking = set(self.client.check_transcripts(sorted(digests))) if digests else set()
+        except DovecoteError as exc:
+            if exc.status == 404 and self._known is not None:
+                self._on_server = None  # a server without the check route: the state decides
+                return
+            self._refused = exc
+            return
+        self._refused = None
+        self._on_server = (self._on_server or set()) | (digests - lacking)
+
+    def _failed(self, path: Path, size: int, exc: Any) -> Outcome:
+        reason = f"{exc.status} {exc.code}: {exc.message}" if exc.status else f"{exc.code}: {exc.message}"
+        return Outcome(
+            str(path), "failed", reason=reason, size=size, code=exc.code, http_status=exc.status, message=exc.message
+        )
 
     def push(self, path: Path) -> Outcome:
         from dovecote.client import DovecoteError
@@ -157,24 +193,25 @@ class TranscriptPusher:
         file_format = self.fmt or sniff_format(path)
         if file_format is None:
             return Outcome(str(path), "skipped", reason="not a Claude Code or Codex transcript", size=len(data))
-        if self._known.get(str(path)) == digest and not self.force:
-            return Outcome(str(path), "unchanged", size=len(data))
+        if self._known is None and self._refused is None:
+            self.check([path])
+        if self._refused is not None:
+            return self._failed(path, len(data), self._refused)
+        known = self._known if self._known is not None else {}
+        if not self.force:
+            if self._on_server is not None and digest in self._on_server:
+                return Outcome(str(path), "unchanged", size=len(data))
+            if self._on_server is None and known.get(str(path)) == digest:
+                return Outcome(str(path), "unchanged", size=len(data))
         try:
             result = self.client.push_transcript(
                 path, file_format, project=self.project, project_folder=project_folder(path) or None, data=data
             )
         except DovecoteError as exc:
-            reason = f"{exc.status} {exc.code}: {exc.message}" if exc.status else f"{exc.code}: {exc.message}"
-            return Outcome(
-                str(path),
-                "failed",
-                reason=reason,
-                size=len(data),
-                code=exc.code,
-                http_status=exc.status,
-                message=exc.message,
-            )
-        self._known[str(path)] = digest
+            return self._failed(path, len(data), exc)
+        if self._on_server is not None:
+            self._on_server.add(digest)
+        known[str(path)] = digest
         _save_state(self.state_path, self._state)  # a crash mid-tree keeps what got through
         return Outcome(
             str(path),
@@ -196,7 +233,7 @@ class Watcher:
         self._settled: dict[str, tuple[int, int]] = {}
 
     def poll(self) -> list[Outcome]:
-        outcomes: list[Outcome] = []
+        ready: list[tuple[Path, tuple[int, int]]] = []
         for path in transcript_files(self.roots):
             try:
                 stat = path.stat()
@@ -209,9 +246,14 @@ class Watcher:
             if self._seen.get(key) != signature:
                 self._seen[key] = signature  # changed since the last poll: wait for it to hold still
                 continue
+            ready.append((path, signature))
+        if ready:
+            self.pusher.check(path for path, _ in ready)
+        outcomes: list[Outcome] = []
+        for path, signature in ready:
             outcome = self.pusher.push(path)
             if outcome.status != "failed":
-                self._settled[key] = signature  # a failure is retried at the next poll
+                self._settled[str(path)] = signature  # a failure is retried at the next poll
             outcomes.append(outcome)
         return outcomes
 

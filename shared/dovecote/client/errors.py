@@ -15,6 +15,7 @@ WAIT_TIMEOUT = "wait_timeout"  # wait_for ran out of time before the task reache
 UPLOAD_FAILED = "upload_failed"  # the presigned S3 PUT was refused
 INTEGRITY = "integrity"  # a downloaded body does not hash to the note's SHA-256
 BAD_RESPONSE = "bad_response"  # a 2xx answer that is not the JSON the API promises
+INVALID_ARGUMENT = "invalid_argument"  # an id no request path can carry (dovecote.client.paths); never sent
 
 
 class DovecoteError(Exception):

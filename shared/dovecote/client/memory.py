@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from dovecote.client.paging import keyset_items, query
+from dovecote.client.paths import path
+
 MAX_WAIT_SECONDS = 20
 
 
@@ -37,7 +40,7 @@ class MemoryMixin:
     def memory_write(self, write_id: str, *, wait: int | None = None) -> dict[str, Any]:
         """The write's status and, once settled, its evidence. `wait` (≤ 20 s) long-polls."""
         params = {"wait": wait} if wait else {}
-        return dict(self.request("GET", f"/v1/memory/writes/{write_id}", params=params))
+        return dict(self.request("GET", path("memory", "writes", write_id), params=params))
 
     def wait_memory_write(self, write_id: str, *, timeout: float = 60.0) -> dict[str, Any]:
         """Long-poll (20 s at a time) until the write settles or `timeout` seconds pass."""
@@ -65,37 +68,23 @@ class MemoryMixin:
 
     def cancel_memory_write(self, write_id: str) -> bool:
         """True if the write will never be applied because of this (or an earlier, still pending) cancel."""
-        return bool(self.request("DELETE", f"/v1/memory/writes/{write_id}")["cancelled"])
+        return bool(self.request("DELETE", path("memory", "writes", write_id))["cancelled"])
 
     def list_memories(self, scope: str, *, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
-        params = {k: v for k, v in (("scope", scope), ("limit", limit), ("cursor", cursor)) if v not in (None, "")}
-        return dict(self.request("GET", "/v1/memory", params=params))
+        return dict(self.request("GET", "/v1/memory", params=query(scope=scope, limit=limit, cursor=cursor)))
 
     def iter_memories(self, scope: str, *, limit: int | None = None) -> Iterator[dict[str, Any]]:
         """Every memory of the scope, in applied order, following the cursor."""
-        cursor = None
-        while True:
-            page = self.list_memories(scope, limit=limit, cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return
+        return keyset_items(lambda cursor: self.list_memories(scope, limit=limit, cursor=cursor))
 
     def memory_relations(
         self, scope: str, *, status: str | None = None, limit: int | None = None, cursor: str | None = None
     ) -> dict[str, Any]:
-        pairs = (("scope", scope), ("status", status), ("limit", limit), ("cursor", cursor))
-        params = {k: v for k, v in pairs if v not in (None, "")}
+        params = query(scope=scope, status=status, limit=limit, cursor=cursor)
         return dict(self.request("GET", "/v1/memory/relations", params=params))
 
     def iter_memory_relations(self, scope: str, *, status: str | None = None) -> Iterator[dict[str, Any]]:
-        cursor = None
-        while True:
-            page = self.memory_relations(scope, status=status, cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return
+        return keyset_items(lambda cursor: self.memory_relations(scope, status=status, cursor=cursor))
 
     def judge_relation(
         self, relation_id: str, decision: str, *, note: str | None = None, command_id: str | None = None
@@ -105,7 +94,7 @@ class MemoryMixin:
         body: dict[str, Any] = {"command_id": command_id or _new_id("c"), "decision": decision}
         if note is not None:
             body["note"] = note
-        return dict(self.request("POST", f"/v1/memory/relations/{relation_id}/judgment", json=body)["relation"])
+        return dict(self.request("POST", path("memory", "relations", relation_id, "judgment"), json=body)["relation"])
 
     def redrive_memory(self, *, limit: int = 10) -> dict[str, Any]:
         """Admin: look at up to `limit` dead letters (1–100) and move this authority's writes among

@@ -23,6 +23,8 @@ from typing import IO, TYPE_CHECKING, Any
 import httpx
 
 from dovecote.client.errors import INTEGRITY, UPLOAD_FAILED, DovecoteError
+from dovecote.client.paging import keyset_items
+from dovecote.client.paths import path
 from dovecote.notes.model import INLINE_LIMIT, note_ref
 from dovecote.platform.media import is_textual
 
@@ -274,7 +276,7 @@ class NotesMixin:
     def get_note_meta(self, ref: str) -> dict[str, Any]:
         """`GET /v1/notes/{ref}` as the API answers it: metadata and `text`, `body_b64` or
         `download_url` (above the inline limit)."""
-        return dict(self.request("GET", f"/v1/notes/{ref}"))
+        return dict(self.request("GET", path("notes", ref)))
 
     def download_note(
         self, ref: str, dest: str | os.PathLike[str] | IO[bytes], *, progress: Progress | None = None
@@ -380,19 +382,13 @@ class NotesMixin:
         return dict(self.request("GET", "/v1/notes", params=params))
 
     def iter_notes(self, **filters: Any) -> Iterator[dict[str, Any]]:
-        cursor = None
-        while True:
-            page = self.list_notes(**filters, cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return
+        return keyset_items(lambda cursor: self.list_notes(**filters, cursor=cursor))
 
     def delete_note(self, ref: str) -> None:
         """`DELETE /v1/notes/{ref}`: 404 when there is no such note, except on a retry after a cut
         connection, where the first attempt deleted it."""
         try:
-            self.request("DELETE", f"/v1/notes/{ref}")
+            self.request("DELETE", path("notes", ref))
         except DovecoteError as exc:
             if not (exc.status == 404 and exc.attempts > 1):
                 raise

@@ -1,8 +1,8 @@
 """SDK methods for recall (API.md § Recall), as a mixin over the client's transport.
 
-`DovecoteClient` gains them by inheriting `RecallMixin`; until then `RecallClient` below is the two
-combined. Refs and sessions go into URL paths with their level separator as `~` (a `/` would end
-the path segment).
+`DovecoteClient` gains them by inheriting `RecallMixin`. Refs and sessions go into URL paths with
+their level separator as `~` (the API accepts both spellings; a `/` would end the path segment), then
+as one encoded segment like every id (`dovecote.client.paths`).
 """
 
 from __future__ import annotations
@@ -10,20 +10,24 @@ from __future__ import annotations
 import io
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
-from urllib.parse import quote
+
+from dovecote.client.paths import path
 
 if TYPE_CHECKING:
     import httpx
 
     from dovecote.client.notes import Progress
 
+# POST /v1/transcripts/check takes at most this many digests per request.
+CHECK_BATCH = 1000
 # POST /v1/transcripts carries the file inline up to here (API Gateway's payload limit is 6 MB and
 # JSON escaping grows the text); a larger file goes through a presigned upload.
 INLINE_TRANSCRIPT_BYTES = 4 * 1024 * 1024
 
 
-def _path_part(value: str) -> str:
-    return quote(value.replace("/", "~"), safe=":~")
+def _level_part(value: str) -> str:
+    """A ref or session with its level separator spelled `~`, so it stays one path segment."""
+    return value.replace("/", "~")
 
 
 def _params(**values: Any) -> dict[str, Any]:
@@ -75,6 +79,16 @@ class RecallMixin:
         self._put_blob(created["upload_url"], created.get("upload_headers") or {}, io.BytesIO(data), len(data), None)
         return created
 
+    def check_transcripts(self, sha256: list[str]) -> list[str]:
+        """`POST /v1/transcripts/check`: of these SHA-256 digests (hex) of transcript files, the ones
+        this authority has not ingested (in batches of 1,000). A reset server or another authority's
+        token lacks them all, so `recall push` sends them again."""
+        unknown: list[str] = []
+        for start in range(0, len(sha256), CHECK_BATCH):
+            batch = sha256[start : start + CHECK_BATCH]
+            unknown += self.request("POST", "/v1/transcripts/check", json={"sha256": batch})["unknown"]
+        return unknown
+
     def push_transcript(
         self,
         path: Path,
@@ -98,7 +112,8 @@ class RecallMixin:
 
     def recall_search(self, q: str, **options: Any) -> dict[str, Any]:
         """The SearchEnvelope. Options: limit, role, sort, since, before, min_messages, project,
-        source, include_path, exclude_path, current_session, include_tools, ranker."""
+        source, include_path, exclude_path, current_session, include_tools, include_subagents, ranker.
+        sort is relevance (absent), newest or oldest."""
         return dict(self.request("GET", "/v1/recall/search", params=_params(q=q, **options)))
 
     def recall_search_oneline(self, q: str, **options: Any) -> str:
@@ -108,13 +123,13 @@ class RecallMixin:
 
     def recall_read(self, ref: str, **options: Any) -> dict[str, Any]:
         """A bounded excerpt. Options: budget, more, around, window, include_tools, include_thinking."""
-        return dict(self.request("GET", f"/v1/recall/read/{_path_part(ref)}", params=_params(**options)))
+        return dict(self.request("GET", path("recall", "read", _level_part(ref)), params=_params(**options)))
 
     def recall_outline(self, session: str, **options: Any) -> dict[str, Any]:
-        """Options: include_tools, include_thinking, include_subagents (default true)."""
+        """Options: include_tools, include_thinking, include_subagents (default false)."""
         if options.get("include_subagents") is False:
             options["include_subagents"] = "false"
-        return dict(self.request("GET", f"/v1/recall/outline/{_path_part(session)}", params=_params(**options)))
+        return dict(self.request("GET", path("recall", "outline", _level_part(session)), params=_params(**options)))
 
     def recall_topics(self, q: str = "", *, limit: int | None = None, project: str = "") -> dict[str, Any]:
         return dict(self.request("GET", "/v1/recall/topics", params=_params(q=q, limit=limit, project=project)))
@@ -126,12 +141,3 @@ class RecallMixin:
     def recall_rebuild(self) -> dict[str, Any]:
         """Admin: re-create the authority's index from its archived transcripts."""
         return dict(self.request("POST", "/v1/recall/rebuild"))
-
-
-def recall_client_class() -> type[Any]:
-    """DovecoteClient with the recall methods (until the lead mixes RecallMixin into it)."""
-    from dovecote.client import DovecoteClient
-
-    if issubclass(DovecoteClient, RecallMixin):
-        return DovecoteClient
-    return type("RecallClient", (RecallMixin, DovecoteClient), {})

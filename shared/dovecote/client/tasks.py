@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from dovecote.client.errors import DovecoteError, WaitTimeout
+from dovecote.client.paging import keyset_items, query, stream_items
+from dovecote.client.paths import path
 from dovecote.platform.media import is_textual
 
 TERMINAL_STATES = ("completed", "canceled", "rejected", "failed")
@@ -98,7 +100,7 @@ class TasksMixin:
         return dict(self._command("/v1/tasks", command_id, body)["task"])
 
     def get_task(self, task_id: str) -> dict[str, Any]:
-        return dict(self.request("GET", f"/v1/tasks/{task_id}")["task"])
+        return dict(self.request("GET", path("tasks", task_id))["task"])
 
     def list_tasks(
         self,
@@ -110,63 +112,46 @@ class TasksMixin:
         cursor: str | None = None,
     ) -> dict[str, Any]:
         """One page `{items, cursor, total_size, total_is_lower_bound}`, newest update first."""
-        params = {"context": context, "state": state, "updated_since": updated_since, "limit": limit, "cursor": cursor}
-        return dict(self.request("GET", "/v1/tasks", params={k: v for k, v in params.items() if v}))
+        params = query(context=context, state=state, updated_since=updated_since, limit=limit, cursor=cursor)
+        return dict(self.request("GET", "/v1/tasks", params=params))
 
     def iter_tasks(self, **filters: Any) -> Iterator[dict[str, Any]]:
-        cursor = None
-        while True:
-            page = self.list_tasks(**filters, cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return
+        return keyset_items(lambda cursor: self.list_tasks(**filters, cursor=cursor))
 
     def context_tasks(self, context: str, *, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         """`GET /v1/contexts/{context}/tasks`: one page `{items, cursor}`, oldest first."""
-        params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v}
-        return dict(self.request("GET", f"/v1/contexts/{context}/tasks", params=params))
+        return dict(self.request("GET", path("contexts", context, "tasks"), params=query(limit=limit, cursor=cursor)))
 
     def reply(
         self, task_id: str, expected_revision: int, message: Message, command_id: str | None = None
     ) -> dict[str, Any]:
         """input_required → working, with the caller's message."""
         body = {"expected_revision": expected_revision, "message": message}
-        return dict(self._command(f"/v1/tasks/{task_id}/reply", command_id, body)["task"])
+        return dict(self._command(path("tasks", task_id, "reply"), command_id, body)["task"])
 
     def cancel(self, task_id: str, expected_revision: int, command_id: str | None = None) -> dict[str, Any]:
         body = {"expected_revision": expected_revision}
-        return dict(self._command(f"/v1/tasks/{task_id}/cancel", command_id, body)["task"])
+        return dict(self._command(path("tasks", task_id, "cancel"), command_id, body)["task"])
 
     def messages(self, task_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
         """One page `{items, next, has_more}` of the task's messages after sequence `after`."""
         params = {"after": after, **({"limit": limit} if limit else {})}
-        return dict(self.request("GET", f"/v1/tasks/{task_id}/messages", params=params))
+        return dict(self.request("GET", path("tasks", task_id, "messages"), params=params))
 
     def iter_messages(self, task_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
-        while True:
-            page = self.messages(task_id, after)
-            yield from page["items"]
-            after = int(page.get("next") or after)
-            if not page.get("has_more") or not page["items"]:
-                return
+        return stream_items(lambda start: self.messages(task_id, start), after)
 
     def events(self, task_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
         """One page `{items, next, has_more}` of the task's events after sequence `after`."""
         params = {"after": after, **({"limit": limit} if limit else {})}
-        return dict(self.request("GET", f"/v1/tasks/{task_id}/events", params=params))
+        return dict(self.request("GET", path("tasks", task_id, "events"), params=params))
 
     def iter_events(self, task_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
-        while True:
-            page = self.events(task_id, after)
-            yield from page["items"]
-            after = int(page.get("next") or after)
-            if not page.get("has_more") or not page["items"]:
-                return
+        return stream_items(lambda start: self.events(task_id, start), after)
 
     def snapshot(self, task_id: str) -> dict[str, Any]:
         """`{task, event_cursor}` from one read: events after `event_cursor` follow it without a gap."""
-        return dict(self.request("GET", f"/v1/tasks/{task_id}/snapshot"))
+        return dict(self.request("GET", path("tasks", task_id, "snapshot")))
 
     def wait_for(
         self,
@@ -235,12 +220,12 @@ class TasksMixin:
 
     def acquire(self, task_id: str, command_id: str | None = None) -> dict[str, Any]:
         """`POST /v1/tasks/{id}/lease`: lease this task (fence + 1); 409 lease_unavailable if held."""
-        return dict(self._command(f"/v1/tasks/{task_id}/lease", command_id, {})["assignment"])
+        return dict(self._command(path("tasks", task_id, "lease"), command_id, {})["assignment"])
 
     def lease(self, task_id: str) -> dict[str, Any] | None:
         """`GET /v1/tasks/{id}/lease`: the current assignment, or None when the task is unleased."""
         try:
-            return dict(self.request("GET", f"/v1/tasks/{task_id}/lease")["assignment"])
+            return dict(self.request("GET", path("tasks", task_id, "lease"))["assignment"])
         except DovecoteError as exc:
             if exc.status == 404 and exc.code == "not_found" and "lease" in exc.message:
                 return None
@@ -248,29 +233,21 @@ class TasksMixin:
 
     def list_leases(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         """One page `{items: [assignment], cursor}` of this worker's current leases."""
-        params = {k: v for k, v in (("limit", limit), ("cursor", cursor)) if v}
-        return dict(self.request("GET", "/v1/leases", params=params))
+        return dict(self.request("GET", "/v1/leases", params=query(limit=limit, cursor=cursor)))
 
     def leases(self) -> list[dict[str, Any]]:
         """Every current lease of this worker (the restart-recovery scan), all pages."""
-        items: list[dict[str, Any]] = []
-        cursor = None
-        while True:
-            page = self.list_leases(cursor=cursor)
-            items += page["items"]
-            cursor = page.get("cursor")
-            if not cursor:
-                return items
+        return list(keyset_items(lambda cursor: self.list_leases(cursor=cursor)))
 
     def heartbeat(self, task_id: str, fence: int) -> dict[str, Any]:
         """`POST /v1/tasks/{id}/lease/heartbeat`: the assignment with a new `heartbeat_at`; a fence
         that is not current is 409 stale_lease. Never changes the revision."""
-        answer = self.request("POST", f"/v1/tasks/{task_id}/lease/heartbeat", json={"fence": fence})
+        answer = self.request("POST", path("tasks", task_id, "lease", "heartbeat"), json={"fence": fence})
         return dict(answer["assignment"])
 
     def fence(self, task_id: str, fence: int, command_id: str | None = None) -> None:
         """`POST /v1/tasks/{id}/lease/fence`: retire that lease generation (admin, or its owner)."""
-        self._command(f"/v1/tasks/{task_id}/lease/fence", command_id, {"fence": fence})
+        self._command(path("tasks", task_id, "lease", "fence"), command_id, {"fence": fence})
 
     def release(self, task_id: str, fence: int, command_id: str | None = None) -> None:
         """Give up this worker's own lease (a fence by its owner): the task becomes claimable."""
@@ -293,7 +270,7 @@ class TasksMixin:
         body.update({name: value for name, value in extra.items() if value is not None})
         if kind == "complete" and "submission_id" not in body:
             body["submission_id"] = self.submission_id_for(cid)
-        return dict(self._command(f"/v1/tasks/{task_id}/{kind}", cid, body)["task"])
+        return dict(self._command(path("tasks", task_id, kind), cid, body)["task"])
 
     def accept(self, task_id: str, expected_revision: int, fence: int, command_id: str | None = None) -> dict[str, Any]:
         """submitted → working."""

@@ -201,7 +201,9 @@ class Job:
         return it; name it in `complete(..., artifact_id=...)`. With `events`, a freeze_artifact
         event: the answer is then the artifact as far as this job knows it (id, base, media type)."""
         if self._worker.events:
-            staged = self._client.artifact_payload(self.id, payload, media_type=media_type, progress=progress)
+            staged = self._client.artifact_payload(
+                self.id, payload, fence=self.fence, media_type=media_type, progress=progress
+            )
             freeze = {"artifact": artifact_id, "expected_base_revision": expected_base_revision, "payload": staged}
             self.event("freeze_artifact", freeze=freeze)
             with self._lock:

@@ -47,7 +47,7 @@ CommandId = Annotated[
     ),
 ]
 # Recall.
-Query = Annotated[str, Field(description="What to look for: words or a phrase, as in a search box.")]
+Q = Annotated[str, Field(description="What to look for: words or a phrase, as in a search box.")]
 RecallRef = Annotated[str, Field(description="A `read_ref` from recall_search (or a prefix of one).")]
 Session = Annotated[str, Field(description="A session id (or a prefix of 8+ characters) from a search result.")]
 Project = Annotated[str, Field(description="Only this project (a name from results); '' for all.")]

@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 
 from dovecote.client import DovecoteClient
+from dovecote.mcp.annotations import hints
 from dovecote.mcp.errors import guarded
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="whoami", annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    @server.tool(name="whoami", annotations=hints("whoami"))
     @guarded
     def whoami() -> dict[str, Any]:
         """Who this server's token is: {authority, role, worker?, agent?, token_id, expires_at}. An

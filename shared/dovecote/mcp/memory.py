@@ -7,19 +7,17 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from dovecote.client import DovecoteClient, new_id
 from dovecote.client.memory import MAX_WAIT_SECONDS
+from dovecote.mcp.annotations import hints
 from dovecote.mcp.errors import guarded
 from dovecote.mcp.fields import CommandId, Cursor, Limit, Scope, WriteId
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    read_only = ToolAnnotations(read_only_hint=True)
-
-    @server.tool(name="memory_submit", annotations=ToolAnnotations(idempotent_hint=True))
+    @server.tool(name="memory_submit", annotations=hints("memory_submit"))
     @guarded
     def memory_submit(
         scope: Scope,
@@ -33,7 +31,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         with the returned id (and wait) for the evidence: the candidates it relates to."""
         return client.submit_memory(scope, content, tags=tags, write_id=write_id or new_id("mw"))
 
-    @server.tool(name="memory_status", annotations=read_only)
+    @server.tool(name="memory_status", annotations=hints("memory_status"))
     @guarded
     def memory_status(
         write_id: WriteId,
@@ -45,14 +43,14 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         its evidence: {code, write_ok, candidates: [{from, to, verb, note}]}."""
         return client.memory_write(write_id, wait=wait or None)
 
-    @server.tool(name="memory_list", annotations=read_only)
+    @server.tool(name="memory_list", annotations=hints("memory_list"))
     @guarded
     def memory_list(scope: Scope, limit: Limit = None, cursor: Cursor = None) -> dict[str, Any]:
         """A scope's memories in applied order (oldest first). One page: pass the returned `cursor`
         back for the next."""
         return client.list_memories(scope, limit=limit, cursor=cursor)
 
-    @server.tool(name="memory_relations", annotations=read_only)
+    @server.tool(name="memory_relations", annotations=hints("memory_relations"))
     @guarded
     def memory_relations(
         scope: Scope,
@@ -66,7 +64,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         another), to judge. One page: pass the returned `cursor` back for the next."""
         return client.memory_relations(scope, status=status, limit=limit, cursor=cursor)
 
-    @server.tool(name="memory_judge")
+    @server.tool(name="memory_judge", annotations=hints("memory_judge"))
     @guarded
     def memory_judge(
         relation_id: Annotated[str, Field(description="The candidate's id (from memory_relations).")],
@@ -76,6 +74,6 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
     ) -> dict[str, Any]:
         """Confirm or dismiss a pending relation candidate. A second, different judgment fails with
         judgment_conflict."""
-        cid = command_id or new_id("c")
-        relation = client.judge_relation(relation_id, decision, note=note, command_id=cid)
-        return {"relation": relation, "command_id": cid}
+        return {
+            "relation": client.judge_relation(relation_id, decision, note=note, command_id=command_id or new_id("c"))
+        }

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from dovecote.client import DovecoteClient, note_ref
+from dovecote.mcp.annotations import hints
 from dovecote.mcp.errors import guarded, invalid
 from dovecote.mcp.fields import Author, Cursor, Key, Limit, Name, Ref, Run, Text
 
@@ -29,7 +29,7 @@ def resolve_ref(ref: str | None, key: str | None, run: int | None, name: str | N
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="notes_put", annotations=ToolAnnotations(idempotent_hint=True))
+    @server.tool(name="notes_put", annotations=hints("notes_put"))
     @guarded
     def notes_put(
         key: Key,
@@ -45,7 +45,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         metadata with the `ref` to read it back. Putting the same coordinates again replaces the body."""
         return client.put_note(key, run, name, text, author=author, content_type=content_type)
 
-    @server.tool(name="notes_get", annotations=ToolAnnotations(read_only_hint=True))
+    @server.tool(name="notes_get", annotations=hints("notes_get"))
     @guarded
     def notes_get(
         ref: Ref = None, key: Key | None = None, run: Run | None = None, name: Name | None = None, author: Author = ""
@@ -54,7 +54,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         for binary bodies, or a `download_url` above 256 KiB). A missing note is the error not_found."""
         return client.get_note_meta(resolve_ref(ref, key, run, name, author))
 
-    @server.tool(name="notes_list", annotations=ToolAnnotations(read_only_hint=True))
+    @server.tool(name="notes_list", annotations=hints("notes_list"))
     @guarded
     def notes_list(
         key: Key = "",
@@ -69,7 +69,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         back for the next one; no cursor means the list is done."""
         return client.list_notes(key=key, run=run, name=name, author=author, limit=limit, cursor=cursor)
 
-    @server.tool(name="notes_delete", annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+    @server.tool(name="notes_delete", annotations=hints("notes_delete"))
     @guarded
     def notes_delete(
         ref: Ref = None, key: Key | None = None, run: Run | None = None, name: Name | None = None, author: Author = ""

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from dovecote.client import DovecoteClient
+from dovecote.mcp.annotations import hints
 from dovecote.mcp.errors import guarded
-from dovecote.mcp.fields import Project, Query, RecallRef, Session
+from dovecote.mcp.fields import Project, Q, RecallRef, Session
 from dovecote.recall.model import MAX_READ_BUDGET, MAX_SEARCH_LIMIT, MIN_READ_BUDGET
 
 # A read without a budget would be uncapped; a model's context is not.
@@ -24,29 +24,28 @@ IncludeThinking = Annotated[bool, Field(description="Include the assistant's thi
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    read_only = ToolAnnotations(read_only_hint=True)
-
-    @server.tool(name="recall_search", annotations=read_only)
+    @server.tool(name="recall_search", annotations=hints("recall_search"))
     @guarded
     def recall_search(
-        query: Query,
+        q: Q,
         limit: Annotated[int | None, Field(ge=0, le=MAX_SEARCH_LIMIT, description="Results (one per session).")] = None,
         role: Annotated[
             Literal["", "user", "assistant", "system"], Field(description="Only messages of this role.")
         ] = "",
-        sort: Annotated[Literal["", "relevance", "newest"], Field(description="Order of results.")] = "",
+        sort: Annotated[Literal["", "relevance", "newest", "oldest"], Field(description="Order of results.")] = "",
         since: Annotated[str, Field(description="Inclusive date or RFC 3339 instant.")] = "",
         before: Annotated[str, Field(description="Inclusive date or RFC 3339 instant.")] = "",
         project: Project = "",
         source: Annotated[str, Field(description="Only this source (e.g. claude-code, codex).")] = "",
         current_session: Annotated[str, Field(description="Your live session id, left out of the results.")] = "",
         include_tools: IncludeTools = False,
+        include_subagents: Annotated[bool, Field(description="Also search subagent threads.")] = False,
     ) -> dict[str, Any]:
         """Search past agent conversations (transcripts): ranked hits, one per session, each with a
         `read_ref` for recall_read. Check `complete` and `warnings`: an incomplete or stale scope
         means results may be missing."""
         return client.recall_search(
-            query,
+            q,
             limit=limit,
             role=role,
             sort=sort,
@@ -56,9 +55,10 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             source=source,
             current_session=current_session,
             include_tools=include_tools,
+            include_subagents=include_subagents,
         )
 
-    @server.tool(name="recall_read", annotations=read_only)
+    @server.tool(name="recall_read", annotations=hints("recall_read"))
     @guarded
     def recall_read(
         ref: RecallRef,
@@ -88,25 +88,25 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             include_thinking=include_thinking,
         )
 
-    @server.tool(name="recall_outline", annotations=read_only)
+    @server.tool(name="recall_outline", annotations=hints("recall_outline"))
     @guarded
     def recall_outline(
         session: Session,
         include_tools: IncludeTools = False,
         include_thinking: IncludeThinking = False,
-        include_subagents: Annotated[bool, Field(description="Include subagents' messages.")] = True,
+        include_subagents: Annotated[bool, Field(description="List the session's subagent threads.")] = False,
     ) -> dict[str, Any]:
         """The shape of one session: its turns from start to end, to decide what to read."""
         return client.recall_outline(
             session, include_tools=include_tools, include_thinking=include_thinking, include_subagents=include_subagents
         )
 
-    @server.tool(name="recall_topics", annotations=read_only)
+    @server.tool(name="recall_topics", annotations=hints("recall_topics"))
     @guarded
     def recall_topics(
-        query: Annotated[str, Field(description="Only topics matching this; '' for all.")] = "",
+        q: Annotated[str, Field(description="Only topics matching these words; '' for all.")] = "",
         limit: Annotated[int | None, Field(ge=0, le=MAX_SEARCH_LIMIT, description="Topics to return.")] = None,
         project: Project = "",
     ) -> dict[str, Any]:
         """The labelled topics of past conversations, each with a ref to read it."""
-        return client.recall_topics(query, limit=limit, project=project)
+        return client.recall_topics(q, limit=limit, project=project)

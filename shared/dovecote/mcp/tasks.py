@@ -1,19 +1,21 @@
 """Task tools (API.md § Tasks). The caller's tools are always there; the worker's (claim, accept,
 request_input, complete, fail, freeze_artifact) only for a token that may run worker commands
-(`server.py` asks the API). Commands answer `{task, command_id}`: the id used, generated when the
-model gave none, so a retry with it replays instead of running twice. Message and submission ids
-derive from the command id (the SDK's rule), so a replayed command carries the same ones."""
+(`server.py` asks the API). Every tool answers the HTTP answer, the same envelope and keys
+(`{task}`, `{assignment}`, `{task, artifact}`). A command's id is generated when the model gives none;
+a failure that may have committed names it in the error (`command_id`), and calling again with it
+replays instead of running twice. Message and submission ids derive from the command id (the SDK's
+rule), so a replayed command carries the same ones."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from dovecote.client import DovecoteClient, new_id, text_message
 from dovecote.client.tasks import MAX_CLAIM_WAIT
+from dovecote.mcp.annotations import hints
 from dovecote.mcp.errors import guarded
 from dovecote.mcp.fields import (
     After,
@@ -45,9 +47,7 @@ def command_id_or_new(command_id: str | None) -> str:
 
 
 def register_caller(server: MCPServer, client: DovecoteClient) -> None:
-    read_only = ToolAnnotations(read_only_hint=True)
-
-    @server.tool(name="tasks_create")
+    @server.tool(name="tasks_create", annotations=hints("tasks_create"))
     @guarded
     def tasks_create(
         text: Text,
@@ -60,8 +60,8 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         command_id: CommandId = None,
     ) -> dict[str, Any]:
         """Ask another agent to do something: create a task with your request as its first message.
-        It starts `submitted`; a worker claims, accepts and completes it. Answers {task, command_id};
-        follow it with tasks_get or tasks_events."""
+        It starts `submitted`; a worker claims, accepts and completes it. Answers {task} (its id is
+        generated when you give none); follow it with tasks_get or tasks_events."""
         cid = command_id_or_new(command_id)
         tid = task_id or client.derived_id("t", "task", cid)
         task = client.create_task(
@@ -72,16 +72,16 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
             command_id=cid,
             lease_timeout_seconds=lease_timeout_seconds,
         )
-        return {"task": task, "command_id": cid}
+        return {"task": task}
 
-    @server.tool(name="tasks_get", annotations=read_only)
+    @server.tool(name="tasks_get", annotations=hints("tasks_get"))
     @guarded
     def tasks_get(task_id: TaskId) -> dict[str, Any]:
         """One task: {task: {id, state, revision, message_count, ...}}. Use its `revision` as the
         `expected_revision` of your next command on it."""
         return {"task": client.get_task(task_id)}
 
-    @server.tool(name="tasks_list", annotations=read_only)
+    @server.tool(name="tasks_list", annotations=hints("tasks_list"))
     @guarded
     def tasks_list(
         context: Annotated[str, Field(description="Only tasks of this context; '' for all.")] = "",
@@ -93,32 +93,30 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         """List tasks, newest update first. One page: pass the returned `cursor` back for the next."""
         return client.list_tasks(context=context, state=state, updated_since=updated_since, limit=limit, cursor=cursor)
 
-    @server.tool(name="tasks_reply")
+    @server.tool(name="tasks_reply", annotations=hints("tasks_reply"))
     @guarded
     def tasks_reply(
         task_id: TaskId, expected_revision: ExpectedRevision, text: Text, command_id: CommandId = None
     ) -> dict[str, Any]:
         """Answer a task that asked for input (state input_required → working), as its caller."""
-        cid = command_id_or_new(command_id)
-        return {"task": client.reply(task_id, expected_revision, text_message(text), cid), "command_id": cid}
+        return {"task": client.reply(task_id, expected_revision, text_message(text), command_id_or_new(command_id))}
 
-    @server.tool(name="tasks_cancel", annotations=ToolAnnotations(destructive_hint=True))
+    @server.tool(name="tasks_cancel", annotations=hints("tasks_cancel"))
     @guarded
     def tasks_cancel(
         task_id: TaskId, expected_revision: ExpectedRevision, command_id: CommandId = None
     ) -> dict[str, Any]:
         """Cancel a task that has not ended (→ canceled)."""
-        cid = command_id_or_new(command_id)
-        return {"task": client.cancel(task_id, expected_revision, cid), "command_id": cid}
+        return {"task": client.cancel(task_id, expected_revision, command_id_or_new(command_id))}
 
-    @server.tool(name="tasks_messages", annotations=read_only)
+    @server.tool(name="tasks_messages", annotations=hints("tasks_messages"))
     @guarded
     def tasks_messages(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
         """The task's conversation, oldest first: {items: [{id, sequence, author, parts}], next,
         has_more}. For more, call again with after = `next`."""
         return client.messages(task_id, after, limit)
 
-    @server.tool(name="tasks_events", annotations=read_only)
+    @server.tool(name="tasks_events", annotations=hints("tasks_events"))
     @guarded
     def tasks_events(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
         """The task's history of state changes, oldest first: {items: [{sequence, type, state,
@@ -126,32 +124,39 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         return client.events(task_id, after, limit)
 
 
+TRANSITIONS = {
+    "accept": "Accept a claimed task (submitted → working) before working on it.",
+    "fail": "Give up on a task you accepted (working or input_required → failed).",
+}
+
+
+def transition(server: MCPServer, name: str, description: str, command: Any, kind: str) -> None:
+    @server.tool(name=name, description=description, annotations=hints(name))
+    @guarded
+    def tool(
+        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
+    ) -> dict[str, Any]:
+        return dict(command(kind, task_id, expected_revision, fence, command_id))
+
+
 def register_worker(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="tasks_claim")
+    @server.tool(name="tasks_claim", annotations=hints("tasks_claim"))
     @guarded
     def tasks_claim(wait_seconds: WaitSeconds = 0, command_id: CommandId = None) -> dict[str, Any]:
         """Take the oldest task waiting for a worker: {assignment: {task, fence, ...}} (or
         assignment null when there is none). Then accept it with its revision and fence."""
-        cid = command_id_or_new(command_id)
-        assignment = client.claim(cid, wait_seconds=wait_seconds)
-        return {"assignment": assignment, "command_id": cid}
+        return {"assignment": client.claim(command_id_or_new(command_id), wait_seconds=wait_seconds)}
 
     def command(
         kind: str, task_id: str, expected_revision: int, fence: int, cid: str | None, **extra: Any
     ) -> dict[str, Any]:
-        cid = command_id_or_new(cid)
-        task = client.worker_command(kind, task_id, expected_revision, fence, cid, **extra)
-        return {"task": task, "command_id": cid}
+        return {"task": client.worker_command(kind, task_id, expected_revision, fence, command_id_or_new(cid), **extra)}
 
-    @server.tool(name="tasks_accept")
-    @guarded
-    def tasks_accept(
-        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
-    ) -> dict[str, Any]:
-        """Accept a claimed task (submitted → working) before working on it."""
-        return command("accept", task_id, expected_revision, fence, command_id)
+    # The transitions that carry nothing but the task, its revision and the fence: one tool each.
+    for kind, description in TRANSITIONS.items():
+        transition(server, f"tasks_{kind}", description, command, kind)
 
-    @server.tool(name="tasks_request_input")
+    @server.tool(name="tasks_request_input", annotations=hints("tasks_request_input"))
     @guarded
     def tasks_request_input(
         task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, text: Text, command_id: CommandId = None
@@ -159,7 +164,7 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         """Ask the task's caller a question (working → input_required); their tasks_reply moves it back."""
         return command("request-input", task_id, expected_revision, fence, command_id, message=text_message(text))
 
-    @server.tool(name="tasks_complete")
+    @server.tool(name="tasks_complete", annotations=hints("tasks_complete"))
     @guarded
     def tasks_complete(
         task_id: TaskId,
@@ -180,15 +185,7 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
             artifact_id=artifact_id,
         )
 
-    @server.tool(name="tasks_fail")
-    @guarded
-    def tasks_fail(
-        task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
-    ) -> dict[str, Any]:
-        """Give up on a task you accepted (working or input_required → failed)."""
-        return command("fail", task_id, expected_revision, fence, command_id)
-
-    @server.tool(name="tasks_freeze_artifact")
+    @server.tool(name="tasks_freeze_artifact", annotations=hints("tasks_freeze_artifact"))
     @guarded
     def tasks_freeze_artifact(
         task_id: TaskId,
@@ -203,9 +200,8 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         command_id: CommandId = None,
     ) -> dict[str, Any]:
         """Freeze the task's one artifact (while working): its payload and the workspace revision it
-        applies to. Answers {task, artifact, command_id}; name the artifact in tasks_complete."""
-        cid = command_id_or_new(command_id)
-        frozen = client.freeze_artifact(
+        applies to. Answers {task, artifact}; name the artifact in tasks_complete."""
+        return client.freeze_artifact(
             task_id,
             expected_revision,
             fence,
@@ -213,6 +209,5 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
             expected_base_revision,
             text,
             media_type=media_type,
-            command_id=cid,
+            command_id=command_id_or_new(command_id),
         )
-        return {**frozen, "command_id": cid}

@@ -29,7 +29,6 @@ The index is written last, so a failure before it leaves nothing listed, and a r
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import random
 import time
@@ -54,6 +53,7 @@ from dovecote.platform.aws import aws_error_code, aws_errors
 from dovecote.platform.dynamo import bind, cancellation_codes, connection, one_page, pynamodb_errors
 from dovecote.platform.errors import CommitUnknown, Forbidden, InvalidArgument, NotFound, Unavailable
 from dovecote.platform.media import validate_media_type
+from dovecote.platform.uploads import presign_put
 
 # Under contention a transaction can be cancelled with TransactionConflict; a note Put or Delete is
 # safe to repeat, so it is retried this many times before the caller sees 503.
@@ -89,11 +89,6 @@ def upload_key(authority: str, ref: str) -> str:
     return f"uploads/notes/{authority}/{ref}"
 
 
-def checksum_b64(sha256_hex: str) -> str:
-    """S3's `x-amz-checksum-sha256` header: the base64 of the raw digest."""
-    return base64.b64encode(bytes.fromhex(sha256_hex)).decode("ascii")
-
-
 class DynamoNoteStore:
     def __init__(self, *, table: str, bucket: str, dynamodb: Any, s3: Any) -> None:
         self._bucket = bucket
@@ -122,23 +117,16 @@ class DynamoNoteStore:
         """A PUT URL bound to exactly one body: its length, SHA-256 and content type are signed
         headers, so S3 refuses anything else (and a URL used again can only rewrite the same bytes
         into the expiring uploads prefix)."""
-        headers = {
-            "Content-Length": str(size),
-            "Content-Type": content_type,
-            "x-amz-checksum-sha256": checksum_b64(sha256),
-        }
-        url = self._s3.generate_presigned_url(
-            "put_object",
-            Params={
-                "Bucket": self._bucket,
-                "Key": upload_key(authority, coordinates.ref),
-                "ContentLength": size,
-                "ContentType": content_type,
-                "ChecksumSHA256": headers["x-amz-checksum-sha256"],
-            },
-            ExpiresIn=expires_in,
+        key = upload_key(authority, coordinates.ref)
+        return presign_put(
+            self._s3,
+            bucket=self._bucket,
+            key=key,
+            size=size,
+            sha256=sha256,
+            content_type=content_type,
+            expires_in=expires_in,
         )
-        return PresignedUpload(url=str(url), headers=headers)
 
     def commit_upload(self, authority: str, meta: NoteMeta) -> NoteMeta:
         """Hash the uploaded body (never trusting a client checksum), reading at most the declared

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from dovecote.platform.errors import InvalidArgument, PayloadTooLarge
 from dovecote.platform.paging import page_limit
+from dovecote.platform.uploads import PresignedUpload  # noqa: F401 (re-exported: the notes port names it)
 
 # The seed's blob-backed store caps a note at 64 MiB.
 MAX_NOTE_BYTES = 64 * 1024 * 1024
@@ -20,7 +21,9 @@ MAX_NOTE_BYTES = 64 * 1024 * 1024
 INLINE_LIMIT = 256 * 1024
 # DynamoDB items are capped at 400 KB; bounded coordinates keep index items well under it.
 MAX_COORDINATE_BYTES = 1024
-MAX_RUN = 2**63 - 1
+# The reference's run is a Go int; the API promises what every JSON client can hold exactly (2^53-1,
+# JavaScript's Number.MAX_SAFE_INTEGER): a larger run would be rounded by some client on its way back.
+MAX_RUN = 2**53 - 1
 DEFAULT_LIST_LIMIT = 1000
 MAX_LIST_LIMIT = 1000
 
@@ -96,6 +99,18 @@ class NoteFilter:
     def validate(self) -> NoteFilter:
         if self.run is not None and self.run < 1:
             raise InvalidArgument(f"Filter.Run must be >= 1, got {self.run}", field="run")
+        if self.run is not None and self.run > MAX_RUN:
+            raise InvalidArgument(f"Filter.Run must be <= {MAX_RUN}, got {self.run}", field="run")
+        # A filter longer than any storable coordinate matches nothing: refused, as documented.
+        for field, value in (("key", self.key), ("name", self.name), ("author", self.author or "")):
+            size = len(value.encode("utf-8"))
+            if size > MAX_COORDINATE_BYTES:
+                raise InvalidArgument(
+                    f"Filter.{field.capitalize()} is {size} bytes; the limit is {MAX_COORDINATE_BYTES}",
+                    field=field,
+                    size=size,
+                    limit=MAX_COORDINATE_BYTES,
+                )
         return self
 
     def matches(self, note: NoteCoordinates) -> bool:
@@ -149,14 +164,6 @@ class NotePage:
     items: list[NoteMeta]
     # Position to continue strictly after; None when the listing is exhausted.
     after_ref: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class PresignedUpload:
-    """A PUT URL and the exact headers to send with it (they are signed: S3 refuses others)."""
-
-    url: str
-    headers: dict[str, str]
 
 
 BINARY_DEFAULT = "application/octet-stream"

@@ -85,6 +85,13 @@ def gate_put(request: PutNote) -> tuple[NoteCoordinates, str, bytes | None]:
         return coordinates, content_type, None
     if request.text is not None and request.body_b64 is not None:
         raise InvalidArgument("give either text or body_b64, not both", field="body_b64")
+    # An inline body's size and digest are computed from it: a second figure could only contradict it.
+    if request.size is not None:
+        raise InvalidArgument("size is only for an upload commit; an inline body's size is its length", field="size")
+    if request.sha256 is not None:
+        raise InvalidArgument(
+            "sha256 is only for an upload commit; an inline body's digest is computed", field="sha256"
+        )
     if request.body_b64 is not None:
         # Bound the work before decoding: base64 grows 4/3.
         if len(request.body_b64) > (INLINE_LIMIT * 4) // 3 + 4:
@@ -93,10 +100,11 @@ def gate_put(request: PutNote) -> tuple[NoteCoordinates, str, bytes | None]:
             body = base64.b64decode(request.body_b64, validate=True)
         except (binascii.Error, ValueError):
             raise InvalidArgument("body_b64 is not valid base64", field="body_b64") from None
-        content_type = request.content_type or BINARY_DEFAULT
+        content_type = BINARY_DEFAULT if request.content_type is None else request.content_type
     else:
         body = (request.text or "").encode("utf-8")
-        content_type = request.content_type or TEXT_DEFAULT
+        # An absent content type is the default; an empty one is not a media type (refused below).
+        content_type = TEXT_DEFAULT if request.content_type is None else request.content_type
     if len(body) > INLINE_LIMIT:
         raise _too_large(len(body))
     return coordinates, validate_media_type(content_type), body
@@ -154,7 +162,7 @@ class NotesService:
             raise PayloadTooLarge(
                 f"notes are limited to {MAX_NOTE_BYTES} bytes", size=request.size, limit=MAX_NOTE_BYTES
             )
-        content_type = validate_media_type(request.content_type or BINARY_DEFAULT)
+        content_type = validate_media_type(BINARY_DEFAULT if request.content_type is None else request.content_type)
         presigned = self._store.presign_upload(
             principal.authority, coordinates, request.size, digest, content_type, self._presign_seconds
         )

@@ -114,17 +114,3 @@ def aws_errors(*, write: bool) -> Iterator[None]:
     except BotoCoreError as exc:
         cls = CommitUnknown if write else Unavailable
         raise cls("a storage dependency failed; retry the exact request", cause=type(exc).__name__) from exc
-
-
-def protector(settings: Any) -> Any:
-    """The sealer of protected payloads: KMS data keys under `data_key_id`. Without a key (the
-    in-process fakes, a test that does not test protection) bytes are stored as they are, and a
-    warning says so once per container; CDK and `dovecote dev` always set one."""
-    from dovecote.platform.protection import Protector, Unprotected
-
-    if settings.data_key_id:
-        return Protector(lazy_client("kms"), settings.data_key_id, allow_plaintext_reads=settings.allow_plaintext_reads)
-    from dovecote.platform.observability import logger
-
-    logger.warning("DOVECOTE_DATA_KEY_ID is not set: message parts and artifact payloads are stored unsealed")
-    return Unprotected()

@@ -14,7 +14,7 @@ table is the configured one and whose requests go through that one cached boto3 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,14 +53,46 @@ def unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-def cancellation_codes(exc: BaseException) -> list[str]:
-    """Per-item reasons of a cancelled transaction ('' where an item's condition held)."""
+# ---- error mapping: what a failed request means to the caller -----------------------------------
+#
+# - a read that fails is `unavailable`, a throttle `throttled` (`pynamodb_errors`, over
+#   platform.aws.aws_errors);
+# - a write that may have been sent is `commit_unknown`, throttles and timeouts included
+#   (`committing`): a command's receipt makes the exact retry safe;
+# - a cancelled transaction names, per item, the condition that failed and the old item
+#   (`cancellation_codes`, `failed_condition`): the adapter turns that into its typed conflict.
+
+CONDITION_FAILED = "ConditionalCheckFailed"
+
+
+def _reasons(exc: BaseException) -> list[tuple[str, Any]]:
+    """(code, old item) per item of a cancelled transaction, ('', None) where its condition held.
+    PynamoDB's VerboseClientError carries them as objects; a bare ClientError in its response."""
     reasons = getattr(exc, "cancellation_reasons", None)
-    if reasons is not None:
-        return [r.code if r is not None else "" for r in reasons]
+    if reasons:
+        return [(r.code, r.raw_item) if r is not None else ("", None) for r in reasons]
     cause = unwrap(exc)
     raw = (getattr(cause, "response", None) or {}).get("CancellationReasons") or []
-    return [str(r.get("Code") or "") if r.get("Code") != "None" else "" for r in raw]
+    return [(str(r.get("Code") or "") if r.get("Code") != "None" else "", r.get("Item")) for r in raw]
+
+
+def cancellation_codes(exc: BaseException) -> list[str]:
+    """Per-item reasons of a cancelled transaction ('' where an item's condition held)."""
+    return [code for code, _ in _reasons(exc)]
+
+
+def failed_condition(exc: BaseException | None, names: Sequence[str]) -> tuple[str, Any] | None:
+    """The first item of a cancelled transaction whose condition failed, by its name in `names`
+    (the transaction's items in order), with the old item DynamoDB returned for it (ALL_OLD), or
+    None when the transaction was not cancelled by a condition (a conflict, a throttle, ...)."""
+    from dovecote.platform.aws import aws_error_code
+
+    if exc is None or aws_error_code(unwrap(exc)) != "TransactionCanceledException":
+        return None
+    for name, (code, item) in zip(names, _reasons(exc), strict=False):
+        if code == CONDITION_FAILED:
+            return name, item
+    return None
 
 
 @contextmanager
@@ -77,6 +109,33 @@ def pynamodb_errors(*, write: bool) -> Iterator[None]:
             raise
         with aws_errors(write=write):
             raise exc.cause from exc
+
+
+@contextmanager
+def committing() -> Iterator[None]:
+    """A write that may have been sent is `commit_unknown`: the receipt makes the exact retry safe.
+    A throttle is too (unlike `aws_errors`): the SDK's own retries may have sent it before."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from pynamodb.exceptions import PynamoDBException
+
+    from dovecote.platform.aws import THROTTLE_CODES, aws_error_code
+    from dovecote.platform.errors import CommitUnknown
+
+    try:
+        yield
+    except PynamoDBException as exc:
+        cause = unwrap(exc)
+        if cause is exc:
+            raise
+        with committing():
+            raise cause from exc
+    except ClientError as exc:
+        code = aws_error_code(exc)
+        if code in THROTTLE_CODES:
+            raise CommitUnknown("AWS throttled the commit; retry the exact command", aws_code=code) from exc
+        raise CommitUnknown("the commit outcome is unknown; retry the exact command", aws_code=code) from exc
+    except BotoCoreError as exc:
+        raise CommitUnknown("the commit outcome is unknown; retry the exact command", cause=type(exc).__name__) from exc
 
 
 # ---- table schemas, derived from the models -----------------------------------------------------

@@ -7,12 +7,15 @@ import base64
 import binascii
 import functools
 import json
-from typing import Any, Callable
+from typing import Any, Callable, cast
+from urllib.parse import unquote_to_bytes
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
 from aws_lambda_powertools.logging import correlation_paths
-from pydantic import BaseModel, model_serializer
+from pydantic import BaseModel, GetJsonSchemaHandler, model_serializer
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound
 from dovecote.platform.observability import logger, metrics
@@ -28,6 +31,32 @@ class ApiModel(BaseModel):
     def _omit_none(self, handler: Any) -> Any:
         data = handler(self)
         return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The wrap serializer above returns `Any`, which pydantic documents as `{}`: every response
+        body would have no schema at all. Document the fields as serialized instead: each one is
+        always present, except an optional one, which is omitted (never null) when it has no value."""
+        if handler.mode != "serialization":
+            return handler(core_schema)
+        unwrapped = {k: v for k, v in core_schema.items() if k != "serialization"}
+        reference = handler(cast(CoreSchema, unwrapped))
+        schema = handler.resolve_ref_schema(reference)
+        properties: dict[str, Any] = schema.get("properties") or {}
+        optional = set()
+        for name, prop in properties.items():
+            options = prop.get("anyOf")
+            if isinstance(options, list) and {"type": "null"} in options:
+                optional.add(name)
+                rest = [o for o in options if o != {"type": "null"}]
+                del prop["anyOf"]
+                prop.pop("default", None)
+                if len(rest) == 1:
+                    prop.update(rest[0])
+                else:
+                    prop["anyOf"] = rest
+        schema["required"] = [name for name in properties if name not in optional]
+        return reference
 
 
 class ErrorBody(BaseModel):
@@ -53,22 +82,25 @@ class GatewayMessage(BaseModel):
 GATEWAY_STATUSES = (401, 413)
 
 
-def responses(status: int, model: type[BaseModel] | None, *errors: int) -> dict[int, Any]:
+def responses(
+    status: int, model: type[BaseModel] | None, *errors: int, why: dict[int, str] | None = None
+) -> dict[int, Any]:
     """OpenAPI responses of a route: its success (with its model, or none for 204) and the error
-    statuses it can return. Powertools documents only what is listed once any entry is given."""
+    statuses it can return, each with `why` it is answered when a route says. Powertools documents
+    only what is listed once any entry is given."""
     success: dict[str, Any] = {"description": "success"}
     if model is not None:
         success["content"] = {JSON: {"model": model}}
-    return {status: success, **error_responses(*errors)}
+    return {status: success, **error_responses(*errors, why=why)}
 
 
-def error_responses(*statuses: int) -> dict[int, Any]:
+def error_responses(*statuses: int, why: dict[int, str] | None = None) -> dict[int, Any]:
     """OpenAPI response entries for the error statuses a route can return."""
     envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
     either = {"anyOf": [envelope, {"$ref": "#/components/schemas/GatewayMessage"}]}
     return {
         status: {
-            "description": "error",
+            "description": (why or {}).get(status, "error"),
             "content": {JSON: {"schema": either if status in GATEWAY_STATUSES else envelope}},
         }
         for status in statuses
@@ -145,12 +177,29 @@ def _check_json(value: Any) -> DomainError | None:
     return None
 
 
+def _raw_query_bytes(raw: str) -> bytes:
+    """The query string as the client sent it, percent-escapes decoded. API Gateway keeps
+    `rawQueryString` percent-encoded (ASCII); the local gateway passes literal bytes as Latin-1
+    characters, the WSGI convention (PEP 3333), so each character up to U+00FF is one byte."""
+    try:
+        data = raw.encode("latin-1")
+    except UnicodeEncodeError:
+        data = raw.encode("utf-8", "surrogatepass")
+    return unquote_to_bytes(data)
+
+
+def _not_utf8(what: str, exc: UnicodeDecodeError) -> DomainError:
+    return InvalidArgument(f"{what} is not valid UTF-8", offset=exc.start)
+
+
 def gate_request(event: dict[str, Any]) -> dict[str, Any] | None:
     """The one gate every API request passes before the resolver sees it. In order:
     1. the principal (a route behind the authorizer runs nothing for a stranger, not even a parse);
-    2. path and query text;
-    3. the body: declared JSON (any case, or a +json type), valid UTF-8, parseable, at most
-       MAX_JSON_DEPTH deep, no lone surrogates, no integer beyond Python's 4300-digit limit.
+    2. the query string: valid UTF-8 once its percent-escapes are decoded (strictly: a gateway that
+       decoded `%FF` as U+FFFD would otherwise store a character nobody sent); path and query text;
+    3. the body: declared JSON (any case, or a +json type), valid UTF-8 (strictly, whether the
+       gateway passed it as text or as base64), parseable, at most MAX_JSON_DEPTH deep, no lone
+       surrogates, no integer beyond Python's 4300-digit limit.
     It returns the refusal, or None after normalising the event (the body decoded, the content type
     `application/json`) so the resolver's own parser sees exactly what was checked."""
     try:
@@ -158,6 +207,10 @@ def gate_request(event: dict[str, Any]) -> dict[str, Any] | None:
             principal_from_event(event)
     except DomainError as error:
         return _refusal(error)
+    try:
+        _raw_query_bytes(str(event.get("rawQueryString") or "")).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _refusal(_not_utf8("the query string", exc))
     for where in ("queryStringParameters", "pathParameters"):
         for name, value in (event.get(where) or {}).items():
             if _bad_text(str(name)) or _bad_text(str(value)):
@@ -172,13 +225,21 @@ def gate_request(event: dict[str, Any]) -> dict[str, Any] | None:
             InvalidArgument("request bodies are JSON: send Content-Type: application/json", content_type=declared)
         )
     try:
+        # A text body holding a lone surrogate (the local gateway's surrogateescape of a byte that is
+        # not UTF-8) encodes to bytes that are not UTF-8 either: refused below, never replaced.
         raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8", "surrogatepass")
+    except (ValueError, binascii.Error) as exc:
+        return _refusal(InvalidArgument("request body is not valid base64", problem=str(exc)[:200]))
+    try:
         text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _refusal(_not_utf8("request body", exc))
+    try:
         parsed = json.loads(text)
     except RecursionError:
         return _refusal(InvalidArgument(f"request JSON nests deeper than {MAX_JSON_DEPTH} levels"))
-    except (ValueError, binascii.Error) as exc:
-        return _refusal(InvalidArgument("request body is not valid UTF-8 JSON", problem=str(exc)[:200]))
+    except ValueError as exc:
+        return _refusal(InvalidArgument("request body is not valid JSON", problem=str(exc)[:200]))
     problem = _check_json(parsed)
     if problem is not None:
         return _refusal(problem)

@@ -5,10 +5,17 @@ A small recursive-descent parser of RFC 9110 §8.3.1 rather than a regex: the gr
 quoted-strings with quoted-pairs (`a="b\\"c"` is one parameter) and parameter names compare
 case-insensitively, so `a=1; A=2` names one parameter twice (refused), which a regex cannot see.
 
-    media-type = type "/" subtype parameters
-    parameters = *( OWS ";" OWS [ parameter ] )
+    media-type = type "/" subtype parameters [ OWS ";" ]
+    parameters = *( OWS ";" OWS parameter )
     parameter  = parameter-name "=" parameter-value
     parameter-value = ( token / quoted-string )
+
+Two rules come from the reference (agent.go validates with Go's `mime.ParseMediaType`), where they
+are narrower than RFC 9110:
+- a value that differs from its whitespace-trimmed form is refused before it is parsed, so no
+  whitespace at either end (`"text/plain "`, `"text/plain; "`);
+- an empty parameter is allowed only as one trailing `;` (`text/plain;` is accepted, Go ignores it);
+  `text/plain;;` and `text/plain; ;a=1` are refused.
 """
 
 from __future__ import annotations
@@ -95,8 +102,8 @@ def parse_media_type(value: str) -> tuple[str, str, dict[str, str]]:
             return kind, subtype, parameters
         parser.expect(";")
         parser.ows()
-        if parser.done() or parser.peek() == ";":
-            continue  # an empty parameter is allowed by the grammar
+        if parser.done():
+            return kind, subtype, parameters  # one trailing `;`: ignored, as the reference does
         name = parser.token().lower()
         parser.expect("=")
         parameter = parser.quoted_string() if parser.peek() == '"' else parser.token()
@@ -110,6 +117,10 @@ def validate_media_type(value: str, *, field: str = "content_type") -> str:
         raise InvalidArgument(f"{field} is longer than {MAX_MEDIA_TYPE_BYTES} bytes", field=field)
     if any(ch in value for ch in "\r\n\x00"):
         raise InvalidArgument(f"{field} is not a media type: it must not contain CR, LF or NUL", field=field)
+    # The reference's first test: str.strip() trims what Go's strings.TrimSpace does (Unicode White_Space),
+    # and also U+001C-U+001F, which neither side accepts at an end anyway (not a token character).
+    if value != value.strip():
+        raise InvalidArgument(f"{field} {value!r} is not a media type: no whitespace before or after it", field=field)
     try:
         parse_media_type(value)
     except ValueError as exc:

@@ -186,5 +186,20 @@ class Unprotected:
         return None
 
 
+def protector(settings: Any) -> Protector | Unprotected:
+    """The sealer of protected payloads: KMS data keys under `data_key_id`. Without a key (the
+    in-process fakes, a test that does not test protection) bytes are stored as they are, and a
+    warning says so once per container; CDK and `dovecote dev` always set one. (Here rather than
+    in platform/aws.py: protection uses the AWS clients, never the other way round.)"""
+    from dovecote.platform.aws import lazy_client
+
+    if settings.data_key_id:
+        return Protector(lazy_client("kms"), settings.data_key_id, allow_plaintext_reads=settings.allow_plaintext_reads)
+    from dovecote.platform.observability import logger
+
+    logger.warning("DOVECOTE_DATA_KEY_ID is not set: message parts and artifact payloads are stored unsealed")
+    return Unprotected()
+
+
 def _aad(identity: str) -> bytes:
     return b"dovecote|" + identity.encode("utf-8")

@@ -41,6 +41,23 @@ def instant_pattern(fraction_digits: int = 6) -> str:
     return f"^{DATE_PATTERN}{TIME_PATTERN}(\\.[0-9]{{1,{fraction_digits}}})?{OFFSET_PATTERN}$"
 
 
+# Text limited in UTF-8 bytes. JSON Schema counts characters and has no keyword for bytes, so the
+# document declares the byte limit as `maxLength` (a longer string is over the limit in bytes too:
+# every string the schema refuses, the server refuses) and states the byte limit itself under this
+# extension keyword: a string within `maxLength` but over its bytes (multi-byte characters) is refused
+# as documented. tests/e2e/test_schemathesis.py reads it to tell those refusals from a broken contract.
+MAX_UTF8_BYTES = "x-max-utf8-bytes"
+
+
+def utf8_text(max_bytes: int, **extra: Any) -> dict[str, Any]:
+    return {"maxLength": max_bytes, MAX_UTF8_BYTES: max_bytes, **extra}
+
+
+# What Python's str.strip() removes (str.isspace), as a JSON Schema character class: a gate that
+# requires "some visible character" (`value.strip() != ""`) is declared with it, not with `\s`, whose
+# ECMAScript set differs (it has U+FEFF, and not U+001C-U+001F).
+PY_SPACE = r"\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
 # No control characters (query text, filters).
 PLAIN_TEXT: dict[str, Any] = {"pattern": r"^[^\x00-\x1f\x7f]*$"}
 

@@ -31,6 +31,7 @@ def recall_service(settings: Settings) -> RecallService:
     """The composition root shared by the recall API and the transcript indexer."""
     from dovecote.platform import aws
     from dovecote.recall.archive import S3Archive
+    from dovecote.recall.digests import DynamoIngestedDigests
     from dovecote.recall.dynamo import DynamoIngestLedger
     from dovecote.recall.service import RecallService
 
@@ -39,4 +40,5 @@ def recall_service(settings: Settings) -> RecallService:
         S3Archive(bucket=settings.bucket, s3=aws.client("s3")),
         DynamoIngestLedger(table=settings.recall_table, dynamodb=aws.client("dynamodb")),
         presign_seconds=settings.presign_seconds,
+        digests=DynamoIngestedDigests(table=settings.recall_table, dynamodb=aws.client("dynamodb")),
     )

@@ -3,12 +3,15 @@
 API.md. Each maps a file to `Session`s of `Message`s (see the data notes in
 shared/data/transcripts/SOURCES.md):
 
-- user and assistant text → kind `text`; tool calls and tool results → kind `tool` (input capped at
-  500 characters, results at 1,000); thinking and Codex reasoning summaries → kind `thinking`
-  (encrypted reasoning is not readable and is not indexed); text blocks are capped at 8,000.
+- user and assistant text → kind `text`; tool calls and tool results → kind `tool` (a call's input
+  capped at 500 characters, a result at 1,000, in every form: in the generic form an assistant's
+  `tool` message is a call, any other role's a result); thinking and Codex reasoning summaries →
+  kind `thinking` (encrypted reasoning is not readable and is not indexed); text blocks are capped
+  at 8,000. A cap keeps the first N characters and appends nothing, as the reference does.
 - Injected envelopes (`<system-reminder>`, `<command-…>`, `<local-command-…>`, isMeta lines, Codex
-  developer messages and environment context) are kept but flagged, so they stay hidden unless
-  include_tools. A message a person typed is flagged `human`: it opens a turn.
+  developer messages and environment context), system rows and `[Request interrupted by user…]`
+  markers are kept but flagged, so they stay hidden (search, read, outline) unless include_tools,
+  as the reference hides them. A message a person typed is flagged `human`: it opens a turn.
 - Claude sidechains (subagents) become sessions of their own, `<parent>/<agentId>`, linked to the
   parent; a Codex subagent rollout links by its parent id when the file names one, else by the
   instant its parent entered review mode.
@@ -66,6 +69,8 @@ ENVELOPE_PREFIXES = (
     "# AGENTS.md instructions",
     "<INSTRUCTIONS>",
     "<turn_aborted>",
+    # Claude Code's marker for an Esc (also "… for tool use]"): nobody said it; the reference hides it.
+    "[Request interrupted by user",
 )
 
 
@@ -213,7 +218,7 @@ def _claude_blocks(record: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     role = _str(message.get("role")) or _str(kind_of_line)
     if role not in ("user", "assistant"):
         role = "system"
-    meta = record.get("isMeta") is True
+    meta = record.get("isMeta") is True or role == "system"  # system rows are hidden as envelopes
     content = message.get("content") if message else record.get("content")
     out: list[tuple[str, str, str, bool]] = []
     if kind_of_line == "system":
@@ -519,8 +524,12 @@ def parse_generic(request: IngestRequest) -> ParsedTranscript:
 
 
 def _generic_message(session_id: str, raw: GenericMessage) -> Message:
-    text = raw.text
-    text = cap(text, TOOL_RESULT_CAP if raw.kind == "tool" else TEXT_CAP)
+    if raw.kind == "tool":  # an assistant's tool message is the call, any other role's the result
+        limit = TOOL_INPUT_CAP if raw.role == "assistant" else TOOL_RESULT_CAP
+    else:
+        limit = TEXT_CAP
+    text = cap(raw.text, limit)
+    envelope = raw.kind == "text" and (raw.role == "system" or is_envelope(text))
     return Message(
         uuid=message_uuid(session_id, raw.uuid, ""),
         role=raw.role,
@@ -528,8 +537,8 @@ def _generic_message(session_id: str, raw: GenericMessage) -> Message:
         text=text,
         timestamp=normalize_timestamp(raw.timestamp),
         parent_uuid=message_uuid(session_id, raw.parent_uuid, "") if raw.parent_uuid else None,
-        envelope=raw.kind == "text" and is_envelope(text),
-        human=raw.role == "user" and raw.kind == "text" and not is_envelope(text),
+        envelope=envelope,
+        human=raw.role == "user" and raw.kind == "text" and not envelope,
     )
 
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from dovecote.platform.errors import InvalidArgument
+from dovecote.recall.patterns import MAX_PATTERN_CHARS, PathPattern, compile_path_pattern
 
 # ---- protocol constants (SEMANTICS §3) ------------------------------------------------------------
 
@@ -34,10 +35,9 @@ AMBIGUITY_CANDIDATES = 10
 MIN_SESSION_PREFIX = 8  # current_session: the exact id, or a prefix at least this long
 REF_PREFIX = 8  # printed refs start at <session8>:<uuid8> and lengthen until unique
 TRUNCATION_MARKER = " …[truncated]"
-MIN_READ_BUDGET = len(TRUNCATION_MARKER) + 18  # room for the marker and a readable start
+MIN_READ_BUDGET = 0  # any budget >= 0 is a read; below the marker's length the anchor is still shown, cut
 MAX_READ_BUDGET = 10_000_000
 MAX_QUERY_CHARS = 1000
-MAX_PATTERN_CHARS = 500
 MAX_TOPIC_LABEL_CHARS = 200
 DEFAULT_TOPICS_LIMIT = 20
 MAX_TOPICS_LIMIT = 100
@@ -45,9 +45,11 @@ MAX_TOPICS_LIMIT = 100
 TEXT_CAP = 8000
 TOOL_INPUT_CAP = 500
 TOOL_RESULT_CAP = 1000
-# The engine scores at most this many candidate messages per query; past it the distinct-session
-# total is reported as a lower bound, never as exact.
-MAX_CANDIDATES = 20_000
+# The engine ranks at most this many candidate messages per query (the best by bm25); past it the
+# distinct-session total is reported as a lower bound, never as exact. bench/recall.py, SQLite at
+# 100k messages, CPU ms per search (p95, 1 / 2 / 3 words): ceiling 20,000: 100 / 56 / 102; 5,000:
+# 70 / 51 / 68; 2,000: 41 / 40 / 49 (the window functions and coverage flags run on the ranked rows).
+MAX_CANDIDATES = 2_000
 MAX_SESSION_ID_CHARS = 200
 MAX_PROJECT_CHARS = 200
 MAX_SOURCE_CHARS = 64
@@ -56,11 +58,13 @@ MAX_GENERIC_MESSAGES = 50_000
 ROLES = ("user", "assistant", "system")
 KINDS = ("text", "tool", "thinking")
 FORMATS = ("claude-code-jsonl", "codex-jsonl")
-SORTS = ("", "relevance", "newest")
-RANKERS = ("message", "top2", "session")
-# bench/recall.py, 200 planted facts: top2 ties or beats the seed's best-single-message ranker on
-# both sets (with rivals: recall@1 0.375 vs 0.250, MRR 0.553 vs 0.420) and reads 2 rows per session.
-DEFAULT_RANKER = "top2"
+SORTS = ("", "relevance", "newest", "oldest")
+RANKERS = ("message", "top2", "session", "fused")
+FUSION_WEIGHT = 0.3  # `fused`: the weight of the message hits (top2) against the session's summed score
+# bench/recall.py, 200 planted facts with rivals, on the unseen set (seed 29; FUSION_WEIGHT was tuned on
+# seed 11): recall@1 / MRR fused 0.490 / 0.646, session 0.375 / 0.541, top2 0.375 / 0.535, message
+# 0.250 / 0.407. Without rivals fused finds 0.965 first (top2 1.0): the price of no coverage key.
+DEFAULT_RANKER = "fused"
 
 Role = Literal["user", "assistant", "system"]
 Kind = Literal["text", "tool", "thinking"]
@@ -117,8 +121,10 @@ def clean_text(value: str) -> str:
 
 
 def cap(text: str, limit: int) -> str:
-    """An index-time cap. The cut is marked, never silent; the archive keeps the whole text."""
-    return text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
+    """An index-time cap, as the reference applies it: the first `limit` characters (code points),
+    nothing appended, so a capped message reads as exactly `limit` characters. The archive keeps
+    the whole text (a rebuild re-derives it)."""
+    return text if len(text) <= limit else text[:limit]
 
 
 def canonical_uuid(raw: str) -> str | None:
@@ -231,6 +237,12 @@ class SessionInfo:
     sha256: str = ""
     spawn_key: str | None = None
     spawn_keys: tuple[str, ...] = ()
+
+    @property
+    def subagent(self) -> bool:
+        """A subagent thread (Claude sidechain, Codex subagent, generic `subagent`): searched only
+        when asked for, as in the reference."""
+        return self.agent is not None or self.parent_session is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,17 +399,6 @@ def _bound(value: str, field_name: str, *, end_of_day: bool) -> str:
     return utc_iso(moment)
 
 
-def _pattern(value: str, field_name: str) -> re.Pattern[str] | None:
-    if not value:
-        return None
-    if len(value) > MAX_PATTERN_CHARS:
-        raise InvalidArgument(f"{field_name} is longer than {MAX_PATTERN_CHARS} characters", field=field_name)
-    try:
-        return re.compile(value)
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise InvalidArgument(f"{field_name} is not a valid regular expression: {exc}", field=field_name) from None
-
-
 def _limit(value: int | None, *, default: int, maximum: int, field_name: str = "limit") -> int:
     if value is None or value == 0:
         return default
@@ -419,10 +420,11 @@ class SearchParams:
     min_messages: int = 0
     project: str = ""
     source: str = ""
-    include_path: re.Pattern[str] | None = None
-    exclude_path: re.Pattern[str] | None = None
+    include_path: PathPattern | None = None  # RE2 (patterns.py)
+    exclude_path: PathPattern | None = None
     current_session: str = ""
     include_tools: bool = False
+    include_subagents: bool = False
     oneline: bool = False
     ranker: str = DEFAULT_RANKER
     # The caller's own spelling of each argument, for next_command.
@@ -444,6 +446,7 @@ def gate_search(
     exclude_path: Any = "",
     current_session: Any = "",
     include_tools: bool = False,
+    include_subagents: bool = False,
     format: Any = "",  # noqa: A002 - the API's parameter name
     ranker: Any = "",
 ) -> SearchParams:
@@ -455,7 +458,7 @@ def gate_search(
         raise InvalidArgument(f"role must be one of {', '.join(ROLES)}, got {role_!r}", field="role")
     sort_ = _text_arg(sort, "sort", 16)
     if sort_ not in SORTS:
-        raise InvalidArgument(f"sort must be 'newest' or absent, got {sort_!r}", field="sort")
+        raise InvalidArgument(f"sort must be 'newest', 'oldest' or absent, got {sort_!r}", field="sort")
     since_ = _bound(_text_arg(since, "since", 64), "since", end_of_day=False)
     before_ = _bound(_text_arg(before, "before", 64), "before", end_of_day=True)
     # since after before is an empty range, not an error: it matches nothing (every well-formed pair
@@ -465,7 +468,9 @@ def gate_search(
     if min_messages is not None and min_messages > 10**9:
         raise InvalidArgument("min_messages is too large", field="min_messages")
     current = _text_arg(current_session, "current_session", MAX_SESSION_ID_CHARS * 2)
-    if current and (len(current) < MIN_SESSION_PREFIX or not _SESSION_PART.fullmatch(current)):
+    if len(current) < MIN_SESSION_PREFIX:
+        current = ""  # the reference ignores a prefix this short (it would name too many sessions)
+    if current and not _SESSION_PART.fullmatch(current):
         raise InvalidArgument(
             f"current_session must be the session id or a prefix of at least {MIN_SESSION_PREFIX} characters",
             field="current_session",
@@ -490,6 +495,7 @@ def gate_search(
         "exclude_path": exclude_path or "",
         "current_session": current,
         "include_tools": include_tools,
+        "include_subagents": include_subagents,
     }
     return SearchParams(
         q=query,
@@ -501,10 +507,11 @@ def gate_search(
         min_messages=min_messages or 0,
         project=_text_arg(project, "project", MAX_PROJECT_CHARS),
         source=_text_arg(source, "source", MAX_SOURCE_CHARS),
-        include_path=_pattern(_text_arg(include_path, "include_path", MAX_PATTERN_CHARS), "include_path"),
-        exclude_path=_pattern(_text_arg(exclude_path, "exclude_path", MAX_PATTERN_CHARS), "exclude_path"),
+        include_path=compile_path_pattern(_text_arg(include_path, "include_path", MAX_PATTERN_CHARS), "include_path"),
+        exclude_path=compile_path_pattern(_text_arg(exclude_path, "exclude_path", MAX_PATTERN_CHARS), "exclude_path"),
         current_session=current.replace("~", "/"),
         include_tools=bool(include_tools),
+        include_subagents=bool(include_subagents),
         oneline=fmt == "oneline",
         ranker=ranker_,
         raw=raw,
@@ -533,7 +540,7 @@ def gate_read(
 ) -> ReadParams:
     """The one gate for a read: the ref grammar, the budget, the expand-in-place ladder."""
     parsed = parse_ref(ref)
-    if budget is not None and not MIN_READ_BUDGET <= budget <= MAX_READ_BUDGET:
+    if budget is not None and not 0 <= budget <= MAX_READ_BUDGET:
         raise InvalidArgument(
             f"budget must be between {MIN_READ_BUDGET} and {MAX_READ_BUDGET} characters, got {budget}",
             field="budget",
@@ -568,11 +575,11 @@ def gate_read(
 class OutlineParams:
     session: str
     visibility: Visibility = Visibility()
-    include_subagents: bool = True
+    include_subagents: bool = False  # the reference lists subagent threads only when asked
 
 
 def gate_outline(
-    session: Any, *, include_tools: bool = False, include_thinking: bool = False, include_subagents: bool = True
+    session: Any, *, include_tools: bool = False, include_thinking: bool = False, include_subagents: bool = False
 ) -> OutlineParams:
     return OutlineParams(
         session=check_session_arg(session),

@@ -30,7 +30,9 @@ SearchIndex contract (held by tests/integration/test_recall_index_conformance.py
   anchor whatever its kind) in file order: `radius` displayed rows each side of the centre, the centre
   being the anchor moved `around` displayed rows; with the counts of displayable rows left outside.
 - outline returns the first/last `bookend` displayable rows among the first/last `scan` rows, without
-  overlap, and the number of displayable rows in the session.
+  overlap, and the number of rows (shown or not) strictly between the two bookends (the
+  reference's mid_count; with no start bookend from the session's first row, with no end bookend
+  to its last).
 - Topics: add_topic upserts the label of the segment starting at (session, uuid); search_topics ranks
   labels over the whole authority with one global limit (words OR-ed), and says whether anything at
   all is tagged.
@@ -67,6 +69,7 @@ class SearchFilter:
     # regexes against the authority's known places); None selects every place.
     places: frozenset[tuple[str, str]] | None = None
     visibility: Visibility = Visibility(thinking=True)
+    subagents: bool = False  # subagent threads match only when asked for (SessionInfo.subagent)
 
     def matches(self, row: Row, session: SessionInfo) -> bool:
         """The single definition of what a search filter selects."""
@@ -84,6 +87,8 @@ class SearchFilter:
             return False
         if self.source and session.source != self.source:
             return False
+        if not self.subagents and session.subagent:
+            return False
         return self.places is None or (session.project, session.cwd) in self.places
 
 
@@ -100,7 +105,7 @@ class IndexQuery:
     query: Query
     filter: SearchFilter
     limit: int
-    sort: str = ""  # "" (relevance) | "newest"
+    sort: str = ""  # "" (relevance) | "newest" | "oldest"
     ranker: str = "message"
     withhold: Withhold | None = None
     max_candidates: int = MAX_CANDIDATES
@@ -142,7 +147,7 @@ class Window:
 class OutlineRows:
     start: list[Row]
     end: list[Row]
-    displayable: int
+    between: int  # every row strictly between the last start row and the first end row
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +163,21 @@ class TopicRow:
     start_uuid: str
     start_pos: int
     label: str
+
+
+def outline_rows(head: list[Row], tail: list[Row], visibility: Visibility, size: int) -> OutlineRows:
+    """The outline from a session's first rows (file order) and last rows (reverse file order):
+    `size` shown rows at each end, without overlap, the end in file order; and the rows between
+    them, counted from positions (a session's rows are numbered 0..n-1 in file order)."""
+    start = [r for r in head if visibility.shows(r.kind, r.envelope)][:size]
+    taken = {r.pos for r in start}
+    end = [r for r in tail if visibility.shows(r.kind, r.envelope) and r.pos not in taken][:size]
+    end.reverse()
+    if not tail:
+        return OutlineRows(start, end, 0)
+    low = start[-1].pos if start else -1
+    high = end[0].pos if end else tail[0].pos + 1
+    return OutlineRows(start, end, max(0, high - low - 1))
 
 
 class SearchIndex(Protocol):

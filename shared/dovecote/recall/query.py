@@ -6,6 +6,8 @@
   parentheses. Only uppercase `AND`/`OR`/`NOT` are operators; lowercase `and`/`or`/`not` are stop
   words like `the`. Adjacent terms in a boolean query are AND-ed, as in FTS5.
 - `"quoted words"` are a phrase.
+- A trailing `*` is FTS5's prefix operator: `zephyrc*` matches every word that starts with
+  `zephyrc` (translated on both engines). A prefix is never a stop word (`the*` finds "theory").
 - Stop words and terms without a letter or digit are dropped; a query left with no term is empty,
   and search answers it with an empty, complete envelope (not an error).
 """
@@ -36,6 +38,7 @@ STOP_WORDS = frozenset(
 class Term:
     text: str
     phrase: bool = False
+    prefix: bool = False  # `text*`: every token starting with text
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,8 @@ def _term(lexeme: str) -> Term | None:
     if lexeme.startswith('"'):
         words = lexeme.strip('"').strip()
         return Term(" ".join(words.split()), phrase=True) if _WORDY.search(words) else None
+    if lexeme.endswith("*") and lexeme.rstrip("*") and _WORDY.search(lexeme):
+        return Term(lexeme.rstrip("*"), prefix=True)
     return Term(lexeme) if _meaningful(lexeme) else None
 
 
@@ -108,8 +113,9 @@ def _distinct(terms: list[Term | None]) -> list[Term]:
     seen: set[str] = set()
     out = []
     for term in terms:
-        if term is not None and term.text.lower() not in seen:
-            seen.add(term.text.lower())
+        key = term.text.lower() + ("*" if term.prefix else "") if term is not None else ""
+        if term is not None and key not in seen:
+            seen.add(key)
             out.append(term)
     return out
 
@@ -235,7 +241,8 @@ def to_fts5(node: Node, keep: Callable[[Term], bool] | None = None) -> str | Non
     if isinstance(node, Term):
         if keep is not None and not keep(node):
             return None
-        return _quote(node.text)
+        # A prefix is `"text"*`; the trigram index (keep is set) matches it as a substring.
+        return _quote(node.text) + ("*" if node.prefix and keep is None else "")
     if isinstance(node, Not):
         left = to_fts5(node.keep, keep)
         right = to_fts5(node.drop, keep)

@@ -4,6 +4,8 @@ One item per upload that was handed a URL and is not indexed yet:
   pk `a#<authority>`, sk `upload#<upload_id>`; format, project, project folder, created/expiry
   instants, status (pending | failed) and the error of a failed one. `ttl` (epoch seconds) lets
   DynamoDB's TTL delete entries for URLs that were never used.
+One item per transcript file an authority ingested, by the SHA-256 of its bytes (recall/digests.py):
+  pk `a#<authority>`, sk `sha#<hex>`; nothing else.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pynamodb.models import Model
 from dovecote.platform.dynamo import PLACEHOLDER_TABLE, TableDef
 
 UPLOAD_PREFIX = "upload#"
+DIGEST_PREFIX = "sha#"
 
 
 def ledger_partition(authority: str) -> str:
@@ -36,4 +39,14 @@ class UploadRecord(Model):
     ttl = NumberAttribute(null=True)
 
 
-RECALL_TABLE = TableDef("recall_table", (UploadRecord,), ttl="ttl", description="the transcript ingest ledger")
+class DigestRecord(Model):
+    class Meta:
+        table_name = PLACEHOLDER_TABLE
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+
+
+RECALL_TABLE = TableDef(
+    "recall_table", (UploadRecord, DigestRecord), ttl="ttl", description="the transcript ingest ledger"
+)

@@ -18,7 +18,6 @@ import json
 import re
 import shlex
 import uuid as uuidlib
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -26,13 +25,14 @@ from dovecote.platform.clock import Clock, utc_now
 from dovecote.platform.errors import AmbiguousRef, InvalidArgument, NotFound, PayloadTooLarge
 from dovecote.platform.principal import Principal
 from dovecote.recall import formats
+from dovecote.recall.digests import IngestedDigests, gate_check, unknown_digests
 from dovecote.recall.model import (
     BROAD_QUERY_MATCHES,
     FORMATS,
+    LEVEL_SEPARATOR,
     MAX_CANDIDATES,
     MAX_PROJECT_CHARS,
     MAX_SEARCH_LIMIT,
-    MIN_READ_BUDGET,
     NEIGHBOUR_CHARS,
     OUTLINE_BOOKEND,
     OUTLINE_SCAN_ROWS,
@@ -42,7 +42,6 @@ from dovecote.recall.model import (
     RECENCY_SKEW,
     SCOPE_SEARCHED,
     SCOPE_STALE,
-    TRUNCATION_MARKER,
     WARN_BROAD_QUERY,
     WARN_CURRENT_TURN_EXCLUDED,
     WARN_PROJECT_SPREAD,
@@ -59,6 +58,7 @@ from dovecote.recall.model import (
     SessionInfo,
     TopicLabel,
     TopicsParams,
+    Visibility,
     clean_text,
     gate_ingest,
     old_numeric_ref,
@@ -79,6 +79,22 @@ from dovecote.recall.ports import (
     Withhold,
 )
 from dovecote.recall.query import parse_query
+from dovecote.recall.results import (
+    IngestedSession,
+    IngestResult,
+    MessageView,
+    OutlineResult,
+    ReadResult,
+    ScopeReport,
+    SearchEnvelope,
+    SearchRef,
+    SubagentInfo,
+    TopicHit,
+    TopicsResult,
+    Upload,
+    Warning,
+    fit_budget,
+)
 
 STORE_NOTE_TRIGRAM = "the word index found nothing; these hits come from the substring (trigram) index"
 STORE_NOTE_NOTHING = "neither the word index nor the substring (trigram) index found a match"
@@ -93,197 +109,6 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def clean_oneline(text: str) -> str:
     """ANSI escapes and control characters out, whitespace collapsed: one plain line."""
     return " ".join(_CONTROL.sub(" ", _ANSI.sub("", text)).split())
-
-
-# ---- results ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Warning:
-    code: str
-    message: str
-    facts: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class SearchRef:
-    project: str
-    session_id: str
-    iso: str
-    snippet: str
-    read_ref: str
-    topic: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeReport:
-    project: str
-    status: str
-    sessions: int
-    pending: int = 0
-    detail: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class SearchEnvelope:
-    query: str
-    results: list[SearchRef]
-    scopes_report: list[ScopeReport]
-    complete: bool
-    count: int
-    total_matches: int
-    total_is_lower_bound: bool
-    has_more: bool
-    next_command: str
-    warnings: list[Warning]
-    excluded_current_turn: int
-    store: str
-    store_note: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class MessageView:
-    uuid: str
-    role: str
-    kind: str
-    timestamp: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class SubagentInfo:
-    session_id: str
-    message_count: int
-    title: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    project: str
-    session_id: str
-    read_ref: str
-    anchor_uuid: str
-    messages: list[MessageView]
-    char_budget: int | None
-    window: int
-    before: int  # displayable messages before the first shown
-    after: int  # displayable messages after the last shown
-    truncated: bool
-    trimmed_chars: int = 0
-    trimmed_msgs: int = 0
-    next_command: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class OutlineResult:
-    project: str
-    session_id: str
-    iso: str  # last activity, UTC `Z`
-    started_at: str
-    message_count: int
-    start: list[MessageView]
-    end: list[MessageView]
-    mid_count: int
-    topics: list[str]
-    subagents: list[SubagentInfo]
-    summary: str = ""
-    parent_session: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TopicHit:
-    topic: str
-    project: str
-    read_ref: str
-    session_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class TopicsResult:
-    query: str
-    hits: list[TopicHit]
-    note: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class IngestedSession:
-    session_id: str
-    messages: int
-    unchanged: bool
-    parent_session: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class IngestResult:
-    session_id: str
-    messages_indexed: int
-    sessions: list[IngestedSession]
-    unchanged: bool
-    sha256: str
-    lines: int = 0
-    malformed: int = 0
-    skipped: int = 0
-    warnings: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class Upload:
-    upload_id: str
-    upload_url: str
-    expires_at: str
-
-
-# ---- the budget --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Fitted:
-    texts: dict[int, str]  # index in the window → the text shown (absent: dropped)
-    trimmed_chars: int
-    trimmed_msgs: int
-
-
-def outward(count: int, centre: int) -> list[int]:
-    """The centre, then its neighbours by distance, the later one first at equal distance."""
-    order = [centre]
-    for distance in range(1, count):
-        for index in (centre + distance, centre - distance):
-            if 0 <= index < count:
-                order.append(index)
-    return order
-
-
-def fit_budget(texts: list[str], centre: int, budget: int | None) -> Fitted:
-    """Keep the centre first and add neighbours outward while they fit. The message that crosses the
-    budget is cut and ends with the marker, which counts inside the budget; everything farther is
-    dropped. Every message cut or dropped is counted (the reference started from the oldest message,
-    could cut the anchor away, let the marker overshoot, and left the cut message out of the count)."""
-    if budget is None:
-        return Fitted(dict(enumerate(texts)), 0, 0)
-    if budget < MIN_READ_BUDGET:  # the gate refuses these: the centre would not fit beside the marker
-        raise ValueError(f"budget {budget} is below {MIN_READ_BUDGET}")
-    remaining = budget
-    shown: dict[int, str] = {}
-    trimmed_chars = trimmed_msgs = 0
-    crossed = False
-    for index in outward(len(texts), centre):
-        text = texts[index]
-        if not crossed and len(text) <= remaining:
-            shown[index] = text
-            remaining -= len(text)
-            continue
-        trimmed_msgs += 1
-        if crossed:
-            trimmed_chars += len(text)
-            continue
-        crossed = True
-        room = remaining - len(TRUNCATION_MARKER)
-        if room > 0:
-            shown[index] = text[:room] + TRUNCATION_MARKER
-            trimmed_chars += len(text) - room
-        else:
-            trimmed_chars += len(text)
-    return Fitted(shown, trimmed_chars, trimmed_msgs)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -316,8 +141,10 @@ class RecallService:
         clock: Clock = utc_now,
         presign_seconds: int = 900,
         max_candidates: int = MAX_CANDIDATES,
+        digests: IngestedDigests | None = None,
     ) -> None:
         self.index = index
+        self._digests = digests
         self._max_candidates = max_candidates
         self._archive = archive
         self._ledger = ledger
@@ -366,6 +193,8 @@ class RecallService:
             )
             for session in parsed.sessions:
                 self.index.replace_session(authority, session, sha256=sha)
+        if self._digests is not None:
+            self._digests.record(authority, sha)  # archived and indexed: the check may call it known
         return IngestResult(
             session_id=parsed.sessions[0].session_id,
             messages_indexed=parsed.messages,
@@ -379,6 +208,14 @@ class RecallService:
             skipped=parsed.skipped,
             warnings=details["warnings"],
         )
+
+    def unknown_transcripts(self, principal: Principal, body: Any) -> list[str]:
+        """`POST /v1/transcripts/check`: of the SHA-256 digests asked about, those this authority has
+        not ingested (all of them when no digest ledger is wired)."""
+        principal.require("caller", "worker")
+        if self._digests is None:
+            return gate_check(body)
+        return unknown_digests(self._digests, principal.authority, body)
 
     def create_upload(self, principal: Principal, body: Any) -> Upload:
         principal.require("caller", "worker")
@@ -469,6 +306,7 @@ class RecallService:
                     source=p.source,
                     places=places,
                     visibility=search_visibility(p.include_tools),
+                    subagents=p.include_subagents,
                 ),
                 limit=p.limit,
                 sort=p.sort,
@@ -691,14 +529,14 @@ class RecallService:
             for i, r in enumerate(rows)
             if i in fitted.texts
         ]
-        read_ref = self.index.printed_ref(authority, info.session_id, anchor.uuid)
+        canonical_ref = self.index.printed_ref(authority, info.session_id, anchor.uuid)
         truncated = fitted.trimmed_msgs > 0
         next_command = ""
         if truncated:
             needed = sum(len(t) for t in texts)
             next_command = _command(
                 "read",
-                read_ref,
+                canonical_ref,
                 budget=needed,
                 more=p.more,
                 around=p.around,
@@ -709,7 +547,8 @@ class RecallService:
         return ReadResult(
             project=info.project,
             session_id=info.session_id,
-            read_ref=read_ref,
+            read_ref=_as_asked(p.ref, info.session_id),
+            canonical_ref=canonical_ref,
             anchor_uuid=anchor.uuid,
             messages=messages,
             char_budget=p.budget,
@@ -731,8 +570,11 @@ class RecallService:
         info = self.index.session(authority, session_id)
         if info is None:
             raise NotFound(f"session {p.session!r} not found", session=p.session)
+        # Bookends are the conversation: tool rows and envelopes never show there, include_tools or
+        # not (the reference reads them from user/assistant rows and strips tool runs).
+        bookend_visibility = Visibility(tools=False, thinking=p.visibility.thinking)
         rows = self.index.outline(
-            authority, session_id, visibility=p.visibility, scan=OUTLINE_SCAN_ROWS, bookend=OUTLINE_BOOKEND
+            authority, session_id, visibility=bookend_visibility, scan=OUTLINE_SCAN_ROWS, bookend=OUTLINE_BOOKEND
         )
         subagents = []
         if p.include_subagents:
@@ -748,7 +590,7 @@ class RecallService:
             message_count=info.message_count,
             start=[_view(r, OUTLINE_TEXT_CHARS) for r in rows.start],
             end=[_view(r, OUTLINE_TEXT_CHARS) for r in rows.end],
-            mid_count=max(0, rows.displayable - len(rows.start) - len(rows.end)),
+            mid_count=rows.between,
             topics=[t.label for t in self.index.session_topics(authority, session_id)],
             subagents=subagents,
             summary=info.summary,
@@ -800,6 +642,15 @@ class RecallService:
         return rebuild_authority(self.index, self._archive, principal.authority)
 
 
+def _as_asked(ref: ReadRef, session_id: str) -> str:
+    """The ref as the caller gave it (the reference echoes it): each session segment at the length
+    given, in the real id's spelling, and the uuid part as given (lowercase)."""
+    asked = ref.session.split("/")
+    have = session_id.split("/")
+    session = LEVEL_SEPARATOR.join(h[: len(a)] for a, h in zip(asked, have, strict=False))
+    return f"{session}:{ref.uuid}"
+
+
 def _path_selected(p: SearchParams, directory: str) -> bool:
     if p.include_path is not None and not p.include_path.search(directory):
         return False
@@ -845,4 +696,5 @@ def _search_command(p: SearchParams, limit: int) -> str:
         exclude_path=raw.get("exclude_path"),
         current_session=raw.get("current_session"),
         include_tools=raw.get("include_tools"),
+        include_subagents=raw.get("include_subagents"),
     )

@@ -15,8 +15,14 @@ threads). replace_session is one transaction (`BEGIN IMMEDIATE … COMMIT`), so 
 session or the new one, never a mix. File databases use WAL, so another process's readers do not
 block on a writer.
 
-Cost of a search: one FTS5 MATCH joined to the filters (bm25 for every match up to the candidate
-ceiling), one posting-list read per query term for coverage, then one snippet query per returned hit.
+Cost of a search (profiled at 100k messages, bench/recall.py): one statement does it all: the FTS5
+MATCH joined to the filters with bm25 for every match (about 3.5 µs of CPU per match: the docsize
+and position-list reads), the best MAX_CANDIDATES kept, one posting-list read per query term for
+coverage, then the ranking itself in window functions (per session its best rows and the ranker's
+aggregate, the order, the distinct total), so only the `limit` shown sessions reach Python; then
+one snippet query per returned hit. Without the ceiling, a 3-word query of common words (14k
+matches) spent 61 ms CPU in bm25 + join and 117 ms in the flags and windows; Python's per-row work
+(60 % of a search before the ranking moved into SQL) is gone.
 """
 
 from __future__ import annotations
@@ -25,19 +31,26 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dovecote.platform.errors import InvalidArgument
+from dovecote.recall.engine_rules import (
+    SNIPPET_CHARS,
+    nested_session_length,
+    substring_snippet,
+    trigram_leaf,
+    unique_length,
+)
 from dovecote.recall.model import (
     AMBIGUITY_CANDIDATES,
-    REF_PREFIX,
+    FUSION_WEIGHT,
     Row,
     Session,
     SessionInfo,
     Visibility,
     format_ref,
-    printed_session,
     session_prefix_matches,
 )
 from dovecote.recall.ports import (
@@ -49,106 +62,48 @@ from dovecote.recall.ports import (
     SessionHit,
     TopicRow,
     Window,
+    outline_rows,
 )
-from dovecote.recall.query import Or, Query, Term, to_fts5
-from dovecote.recall.ranking import Candidate, rank_sessions
+from dovecote.recall.query import Or, Query, to_fts5
+from dovecote.recall.ranking import Candidate
+from dovecote.recall.sqlite_schema import check_sqlite, create_schema
 
-MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 SNIPPET_TOKENS = 24
-# How many of a session's best rows each ranker reads (ranking.py): the SQL keeps no more.
-RANKER_ROWS = {"message": 1, "top2": 2, "session": 3}
-SNIPPET_CHARS = 240
+MMAP_BYTES = 1 << 30
+CACHE_KIB = 64 * 1024
 _TOP = "\U0010ffff"
+# The row a sort picks per session, and the order of sessions under it (ranking.rank_sessions).
+_PICK = {"newest": "ts DESC, id", "oldest": "ts != '', ts, id"}
+_ORDER = {"newest": "pts = '', pts DESC, rel", "oldest": "pts != '', pts, rel"}
+# Per ranker: the session's aggregate score and the relevance order (coverage of the best row first).
+_AGGREGATE = {
+    "message": "s1",
+    "top2": "s1 + COALESCE(s2 / 2.0, 0.0)",
+    "session": "s1 + COALESCE(s2, 0.0) + COALESCE(s3, 0.0)",
+    "fused": f"ROUND({FUSION_WEIGHT} * (s1 + COALESCE(s2 / 2.0, 0.0)) + {1 - FUSION_WEIGHT} * tot, 6)",
+}
+_RELEVANCE = {
+    "message": "stream",
+    "top2": "cov DESC, agg DESC, stream",
+    "session": "cov DESC, uni DESC, agg DESC, stream",
+    "fused": "agg DESC, stream",
+}
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    authority TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    sid_lower TEXT NOT NULL,
-    depth INTEGER NOT NULL,
-    source TEXT NOT NULL,
-    project TEXT NOT NULL,
-    cwd TEXT NOT NULL,
-    parent_session TEXT,
-    agent TEXT,
-    summary TEXT NOT NULL,
-    message_count INTEGER NOT NULL,
-    started_at TEXT NOT NULL,
-    last_at TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    spawn_key TEXT,
-    spawn_keys TEXT NOT NULL,
-    PRIMARY KEY (authority, session_id)
-);
-CREATE INDEX IF NOT EXISTS sessions_prefix ON sessions (authority, depth, sid_lower);
-CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (authority, parent_session);
-CREATE INDEX IF NOT EXISTS sessions_spawn ON sessions (authority, spawn_key);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY,
-    authority TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    pos INTEGER NOT NULL,
-    uuid TEXT NOT NULL,
-    role TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    envelope INTEGER NOT NULL,
-    human INTEGER NOT NULL,
-    ts TEXT NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS messages_pos ON messages (authority, session_id, pos);
-CREATE UNIQUE INDEX IF NOT EXISTS messages_uuid ON messages (authority, session_id, uuid);
-CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
-    text, content='messages', content_rowid='id', tokenize='porter unicode61'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS messages_tri USING fts5(
-    text, content='messages', content_rowid='id', tokenize='trigram'
-);
-CREATE TRIGGER IF NOT EXISTS messages_ai AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
-    INSERT INTO messages_tri (rowid, text) VALUES (new.id, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS messages_ad AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
-    INSERT INTO messages_tri (messages_tri, rowid, text) VALUES ('delete', old.id, old.text);
-END;
-CREATE TABLE IF NOT EXISTS topics (
-    id INTEGER PRIMARY KEY,
-    authority TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    start_uuid TEXT NOT NULL,
-    label TEXT NOT NULL,
-    UNIQUE (authority, session_id, start_uuid)
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS topics_fts USING fts5(
-    label, content='topics', content_rowid='id', tokenize='porter unicode61'
-);
-CREATE TRIGGER IF NOT EXISTS topics_ai AFTER INSERT ON topics BEGIN
-    INSERT INTO topics_fts (rowid, label) VALUES (new.id, new.label);
-END;
-CREATE TRIGGER IF NOT EXISTS topics_ad AFTER DELETE ON topics BEGIN
-    INSERT INTO topics_fts (topics_fts, rowid, label) VALUES ('delete', old.id, old.label);
-END;
-"""
+
+@dataclass(frozen=True, slots=True)
+class _Ranked:
+    shown: list[tuple[str, int, int, float]]  # (session, rowid of its hit, coverage, score), best first
+    total: int  # distinct sessions
+    truncated: bool  # the candidate ceiling was hit
+    withheld: int
+    newest: str
+
 
 _SESSION_COLUMNS = (
     "session_id, source, project, cwd, message_count, started_at, last_at, parent_session, agent, summary, "
     "sha256, spawn_key, spawn_keys"
 )
 _ROW_COLUMNS = "session_id, pos, uuid, role, kind, text, ts, envelope, human"
-
-
-def check_sqlite() -> None:
-    """FTS5 with the trigram tokenizer needs SQLite 3.34 or newer, compiled with FTS5."""
-    if sqlite3.sqlite_version_info < MIN_SQLITE:
-        raise RuntimeError(f"recall needs SQLite >= 3.34 (trigram tokenizer); this Python has {sqlite3.sqlite_version}")
-    probe = sqlite3.connect(":memory:")
-    try:
-        probe.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
-    except sqlite3.OperationalError as exc:
-        raise RuntimeError(f"recall needs SQLite compiled with FTS5: {exc}") from None
-    finally:
-        probe.close()
 
 
 def _visibility_sql(visibility: Visibility, alias: str = "m") -> str:
@@ -192,31 +147,6 @@ def _row(row: tuple[Any, ...]) -> Row:
     )
 
 
-def _lcp(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _trigram_leaf(term: Term) -> bool:
-    return len(term.text) >= 3
-
-
-def substring_snippet(text: str, terms: Iterable[str], width: int = SNIPPET_CHARS) -> str:
-    """A window of the text around the first term it holds (the trigram tier has no word snippet)."""
-    lowered = text.lower()
-    hits = [lowered.find(t.lower()) for t in terms]
-    hits = [h for h in hits if h >= 0]
-    if not hits:
-        return text[:width] + ("…" if len(text) > width else "")
-    start = max(0, min(hits) - width // 3)
-    piece = text[start : start + width]
-    return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
-
-
 class SqliteSearchIndex:
     name = "sqlite-fts5"
 
@@ -230,7 +160,11 @@ class SqliteSearchIndex:
         if target != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+            # A search reads every match's row and docsize entry at random: map the file and keep a
+            # larger page cache than the 2 MB default (about 10 % off a broad search at 100k).
+            self._db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        create_schema(self._db)
 
     def close(self) -> None:
         with self._lock:
@@ -273,9 +207,10 @@ class SqliteSearchIndex:
                         json.dumps(list(session.spawn_keys)),
                     ),
                 )
+                sub = int(session.agent is not None or session.parent_session is not None)
                 self._db.executemany(
-                    "INSERT INTO messages (authority, session_id, pos, uuid, role, kind, envelope, human, ts, text) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO messages (authority, session_id, pos, uuid, role, kind, envelope, human, ts, text, "
+                    "sub) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (
                             authority,
@@ -288,6 +223,7 @@ class SqliteSearchIndex:
                             int(m.human),
                             m.timestamp,
                             m.text,
+                            sub,
                         )
                         for pos, m in enumerate(session.messages)
                     ],
@@ -418,25 +354,17 @@ class SqliteSearchIndex:
             )
 
     def _session_len(self, authority: str, session_id: str) -> int:
-        longest = max(len(s) for s in session_id.split("/"))
-        if "/" not in session_id:
-            lowered = session_id.lower()
-            neighbours = self._db.execute(
-                "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
-                "AND sid_lower < ? ORDER BY sid_lower DESC LIMIT 1) UNION ALL "
-                "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
-                "AND sid_lower >= ? AND session_id != ? ORDER BY sid_lower LIMIT 2)",
-                (authority, lowered, authority, lowered, session_id),
-            ).fetchall()
-            need = max((_lcp(lowered, n[0]) + 1 for n in neighbours), default=0)
-            return min(longest, max(REF_PREFIX, need))
-        length = REF_PREFIX
-        while length < longest:
-            found = self.resolve_sessions(authority, printed_session(session_id, length, "/"))
-            if found.ids == [session_id] and found.total == 1:
-                break
-            length += 1
-        return min(length, longest)
+        if "/" in session_id:
+            return nested_session_length(session_id, lambda prefix: self.resolve_sessions(authority, prefix))
+        lowered = session_id.lower()
+        neighbours = self._db.execute(
+            "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
+            "AND sid_lower < ? ORDER BY sid_lower DESC LIMIT 1) UNION ALL "
+            "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
+            "AND sid_lower >= ? AND session_id != ? ORDER BY sid_lower LIMIT 2)",
+            (authority, lowered, authority, lowered, session_id),
+        ).fetchall()
+        return unique_length(lowered, (n[0] for n in neighbours))
 
     def _uuid_len(self, authority: str, session_id: str, uuid: str) -> int:
         neighbours = self._db.execute(
@@ -445,8 +373,7 @@ class SqliteSearchIndex:
             "authority = ? AND session_id = ? AND uuid > ? ORDER BY uuid LIMIT 1)",
             (authority, session_id, uuid, authority, session_id, uuid),
         ).fetchall()
-        need = max((_lcp(uuid, n[0]) + 1 for n in neighbours), default=0)
-        return min(len(uuid), max(REF_PREFIX, need))
+        return unique_length(uuid, (n[0] for n in neighbours))
 
     def turn_start(self, authority: str, session_id: str) -> int | None:
         with self._lock:
@@ -481,34 +408,30 @@ class SqliteSearchIndex:
         with self._lock:
             expression = to_fts5(query.query.root)
             table = "messages_fts"
-            candidates, truncated, withheld, newest = self._candidates(authority, query, table, expression)
-            if not candidates and not withheld:
-                trigram = to_fts5(query.query.root, _trigram_leaf)
+            found = self._ranked(authority, query, table, expression)
+            if not found.shown and not found.withheld:
+                trigram = to_fts5(query.query.root, trigram_leaf)
                 if trigram is not None:
                     table = "messages_tri"
-                    candidates, truncated, withheld, newest = self._candidates(authority, query, table, trigram)
-            ranked = rank_sessions(candidates, ranker=query.ranker, sort=query.sort)
-            shown = ranked[: query.limit]
-            rows = self._rows_by_id([r.best.rowid for r in shown])
-            sessions = self._sessions(authority, [r.best.session_id for r in shown])
-            hits = []
-            for entry in shown:
-                row = rows[entry.best.rowid]
-                hits.append(
-                    SessionHit(
-                        session=sessions[row.session_id],
-                        row=row,
-                        snippet=self._snippet(table, entry.best.rowid, row.text, query.query),
-                        score=entry.score,
-                        coverage=entry.coverage,
-                    )
+                    found = self._ranked(authority, query, table, trigram)
+            rows = self._rows_by_id([rowid for _, rowid, _, _ in found.shown])
+            sessions = self._sessions(authority, [sid for sid, _, _, _ in found.shown])
+            hits = [
+                SessionHit(
+                    session=sessions[sid],
+                    row=rows[rowid],
+                    snippet=self._snippet(table, rowid, rows[rowid].text, query.query),
+                    score=score,
+                    coverage=coverage,
                 )
+                for sid, rowid, coverage, score in found.shown
+            ]
             return SearchPage(
                 hits=hits,
-                total_sessions=len(ranked),
-                total_is_lower_bound=truncated,
-                newest=newest,
-                withheld=withheld,
+                total_sessions=found.total,
+                total_is_lower_bound=found.truncated,
+                newest=found.newest,
+                withheld=found.withheld,
                 tier="word" if table == "messages_fts" else "trigram",
             )
 
@@ -520,6 +443,8 @@ class SqliteSearchIndex:
         if f.role:
             where.append("m.role = ?")
             params.append(f.role)
+        if not f.subagents:
+            where.append("m.sub = 0")
         if f.since:
             where.append("m.ts != '' AND m.ts >= ?")
             params.append(f.since)
@@ -559,17 +484,16 @@ class SqliteSearchIndex:
         except sqlite3.OperationalError as exc:
             raise InvalidArgument(f"the query cannot be searched: {exc}", field="q") from None
 
-    def _candidates(
-        self, authority: str, query: IndexQuery, table: str, expression: str | None
-    ) -> tuple[list[Candidate], bool, int, str]:
-        """The matches, reduced in SQL to what ranking.rank_sessions can use: per session the best
-        rows in coverage order its ranker reads (and, for sort=newest, its newest row), each with
-        the terms it matched and the terms its session matched. Ranking those gives the same order
-        as ranking every match (tests/integration/test_recall_sqlite.py checks it), at a fraction
-        of the Python work. Also returns whether the ceiling was hit, the matches withheld as the
-        live turn, and the newest matching timestamp."""
+    def _ranked(self, authority: str, query: IndexQuery, table: str, expression: str | None) -> _Ranked:
+        """The matches ranked in SQL, to the same order as ranking.rank_sessions over every match
+        (tests/integration/test_recall_sqlite.py checks it): per session its best row in coverage
+        order and the aggregate its ranker reads (message: that row's score; top2: s1 + s2/2;
+        session: the terms any row matched, then s1 + s2 + s3), for sort=newest|oldest the row the
+        sort picks; only the top `limit` sessions leave SQLite, with the distinct-session total,
+        whether the ceiling was hit and the newest matching timestamp. The matches withheld as the
+        caller's live turn are counted apart."""
         if expression is None:
-            return [], False, 0, ""
+            return _Ranked([], 0, False, 0, "")
         where, params = self._where(authority, query, table, expression)
         source = self._source(table, query)
         withheld = 0
@@ -581,7 +505,7 @@ class SqliteSearchIndex:
             )[0][0]
             where = [*where, "NOT (m.session_id = ? AND m.pos >= ?)"]
             params = [*params, *hold]
-        keep = _trigram_leaf if table == "messages_tri" else None
+        keep = trigram_leaf if table == "messages_tri" else None
         flags: list[str] = []
         flag_params: list[Any] = []
         terms = query.query.terms
@@ -594,42 +518,42 @@ class SqliteSearchIndex:
             else:
                 flags.append(f"(h.id IN (SELECT rowid FROM {table} WHERE {table} MATCH ?))")  # noqa: S608
                 flag_params.append(term_expression)
-        count = len(flags)
-        cover = " + ".join(f"t{i}" for i in range(count))
-        # Identifiers below are this module's own (table names, t0…, u0…); every value is bound.
+        # Identifiers below are this module's own (table names, t0…); every value is bound.
         term_flags = ", ".join(f"{flag} AS t{i}" for i, flag in enumerate(flags))
-        union = ", ".join(f"MAX(t{i}) OVER (PARTITION BY sid) AS u{i}" for i in range(count))
-        row_flags = ", ".join(f"t{i}" for i in range(count))
-        row_unions = ", ".join(f"u{i}" for i in range(count))
+        cover = " + ".join(f"t{i}" for i in range(len(flags)))
+        union = " + ".join(f"MAX(t{i})" for i in range(len(flags)))
+        picked = _PICK.get(query.sort, "")
+        pick_window = f", ROW_NUMBER() OVER (PARTITION BY sid ORDER BY {picked}) AS rp" if picked else ""
+        if picked:
+            pick_columns = (
+                "MAX(CASE WHEN rp = 1 THEN id END) AS pid, MAX(CASE WHEN rp = 1 THEN ts END) AS pts, "
+                "MAX(CASE WHEN rp = 1 THEN cov END) AS pcov, -MAX(CASE WHEN rp = 1 THEN score END) AS pscore"
+            )
+            shown_columns = "pid, pcov, pscore"
+        else:
+            pick_columns = "'' AS pts"
+            shown_columns = "best, cov, agg"
         sql = (
-            f"WITH hits_all AS (SELECT m.id AS id, m.session_id AS sid, m.pos AS pos, m.ts AS ts, "  # noqa: S608
+            f"WITH hits_all AS (SELECT m.id AS id, m.session_id AS sid, m.ts AS ts, "  # noqa: S608
             f"bm25({table}) AS score {source} WHERE {' AND '.join(where)} ORDER BY score, m.id LIMIT ?), "
             "hits AS (SELECT * FROM hits_all ORDER BY score, id LIMIT ?), "
-            f"flagged AS (SELECT h.*, {term_flags} FROM hits h), "
-            "ranked AS (SELECT f.*, "
-            f"ROW_NUMBER() OVER (PARTITION BY sid ORDER BY ({cover}) DESC, score, id) AS rn, "
-            "ROW_NUMBER() OVER (PARTITION BY sid ORDER BY ts DESC, id) AS rn_new, "
-            f"{union}, MAX(ts) OVER () AS newest FROM flagged f) "
-            f"SELECT id, sid, pos, ts, score, {row_flags}, {row_unions}, (SELECT COUNT(*) FROM hits_all), newest "
-            f"FROM ranked WHERE rn <= {RANKER_ROWS[query.ranker]}{' OR rn_new = 1' if query.sort == 'newest' else ''} "
-            "ORDER BY score, id"
+            f"flagged AS (SELECT *, ({cover}) AS cov FROM (SELECT h.*, {term_flags} FROM hits h)), "
+            "ranked AS (SELECT f.*, ROW_NUMBER() OVER (PARTITION BY sid ORDER BY cov DESC, score, id) AS rn, "
+            f"ROW_NUMBER() OVER (ORDER BY cov DESC, score, id) AS stream{pick_window} FROM flagged f), "
+            "grouped AS (SELECT sid, MIN(stream) AS stream, MAX(CASE WHEN rn = 1 THEN cov END) AS cov, "
+            "MAX(CASE WHEN rn = 1 THEN id END) AS best, -MAX(CASE WHEN rn = 1 THEN score END) AS s1, "
+            "-MAX(CASE WHEN rn = 2 THEN score END) AS s2, -MAX(CASE WHEN rn = 3 THEN score END) AS s3, "
+            f"{union} AS uni, -SUM(score) AS tot, {pick_columns} FROM ranked GROUP BY sid), "
+            f"scored AS (SELECT *, ROW_NUMBER() OVER (ORDER BY {_RELEVANCE[query.ranker]}) AS rel "
+            f"FROM (SELECT g.*, {_AGGREGATE[query.ranker]} AS agg FROM grouped g)) "
+            f"SELECT sid, {shown_columns}, (SELECT COUNT(*) FROM grouped), (SELECT COUNT(*) FROM hits_all), "
+            f"(SELECT MAX(ts) FROM hits) FROM scored ORDER BY {_ORDER.get(query.sort, 'rel')} LIMIT ?"
         )
-        rows = self._execute(sql, [*params, query.max_candidates + 1, query.max_candidates, *flag_params])
-        term_sets: dict[tuple[int, ...], frozenset[int]] = {}  # few distinct flag patterns: build each once
-
-        def terms_of(flags: tuple[int, ...]) -> frozenset[int]:
-            found = term_sets.get(flags)
-            if found is None:
-                found = term_sets[flags] = frozenset(i for i, flag in enumerate(flags) if flag)
-            return found
-
-        candidates = [
-            Candidate(r[0], r[1], r[2], r[3], -r[4], terms_of(r[5 : 5 + count]), terms_of(r[5 + count : 5 + 2 * count]))
-            for r in rows
-        ]
-        truncated = bool(rows) and rows[0][5 + 2 * count] > query.max_candidates
-        newest = rows[0][6 + 2 * count] if rows else ""
-        return candidates, truncated, withheld, newest
+        rows = self._execute(sql, [*params, query.max_candidates + 1, query.max_candidates, *flag_params, query.limit])
+        if not rows:
+            return _Ranked([], 0, False, withheld, "")
+        shown = [(r[0], r[1], r[2], r[3]) for r in rows]
+        return _Ranked(shown, rows[0][4], rows[0][5] > query.max_candidates, withheld, rows[0][6] or "")
 
     def reference_candidates(self, authority: str, query: IndexQuery) -> list[Candidate]:
         """Every match of the word index, unreduced, with its coverage computed in Python: the
@@ -654,7 +578,7 @@ class SqliteSearchIndex:
         if len(query.terms) == 1:
             return dict.fromkeys(rowids, frozenset({0}))
         matched: dict[int, set[int]] = {}
-        keep = _trigram_leaf if table == "messages_tri" else None
+        keep = trigram_leaf if table == "messages_tri" else None
         for index, term in enumerate(query.terms):
             expression = to_fts5(term, keep)
             if expression is None:
@@ -747,15 +671,7 @@ class SqliteSearchIndex:
                 "ORDER BY pos DESC LIMIT ?",
                 (authority, session_id, scan),
             ).fetchall()
-            displayable = self._db.execute(
-                f"SELECT COUNT(*) FROM messages m WHERE m.authority = ? AND m.session_id = ? "  # noqa: S608
-                f"AND {_visibility_sql(visibility)}",
-                (authority, session_id),
-            ).fetchone()[0]
-        start = [r for r in map(_row, head) if visibility.shows(r.kind, r.envelope)][:bookend]
-        taken = {r.pos for r in start}
-        end = [r for r in map(_row, tail) if visibility.shows(r.kind, r.envelope) and r.pos not in taken][:bookend]
-        return OutlineRows(start=start, end=list(reversed(end)), displayable=displayable)
+        return outline_rows([_row(r) for r in head], [_row(r) for r in tail], visibility, bookend)
 
     # ---- topics ---------------------------------------------------------------------------------
 

@@ -1,5 +1,7 @@
-"""The DynamoDB TaskStore (with S3 for large message parts). Items are PynamoDB models
-(tasks/records.py).
+"""The DynamoDB TaskStore (with S3 for large message parts and artifact payloads). Items are PynamoDB
+models (tasks/records.py); their keys and mapping are in tasks/dynamo_items.py, the S3 side in
+tasks/dynamo_objects.py, the lists and streams in tasks/dynamo_queries.py. Here: a command's one
+read and its one atomic commit, apply receipts, settlements and heartbeats.
 
 One table. Items (pk, sk):
 - task        T#<authority>#<task>, "T"      the aggregate, current lease included   TaskItem
@@ -9,6 +11,10 @@ One table. Items (pk, sk):
 - receipt     C#<authority>#<command>, "-"   the command's stored result             ReceiptItem
 - message id  MID#<authority>#<message>, "-" authority-wide uniqueness               ClaimItem
 - submission  S#<authority>#<submission>, "-"                                        ClaimItem
+- artifact    A#<authority>#<workspace>#<artifact>, "-"                              ArtifactItem
+- head        W#<authority>#<workspace>, "-"                                         HeadItem
+- apply       R#<authority>#<workspace>#<artifact>, "-"  the one apply receipt       ApplyReceiptItem
+- delivery    D#<authority>#<worker>#<delivery>, "-"  a worker event's settlement    DeliveryItem
 IDs match ^[A-Za-z0-9][A-Za-z0-9._:-]*$, so "#" cannot occur inside one: the keys are injective.
 
 GSIs on the task item (sparse where it matters):
@@ -26,397 +32,120 @@ conditional PutObject each, before the transaction (content-addressed, If-None-M
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from dovecote.platform.aws import THROTTLE_CODES, aws_error_code, aws_errors
-from dovecote.platform.dynamo import bind, connection, one_page, pynamodb_errors, unwrap
-from dovecote.platform.errors import (
-    CommitUnknown,
-    CorruptStore,
-    InvalidArgument,
-    NotFound,
-    PayloadTooLarge,
-    Unavailable,
+from dovecote.platform.dynamo import committing, connection, failed_condition, pynamodb_errors
+from dovecote.platform.errors import CommitUnknown
+from dovecote.tasks.dynamo_items import (
+    apply_pk,
+    artifact_identity,
+    artifact_pk,
+    delivery_pk,
+    head_pk,
+    message_id_pk,
+    part_identity,
+    receipt_pk,
+    submission_pk,
+    task_pk,
 )
-from dovecote.platform.protection import Protector, Unprotected
-from dovecote.tasks import machine
-from dovecote.tasks.model import (
-    ARTIFACT_INLINE_ANSWER,
-    TOTAL_SIZE_CAP,
-    ApplyReceipt,
-    Artifact,
-    Event,
-    Grant,
-    Message,
-    Part,
-    PayloadInput,
-    Receipt,
-    Task,
-    WorkspaceHead,
-    expiry_shard,
-    lease_deadline,
-)
+from dovecote.tasks.dynamo_objects import TaskObjects
+from dovecote.tasks.dynamo_queries import TaskQueries
+from dovecote.tasks.model import Task, lease_deadline
 from dovecote.tasks.ports import (
     ApplyCommit,
-    ApplyReceiptTaken,
     ApplySnapshot,
-    ArtifactTaken,
     Commit,
     Delivery,
+    DeliveryKey,
     DeliveryTaken,
-    HeadChanged,
-    LeasePage,
-    MessageIdTaken,
-    ReceiptTaken,
     Snapshot,
-    SubmissionIdTaken,
     TaskChanged,
-    TaskExists,
-    TaskFilter,
-    TaskPage,
 )
-from dovecote.tasks.records import (
-    ApplyReceiptItem,
-    ArtifactItem,
-    ClaimItem,
-    DeliveryItem,
-    EventItem,
-    GrantItem,
-    HeadItem,
-    MessageItem,
-    PartAttribute,
-    ReceiptItem,
-    TaskItem,
-)
+from dovecote.tasks.storage import INLINE_PART_BYTES, commit_failure, heartbeat
 
-# Parts up to this size live in the message item; larger ones in S3 by digest. Items are capped at
-# 400 KB and a message may carry 2 MiB.
-INLINE_PART_BYTES = 8 * 1024
+__all__ = [
+    "INLINE_PART_BYTES",
+    "DynamoTaskStore",
+    "apply_pk",
+    "artifact_identity",
+    "artifact_pk",
+    "delivery_pk",
+    "head_pk",
+    "part_identity",
+    "task_pk",
+]
 
 
-def invert(timestamp: str) -> str:
-    """Sorts newest first: each character's order is reversed (RFC 3339 UTC strings of one length
-    sort like their instants). Every result character sorts above '#', the key separator."""
-    return "".join(chr(0x7F - ord(c)) for c in timestamp)
+@dataclass(frozen=True, slots=True)
+class _Op:
+    """One item of a transaction. `name` is the precondition it carries (storage.commit_failure);
+    `old`: DynamoDB returns the stored item when the condition fails."""
+
+    name: str
+    item: Any
+    condition: Any
+    actions: list[Any] | None = None
+    old: bool = False
 
 
-def task_pk(authority: str, task_id: str) -> str:
-    return f"T#{authority}#{task_id}"
-
-
-def artifact_pk(authority: str, workspace: str, artifact: str) -> str:
-    return f"A#{authority}#{workspace}#{artifact}"
-
-
-def head_pk(authority: str, workspace: str) -> str:
-    return f"W#{authority}#{workspace}"
-
-
-def apply_pk(authority: str, workspace: str, artifact: str) -> str:
-    return f"R#{authority}#{workspace}#{artifact}"
-
-
-def delivery_pk(authority: str, worker: str, delivery: str) -> str:
-    return f"D#{authority}#{worker}#{delivery}"
-
-
-def artifact_identity(artifact: Artifact) -> str:
-    """What an artifact's sealed inline payload is bound to (its associated data)."""
-    return f"artifact|{artifact.authority}|{artifact.workspace}|{artifact.id}|{artifact.payload_digest}"
-
-
-def part_identity(authority: str, task_id: str, message_id: str, index: int, digest: str) -> str:
-    """What a sealed inline message part is bound to (its associated data)."""
-    return f"part|{authority}|{task_id}|{message_id}|{index}|{digest}"
-
-
-class DynamoTaskStore:
-    def __init__(
-        self, *, table: str, bucket: str, dynamodb: Any, s3: Any, protector: Protector | Unprotected | None = None
-    ) -> None:
-        self._bucket = bucket
-        self._ddb = dynamodb
-        self._s3 = s3
-        # Seals inline message parts and artifact payloads (platform/protection.py); the fakes and
-        # the tests that do not test protection store bytes as they are.
-        self._protector = protector or Unprotected()
-        self._artifacts = bind(ArtifactItem, table=table, client=dynamodb)
-        self._heads = bind(HeadItem, table=table, client=dynamodb)
-        self._apply_receipts = bind(ApplyReceiptItem, table=table, client=dynamodb)
-        self._deliveries = bind(DeliveryItem, table=table, client=dynamodb)
-        self._tasks = bind(TaskItem, table=table, client=dynamodb)
-        self._messages = bind(MessageItem, table=table, client=dynamodb)
-        self._events = bind(EventItem, table=table, client=dynamodb)
-        self._grants = bind(GrantItem, table=table, client=dynamodb)
-        self._receipts = bind(ReceiptItem, table=table, client=dynamodb)
-        self._claims = bind(ClaimItem, table=table, client=dynamodb)
-
-    # ---- mapping ----------------------------------------------------------------------------
-
-    def _task_item(self, t: Task) -> TaskItem:
-        item = self._tasks(
-            task_pk(t.authority, t.id),
-            "T",
-            authority=t.authority,
-            id=t.id,
-            workspace=t.workspace,
-            context=t.context,
-            state=t.state,
-            revision=t.revision,
-            message_count=t.message_count,
-            event_count=t.event_count,
-            created_at=t.created_at,
-            updated_at=t.updated_at,
-            owner=t.owner,
-            fence=t.fence,
-            granted_at=t.granted_at,
-            heartbeat_at=t.heartbeat_at,
-            lease_timeout=t.lease_timeout,
-            submission=json.dumps(t.submission, sort_keys=True) if t.submission else None,
-            artifact=t.artifact or None,
-            ctx_pk=f"{t.authority}#{t.context}",
-            ctx_sk=f"{t.created_at}#{t.workspace}#{t.id}",
-            auth_pk=t.authority,
-            auth_sk=f"{invert(t.updated_at)}#{t.workspace}#{t.id}",
-        )
-        if not t.owner and not machine.is_terminal(t.state):
-            item.claim_pk = t.authority
-            item.claim_sk = f"{t.created_at}#{t.workspace}#{t.id}"
-        if t.owner:
-            item.lease_pk = f"{t.authority}#{t.owner}"
-            item.lease_sk = f"{t.granted_at}#{t.workspace}#{t.id}#{t.fence:020d}"
-        deadline = lease_deadline(t)
-        if deadline is not None:
-            item.exp_pk = f"X#{expiry_shard(t.authority, t.id)}"
-            item.exp_sk = f"{deadline}#{t.authority}#{t.id}"
-        return item
-
-    @staticmethod
-    def _task(item: TaskItem) -> Task:
-        return Task(
-            authority=item.authority,
-            id=item.id,
-            workspace=item.workspace,
-            context=item.context,
-            state=item.state,
-            revision=int(item.revision),
-            message_count=int(item.message_count),
-            event_count=int(item.event_count),
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-            owner=item.owner or "",
-            fence=int(item.fence or 0),
-            granted_at=item.granted_at or "",
-            heartbeat_at=item.heartbeat_at or "",
-            lease_timeout=int(item.lease_timeout or 0),
-            submission=json.loads(item.submission) if item.submission else None,
-            artifact=item.artifact or "",
-        )
-
-    def _part_key(self, authority: str, digest: str) -> str:
-        return f"parts/{authority}/{digest}"
-
-    def _store_parts(self, authority: str, messages: tuple[Message, ...]) -> None:
-        from botocore.exceptions import ClientError
-
-        for message in messages:
-            for part in message.parts:
-                if len(part.data) <= INLINE_PART_BYTES:
-                    continue
-                digest = hashlib.sha256(part.data).hexdigest()
-                try:
-                    with committing():
-                        self._s3.put_object(
-                            Bucket=self._bucket,
-                            Key=self._part_key(authority, digest),
-                            Body=part.data,
-                            IfNoneMatch="*",
-                            **self._protector.s3_put_args(),
-                        )
-                except CommitUnknown as exc:
-                    cause = exc.__cause__
-                    # Content-addressed: an existing object already holds exactly these bytes.
-                    if isinstance(cause, ClientError) and aws_error_code(cause) in ("PreconditionFailed", "412"):
-                        continue
-                    raise
-
-    def _message_item(self, authority: str, m: Message) -> MessageItem:
-        parts = []
-        for index, part in enumerate(m.parts):
-            if len(part.data) <= INLINE_PART_BYTES:
-                digest = hashlib.sha256(part.data).hexdigest()
-                sealed = self._protector.seal(part.data, part_identity(authority, m.task, m.id, index, digest))
-                parts.append(PartAttribute(media_type=part.media_type, data=sealed, sha256=digest, size=len(part.data)))
-            else:
-                digest = hashlib.sha256(part.data).hexdigest()
-                parts.append(PartAttribute(media_type=part.media_type, sha256=digest, size=len(part.data)))
-        return self._messages(
-            task_pk(authority, m.task),
-            f"M#{m.sequence:020d}",
-            id=m.id,
-            author=m.author,
-            parts=parts,
-            created_at=m.created_at,
-        )
-
-    def _message(self, authority: str, task_id: str, item: MessageItem) -> Message:
-        """Parts stored in S3 come back remote (digest and size): a page carries a URL, never the
-        bytes, so reading a page costs no S3 request."""
-        parts = []
-        for index, part in enumerate(item.parts):
-            if part.data is None:
-                parts.append(Part(part.media_type, b"", part.sha256, int(part.size or 0)))
-                continue
-            stored = bytes(part.data)
-            if part.sha256:  # sealed inline part: bound to its message, position and digest
-                data = self._protector.open(stored, part_identity(authority, task_id, item.id, index, part.sha256))
-                if hashlib.sha256(data).hexdigest() != part.sha256:
-                    raise CorruptStore("a message part does not match its digest", record="message")
-            else:
-                data = self._protector.open(stored, "")  # written before protection: plaintext
-            parts.append(Part(part.media_type, data))
-        return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at)
-
-    def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
-        """Two round trips: the authority-wide id claim names the task and the sequence, then the
-        message item itself."""
-        with pynamodb_errors(write=False):
-            claim = _get(self._claims, f"MID#{authority}#{message_id}", "-")
-            if claim is None or claim.task != task_id or claim.sequence is None:
-                return None
-            item = _get(self._messages, task_pk(authority, task_id), f"M#{int(claim.sequence):020d}")
-        return self._message(authority, task_id, item) if item is not None else None
-
-    def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
-        with pynamodb_errors(write=False):
-            item = _get(self._grants, task_pk(authority, task_id), f"G#{fence:020d}")
-        return Grant(task_id, item.worker, fence, item.granted_at) if item is not None else None
-
-    def part_url(self, authority: str, sha256: str, expires_in: int) -> str:
-        return str(
-            self._s3.generate_presigned_url(
-                "get_object",
-                Params={"Bucket": self._bucket, "Key": self._part_key(authority, sha256)},
-                ExpiresIn=expires_in,
-            )
-        )
-
-    # ---- the port ---------------------------------------------------------------------------
-
-    def _get_many(self, keys: list[tuple[Any, str, str]]) -> list[Any]:
-        """The items at `keys` (model, pk, sk) from one strongly consistent read: a GetItem for one
-        key, a TransactGetItems for several. Absent items are None."""
-        from pynamodb.transactions import TransactGet
-
-        with pynamodb_errors(write=False):
-            if len(keys) == 1:
-                model, pk, sk = keys[0]
-                return [_get(model, pk, sk)]
-            with TransactGet(connection=connection(self._ddb)) as tx:
-                futures = [tx.get(model, pk, sk) for model, pk, sk in keys]
-            return [_resolved(f) for f in futures]
-
+class DynamoTaskStore(TaskQueries, TaskObjects):
     def read(
-        self,
-        authority: str,
-        command_id: str | None,
-        task_id: str | None,
-        *,
-        delivery: tuple[str, str] | None = None,
+        self, authority: str, command_id: str | None, task_id: str | None, *, delivery: DeliveryKey | None = None
     ) -> Snapshot:
         wanted: list[tuple[str, tuple[Any, str, str]]] = []
         if command_id:
-            wanted.append(("receipt", (self._receipts, f"C#{authority}#{command_id}", "-")))
+            wanted.append(("receipt", (self._receipts, receipt_pk(authority, command_id), "-")))
         if task_id:
             wanted.append(("task", (self._tasks, task_pk(authority, task_id), "T")))
         if delivery:
             wanted.append(("delivery", (self._deliveries, delivery_pk(authority, *delivery), "-")))
         found = dict(zip((w for w, _ in wanted), self._get_many([k for _, k in wanted]), strict=True))
-        receipt = None
-        receipt_item = found.get("receipt")
-        if receipt_item is not None:
-            receipt = Receipt(
-                authority,
-                command_id or "",
-                receipt_item.kind,
-                receipt_item.digest,
-                int(receipt_item.status),
-                json.loads(receipt_item.result),
-            )
-        task_item = found.get("task")
-        settled = None
-        delivery_item = found.get("delivery")
-        if delivery_item is not None and delivery is not None:
-            settled = Delivery(
-                authority, delivery[0], delivery[1], delivery_item.digest, json.loads(delivery_item.receipt)
-            )
-        return Snapshot(receipt, self._task(task_item) if task_item is not None else None, settled)
+        receipt_item, task_item, delivery_item = found.get("receipt"), found.get("task"), found.get("delivery")
+        return Snapshot(
+            self._receipt(authority, command_id or "", receipt_item) if receipt_item is not None else None,
+            self._task(task_item) if task_item is not None else None,
+            self._delivery(authority, *delivery, delivery_item) if delivery and delivery_item is not None else None,
+        )
 
     def commit(self, commit: Commit) -> None:
-        from pynamodb.transactions import TransactWrite
-
         authority = commit.receipt.authority
         self._store_parts(authority, commit.messages)
+        inline = None
         if commit.artifact is not None and commit.payload is not None:
             inline = self._store_payload(commit.artifact, commit.payload)
-        # (what, op, item, condition / actions): `what` names the cause of a failed condition.
-        ops: list[tuple[str, str, Any, Any, Any]] = []
-        r = commit.receipt
-        receipts, tasks, claims = self._receipts, self._tasks, self._claims
-        receipt = receipts(
-            f"C#{authority}#{r.id}",
-            "-",
-            kind=r.kind,
-            digest=r.digest,
-            status=r.status,
-            result=json.dumps(r.result, sort_keys=True),
-        )
-        ops.append(("receipt", "save", receipt, receipts.pk.does_not_exist(), None))
+        tasks, claims = self._tasks, self._claims
+        ops = [_Op("receipt", self._receipt_item(commit.receipt), self._receipts.pk.does_not_exist())]
         task = self._task_item(commit.task)
         if commit.expect is None:
-            ops.append(("task_insert", "save", task, tasks.pk.does_not_exist(), None))
+            ops.append(_Op("task_insert", task, tasks.pk.does_not_exist()))
         else:
             e = commit.expect
             cas = (tasks.revision == e.revision) & (tasks.owner == e.owner) & (tasks.fence == e.fence)
             if e.heartbeat_at is not None:
                 cas = cas & (tasks.heartbeat_at == e.heartbeat_at)
-            ops.append(("task_cas", "save_old", task, cas, None))
+            ops.append(_Op("task_cas", task, cas, old=True))
         for m in commit.messages:
-            claim = claims(f"MID#{authority}#{m.id}", "-", task=m.task, sequence=m.sequence)
-            ops.append(("message_id", "save", claim, claims.pk.does_not_exist(), None))
-            ops.append(("record", "save", self._message_item(authority, m), self._messages.pk.does_not_exist(), None))
+            claim = claims(message_id_pk(authority, m.id), "-", task=m.task, sequence=m.sequence)
+            ops.append(_Op("message_id", claim, claims.pk.does_not_exist()))
+            ops.append(_Op("record", self._message_item(authority, m), self._messages.pk.does_not_exist()))
         for ev in commit.events:
-            event = self._events(
-                task_pk(authority, ev.task),
-                f"E#{ev.sequence:020d}",
-                type=ev.type,
-                state=ev.state,
-                revision=ev.revision,
-                occurred_at=ev.occurred_at,
-                message=ev.message,
-                submission=ev.submission,
-                artifact=ev.artifact,
-            )
-            ops.append(("record", "save", event, self._events.pk.does_not_exist(), None))
+            ops.append(_Op("record", self._event_item(authority, ev), self._events.pk.does_not_exist()))
         if commit.grant:
             g = commit.grant
             grant = self._grants(
                 task_pk(authority, g.task), f"G#{g.fence:020d}", worker=g.worker, granted_at=g.granted_at
             )
-            ops.append(("record", "save", grant, self._grants.pk.does_not_exist(), None))
+            ops.append(_Op("record", grant, self._grants.pk.does_not_exist()))
         if commit.submission:
-            claim = claims(f"S#{authority}#{commit.submission}", "-", task=commit.task.id)
-            ops.append(("submission", "save", claim, claims.pk.does_not_exist(), None))
+            claim = claims(submission_pk(authority, commit.submission), "-", task=commit.task.id)
+            ops.append(_Op("submission", claim, claims.pk.does_not_exist()))
         if commit.artifact is not None:
-            item = self._artifact_item(commit.artifact, inline)
-            ops.append(("artifact", "save", item, self._artifacts.pk.does_not_exist(), None))
+            artifact = self._artifact_item(commit.artifact, inline)
+            ops.append(_Op("artifact", artifact, self._artifacts.pk.does_not_exist()))
         if commit.head_claim is not None:
-            h = commit.head_claim
-            heads = self._heads
+            h, heads = commit.head_claim, self._heads
+            # Inserted by the first freeze in the workspace, else it must be at the claim's revision.
             actions = [
                 heads.authority.set(h.authority),
                 heads.workspace.set(h.workspace),
@@ -424,321 +153,72 @@ class DynamoTaskStore:
                 heads.updated_at.set(heads.updated_at | h.updated_at),
             ]
             condition = heads.pk.does_not_exist() | (heads.confirmed_revision == h.confirmed_revision)
-            ops.append(("head", "update_old", heads(head_pk(authority, h.workspace), "-"), condition, actions))
+            ops.append(_Op("head", heads(head_pk(authority, h.workspace), "-"), condition, actions, old=True))
         if commit.artifact_change is not None:
-            c = commit.artifact_change
-            arts = self._artifacts
-            stamp = arts.published_at if c.to_state == "published" else arts.discarded_at
-            actions = [arts.state.set(c.to_state), stamp.set(c.at)]
-            item = arts(artifact_pk(authority, c.workspace, c.artifact), "-")
-            ops.append(("artifact_change", "update", item, arts.state == c.from_state, actions))
+            c, arts = commit.artifact_change, self._artifacts
+            actions = [arts.state.set(c.to_state), getattr(arts, c.stamp).set(c.at)]
+            moved = arts(artifact_pk(authority, c.workspace, c.artifact), "-")
+            ops.append(_Op("artifact_change", moved, arts.state == c.from_state, actions))
         if commit.delivery is not None:
-            ops.append(
-                ("delivery", "save", self._delivery_item(commit.delivery), self._deliveries.pk.does_not_exist(), None)
-            )
-        try:
-            with committing():
-                with TransactWrite(connection=connection(self._ddb)) as tx:
-                    for _, op, item, condition, actions in ops:
-                        if op == "save":
-                            tx.save(item, condition=condition)
-                        elif op == "save_old":
-                            tx.save(item, condition=condition, return_values="ALL_OLD")
-                        elif op == "update_old":
-                            tx.update(item, actions=actions, condition=condition, return_values="ALL_OLD")
-                        else:
-                            tx.update(item, actions=actions, condition=condition)
-        except CommitUnknown as exc:
-            failed = _failed_conditions(exc.__cause__, [(what, None, None, False) for what, *_ in ops])
-            if failed is None:
-                raise  # TransactionConflict and friends: the outcome is for the retry to settle
-            what, raw = failed
-            if what == "receipt":
-                raise ReceiptTaken() from None
-            if what == "task_insert":
-                raise TaskExists() from None
-            if what == "message_id":
-                raise MessageIdTaken() from None
-            if what == "submission":
-                raise SubmissionIdTaken() from None
-            if what == "artifact":
-                raise ArtifactTaken() from None
-            if what == "delivery":
-                raise DeliveryTaken() from None
-            if what == "head":
-                raise HeadChanged(self._head(self._heads.from_raw_data(raw)) if raw else None) from None
-            stored: TaskItem | None = tasks.from_raw_data(raw) if what == "task_cas" and raw else None
-            raise TaskChanged(self._task(stored) if stored is not None else None) from None
-
-    # ---- artifacts, heads, apply receipts, deliveries -----------------------------------------
-
-    def _artifact_key(self, authority: str, sha256_hex: str) -> str:
-        return f"artifacts/{authority}/{sha256_hex}"
-
-    def _store_payload(self, artifact: Artifact, payload: PayloadInput) -> bytes | None:
-        """Inline bytes (sealed) for a small payload; else the payload is in S3 by digest (put
-        here for an inline one, already moved there by `stage_artifact_upload` for an upload)."""
-        from botocore.exceptions import ClientError
-
-        if payload.data is None:
-            return None
-        if len(payload.data) <= INLINE_PART_BYTES:
-            return self._protector.seal(payload.data, artifact_identity(artifact))
-        key = self._artifact_key(artifact.authority, artifact.payload_digest.removeprefix("sha256:"))
-        try:
-            with committing():
-                self._s3.put_object(
-                    Bucket=self._bucket, Key=key, Body=payload.data, IfNoneMatch="*", **self._protector.s3_put_args()
-                )
-        except CommitUnknown as exc:
-            cause = exc.__cause__
-            if not (isinstance(cause, ClientError) and aws_error_code(cause) in ("PreconditionFailed", "412")):
-                raise
-        return None
-
-    def stage_artifact_upload(self, authority: str, sha256: str, max_bytes: int) -> int:
-        from botocore.exceptions import ClientError
-
-        source = f"uploads/artifacts/{authority}/{sha256}"
-        try:
-            with aws_errors(write=False):
-                obj = self._s3.get_object(Bucket=self._bucket, Key=source)
-        except Unavailable as exc:
-            if isinstance(exc.__cause__, ClientError) and aws_error_code(exc.__cause__) in ("NoSuchKey", "404"):
-                raise NotFound(
-                    "no upload found for this payload; PUT it to the upload URL first", sha256=sha256
-                ) from None
-            raise
-        stream = obj["Body"]
-        digest = hashlib.sha256()
-        size = 0
-        try:
-            if int(obj.get("ContentLength") or 0) > max_bytes:
-                raise PayloadTooLarge(f"artifact payloads are limited to {max_bytes} bytes", limit=max_bytes)
-            with aws_errors(write=False):
-                for chunk in stream.iter_chunks(1024 * 1024):
-                    digest.update(chunk)
-                    size += len(chunk)
-                    if size > max_bytes:  # never read past the limit + 1 chunk
-                        raise PayloadTooLarge(f"artifact payloads are limited to {max_bytes} bytes", limit=max_bytes)
-        finally:
-            stream.close()
-        if digest.hexdigest() != sha256:
-            raise InvalidArgument("the uploaded payload does not match its sha256", field="payload.upload_sha256")
-        copy_source: dict[str, str] = {"Bucket": self._bucket, "Key": source}
-        if obj.get("VersionId") and obj["VersionId"] != "null":
-            copy_source["VersionId"] = obj["VersionId"]
-        with aws_errors(write=True):
-            self._s3.copy_object(
-                Bucket=self._bucket,
-                Key=self._artifact_key(authority, sha256),
-                CopySource=copy_source,
-                **self._protector.s3_put_args(),
-            )
-        return size
-
-    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> Any:
-        from dovecote.notes.dynamo import checksum_b64
-        from dovecote.notes.model import PresignedUpload
-
-        headers = {"Content-Length": str(size), "x-amz-checksum-sha256": checksum_b64(sha256)}
-        url = self._s3.generate_presigned_url(
-            "put_object",
-            Params={
-                "Bucket": self._bucket,
-                "Key": f"uploads/artifacts/{authority}/{sha256}",
-                "ContentLength": size,
-                "ChecksumSHA256": headers["x-amz-checksum-sha256"],
-            },
-            ExpiresIn=expires_in,
-        )
-        return PresignedUpload(url=str(url), headers=headers)
-
-    def _artifact_item(self, a: Artifact, inline: bytes | None) -> ArtifactItem:
-        return self._artifacts(
-            artifact_pk(a.authority, a.workspace, a.id),
-            "-",
-            authority=a.authority,
-            workspace=a.workspace,
-            id=a.id,
-            task=a.task,
-            state=a.state,
-            base_revision=a.base_revision,
-            result_revision=a.result_revision,
-            payload_digest=a.payload_digest,
-            payload_size=a.payload_size,
-            media_type=a.media_type,
-            frozen_at=a.frozen_at,
-            published_at=a.published_at or None,
-            discarded_at=a.discarded_at or None,
-            payload=inline,
-        )
-
-    @staticmethod
-    def _artifact(item: ArtifactItem) -> Artifact:
-        return Artifact(
-            authority=item.authority,
-            workspace=item.workspace,
-            id=item.id,
-            task=item.task,
-            state=item.state,
-            base_revision=item.base_revision,
-            result_revision=item.result_revision,
-            payload_digest=item.payload_digest,
-            payload_size=int(item.payload_size),
-            media_type=item.media_type,
-            frozen_at=item.frozen_at,
-            published_at=item.published_at or "",
-            discarded_at=item.discarded_at or "",
-        )
-
-    @staticmethod
-    def _head(item: HeadItem) -> WorkspaceHead:
-        return WorkspaceHead(item.authority, item.workspace, item.confirmed_revision, item.updated_at)
-
-    @staticmethod
-    def _apply_receipt(authority: str, workspace: str, artifact: str, item: ApplyReceiptItem) -> ApplyReceipt:
-        return ApplyReceipt(
-            authority=authority,
-            workspace=workspace,
-            artifact=artifact,
-            id=item.id,
-            artifact_digest=item.artifact_digest,
-            base_revision=item.base_revision,
-            result_revision=item.result_revision,
-            decision=item.decision,
-            observed_revision=item.observed_revision or "",
-            code=item.code or "",
-            message=item.message or "",
-            recorded_at=item.recorded_at,
-        )
-
-    def _delivery_item(self, d: Delivery) -> DeliveryItem:
-        return self._deliveries(
-            delivery_pk(d.authority, d.worker, d.id),
-            "-",
-            digest=d.digest,
-            receipt=json.dumps(d.receipt, sort_keys=True),
-        )
-
-    def artifact_content(self, authority: str, workspace: str, artifact: str) -> tuple[Artifact, bytes | None] | None:
-        """The artifact and its plaintext payload: from the item (opened) when inline; from S3 when
-        at most ARTIFACT_INLINE_ANSWER; else None (a download URL serves it). A payload that does
-        not match the digest its record pins is never served."""
-        (item,) = self._get_many([(self._artifacts, artifact_pk(authority, workspace, artifact), "-")])
-        if item is None:
-            return None
-        found = self._artifact(item)
-        if item.payload is not None:
-            data = self._protector.open(bytes(item.payload), artifact_identity(found))
-        elif found.payload_size <= ARTIFACT_INLINE_ANSWER:
-            key = self._artifact_key(authority, found.payload_digest.removeprefix("sha256:"))
-            with aws_errors(write=False):
-                obj = self._s3.get_object(Bucket=self._bucket, Key=key)
-                self._protector.check_s3(obj)
-                data = obj["Body"].read()
-        else:
-            return found, None
-        if "sha256:" + hashlib.sha256(data).hexdigest() != found.payload_digest:
-            raise CorruptStore("an artifact payload does not match its digest", record="artifact")
-        return found, bytes(data)
-
-    def artifact_url(self, artifact: Artifact, expires_in: int) -> str:
-        key = self._artifact_key(artifact.authority, artifact.payload_digest.removeprefix("sha256:"))
-        return str(
-            self._s3.generate_presigned_url(
-                "get_object", Params={"Bucket": self._bucket, "Key": key}, ExpiresIn=expires_in
-            )
-        )
-
-    def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
-        (item,) = self._get_many([(self._heads, head_pk(authority, workspace), "-")])
-        return self._head(item) if item is not None else None
-
-    def apply_receipt(self, authority: str, workspace: str, artifact: str) -> ApplyReceipt | None:
-        (item,) = self._get_many([(self._apply_receipts, apply_pk(authority, workspace, artifact), "-")])
-        return self._apply_receipt(authority, workspace, artifact, item) if item is not None else None
+            settled = self._delivery_item(commit.delivery)
+            ops.append(_Op("delivery", settled, self._deliveries.pk.does_not_exist()))
+        self._transact(ops)
 
     def read_apply(self, authority: str, command_id: str, workspace: str, artifact: str) -> ApplySnapshot:
         receipt_item, artifact_item, apply_item, head_item = self._get_many(
             [
-                (self._receipts, f"C#{authority}#{command_id}", "-"),
+                (self._receipts, receipt_pk(authority, command_id), "-"),
                 (self._artifacts, artifact_pk(authority, workspace, artifact), "-"),
                 (self._apply_receipts, apply_pk(authority, workspace, artifact), "-"),
                 (self._heads, head_pk(authority, workspace), "-"),
             ]
         )
-        receipt = None
-        if receipt_item is not None:
-            receipt = Receipt(
-                authority,
-                command_id,
-                receipt_item.kind,
-                receipt_item.digest,
-                int(receipt_item.status),
-                json.loads(receipt_item.result),
-            )
         return ApplySnapshot(
-            receipt,
+            self._receipt(authority, command_id, receipt_item) if receipt_item is not None else None,
             self._artifact(artifact_item) if artifact_item is not None else None,
             self._apply_receipt(authority, workspace, artifact, apply_item) if apply_item is not None else None,
             self._head(head_item) if head_item is not None else None,
         )
 
     def commit_apply(self, commit: ApplyCommit) -> None:
+        ap, heads = commit.apply_receipt, self._heads
+        authority = commit.receipt.authority
+        record = self._apply_receipt_item(authority, ap)
+        ops = [
+            _Op("receipt", self._receipt_item(commit.receipt), self._receipts.pk.does_not_exist()),
+            _Op("apply_receipt", record, self._apply_receipts.pk.does_not_exist()),
+        ]
+        if commit.head_to is not None:
+            # success: the head moves from the artifact's base to its result by compare-and-swap.
+            to = commit.head_to
+            actions = [heads.confirmed_revision.set(to.confirmed_revision), heads.updated_at.set(to.updated_at)]
+            item = heads(head_pk(authority, ap.workspace), "-")
+            ops.append(_Op("head", item, heads.confirmed_revision == commit.head_from, actions, old=True))
+        self._transact(ops)
+
+    def _transact(self, ops: list[_Op]) -> None:
+        """One TransactWriteItems. A failed condition raises its typed failure, with the stored task
+        or head when DynamoDB returned it; any other failure is commit_unknown (the receipt makes
+        the exact retry safe)."""
         from pynamodb.transactions import TransactWrite
 
-        r, ap = commit.receipt, commit.apply_receipt
-        authority = r.authority
-        receipt = self._receipts(
-            f"C#{authority}#{r.id}",
-            "-",
-            kind=r.kind,
-            digest=r.digest,
-            status=r.status,
-            result=json.dumps(r.result, sort_keys=True),
-        )
-        record = self._apply_receipts(
-            apply_pk(authority, ap.workspace, ap.artifact),
-            "-",
-            id=ap.id,
-            artifact_digest=ap.artifact_digest,
-            base_revision=ap.base_revision,
-            result_revision=ap.result_revision,
-            decision=ap.decision,
-            observed_revision=ap.observed_revision,
-            code=ap.code,
-            message=ap.message,
-            recorded_at=ap.recorded_at,
-        )
-        whats = ["receipt", "apply_receipt"]
         try:
             with committing():
                 with TransactWrite(connection=connection(self._ddb)) as tx:
-                    tx.save(receipt, condition=self._receipts.pk.does_not_exist())
-                    tx.save(record, condition=self._apply_receipts.pk.does_not_exist())
-                    if commit.head_to is not None:
-                        heads = self._heads
-                        whats.append("head")
-                        tx.update(
-                            heads(head_pk(authority, ap.workspace), "-"),
-                            actions=[
-                                heads.confirmed_revision.set(commit.head_to.confirmed_revision),
-                                heads.updated_at.set(commit.head_to.updated_at),
-                            ],
-                            condition=heads.confirmed_revision == commit.head_from,
-                            return_values="ALL_OLD",
-                        )
+                    for op in ops:
+                        old = "ALL_OLD" if op.old else None
+                        if op.actions is None:
+                            tx.save(op.item, condition=op.condition, return_values=old)
+                        else:
+                            tx.update(op.item, actions=op.actions, condition=op.condition, return_values=old)
         except CommitUnknown as exc:
-            failed = _failed_conditions(exc.__cause__, [(w, None, None, False) for w in whats])
+            failed = failed_condition(exc.__cause__, [op.name for op in ops])
             if failed is None:
-                raise
-            what, raw = failed
-            if what == "receipt":
-                raise ReceiptTaken() from None
-            if what == "apply_receipt":
-                raise ApplyReceiptTaken() from None
-            raise HeadChanged(self._head(self._heads.from_raw_data(raw)) if raw else None) from None
+                raise  # TransactionConflict and friends: the outcome is for the retry to settle
+            name, raw = failed
+            task = self._task(self._tasks.from_raw_data(raw)) if name == "task_cas" and raw else None
+            head = self._head(self._heads.from_raw_data(raw)) if name == "head" and raw else None
+            raise commit_failure(name, task=task, head=head) from None
 
     def settle(self, delivery: Delivery) -> None:
         from pynamodb.exceptions import PutError
@@ -758,9 +238,7 @@ class DynamoTaskStore:
         from pynamodb.exceptions import UpdateError
 
         task = self.read(authority, None, task_id).task
-        if task is None or task.owner != worker or task.fence != fence:
-            raise TaskChanged(task)
-        after = task.evolve(heartbeat_at=at)
+        after = heartbeat(task, worker, fence, at)
         t = self._tasks
         actions: list[Any] = [t.heartbeat_at.set(at)]
         deadline = lease_deadline(after)
@@ -771,182 +249,10 @@ class DynamoTaskStore:
             try:
                 item.update(
                     actions=actions,
-                    condition=(t.owner == worker) & (t.fence == fence) & (t.lease_timeout == task.lease_timeout),
+                    condition=(t.owner == worker) & (t.fence == fence) & (t.lease_timeout == after.lease_timeout),
                 )
             except UpdateError as exc:
                 if exc.cause_response_code != "ConditionalCheckFailedException":
                     raise
                 raise TaskChanged(self.read(authority, None, task_id).task) from None
         return self._task(item)
-
-    def expired(self, shard: int, now: str, limit: int) -> list[Task]:
-        t = self._tasks
-        with pynamodb_errors(write=False):
-            items, _ = one_page(t, t.expiring.query(f"X#{shard}", t.exp_sk < now, page_size=limit))
-        return [self._task(i) for i in items]
-
-    def claimable(self, authority: str, limit: int) -> list[Task]:
-        with pynamodb_errors(write=False):
-            items, _ = one_page(self._tasks, self._tasks.claimable.query(authority, page_size=limit))
-        return [self._task(i) for i in items]
-
-    def _stream(self, model: Any, authority: str, task_id: str, prefix: str, after: int, limit: int) -> list[Any]:
-        results = model.query(
-            task_pk(authority, task_id),
-            model.sk.between(f"{prefix}#{after + 1:020d}", f"{prefix}#{'9' * 20}"),
-            consistent_read=True,
-            page_size=limit,
-        )
-        with pynamodb_errors(write=False):
-            items, _ = one_page(model, results)
-        return items
-
-    def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
-        return [
-            self._message(authority, task_id, i)
-            for i in self._stream(self._messages, authority, task_id, "M", after, limit)
-        ]
-
-    def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]:
-        return [
-            Event(
-                task_id,
-                int(i.sk[2:]),
-                i.type,
-                i.state,
-                int(i.revision),
-                i.occurred_at,
-                message=i.message or "",
-                submission=i.submission or "",
-                artifact=i.artifact or "",
-            )
-            for i in self._stream(self._events, authority, task_id, "E", after, limit)
-        ]
-
-    def _page(
-        self,
-        index: Any,
-        pk: str,
-        sk: Any,
-        after: tuple[str, ...] | None,
-        limit: int,
-        *,
-        upper: str = "~",
-        filters: dict[str, str] | None = None,
-    ) -> tuple[list[Task], tuple[str, ...] | None]:
-        """One Query per page over `sk BETWEEN lower AND upper`. The lower bound is exclusive of the
-        cursor: `after + " "` is the least key above it, as every key character sorts above a space.
-        One extra item tells whether more remain; with a filter, a page may come back short."""
-        results = index.query(
-            pk,
-            sk.between((after[0] + " ") if after else " ", upper),
-            filter_condition=self._filter(filters),
-            page_size=limit + 1,
-        )
-        with pynamodb_errors(write=False):
-            items, last_key = one_page(self._tasks, results)
-        page = [self._task(i) for i in items[:limit]]
-        if len(items) > limit:
-            return page, (getattr(items[limit - 1], sk.attr_name),)
-        if last_key is not None:  # the evaluated range ended before the matches did
-            return page, (last_key[sk.attr_name]["S"],)
-        return page, None
-
-    def _filter(self, filters: dict[str, str] | None) -> Any:
-        condition = None
-        for attribute, value in sorted((filters or {}).items()):
-            clause = getattr(self._tasks, attribute) == value
-            condition = clause if condition is None else condition & clause
-        return condition
-
-    def context_tasks(self, authority: str, context: str, after: tuple[str, ...] | None, limit: int) -> TaskPage:
-        t = self._tasks
-        items, cursor = self._page(t.by_context, f"{authority}#{context}", t.ctx_sk, after, limit)
-        return TaskPage(items, cursor)
-
-    def authority_tasks(
-        self, authority: str, task_filter: TaskFilter, after: tuple[str, ...] | None, limit: int
-    ) -> TaskPage:
-        t = self._tasks
-        filters = {k: v for k, v in (("context", task_filter.context), ("state", task_filter.state)) if v}
-        # updated_at >= since  ⟺  inverted(updated_at) <= inverted(since); "$" sorts just above "#".
-        upper = invert(task_filter.updated_since) + "$" if task_filter.updated_since else "~"
-        items, cursor = self._page(t.by_authority, authority, t.auth_sk, after, limit, upper=upper, filters=filters)
-        total, more = self._count(authority, upper, filters)
-        return TaskPage(items, cursor, total_size=total, total_is_lower_bound=more)
-
-    def _count(self, authority: str, upper: str, filters: dict[str, str]) -> tuple[int, bool]:
-        """The filtered set's size from one COUNT query over the same index that evaluates at most
-        TOTAL_SIZE_CAP items, so a list request's cost stays bounded; past the cap the count is a
-        lower bound. Not a snapshot: the GSI is eventually consistent (see the README).
-        (The table connection's query, because PynamoDB's `count` pages on to the end.)"""
-        t = self._tasks
-        with pynamodb_errors(write=False):
-            response = t._get_connection().query(
-                authority,
-                range_key_condition=t.auth_sk.between(" ", upper),
-                filter_condition=self._filter(filters),
-                index_name="by_authority",
-                limit=TOTAL_SIZE_CAP,
-                select="COUNT",
-            )
-        # With a filter, fewer than the cap may match among the evaluated items: still a floor.
-        return int(response.get("Count", 0)), "LastEvaluatedKey" in response
-
-    def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage:
-        t = self._tasks
-        items, cursor = self._page(t.leases, f"{authority}#{worker}", t.lease_sk, after, limit)
-        return LeasePage(items, cursor)
-
-
-def _get(model: Any, pk: str, sk: str) -> Any:
-    try:
-        return model.get(pk, sk, consistent_read=True)
-    except model.DoesNotExist:
-        return None
-
-
-def _resolved(future: Any) -> Any:
-    try:
-        return future.get()
-    except future._model_cls.DoesNotExist:
-        return None
-
-
-def _failed_conditions(cause: Any, ops: list[tuple[str, Any, Any, bool]]) -> tuple[str, Any] | None:
-    """The first operation whose condition failed, with the old item DynamoDB returned for it."""
-    from botocore.exceptions import ClientError
-
-    if not isinstance(cause, ClientError) or aws_error_code(cause) != "TransactionCanceledException":
-        return None
-    # PynamoDB's VerboseClientError carries the reasons (with the old item) as objects.
-    reasons: list[tuple[str, Any]] = [
-        (r.code, r.raw_item) if r is not None else ("", None) for r in getattr(cause, "cancellation_reasons", [])
-    ] or [(str(r.get("Code") or ""), r.get("Item")) for r in cause.response.get("CancellationReasons") or []]
-    for (what, _, _, _), (code, item) in zip(ops, reasons, strict=False):
-        if code == "ConditionalCheckFailed":
-            return what, item
-    return None
-
-
-@contextmanager
-def committing() -> Iterator[None]:
-    """A write that may have been sent is `commit_unknown`: the receipt makes the exact retry safe."""
-    from botocore.exceptions import BotoCoreError, ClientError
-    from pynamodb.exceptions import PynamoDBException
-
-    try:
-        yield
-    except PynamoDBException as exc:
-        cause = unwrap(exc)
-        if cause is exc:
-            raise
-        with committing():
-            raise cause from exc
-    except ClientError as exc:
-        code = aws_error_code(exc)
-        if code in THROTTLE_CODES:
-            raise CommitUnknown("AWS throttled the commit; retry the exact command", aws_code=code) from exc
-        raise CommitUnknown("the commit outcome is unknown; retry the exact command", aws_code=code) from exc
-    except BotoCoreError as exc:
-        raise CommitUnknown("the commit outcome is unknown; retry the exact command", cause=type(exc).__name__) from exc

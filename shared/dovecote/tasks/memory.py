@@ -1,16 +1,19 @@
-"""In-memory TaskStore: the fake held to the same conformance suite as the DynamoDB adapter.
-A commit checks every precondition first, then applies everything, under one lock: atomic."""
+"""In-memory TaskStore: the fake held to the same conformance suite as the DynamoDB adapter. It
+shares every decision with that adapter (tasks/storage.py: which preconditions a commit carries and
+what each failure raises, the list orders, what a heartbeat requires, how parts read back) and
+differs only in persistence: dicts under one lock. A commit checks every precondition first, then
+applies everything: atomic."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
-from dovecote.platform.errors import InvalidArgument, NotFound, PayloadTooLarge
-from dovecote.tasks import machine
+from dovecote.platform.uploads import PresignedUpload
 from dovecote.tasks.model import (
     ARTIFACT_INLINE_ANSWER,
     TOTAL_SIZE_CAP,
@@ -19,7 +22,6 @@ from dovecote.tasks.model import (
     Event,
     Grant,
     Message,
-    Part,
     Receipt,
     Task,
     WorkspaceHead,
@@ -28,37 +30,29 @@ from dovecote.tasks.model import (
 )
 from dovecote.tasks.ports import (
     ApplyCommit,
-    ApplyReceiptTaken,
     ApplySnapshot,
-    ArtifactTaken,
     Commit,
     Delivery,
-    DeliveryTaken,
-    HeadChanged,
+    DeliveryKey,
     LeasePage,
-    MessageIdTaken,
-    ReceiptTaken,
     Snapshot,
-    SubmissionIdTaken,
-    TaskChanged,
-    TaskExists,
     TaskFilter,
     TaskPage,
 )
-
-
-def context_key(task: Task) -> tuple[str, ...]:
-    return (task.created_at, task.workspace, task.id)
-
-
-def authority_key(task: Task) -> tuple[str, ...]:
-    # updated_at descending, then workspace and id ascending: invert the timestamp's order by
-    # sorting on its negated digits (RFC 3339 UTC strings sort like the instants they name).
-    return ("".join(chr(0x7F - ord(c)) for c in task.updated_at), task.workspace, task.id)
-
-
-def lease_key(task: Task) -> tuple[str, ...]:
-    return (task.granted_at, task.workspace, task.id, f"{task.fence:020d}")
+from dovecote.tasks.storage import (
+    apply_checks,
+    check_upload,
+    commit_checks,
+    commit_failure,
+    created_order,
+    heartbeat,
+    is_claimable,
+    lease_order,
+    no_upload,
+    stored_message,
+    updated_order,
+    upload_too_large,
+)
 
 
 class InMemoryTaskStore:
@@ -79,12 +73,7 @@ class InMemoryTaskStore:
         self.uploads: dict[tuple[str, str], bytes] = {}  # (authority, sha256) → an uploaded payload
 
     def read(
-        self,
-        authority: str,
-        command_id: str | None,
-        task_id: str | None,
-        *,
-        delivery: tuple[str, str] | None = None,
+        self, authority: str, command_id: str | None, task_id: str | None, *, delivery: DeliveryKey | None = None
     ) -> Snapshot:
         with self._lock:
             receipt = self.receipts.get((authority, command_id)) if command_id else None
@@ -96,42 +85,36 @@ class InMemoryTaskStore:
         authority = commit.receipt.authority
         key = (authority, commit.task.id)
         with self._lock:
-            if (authority, commit.receipt.id) in self.receipts:
-                raise ReceiptTaken()
             current = self.tasks.get(key)
-            if commit.expect is None:
-                if current is not None:
-                    raise TaskExists()
-            else:
-                e = commit.expect
-                if current is None or (current.revision, current.owner, current.fence) != (
-                    e.revision,
-                    e.owner,
-                    e.fence,
-                ):
-                    raise TaskChanged(current)
-                if e.heartbeat_at is not None and current.heartbeat_at != e.heartbeat_at:
-                    raise TaskChanged(current)
-            if any((authority, m.id) in self.message_ids for m in commit.messages):
-                raise MessageIdTaken()
-            if commit.submission and (authority, commit.submission) in self.submissions:
-                raise SubmissionIdTaken()
-            if commit.grant and (authority, commit.task.id, commit.grant.fence) in self.grants:
-                raise TaskChanged(current)
-            if commit.artifact and (authority, commit.artifact.workspace, commit.artifact.id) in self.artifacts:
-                raise ArtifactTaken()
-            claim = commit.head_claim
-            if claim is not None:
-                head = self.heads.get((authority, claim.workspace))
-                if head is not None and head.confirmed_revision != claim.confirmed_revision:
-                    raise HeadChanged(head)
-            change = commit.artifact_change
-            if change is not None:
-                found = self.artifacts.get((authority, change.workspace, change.artifact))
-                if found is None or found.state != change.from_state:
-                    raise TaskChanged(current)
-            if commit.delivery and (authority, commit.delivery.worker, commit.delivery.id) in self.deliveries:
-                raise DeliveryTaken()
+            claim, change = commit.head_claim, commit.artifact_change
+            head = self.heads.get((authority, claim.workspace)) if claim is not None else None
+            holds: dict[str, Callable[[], bool]] = {
+                "receipt": lambda: (authority, commit.receipt.id) not in self.receipts,
+                "task_insert": lambda: current is None,
+                "task_cas": lambda: _expected(commit, current),
+                "message_id": lambda: not any((authority, m.id) in self.message_ids for m in commit.messages),
+                "record": lambda: (
+                    commit.grant is None or (authority, commit.task.id, commit.grant.fence) not in self.grants
+                ),
+                "submission": lambda: (authority, commit.submission) not in self.submissions,
+                "artifact": lambda: (
+                    commit.artifact is None
+                    or (authority, commit.artifact.workspace, commit.artifact.id) not in self.artifacts
+                ),
+                "head": lambda: head is None or claim is None or head.confirmed_revision == claim.confirmed_revision,
+                "artifact_change": lambda: (
+                    change is None
+                    or getattr(self.artifacts.get((authority, change.workspace, change.artifact)), "state", None)
+                    == change.from_state
+                ),
+                "delivery": lambda: (
+                    commit.delivery is None
+                    or (authority, commit.delivery.worker, commit.delivery.id) not in self.deliveries
+                ),
+            }
+            for check in commit_checks(commit):
+                if not holds[check]():
+                    raise commit_failure(check, task=current, head=head)
             # every precondition holds: apply all of it
             self.receipts[(authority, commit.receipt.id)] = commit.receipt
             self.tasks[key] = commit.task
@@ -144,23 +127,20 @@ class InMemoryTaskStore:
             if commit.submission:
                 self.submissions.add((authority, commit.submission))
             if commit.artifact:
-                art = commit.artifact
+                art, payload = commit.artifact, commit.payload
+                if payload is not None:
+                    data = (
+                        payload.data if payload.data is not None else self.uploads[(authority, payload.upload_sha256)]
+                    )
+                    self.payloads[(authority, art.workspace, art.id)] = data
                 self.artifacts[(authority, art.workspace, art.id)] = art
-                payload = commit.payload
-                if payload is not None and payload.data is not None:
-                    self.payloads[(authority, art.workspace, art.id)] = payload.data
-                elif payload is not None:
-                    self.payloads[(authority, art.workspace, art.id)] = self.uploads[(authority, payload.upload_sha256)]
-            if claim is not None and (authority, claim.workspace) not in self.heads:
+            if claim is not None and head is None:
                 self.heads[(authority, claim.workspace)] = claim
             if change is not None:
                 art_key = (authority, change.workspace, change.artifact)
-                moved = replace(self.artifacts[art_key], state=change.to_state)
-                if change.to_state == "published":
-                    moved = replace(moved, published_at=change.at)
-                else:
-                    moved = replace(moved, discarded_at=change.at)
-                self.artifacts[art_key] = moved
+                self.artifacts[art_key] = replace(
+                    self.artifacts[art_key], state=change.to_state, **cast(dict[str, Any], {change.stamp: change.at})
+                )
             if commit.delivery:
                 d = commit.delivery
                 self.deliveries[(authority, d.worker, d.id)] = d
@@ -170,16 +150,13 @@ class InMemoryTaskStore:
     def stage_artifact_upload(self, authority: str, sha256: str, max_bytes: int) -> int:
         body = self.uploads.get((authority, sha256))
         if body is None:
-            raise NotFound("no upload found for this payload; PUT it to the upload URL first", sha256=sha256)
+            raise no_upload(sha256)
         if len(body) > max_bytes:
-            raise PayloadTooLarge(f"artifact payloads are limited to {max_bytes} bytes", limit=max_bytes)
-        if hashlib.sha256(body).hexdigest() != sha256:
-            raise InvalidArgument("the uploaded payload does not match its sha256", field="payload.upload_sha256")
+            raise upload_too_large(max_bytes)
+        check_upload(sha256, hashlib.sha256(body).hexdigest())
         return len(body)
 
-    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> Any:
-        from dovecote.notes.model import PresignedUpload
-
+    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> PresignedUpload:
         return PresignedUpload(f"memory://uploads/artifacts/{authority}/{sha256}", {"Content-Length": str(size)})
 
     def upload(self, authority: str, body: bytes) -> None:
@@ -215,14 +192,15 @@ class InMemoryTaskStore:
         authority = commit.receipt.authority
         ap = commit.apply_receipt
         with self._lock:
-            if (authority, commit.receipt.id) in self.receipts:
-                raise ReceiptTaken()
-            if (authority, ap.workspace, ap.artifact) in self.apply_receipts:
-                raise ApplyReceiptTaken()
-            if commit.head_to is not None:
-                head = self.heads.get((authority, ap.workspace))
-                if head is None or head.confirmed_revision != commit.head_from:
-                    raise HeadChanged(head)
+            head = self.heads.get((authority, ap.workspace))
+            holds = {
+                "receipt": (authority, commit.receipt.id) not in self.receipts,
+                "apply_receipt": (authority, ap.workspace, ap.artifact) not in self.apply_receipts,
+                "head": head is not None and head.confirmed_revision == commit.head_from,
+            }
+            for check in apply_checks(commit):
+                if not holds[check]:
+                    raise commit_failure(check, head=head)
             self.receipts[(authority, commit.receipt.id)] = commit.receipt
             self.apply_receipts[(authority, ap.workspace, ap.artifact)] = ap
             if commit.head_to is not None:
@@ -232,17 +210,16 @@ class InMemoryTaskStore:
         with self._lock:
             key = (delivery.authority, delivery.worker, delivery.id)
             if key in self.deliveries:
-                raise DeliveryTaken()
+                raise commit_failure("delivery")
             self.deliveries[key] = delivery
 
     def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:
         with self._lock:
-            task = self.tasks.get((authority, task_id))
-            if task is None or task.owner != worker or task.fence != fence:
-                raise TaskChanged(task)
-            task = task.evolve(heartbeat_at=at)
+            task = heartbeat(self.tasks.get((authority, task_id)), worker, fence, at)
             self.tasks[(authority, task_id)] = task
             return task
+
+    # ---- reads ---------------------------------------------------------------------------------
 
     def expired(self, shard: int, now: str, limit: int) -> list[Task]:
         with self._lock:
@@ -257,23 +234,19 @@ class InMemoryTaskStore:
 
     def claimable(self, authority: str, limit: int) -> list[Task]:
         with self._lock:
-            tasks = [
-                t
-                for (a, _), t in self.tasks.items()
-                if a == authority and not t.owner and not machine.is_terminal(t.state)
-            ]
-        return sorted(tasks, key=context_key)[:limit]
+            tasks = [t for (a, _), t in self.tasks.items() if a == authority and is_claimable(t)]
+        return sorted(tasks, key=created_order)[:limit]
 
     def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
         with self._lock:
             found = [m for m in self.messages_by_task[(authority, task_id)] if m.sequence > after][:limit]
-        return [_as_stored(m) for m in found]
+        return [stored_message(m) for m in found]
 
     def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
         with self._lock:
             for m in self.messages_by_task[(authority, task_id)]:
                 if m.id == message_id:
-                    return _as_stored(m)
+                    return stored_message(m)
         return None
 
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
@@ -286,18 +259,20 @@ class InMemoryTaskStore:
         with self._lock:
             return [e for e in self.events_by_task[(authority, task_id)] if e.sequence > after][:limit]
 
-    def _page(self, tasks: list[Task], order: object, after: tuple[str, ...] | None, limit: int) -> TaskPage:
-        ordered = sorted(tasks, key=order)  # type: ignore[call-overload]
+    def _page(
+        self, tasks: list[Task], order: Callable[[Task], tuple[str, ...]], after: tuple[str, ...] | None, limit: int
+    ) -> TaskPage:
+        ordered = sorted(tasks, key=order)
         if after is not None:
-            ordered = [t for t in ordered if order(t) > after]  # type: ignore[operator]
+            ordered = [t for t in ordered if order(t) > after]
         page = ordered[:limit]
         more = len(ordered) > limit
-        return TaskPage(page, order(page[-1]) if more and page else None)  # type: ignore[operator]
+        return TaskPage(page, order(page[-1]) if more and page else None)
 
     def context_tasks(self, authority: str, context: str, after: tuple[str, ...] | None, limit: int) -> TaskPage:
         with self._lock:
             tasks = [t for (a, _), t in self.tasks.items() if a == authority and t.context == context]
-        return self._page(tasks, context_key, after, limit)
+        return self._page(tasks, created_order, after, limit)
 
     def authority_tasks(
         self, authority: str, task_filter: TaskFilter, after: tuple[str, ...] | None, limit: int
@@ -311,28 +286,22 @@ class InMemoryTaskStore:
                 and (not task_filter.state or t.state == task_filter.state)
                 and (not task_filter.updated_since or t.updated_at >= task_filter.updated_since)
             ]
-        page = self._page(tasks, authority_key, after, limit)
+        page = self._page(tasks, updated_order, after, limit)
         capped = min(len(tasks), TOTAL_SIZE_CAP)
         return TaskPage(page.items, page.after, total_size=capped, total_is_lower_bound=len(tasks) > TOTAL_SIZE_CAP)
 
     def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage:
         with self._lock:
             tasks = [t for (a, _), t in self.tasks.items() if a == authority and t.owner == worker]
-        page = self._page(tasks, lease_key, after, limit)
+        page = self._page(tasks, lease_order, after, limit)
         return LeasePage(page.items, page.after)
 
 
-def _as_stored(message: Message) -> Message:
-    """As the DynamoDB store reads it back: parts over the inline size are remote (digest, size)."""
-    import hashlib
-    from dataclasses import replace
-
-    from dovecote.tasks.dynamo import INLINE_PART_BYTES
-
-    parts = tuple(
-        p
-        if len(p.data) <= INLINE_PART_BYTES
-        else Part(p.media_type, b"", hashlib.sha256(p.data).hexdigest(), len(p.data))
-        for p in message.parts
-    )
-    return replace(message, parts=parts)
+def _expected(commit: Commit, current: Task | None) -> bool:
+    """The CAS precondition (ports.Expect) against the stored task."""
+    e = commit.expect
+    if current is None or e is None:
+        return False
+    if (current.revision, current.owner, current.fence) != (e.revision, e.owner, e.fence):
+        return False
+    return e.heartbeat_at is None or current.heartbeat_at == e.heartbeat_at

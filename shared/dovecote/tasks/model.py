@@ -1,19 +1,16 @@
-"""Task records and the one validation gate per command input. Pure."""
+"""Task records: the aggregate, its messages, events, grants, receipts, artifacts, workspace heads
+and apply receipts, and their invariants. Pure. (The gates that build commands from requests are in
+tasks/commands.py.)"""
 
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dovecote.platform import paging
-from dovecote.platform.errors import InvalidArgument, PayloadTooLarge
-from dovecote.platform.ids import ID_PATTERN, check_id  # noqa: F401 (re-exported)
-from dovecote.platform.media import validate_media_type
 
 MAX_PARTS = 32
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024
@@ -61,52 +58,6 @@ class MessageInput:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "parts": [p.to_json() for p in self.parts]}
-
-
-def gate_message(raw: Any) -> MessageInput:
-    """The one gate for a message: id pattern, 1–32 parts, non-empty data, ≤ 2 MiB in total,
-    parseable media types."""
-    if not isinstance(raw, dict):
-        raise InvalidArgument("message must be an object {id, parts}", field="message")
-    message_id = check_id(raw.get("id"), "message.id")
-    parts_raw = raw.get("parts")
-    if not isinstance(parts_raw, list) or not 1 <= len(parts_raw) <= MAX_PARTS:
-        raise InvalidArgument(f"message.parts must hold 1 to {MAX_PARTS} parts", field="message.parts")
-    parts: list[Part] = []
-    total = 0
-    for i, part in enumerate(parts_raw):
-        where = f"message.parts[{i}]"
-        if not isinstance(part, dict):
-            raise InvalidArgument(f"{where} must be an object", field=where)
-        media_type = part.get("media_type")
-        if not isinstance(media_type, str):
-            raise InvalidArgument(f"{where}.media_type is required", field=f"{where}.media_type")
-        validate_media_type(media_type, field=f"{where}.media_type")
-        text, data_b64 = part.get("text"), part.get("data_b64")
-        if (text is None) == (data_b64 is None):
-            raise InvalidArgument(f"{where} needs exactly one of text or data_b64", field=where)
-        if text is not None:
-            if not isinstance(text, str):
-                raise InvalidArgument(f"{where}.text must be a string", field=f"{where}.text")
-            data = text.encode("utf-8")
-        else:
-            if not isinstance(data_b64, str):
-                raise InvalidArgument(f"{where}.data_b64 must be a string", field=f"{where}.data_b64")
-            try:
-                data = base64.b64decode(data_b64, validate=True)
-            except (binascii.Error, ValueError):
-                raise InvalidArgument(f"{where}.data_b64 is not valid base64", field=f"{where}.data_b64") from None
-        if not data:
-            raise InvalidArgument(f"{where} has empty data", field=where)
-        total += len(data)
-        if total > MAX_MESSAGE_BYTES:
-            raise InvalidArgument(
-                f"message parts exceed {MAX_MESSAGE_BYTES} bytes in total",
-                field="message.parts",
-                limit=MAX_MESSAGE_BYTES,
-            )
-        parts.append(Part(media_type, data))
-    return MessageInput(message_id, tuple(parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,11 +189,8 @@ class Receipt:
 
 
 def intent_digest(kind: str, command: dict[str, Any]) -> str:
-    """SHA-256 of a canonical encoding of {kind, command}: sorted keys, no whitespace, UTF-8."""
-    canonical = json.dumps(
-        {"kind": kind, "command": command}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    """What a command id is bound to: the canonical digest of {kind, command}."""
+    return canonical_digest({"kind": kind, "command": command})
 
 
 def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:
@@ -314,7 +262,6 @@ ARTIFACT_HARD_MAX = 64 * 1024 * 1024
 MAX_REVISION_BYTES = 512
 MAX_RECEIPT_CODE_BYTES = 128
 MAX_RECEIPT_MESSAGE_BYTES = 4096
-DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 DECISIONS = ("success", "conflict", "rejected", "indeterminate")
 ARTIFACT_STATES = ("frozen", "published", "discarded")
 
@@ -433,25 +380,6 @@ class ApplyReceipt:
         return out
 
 
-def gate_revision(value: Any, field_name: str, *, required: bool = True) -> str:
-    """A workspace revision: an opaque, non-empty string of at most 512 bytes, no control characters."""
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or not value:
-        raise InvalidArgument(f"{field_name} must be a non-empty string", field=field_name)
-    if len(value.encode("utf-8")) > MAX_REVISION_BYTES:
-        raise InvalidArgument(f"{field_name} is longer than {MAX_REVISION_BYTES} bytes", field=field_name)
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise InvalidArgument(f"{field_name} must not contain control characters", field=field_name)
-    return value
-
-
-def gate_digest(value: Any, field_name: str) -> str:
-    if not isinstance(value, str) or not DIGEST.fullmatch(value):
-        raise InvalidArgument(f"{field_name} must be sha256: followed by 64 lowercase hex digits", field=field_name)
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class PayloadInput:
     """An artifact payload as it arrives: inline bytes, or the digest of a presigned upload."""
@@ -463,43 +391,3 @@ class PayloadInput:
     @property
     def digest(self) -> str:
         return "sha256:" + (hashlib.sha256(self.data).hexdigest() if self.data is not None else self.upload_sha256)
-
-
-def gate_payload(raw: Any, max_bytes: int) -> PayloadInput:
-    if not isinstance(raw, dict):
-        raise InvalidArgument(
-            "payload must be an object {media_type, text | data_b64 | upload_sha256}", field="payload"
-        )
-    media_type = raw.get("media_type")
-    if not isinstance(media_type, str):
-        raise InvalidArgument("payload.media_type is required", field="payload.media_type")
-    validate_media_type(media_type, field="payload.media_type")
-    forms = [k for k in ("text", "data_b64", "upload_sha256") if raw.get(k) is not None]
-    if len(forms) != 1:
-        raise InvalidArgument("payload needs exactly one of text, data_b64 or upload_sha256", field="payload")
-    unknown = set(raw) - {"media_type", "text", "data_b64", "upload_sha256"}
-    if unknown:
-        raise InvalidArgument(f"payload.{sorted(unknown)[0]} is not a payload field", field="payload")
-    if forms[0] == "upload_sha256":
-        digest = raw["upload_sha256"]
-        if not isinstance(digest, str) or not re.fullmatch(r"(sha256:)?[0-9a-f]{64}", digest):
-            raise InvalidArgument(
-                "payload.upload_sha256 must be 64 lowercase hex digits", field="payload.upload_sha256"
-            )
-        return PayloadInput(media_type, upload_sha256=digest.removeprefix("sha256:"))
-    if forms[0] == "text":
-        if not isinstance(raw["text"], str):
-            raise InvalidArgument("payload.text must be a string", field="payload.text")
-        data = raw["text"].encode("utf-8")
-    else:
-        if not isinstance(raw["data_b64"], str):
-            raise InvalidArgument("payload.data_b64 must be a string", field="payload.data_b64")
-        if len(raw["data_b64"]) > (max_bytes * 4) // 3 + 4:
-            raise PayloadTooLarge(f"artifact payloads are limited to {max_bytes} bytes", limit=max_bytes)
-        try:
-            data = base64.b64decode(raw["data_b64"], validate=True)
-        except (binascii.Error, ValueError):
-            raise InvalidArgument("payload.data_b64 is not valid base64", field="payload.data_b64") from None
-    if len(data) > max_bytes:
-        raise PayloadTooLarge(f"artifact payloads are limited to {max_bytes} bytes", size=len(data), limit=max_bytes)
-    return PayloadInput(media_type, data=data)

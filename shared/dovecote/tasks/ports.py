@@ -1,5 +1,6 @@
 """The TaskStore port: what every task backend promises (tests/integration/test_task_store_conformance.py
-holds the in-memory fake and the DynamoDB adapter to it).
+holds the in-memory fake and the DynamoDB adapter to it; tasks/storage.py holds the decisions they
+share, so they differ only in persistence).
 
 - `read` is one strongly consistent read of the receipt and the task together (and the workspace
   head, when a workspace is named).
@@ -21,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dovecote.platform.uploads import PresignedUpload
 from dovecote.tasks.model import (
     ApplyReceipt,
     Artifact,
@@ -56,6 +58,11 @@ class ArtifactChange:
     to_state: str
     at: str
 
+    @property
+    def stamp(self) -> str:
+        """The artifact field the move stamps with `at`."""
+        return "published_at" if self.to_state == "published" else "discarded_at"
+
 
 @dataclass(frozen=True, slots=True)
 class Commit:
@@ -82,6 +89,10 @@ class Snapshot:
     receipt: Receipt | None
     task: Task | None
     delivery: Delivery | None = None
+
+
+# A worker delivery's key within the authority: (worker, delivery id).
+DeliveryKey = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +191,7 @@ class LeasePage:
 
 class TaskStore(Protocol):
     def read(
-        self,
-        authority: str,
-        command_id: str | None,
-        task_id: str | None,
-        *,
-        delivery: tuple[str, str] | None = None,
+        self, authority: str, command_id: str | None, task_id: str | None, *, delivery: DeliveryKey | None = None
     ) -> Snapshot:
         """`delivery` is (worker, delivery id): its settlement is read in the same snapshot."""
         ...
@@ -247,8 +253,8 @@ class TaskStore(Protocol):
         nothing was uploaded, PayloadTooLarge / InvalidArgument when it is not what was declared."""
         ...
 
-    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> Any:
-        """A PUT URL bound to that size and SHA-256 (a notes.model.PresignedUpload)."""
+    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> PresignedUpload:
+        """A PUT URL bound to that size and SHA-256."""
         ...
 
     def settle(self, delivery: Delivery) -> None:

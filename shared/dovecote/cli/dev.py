@@ -1,0 +1,132 @@
+"""`dovecote dev`: run the whole service locally over moto, with API Gateway emulated (infra/local).
+
+Once the runtime is ready it writes the tokens file (`.dovecote/dev-tokens.json`, the runtime's) and a
+profile per role into ~/.config/dovecote/config.toml (0600): `dev` (the caller token), `dev-worker`
+and `dev-admin`, so the CLI and the MCP server reach it from any directory (`--write-profile NAME`
+picks another name, `--write-profile ''` writes none).
+
+`dev` is a group that runs the runtime when no subcommand is given, so local-only subcommands can sit
+under it. The runtime is the checkout's (`infra/` is not installed): its root goes on the path.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dovecote.cli.common import EXIT_UNREACHABLE, EXIT_USAGE, CliError, say
+from dovecote.cli.devtoken import dev_token
+from dovecote.cli.groups import new_app
+from dovecote.client.config import save_profiles
+
+app = new_app("Run the whole service locally.", no_args_is_help=False, invoke_without_command=True)
+ROLES = ("caller", "worker", "admin")
+app.command("token")(dev_token)  # a token of any authority from the running runtime (cli/devtoken.py)
+
+
+def checkout() -> Path:
+    """The clone this package runs from, on sys.path (infra/ and functions/ are imported from it)."""
+    root = Path(__file__).resolve().parents[3]
+    if not (root / "infra" / "local").is_dir():
+        raise CliError(f"`dovecote dev` runs from a Dovecote checkout; {root} has no infra/local", EXIT_USAGE)
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return root
+
+
+def write_profiles(name: str, tokens_file: Path) -> tuple[Path, list[str]]:
+    """`name` (the caller token), `name-worker` and `name-admin`, from the tokens file the runtime wrote."""
+    written = json.loads(tokens_file.read_text())
+    profiles = {
+        (name if role == "caller" else f"{name}-{role}"): {"endpoint": written["endpoint"], "token": token}
+        for role, token in written["tokens"].items()
+        if role in ROLES
+    }
+    return save_profiles(profiles), sorted(profiles)
+
+
+@app.callback()
+def dev(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind (0 picks a free one).")] = 8787,
+    data: Annotated[
+        Path, typer.Option(help="Keep state in DIR across restarts (notes, tasks, memory, transcripts, tokens).")
+    ] = Path(".dovecote/data"),
+    fresh: Annotated[bool, typer.Option(help="Start empty: wipe the --data DIR first.")] = False,
+    tokens_file: Annotated[Path, typer.Option(help="Where to write the dev tokens.")] = Path(
+        ".dovecote/dev-tokens.json"
+    ),
+    write_profile: Annotated[
+        str,
+        typer.Option(
+            help="Write profiles NAME, NAME-worker and NAME-admin to ~/.config/dovecote/config.toml ('' for none)."
+        ),
+    ] = "dev",
+    dispatch_interval: Annotated[
+        float, typer.Option(help="Seconds between lease-dispatcher runs (0 turns it off).")
+    ] = 1.0,
+    faults: Annotated[
+        bool, typer.Option(help="Honour X-Dovecote-Fault: drop-response (tests of retries that replay).")
+    ] = False,
+    quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
+    verbose: Annotated[bool, typer.Option(help="Also log the functions' metrics: one summary line a minute.")] = False,
+) -> None:
+    """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`).
+    `dovecote dev token --authority A` mints a token of any authority from the running one."""
+    if ctx.invoked_subcommand is not None:
+        return
+    import logging
+    import signal
+
+    checkout()
+    from infra.local.runtime import DataDirBusy, LocalRuntime
+
+    # One line per request (method, path, status, code, ms) and the emulators' own notices. Its own
+    # logger and handler: the functions' Powertools loggers ("dovecote", JSON) stay as in Lambda.
+    dev_log = logging.getLogger("dovecote-dev")
+    line = logging.StreamHandler(sys.stderr)
+    line.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    dev_log.addHandler(line)
+    dev_log.propagate = False
+    dev_log.setLevel(logging.WARNING if quiet else logging.INFO)
+    try:
+        runtime = LocalRuntime(
+            host=host,
+            port=port,
+            tokens_file=tokens_file,
+            dispatch_interval=dispatch_interval,
+            faults=faults,
+            data_dir=data,
+            fresh=fresh,
+            verbose=verbose,
+        ).start()
+    except OSError as exc:
+        if exc.filename:
+            raise
+        raise CliError(
+            f"cannot serve on {host}:{port}: {exc.strerror or exc}", EXIT_UNREACHABLE, code="unavailable"
+        ) from None
+    except DataDirBusy as exc:
+        raise CliError(f"{exc}: stop it first, or pass another --data", EXIT_USAGE) from None
+    say(f"Dovecote dev runtime ready at {runtime.endpoint}")
+    say(f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker)")
+    if write_profile:
+        path, names = write_profiles(write_profile, tokens_file)
+        say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory)")
+    say(f"data: {data} (kept across restarts; --fresh starts empty)")
+
+    def _terminate(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops as cleanly as Ctrl-C: the state is compacted
+
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        runtime.stop()

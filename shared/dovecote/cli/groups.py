@@ -1,0 +1,146 @@
+"""The command groups of `dovecote`, and the root that loads them lazily.
+
+- `VerbGroup`: a typer group whose verbs may have a short alias (`ls` → `list`, `rm` → `delete`): the
+  documented name is the MCP tool's verb, the alias is shown beside it in the help.
+- `new_app`: every group is built the same way: plain help (no rich markup: a command's start-up
+  imports only what that command runs), `no_args_is_help`.
+- `RootGroup`: the `dovecote` command. Each group lives in its own module, imported only when that
+  group runs (`dovecote notes get` never imports the tasks, recall or MCP modules, nor rich unless it
+  prints a table). Its `main` is the one error handler: every failure is one line on stderr starting
+  with `error:` (or, with `--json`, `{"error": {code, message, details}}` on stdout) and the exit code
+  of `EXIT_CODES_HELP`; `DOVECOTE_DEBUG=1` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from dovecote.cli import coercion
+
+coercion.install()  # plain values without pydantic (dovecote.cli.coercion)
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok; 1 the API answered an error; 2 usage (bad arguments, a missing file); "
+    "3 nothing claimable, or a wait timed out; 4 Dovecote unreachable or not configured. "
+    "Endpoint and token: --profile NAME, else DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, else the "
+    "DOVECOTE_PROFILE, default or dev profile of ~/.config/dovecote/config.toml (`dovecote login`, "
+    "`dovecote dev`), else the nearest .dovecote/dev-tokens.json. With --json errors are JSON on stdout. "
+    "DOVECOTE_DEBUG=1 shows tracebacks."
+)
+
+# A verb's short alias → the documented verb (the MCP tool's), in whichever group has that verb.
+ALIASES = {"ls": "list", "rm": "delete", "freeze": "freeze-artifact"}
+
+# The profile named by `dovecote --profile NAME`, for `dovecote.cli.common.client` (set by the root
+# callback at every invocation).
+SELECTED: dict[str, str | None] = {"profile": None}
+
+
+class VerbGroup(TyperGroup):
+    """A group whose verbs answer to their short aliases too."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and cmd_name in ALIASES:
+            found = super().get_command(ctx, ALIASES[cmd_name])
+        return found
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            shown = ", ".join([name, *(alias for alias, verb in ALIASES.items() if verb == name)])
+            rows.append((shown, command.get_short_help_str(max(30, formatter.width - 30))))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def new_app(help: str, **options: Any) -> typer.Typer:
+    """A command group as every `dovecote` group is built."""
+    settings: dict[str, Any] = {"no_args_is_help": True, "rich_markup_mode": None, "add_completion": False}
+    return typer.Typer(help=help, cls=VerbGroup, **(settings | options))
+
+
+# name → (module, attribute: a Typer, short help). Loaded when the command runs, or for `--help`.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "notes": ("dovecote.cli.notes", "app", "Notes: pass work between agents by (key, run, name, author)."),
+    "tasks": ("dovecote.cli.tasks", "app", "Tasks, as a caller: create, read, reply, cancel, wait."),
+    "worker": ("dovecote.cli.worker", "app", "Tasks, as a worker: claim, accept, complete, freeze an artifact."),
+    "artifacts": ("dovecote.cli.artifacts", "app", "Artifacts of a workspace: read one, its head, its receipt."),
+    "recall": ("dovecote.cli.recall", "app", "Recall past conversations: push, search, read, outline, topics."),
+    "memory": ("dovecote.cli.memory", "app", "Memory: submit writes, read evidence, judge relations."),
+    "tokens": ("dovecote.cli.tokens", "app", "Bearer tokens: mint, list, revoke (admin); bootstrap."),
+    "whoami": ("dovecote.cli.tokens", "whoami_app", "Who the token is: authority, role, worker, agent, expiry."),
+    "login": ("dovecote.cli.login", "app", "Verify an endpoint and a token, and keep them as a profile."),
+    "health": ("dovecote.cli.login", "health_app", "Is the endpoint up? (no token needed)"),
+    "dev": ("dovecote.cli.dev", "app", "Run the whole service locally (moto, the API Gateway emulator)."),
+    "mcp": ("dovecote.cli.mcp", "app", "Serve the tools over the Model Context Protocol (stdio or HTTP)."),
+}
+
+
+def load(name: str) -> Any:
+    """The click command of `name`, from its module."""
+    module, attribute, _ = COMMANDS[name]
+    command = typer.main.get_command(getattr(importlib.import_module(module), attribute))
+    command.name = name
+    return command
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """True when the command line asks for JSON (then errors are JSON too)."""
+    head = args[: list(args).index("--")] if "--" in args else args
+    return "--json" in head
+
+
+class RootGroup(VerbGroup):
+    """`dovecote`: its groups load on first use; its `main` reports every failure (module docstring)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and cmd_name in COMMANDS:
+            found = load(cmd_name)
+            self.add_command(found, cmd_name)
+        return found
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        # The short help from the table: `dovecote --help` imports none of the groups.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][2]) for name in self.list_commands(ctx) if name in COMMANDS])
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(
+                args=argv, prog_name=prog_name or "dovecote", complete_var=complete_var, standalone_mode=False, **extra
+            )
+        except Exception as exc:  # noqa: BLE001 - the one place every failure is reported
+            from dovecote.cli.errors import is_usage, report
+
+            if os.environ.get("DOVECOTE_DEBUG", "") not in ("", "0") and not is_usage(exc):
+                raise
+            code = report(exc, as_json=wants_json(argv))
+        sys.stdout.flush()
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+__all__ = ["ALIASES", "COMMANDS", "EXIT_CODES_HELP", "SELECTED", "RootGroup", "VerbGroup", "new_app", "wants_json"]

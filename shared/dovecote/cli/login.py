@@ -1,0 +1,54 @@
+"""`dovecote login` (verify an endpoint and a token with `GET /v1/whoami`, then keep them as a profile
+of ~/.config/dovecote/config.toml, 0600) and `dovecote health`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from dovecote.cli.common import EXIT_USAGE, CliError, Json, client, emit, note, print_json, say
+from dovecote.cli.groups import new_app
+from dovecote.client import DovecoteClient
+from dovecote.client.config import check_profile_name, save_profiles
+
+app = new_app("Keep an endpoint and a token as a profile.", no_args_is_help=False)
+health_app = new_app("Is the endpoint up?", no_args_is_help=False)
+
+
+def who(answer: dict[str, str | None]) -> str:
+    claims = "".join(f", {name} {answer[name]}" for name in ("worker", "agent") if answer.get(name))
+    return f"{answer['role']} of authority {answer['authority']}{claims}"
+
+
+@app.command("login")
+def login(
+    endpoint: Annotated[str, typer.Option(help="The API's URL (the stack output, or a `dovecote dev` endpoint).")],
+    token: Annotated[str, typer.Option(help="The bearer token; - reads it from stdin (kept out of shell history).")],
+    profile: Annotated[str, typer.Option("--profile", help="The profile's name.")] = "default",
+    as_json: Json = False,
+) -> None:
+    """Check the token against the endpoint (`GET /v1/whoami`), print who it is, and write it as a
+    profile (0600). Every command then uses it from any directory: `default` when none is named,
+    another with `dovecote --profile NAME …` or DOVECOTE_PROFILE."""
+    if token == "-":  # noqa: S105 - the stdin marker, not a password
+        token = sys.stdin.readline().strip()
+    if not token:
+        raise CliError("the token is empty", EXIT_USAGE)
+    check_profile_name(profile)
+    with DovecoteClient(endpoint, token, max_attempts=2, source="--endpoint") as probe:
+        answer = probe.whoami()  # a refused token is 403 forbidden: nothing is written
+    path = save_profiles({profile: {"endpoint": probe.endpoint, "token": token}})
+    if as_json:
+        print_json(answer)
+        note(f"profile {profile} written to {path}")
+        return
+    say(f"logged in to {probe.endpoint} as {who(answer)}; token {answer['token_id']} expires {answer['expires_at']}")
+    say(f"profile {profile} written to {path}")
+
+
+@health_app.command("health")
+def health(as_json: Json = False) -> None:
+    """Is the endpoint up? (`GET /v1/health`, no token needed.)"""
+    emit(client().health(), as_json)

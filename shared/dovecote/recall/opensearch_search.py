@@ -1,0 +1,272 @@
+"""OpenSearch recall engine, part 3: search. One msearch asks for the candidates (a sampler of the
+best messages, a terms aggregation of their sessions with the rows each ranker reads), then one
+msearch for the shown rows, their highlighted snippets and their sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from dovecote.recall.engine_rules import RANKER_ROWS, SNIPPET_CHARS, substring_snippet, trigram_leaf
+from dovecote.recall.model import (
+    Row,
+    SessionInfo,
+)
+from dovecote.recall.ports import (
+    IndexQuery,
+    SearchPage,
+    SessionHit,
+)
+from dovecote.recall.query import Term
+from dovecote.recall.ranking import Candidate, rank_sessions
+
+if TYPE_CHECKING:
+    pass
+from dovecote.recall.opensearch_mapping import (
+    _ROW_FIELDS,
+    _SESSION_FIELDS,
+    COVERAGE_WEIGHT,
+    POS_LIMIT,
+    SNIPPET_FRAGMENT,
+    _filter_clauses,
+    _fragment_snippet,
+    _row,
+    _session_info,
+    _sources,
+    _term_clause,
+    _total,
+    compile_node,
+    leaf,
+)
+from dovecote.recall.opensearch_store import (
+    OpenSearchStore,
+    Snapshot,
+    _message_id,
+)
+
+
+class OpenSearchSearch(OpenSearchStore):
+    # ---- search -----------------------------------------------------------------------------------
+
+    def search(self, authority: str, query: IndexQuery) -> SearchPage:
+        snap = self._snapshot(authority)
+        tier, field, keep = "word", "text", None
+        candidates, truncated, withheld, newest = self._candidates(authority, snap, query, field, keep)
+        if not candidates and not withheld:
+            tier, field, keep = "trigram", "text.tri", trigram_leaf
+            candidates, truncated, withheld, newest = self._candidates(authority, snap, query, field, keep)
+        ranked = rank_sessions(candidates, ranker=query.ranker, sort=query.sort)
+        shown = ranked[: query.limit]
+        hits: list[SessionHit] = []
+        if shown:
+            rows, snippets, sessions = self._details(authority, snap, query, [r.best for r in shown], tier)
+            for entry in shown:
+                row = rows[entry.best.rowid]
+                hits.append(
+                    SessionHit(
+                        session=sessions[row.session_id],
+                        row=row,
+                        snippet=snippets[entry.best.rowid],
+                        score=entry.score,
+                        coverage=entry.coverage,
+                    )
+                )
+        return SearchPage(
+            hits=hits,
+            total_sessions=len(ranked),
+            total_is_lower_bound=truncated,
+            newest=newest,
+            withheld=withheld,
+            tier=tier,
+        )
+
+    def _candidates(
+        self,
+        authority: str,
+        snap: Snapshot,
+        query: IndexQuery,
+        field: str,
+        keep: Callable[[Term], bool] | None,
+    ) -> tuple[list[Candidate], bool, int, str]:
+        """The sessions matching the query, each with the rows its ranker reads (see the module
+        docstring), whether the candidate ceiling was hit, the matches withheld as the caller's
+        live turn, and the newest matching timestamp."""
+        root = compile_node(query.query.root, field, keep)
+        if root is None:
+            return [], False, 0, ""
+        terms = query.query.terms
+        clauses = [_term_clause(i, t, field) for i, t in enumerate(terms) if keep is None or keep(t)]
+        matching = self._visible(authority, snap, root, *_filter_clauses(query.filter))
+        searches: list[tuple[str, dict[str, Any]]] = []
+        held: dict[str, Any] | None = None
+        if query.withhold is not None:
+            held = {
+                "bool": {
+                    "filter": [
+                        {"term": {"session_id": query.withhold.session_id}},
+                        {"range": {"pos": {"gte": query.withhold.from_pos}}},
+                    ]
+                }
+            }
+            searches.append(
+                (
+                    self.messages,
+                    {"query": {"bool": {"filter": [matching, held]}}, "size": 0, "track_total_hits": True},
+                )
+            )
+        scored: dict[str, Any] = {"bool": {"filter": [matching], "should": clauses}}
+        if held is not None:
+            scored["bool"]["must_not"] = [held]
+        per_session: dict[str, Any] = {
+            "top": {
+                "top_hits": {
+                    "size": RANKER_ROWS[query.ranker],
+                    "sort": [{"_score": "desc"}, {"rowid": "asc"}],
+                    "_source": False,
+                    "docvalue_fields": ["rowid", "pos", "ts"],
+                }
+            }
+        }
+        if query.sort in ("newest", "oldest"):  # the row the sort picks per session (ranking.py)
+            latest = query.sort == "newest"
+            per_session["picked"] = {
+                "top_hits": {
+                    "size": 1,
+                    "sort": [
+                        {"ts": {"order": "desc" if latest else "asc", "missing": "_last" if latest else "_first"}},
+                        {"rowid": "asc"},
+                    ],
+                    "track_scores": True,
+                    "_source": False,
+                    "docvalue_fields": ["rowid", "pos", "ts"],
+                }
+            }
+        if query.ranker in ("session", "fused") and len(terms) > 1:
+            for i, term in enumerate(terms):
+                if keep is None or keep(term):
+                    per_session[f"t{i}"] = {"filter": leaf(term, field)}
+        if query.ranker == "fused":  # every matching row's score: bm25 + the weight per term matched
+            per_session["total"] = {"sum": {"script": {"source": "_score"}}}
+        searches.append(
+            (
+                self.messages,
+                {
+                    "query": scored,
+                    "size": 0,
+                    "track_total_hits": query.max_candidates + 1,
+                    "aggs": {
+                        "newest": {"terms": {"field": "ts", "size": 1, "order": {"_key": "desc"}}},
+                        "sample": {
+                            "sampler": {"shard_size": query.max_candidates},
+                            "aggs": {
+                                "sessions": {
+                                    "terms": {"field": "session_id", "size": query.max_candidates},
+                                    "aggs": per_session,
+                                }
+                            },
+                        },
+                    },
+                },
+            )
+        )
+        responses = self._msearch(authority, searches, query=True)
+        withheld = _total(responses[0]) if held is not None else 0
+        found = responses[-1]
+        truncated = _total(found) > query.max_candidates
+        newest_buckets = found["aggregations"]["newest"]["buckets"]
+        newest = newest_buckets[0]["key"] if newest_buckets else ""
+        term_sets: dict[tuple[str, ...], frozenset[int]] = {}
+
+        def terms_of(names: list[str]) -> frozenset[int]:
+            key = tuple(names)
+            if key not in term_sets:
+                term_sets[key] = frozenset(int(n[1:]) for n in names if n.startswith("t"))
+            return term_sets[key]
+
+        scored_rows: list[tuple[float, Candidate]] = []
+        for bucket in found["aggregations"]["sample"]["sessions"]["buckets"]:
+            sid = bucket["key"]
+            union = None
+            if query.ranker == "session" and len(terms) > 1:
+                union = frozenset(i for i in range(len(terms)) if bucket.get(f"t{i}", {}).get("doc_count"))
+            session_score = None
+            if query.ranker == "fused":
+                # Less the coverage weight of every (row, term) match: one per row for one term.
+                matches = sum(bucket.get(f"t{i}", {}).get("doc_count", 0) for i in range(len(terms)))
+                matches = matches if len(terms) > 1 else int(bucket["doc_count"])
+                session_score = float(bucket["total"]["value"]) - matches * COVERAGE_WEIGHT
+            seen: set[int] = set()
+            hits = bucket["top"]["hits"]["hits"] + (bucket["picked"]["hits"]["hits"] if "picked" in bucket else [])
+            for hit in hits:
+                values = hit["fields"]
+                rowid = int(values["rowid"][0])
+                if rowid in seen:
+                    continue
+                seen.add(rowid)
+                matched = terms_of(hit.get("matched_queries") or [])
+                encoded = float(hit["_score"] if hit.get("_score") is not None else hit["sort"][0])
+                candidate = Candidate(
+                    rowid=rowid,
+                    session_id=sid,
+                    pos=int(values["pos"][0]),
+                    timestamp=(values.get("ts") or [""])[0],
+                    score=encoded - len(matched) * COVERAGE_WEIGHT,
+                    terms=matched,
+                    session_terms=union,
+                    session_score=session_score,
+                )
+                scored_rows.append((encoded, candidate))
+        # The engine's relevance order (coverage, then bm25), ties in insertion order.
+        scored_rows.sort(key=lambda pair: (-pair[0], pair[1].rowid))
+        candidates = [c for _, c in scored_rows]
+        return candidates, truncated, withheld, newest
+
+    def _details(
+        self, authority: str, snap: Snapshot, query: IndexQuery, best: list[Candidate], tier: str
+    ) -> tuple[dict[int, Row], dict[int, str], dict[str, SessionInfo]]:
+        """The returned rows, their snippets and their sessions: one msearch."""
+        doc_ids = [_message_id(authority, c.rowid // POS_LIMIT, c.rowid % POS_LIMIT) for c in best]
+        rows_body: dict[str, Any] = {
+            "query": self._visible(authority, snap, {"ids": {"values": doc_ids}}),
+            "size": len(doc_ids),
+            "_source": [*_ROW_FIELDS, "rowid"],
+        }
+        terms = query.query.terms
+        if tier == "word":
+            words = [leaf(t, "text") for t in terms]
+            rows_body["highlight"] = {
+                "pre_tags": [""],
+                "post_tags": [""],
+                "fields": {
+                    "text": {
+                        "type": "unified",
+                        "highlight_query": {"bool": {"should": words, "minimum_should_match": 1}},
+                        "fragment_size": SNIPPET_FRAGMENT,
+                        "number_of_fragments": 1,
+                    }
+                },
+            }
+        session_ids = list(dict.fromkeys(c.session_id for c in best))
+        sessions_body = {
+            "query": self._visible(authority, snap, {"terms": {"session_id": session_ids}}),
+            "size": len(session_ids),
+            "_source": _SESSION_FIELDS,
+        }
+        rows_found, sessions_found = self._msearch(
+            authority, [(self.messages, rows_body), (self.sessions, sessions_body)]
+        )
+        rows: dict[int, Row] = {}
+        snippets: dict[int, str] = {}
+        for hit in rows_found["hits"]["hits"]:
+            rowid = int(hit["_source"]["rowid"])
+            row = _row(hit["_source"])
+            rows[rowid] = row
+            fragments = (hit.get("highlight") or {}).get("text") or []
+            if tier == "word" and fragments:
+                snippets[rowid] = _fragment_snippet(row.text, fragments[0])
+            elif tier == "word":
+                snippets[rowid] = row.text[:SNIPPET_CHARS]
+            else:
+                snippets[rowid] = substring_snippet(row.text, [t.text for t in terms])
+        sessions = {s["session_id"]: _session_info(s) for s in _sources(sessions_found)}
+        return rows, snippets, sessions

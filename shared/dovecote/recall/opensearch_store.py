@@ -1,0 +1,485 @@
+"""OpenSearch recall engine, part 2: generations and writes. The authority's state document and
+its painless scripts, the request helpers every part uses (the one scope of a read, msearch,
+bulk, scroll), and the writes: replace_session's allocate → bulk → flip → collect,
+delete_authority, add_topic. See dovecote.recall.opensearch for the protocol."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
+
+from dovecote.platform.errors import InvalidArgument, Throttled, Unavailable
+from dovecote.recall.model import (
+    Session,
+)
+
+if TYPE_CHECKING:
+    from opensearchpy import OpenSearch
+
+    from dovecote.platform.settings import Settings
+from dovecote.recall.opensearch_mapping import (
+    ABANDON_SECONDS,
+    ANALYSIS,
+    BULK_BYTES,
+    BULK_DOCS,
+    GRACE_SECONDS,
+    MAX_WINDOW,
+    MESSAGE_MAPPING,
+    POS_LIMIT,
+    REFRESH_POLICIES,
+    SCROLL_PAGE,
+    SESSION_MAPPING,
+    STATE_RETRIES,
+    TOPIC_MAPPING,
+    _errors,
+    _sources,
+    make_client,
+)
+
+# ---- the state document's scripts (painless: each is one atomic update of one document) -----------
+
+_ALLOCATE = """
+def s = ctx._source.state;
+long g = ((Number) s.next_gen).longValue();
+s.next_gen = g + 1;
+s.pending[String.valueOf(g)] = [params.sid, params.now];
+"""
+_FLIP = """
+def s = ctx._source.state;
+String g = String.valueOf(params.gen);
+if (!s.pending.containsKey(g)) { ctx.op = 'noop'; return; }
+s.pending.remove(g);
+List kill = new ArrayList();
+if (s.flipped.containsKey(params.sid)) { kill.add(s.flipped[params.sid]); } else { kill.addAll(params.prev); }
+for (def k : kill) {
+  long v = ((Number) k).longValue();
+  if (v != params.gen) { s.dead[String.valueOf(v)] = params.now; }
+}
+boolean others = false;
+for (def e : s.pending.values()) { if (e[0] == params.sid) { others = true; } }
+if (others) { s.flipped[params.sid] = params.gen; } else { s.flipped.remove(params.sid); }
+"""
+_ABORT = """
+def s = ctx._source.state;
+boolean changed = false;
+for (def g : params.gens) {
+  if (s.pending.containsKey(g)) { s.pending.remove(g); s.dead[g] = params.at; changed = true; }
+}
+if (!changed) { ctx.op = 'noop'; }
+"""
+_COLLECT = """
+def s = ctx._source.state;
+for (def g : params.gens) { s.dead.remove(g); }
+Set busy = new HashSet();
+for (def e : s.pending.values()) { busy.add(e[0]); }
+s.flipped.keySet().removeIf(k -> !busy.contains(k));
+"""
+_RESET = """
+def s = ctx._source.state;
+for (def g : s.pending.keySet()) { s.dead[g] = params.now; }
+s.pending = new HashMap();
+s.flipped = new HashMap();
+s.floor = s.next_gen;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What one reading call may see of an authority: floor <= gen < next_gen, gen not hidden."""
+
+    floor: int
+    next_gen: int
+    hidden: tuple[int, ...]
+    pending: dict[str, Any]
+    dead: dict[str, Any]
+
+    @classmethod
+    def of(cls, source: dict[str, Any] | None) -> Snapshot:
+        state = (source or {}).get("state") or {}
+        pending = dict(state.get("pending") or {})
+        dead = dict(state.get("dead") or {})
+        hidden = tuple(sorted(int(g) for g in (*pending, *dead)))
+        return cls(int(state.get("floor") or 0), int(state.get("next_gen") or 0), hidden, pending, dead)
+
+
+def _state_id(authority: str) -> str:
+    return f"{authority}|state"
+
+
+def _message_id(authority: str, gen: int, pos: int) -> str:
+    return f"{authority}|{gen}|{pos}"
+
+
+def _session_doc_id(authority: str, gen: int) -> str:
+    return f"{authority}|{gen}|s"
+
+
+def _topic_id(authority: str, session_id: str, start_uuid: str) -> str:
+    # Session ids reach 400 characters and `_id` holds 512 bytes: a digest of the coordinates.
+    return hashlib.sha256(f"{authority}\x00{session_id}\x00{start_uuid}".encode()).hexdigest()
+
+
+class OpenSearchStore:
+    name = "opensearch"
+
+    def __init__(
+        self,
+        client: OpenSearch,
+        *,
+        index_prefix: str = "dovecote-recall",
+        refresh: str = "wait_for",
+        shards: int = 1,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if refresh not in REFRESH_POLICIES:
+            raise ValueError(f"refresh must be one of {REFRESH_POLICIES}")
+        self._client = client
+        self.prefix = index_prefix
+        self.messages = f"{index_prefix}-messages"
+        self.sessions = f"{index_prefix}-sessions"
+        self.topics = f"{index_prefix}-topics"
+        self._refresh = refresh
+        self._shards = shards
+        self._clock = clock
+        self._ready = False
+        self._ready_lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Self:
+        return cls(make_client(settings), index_prefix=settings.opensearch_index_prefix)
+
+    def close(self) -> None:
+        self._client.close()
+
+    # ---- indices ----------------------------------------------------------------------------------
+
+    def ensure_indices(self) -> None:
+        """Reach the node and create the indices if they are missing (the local runtime calls this
+        at start, so a wrong URL fails `dovecote dev` instead of its first search)."""
+        self._ensure()
+
+    def _ensure(self) -> None:
+        """Create the indices on first use (once per process; losing a creation race is fine)."""
+        if self._ready:
+            return
+        with self._ready_lock:
+            if self._ready:
+                return
+            from opensearchpy.exceptions import RequestError
+
+            for index, mapping in (
+                (self.messages, MESSAGE_MAPPING),
+                (self.sessions, SESSION_MAPPING),
+                (self.topics, TOPIC_MAPPING),
+            ):
+                with _errors():
+                    if self._client.indices.exists(index=index):
+                        continue
+                    body = {
+                        "settings": {"number_of_shards": self._shards, "analysis": ANALYSIS},
+                        "mappings": mapping,
+                    }
+                    try:
+                        self._client.indices.create(index=index, body=body)
+                    except RequestError as exc:
+                        if exc.error != "resource_already_exists_exception":
+                            raise
+            self._ready = True
+
+    def drop_indices(self) -> None:
+        """Delete the three indices (tests and benchmarks that made their own prefix)."""
+        with _errors(write=True):
+            self._client.indices.delete(index=f"{self.messages},{self.sessions},{self.topics}", ignore_unavailable=True)
+        self._ready = False
+
+    # ---- requests ---------------------------------------------------------------------------------
+
+    def _snapshot(self, authority: str) -> Snapshot:
+        self._ensure()
+        with _errors():
+            found = self._client.get(index=self.sessions, id=_state_id(authority), routing=authority, ignore=[404])
+        return Snapshot.of(found.get("_source") if found.get("found") else None)
+
+    @staticmethod
+    def _visible(authority: str, snap: Snapshot, *clauses: dict[str, Any]) -> dict[str, Any]:
+        """The one scope of every read of versioned documents: this authority, this snapshot."""
+        query: dict[str, Any] = {
+            "filter": [
+                {"term": {"authority": authority}},
+                {"range": {"gen": {"gte": snap.floor, "lt": snap.next_gen}}},
+                *clauses,
+            ]
+        }
+        if snap.hidden:
+            query["must_not"] = [{"terms": {"gen": list(snap.hidden)}}]
+        return {"bool": query}
+
+    @staticmethod
+    def _owned(authority: str, *clauses: dict[str, Any]) -> dict[str, Any]:
+        """The scope of unversioned documents (topics) and of garbage collection."""
+        return {"bool": {"filter": [{"term": {"authority": authority}}, *clauses]}}
+
+    def _search(self, index: str, authority: str, body: dict[str, Any], *, query: bool = False) -> dict[str, Any]:
+        with _errors(query=query):
+            return dict(self._client.search(index=index, body=body, routing=authority))
+
+    def _msearch(
+        self, authority: str, searches: list[tuple[str, dict[str, Any]]], *, query: bool = False
+    ) -> list[dict[str, Any]]:
+        lines: list[dict[str, Any]] = []
+        for index, body in searches:
+            lines += [{"index": index, "routing": authority}, body]
+        with _errors(query=query):
+            responses = self._client.msearch(body=lines)["responses"]
+            for response in responses:
+                if "error" in response:
+                    from opensearchpy.exceptions import TransportError
+
+                    error = response["error"]
+                    kind = error.get("type", "error") if isinstance(error, dict) else str(error)
+                    raise TransportError(int(response.get("status") or 500), kind, error)
+        return [dict(r) for r in responses]
+
+    def _update_state(self, authority: str, script: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One scripted update of the state document (created on first use), returning it after."""
+        initial = {
+            "authority": authority,
+            "state": {"next_gen": 1, "floor": 0, "pending": {}, "dead": {}, "flipped": {}},
+        }
+        from opensearchpy.exceptions import ConflictError
+
+        try:
+            with _errors(write=True):
+                return dict(
+                    self._client.update(
+                        index=self.sessions,
+                        id=_state_id(authority),
+                        routing=authority,
+                        body={
+                            "script": {"lang": "painless", "source": script, "params": params},
+                            "upsert": initial,
+                            "scripted_upsert": True,
+                        },
+                        params={"retry_on_conflict": STATE_RETRIES, "_source": "true"},
+                    )
+                )
+        except ConflictError as exc:  # lost the race STATE_RETRIES times: nothing was applied
+            raise Throttled("too many concurrent writes to this authority's recall index; retry") from exc
+
+    def _bulk(self, authority: str, actions: Iterable[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
+        """Bulk requests of ~BULK_BYTES; the last one waits for the refresh that makes them all
+        searchable (one shard: a refresh covers every earlier request)."""
+        batch: list[str] = []
+        size = 0
+
+        def send(final: bool) -> None:
+            if not batch:
+                return
+            with _errors(write=True):
+                result = self._client.bulk(
+                    body="".join(batch), routing=authority, refresh=self._refresh if final else "false"
+                )
+            if result.get("errors"):
+                failed = next(item[op] for item in result["items"] for op in item if item[op].get("status", 200) >= 300)
+                if failed.get("status") == 429:
+                    raise Throttled("the search engine is busy; retry with backoff")
+                raise Unavailable("the search engine refused a write; retry", error=str(failed.get("error"))[:300])
+
+        for meta, doc in actions:
+            lines = json.dumps(meta) + "\n" + (json.dumps(doc) + "\n" if doc is not None else "")
+            batch.append(lines)
+            size += len(lines)
+            if size >= BULK_BYTES or len(batch) >= BULK_DOCS:
+                send(final=False)
+                batch, size = [], 0
+        send(final=True)
+
+    def _scan_ids(self, index: str, authority: str, query: dict[str, Any]) -> Iterator[list[str]]:
+        """The ids matching `query`, a page at a time (scroll: `_delete_by_query` is not available)."""
+        with _errors():
+            page = self._client.search(
+                index=index,
+                body={"query": query, "size": SCROLL_PAGE, "_source": False, "sort": ["_doc"]},
+                routing=authority,
+                scroll="1m",
+            )
+        scroll_id = page.get("_scroll_id")
+        try:
+            while page["hits"]["hits"]:
+                yield [hit["_id"] for hit in page["hits"]["hits"]]
+                with _errors():
+                    page = self._client.scroll(scroll_id=scroll_id, scroll="1m")
+                scroll_id = page.get("_scroll_id", scroll_id)
+        finally:
+            if scroll_id:
+                with _errors():
+                    self._client.clear_scroll(scroll_id=scroll_id, ignore=[404])
+
+    def _delete_matching(self, authority: str, indices: Iterable[str], query: dict[str, Any]) -> int:
+        """Delete by query, emulated: scroll the ids, bulk-delete them, and wait for the refresh."""
+        deleted = 0
+        for index in indices:
+            for ids in self._scan_ids(index, authority, query):
+                self._bulk(
+                    authority, (({"delete": {"_index": index, "_id": i, "routing": authority}}, None) for i in ids)
+                )
+                deleted += len(ids)
+        return deleted
+
+    # ---- writes -----------------------------------------------------------------------------------
+
+    def replace_session(self, authority: str, session: Session, *, sha256: str) -> None:
+        self._ensure()
+        if len(session.messages) >= POS_LIMIT:
+            raise InvalidArgument(f"a session holds at most {POS_LIMIT - 1} messages", field="messages")
+        now = int(self._clock() * 1000)
+        sid = session.session_id
+        allocated = self._update_state(authority, _ALLOCATE, {"sid": sid, "now": now})
+        snap = Snapshot.of(allocated["get"]["_source"])
+        gen = snap.next_gen - 1
+        try:
+            live = self._search(
+                self.sessions,
+                authority,
+                {
+                    "query": self._visible(authority, snap, {"term": {"session_id": sid}}),
+                    "size": 10,
+                    "_source": ["gen"],
+                },
+            )
+            previous = [int(s["gen"]) for s in _sources(live)]
+            self._bulk(authority, self._documents(authority, gen, session, sha256))
+        except BaseException:
+            self._abort(authority, gen)
+            raise
+        flipped = self._update_state(authority, _FLIP, {"sid": sid, "gen": gen, "prev": previous, "now": now})
+        if flipped.get("result") == "noop":
+            raise Unavailable("the replacement took too long and was abandoned; retry", session_id=sid)
+        self._drop_orphan_topics(authority, session)
+        self._collect(authority, Snapshot.of(flipped["get"]["_source"]), now)
+
+    def _documents(
+        self, authority: str, gen: int, session: Session, sha256: str
+    ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        sid = session.session_id
+        yield (
+            {"index": {"_index": self.sessions, "_id": _session_doc_id(authority, gen), "routing": authority}},
+            {
+                "authority": authority,
+                "gen": gen,
+                "session_id": sid,
+                "sid_lower": sid.lower(),
+                "depth": sid.count("/"),
+                "source": session.source,
+                "project": session.project,
+                "cwd": session.cwd,
+                "parent_session": session.parent_session,
+                "agent": session.agent,
+                "summary": session.summary,
+                "message_count": len(session.messages),
+                "started_at": session.started_at,
+                "last_at": session.last_at,
+                "sha256": sha256,
+                "spawn_key": session.spawn_key,
+                "spawn_keys": list(session.spawn_keys),
+            },
+        )
+        for pos, m in enumerate(session.messages):
+            doc: dict[str, Any] = {
+                "authority": authority,
+                "gen": gen,
+                "rowid": gen * POS_LIMIT + pos,
+                "session_id": sid,
+                "pos": pos,
+                "uuid": m.uuid,
+                "role": m.role,
+                "kind": m.kind,
+                "envelope": m.envelope,
+                "human": m.human,
+                "text": m.text,
+                "project": session.project,
+                "source": session.source,
+                "cwd": session.cwd,
+                "message_count": len(session.messages),
+                "subagent": session.agent is not None or session.parent_session is not None,
+            }
+            if m.timestamp:
+                doc["ts"] = m.timestamp
+            yield (
+                {"index": {"_index": self.messages, "_id": _message_id(authority, gen, pos), "routing": authority}},
+                doc,
+            )
+
+    def _abort(self, authority: str, gen: int) -> None:
+        """A write that failed before its flip: make its generation dead at once (nobody saw it)."""
+        at = int(self._clock() * 1000) - GRACE_SECONDS * 1000
+        try:
+            self._update_state(authority, _ABORT, {"gens": [str(gen)], "at": at})
+        except Exception:  # noqa: BLE001, S110 - still pending, hence hidden; abandoned after ABANDON_SECONDS
+            pass
+
+    def _drop_orphan_topics(self, authority: str, session: Session) -> None:
+        """A topic survives a re-ingest when the message it starts at does."""
+        found = self._search(
+            self.topics,
+            authority,
+            {
+                "query": self._owned(authority, {"term": {"session_id": session.session_id}}),
+                "size": MAX_WINDOW,
+                "_source": ["start_uuid"],
+            },
+        )
+        kept = {m.uuid for m in session.messages}
+        gone = [hit["_id"] for hit in found["hits"]["hits"] if hit["_source"]["start_uuid"] not in kept]
+        if gone:
+            self._bulk(
+                authority, (({"delete": {"_index": self.topics, "_id": i, "routing": authority}}, None) for i in gone)
+            )
+
+    def _collect(self, authority: str, snap: Snapshot, now: int) -> None:
+        """Garbage: generations dead for GRACE_SECONDS are deleted, then dropped from the state;
+        generations pending for ABANDON_SECONDS are made dead first (their flip will be refused)."""
+        abandoned = [g for g, (_, at) in snap.pending.items() if int(at) < now - ABANDON_SECONDS * 1000]
+        if abandoned:
+            self._update_state(authority, _ABORT, {"gens": abandoned, "at": now})
+        ripe = [int(g) for g, at in snap.dead.items() if int(at) < now - GRACE_SECONDS * 1000]
+        if not ripe:
+            return
+        self._delete_matching(
+            authority, (self.messages, self.sessions), self._owned(authority, {"terms": {"gen": ripe}})
+        )
+        self._update_state(authority, _COLLECT, {"gens": [str(g) for g in ripe]})
+
+    def delete_authority(self, authority: str) -> None:
+        """Atomic for readers: one state update raises the floor past every generation (the
+        authority reads as empty from here); then the documents are deleted."""
+        self._ensure()
+        now = int(self._clock() * 1000)
+        state = Snapshot.of(self._update_state(authority, _RESET, {"now": now})["get"]["_source"])
+        self._delete_matching(
+            authority, (self.messages, self.sessions), self._owned(authority, {"range": {"gen": {"lt": state.floor}}})
+        )
+        self._delete_matching(authority, (self.topics,), self._owned(authority))
+        self._update_state(authority, _COLLECT, {"gens": [str(g) for g in state.hidden]})
+
+    def add_topic(self, authority: str, session_id: str, start_uuid: str, label: str) -> None:
+        self._ensure()
+        with _errors(write=True):
+            self._client.index(
+                index=self.topics,
+                id=_topic_id(authority, session_id, start_uuid),
+                routing=authority,
+                refresh=self._refresh,
+                body={
+                    "authority": authority,
+                    "session_id": session_id,
+                    "start_uuid": start_uuid,
+                    "label": label,
+                    "seq": time.time_ns(),
+                },
+            )

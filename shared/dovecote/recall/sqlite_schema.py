@@ -1,0 +1,108 @@
+"""The embedded engine's tables (see dovecote.recall.sqlite for what each holds), created on open
+and migrated in place: the index is derived (a rebuild re-creates it from the archive), but a
+local runtime's database should not need one for a new column."""
+
+from __future__ import annotations
+
+import sqlite3
+
+MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    authority TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    sid_lower TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    project TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    parent_session TEXT,
+    agent TEXT,
+    summary TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    started_at TEXT NOT NULL,
+    last_at TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    spawn_key TEXT,
+    spawn_keys TEXT NOT NULL,
+    PRIMARY KEY (authority, session_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_prefix ON sessions (authority, depth, sid_lower);
+CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (authority, parent_session);
+CREATE INDEX IF NOT EXISTS sessions_spawn ON sessions (authority, spawn_key);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY,
+    authority TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    uuid TEXT NOT NULL,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    envelope INTEGER NOT NULL,
+    human INTEGER NOT NULL,
+    ts TEXT NOT NULL,
+    text TEXT NOT NULL,
+    sub INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_pos ON messages (authority, session_id, pos);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_uuid ON messages (authority, session_id, uuid);
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+    text, content='messages', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_tri USING fts5(
+    text, content='messages', content_rowid='id', tokenize='trigram'
+);
+CREATE TRIGGER IF NOT EXISTS messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+    INSERT INTO messages_tri (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS messages_ad AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO messages_tri (messages_tri, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TABLE IF NOT EXISTS topics (
+    id INTEGER PRIMARY KEY,
+    authority TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    start_uuid TEXT NOT NULL,
+    label TEXT NOT NULL,
+    UNIQUE (authority, session_id, start_uuid)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS topics_fts USING fts5(
+    label, content='topics', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS topics_ai AFTER INSERT ON topics BEGIN
+    INSERT INTO topics_fts (rowid, label) VALUES (new.id, new.label);
+END;
+CREATE TRIGGER IF NOT EXISTS topics_ad AFTER DELETE ON topics BEGIN
+    INSERT INTO topics_fts (topics_fts, rowid, label) VALUES ('delete', old.id, old.label);
+END;
+"""
+
+
+def check_sqlite() -> None:
+    """FTS5 with the trigram tokenizer needs SQLite 3.34 or newer, compiled with FTS5."""
+    if sqlite3.sqlite_version_info < MIN_SQLITE:
+        raise RuntimeError(f"recall needs SQLite >= 3.34 (trigram tokenizer); this Python has {sqlite3.sqlite_version}")
+    probe = sqlite3.connect(":memory:")
+    try:
+        probe.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
+    except sqlite3.OperationalError as exc:
+        raise RuntimeError(f"recall needs SQLite compiled with FTS5: {exc}") from None
+    finally:
+        probe.close()
+
+
+def create_schema(db: sqlite3.Connection) -> None:
+    """The tables, and the columns a database made by an older version lacks: `messages.sub` (the
+    subagent flag search filters on), filled from the sessions table."""
+    db.executescript(SCHEMA)
+    columns = {row[1] for row in db.execute("PRAGMA table_info(messages)")}
+    if "sub" not in columns:
+        db.executescript(
+            "BEGIN IMMEDIATE; ALTER TABLE messages ADD COLUMN sub INTEGER NOT NULL DEFAULT 0; "
+            "UPDATE messages SET sub = 1 WHERE EXISTS (SELECT 1 FROM sessions s WHERE "
+            "s.authority = messages.authority AND s.session_id = messages.session_id AND "
+            "(s.agent IS NOT NULL OR s.parent_session IS NOT NULL)); COMMIT;"
+        )

@@ -1,0 +1,294 @@
+"""The tasks table's keys, and the mapping between its items (tasks/records.py) and the task records,
+for the DynamoDB TaskStore (tasks/dynamo.py says the layout). Inline message parts and artifact
+payloads are sealed here, bound to their record's identity."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import fields
+from functools import partial
+from typing import Any, TypeVar
+
+from dovecote.platform.dynamo import bind, connection, pynamodb_errors
+from dovecote.platform.errors import CorruptStore
+from dovecote.platform.protection import Protector, Unprotected
+from dovecote.tasks.model import (
+    ApplyReceipt,
+    Artifact,
+    Event,
+    Message,
+    Part,
+    Receipt,
+    Task,
+    WorkspaceHead,
+    expiry_shard,
+    lease_deadline,
+)
+from dovecote.tasks.ports import Delivery
+from dovecote.tasks.records import (
+    ApplyReceiptItem,
+    ArtifactItem,
+    ClaimItem,
+    DeliveryItem,
+    EventItem,
+    GrantItem,
+    HeadItem,
+    MessageItem,
+    PartAttribute,
+    ReceiptItem,
+    TaskItem,
+)
+from dovecote.tasks.storage import INLINE_PART_BYTES, created_order, is_claimable, lease_order, updated_order
+
+
+def key(kind: str, *ids: str) -> str:
+    """A partition key: the item kind, then its ids. IDs never hold "#" (their pattern excludes it),
+    so the keys are injective."""
+    return "#".join((kind, *ids))
+
+
+task_pk = partial(key, "T")  # (authority, task): the task, its messages, events and grants
+receipt_pk = partial(key, "C")  # (authority, command id)
+message_id_pk = partial(key, "MID")  # (authority, message id): authority-wide uniqueness
+submission_pk = partial(key, "S")  # (authority, submission id)
+artifact_pk = partial(key, "A")  # (authority, workspace, artifact)
+head_pk = partial(key, "W")  # (authority, workspace)
+apply_pk = partial(key, "R")  # (authority, workspace, artifact): the artifact's apply receipt
+delivery_pk = partial(key, "D")  # (authority, worker, delivery id)
+
+
+def artifact_identity(artifact: Artifact) -> str:
+    """What an artifact's sealed inline payload is bound to (its associated data)."""
+    return f"artifact|{artifact.authority}|{artifact.workspace}|{artifact.id}|{artifact.payload_digest}"
+
+
+def part_identity(authority: str, task_id: str, message_id: str, index: int, digest: str) -> str:
+    """What a sealed inline message part is bound to (its associated data)."""
+    return f"part|{authority}|{task_id}|{message_id}|{index}|{digest}"
+
+
+class TaskItems:
+    """One tasks table: its item models bound to it, the S3 bucket beside it, and the mapping
+    between items and records."""
+
+    def __init__(
+        self, *, table: str, bucket: str, dynamodb: Any, s3: Any, protector: Protector | Unprotected | None = None
+    ) -> None:
+        self._bucket = bucket
+        self._ddb = dynamodb
+        self._s3 = s3
+        # Seals inline message parts and artifact payloads (platform/protection.py); the fakes and
+        # the tests that do not test protection store bytes as they are.
+        self._protector = protector or Unprotected()
+        self._artifacts = bind(ArtifactItem, table=table, client=dynamodb)
+        self._heads = bind(HeadItem, table=table, client=dynamodb)
+        self._apply_receipts = bind(ApplyReceiptItem, table=table, client=dynamodb)
+        self._deliveries = bind(DeliveryItem, table=table, client=dynamodb)
+        self._tasks = bind(TaskItem, table=table, client=dynamodb)
+        self._messages = bind(MessageItem, table=table, client=dynamodb)
+        self._events = bind(EventItem, table=table, client=dynamodb)
+        self._grants = bind(GrantItem, table=table, client=dynamodb)
+        self._receipts = bind(ReceiptItem, table=table, client=dynamodb)
+        self._claims = bind(ClaimItem, table=table, client=dynamodb)
+
+    def _get_many(self, keys: list[tuple[Any, str, str]]) -> list[Any]:
+        """The items at `keys` (model, pk, sk) from one strongly consistent read: a GetItem for one
+        key, a TransactGetItems for several. Absent items are None."""
+        from pynamodb.transactions import TransactGet
+
+        with pynamodb_errors(write=False):
+            if len(keys) == 1:
+                model, pk, sk = keys[0]
+                return [get_item(model, pk, sk)]
+            with TransactGet(connection=connection(self._ddb)) as tx:
+                futures = [tx.get(model, pk, sk) for model, pk, sk in keys]
+            return [_resolved(f) for f in futures]
+
+    # ---- the task ----------------------------------------------------------------------------
+
+    def _task_item(self, t: Task) -> TaskItem:
+        values = attributes(t, absent_when_empty=("artifact",))
+        values["submission"] = json.dumps(t.submission, sort_keys=True) if t.submission else None
+        item = self._tasks(
+            task_pk(t.authority, t.id),
+            "T",
+            **values,
+            ctx_pk=f"{t.authority}#{t.context}",
+            ctx_sk="#".join(created_order(t)),
+            auth_pk=t.authority,
+            auth_sk="#".join(updated_order(t)),
+        )
+        # The sparse indexes hold a task only while it is claimable, leased, or leased with a timeout.
+        if is_claimable(t):
+            item.claim_pk = t.authority
+            item.claim_sk = "#".join(created_order(t))
+        if t.owner:
+            item.lease_pk = f"{t.authority}#{t.owner}"
+            item.lease_sk = "#".join(lease_order(t))
+        deadline = lease_deadline(t)
+        if deadline is not None:
+            item.exp_pk = f"X#{expiry_shard(t.authority, t.id)}"
+            item.exp_sk = f"{deadline}#{t.authority}#{t.id}"
+        return item
+
+    @staticmethod
+    def _task(item: TaskItem) -> Task:
+        submission = json.loads(item.submission) if item.submission else None
+        return record(Task, item, numbers=TASK_NUMBERS, submission=submission)
+
+    # ---- receipts and deliveries -------------------------------------------------------------------
+
+    def _receipt_item(self, r: Receipt) -> ReceiptItem:
+        return self._receipts(
+            receipt_pk(r.authority, r.id),
+            "-",
+            kind=r.kind,
+            digest=r.digest,
+            status=r.status,
+            result=json.dumps(r.result, sort_keys=True),
+        )
+
+    @staticmethod
+    def _receipt(authority: str, command_id: str, item: ReceiptItem) -> Receipt:
+        return Receipt(authority, command_id, item.kind, item.digest, int(item.status), json.loads(item.result))
+
+    def _delivery_item(self, d: Delivery) -> DeliveryItem:
+        return self._deliveries(
+            delivery_pk(d.authority, d.worker, d.id),
+            "-",
+            digest=d.digest,
+            receipt=json.dumps(d.receipt, sort_keys=True),
+        )
+
+    @staticmethod
+    def _delivery(authority: str, worker: str, delivery_id: str, item: DeliveryItem) -> Delivery:
+        return Delivery(authority, worker, delivery_id, item.digest, json.loads(item.receipt))
+
+    # ---- messages and events ------------------------------------------------------------------------
+
+    def _message_item(self, authority: str, m: Message) -> MessageItem:
+        parts = []
+        for index, part in enumerate(m.parts):
+            digest = hashlib.sha256(part.data).hexdigest()
+            if len(part.data) <= INLINE_PART_BYTES:
+                sealed = self._protector.seal(part.data, part_identity(authority, m.task, m.id, index, digest))
+                parts.append(PartAttribute(media_type=part.media_type, data=sealed, sha256=digest, size=len(part.data)))
+            else:
+                parts.append(PartAttribute(media_type=part.media_type, sha256=digest, size=len(part.data)))
+        return self._messages(
+            task_pk(authority, m.task),
+            f"M#{m.sequence:020d}",
+            id=m.id,
+            author=m.author,
+            parts=parts,
+            created_at=m.created_at,
+        )
+
+    def _message(self, authority: str, task_id: str, item: MessageItem) -> Message:
+        """Parts stored in S3 come back remote (digest and size): a page carries a URL, never the
+        bytes, so reading a page costs no S3 request."""
+        parts = []
+        for index, part in enumerate(item.parts):
+            if part.data is None:
+                parts.append(Part(part.media_type, b"", part.sha256, int(part.size or 0)))
+                continue
+            stored = bytes(part.data)
+            if part.sha256:  # sealed inline part: bound to its message, position and digest
+                data = self._protector.open(stored, part_identity(authority, task_id, item.id, index, part.sha256))
+                if hashlib.sha256(data).hexdigest() != part.sha256:
+                    raise CorruptStore("a message part does not match its digest", record="message")
+            else:
+                data = self._protector.open(stored, "")  # written before protection: plaintext
+            parts.append(Part(part.media_type, data))
+        return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at)
+
+    def _event_item(self, authority: str, ev: Event) -> EventItem:
+        return self._events(
+            task_pk(authority, ev.task),
+            f"E#{ev.sequence:020d}",
+            type=ev.type,
+            state=ev.state,
+            revision=ev.revision,
+            occurred_at=ev.occurred_at,
+            message=ev.message,
+            submission=ev.submission,
+            artifact=ev.artifact,
+        )
+
+    @staticmethod
+    def _event(task_id: str, item: EventItem) -> Event:
+        return Event(
+            task_id,
+            int(item.sk[2:]),
+            item.type,
+            item.state,
+            int(item.revision),
+            item.occurred_at,
+            message=item.message or "",
+            submission=item.submission or "",
+            artifact=item.artifact or "",
+        )
+
+    # ---- artifacts, heads, apply receipts ------------------------------------------------------------
+
+    def _artifact_item(self, a: Artifact, inline: bytes | None) -> ArtifactItem:
+        key = artifact_pk(a.authority, a.workspace, a.id)
+        return self._artifacts(
+            key, "-", payload=inline, **attributes(a, absent_when_empty=("published_at", "discarded_at"))
+        )
+
+    @staticmethod
+    def _artifact(item: ArtifactItem) -> Artifact:
+        return record(Artifact, item, numbers=("payload_size",))
+
+    @staticmethod
+    def _head(item: HeadItem) -> WorkspaceHead:
+        return record(WorkspaceHead, item)
+
+    def _apply_receipt_item(self, authority: str, ap: ApplyReceipt) -> ApplyReceiptItem:
+        # The authority, workspace and artifact are the item's key.
+        values = attributes(ap, keyed=("authority", "workspace", "artifact"))
+        return self._apply_receipts(apply_pk(authority, ap.workspace, ap.artifact), "-", **values)
+
+    @staticmethod
+    def _apply_receipt(authority: str, workspace: str, artifact: str, item: ApplyReceiptItem) -> ApplyReceipt:
+        return record(ApplyReceipt, item, authority=authority, workspace=workspace, artifact=artifact)
+
+
+R = TypeVar("R")
+TASK_NUMBERS = ("revision", "message_count", "event_count", "fence", "lease_timeout")
+
+
+def attributes(source: Any, *, keyed: tuple[str, ...] = (), absent_when_empty: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A record's fields as the attributes of its item, which names them alike: except the ones its
+    key holds; an empty optional one is left absent."""
+    values = {f.name: getattr(source, f.name) for f in fields(source) if f.name not in keyed}
+    for name in absent_when_empty:
+        values[name] = values[name] or None
+    return values
+
+
+def record(kind: type[R], item: Any, *, numbers: tuple[str, ...] = (), **known: Any) -> R:
+    """The record `kind` from the item's attributes of the same names (an absent one is empty),
+    `known` the fields its key holds."""
+    values = dict(known)
+    for f in fields(kind):  # type: ignore[arg-type]
+        if f.name not in known:
+            value = getattr(item, f.name)
+            values[f.name] = int(value or 0) if f.name in numbers else ("" if value is None else value)
+    return kind(**values)
+
+
+def get_item(model: Any, pk: str, sk: str) -> Any:
+    try:
+        return model.get(pk, sk, consistent_read=True)
+    except model.DoesNotExist:
+        return None
+
+
+def _resolved(future: Any) -> Any:
+    try:
+        return future.get()
+    except future._model_cls.DoesNotExist:
+        return None

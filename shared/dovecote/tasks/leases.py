@@ -1,0 +1,226 @@
+"""Leases (SEMANTICS §2, leases): acquire one task, claim the oldest claimable (long-poll), heartbeat,
+fence (the owner releasing, an admin, or the dispatcher's expiry of a silent lease), and the lease
+reads. Acquire, claim and fence are receipted commands; a heartbeat is one conditional write."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dovecote.platform.errors import (
+    Forbidden,
+    LeaseFenceExhausted,
+    LeaseUnavailable,
+    NotFound,
+    RevisionConflict,
+    StaleLease,
+    TerminalTask,
+)
+from dovecote.platform.principal import Principal
+from dovecote.tasks import machine
+from dovecote.tasks.commands import Acquire, Claim, CommandGate, Fence, Heartbeat, worker_id
+from dovecote.tasks.model import MAX_FENCE, Grant, Receipt, Task, assignment_json, intent_digest, page_limit
+from dovecote.tasks.ports import Commit, Expect, ReceiptTaken, TaskChanged
+from dovecote.tasks.reads import Pages
+from dovecote.tasks.unit_of_work import Outcome, UnitOfWork, commit_of, replay
+
+# A claim tries this many candidates (oldest first) before answering that nothing is claimable;
+# each lost CAS race moves on to the next one.
+CLAIM_CANDIDATES = 16
+# A long-poll claim re-checks with backoff between these bounds (seconds).
+CLAIM_BACKOFF = (0.25, 2.0)
+
+
+class Leases:
+    def __init__(
+        self,
+        work: UnitOfWork,
+        pages: Pages,
+        gate: CommandGate,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.work = work
+        self.pages = pages
+        self.gate = gate
+        self.sleep = sleep
+        self.monotonic = monotonic
+
+    def acquire(self, principal: Principal, command: Acquire) -> Outcome:
+        """Lease this task: fence = previous fence + 1."""
+        worker = worker_id(principal)
+        intent = {"task": command.task, "worker": worker}
+        return self.work.run(
+            principal,
+            "acquire_lease",
+            command.command_id,
+            command.task,
+            intent,
+            lambda task: self._grant(task, worker, command.task),
+        )
+
+    def claim(self, principal: Principal, command: Claim) -> Outcome:
+        """The oldest claimable task. With `wait_seconds`, a claim that finds nothing waits,
+        re-checking with backoff, and answers as soon as a task becomes claimable (or 404 at the
+        deadline). The wait is not part of the command: a retry with another wait replays."""
+        worker = worker_id(principal)
+        digest = intent_digest("claim_lease", {"worker": worker})
+        replayed = replay(
+            self.work.store.read(principal.authority, command.command_id, None).receipt, "claim_lease", digest
+        )
+        if replayed is not None:
+            return replayed
+        deadline = self.monotonic() + command.wait_seconds
+        pause = CLAIM_BACKOFF[0]
+        while True:
+            try:
+                return self._claim_once(principal, worker, command.command_id, digest)
+            except NotFound:
+                left = deadline - self.monotonic()
+                if left <= 0:
+                    raise
+                self.sleep(min(pause, left))
+                pause = min(pause * 2, CLAIM_BACKOFF[1])
+
+    def _claim_once(self, principal: Principal, worker: str, command_id: str, digest: str) -> Outcome:
+        store = self.work.store
+        for candidate in store.claimable(principal.authority, CLAIM_CANDIDATES):
+            try:
+                decided = self._grant(candidate, worker, candidate.id)
+            except (LeaseUnavailable, TerminalTask):
+                # A stale index entry (the task was leased or ended since): try the next oldest.
+                # An exhausted fence is not skipped: the oldest candidate answers it (SEMANTICS §2).
+                continue
+            commit = Commit(
+                receipt=Receipt(principal.authority, command_id, "claim_lease", digest, 200, decided.receipt.result),
+                task=decided.task,
+                expect=decided.expect,
+                grant=decided.grant,
+            )
+            try:
+                store.commit(commit)
+            except TaskChanged:
+                continue  # another worker won this one; try the next oldest
+            except ReceiptTaken:
+                replayed = replay(store.read(principal.authority, command_id, None).receipt, "claim_lease", digest)
+                if replayed is not None:
+                    return replayed
+                raise
+            return Outcome(200, commit.receipt.result)
+        raise NotFound("no claimable task")
+
+    def _grant(self, task: Task | None, worker: str, task_id: str) -> Commit:
+        if task is None:
+            raise NotFound("task not found", task=task_id)
+        if machine.is_terminal(task.state):
+            raise TerminalTask(f"the task is {task.state}; it cannot be leased", state=task.state)
+        if task.owner:
+            raise LeaseUnavailable("the task is already leased", fence=task.fence)
+        if task.fence >= MAX_FENCE:
+            raise LeaseFenceExhausted("the task's lease fence is exhausted", fence=task.fence)
+        now = self.work.now()
+        fence = task.fence + 1
+        after = task.evolve(owner=worker, fence=fence, granted_at=now, heartbeat_at=now)
+        return commit_of(
+            after,
+            Expect(task.revision, "", task.fence),
+            200,
+            {"assignment": assignment_json(after, worker, fence, now)},
+            grant=Grant(task.id, worker, fence, now),
+        )
+
+    def fence(self, principal: Principal, command: Fence, *, if_silent_since: str | None = None) -> Outcome:
+        """Retire the current lease generation (the owner releasing it, or an admin). The
+        dispatcher passes `if_silent_since`, the heartbeat it judged stale: the fence then commits
+        only if no sign of life arrived since, so a late heartbeat or worker command wins cleanly."""
+        principal.require("worker")
+        fence = command.fence
+        # The acting worker is part of the intent: the same command id from another worker is an
+        # idempotency conflict, never a replay of someone else's fence (SEMANTICS §2, leases).
+        intent = {"task": command.task, "fence": fence, "worker": principal.worker, "role": principal.role}
+
+        def decide(task: Task | None) -> Commit | Outcome:
+            if task is None:
+                raise NotFound("task not found", task=command.task)
+            if not task.owner or task.fence != fence:
+                raise StaleLease(
+                    "that lease generation is not current",
+                    fence=fence,
+                    current_fence=task.fence if task.owner else None,
+                )
+            if principal.role != "admin" and task.owner != principal.worker:
+                raise Forbidden("only the owning worker or an admin may fence this lease")
+            if if_silent_since is not None and task.heartbeat_at != if_silent_since:
+                raise StaleLease("the lease showed a sign of life; it is not silent", fence=fence)
+            after = task.evolve(owner="", granted_at="", heartbeat_at="")
+            return commit_of(
+                after, Expect(task.revision, task.owner, task.fence, heartbeat_at=if_silent_since), 204, {}
+            )
+
+        return self.work.run(principal, "fence_lease", command.command_id, command.task, intent, decide)
+
+    def heartbeat(self, principal: Principal, command: Heartbeat) -> dict[str, Any]:
+        """A sign of life of the lease: one conditional write, no receipt (a repeat is harmless),
+        never a revision change. A fence that is not current is `stale_lease`."""
+        worker = worker_id(principal)
+        try:
+            task = self.work.store.heartbeat(principal.authority, command.task, worker, command.fence, self.work.now())
+        except TaskChanged as exc:
+            if exc.actual is None:
+                raise NotFound("task not found", task=command.task) from None
+            current = exc.actual
+            raise StaleLease(
+                "the lease this heartbeat carries is not current",
+                fence=command.fence,
+                current_fence=current.fence if current.owner else None,
+            ) from None
+        return {"assignment": assignment_json(task, task.owner, task.fence, task.granted_at)}
+
+    def expire_silent_leases(self, shard: int, *, limit: int, command_id: Callable[[Task], str]) -> dict[str, int]:
+        """The dispatcher's pass over one expiry shard: fence every lease silent past its timeout
+        with the ordinary fence command (receipt, CAS, fence kept), conditioned on the heartbeat it
+        saw. Each outcome is data: fenced, or lost to a sign of life / another fence."""
+        fenced = lost = 0
+        for task in self.work.store.expired(shard, self.work.now(), limit):
+            admin = Principal(task.authority, "admin")
+            try:
+                command = self.gate.fence(admin, task.id, {"command_id": command_id(task), "fence": task.fence})
+                self.fence(admin, command, if_silent_since=task.heartbeat_at)
+                fenced += 1
+            except (StaleLease, NotFound, RevisionConflict):
+                lost += 1
+        return {"fenced": fenced, "lost": lost}
+
+    # ---- reads ----------------------------------------------------------------------------------
+
+    def get_lease(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        principal.require("worker")
+        task = self.work.load(principal, task_id)
+        if not task.owner:
+            raise NotFound("the task has no current lease", task=task_id)
+        # The current lease must be the grant history's record for this fence.
+        grant = self.work.store.grant(principal.authority, task_id, task.fence)
+        if grant is None or grant.worker != task.owner:
+            raise self.work.corrupt(
+                "lease",
+                authority=task.authority,
+                task=task.id,
+                fence=task.fence,
+                owner=task.owner,
+                granted_to=grant.worker if grant else None,
+            )
+        return {"assignment": assignment_json(task, task.owner, task.fence, task.granted_at)}
+
+    def list_leases(self, principal: Principal, limit: int | None, cursor: str | None) -> dict[str, Any]:
+        """This worker's current leases: the restart-recovery scan."""
+        worker = worker_id(principal)
+        size = page_limit(limit)
+        scope = "leases:" + worker
+        after = self.pages.open(principal, cursor, scope)
+        page = self.work.store.leases(principal.authority, worker, after, size)
+        return {
+            "items": [assignment_json(t, t.owner, t.fence, t.granted_at) for t in page.items],
+            "cursor": self.pages.seal(principal, scope, page.after),
+        }

@@ -1,0 +1,198 @@
+"""The lifecycle commands (SEMANTICS §2): create, and every transition of the state machine (reply,
+cancel, accept, reject, request_input, fail, complete, freeze_artifact). Each is one read and one
+atomic commit through the unit of work; the decisions below are pure."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from dovecote.platform.errors import (
+    InvalidTransition,
+    NotFound,
+    RevisionConflict,
+    StaleLease,
+    TaskConflict,
+    TerminalTask,
+)
+from dovecote.platform.principal import Principal
+from dovecote.tasks import artifacts, machine
+from dovecote.tasks.commands import (
+    Complete,
+    CreateTask,
+    Freeze,
+    Reply,
+    RequestInput,
+    TaskCommand,
+    WorkerCommand,
+    worker_id,
+)
+from dovecote.tasks.model import MAX_COUNTER, Event, Message, MessageInput, Task
+from dovecote.tasks.ports import Commit, Delivery, Expect
+from dovecote.tasks.unit_of_work import Outcome, UnitOfWork, commit_of
+
+
+class Lifecycle:
+    def __init__(self, work: UnitOfWork, *, default_lease_timeout: int) -> None:
+        self.work = work
+        self.default_lease_timeout = default_lease_timeout
+
+    def create(self, principal: Principal, command: CreateTask) -> Outcome:
+        """A task at revision 1 with the caller's first message. An exact retry answers 200 with
+        the original task."""
+        principal.require("caller")
+        timeout = self.default_lease_timeout if command.lease_timeout is None else command.lease_timeout
+        task_id, message = command.id, command.message
+        intent = {
+            "id": task_id,
+            "workspace": command.workspace,
+            "context": command.context,
+            "message": message.to_json(),
+            "lease_timeout_seconds": timeout,
+        }
+
+        def decide(existing: Task | None) -> Commit | Outcome:
+            if existing is not None:
+                raise TaskConflict("a task with this id already exists", task=task_id)
+            now = self.work.now()
+            task = Task(
+                principal.authority,
+                task_id,
+                command.workspace,
+                command.context,
+                "submitted",
+                1,
+                1,
+                1,
+                now,
+                now,
+                lease_timeout=timeout,
+            )
+            record = Message(task_id, message.id, 1, "caller", message.parts, now)
+            event = Event(task_id, 1, "task_submitted", "submitted", 1, now, message=message.id)
+            return commit_of(task, None, 201, task.to_json(), messages=(record,), events=(event,))
+
+        outcome = self.work.run(principal, "create_task", command.command_id, task_id, intent, decide)
+        return Outcome(200, outcome.body, True) if outcome.replayed else outcome
+
+    def transition(self, principal: Principal, command: TaskCommand, *, delivery: Delivery | None = None) -> Outcome:
+        """Any command of the state machine (machine.TRANSITIONS[command.KIND]); `delivery` settles a
+        worker event in the same commit. freeze_artifact answers {task, artifact}, the others the task."""
+        kind = command.KIND
+        transition = machine.TRANSITIONS[kind]
+        if transition.by == "worker":
+            worker = worker_id(principal)
+        else:
+            principal.require("caller")
+            worker = ""
+        fence = command.fence if isinstance(command, WorkerCommand) else 0
+        message = command.message if isinstance(command, Reply | RequestInput | Complete) else None
+        submission = command.submission if isinstance(command, Complete) else ""
+        named = command.artifact if isinstance(command, Complete) else None
+        freeze = command if isinstance(command, Freeze) else None
+        intent: dict[str, Any] = {"task": command.task, "expected_revision": command.expected_revision}
+        if transition.by == "worker":
+            intent.update(fence=fence, worker=worker)
+        if message is not None:
+            intent["message"] = message.to_json()
+        if submission:
+            intent["submission"] = submission
+        if named is not None:
+            intent["artifact"] = named
+        if freeze is not None:
+            intent["freeze"] = freeze.intent()
+
+        def decide(task: Task | None) -> Commit | Outcome:
+            task = self._check(command, task, worker, fence)
+            to = machine.next_state(kind, task.state)
+            assert to is not None  # _check refused the transition otherwise
+            now = self.work.now()
+            artifacts.check_named(kind, task, named)
+            extra: dict[str, Any] = {"artifact_change": artifacts.ended(kind, task, now)}
+            changes: dict[str, Any] = {}
+            if freeze is not None:
+                artifact, head = artifacts.frozen(task, freeze, now)
+                extra.update(artifact=artifact, payload=freeze.payload, head_claim=head)
+                changes["artifact"] = artifact.id
+            return self._moved(task, kind, to, now, message, submission, changes, extra)
+
+        return self.work.run(principal, kind, command.command_id, command.task, intent, decide, delivery=delivery)
+
+    @staticmethod
+    def _check(command: TaskCommand, task: Task | None, worker: str, fence: int) -> Task:
+        """Steps 2 to 7 of the check order (unit_of_work.py)."""
+        kind, expected = command.KIND, command.expected_revision
+        if task is None:
+            raise NotFound("task not found", task=command.task)
+        if machine.TRANSITIONS[kind].by == "worker" and (task.owner != worker or task.fence != fence):
+            raise StaleLease(
+                "the lease this command carries is not current",
+                fence=fence,
+                current_fence=task.fence if task.owner else None,
+            )
+        if task.revision != expected:
+            raise RevisionConflict(
+                f"expected revision {expected}, the task is at {task.revision}", expected=expected, actual=task.revision
+            )
+        if machine.is_terminal(task.state):
+            raise TerminalTask(f"the task is {task.state}", state=task.state)
+        if machine.next_state(kind, task.state) is None:
+            raise InvalidTransition(f"{kind} is not allowed from {task.state}", state=task.state, command=kind)
+        if task.revision >= MAX_COUNTER or task.event_count >= MAX_COUNTER:
+            # The reference reports exhausted counters as a revision conflict (step 7 of the check
+            # order comes after the transition check but speaks of the revision).
+            raise RevisionConflict(
+                "the task's revision cannot grow any further", expected=expected, actual=task.revision
+            )
+        return task
+
+    @staticmethod
+    def _moved(
+        task: Task,
+        kind: str,
+        to: str,
+        now: str,
+        message: MessageInput | None,
+        submission: str,
+        changes: dict[str, Any],
+        extra: dict[str, Any],
+    ) -> Commit:
+        """The task one revision on, with its event (and message), as one commit."""
+        transition = machine.TRANSITIONS[kind]
+        revision = task.revision + 1
+        messages: tuple[Message, ...] = ()
+        message_id = ""
+        if message is not None:
+            author = transition.message or "caller"
+            messages = (Message(task.id, message.id, task.message_count + 1, author, message.parts, now),)
+            message_id = message.id
+        changes.update(
+            state=to,
+            revision=revision,
+            event_count=task.event_count + 1,
+            message_count=task.message_count + len(messages),
+            updated_at=now,
+        )
+        if transition.by == "worker":
+            changes["heartbeat_at"] = now  # every worker command is a sign of life
+        if machine.is_terminal(to):
+            changes.update(owner="", granted_at="", heartbeat_at="")  # the fence is kept
+        if submission:
+            changes["submission"] = {"id": submission, "final_message": message_id, "published_at": now}
+        after = task.evolve(**changes)
+        frozen = extra.get("artifact")
+        event = Event(
+            task.id,
+            task.event_count + 1,
+            transition.event,
+            to,
+            revision,
+            now,
+            message=message_id,
+            submission=submission,
+            artifact=frozen.id if frozen is not None else (task.artifact if kind == "complete_task" else ""),
+        )
+        result = {"task": after.to_json(), "artifact": frozen.to_json()} if frozen is not None else after.to_json()
+        expect = Expect(task.revision, task.owner, task.fence)
+        decided = commit_of(after, expect, 200, result, messages=messages, events=(event,), submission=submission)
+        return replace(decided, **extra)

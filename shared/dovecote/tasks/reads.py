@@ -1,0 +1,173 @@
+"""Task reads: a task, its snapshot, its message and event streams, one message, the context and
+authority lists. Every read is scoped by the caller's authority and fails closed (a record that
+breaks an invariant is never served); list cursors are sealed and bound to their list."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any
+
+from dovecote.platform.clock import rfc3339
+from dovecote.platform.cursors import CursorSigner, LazySigner
+from dovecote.platform.errors import InvalidArgument, NotFound
+from dovecote.platform.ids import check_id
+from dovecote.platform.principal import Principal
+from dovecote.tasks import machine
+from dovecote.tasks.model import MESSAGE_PAGE_BYTES, Message, message_violations, page_limit
+from dovecote.tasks.ports import TaskFilter
+from dovecote.tasks.unit_of_work import UnitOfWork
+
+
+class Pages:
+    """Keyset positions sealed into opaque cursors, bound to the authority and the list (scope)."""
+
+    def __init__(self, signers: LazySigner) -> None:
+        self._signers = signers
+
+    @property
+    def signer(self) -> CursorSigner:
+        return self._signers.get()
+
+    def open(self, principal: Principal, cursor: str | None, scope: str) -> tuple[str, ...] | None:
+        if not cursor:
+            return None
+        position = self.signer.open(cursor, authority=principal.authority, scope=scope).get("after")
+        if not isinstance(position, list) or not all(isinstance(p, str) for p in position):
+            raise InvalidArgument("cursor is malformed", field="cursor")
+        return tuple(position)
+
+    def seal(self, principal: Principal, scope: str, after: tuple[str, ...] | None) -> str | None:
+        if after is None:
+            return None
+        return self.signer.seal(authority=principal.authority, scope=scope, position={"after": list(after)})
+
+
+class Reads:
+    def __init__(self, work: UnitOfWork, pages: Pages, *, presign_seconds: int) -> None:
+        self.work = work
+        self.pages = pages
+        self.presign_seconds = presign_seconds
+
+    def get(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        principal.require("caller", "worker")
+        return {"task": self.work.load(principal, task_id).to_json()}
+
+    def snapshot(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        principal.require("caller", "worker")
+        task = self.work.load(principal, task_id)
+        return {"task": task.to_json(), "event_cursor": task.event_count}
+
+    def messages(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
+        """A page of messages after `after`: at most `limit`, and it also stops before its inline parts
+        pass MESSAGE_PAGE_BYTES (always at least one message). Parts stored in S3 come as a
+        presigned `download_url`."""
+        principal.require("caller", "worker")
+        task = self.work.load(principal, task_id)
+        start, size = _stream_args(after, limit, task.message_count)
+        page: list[dict[str, Any]] = []
+        used = 0
+        with self.work.reporting("message", authority=principal.authority, task=task_id):
+            found_messages = list(self.work.store.messages(principal.authority, task_id, start, size))
+        for message in found_messages:
+            weight = sum(len(p.data) for p in message.parts)
+            if page and used + weight > MESSAGE_PAGE_BYTES:
+                break
+            used += weight
+            page.append(self._message_json(principal, message))
+        return _stream_page(page, start, task.message_count)
+
+    def message(self, principal: Principal, task_id: str, message_id: str) -> dict[str, Any]:
+        """One message by its id (unique in the authority)."""
+        principal.require("caller", "worker")
+        check_id(task_id, "task")
+        check_id(message_id, "message")
+        with self.work.reporting("message", authority=principal.authority, task=task_id, message_id=message_id):
+            found = self.work.store.message(principal.authority, task_id, message_id)
+        if found is None:
+            raise NotFound("message not found", task=task_id, message_id=message_id)
+        return {"message": self._message_json(principal, found)}
+
+    def _message_json(self, principal: Principal, message: Message) -> dict[str, Any]:
+        violations = message_violations(message)
+        if violations:
+            raise self.work.corrupt(
+                "message",
+                authority=principal.authority,
+                task=message.task,
+                sequence=message.sequence,
+                violations=violations,
+            )
+        out = message.to_json()
+        for rendered, part in zip(out["parts"], message.parts, strict=True):
+            if part.remote:
+                rendered["download_url"] = self.work.store.part_url(
+                    principal.authority, part.sha256, self.presign_seconds
+                )
+        return out
+
+    def events(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
+        principal.require("caller", "worker")
+        task = self.work.load(principal, task_id)
+        start, size = _stream_args(after, limit, task.event_count)
+        items = self.work.store.events(principal.authority, task_id, start, size)
+        return _stream_page([e.to_json() for e in items], start, task.event_count)
+
+    def list_context(self, principal: Principal, context: str, limit: int | None, cursor: str | None) -> dict[str, Any]:
+        principal.require("caller", "worker")
+        check_id(context, "context")
+        size = page_limit(limit)
+        scope = "context:" + context
+        after = self.pages.open(principal, cursor, scope)
+        page = self.work.store.context_tasks(principal.authority, context, after, size)
+        return {"items": [t.to_json() for t in page.items], "cursor": self.pages.seal(principal, scope, page.after)}
+
+    def list_tasks(
+        self, principal: Principal, task_filter: TaskFilter, limit: int | None, cursor: str | None
+    ) -> dict[str, Any]:
+        principal.require("caller", "worker")
+        if task_filter.context:
+            check_id(task_filter.context, "context")
+        if task_filter.state and task_filter.state not in machine.STATES:
+            raise InvalidArgument(f"state must be one of {', '.join(machine.STATES)}", field="state")
+        if task_filter.updated_since:
+            task_filter = TaskFilter(task_filter.context, task_filter.state, _rfc3339_arg(task_filter.updated_since))
+        size = page_limit(limit)
+        scope = "tasks:" + hashlib.sha256(repr(task_filter).encode()).hexdigest()[:24]
+        page = self.work.store.authority_tasks(
+            principal.authority, task_filter, self.pages.open(principal, cursor, scope), size
+        )
+        return {
+            "items": [t.to_json() for t in page.items],
+            "cursor": self.pages.seal(principal, scope, page.after),
+            "total_size": page.total_size or 0,
+            "total_is_lower_bound": page.total_is_lower_bound,
+        }
+
+
+def _stream_args(after: int | None, limit: int | None, count: int) -> tuple[int, int]:
+    start = after or 0
+    if start < 0:
+        raise InvalidArgument("after must be >= 0", field="after")
+    if start > count:
+        raise InvalidArgument(f"after {start} is beyond the end of the stream ({count})", field="after", end=count)
+    return start, page_limit(limit)
+
+
+def _stream_page(items: list[dict[str, Any]], after: int, count: int) -> dict[str, Any]:
+    """`next` is the last sequence returned, or `after` when the page is empty."""
+    last = items[-1]["sequence"] if items else after
+    return {"items": items, "next": last, "has_more": last < count}
+
+
+def _rfc3339_arg(value: str) -> str:
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidArgument("updated_since must be an RFC 3339 timestamp", field="updated_since") from None
+    if moment.tzinfo is None:
+        raise InvalidArgument("updated_since needs a time zone (Z or an offset)", field="updated_since")
+    try:
+        return rfc3339(moment)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+        raise InvalidArgument("updated_since is out of range", field="updated_since") from None

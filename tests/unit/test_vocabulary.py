@@ -1,0 +1,223 @@
+"""One vocabulary (README, "One vocabulary"; dovecote.client.vocabulary): every name the SDK, the CLI and
+the MCP tools use for an operation's inputs is the HTTP field of its route (from the route table and the
+OpenAPI request models), or an alias the vocabulary lists; every CLI verb is the MCP tool's verb; every
+operation named exists on each interface; and the README's tables are the module's."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from functools import cache
+from typing import Any
+
+import anyio
+import pytest
+import typer
+
+from dovecote.cli.groups import ALIASES as VERB_ALIASES
+from dovecote.cli.root import app
+from dovecote.client import DovecoteClient
+from dovecote.client.vocabulary import ALIASES, CLIENT_COMMANDS, CLIENT_ONLY, OPERATIONS, Operation, render
+from dovecote.mcp.server import build_server
+from functions.admin_api.handler import openapi_document
+from infra.routes import ROUTES
+from tests.conftest import ROOT
+
+INTERFACES = ("sdk", "cli", "mcp")
+
+
+def _normal(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def _properties(schema: dict[str, Any], components: dict[str, Any], depth: int = 0) -> set[str]:
+    """Every property name of a request body: its fields and, one level down, those of its objects."""
+    if "$ref" in schema:
+        schema = components[schema["$ref"].split("/")[-1]]
+    names: set[str] = set()
+    for key in ("anyOf", "oneOf", "allOf"):
+        for option in schema.get(key, []):
+            names |= _properties(option, components, depth)
+    for name, prop in schema.get("properties", {}).items():
+        names.add(name)
+        if depth < 1:
+            names |= _properties(prop, components, depth + 1)
+    if "items" in schema and depth < 1:
+        names |= _properties(schema["items"], components, depth)
+    return names
+
+
+@cache
+def http_fields() -> dict[str, set[str]]:
+    """`METHOD /path` → the names of its path parameters, query parameters and body fields."""
+    document = openapi_document()
+    components = document["components"]["schemas"]
+    documented = {
+        f"{method.upper()} {_normal(path)}": operation
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+    }
+    fields: dict[str, set[str]] = {}
+    for route in ROUTES:
+        key = f"{route.method} {route.path}"
+        operation = documented[f"{route.method} {_normal(route.path)}"]
+        names = set(re.findall(r"\{([^}]+)\}", route.path))
+        names |= {p["name"] for p in operation.get("parameters", []) if p.get("in") in ("query", "path")}
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+        if body:
+            names |= _properties(body, components)
+        fields[key] = names
+    return fields
+
+
+def allowed(operations: list[Operation], interface: str) -> set[str]:
+    names: set[str] = set(CLIENT_ONLY[interface])
+    for op in operations:
+        fields = http_fields()[op.http]
+        names |= fields
+        for alias in ALIASES:
+            if alias.http in fields:
+                names |= set(getattr(alias, interface))
+    return names
+
+
+def by(interface: str) -> dict[str, list[Operation]]:
+    grouped: dict[str, list[Operation]] = {}
+    for op in OPERATIONS:
+        name = getattr(op, interface)
+        if name:
+            grouped.setdefault(name, []).append(op)
+    return grouped
+
+
+def test_every_operation_names_a_route() -> None:
+    routed = {f"{r.method} {r.path}" for r in ROUTES}
+    assert {op.http for op in OPERATIONS} <= routed
+    # Every route a client uses has an operation (the rest are the API's own: uploads, ingest, meta).
+    unnamed = routed - {op.http for op in OPERATIONS}
+    assert unnamed == {
+        "GET /v1/openapi.json",
+        "POST /v1/notes/uploads",
+        "GET /v1/tasks/{id}/messages/{message_id}",
+        "POST /v1/tasks/{id}/artifacts/uploads",
+        "POST /v1/transcripts",
+        "POST /v1/transcripts/uploads",
+    }
+
+
+# ---- the SDK --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", sorted(by("sdk")))
+def test_sdk_parameters_are_http_fields(method: str) -> None:
+    signature = inspect.signature(getattr(DovecoteClient, method))
+    names = {p.name for p in signature.parameters.values() if p.name != "self" and p.kind is not p.VAR_KEYWORD}
+    assert names - allowed(by("sdk")[method], "sdk") == set()
+
+
+def test_the_sdk_rules_can_fail() -> None:
+    """`query` where HTTP says `q` is caught."""
+    ops = by("sdk")["recall_search"]
+    assert "q" in allowed(ops, "sdk") and "query" not in allowed(ops, "sdk")
+
+
+# ---- the CLI --------------------------------------------------------------------------------------
+
+
+@cache
+def root() -> Any:
+    return typer.main.get_command(app)
+
+
+def command(path: str) -> Any:
+    found = root()
+    context = found.make_context("dovecote", ["--help"], resilient_parsing=True)
+    for word in path.split():
+        found = found.get_command(context, word)
+        assert found is not None, path
+    return found
+
+
+def option_names(param: Any) -> tuple[str, list[str]]:
+    """A parameter's name as the vocabulary sees it, and its further long spellings."""
+    if param.param_type_name == "argument":
+        return param.name, []
+    longs = [o for o in param.opts if o.startswith("--")]
+    return longs[0][2:].replace("-", "_"), longs[1:]
+
+
+@pytest.mark.parametrize("path", sorted(by("cli")))
+def test_cli_options_and_arguments_are_http_fields(path: str) -> None:
+    operations = by("cli")[path]
+    names = allowed(operations, "cli")
+    for param in command(path).params:
+        name, more = option_names(param)
+        assert name in names, (path, name)
+        assert set(more) <= names, (path, more)
+
+
+def test_every_cli_command_is_an_operation_or_a_client_command() -> None:
+    def walk(group: Any, prefix: str) -> list[str]:
+        paths = []
+        context = group.make_context("dovecote", ["--help"], resilient_parsing=True)
+        for name in group.list_commands(context):
+            sub = group.get_command(context, name)
+            path = f"{prefix} {name}".strip()
+            if hasattr(sub, "list_commands") and sub.list_commands(context):
+                paths += walk(sub, path)
+            else:
+                paths.append(path)
+        return paths
+
+    assert set(walk(root(), "")) == set(by("cli")) | set(CLIENT_COMMANDS)
+
+
+def test_cli_verbs_are_the_mcp_verbs() -> None:
+    for op in OPERATIONS:
+        if op.cli and op.mcp:
+            verb = op.cli.split()[-1].replace("-", "_")
+            tool_verb = op.mcp.split("_", 1)[1] if "_" in op.mcp else op.mcp
+            assert verb == tool_verb, op
+    assert set(VERB_ALIASES.values()) <= {op.cli.split()[-1] for op in OPERATIONS if op.cli}
+
+
+# ---- the MCP tools --------------------------------------------------------------------------------
+
+
+@cache
+def tool_schemas() -> dict[str, dict[str, Any]]:
+    async def run() -> dict[str, dict[str, Any]]:
+        client = DovecoteClient("http://127.0.0.1:9", "dvc_token", max_attempts=1)
+        tools = await build_server(client, worker_tools=True).list_tools()
+        return {tool.name: tool.input_schema for tool in tools}
+
+    return anyio.run(run)
+
+
+def test_every_mcp_tool_is_an_operation() -> None:
+    assert set(tool_schemas()) == set(by("mcp"))
+
+
+@pytest.mark.parametrize("tool", sorted(by("mcp")))
+def test_mcp_arguments_are_http_fields(tool: str) -> None:
+    names = set(tool_schemas()[tool].get("properties", {}))
+    assert names - allowed(by("mcp")[tool], "mcp") == set()
+
+
+# ---- the README ------------------------------------------------------------------------------------
+
+
+def test_the_readme_tables_are_the_vocabulary() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### One vocabulary", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert rows == [line for line in render() if line]
+
+
+def test_the_readme_explains_every_evidence_code() -> None:
+    from dovecote.memory.model import EVIDENCE_CODES
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("**Evidence codes.**", 1)[1].split("```", 1)[0]
+    explained = re.findall(r"^\| `(goncho_[a-z_]+)` \|", section, flags=re.MULTILINE)
+    assert sorted(explained) == sorted(EVIDENCE_CODES)
