@@ -4,7 +4,7 @@ emulator serving the route table, with the event sources: the notes table's stre
 the memory write queue (memory worker).
 
 With `data_dir` (`dovecote dev --data DIR`) moto's state is a snapshot plus a journal of every
-acknowledged mutating AWS request (infra/local/persistence.py), the recall index is
+acknowledged mutating AWS request (infra/local/persistence.py, journal.py, snapshot.py), the recall index is
 `DIR/recall.sqlite`, and the settings and dev tokens minted at the first start are kept in DIR, so
 a restart serves the same data to the same tokens."""
 
@@ -89,8 +89,8 @@ class LocalRuntime:
 
         from moto.moto_server.werkzeug_app import MotoRequestHandler
 
+        from infra.local.journal import JournalingApp
         from infra.local.moto_patches import dispatcher_app
-        from infra.local.persistence import JournalingApp
         from infra.local.s3_auth import S3Auth
         from infra.local.wakeups import Wakeups
 
@@ -259,7 +259,7 @@ class LocalRuntime:
         directory itself (flock, released when the process ends, kill -9 included)."""
         import fcntl
 
-        from infra.local.persistence import make_private
+        from infra.local.snapshot import make_private
 
         assert self.data_dir is not None
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -293,7 +293,7 @@ class LocalRuntime:
         """Resources and tokens, their record in DIR, then the first snapshot. The snapshot is what
         marks DIR as initialized: a start that died before it leaves leftovers, wiped here."""
         assert self.data_dir is not None and self._store is not None
-        from infra.local.persistence import write_atomically
+        from infra.local.snapshot import write_atomically
 
         _empty(self.data_dir)
         before = dict(os.environ)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from infra.local.persistence import operation, replace_body
+from infra.local.journal import operation, replace_body
 
 # The requests that add a record to a table's stream.
 DYNAMODB_WRITES = frozenset(

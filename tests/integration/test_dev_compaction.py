@@ -18,18 +18,11 @@ from moto.backends import get_backend
 from moto.moto_server.werkzeug_app import MotoRequestHandler
 from werkzeug.serving import make_server
 
-import infra.local.persistence as persistence
+import infra.local.snapshot as snapshot
+from infra.local.journal import ORDER, JournalingApp, journal_generations
 from infra.local.moto_patches import dispatcher_app, serialize_dynamodb, serialize_sqs
-from infra.local.persistence import (
-    BLOBS,
-    SERVICES,
-    SNAPSHOT,
-    CompactionPolicy,
-    DataDir,
-    JournalingApp,
-    journal_generations,
-    read_manifest,
-)
+from infra.local.persistence import CompactionPolicy, DataDir
+from infra.local.snapshot import BLOBS, SERVICES, SNAPSHOT, read_manifest
 
 serialize_dynamodb()
 serialize_sqs()
@@ -172,7 +165,7 @@ def test_a_crash_before_the_child_commits_replays_both_journals(
     served: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store: DataDir = served["store"]
-    real = persistence.write_atomically
+    real = snapshot.write_atomically
 
     def die_at_the_manifest(path: Path, write: Any, **options: Any) -> None:
         if path.name == SNAPSHOT:
@@ -183,9 +176,9 @@ def test_a_crash_before_the_child_commits_replays_both_journals(
         while writers.acknowledged < 30:
             time.sleep(0.01)
         before = read_manifest(served["data"])["generation"]
-        monkeypatch.setattr(persistence, "write_atomically", die_at_the_manifest)
+        monkeypatch.setattr(snapshot, "write_atomically", die_at_the_manifest)
         assert store.compact_in_background() == {}  # failed: reported, the journals stay
-        monkeypatch.setattr(persistence, "write_atomically", real)
+        monkeypatch.setattr(snapshot, "write_atomically", real)
         while writers.acknowledged < 60:
             time.sleep(0.01)
     assert read_manifest(served["data"])["generation"] == before
@@ -206,7 +199,7 @@ def test_a_crash_after_the_commit_ignores_the_stale_journal(
     with Writers(served) as writers:
         while writers.acknowledged < 30:
             time.sleep(0.01)
-        monkeypatch.setattr(persistence, "remove_stale", die_before_cleaning)
+        monkeypatch.setattr(snapshot, "remove_stale", die_before_cleaning)
         store.compact_in_background()  # the child exits 0 without an answer: reported as failed
         monkeypatch.undo()
         while writers.acknowledged < 60:
@@ -225,7 +218,7 @@ def test_a_damaged_earlier_journal_stops_the_replay_there(served: dict[str, Any]
     increment(served["dynamodb"])
     generation = store.generation
     # A cut without a snapshot (as when the child failed): journal g is closed, g+1 continues.
-    with persistence._ORDER:
+    with ORDER:
         assert served["app"].journal is not None
         served["app"].journal.close()
         store.generation += 1

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from infra.local.persistence import SNAPSHOT, load_snapshot, save_snapshot
+from infra.local.snapshot import SNAPSHOT, load_snapshot, save_snapshot
 
 
 def _reset_moto() -> None:
@@ -62,7 +62,7 @@ def test_state_survives_a_snapshot_round_trip(moto_env: dict[str, Any], tmp_path
 def test_bodies_stay_in_their_blob_files_until_read_and_survive_another_snapshot(
     moto_env: dict[str, Any], tmp_path: Path
 ) -> None:
-    from infra.local.persistence import BLOBS, LazyBody
+    from infra.local.snapshot import BLOBS, LazyBody
 
     settings, s3 = moto_env["settings"], moto_env["s3"]
     bodies = {f"notes/{i}": bytes([i]) * (1000 + i) for i in range(5)}
@@ -102,12 +102,12 @@ def test_a_crash_while_writing_keeps_the_old_snapshot(
 ) -> None:
     save_snapshot(tmp_path, generation=1)
     before = (tmp_path / SNAPSHOT).read_bytes()
-    import infra.local.persistence as persistence
+    import infra.local.snapshot as snapshot
 
     def crash(*_args: Any, **_kwargs: Any) -> None:
         raise OSError("disk gone")
 
-    monkeypatch.setattr(persistence.os, "fsync", crash)
+    monkeypatch.setattr(snapshot.os, "fsync", crash)
     with pytest.raises(OSError, match="disk gone"):
         save_snapshot(tmp_path, generation=2)
     assert (tmp_path / SNAPSHOT).read_bytes() == before

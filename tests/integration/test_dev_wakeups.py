@@ -17,8 +17,8 @@ import pytest
 from moto.backends import get_backend
 from werkzeug.serving import make_server
 
+from infra.local.journal import JournalingApp
 from infra.local.moto_patches import dispatcher_app
-from infra.local.persistence import JournalingApp
 from infra.local.queues import QueuePoller
 from infra.local.schedules import ExpiryGate, Schedule
 from infra.local.streams import StreamPoller
