@@ -110,7 +110,8 @@ def test_without_a_running_runtime_the_command_says_so(tmp_path: Path) -> None:
     endpoint = f"http://127.0.0.1:{_closed_port()}"
     stale.write_text(json.dumps({"endpoint": endpoint, "tokens": {}, "control": "x"}))
     gone = dovecote("dev", "token", "--authority", "a", "--tokens-file", str(stale))
-    assert gone.returncode == 4 and gone.stderr.startswith(f"error: cannot reach dovecote dev at {endpoint}"), gone.stderr
+    assert gone.returncode == 4, gone.stderr
+    assert gone.stderr.startswith(f"error: cannot reach dovecote dev at {endpoint}"), gone.stderr
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"endpoint": endpoint, "tokens": {}}))
     older = dovecote("dev", "token", "--authority", "a", "--tokens-file", str(old))
@@ -129,7 +130,8 @@ def test_bootstrap_takes_its_region_from_aws_region(tmp_path: Path) -> None:
     }
     args = ("tokens", "bootstrap", "--authority", "a", "--table", "t")
     without = dovecote(*args, env={k: v for k, v in env.items() if k != "AWS_REGION"})
-    assert without.returncode == 4 and without.stderr.startswith("error: no AWS region: pass --region, or set AWS_REGION")
+    assert without.returncode == 4
+    assert without.stderr.startswith("error: no AWS region: pass --region, or set AWS_REGION")
     result = dovecote(*args, env=env)
     # The region was found: what fails now is the (closed) endpoint.
     assert result.returncode != 0 and "no AWS region" not in result.stderr, result.stderr
