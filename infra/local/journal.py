@@ -22,6 +22,7 @@ import os
 import struct
 import sys
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -62,9 +63,6 @@ ORDER = threading.RLock()
 VERSION_KEY = "DOVECOTE_S3_VERSION_ID"
 
 
-
-
-
 def frame(payload: bytes) -> bytes:
     return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
 
@@ -97,7 +95,9 @@ def read_journal(path: Path) -> tuple[list[bytes], bool]:
 
 
 class Journal:
-    """Append-only; one `os.write` per record (looped only if the kernel writes short)."""
+    """Append-only; one `os.write` per record (looped only if the kernel writes short). Counts what
+    it holds: records, bytes, and `cost_s`, the CPU seconds moto spent serving them (a replay runs
+    the same code, so about what replaying them at the next start would cost)."""
 
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
         self.path = path
@@ -105,10 +105,12 @@ class Journal:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
         self.records = 0
         self.bytes = 0
+        self.cost_s = 0.0
 
-    def append(self, payload: bytes) -> None:
+    def append(self, payload: bytes, cost_s: float = 0.0) -> None:
         view = memoryview(frame(payload))
         self.bytes += len(view)
+        self.cost_s += cost_s
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
@@ -193,6 +195,8 @@ class JournalingApp:
             if self.journal is None:
                 start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
                 return [b"dovecote dev is stopping"]
+            # The serving thread's CPU time, not the wall clock: waits for the GIL are not a replay's cost.
+            spent = time.thread_time()
             result = self.app(environ, capture)
             try:
                 chunks = list(result)
@@ -200,12 +204,13 @@ class JournalingApp:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
+            spent = time.thread_time() - spent
             status = captured[0]
             if status.startswith("2") and self.journal is not None:
                 version = next((v for k, v in captured[1] if k.lower() == "x-amz-version-id"), None)
                 if version is not None:
                     environ[VERSION_KEY] = version
-                self.journal.append(encode_request(environ, body))
+                self.journal.append(encode_request(environ, body), spent)
         start_response(*captured)
         return chunks
 

@@ -214,11 +214,18 @@ def _children(pid: int) -> list[int]:
 
 
 def test_kill_9_during_and_after_background_compactions_loses_nothing(tmp_path: Path) -> None:
-    """The runtime snapshots in a forked child once the journal holds 40 records (here); a kill -9
-    while that child writes, and another right after a compaction, leave every acknowledged write
-    and a short replay. The child dies with the runtime (it never writes into a DIR reopened since)."""
+    """The runtime snapshots in a forked child once the journal passes 24 KB (here: a few dozen
+    writes); a kill -9 while that child writes, and another right after a compaction, leave every
+    acknowledged write and a short replay. The child dies with the runtime (it never writes into a
+    DIR reopened since)."""
     data = tmp_path / "state"
-    settings = {"DOVECOTE_DEV_COMPACT_RECORDS": "40"}
+    never = "1000000"  # only the size triggers
+    settings = {
+        "DOVECOTE_DEV_COMPACT_BYTES": "24576",
+        "DOVECOTE_DEV_COMPACT_REPLAY_S": never,
+        "DOVECOTE_DEV_COMPACT_RECORDS": never,
+        "DOVECOTE_DEV_COMPACT_AGE_S": never,
+    }
     acknowledged: list[tuple[str, str]] = []
     lock = threading.Lock()
     stop = threading.Event()
@@ -293,4 +300,4 @@ def test_kill_9_during_and_after_background_compactions_loses_nothing(tmp_path: 
         assert all_there(third["endpoint"], third["tokens"]["caller"]) == []
         restored = next(line for line in third["log"].read_text().splitlines() if "restored" in line)
         replayed = int(restored.split(" journaled requests replayed")[0].rsplit(" ", 1)[-1])
-        assert replayed < 40, restored  # only what came after the last compaction
+        assert replayed < 20, restored  # only what came after the last compaction (nothing wrote since)

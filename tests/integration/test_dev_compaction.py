@@ -232,17 +232,49 @@ def test_a_damaged_earlier_journal_stops_the_replay_there(served: dict[str, Any]
     assert count(served["dynamodb"]) == 1  # the first record; nothing after the damage
 
 
-def test_the_policy_triggers_on_records_and_age(served: dict[str, Any]) -> None:
+def test_the_policy_triggers_on_replay_cost_records_size_and_age(served: dict[str, Any]) -> None:
     store: DataDir = served["store"]
-    store.policy = CompactionPolicy(records=3, age_s=3600)
+    never = float("inf")
+    store.policy = CompactionPolicy(replay_s=never, records=3, size_bytes=1 << 30, age_s=never)
     assert not store.due()  # an empty journal is never due
     increment(served["dynamodb"])
     assert not store.due()
     increment(served["dynamodb"])
     increment(served["dynamodb"])
     assert store.due()
-    store.policy = CompactionPolicy(records=1000, age_s=0.0)
+    journal = served["app"].journal
+    assert journal.cost_s > 0  # moto's CPU time serving them, counted as they were journaled
+    store.policy = CompactionPolicy(replay_s=journal.cost_s, records=1000, size_bytes=1 << 30, age_s=never)
+    assert store.due()
+    store.policy = CompactionPolicy(replay_s=never, records=1000, size_bytes=journal.bytes, age_s=never)
+    assert store.due()
+    store.policy = CompactionPolicy(replay_s=never, records=1000, size_bytes=journal.bytes + 1, age_s=never)
+    assert not store.due()
+    store.policy = CompactionPolicy(replay_s=never, records=1000, size_bytes=1 << 30, age_s=0.0)
     assert store.due()  # any record, once the journal is old enough
+
+
+def test_the_compactor_snapshots_once_the_journal_passes_its_size(served: dict[str, Any]) -> None:
+    """The compactor thread alone (no call by hand): a 4 KB journal is folded into a new snapshot
+    while writes go on, and a crash after it restores every acknowledged write from a short journal."""
+    store: DataDir = served["store"]
+    never = float("inf")
+    store.policy = CompactionPolicy(replay_s=never, records=10**9, size_bytes=4096, age_s=never, check_s=0.05)
+    first = store.generation
+    store.start_background()
+    with Writers(served, threads=2) as writers:
+        deadline = time.monotonic() + 60
+        while len(store.background) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    store._stop.set()
+    assert store._thread is not None
+    store._thread.join(timeout=60)  # a compaction in flight finishes (or fails) before the "crash"
+    assert len(store.background) >= 2, "the compactor did not snapshot"
+    assert all(figures["folded_records"] > 0 for figures in store.background)
+    assert read_manifest(served["data"])["generation"] > first
+    recovered = crash_and_recover(served)
+    assert recovered.replayed < writers.acknowledged  # the snapshot holds the rest
+    assert_everything_back(served, writers)
 
 
 SEEN: list[dict[str, Any]] = []
