@@ -107,7 +107,7 @@ def seed(dev: Dev, notes: int, tasks: int) -> dict[str, float]:
 
 def devidle_report(quick: bool = False, *, window: float | None = None, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     notes, tasks = (200, 200) if quick else (400, 400)
-    window = window or (10.0 if quick else 20.0)
+    window = window or (10.0 if quick else 60.0)
     settle = 10.0
     report: dict[str, Any] = {"notes": notes, "tasks": tasks, "window_s": window, "settle_s": settle}
     with tempfile.TemporaryDirectory(prefix="dovecote-devidle-") as tmp:
@@ -143,7 +143,7 @@ def print_report(report: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.devidle")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--window", type=float, default=None, help="seconds of idle measured (default 20, quick 10)")
+    parser.add_argument("--window", type=float, default=None, help="seconds of idle measured (default 60, quick 10)")
     args = parser.parse_args()
     report = devidle_report(args.quick, window=args.window)
     print_report(report)

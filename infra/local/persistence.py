@@ -142,6 +142,7 @@ class DataDir:
         self._run_now = threading.Event()
         self._pending_fold = False
         self._prctl: Any = None
+        self.stop_wait_s = 120.0
         # Called at each cut, under the journal's and moto's locks: the runtime drops the stream
         # records its poller has consumed (infra/local/streams.py trim_consumed).
         self.before_cut: Callable[[], None] | None = None
@@ -154,10 +155,10 @@ class DataDir:
         return self.directory / f"{JOURNAL_PREFIX}{generation}"
 
     def recover(self) -> None:
-        """Snapshot + every journal since it, in order, into moto. Call before serving. The journal
-        opened next is a new generation (a replayed one may end with a torn record); the snapshot
-        that folds them in is written in the background (`start_background`), so the start does not
-        wait for it."""
+        """Snapshot + every journal since it, in order, into moto. Call before serving. After a replay
+        the journal opened next is a new generation (a replayed one may end with a torn record), and
+        the snapshot that folds them in is written in the background (`start_background`), so the
+        start does not wait for it."""
         started = time.perf_counter()
         manifest = read_manifest(self.directory)
         self.snapshot_bytes = sum(
@@ -187,8 +188,15 @@ class DataDir:
             "format": loaded["format"],
             "total_s": time.perf_counter() - started,
         }
-        self.generation = max([first, *(g + 1 for g in generations)])
-        self._pending_fold = bool(self.replayed or len(generations) > 1 or loaded["format"] != FORMAT)
+        if self.replayed == 0:
+            # Nothing to fold (a clean stop, or nothing written since the last snapshot): the empty
+            # journals go, and the next one continues the snapshot's own generation.
+            for generation in generations:
+                self.journal_path(generation).unlink(missing_ok=True)
+            self.generation = first
+        else:
+            self.generation = max(g + 1 for g in generations)
+        self._pending_fold = bool(self.replayed or loaded["format"] != FORMAT)
         if not self._pending_fold:
             remove_stale(self.directory, manifest)
 
@@ -203,6 +211,7 @@ class DataDir:
             self._cut_hook()
             self.generation += 1
             save_snapshot(self.directory, self.generation)
+            self._pending_fold = False
 
     def _cut_hook(self) -> None:
         if self.before_cut is not None:
@@ -296,6 +305,7 @@ class DataDir:
                 {"generation": generation, "folded_records": folded, "folded_cost_s": folded_cost, "wall_s": took}
             )
             self.background.append(figures)
+            self._pending_fold = False
             self.snapshot_bytes = sum(figures["parts"].values())
             log.info(
                 "compacted in the background in %.1fs (%.1f CPU s): %d journal records (%.1f s to replay) "
@@ -334,18 +344,25 @@ class DataDir:
             os._exit(code)
 
     def close(self) -> None:
-        """Clean stop: stop the compactor (a compaction in flight is abandoned: its manifest is
-        written whole or not at all), then compact so the next start loads one snapshot and
-        replays nothing."""
+        """Clean stop: the compactor stops, and a compaction in flight is let finish (one still
+        running after `stop_wait_s` is killed: its manifest is written whole or not at all). Then a
+        last snapshot if anything was journaled since the last one, so the next start replays nothing."""
         self._stop.set()
-        child = self._child
-        if child:
-            try:
-                os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if self._thread is not None:
-            self._thread.join(timeout=60)
+            self._thread.join(timeout=self.stop_wait_s)
+            child = self._child
+            if self._thread.is_alive() and child:
+                try:
+                    os.kill(child, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self._thread.join(timeout=60)
         with ORDER:
             self.app.closed = True
+            journal = self.app.journal
+            current = read_manifest(self.directory)["generation"] == self.generation
+            if journal is not None and journal.records == 0 and current and not self._pending_fold:
+                journal.close()  # the snapshot on disk is the state: nothing to write
+                self.app.journal = None
+                return
             self.compact()

@@ -6,7 +6,8 @@ runs again, as EventBridge's next scheduled event would.
 A `gate` lets a tick skip an invocation that can only find nothing to do, so an idle runtime does no
 work every second: the lease dispatcher's gate (`ExpiryGate`) says whether any lease in the tasks
 table's expiry index is past its deadline. The gate fails open (an error runs the function), and the
-function still runs at least every `at_least_every_s` (a minute, the cloud's rate) whatever it says.
+function still runs at least every `at_least_every_s` whatever it says (a minute by default, the
+cloud's rate; `dovecote dev` passes 10 minutes, infra/local/runtime.py says why).
 """
 
 from __future__ import annotations

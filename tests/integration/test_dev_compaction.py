@@ -335,3 +335,40 @@ def test_a_snapshot_keeps_only_the_stream_records_not_yet_consumed(served: dict[
     # From TRIM_HORIZON, a restarted poller gets only what the first had not handled, numbered as before.
     assert [r["dynamodb"]["Keys"]["pk"]["S"] for r in SEEN] == ["b0", "b1", "b2"]
     assert int(SEEN[0]["dynamodb"]["SequenceNumber"]) == int(consumed[-1]) + 1
+
+
+def test_a_clean_stop_with_nothing_journaled_writes_no_snapshot(served: dict[str, Any]) -> None:
+    store: DataDir = served["store"]
+    increment(served["dynamodb"])
+    store.compact_in_background()
+    parts = sorted(p.name for p in served["data"].glob("moto.state.*"))
+    manifest = read_manifest(served["data"])
+    store.close()
+    assert read_manifest(served["data"]) == manifest  # the background snapshot already holds it all
+    assert sorted(p.name for p in served["data"].glob("moto.state.*")) == parts
+    recovered = crash_and_recover(served)
+    assert recovered.replayed == 0 and count(served["dynamodb"]) == 1
+    # Nothing to fold: the empty journal went, and the next one continues the snapshot's generation.
+    assert recovered.generation == manifest["generation"] and not recovered._pending_fold
+    assert journal_generations(served["data"]) == []
+
+
+def test_a_clean_stop_lets_a_compaction_in_flight_finish_then_snapshots_what_came_after(
+    served: dict[str, Any],
+) -> None:
+    store: DataDir = served["store"]
+    store.policy = CompactionPolicy(records=1, check_s=0.05)
+    store.start_background()
+    increment(served["dynamodb"])
+    deadline = time.monotonic() + 30
+    while not store._child and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store._child, "no compaction started"
+    never = float("inf")
+    store.policy = CompactionPolicy(replay_s=never, records=10**9, size_bytes=1 << 40, age_s=never, check_s=0.05)
+    increment(served["dynamodb"])  # after the cut: in the new journal
+    store.close()
+    assert len(store.background) == 1  # the compaction in flight finished, it was not killed
+    assert read_manifest(served["data"])["generation"] == store.generation > store.background[0]["generation"]
+    recovered = crash_and_recover(served)
+    assert recovered.replayed == 0 and count(served["dynamodb"]) == 2

@@ -127,6 +127,8 @@ def dev(
     signal.signal(signal.SIGTERM, _terminate)
     try:
         while True:
-            time.sleep(3600)
+            # Short sleeps: a signal the kernel hands to another thread only marks the handler due,
+            # and it runs when this thread next wakes (a SIGTERM once waited out an hour's sleep).
+            time.sleep(1)
     except KeyboardInterrupt:
         runtime.stop()
