@@ -49,7 +49,15 @@ from infra.local.journal import (
     read_journal,
     replay,
 )
-from infra.local.snapshot import FORMAT, SNAPSHOT, load_snapshot_timed, read_manifest, remove_stale, save_snapshot
+from infra.local.snapshot import (
+    FORMAT,
+    SNAPSHOT,
+    libc_function,
+    load_snapshot_timed,
+    read_manifest,
+    remove_stale,
+    save_snapshot,
+)
 
 
 @dataclass(frozen=True)
@@ -91,16 +99,6 @@ class CompactionPolicy:
             or journal.bytes >= self.size_bytes
             or age_s >= self.age_s
         )
-
-
-def _prctl() -> Any:
-    """libc's prctl, looked up before any fork (a child of a threaded process does no dlopen)."""
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
 
 
 def _die_with_parent(prctl: Any, parent: int) -> None:
@@ -239,7 +237,7 @@ class DataDir:
         from moto.s3.models import FakeKey  # noqa: F401
         from moto.s3.utils import _VersionedKeyStore  # noqa: F401
 
-        self._prctl = _prctl()
+        self._prctl = libc_function("prctl")
         self._thread = threading.Thread(target=self._compactor, name="dev-compactor", daemon=True)
         self._thread.start()
 

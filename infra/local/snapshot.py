@@ -70,9 +70,9 @@ def _versioned_store(cls: type, lists: list[tuple[str, list[Any]]]) -> Any:
     return store
 
 
-def _libc(name: str) -> Any:
-    """A libc function, looked up at import (in the runtime, before any fork: a child of a threaded
-    process does no dlopen); None where there is none (syncfs is Linux's)."""
+def libc_function(name: str) -> Any:
+    """A libc function, or None where there is none (syncfs and prctl are Linux's). Look it up before
+    any fork: a child of a threaded process must not dlopen (another thread may hold the loader's lock)."""
     try:
         import ctypes
 
@@ -81,7 +81,7 @@ def _libc(name: str) -> Any:
         return None
 
 
-_SYNCFS = _libc("syncfs")
+_SYNCFS = libc_function("syncfs")
 
 
 class Blobs:
