@@ -154,9 +154,6 @@ class LocalRuntime:
             else:
                 self._first_start(moto_endpoint)
             self._store.open_journal()
-            # Snapshots in the background once the journal grows or ages, so a restart after a
-            # crash replays a bounded journal whatever the uptime (persistence.CompactionPolicy).
-            self._store.start_background()
         get_settings.cache_clear()
         if get_settings().opensearch_url:
             # DOVECOTE_OPENSEARCH_URL: recall uses that OpenSearch instead of SQLite FTS5. A node that
@@ -259,6 +256,11 @@ class LocalRuntime:
         self._write_tokens_file()
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
+        if self._store is not None:
+            # Snapshots in the background once the journal grows or ages, so a restart after a crash
+            # replays a bounded journal whatever the uptime (persistence.CompactionPolicy). Started
+            # last: the snapshot that folds in what this start replayed does not slow the start.
+            self._store.start_background()
         return self
 
     def _lock_data_dir(self) -> None:

@@ -300,4 +300,6 @@ def test_kill_9_during_and_after_background_compactions_loses_nothing(tmp_path: 
         assert all_there(third["endpoint"], third["tokens"]["caller"]) == []
         restored = next(line for line in third["log"].read_text().splitlines() if "restored" in line)
         replayed = int(restored.split(" journaled requests replayed")[0].rsplit(" ", 1)[-1])
-        assert replayed < 20, restored  # only what came after the last compaction (nothing wrote since)
+        # Only what came after the last compaction (the janitor catching up on the burst's stream
+        # records, here): the burst itself is in the snapshot.
+        assert replayed < len(acknowledged) // 2, restored
