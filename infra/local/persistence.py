@@ -22,8 +22,9 @@ snapshot `g` + journals `g` and `g+1` restore everything; after it, snapshot `g+
 way nothing acknowledged is lost or applied twice, and a restart after a kill -9 replays at most one
 policy's worth of records plus what arrived while the last compaction ran.
 
-Clean stop: the compactor stops (a child in flight is killed: its manifest is written whole or not at
-all), then one last snapshot is written in the foreground, so the next start replays nothing.
+Clean stop: the compactor stops and a child in flight is let finish; a last snapshot is written in the
+foreground only if the journal since the last one is past the policy's size bounds, so a stop stays
+quick and the next start replays no more than after a crash.
 """
 
 from __future__ import annotations
@@ -344,7 +345,8 @@ class DataDir:
     def close(self) -> None:
         """Clean stop: the compactor stops, and a compaction in flight is let finish (one still
         running after `stop_wait_s` is killed: its manifest is written whole or not at all). Then a
-        last snapshot if anything was journaled since the last one, so the next start replays nothing."""
+        last snapshot only if the journal since the last one is due by the policy's size bounds (its
+        age aside): a stop stays quick, and the next start replays at most what the policy allows."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.stop_wait_s)
@@ -359,8 +361,10 @@ class DataDir:
             self.app.closed = True
             journal = self.app.journal
             current = read_manifest(self.directory)["generation"] == self.generation
-            if journal is not None and journal.records == 0 and current and not self._pending_fold:
-                journal.close()  # the snapshot on disk is the state: nothing to write
+            small = journal is not None and not self.policy.due(journal, age_s=0.0)
+            if small and current and not self._pending_fold:
+                assert journal is not None
+                journal.close()  # the snapshot on disk and this journal are the state
                 self.app.journal = None
                 return
             self.compact()

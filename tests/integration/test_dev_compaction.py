@@ -353,7 +353,7 @@ def test_a_clean_stop_with_nothing_journaled_writes_no_snapshot(served: dict[str
     assert journal_generations(served["data"]) == []
 
 
-def test_a_clean_stop_lets_a_compaction_in_flight_finish_then_snapshots_what_came_after(
+def test_a_clean_stop_lets_a_compaction_in_flight_finish_and_leaves_a_small_journal_to_replay(
     served: dict[str, Any],
 ) -> None:
     store: DataDir = served["store"]
@@ -369,6 +369,19 @@ def test_a_clean_stop_lets_a_compaction_in_flight_finish_then_snapshots_what_cam
     increment(served["dynamodb"])  # after the cut: in the new journal
     store.close()
     assert len(store.background) == 1  # the compaction in flight finished, it was not killed
-    assert read_manifest(served["data"])["generation"] == store.generation > store.background[0]["generation"]
+    assert read_manifest(served["data"])["generation"] == store.generation == store.background[0]["generation"]
     recovered = crash_and_recover(served)
-    assert recovered.replayed == 0 and count(served["dynamodb"]) == 2
+    assert recovered.replayed == 1 and count(served["dynamodb"]) == 2  # one cheap record: replayed, not snapshotted
+
+
+def test_a_clean_stop_snapshots_a_journal_past_the_policy(served: dict[str, Any]) -> None:
+    store: DataDir = served["store"]
+    never = float("inf")
+    store.policy = CompactionPolicy(replay_s=never, records=3, size_bytes=1 << 40, age_s=never)
+    for _ in range(3):
+        increment(served["dynamodb"])
+    before = read_manifest(served["data"])["generation"]
+    store.close()
+    assert read_manifest(served["data"])["generation"] == store.generation > before
+    recovered = crash_and_recover(served)
+    assert recovered.replayed == 0 and count(served["dynamodb"]) == 3
