@@ -4,7 +4,8 @@
 
 The conventions, which README.md states under Development:
 - `<name>` in a command stands for the field `name` of the latest JSON printed before it (in this
-  block or an earlier one), so the command that produces it prints `--json`.
+  block or an earlier one), so the command that produces it prints `--json`. A shell block is run in
+  pieces cut before each such line, so its variables and background jobs do not reach past it.
 - A line whose comment says `not run by the README test: <why>` is not run; when that comment is the
   block's first line, the whole block is not run. Each one is reported as a skipped test with its line
   and reason, never dropped silently.
@@ -49,9 +50,12 @@ LOOSE_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>]*>")
 COMMAND_LIKE = re.compile(r"^\s*(\$ |\.venv/bin/|dovecote |make |curl |python3? )")
 SEGMENT_TIMEOUT = 120.0  # `tasks wait` gives up at 60 s by default
 EXIT_GRACE = 20.0  # a worker stopped with `kill %1` releases its leases before it exits
-# Set in every shell block: stop at the first failing command, and say its README line (the script is
-# padded so that $LINENO is the README's line number).
-PRELUDE = "set -eEo pipefail; trap 's=$?; echo \"README.md:$LINENO: exit $s\" >&2' ERR"
+# Set in every shell block: stop at the first failing command and say its README line, and keep the line
+# of the command running now in a file (for a block that hangs). The script is padded so that $LINENO is
+# the README's line number.
+PRELUDE = (
+    "set -eEo pipefail; trap 's=$?; echo \"README.md:$LINENO: exit $s\" >&2' ERR; trap 'echo $LINENO > {at}' DEBUG"
+)
 PYTHON = "import sys; exec(compile(open(sys.argv[1]).read(), 'README.md', 'exec'), {'__name__': '__main__'})"
 
 
@@ -172,7 +176,8 @@ def test_every_block_is_run_or_says_why() -> None:
                     problems.append(f"README.md:{number}: one command per line (a shell ignores a failure left of &&)")
                 if re.search(r"\bsleep\b", command):
                     problems.append(f"README.md:{number}: no sleep: wait for the state (`tasks wait`, `wait_for`)")
-    assert not problems, "\n".join(problems)
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
     assert [b for b in BLOCKS if b.lang in RUN and runnable(b)], "the README has no block to run"
 
 
@@ -318,17 +323,39 @@ class Reader:
 
         return PLACEHOLDER.sub(value, command) + comment
 
+    @staticmethod
+    def culprit(block: Block, segment: list[tuple[int, str]], code: int | None, stderr: str, at: Path) -> int:
+        """The README line to blame: the failing command (the shell's ERR trap, Python's traceback), the
+        command running at a timeout, or the one that started what was left running."""
+        if code:
+            failed = re.findall(r"README\.md(?::|\", line )(\d+)", stderr)
+            if failed:
+                return int(failed[0] if block.lang == "sh" else failed[-1])
+        elif code is None:
+            running = at.read_text().strip() if at.exists() else ""
+            if running.isdigit():
+                return int(running)
+        else:
+            commands = [(n, split_comment(line)[0].rstrip()) for n, line in segment]
+            started = [n for n, cmd in commands if cmd.endswith("&") and not cmd.endswith("&&")]
+            if started:
+                return started[-1]
+        return next((n for n, line in segment if split_comment(line)[0].strip()), segment[0][0])
+
     def run(self, block: Block, segment: list[tuple[int, str]]) -> None:
         first = segment[0][0]
         body = "\n".join(self.fill(block, number, line) for number, line in segment)
         self.runs += 1
         out_path, err_path = self.scratch / f"{self.runs}.out", self.scratch / f"{self.runs}.err"
+        at_path = self.scratch / f"{self.runs}.at"
         if block.lang == "sh":
-            argv = ["bash", "--noprofile", "--norc", "-c", PRELUDE + "\n" * (first - 1) + body]
+            prelude = PRELUDE.format(at=shlex.quote(str(at_path)))
+            argv = ["bash", "--noprofile", "--norc", "-c", prelude + "\n" * (first - 1) + body]
         else:
             script = self.scratch / f"{self.runs}.py"
             script.write_text("\n" * (first - 1) + body + "\n")
             argv = [sys.executable, "-c", PYTHON, str(script)]
+        started = time.monotonic()
         with out_path.open("w") as out, err_path.open("w") as err:
             process = subprocess.Popen(
                 argv,
@@ -351,6 +378,7 @@ class Reader:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         stdout, stderr = out_path.read_text(), err_path.read_text()
+        print(f"README.md:{first}-{segment[-1][0]} ({block.lang}): {time.monotonic() - started:.1f} s")
         if code == 0 and not left_running:
             self.documents += json_documents(stdout)
             return
@@ -360,8 +388,7 @@ class Reader:
             what = f"exit {code}"
         else:
             what = f"left a process running {EXIT_GRACE:.0f} s after its last command (bound it, or mark it)"
-        failed = re.findall(r"README\.md[:\"](?:, line )?(\d+)", stderr)
-        line = int(failed[0] if block.lang == "sh" and failed else failed[-1] if failed else first)
+        line = self.culprit(block, segment, code, stderr, at_path)
         text = dict(segment).get(line, "").strip()
         pytest.fail(
             f"README.md:{line}: {what}, in {block.where}\n  {text}\n"
