@@ -263,8 +263,10 @@ class Reader:
         self.scratch = tmp / "runs"
         for path in (self.work / ".dovecote", self.home, self.scratch):
             path.mkdir(parents=True)
+        # The clone's directories (.venv, examples, …), not its files: what a block writes at the top
+        # (plan.md, patch.diff) stays in this directory and never reaches the checkout.
         for entry in ROOT.iterdir():
-            if entry.name not in (".git", ".dovecote"):
+            if entry.is_dir() and entry.name not in (".git", ".dovecote"):
                 (self.work / entry.name).symlink_to(entry)
         (self.work / ".dovecote" / "dev-tokens.json").symlink_to(runtime["tokens_file"])
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_", "XDG_"))}
