@@ -24,8 +24,8 @@ from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
 from dovecote.tasks.model import (
     DECISIONS,
-    MAX_COUNTER,
     MAX_ACCEPT_TIMEOUT,
+    MAX_COUNTER,
     MAX_FENCE,
     MAX_LEASE_TIMEOUT,
     MAX_MESSAGE_BYTES,

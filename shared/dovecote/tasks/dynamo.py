@@ -61,7 +61,6 @@ from dovecote.tasks.ports import (
     DeliveryKey,
     DeliveryTaken,
     Snapshot,
-    TaskChanged,
 )
 from dovecote.tasks.storage import INLINE_PART_BYTES, commit_failure, heartbeat
 
