@@ -381,9 +381,11 @@ class Worker:
                     threading.Thread(target=self._work, args=(job,), name="dovecote-handler", daemon=True).start()
             finally:
                 self._stop.set()
-                self._wind_down()
-                self._beats_stop.set()
-                beats.join(timeout=10)
+                try:
+                    self._wind_down()
+                finally:
+                    self._beats_stop.set()
+                    beats.join(timeout=10)
         finally:
             if restore is not None:
                 restore()
