@@ -23,6 +23,7 @@ from dovecote.tasks.model import (
     ARTIFACT_HARD_MAX,
     ARTIFACT_STATES,
     DECISIONS,
+    MAX_ACCEPT_TIMEOUT,
     MAX_LEASE_TIMEOUT,
     MAX_PARTS,
     MAX_RECEIPT_CODE_BYTES,
@@ -71,6 +72,11 @@ class CreateTaskIn(_In):
         default=None,
         json_schema_extra=bounded(0, MAX_LEASE_TIMEOUT),
         description="how long a lease may stay silent before the dispatcher fences it; 0 = never",
+    )
+    accept_timeout_seconds: JsonInt | None = Field(
+        default=None,
+        json_schema_extra=bounded(0, MAX_ACCEPT_TIMEOUT),
+        description="how long a grant may stay unaccepted before the dispatcher fences it; 0 = never",
     )
 
 
@@ -140,6 +146,7 @@ class TaskOut(ApiModel):
     created_at: str
     updated_at: str
     lease_timeout_seconds: int = 0
+    accept_timeout_seconds: int = 0
 
 
 class TaskEnvelope(ApiModel):
@@ -218,6 +225,9 @@ class AssignmentOut(ApiModel):
     worker: str
     granted_at: str
     heartbeat_at: str
+    accepted_at: str | None = Field(
+        default=None, description="when the grant was accepted; absent until then (see accept_timeout_seconds)"
+    )
 
 
 class AssignmentEnvelope(ApiModel):

@@ -24,6 +24,7 @@ from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
 from dovecote.tasks.model import (
     DECISIONS,
+    MAX_ACCEPT_TIMEOUT,
     MAX_COUNTER,
     MAX_FENCE,
     MAX_LEASE_TIMEOUT,
@@ -89,6 +90,7 @@ class CreateTask:
     context: str
     message: MessageInput
     lease_timeout: int | None = None  # None: the deployment's default
+    accept_timeout: int | None = None  # None: the deployment's default
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,15 +259,14 @@ def _fence(body: dict[str, Any]) -> int:
     return int(value)
 
 
-def _lease_timeout(body: dict[str, Any]) -> int | None:
-    if "lease_timeout_seconds" not in body:
+def _timeout(body: dict[str, Any], name: str, maximum: int) -> int | None:
+    """`lease_timeout_seconds` or `accept_timeout_seconds`: absent (the default), or 0 (never) to
+    `maximum` seconds."""
+    if name not in body:
         return None
-    value = body["lease_timeout_seconds"]
-    if not _is_int(value) or not 0 <= value <= MAX_LEASE_TIMEOUT:
-        raise InvalidArgument(
-            f"lease_timeout_seconds must be an integer between 0 and {MAX_LEASE_TIMEOUT}",
-            field="lease_timeout_seconds",
-        )
+    value = body[name]
+    if not _is_int(value) or not 0 <= value <= maximum:
+        raise InvalidArgument(f"{name} must be an integer between 0 and {maximum}", field=name)
     return int(value)
 
 
@@ -418,7 +419,9 @@ class CommandGate:
         context = check_id(body.get("context"), "context")
         _expected_revision(body, create=True)
         message = gate_message(body.get("message"))
-        return CreateTask(command_id, task_id, workspace, context, message, _lease_timeout(body))
+        lease_timeout = _timeout(body, "lease_timeout_seconds", MAX_LEASE_TIMEOUT)
+        accept_timeout = _timeout(body, "accept_timeout_seconds", MAX_ACCEPT_TIMEOUT)
+        return CreateTask(command_id, task_id, workspace, context, message, lease_timeout, accept_timeout)
 
     def reply(self, principal: Principal, task_id: str, body: dict[str, Any]) -> Reply:
         principal.require("caller")

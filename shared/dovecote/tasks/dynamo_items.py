@@ -119,7 +119,7 @@ class TaskItems:
             auth_pk=t.authority,
             auth_sk="#".join(updated_order(t)),
         )
-        # The sparse indexes hold a task only while it is claimable, leased, or leased with a timeout.
+        # The sparse indexes hold a task only while it is claimable, leased, or leased with a deadline.
         if is_claimable(t):
             item.claim_pk = t.authority
             item.claim_sk = "#".join(created_order(t))
@@ -257,7 +257,7 @@ class TaskItems:
 
 
 R = TypeVar("R")
-TASK_NUMBERS = ("revision", "message_count", "event_count", "fence", "lease_timeout")
+TASK_NUMBERS = ("revision", "message_count", "event_count", "fence", "lease_timeout", "accept_timeout")
 
 
 def attributes(source: Any, *, keyed: tuple[str, ...] = (), absent_when_empty: tuple[str, ...] = ()) -> dict[str, Any]:
