@@ -477,6 +477,7 @@ SECTIONS = (
     "workers",
     "mcp",
     "devstart",
+    "devidle",
     "dispatcher",
     "cli",
 )
@@ -564,6 +565,14 @@ def main() -> None:
         _section("`dovecote dev --data DIR` start time: empty, seeded, after kill -9 (snapshot + journal)")
         report["devstart"] = devstart_report(args.quick)
         print_devstart(report["devstart"])
+
+    if "devidle" in only:
+        from bench.devidle import devidle_report
+        from bench.devidle import print_report as print_devidle
+
+        _section("`dovecote dev` at rest: CPU share of an idle runtime, fresh and with a few hundred notes and tasks")
+        report["devidle"] = devidle_report(args.quick)
+        print_devidle(report["devidle"])
 
     if "dispatcher" in only:
         from bench.dispatcher import dispatcher_report

@@ -20,11 +20,13 @@ from typing import Annotated
 import typer
 
 from dovecote.cli.common import EXIT_UNREACHABLE, EXIT_USAGE, CliError, say
+from dovecote.cli.devtoken import dev_token
 from dovecote.cli.groups import new_app
 from dovecote.client.config import save_profiles
 
 app = new_app("Run the whole service locally.", no_args_is_help=False, invoke_without_command=True)
 ROLES = ("caller", "worker", "admin")
+app.command("token")(dev_token)  # a token of any authority from the running runtime (cli/devtoken.py)
 
 
 def checkout() -> Path:
@@ -73,8 +75,10 @@ def dev(
         bool, typer.Option(help="Honour X-Dovecote-Fault: drop-response (tests of retries that replay).")
     ] = False,
     quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
+    verbose: Annotated[bool, typer.Option(help="Also log the functions' metrics: one summary line a minute.")] = False,
 ) -> None:
-    """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`)."""
+    """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`).
+    `dovecote dev token --authority A` mints a token of any authority from the running one."""
     if ctx.invoked_subcommand is not None:
         return
     import logging
@@ -100,6 +104,7 @@ def dev(
             faults=faults,
             data_dir=data,
             fresh=fresh,
+            verbose=verbose,
         ).start()
     except OSError as exc:
         if exc.filename:
@@ -122,6 +127,8 @@ def dev(
     signal.signal(signal.SIGTERM, _terminate)
     try:
         while True:
-            time.sleep(3600)
+            # Short sleeps: a signal the kernel hands to another thread only marks the handler due,
+            # and it runs when this thread next wakes (a SIGTERM once waited out an hour's sleep).
+            time.sleep(1)
     except KeyboardInterrupt:
         runtime.stop()
