@@ -56,6 +56,8 @@ class LocalRuntime:
     dispatch_interval: float = 1.0
     # `--faults`: honour X-Dovecote-Fault (infra/local/gateway.py) to test retries that replay.
     faults: bool = False
+    # `--a2a-unauthenticated`: A2A requests without a token run as the dev caller (local only).
+    a2a_unauthenticated: bool = False
     _dispatcher: Any = None
     _indexer: Any = None
     _memory_worker: Any = None
@@ -199,7 +201,9 @@ class LocalRuntime:
         from infra.local.isolation import isolate_powertools_requests
 
         isolate_powertools_requests()  # requests run in threads here, one per container in Lambda
-        gateway = Gateway(faults=self.faults)
+        gateway = Gateway(
+            faults=self.faults, a2a_caller_token=self.tokens["caller"] if self.a2a_unauthenticated else ""
+        )
         self._server = make_server(self.host, self.port, gateway, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
