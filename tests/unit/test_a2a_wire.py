@@ -68,6 +68,7 @@ def test_a_send_answers_a_task_in_the_jsonrpc_envelope() -> None:
     ("body", "code", "reason"),
     [
         ("{not json", -32700, "PARSE_ERROR"),
+        ("[" * 100_000 + "]" * 100_000, -32700, "PARSE_ERROR"),  # deeper than the decoder goes: not a 500
         ("[]", -32600, "INVALID_REQUEST"),
         ({"jsonrpc": "1.0", "id": 1, "method": "GetTask"}, -32600, "INVALID_REQUEST"),
         ({"jsonrpc": "2.0", "id": {"x": 1}, "method": "GetTask"}, -32600, "INVALID_REQUEST"),
@@ -168,6 +169,19 @@ def test_http_json_answers_tasks_and_aip_193_errors() -> None:
         error = json.loads(answer["body"])["error"]
         assert (answer["statusCode"], error["code"], error["details"][0]["reason"]) == (status, status, reason)
         assert error["status"] and error["details"][0]["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+@pytest.mark.parametrize(
+    "part",
+    [{"text": "\ud800"}, {"data": json.loads("[" * 200 + "]" * 200)}, {"text": "x", "metadata": {"k": "\udfff"}}],
+    ids=["lone surrogate", "nested too deep", "surrogate in metadata"],
+)
+def test_what_no_store_could_keep_is_invalid_params_and_stores_nothing(
+    part: dict[str, Any], service: A2AService
+) -> None:
+    params = {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [part]}}
+    assert rpc_error(rpc("SendMessage", params)) == (-32602, "INVALID_PARAMS")
+    assert service.tasks.store.tasks == {}  # type: ignore[attr-defined]
 
 
 def test_the_card_names_the_url_the_client_reached() -> None:

@@ -85,7 +85,7 @@ def jsonrpc(service: A2AService, call: Call, body: str) -> dict[str, Any]:
     """One JSON-RPC request → its response object (always HTTP 200, as JSON-RPC over HTTP answers)."""
     try:
         request = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the decoder's stack
         return _rpc_error(None, error("PARSE_ERROR", "Invalid JSON payload"))
     if not isinstance(request, dict):
         return _rpc_error(
@@ -181,7 +181,7 @@ def _body(body: str) -> dict[str, Any]:
         return {}
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise error("PARSE_ERROR", "Invalid JSON payload") from None
     if not isinstance(parsed, dict):
         raise error("INVALID_PARAMS", "the request body is a JSON object")
