@@ -187,6 +187,14 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
                 "OpenAPI document need no token; every other route uses the bearer-token authorizer.",
             )
         )
+    out.append(
+        (
+            stack.api.routes["GET /.well-known/agent-card.json"],
+            "AwsSolutions-APIG4",
+            "Public by the A2A specification: a client reads the Agent Card before it has a token (the card "
+            "declares the bearer scheme); every other A2A route uses the bearer-token authorizer.",
+        )
+    )
     return out
 
 
