@@ -173,6 +173,27 @@ def test_tasks_role_touches_only_the_tasks_table(synthesized: dict[str, Any]) ->
         assert not {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:*"} & set(_actions(statement))
 
 
+def test_a2a_role_is_the_callers_side_of_the_tasks_only(synthesized: dict[str, Any]) -> None:
+    # The A2A function creates, replies, cancels and reads: no UpdateItem (a worker's heartbeat), no
+    # delete, no scan; message parts read and written by digest, artifact payloads only read.
+    raw = synthesized["raw"]
+    tables = resources(raw, "AWS::DynamoDB::Table")
+    tasks = next(k for k in tables if k.startswith("DataTasks"))
+    statements = _policy_for(raw, "a2a_api")
+    dynamo = [s for s in statements if any(a.startswith("dynamodb:") for a in _actions(s))]
+    assert [sorted(_actions(s)) for s in dynamo] == [["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]]
+    assert _logical_ids(dynamo[0]["Resource"]) & set(tables) == {tasks}
+    assert "index/by_authority" in json.dumps(dynamo[0]["Resource"]) and "index/*" not in json.dumps(dynamo[0])
+    s3 = {
+        json.dumps(s["Resource"]): sorted(_actions(s))
+        for s in statements
+        if any(a.startswith("s3:") for a in _actions(s))
+    }
+    assert sorted(s3.values()) == [["s3:GetObject"], ["s3:GetObject", "s3:PutObject"]]
+    assert any("/parts/*" in k and v == ["s3:GetObject", "s3:PutObject"] for k, v in s3.items())
+    assert any("/artifacts/*" in k and v == ["s3:GetObject"] for k, v in s3.items())
+
+
 def test_authorizer_can_only_read_tokens(synthesized: dict[str, Any]) -> None:
     raw = synthesized["raw"]
     tables = resources(raw, "AWS::DynamoDB::Table")
