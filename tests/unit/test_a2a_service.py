@@ -199,6 +199,19 @@ def test_an_idempotency_key_makes_a_retried_send_create_one_task(world: World) -
     assert info.value.reason == "IDEMPOTENCY_CONFLICT" and info.value.http()[0] == 409
 
 
+@pytest.mark.parametrize("key", ["valid-command-id-1", "not a Dovecote id / " + "x" * 300])
+def test_the_idempotency_key_is_the_command_id_or_hashed_into_one(world: World, key: str) -> None:
+    request = {"configuration": {"returnImmediately": True}, "messageId": "m-keyed"}
+    first = world.send("once", key=key, **request).task
+    assert world.send("once", key=key, **request).task.id == first.id
+    receipts = world.tasks.store.receipts  # type: ignore[attr-defined]
+    command_ids = [command_id for (_authority, command_id) in receipts]
+    if " " in key:
+        assert key not in command_ids and len(command_ids) == 1 and command_ids[0].startswith("a2a-")
+    else:
+        assert command_ids == [key]
+
+
 def test_a_worker_may_answer_with_a_message_instead_of_the_task(world: World) -> None:
     world.script(
         lambda t: world.worker(t, "accept"),
