@@ -197,6 +197,7 @@ class A2AService:
     # ---- GetTask, ListTasks ----------------------------------------------------------------------------
 
     def get_task(self, principal: Principal, request: GetTaskRequest) -> Task:
+        _require_id(request.id)
         history = _history_length(request.history_length if request.HasField("history_length") else None)
         record = self._get(principal, request.id)
         messages = self._messages(principal, record, history)
@@ -237,6 +238,7 @@ class A2AService:
 
     def cancel_task(self, principal: Principal, request: CancelTaskRequest) -> Task:
         """No Idempotency-Key needed: a cancel repeated finds the task canceled and answers it."""
+        _require_id(request.id)
         for _attempt in range(CANCEL_ATTEMPTS):
             record = self._get(principal, request.id)
             if record["state"] == "canceled":
@@ -318,6 +320,11 @@ class _Ids:
         self.task = str(uuid.UUID(seed[:32]))
         self.context = str(uuid.UUID(seed[32:64]))
         self.message = "a2a-m-" + seed[:32]
+
+
+def _require_id(task_id: str) -> None:
+    if not task_id:
+        raise error("INVALID_PARAMS", "id is required: the task's id")
 
 
 def _history_length(value: int | None) -> int | None:
