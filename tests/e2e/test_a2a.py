@@ -177,7 +177,8 @@ def test_cancel_is_idempotent_and_a_completed_task_is_not_cancelable(a2a: A2A) -
 
 def test_list_filters_by_context_and_pages(a2a: A2A) -> None:
     context = f"ctx-{uuid.uuid4().hex[:8]}"
-    made = {a2a.task(message("tck-complete-task", context_id=context), immediately=True).id for _ in range(3)}
+    # Blocking sends: the tasks have ended before the listing, so no update reorders them between pages
+    made = {a2a.task(message("tck-complete-task", context_id=context)).id for _ in range(3)}
     seen: list[str] = []
     token = ""
     while True:
