@@ -203,6 +203,7 @@ def import_ratios(rounds: int) -> dict[str, dict[str, float]]:
         "tasks_api": "functions.tasks_api.handler",
         "authorizer": "functions.authorizer.handler",
         "admin_api": "functions.admin_api.handler",
+        "a2a_api": "functions.a2a_api.handler",  # a2a-sdk's protobuf types: this function's alone
     }
     samples: dict[str, list[float]] = {name: [] for name in ["boto3", *modules]}
     for module in ("boto3", *modules.values()):  # warm the bytecode caches once

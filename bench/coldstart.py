@@ -119,6 +119,15 @@ def _seed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
             "event": _event("GET /v1/admin/tokens", "/v1/admin/tokens", p),
             "request": "GET /v1/admin/tokens",
         },
+        "a2a_api": {
+            "module": "functions.a2a_api.handler",
+            "event": {
+                **_event("POST /", "/", p),
+                "headers": {"a2a-version": "1.0", "content-type": "application/json"},
+                "body": json.dumps({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "cold-t"}}),
+            },
+            "request": "JSON-RPC GetTask",
+        },
         "authorizer": {
             "module": "functions.authorizer.handler",
             "event": {"headers": {"authorization": f"Bearer {token}"}, "routeKey": "GET /v1/notes"},

@@ -25,6 +25,7 @@ from dovecote.tasks.model import (
     DECISIONS,
     MAX_ACCEPT_TIMEOUT,
     MAX_LEASE_TIMEOUT,
+    MAX_METADATA_BYTES,
     MAX_PARTS,
     MAX_RECEIPT_CODE_BYTES,
     MAX_RECEIPT_MESSAGE_BYTES,
@@ -58,6 +59,10 @@ class MessageIn(_In):
     id: StrictStr = _id("unique in the authority")
     parts: list[PartIn] = Field(
         json_schema_extra={"minItems": 1, "maxItems": MAX_PARTS}, description="1 to 32 parts, at most 2 MiB in total"
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None,
+        description=f"a JSON object stored and returned as given (at most {MAX_METADATA_BYTES} bytes as JSON)",
     )
 
 
@@ -185,6 +190,7 @@ class TaskMessageOut(ApiModel):
     author: str
     parts: list[PartOut]
     created_at: str
+    metadata: dict[str, Any] | None = None  # absent when the message has none
 
 
 class MessageEnvelope(ApiModel):

@@ -25,6 +25,7 @@ from infra.constructs.data import Data
 from infra.constructs.memory import MemoryQueue
 from infra.constructs.search import Search
 from infra.routes import (
+    ALL_ROUTES,
     AUTHORIZER,
     DISPATCH_EVERY_SECONDS,
     DISPATCHER,
@@ -35,7 +36,6 @@ from infra.routes import (
     MEMORY_WORKER,
     RECONCILE_EVERY_HOURS,
     RECONCILER,
-    ROUTES,
     TRANSCRIPT_INDEXER,
     Function,
 )
@@ -160,7 +160,7 @@ class Api(Construct):
             if name != AUTHORIZER.name
         }
         self.routes: dict[str, apigw.HttpRoute] = {}
-        for route in ROUTES:
+        for route in ALL_ROUTES:
             self.routes[f"{route.method} {route.path}"] = apigw.HttpRoute(
                 self,
                 f"Route {route.method} {route.path}",
@@ -359,6 +359,26 @@ class Api(Construct):
             StringEquals={"kms:EncryptionContext:dovecote": "payload"},
         )
         secret_key("tasks_api")
+        # A2A (dovecote.a2a): the caller's side of the tasks only. Create, reply and cancel are the
+        # task transactions (GetItem/PutItem); a list is the by_authority index, a task's messages
+        # and events Queries of the table; no UpdateItem (the heartbeat is a worker's). Large message
+        # parts are written and read by digest; artifact payloads are only read (workers freeze them).
+        allow(
+            "a2a_api",
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+            [d.tasks.table_arn, f"{d.tasks.table_arn}/index/by_authority"],
+        )
+        table_key("a2a_api", d.tasks, write=True)
+        allow("a2a_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
+        allow("a2a_api", ["s3:GetObject"], [d.bucket.arn_for_objects("artifacts/*")])
+        bucket_key("a2a_api", write=True)
+        allow(
+            "a2a_api",
+            ["kms:GenerateDataKey", "kms:Decrypt"],
+            [d.key.key_arn],
+            StringEquals={"kms:EncryptionContext:dovecote": "payload"},
+        )
+        secret_key("a2a_api")
 
     def _grant_stream_read(self, name: str) -> None:
         """What the event source mapping needs to read the notes stream, with the key only through

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from dovecote.tasks.model import (
     MAX_FENCE,
     MAX_LEASE_TIMEOUT,
     MAX_MESSAGE_BYTES,
+    MAX_METADATA_BYTES,
     MAX_PARTS,
     MAX_RECEIPT_CODE_BYTES,
     MAX_RECEIPT_MESSAGE_BYTES,
@@ -289,7 +291,7 @@ def _bounded_text(value: Any, field_name: str, limit: int) -> str:
 
 def gate_message(raw: Any) -> MessageInput:
     """The one gate for a message: id pattern, 1–32 parts, non-empty data, ≤ 2 MiB in total,
-    parseable media types."""
+    parseable media types, and an optional metadata object of at most 16 KiB."""
     if not isinstance(raw, dict):
         raise InvalidArgument("message must be an object {id, parts}", field="message")
     message_id = check_id(raw.get("id"), "message.id")
@@ -325,7 +327,24 @@ def gate_message(raw: Any) -> MessageInput:
                 limit=MAX_MESSAGE_BYTES,
             )
         parts.append(Part(media_type, data))
-    return MessageInput(message_id, tuple(parts))
+    return MessageInput(message_id, tuple(parts), gate_metadata(raw.get("metadata")))
+
+
+def gate_metadata(value: Any) -> dict[str, Any]:
+    """A message's metadata: absent, or a JSON object of at most MAX_METADATA_BYTES as canonical
+    JSON. Stored and returned as given; the service never reads it."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidArgument("message.metadata must be an object", field="message.metadata")
+    size = len(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise InvalidArgument(
+            f"message.metadata is longer than {MAX_METADATA_BYTES} bytes as JSON",
+            field="message.metadata",
+            limit=MAX_METADATA_BYTES,
+        )
+    return value
 
 
 def _base64(value: Any, field_name: str) -> bytes:

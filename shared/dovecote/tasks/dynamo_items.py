@@ -183,6 +183,7 @@ class TaskItems:
             author=m.author,
             parts=parts,
             created_at=m.created_at,
+            metadata=json.dumps(m.metadata, sort_keys=True) if m.metadata else None,
         )
 
     def _message(self, authority: str, task_id: str, item: MessageItem) -> Message:
@@ -201,7 +202,8 @@ class TaskItems:
             else:
                 data = self._protector.open(stored, "")  # written before protection: plaintext
             parts.append(Part(part.media_type, data))
-        return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at)
+        metadata = json.loads(item.metadata) if item.metadata else {}
+        return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at, metadata)
 
     def _event_item(self, authority: str, ev: Event) -> EventItem:
         return self._events(

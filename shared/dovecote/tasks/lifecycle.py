@@ -76,7 +76,7 @@ class Lifecycle:
                 lease_timeout=timeout,
                 accept_timeout=accept_timeout,
             )
-            record = Message(task_id, message.id, 1, "caller", message.parts, now)
+            record = Message(task_id, message.id, 1, "caller", message.parts, now, message.metadata)
             event = Event(task_id, 1, "task_submitted", "submitted", 1, now, message=message.id)
             return commit_of(task, None, 201, task.to_json(), messages=(record,), events=(event,))
 
@@ -172,7 +172,9 @@ class Lifecycle:
         message_id = ""
         if message is not None:
             author = transition.message or "caller"
-            messages = (Message(task.id, message.id, task.message_count + 1, author, message.parts, now),)
+            messages = (
+                Message(task.id, message.id, task.message_count + 1, author, message.parts, now, message.metadata),
+            )
             message_id = message.id
         changes.update(
             state=to,

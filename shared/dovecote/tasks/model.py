@@ -14,6 +14,10 @@ from dovecote.platform import paging
 
 MAX_PARTS = 32
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024
+# A message's metadata: a JSON object the service stores and returns but never reads (a protocol
+# binding keeps its own message fields there, e.g. A2A's messageId), at most this many bytes as
+# canonical JSON, so a message item stays far below DynamoDB's 400 KB.
+MAX_METADATA_BYTES = 16 * 1024
 MAX_FENCE = 2**63 - 1
 # A lease that stays silent (no heartbeat, no worker command) this long is fenced by the dispatcher.
 # 0 means never: the seed's explicit fencing only.
@@ -59,9 +63,13 @@ class Part:
 class MessageInput:
     id: str
     parts: tuple[Part, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "parts": [p.to_json() for p in self.parts]}
+        out: dict[str, Any] = {"id": self.id, "parts": [p.to_json() for p in self.parts]}
+        if self.metadata:  # absent when empty: the intent digest of a message without it is unchanged
+            out["metadata"] = self.metadata
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,15 +133,19 @@ class Message:
     author: str  # caller | agent
     parts: tuple[Part, ...]
     created_at: str
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "sequence": self.sequence,
             "author": self.author,
             "parts": [_render_part(p) for p in self.parts],
             "created_at": self.created_at,
         }
+        if self.metadata:
+            out["metadata"] = self.metadata
+        return out
 
 
 def _render_part(part: Part) -> dict[str, Any]:

@@ -126,6 +126,7 @@ class MessageItem(_Item):
     author = UnicodeAttribute()
     parts = ListAttribute(of=PartAttribute)
     created_at = UnicodeAttribute()
+    metadata = UnicodeAttribute(null=True)  # the message's metadata object as JSON; absent when empty
 
 
 class EventItem(_Item):
