@@ -31,6 +31,9 @@ class Function:
             # Lambda's active tracing records every invocation either way; subsegments for the
             # handler and each AWS call cost the X-Ray SDK on every cold start (README, bench).
             "POWERTOOLS_TRACE_DISABLED": "false" if subsegments else "true",
+            # No pydantic plugins are deployed: without this, the first model scans every installed
+            # distribution's entry points for one (importlib.metadata) on each cold start.
+            "PYDANTIC_DISABLE_PLUGINS": "__all__",
         }
 
 
