@@ -203,6 +203,8 @@ def import_ratios(rounds: int) -> dict[str, dict[str, float]]:
         "tasks_api": "functions.tasks_api.handler",
         "authorizer": "functions.authorizer.handler",
         "admin_api": "functions.admin_api.handler",
+        "memory_api": "functions.memory_api.handler",
+        "recall_api": "functions.recall_api.handler",
         "a2a_api": "functions.a2a_api.handler",  # a2a-sdk's protobuf types: this function's alone
     }
     samples: dict[str, list[float]] = {name: [] for name in ["boto3", *modules]}
@@ -423,10 +425,24 @@ def cold_start_section(report: dict[str, Any], rounds: int) -> None:
         result = measure(rounds, tracing=tracing)
         report["cold_start" + ("_tracing" if tracing else "")] = result
         label = "X-Ray subsegments on (Powertools Tracer)" if tracing else "shipped: tracing SDK not loaded"
-        table = Table("function", "first request", "median ms", "× floor", title=label)
-        table.add_row("floor", "import boto3 + client + GetItem", f"{result['floor_ms']:.0f}", "1.00")
+        table = Table("function", "first request", "median ms", "× floor", "CPU ms", "CPU × floor", title=label)
+        table.add_row(
+            "floor",
+            "import boto3 + client + GetItem",
+            f"{result['floor_ms']:.0f}",
+            "1.00",
+            f"{result['floor_cpu_ms']:.0f}",
+            "1.00",
+        )
         for name, row in result["functions"].items():
-            table.add_row(name, row["request"], f"{row['median_ms']:.0f}", f"{row['ratio']:.2f}")
+            table.add_row(
+                name,
+                row["request"],
+                f"{row['median_ms']:.0f}",
+                f"{row['ratio']:.2f}",
+                f"{row['cpu_ms']:.0f}",
+                f"{row['cpu_ratio']:.2f}",
+            )
         console.print(table)
 
 

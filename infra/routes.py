@@ -23,6 +23,20 @@ class Function:
     def module(self) -> str:
         return self.handler.rsplit(".", 1)[0]
 
+    def environment(self, *, subsegments: bool) -> dict[str, str]:
+        """The variables the function runs with besides its settings: CDK sets them
+        (infra/constructs/api.py) and the cold-start bench runs its probes with them."""
+        return {
+            "POWERTOOLS_SERVICE_NAME": self.name,
+            "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
+            # Lambda's active tracing records every invocation either way; subsegments for the
+            # handler and each AWS call cost the X-Ray SDK on every cold start (README, bench).
+            "POWERTOOLS_TRACE_DISABLED": "false" if subsegments else "true",
+            # No pydantic plugins are deployed: without this, the first model scans every installed
+            # distribution's entry points for one (importlib.metadata) on each cold start.
+            "PYDANTIC_DISABLE_PLUGINS": "__all__",
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Route:

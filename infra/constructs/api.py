@@ -232,11 +232,7 @@ class Api(Construct):
                 **{
                     f"DOVECOTE_{name.upper()}": self._settings[name] for name in spec.settings if name in self._settings
                 },
-                "POWERTOOLS_SERVICE_NAME": spec.name,
-                "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
-                # Lambda's active tracing records every invocation either way; subsegments for the
-                # handler and each AWS call cost the X-Ray SDK on every cold start (README, bench).
-                "POWERTOOLS_TRACE_DISABLED": "false" if self._subsegments else "true",
+                **spec.environment(subsegments=self._subsegments),
             },
         )
 

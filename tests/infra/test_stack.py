@@ -420,8 +420,20 @@ def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
         "POWERTOOLS_TRACE_DISABLED",
+        "PYDANTIC_DISABLE_PLUGINS",
     }
     assert authorizer["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
+
+
+def test_functions_run_with_the_environment_the_cold_start_bench_measures(synthesized: dict[str, Any]) -> None:
+    """bench/coldstart.py runs each probe with Function.environment: the deployed values must be those."""
+    functions = resources(synthesized["raw"], "AWS::Lambda::Function").values()
+    for spec in (*BACKGROUND, *FUNCTIONS.values()):
+        fn = next(f["Properties"] for f in functions if f["Properties"]["Handler"] == spec.handler)
+        variables = fn["Environment"]["Variables"]
+        expected = spec.environment(subsegments=False)
+        assert {k: variables.get(k) for k in expected} == expected, spec.name
+        assert expected["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
 
 
 def test_notes_can_tell_a_missing_upload_from_a_denied_one(synthesized: dict[str, Any]) -> None:
