@@ -53,8 +53,8 @@ class DovecoteStack(Stack):
             reserved_concurrency=reserved_concurrency,
             xray_subsegments=xray_subsegments,
         )
-        self.memory.connect(self.api)
-        self.search.connect(self.api)
+        self.memory.connect(self.api.functions)
+        self.search.connect(self.api.functions)
         Observability(self, "Observability", api=self.api, memory=self.memory, search=self.search)
         CfnOutput(self, "Endpoint", value=self.api.http_api.api_endpoint)
         CfnOutput(self, "SearchEndpoint", value=self.search.url)

@@ -365,20 +365,7 @@ class RecallService:
         return out
 
     def _empty(self, q: str) -> SearchEnvelope:
-        return SearchEnvelope(
-            query=q,
-            results=[],
-            scopes_report=[],
-            complete=True,
-            count=0,
-            total_matches=0,
-            total_is_lower_bound=False,
-            has_more=False,
-            next_command="",
-            warnings=[],
-            excluded_current_turn=0,
-            store=self.index.name,
-        )
+        return SearchEnvelope.empty(q, self.index.name)
 
     def _withhold(self, authority: str, current: str) -> Withhold | None:
         """The caller's live turn: from the newest message a person typed in its session. The rest of
