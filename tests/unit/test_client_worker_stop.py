@@ -289,3 +289,30 @@ def test_a_job_that_froze_its_own_artifact_goes_back_to_its_handler() -> None:
     worker.stop()
     thread.join(10)
     assert calls == ["working", "working"] and fake.tasks["t1"]["final"] == "done"
+
+
+def test_a_heartbeat_never_races_a_command_of_its_job() -> None:
+    """A beat due while a (slow) complete is on the wire is not sent: the command is the beat, and a
+    beat sent beside it would come back stale_lease once the complete ends the task."""
+    fake = Tasks(claimable=[{"id": "t1", "state": "submitted", "lease_timeout_seconds": 1}])
+    answer = fake.answer
+    stale: list[float] = []
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/complete"):
+            time.sleep(1.0)  # four beat intervals (a quarter of 1 s) on the wire
+        response = answer(request)
+        if response.status_code == 409:
+            stale.append(time.monotonic())
+        return response
+
+    fake.answer = slow  # type: ignore[method-assign]
+
+    def handle(job: Job) -> None:
+        time.sleep(0.6)  # beats run meanwhile
+        job.complete("done")
+
+    Worker(client(fake), handle, wait_seconds=0).run(once=True, handle_signals=False)
+    kinds = [k for k, t, _ in fake.requests if t == "t1"]
+    assert kinds[-1] == "complete" and "heartbeat" in kinds[:-1]
+    assert stale == []

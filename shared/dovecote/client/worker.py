@@ -125,6 +125,10 @@ class Job:
         self.froze = False
         self.running = False
         self._lock = threading.Lock()
+        # Held by a worker command on the wire; the heartbeat thread skips the job meanwhile (the
+        # command is a beat) and a command waits for a beat in flight, so a beat never races a
+        # terminal command into a stale_lease.
+        self.wire = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, fence={self.fence}, state={self.state!r}, revision={self.revision})"
@@ -162,14 +166,17 @@ class Job:
             self.event(EVENT_KINDS[kind], **{k: v for k, v in fields.items() if v is not None})
             return self.task
         try:
-            task = self._client.worker_command(kind, self.id, self.revision, self.fence, self.command_id(kind), **extra)
+            with self.wire:
+                task = self._client.worker_command(
+                    kind, self.id, self.revision, self.fence, self.command_id(kind), **extra
+                )
+                self.observe(task)
+                self.accepted = True
+                self._worker.beaten(self)  # every worker command is a heartbeat
         except DovecoteError as exc:
             if exc.code == "stale_lease":
                 self.lost.set()
             raise
-        self.observe(task)
-        self.accepted = True
-        self._worker.beaten(self)  # every worker command is a heartbeat
         return task
 
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -181,16 +188,17 @@ class Job:
         expected = self.revision
         event: dict[str, Any] = {"event_id": event_id, "kind": kind, "task": self.id, "fence": self.fence}
         event.update(expected_revision=expected, **fields)
-        settlement = self._client.worker_event(event)
-        if settlement.get("decision") != "ack":
-            if settlement.get("code") in ("stale_lease", "not_found"):
-                self.lost.set()
-            raise EventNacked(settlement)
-        # The settlement carries no task: an ACK means the command committed at expected + 1.
-        state = EVENT_STATES.get(kind, self.state)
-        self.observe({**self.task, "state": state, "revision": expected + 1})
-        self.accepted = True
-        self._worker.beaten(self)
+        with self.wire:
+            settlement = self._client.worker_event(event)
+            if settlement.get("decision") != "ack":
+                if settlement.get("code") in ("stale_lease", "not_found"):
+                    self.lost.set()
+                raise EventNacked(settlement)
+            # The settlement carries no task: an ACK means the command committed at expected + 1.
+            state = EVENT_STATES.get(kind, self.state)
+            self.observe({**self.task, "state": state, "revision": expected + 1})
+            self.accepted = True
+            self._worker.beaten(self)
         return settlement
 
     # The commands (API.md § Tasks, worker).
@@ -660,7 +668,11 @@ class Worker:
             self._beats_stop.wait(min(max(upcoming - time.monotonic(), 0.05), 0.5))
 
     def _beat(self, job: Job) -> None:
+        if not job.wire.acquire(blocking=False):
+            return  # a command is on the wire: it is the beat (and sets the next one)
         try:
+            if job.next_beat > time.monotonic() or job.state in TERMINAL_STATES:
+                return  # a command just beat it (or ended the task)
             job.heartbeat()
         except DovecoteError as exc:
             if exc.code in LOST_CODES:
@@ -673,6 +685,8 @@ class Worker:
             log.warning("%s: heartbeat failed (%s); trying again soon", job.id, exc)
             job.next_beat = time.monotonic() + min(self.interval(job), 1.0)
             return
+        finally:
+            job.wire.release()
         with self._cond:
             if job.parked and job.state != "input_required":
                 job.parked = False
