@@ -198,6 +198,16 @@ def test_the_card_names_the_url_the_client_reached() -> None:
     assert urls == {"JSONRPC": "https://api.example", "HTTP+JSON": "https://api.example/a2a"}
 
 
+def test_the_card_is_cacheable_and_revalidates_by_its_etag() -> None:
+    first = a2a_handler.route({"routeKey": "GET /.well-known/agent-card.json", "headers": {}, "requestContext": {}})
+    etag = first["headers"]["ETag"]
+    assert first["statusCode"] == 200 and "max-age" in first["headers"]["Cache-Control"]
+    again = a2a_handler.route(
+        {"routeKey": "GET /.well-known/agent-card.json", "headers": {"If-None-Match": etag}, "requestContext": {}}
+    )
+    assert again["statusCode"] == 304 and again["headers"]["ETag"] == etag and not again["body"]
+
+
 def test_a_route_without_a_principal_is_refused_not_guessed() -> None:
     answer = a2a_handler.route({"routeKey": "POST /", "headers": {}, "requestContext": {}, "body": "{}"})
     assert answer["statusCode"] in (401, 403)
