@@ -73,7 +73,9 @@ def test_a_send_answers_a_task_in_the_jsonrpc_envelope() -> None:
         ({"jsonrpc": "1.0", "id": 1, "method": "GetTask"}, -32600, "INVALID_REQUEST"),
         ({"jsonrpc": "2.0", "id": {"x": 1}, "method": "GetTask"}, -32600, "INVALID_REQUEST"),
         ({"jsonrpc": "2.0", "id": 1, "method": "tasks/get"}, -32601, "METHOD_NOT_FOUND"),
-        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x", "bogus": 1}}, -32602, "INVALID_PARAMS"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 5}}, -32602, "INVALID_PARAMS"),
+        # An unknown field is ignored (a newer client's), the request goes on
+        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x", "bogus": 1}}, -32001, "TASK_NOT_FOUND"),
         ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "no-such"}}, -32001, "TASK_NOT_FOUND"),
         ({"jsonrpc": "2.0", "id": 1, "method": "GetTask"}, -32602, "INVALID_PARAMS"),
         ({"jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {}}, -32602, "INVALID_PARAMS"),
