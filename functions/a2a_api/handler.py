@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import hashlib
 import json
 from functools import lru_cache
 from typing import Any, Callable
@@ -90,12 +91,22 @@ def _text(event: dict[str, Any], headers: dict[str, str]) -> str:
         raise error("PARSE_ERROR", "the request body is not UTF-8 JSON") from None
 
 
+def _card(event: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """The public card, cacheable (A2A v1.0 §8.6): Cache-Control and a strong ETag of its bytes; a
+    client that already holds them (If-None-Match) gets 304."""
+    answer = _answer(200, as_json(agent_card(_base_url(event, headers), dovecote.__version__)))
+    etag = '"' + hashlib.sha256(answer["body"].encode("utf-8")).hexdigest()[:32] + '"'
+    answer["headers"].update({"Cache-Control": "public, max-age=300", "ETag": etag})
+    if etag in [tag.strip() for tag in headers.get("if-none-match", "").split(",")]:
+        return {"statusCode": 304, "headers": {"Cache-Control": "public, max-age=300", "ETag": etag}, "body": ""}
+    return answer
+
+
 def route(event: dict[str, Any]) -> dict[str, Any]:
     route_key = str(event.get("routeKey") or "")
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
     if route_key == CARD_ROUTE:
-        card = agent_card(_base_url(event, headers), dovecote.__version__)
-        return _answer(200, as_json(card), **{"Cache-Control": "public, max-age=300"})
+        return _card(event, headers)
     try:
         principal = principal_from_event(event)
     except DomainError as exc:  # a route wired without the authorizer by mistake: refuse, never guess

@@ -73,7 +73,9 @@ def test_a_send_answers_a_task_in_the_jsonrpc_envelope() -> None:
         ({"jsonrpc": "1.0", "id": 1, "method": "GetTask"}, -32600, "INVALID_REQUEST"),
         ({"jsonrpc": "2.0", "id": {"x": 1}, "method": "GetTask"}, -32600, "INVALID_REQUEST"),
         ({"jsonrpc": "2.0", "id": 1, "method": "tasks/get"}, -32601, "METHOD_NOT_FOUND"),
-        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x", "bogus": 1}}, -32602, "INVALID_PARAMS"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 5}}, -32602, "INVALID_PARAMS"),
+        # An unknown field is ignored (a newer client's), the request goes on
+        ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x", "bogus": 1}}, -32001, "TASK_NOT_FOUND"),
         ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "no-such"}}, -32001, "TASK_NOT_FOUND"),
         ({"jsonrpc": "2.0", "id": 1, "method": "GetTask"}, -32602, "INVALID_PARAMS"),
         ({"jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {}}, -32602, "INVALID_PARAMS"),
@@ -196,6 +198,16 @@ def test_the_card_names_the_url_the_client_reached() -> None:
     )
     urls = {i["protocolBinding"]: i["url"] for i in json.loads(answer["body"])["supportedInterfaces"]}
     assert urls == {"JSONRPC": "https://api.example", "HTTP+JSON": "https://api.example/a2a"}
+
+
+def test_the_card_is_cacheable_and_revalidates_by_its_etag() -> None:
+    first = a2a_handler.route({"routeKey": "GET /.well-known/agent-card.json", "headers": {}, "requestContext": {}})
+    etag = first["headers"]["ETag"]
+    assert first["statusCode"] == 200 and "max-age" in first["headers"]["Cache-Control"]
+    again = a2a_handler.route(
+        {"routeKey": "GET /.well-known/agent-card.json", "headers": {"If-None-Match": etag}, "requestContext": {}}
+    )
+    assert again["statusCode"] == 304 and again["headers"]["ETag"] == etag and not again["body"]
 
 
 def test_a_route_without_a_principal_is_refused_not_guessed() -> None:

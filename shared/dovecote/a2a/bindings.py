@@ -72,7 +72,8 @@ def _parse(params: Any, message: Proto) -> Any:
     if not isinstance(params, dict):
         raise error("INVALID_PARAMS", "params must be an object")
     try:
-        json_format.ParseDict(params, message)
+        # Unknown fields are ignored (a newer client's additions), as A2A v1.0's serialization asks.
+        json_format.ParseDict(params, message, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise error("INVALID_PARAMS", f"invalid parameters: {str(exc)[:300]}") from None
     return message
