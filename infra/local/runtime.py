@@ -60,6 +60,8 @@ class LocalRuntime:
     dispatch_interval: float = 1.0
     # `--faults`: honour X-Dovecote-Fault (infra/local/gateway.py) to test retries that replay.
     faults: bool = False
+    # `--a2a-unauthenticated`: A2A requests without a token run as the dev caller (local only).
+    a2a_unauthenticated: bool = False
     _dispatcher: Any = None
     _indexer: Any = None
     _memory_worker: Any = None
@@ -245,7 +247,9 @@ class LocalRuntime:
         from infra.local.isolation import isolate_powertools_requests
 
         isolate_powertools_requests()  # requests run in threads here, one per container in Lambda
-        gateway = Gateway(faults=self.faults)
+        gateway = Gateway(
+            faults=self.faults, a2a_caller_token=self.tokens["caller"] if self.a2a_unauthenticated else ""
+        )
         # `dovecote dev token`: a local-only route in front of the gateway (infra/local/control.py); its
         # secret is new at each start and reaches the CLI through the tokens file only.
         self._control_secret = secrets.token_urlsafe(32)

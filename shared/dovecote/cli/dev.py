@@ -76,6 +76,13 @@ def dev(
     ] = False,
     quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
     verbose: Annotated[bool, typer.Option(help="Also log the functions' metrics: one summary line a minute.")] = False,
+    a2a_unauthenticated: Annotated[
+        bool,
+        typer.Option(
+            help="Serve A2A requests that carry no token as the dev caller (local only: for A2A clients "
+            "that cannot send one, such as the A2A TCK)."
+        ),
+    ] = False,
 ) -> None:
     """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`).
     `dovecote dev token --authority A` mints a token of any authority from the running one."""
@@ -102,6 +109,7 @@ def dev(
             tokens_file=tokens_file,
             dispatch_interval=dispatch_interval,
             faults=faults,
+            a2a_unauthenticated=a2a_unauthenticated,
             data_dir=data,
             fresh=fresh,
             verbose=verbose,
@@ -120,6 +128,9 @@ def dev(
         path, names = write_profiles(write_profile, tokens_file)
         say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory)")
     say(f"data: {data} (kept across restarts; --fresh starts empty)")
+    if a2a_unauthenticated:
+        card = f"{runtime.endpoint}/.well-known/agent-card.json"
+        say(f"A2A: requests without a token run as the dev caller (card: {card})")
 
     def _terminate(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM stops as cleanly as Ctrl-C: the state is compacted
