@@ -133,7 +133,7 @@ def dev(
         say(f"A2A: requests without a token run as the dev caller (card: {card})")
 
     def _terminate(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt  # SIGTERM stops as cleanly as Ctrl-C: the state is compacted
+        raise KeyboardInterrupt  # SIGTERM stops as cleanly as Ctrl-C
 
     signal.signal(signal.SIGTERM, _terminate)
     try:
