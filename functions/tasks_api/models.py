@@ -18,18 +18,30 @@ from dovecote.platform.schema import (
     utf8_text,
     with_schema,
 )
-from dovecote.tasks.commands import DIGEST, MAX_CLAIM_WAIT, REVISION_CHARS, SHA256_HEX, WORKER_EVENT_KINDS
+from dovecote.tasks.commands import (
+    DIGEST,
+    FILENAME_CHARS,
+    HOST_MISSING,
+    MAX_CLAIM_WAIT,
+    NOT_FILENAMES,
+    REVISION_CHARS,
+    SHA256_HEX,
+    URL_CHARS,
+    WORKER_EVENT_KINDS,
+)
 from dovecote.tasks.model import (
     ARTIFACT_HARD_MAX,
     ARTIFACT_STATES,
     DECISIONS,
     MAX_ACCEPT_TIMEOUT,
+    MAX_FILENAME_CHARS,
     MAX_LEASE_TIMEOUT,
     MAX_METADATA_BYTES,
     MAX_PARTS,
     MAX_RECEIPT_CODE_BYTES,
     MAX_RECEIPT_MESSAGE_BYTES,
     MAX_REVISION_BYTES,
+    MAX_URL_CHARS,
     TOTAL_SIZE_CAP,
 )
 
@@ -47,12 +59,43 @@ FENCE = Field(json_schema_extra=bounded(1, SAFE_MAX), description="the lease gen
 
 
 class PartIn(_In):
-    """Exactly one of `text` or `data_b64`, non-empty."""
+    """Exactly one of `text`, `data_b64` (non-empty), `data` (any JSON value but null, stored as its
+    compact JSON text; media_type application/json unless given) or `url` (a reference: media_type
+    is the type of what it points at). `media_type` is required except with `data`."""
 
-    model_config = with_schema({"oneOf": [{"required": ["text"]}, {"required": ["data_b64"]}]})
-    media_type: StrictStr = Field(json_schema_extra=MEDIA_TYPE)
+    model_config = with_schema(
+        {
+            "oneOf": [
+                {"required": ["text", "media_type"]},
+                {"required": ["data_b64", "media_type"]},
+                {"required": ["url", "media_type"]},
+                {"required": ["data"]},
+            ]
+        }
+    )
+    media_type: StrictStr | None = Field(default=None, json_schema_extra=MEDIA_TYPE)
     text: StrictStr | None = Field(default=None, json_schema_extra={"minLength": 1})
     data_b64: StrictStr | None = Field(default=None, json_schema_extra=BASE64)
+    data: Any = Field(default=None, json_schema_extra={"not": {"type": "null"}}, description="any JSON value but null")
+    url: StrictStr | None = Field(
+        default=None,
+        json_schema_extra={
+            "pattern": f"^{URL_CHARS}$",
+            "not": {"pattern": f"^{HOST_MISSING}"},
+            "maxLength": MAX_URL_CHARS,
+        },
+        description="an absolute URL (http(s) with a host), no whitespace or control characters",
+    )
+    filename: StrictStr | None = Field(
+        default=None,
+        json_schema_extra={
+            "pattern": f"^{FILENAME_CHARS}$",
+            "not": {"enum": list(NOT_FILENAMES)},
+            "minLength": 1,
+            "maxLength": MAX_FILENAME_CHARS,
+        },
+        description="a file name: no control characters, no / or \\, not . or ..",
+    )
 
 
 class MessageIn(_In):
@@ -174,7 +217,7 @@ class ContextTasksOut(ApiModel):
 
 class PartOut(ApiModel):
     """`text` or `data_b64` inline; a part stored out of line (over 8 KiB) has `download_url`,
-    `sha256` and `size` instead."""
+    `sha256` and `size` instead; a URL part has `url` (no bytes). `filename` when the part has one."""
 
     media_type: str
     text: str | None = None
@@ -182,6 +225,8 @@ class PartOut(ApiModel):
     download_url: str | None = None
     sha256: str | None = None
     size: int | None = None
+    url: str | None = None
+    filename: str | None = None
 
 
 class TaskMessageOut(ApiModel):

@@ -5,17 +5,24 @@
 - ROLE_USER, ROLE_AGENT: the message authors caller, agent.
 - Message.messageId, metadata, extensions, referenceTaskIds: the message metadata's `a2a` object
   (the Dovecote message id is the server's own: A2A clients repeat messageIds).
-- Part text / raw / url / data: a message part (the text; the bytes with their media type; the URL
-  as text/uri-list; the JSON as application/json), and its A2A kind, filename, mediaType and
-  metadata in the message metadata (`a2a.parts`).
+- Part text / raw / url / data: a message part (the text; the bytes; a URL part; the JSON as its
+  compact text, application/json unless A2A names another type), with its mediaType and filename.
+  What a Dovecote part cannot hold is in the message metadata, `a2a.parts` (one hint per part, with
+  `a2a.partsVersion: 2`, written only when some part needs one): `kind` when the stored part does not
+  imply it (a URL part is url; bytes Dovecote renders as text are text; other bytes are raw: so a
+  data part, or a raw part of a textual type, says its kind), `mediaType: ""` when A2A gave none
+  (Dovecote's part then has a default type), and the part's A2A `metadata`. Messages stored before
+  parts had filenames and URLs hold the first convention (every part's kind, filename and mediaType
+  in `a2a.parts`, no version; a URL as a text/uri-list part) and read back as they did.
 - Task.status.timestamp: updated_at. Task.history: the messages, oldest first (historyLength: the
   last N). Task.status.message: the agent's message that goes with the state.
 - Task.artifacts: the published artifact, one part by its media type, or, for ARTIFACT_MEDIA_TYPE,
   the A2A Artifact its payload holds.
 
-A worker answers in A2A terms through the same conventions: its message metadata `a2a.parts` gives
-its parts' kinds, and `a2a.messageResponse: true` on its final message makes a blocking SendMessage
-answer that Message instead of the Task (a Message-only answer, as the spec allows).
+A worker answers in A2A terms through the same conventions: a URL or a filename is a part's own,
+its message metadata `a2a.parts` (with `a2a.partsVersion: 2`) gives the hints above, and
+`a2a.messageResponse: true` on its final message makes a blocking SendMessage answer that Message
+instead of the Task (a Message-only answer, as the spec allows).
 """
 
 from __future__ import annotations
@@ -28,12 +35,15 @@ from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf import json_format
 
 from dovecote.a2a.errors import error
+from dovecote.platform.media import is_textual
 
 # The message metadata key under which A2A's own message fields are kept.
 A2A_KEY = "a2a"
 # An artifact payload of this type is an A2A Artifact in protobuf JSON (its artifactId is Dovecote's).
 ARTIFACT_MEDIA_TYPE = "application/a2a-artifact+json"
-URL_MEDIA_TYPE = "text/uri-list"
+URL_MEDIA_TYPE = "text/uri-list"  # how the first convention stored a URL part (read only)
+# The message metadata's `a2a.partsVersion` when `a2a.parts` holds hints (this module's docstring).
+PARTS_VERSION = 2
 DATA_MEDIA_TYPE = "application/json"
 TEXT_MEDIA_TYPE = "text/plain"
 RAW_MEDIA_TYPE = "application/octet-stream"
@@ -84,9 +94,10 @@ def check_media_type(media_type: str, where: str) -> None:
 
 
 def message_body(message: Message, message_id: str) -> dict[str, Any]:
-    """An A2A Message as the body of a Dovecote message (the task gate's input): each part's bytes,
-    and everything else A2A says about the message in its metadata. Refuses what Dovecote cannot keep
-    faithfully (ContentTypeNotSupported, InvalidParams)."""
+    """An A2A Message as the body of a Dovecote message (the task gate's input): each part as a
+    Dovecote part (text, bytes, JSON or URL, with its filename), and what Dovecote's parts cannot say
+    in the metadata. Refuses what Dovecote cannot keep faithfully (ContentTypeNotSupported,
+    InvalidParams)."""
     if not message.message_id:
         raise error("INVALID_PARAMS", "message.messageId is required")
     if message.role not in (Role.ROLE_USER, Role.ROLE_UNSPECIFIED):
@@ -94,12 +105,14 @@ def message_body(message: Message, message_id: str) -> dict[str, Any]:
     if not message.parts:
         raise error("INVALID_PARAMS", "message.parts must hold at least one part")
     parts: list[dict[str, Any]] = []
-    kinds: list[dict[str, Any]] = []
+    hints: list[dict[str, Any]] = []
     for i, part in enumerate(message.parts):
-        stored, kind = _part_body(part, f"message.parts[{i}]")
+        stored, hint = _part_body(part, f"message.parts[{i}]")
         parts.append(stored)
-        kinds.append(kind)
-    a2a: dict[str, Any] = {"messageId": message.message_id, "parts": kinds}
+        hints.append(hint)
+    a2a: dict[str, Any] = {"messageId": message.message_id}
+    if any(hints):
+        a2a["parts"], a2a["partsVersion"] = hints, PARTS_VERSION
     if message.HasField("metadata"):
         a2a["metadata"] = json_format.MessageToDict(message.metadata)
     if message.extensions:
@@ -110,30 +123,52 @@ def message_body(message: Message, message_id: str) -> dict[str, Any]:
 
 
 def _part_body(part: Part, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A part as the task gate takes it, and its hint: what the Dovecote part cannot hold."""
     content = part.WhichOneof("content")
     check_media_type(part.media_type, where)
-    kind: dict[str, Any] = {"kind": content or ""}
-    if part.filename:
-        kind["filename"] = part.filename
-    if part.HasField("metadata"):
-        kind["metadata"] = json_format.MessageToDict(part.metadata)
+    stored: dict[str, Any]
     if content == "text":
-        if part.media_type:
-            kind["mediaType"] = part.media_type
-        return {"media_type": part.media_type or TEXT_MEDIA_TYPE, "text": part.text}, kind
-    if content == "raw":
-        data = base64.b64encode(part.raw).decode("ascii")
-        return {"media_type": part.media_type or RAW_MEDIA_TYPE, "data_b64": data}, kind
-    if content == "url":
-        if part.media_type:
-            kind["mediaType"] = part.media_type
-        return {"media_type": URL_MEDIA_TYPE, "text": part.url}, kind
-    if content == "data":
-        if part.media_type:
-            kind["mediaType"] = part.media_type
+        stored = {"media_type": part.media_type or TEXT_MEDIA_TYPE, "text": part.text}
+    elif content == "raw":
+        stored = {"media_type": part.media_type or RAW_MEDIA_TYPE, "data_b64": base64.b64encode(part.raw).decode()}
+    elif content == "url":
+        stored = {"media_type": part.media_type or RAW_MEDIA_TYPE, "url": part.url}
+    elif content == "data":
+        # A protobuf Value may be null, which the gate's `data` form refuses: its JSON text instead.
         value = json_format.MessageToDict(part.data)
-        return {"media_type": DATA_MEDIA_TYPE, "text": json.dumps(value, ensure_ascii=False)}, kind
-    raise error("INVALID_PARAMS", f"{where} has no content: one of text, raw, url or data")
+        stored = {"media_type": part.media_type or DATA_MEDIA_TYPE, "text": json.dumps(value, **_COMPACT)}
+    else:
+        raise error("INVALID_PARAMS", f"{where} has no content: one of text, raw, url or data")
+    if part.filename:
+        stored["filename"] = part.filename
+    hint: dict[str, Any] = {}
+    if content != _implied_kind(stored):
+        hint["kind"] = content
+    if not part.media_type:
+        hint["mediaType"] = ""  # A2A gave none: the stored one is Dovecote's default
+    if part.HasField("metadata"):
+        hint["metadata"] = json_format.MessageToDict(part.metadata)
+    return stored, hint
+
+
+_COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
+
+
+def _implied_kind(stored: dict[str, Any]) -> str:
+    """The A2A content a stored part reads back as without a hint: a URL part is a url; bytes that
+    Dovecote renders as text (a textual media type, UTF-8) are text; other bytes are raw."""
+    if stored.get("url") is not None:
+        return "url"
+    if stored.get("text") is not None:
+        return "text" if is_textual(str(stored["media_type"])) else "raw"
+    data = base64.b64decode(stored.get("data_b64") or "")
+    if is_textual(str(stored["media_type"])):
+        try:
+            data.decode("utf-8")
+            return "text"
+        except UnicodeDecodeError:
+            pass
+    return "raw"
 
 
 # ---- Dovecote → A2A ------------------------------------------------------------------------------------
@@ -155,10 +190,13 @@ def message(record: dict[str, Any], task_id: str, context_id: str) -> Message:
         role=ROLES.get(record["author"], Role.ROLE_UNSPECIFIED),
     )
     found = a2a.get("parts")
-    kinds: list[Any] = found if isinstance(found, list) else []
+    hints: list[Any] = found if isinstance(found, list) else []
+    # Hints without the version are the first convention (kind, filename, mediaType of every part,
+    # a URL stored as text/uri-list), kept readable for the messages stored with it.
+    read = part if a2a.get("partsVersion") == PARTS_VERSION or not hints else _legacy_part
     for i, stored in enumerate(record["parts"]):
-        kind = kinds[i] if i < len(kinds) and isinstance(kinds[i], dict) else {}
-        out.parts.append(part(stored, kind))
+        hint = hints[i] if i < len(hints) and isinstance(hints[i], dict) else {}
+        out.parts.append(read(stored, hint))
     if isinstance(a2a.get("metadata"), dict):
         out.metadata.update(a2a["metadata"])
     for name, target in (("extensions", out.extensions), ("referenceTaskIds", out.reference_task_ids)):
@@ -174,15 +212,44 @@ def _bytes_of(stored: dict[str, Any]) -> bytes:
     return base64.b64decode(stored.get("data_b64") or "")
 
 
-def part(stored: dict[str, Any], kind: dict[str, Any]) -> Part:
-    """One stored part (text, data_b64, or a download_url past the inline size) as an A2A Part; its
-    kind (from the message metadata) says which A2A content it was. A part without one is text when
-    Dovecote reads it as text, raw bytes otherwise."""
+def part(stored: dict[str, Any], hint: dict[str, Any]) -> Part:
+    """One stored part (text, data_b64, a url, or a download_url past the inline size) as an A2A
+    Part. Its hint (from the message metadata) gives its A2A kind where the stored part does not
+    imply it, an A2A mediaType of "" when A2A gave none, and the part's A2A metadata."""
+    media_type = str(stored.get("media_type") or "")
+    a2a_media_type = str(hint["mediaType"]) if isinstance(hint.get("mediaType"), str) else media_type
+    out = Part()
+    content = hint.get("kind") or _implied_kind(stored)
+    if stored.get("download_url"):
+        # Kept in S3 past the inline size: the client fetches it by its presigned URL.
+        out.url = str(stored["download_url"])
+    elif stored.get("url"):
+        out.url = str(stored["url"])
+    elif content == "data":
+        try:
+            json_format.ParseDict(json.loads(_bytes_of(stored)), out.data)
+        except (ValueError, json_format.ParseError):
+            out.raw, a2a_media_type = _bytes_of(stored), media_type
+    elif content == "text":
+        out.text = _bytes_of(stored).decode("utf-8", "replace")
+    else:
+        out.raw = _bytes_of(stored)
+    if a2a_media_type:
+        out.media_type = a2a_media_type
+    if stored.get("filename"):
+        out.filename = str(stored["filename"])
+    if isinstance(hint.get("metadata"), dict):
+        out.metadata.update(hint["metadata"])
+    return out
+
+
+def _legacy_part(stored: dict[str, Any], kind: dict[str, Any]) -> Part:
+    """A part of a message stored under the first convention: its A2A kind, filename, mediaType and
+    metadata all in the message metadata, a URL as a text/uri-list part."""
     media_type = str(stored.get("media_type") or "")
     out = Part()
     content = kind.get("kind") or ("text" if stored.get("text") is not None else "raw")
     if stored.get("download_url"):
-        # Kept in S3 past the inline size: the client fetches it by its presigned URL.
         out.url = str(stored["download_url"])
         out.media_type = str(kind.get("mediaType") or media_type)
     elif content == "url":
@@ -227,7 +294,7 @@ def artifact(record: dict[str, Any], payload: dict[str, Any]) -> Artifact:
     if payload.get("download_url"):
         out.parts.append(Part(url=str(payload["download_url"]), media_type=media_type))
     elif essence(media_type) == DATA_MEDIA_TYPE:
-        out.parts.append(part(payload, {"kind": "data"}))
+        out.parts.append(part(payload, {"kind": "data", "mediaType": ""}))
     elif essence(media_type).startswith("text/") and payload.get("text") is not None:
         out.parts.append(Part(text=str(payload["text"]), media_type=media_type))
     else:

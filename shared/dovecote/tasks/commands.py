@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeGuard
+from urllib.parse import urlsplit
 
 from dovecote.platform.errors import DomainError, Forbidden, InvalidArgument, PayloadTooLarge
 from dovecote.platform.ids import check_id
@@ -28,6 +29,7 @@ from dovecote.tasks.model import (
     MAX_ACCEPT_TIMEOUT,
     MAX_COUNTER,
     MAX_FENCE,
+    MAX_FILENAME_CHARS,
     MAX_LEASE_TIMEOUT,
     MAX_MESSAGE_BYTES,
     MAX_METADATA_BYTES,
@@ -35,6 +37,7 @@ from dovecote.tasks.model import (
     MAX_RECEIPT_CODE_BYTES,
     MAX_RECEIPT_MESSAGE_BYTES,
     MAX_REVISION_BYTES,
+    MAX_URL_CHARS,
     ApplyReceipt,
     MessageInput,
     Part,
@@ -49,6 +52,16 @@ SHA256_HEX = r"(sha256:)?[0-9a-f]{64}"  # an upload's SHA-256, with or without i
 DIGEST = r"sha256:[0-9a-f]{64}"  # an artifact digest
 REVISION_CHARS = r"[^\x00-\x1f\x7f]+"  # a workspace revision: no control characters
 _SHA256_HEX, _DIGEST, _REVISION = re.compile(SHA256_HEX), re.compile(DIGEST), re.compile(REVISION_CHARS)
+# A part's filename: no control characters (C0, DEL, C1) and no path separator; "." and ".." are
+# refused beside it (NOT_FILENAMES), so a filename is never a path.
+FILENAME_CHARS = r"[^\x00-\x1f\x7f-\x9f/\\]+"
+NOT_FILENAMES = (".", "..")
+# A URL part's URL: a scheme, then no whitespace (str.isspace) and no control characters. An
+# http(s) URL also names its host (`HOST_MISSING` is what it must not look like, anchored at the
+# start): written without lookahead, so the OpenAPI document can state it as `not`.
+URL_CHARS = r"[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
+HOST_MISSING = r"[Hh][Tt][Tt][Pp][Ss]?:([^/]|/[^/]|//[/?#]|/?/?$)"
+_FILENAME, _URL, _HOST_MISSING = re.compile(FILENAME_CHARS), re.compile(URL_CHARS), re.compile(HOST_MISSING)
 
 WORKER_EVENT_KINDS = ("accept_task", "reject_task", "request_input", "fail_task", "freeze_artifact", "complete_task")
 _EVENT_FIELDS: dict[str, set[str]] = {
@@ -290,8 +303,11 @@ def _bounded_text(value: Any, field_name: str, limit: int) -> str:
 
 
 def gate_message(raw: Any) -> MessageInput:
-    """The one gate for a message: id pattern, 1–32 parts, non-empty data, ≤ 2 MiB in total,
-    parseable media types, and an optional metadata object of at most 16 KiB."""
+    """The one gate for a message: id pattern, 1–32 parts, ≤ 2 MiB of bytes in total, and an
+    optional metadata object of at most 16 KiB. Each part is exactly one of `text`, `data_b64`
+    (non-empty), `data` (any JSON value but null: its compact JSON, media type application/json
+    unless given) or `url` (a reference, no bytes), with a parseable media type and an optional
+    filename."""
     if not isinstance(raw, dict):
         raise InvalidArgument("message must be an object {id, parts}", field="message")
     message_id = check_id(raw.get("id"), "message.id")
@@ -300,34 +316,103 @@ def gate_message(raw: Any) -> MessageInput:
         raise InvalidArgument(f"message.parts must hold 1 to {MAX_PARTS} parts", field="message.parts")
     parts: list[Part] = []
     total = 0
-    for i, part in enumerate(parts_raw):
-        where = f"message.parts[{i}]"
-        if not isinstance(part, dict):
-            raise InvalidArgument(f"{where} must be an object", field=where)
-        media_type = part.get("media_type")
-        if not isinstance(media_type, str):
-            raise InvalidArgument(f"{where}.media_type is required", field=f"{where}.media_type")
-        validate_media_type(media_type, field=f"{where}.media_type")
-        text, data_b64 = part.get("text"), part.get("data_b64")
-        if (text is None) == (data_b64 is None):
-            raise InvalidArgument(f"{where} needs exactly one of text or data_b64", field=where)
-        if text is not None:
-            if not isinstance(text, str):
-                raise InvalidArgument(f"{where}.text must be a string", field=f"{where}.text")
-            data = text.encode("utf-8")
-        else:
-            data = _base64(data_b64, f"{where}.data_b64")
-        if not data:
-            raise InvalidArgument(f"{where} has empty data", field=where)
-        total += len(data)
+    for i, raw_part in enumerate(parts_raw):
+        part = _gate_part(raw_part, f"message.parts[{i}]")
+        total += len(part.data)
         if total > MAX_MESSAGE_BYTES:
             raise InvalidArgument(
                 f"message parts exceed {MAX_MESSAGE_BYTES} bytes in total",
                 field="message.parts",
                 limit=MAX_MESSAGE_BYTES,
             )
-        parts.append(Part(media_type, data))
+        parts.append(part)
     return MessageInput(message_id, tuple(parts), gate_metadata(raw.get("metadata")))
+
+
+PART_FORMS = ("text", "data_b64", "data", "url")
+
+
+def _gate_part(part: Any, where: str) -> Part:
+    if not isinstance(part, dict):
+        raise InvalidArgument(f"{where} must be an object", field=where)
+    forms = [k for k in PART_FORMS if part.get(k) is not None]
+    if len(forms) != 1:
+        raise InvalidArgument(f"{where} needs exactly one of text, data_b64, data or url", field=where)
+    form = forms[0]
+    media_type = part.get("media_type", DATA_MEDIA_TYPE if form == "data" else None)
+    if not isinstance(media_type, str):
+        raise InvalidArgument(f"{where}.media_type is required", field=f"{where}.media_type")
+    validate_media_type(media_type, field=f"{where}.media_type")
+    filename = gate_filename(part.get("filename"), f"{where}.filename")
+    value = part[form]
+    if form == "url":
+        return Part(media_type, b"", filename=filename, url=gate_url(value, f"{where}.url"))
+    if form == "text":
+        if not isinstance(value, str):
+            raise InvalidArgument(f"{where}.text must be a string", field=f"{where}.text")
+        data = _utf8(value, f"{where}.text")
+    elif form == "data":
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"{where}.data is not a JSON value", field=f"{where}.data") from None
+        data = _utf8(text, f"{where}.data")
+    else:
+        data = _base64(value, f"{where}.data_b64")
+    if not data:
+        raise InvalidArgument(f"{where} has empty data", field=where)
+    return Part(media_type, data, filename=filename)
+
+
+DATA_MEDIA_TYPE = "application/json"
+
+
+def _utf8(value: str, field_name: str) -> bytes:
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: valid in JSON, not text
+        raise InvalidArgument(f"{field_name} must be valid Unicode (no lone surrogate)", field=field_name) from None
+
+
+def gate_filename(value: Any, field_name: str) -> str:
+    """Absent, or 1–255 characters with no control character and no / or \\, and not . or .."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{field_name} must be a string", field=field_name)
+    _utf8(value, field_name)
+    if len(value) > MAX_FILENAME_CHARS:
+        raise InvalidArgument(
+            f"{field_name} is longer than {MAX_FILENAME_CHARS} characters", field=field_name, limit=MAX_FILENAME_CHARS
+        )
+    if not _FILENAME.fullmatch(value) or value in NOT_FILENAMES:
+        raise InvalidArgument(
+            f"{field_name} must be a file name: no control characters, no / or \\, not . or ..", field=field_name
+        )
+    return value
+
+
+def gate_url(value: Any, field_name: str) -> str:
+    """An absolute URL of at most 2,048 characters: a scheme, no whitespace or control characters,
+    and a host for http(s); and one urllib.parse can split (it refuses, e.g., an unclosed IPv6 host)."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{field_name} must be a string", field=field_name)
+    _utf8(value, field_name)
+    if len(value) > MAX_URL_CHARS:
+        raise InvalidArgument(
+            f"{field_name} is longer than {MAX_URL_CHARS} characters", field=field_name, limit=MAX_URL_CHARS
+        )
+    if not _URL.fullmatch(value) or _HOST_MISSING.match(value):
+        raise InvalidArgument(
+            f"{field_name} must be an absolute URL (scheme:..., http(s) with a host), without whitespace or "
+            "control characters",
+            field=field_name,
+        )
+    try:
+        urlsplit(value)
+    except ValueError as exc:
+        raise InvalidArgument(f"{field_name} is not a URL: {exc}", field=field_name) from None
+    return value
 
 
 def gate_metadata(value: Any) -> dict[str, Any]:

@@ -170,12 +170,19 @@ class TaskItems:
     def _message_item(self, authority: str, m: Message) -> MessageItem:
         parts = []
         for index, part in enumerate(m.parts):
+            named = {"filename": part.filename} if part.filename else {}
+            if part.url:  # a reference, no bytes: its URL sealed, bound to its place
+                sealed = self._protector.seal(part.url.encode(), part_identity(authority, m.task, m.id, index, "url"))
+                parts.append(PartAttribute(media_type=part.media_type, url=sealed, **named))
+                continue
             digest = hashlib.sha256(part.data).hexdigest()
             if len(part.data) <= INLINE_PART_BYTES:
                 sealed = self._protector.seal(part.data, part_identity(authority, m.task, m.id, index, digest))
-                parts.append(PartAttribute(media_type=part.media_type, data=sealed, sha256=digest, size=len(part.data)))
+                parts.append(
+                    PartAttribute(media_type=part.media_type, data=sealed, sha256=digest, size=len(part.data), **named)
+                )
             else:
-                parts.append(PartAttribute(media_type=part.media_type, sha256=digest, size=len(part.data)))
+                parts.append(PartAttribute(media_type=part.media_type, sha256=digest, size=len(part.data), **named))
         return self._messages(
             task_pk(authority, m.task),
             f"M#{m.sequence:020d}",
@@ -191,8 +198,13 @@ class TaskItems:
         bytes, so reading a page costs no S3 request."""
         parts = []
         for index, part in enumerate(item.parts):
+            filename = part.filename or ""
+            if part.url is not None:
+                url = self._protector.open(bytes(part.url), part_identity(authority, task_id, item.id, index, "url"))
+                parts.append(Part(part.media_type, b"", filename=filename, url=url.decode()))
+                continue
             if part.data is None:
-                parts.append(Part(part.media_type, b"", part.sha256, int(part.size or 0)))
+                parts.append(Part(part.media_type, b"", part.sha256, int(part.size or 0), filename=filename))
                 continue
             stored = bytes(part.data)
             if part.sha256:  # sealed inline part: bound to its message, position and digest
@@ -201,7 +213,7 @@ class TaskItems:
                     raise CorruptStore("a message part does not match its digest", record="message")
             else:
                 data = self._protector.open(stored, "")  # written before protection: plaintext
-            parts.append(Part(part.media_type, data))
+            parts.append(Part(part.media_type, data, filename=filename))
         metadata = json.loads(item.metadata) if item.metadata else {}
         return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at, metadata)
 

@@ -18,6 +18,9 @@ MAX_MESSAGE_BYTES = 2 * 1024 * 1024
 # binding keeps its own message fields there, e.g. A2A's messageId), at most this many bytes as
 # canonical JSON, so a message item stays far below DynamoDB's 400 KB.
 MAX_METADATA_BYTES = 16 * 1024
+# A part's filename (characters) and a URL part's URL (characters).
+MAX_FILENAME_CHARS = 255
+MAX_URL_CHARS = 2048
 MAX_FENCE = 2**63 - 1
 # A lease that stays silent (no heartbeat, no worker command) this long is fenced by the dispatcher.
 # 0 means never: the seed's explicit fencing only.
@@ -44,19 +47,32 @@ def page_limit(limit: int | None) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Part:
+    """A message part: bytes of a media type, or a reference by `url` (no bytes; `media_type` is
+    then the type of what the URL points at). Either may carry a `filename`."""
+
     media_type: str
     data: bytes
     # A part read back without its bytes (stored in S3 past the inline size): its digest and size,
     # served as a download_url rather than carried in a page.
     sha256: str = ""
     size: int = 0
+    filename: str = ""
+    url: str = ""
 
     @property
     def remote(self) -> bool:
         return bool(self.sha256) and not self.data
 
     def to_json(self) -> dict[str, Any]:
-        return {"media_type": self.media_type, "data_b64": base64.b64encode(self.data).decode()}
+        out: dict[str, Any] = {"media_type": self.media_type}
+        # The new keys only when set: the intent digest of a part without them is unchanged.
+        if self.url:
+            out["url"] = self.url
+        else:
+            out["data_b64"] = base64.b64encode(self.data).decode()
+        if self.filename:
+            out["filename"] = self.filename
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,14 +167,21 @@ class Message:
 def _render_part(part: Part) -> dict[str, Any]:
     from dovecote.platform.media import is_textual
 
+    out: dict[str, Any]
+    if part.url:
+        return part.to_json()
     if part.remote:
-        return {"media_type": part.media_type, "sha256": part.sha256, "size": part.size}
-    if is_textual(part.media_type):
+        out = {"media_type": part.media_type, "sha256": part.sha256, "size": part.size}
+    elif is_textual(part.media_type):
         try:
-            return {"media_type": part.media_type, "text": part.data.decode("utf-8")}
+            out = {"media_type": part.media_type, "text": part.data.decode("utf-8")}
         except UnicodeDecodeError:
-            pass
-    return part.to_json()
+            return part.to_json()
+    else:
+        return part.to_json()
+    if part.filename:
+        out["filename"] = part.filename
+    return out
 
 
 @dataclass(frozen=True, slots=True)

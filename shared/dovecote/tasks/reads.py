@@ -70,7 +70,7 @@ class Reads:
         with self.work.reporting("message", authority=principal.authority, task=task_id):
             found_messages = list(self.work.store.messages(principal.authority, task_id, start, size))
         for message in found_messages:
-            weight = sum(len(p.data) for p in message.parts)
+            weight = sum(len(p.data) + len(p.url) for p in message.parts)
             if page and used + weight > MESSAGE_PAGE_BYTES:
                 break
             used += weight

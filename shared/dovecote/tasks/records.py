@@ -111,12 +111,15 @@ class TaskItem(_Item):
 
 
 class PartAttribute(MapAttribute[str, object]):
-    """A message part: its bytes inline, or (over INLINE_PART_BYTES) its S3 digest and size."""
+    """A message part: its bytes inline, or (over INLINE_PART_BYTES) its S3 digest and size, or (a
+    URL part) its URL, sealed as inline bytes are (a URL may carry a token). Its filename if any."""
 
     media_type = UnicodeAttribute()
     data = BinaryAttribute(null=True, legacy_encoding=False)
     sha256 = UnicodeAttribute(null=True)
     size = NumberAttribute(null=True)
+    url = BinaryAttribute(null=True, legacy_encoding=False)
+    filename = UnicodeAttribute(null=True)
 
 
 class MessageItem(_Item):

@@ -115,8 +115,8 @@ def stored_part(part: Part) -> Part:
     """A part as it is read back: inline up to INLINE_PART_BYTES, else remote (its digest and size,
     served as a download URL, never carried in a page)."""
     if len(part.data) <= INLINE_PART_BYTES:
-        return part
-    return Part(part.media_type, b"", hashlib.sha256(part.data).hexdigest(), len(part.data))
+        return part  # a URL part too: it has no bytes
+    return replace(part, data=b"", sha256=hashlib.sha256(part.data).hexdigest(), size=len(part.data))
 
 
 def stored_message(message: Message) -> Message:
