@@ -122,6 +122,27 @@ def test_the_stored_ciphertext_differs_from_the_plaintext(dynamo: tuple[Edge, di
     assert secret in texts
 
 
+def test_a_url_part_is_sealed_and_bound_to_its_place(dynamo: tuple[Edge, dict[str, Any]]) -> None:
+    # A URL may carry a token (a presigned URL): it is sealed as inline bytes are; its filename is not
+    service, env = dynamo
+    url = "https://files.example.com/x.pdf?X-Amz-Signature=secret0000"
+    part = {"media_type": "application/pdf", "url": url, "filename": "x.pdf"}
+    flow = Flow(service)
+    flow.create(message={"id": "m-url", "parts": [part, {**part, "url": url + "1"}]})
+    item = raw_item(env, task_pk("acme", flow.task_id), "M#" + "1".zfill(20))
+    stored = [p["M"] for p in item["parts"]["L"]]
+    assert all(p["url"]["B"].startswith(MAGIC) and b"secret0000" not in p["url"]["B"] for p in stored)
+    assert "secret0000" not in repr(env["dynamodb"].scan(TableName=env["settings"].tasks_table)["Items"])
+    assert [p["filename"]["S"] for p in stored] == ["x.pdf", "x.pdf"] and "data" not in stored[0]
+    read = service.messages(CALLER, flow.task_id, None, None)["items"][0]["parts"]
+    assert read == [part, {**part, "url": url + "1"}]
+    # Swapped between the two parts of the message, a sealed URL no longer opens
+    item["parts"]["L"][0]["M"]["url"], item["parts"]["L"][1]["M"]["url"] = stored[1]["url"], stored[0]["url"]
+    env["dynamodb"].put_item(TableName=env["settings"].tasks_table, Item=item)
+    with pytest.raises(CorruptStore):
+        service.messages(CALLER, flow.task_id, None, None)
+
+
 def test_a_ciphertext_moved_to_another_record_does_not_open(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     service, env = dynamo
     reports: list[tuple[str, dict[str, Any]]] = []

@@ -471,3 +471,101 @@ def test_updated_since_and_state_filters_with_paging(service: Edge) -> None:
     assert page["total_size"] == 3
     with pytest.raises(DomainError):
         service.list_tasks(CALLER, TaskFilter(updated_since="2026-01-01T00:02:00"), None, None)  # no zone
+
+
+# ---- parts: bytes, JSON data and URL references, with filenames --------------------------------------
+
+PARTS_OF_EVERY_FORM = [
+    {"media_type": "text/plain", "text": "notes", "filename": "notes.txt"},
+    {"media_type": "application/pdf", "data_b64": "JVBERi0=", "filename": "report 2026 (final).pdf"},
+    {"data": {"key": "välue", "list": [1, None, True]}},
+    {"media_type": "text/csv", "data": [1, 2]},
+    {"media_type": "image/png", "url": "https://example.com/a%20b.png?x=1#y", "filename": "a b.png"},
+    {"media_type": "application/octet-stream", "url": "s3://bucket/key"},
+]
+PARTS_READ_BACK = [
+    {"media_type": "text/plain", "text": "notes", "filename": "notes.txt"},
+    {"media_type": "application/pdf", "data_b64": "JVBERi0=", "filename": "report 2026 (final).pdf"},
+    {"media_type": "application/json", "text": '{"key":"välue","list":[1,null,true]}'},
+    {"media_type": "text/csv", "text": "[1,2]"},
+    {"media_type": "image/png", "url": "https://example.com/a%20b.png?x=1#y", "filename": "a b.png"},
+    {"media_type": "application/octet-stream", "url": "s3://bucket/key"},
+]
+
+
+def test_parts_keep_their_filename_url_and_json_data(service: Edge) -> None:
+    # Given a task created, and answered, with parts of every form
+    flow = Flow(service)
+    flow.create(message={"id": uid("m"), "parts": PARTS_OF_EVERY_FORM})
+    flow.acquire()
+    flow.worker_cmd("accept")
+    flow.worker_cmd("request_input", message={"id": uid("m"), "parts": PARTS_OF_EVERY_FORM[::-1]})
+    # When the messages are read back, as a page and one by one
+    items = service.messages(CALLER, flow.task_id, None, None)["items"]
+    # Then every part is as it was sent: a URL is a reference (no bytes), `data` is its compact JSON
+    assert [m["parts"] for m in items] == [PARTS_READ_BACK, PARTS_READ_BACK[::-1]]
+    for m in items:
+        assert service.message(CALLER, flow.task_id, m["id"])["message"]["parts"] == m["parts"]
+
+
+def test_an_exact_retry_of_a_message_with_a_filename_replays_and_a_changed_filename_conflicts(service: Edge) -> None:
+    body = {
+        "command_id": uid("c"),
+        "workspace": "ws",
+        "id": uid("t"),
+        "context": "c",
+        "message": {"id": uid("m"), "parts": PARTS_OF_EVERY_FORM},
+    }
+    assert service.create(CALLER, body).status == 201
+    assert service.create(CALLER, body).status == 200
+    renamed = [{**PARTS_OF_EVERY_FORM[0], "filename": "other.txt"}, *PARTS_OF_EVERY_FORM[1:]]
+    changed = {**body, "message": {**body["message"], "parts": renamed}}
+    assert code_of(lambda: service.create(CALLER, changed)) == "idempotency_conflict"
+
+
+def _part(**fields: Any) -> dict[str, Any]:
+    return {"message": {"id": "m", "parts": [fields]}}
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        (_part(media_type="text/plain"), "message.parts[0]"),  # no form at all
+        (_part(media_type="text/plain", text="x", url="https://x.y"), "message.parts[0]"),
+        (_part(data={"a": 1}, data_b64="eA=="), "message.parts[0]"),
+        (_part(text="x"), "message.parts[0].media_type"),  # only `data` has a default type
+        (_part(url="https://x.y"), "message.parts[0].media_type"),
+        (_part(data=float("inf")), "message.parts[0].data"),  # no JSON for it
+        (_part(data="\ud800"), "message.parts[0].data"),
+        (_part(media_type="text/plain", text="x", filename=""), "message.parts[0].filename"),
+        (_part(media_type="text/plain", text="x", filename="a/b"), "message.parts[0].filename"),
+        (_part(media_type="text/plain", text="x", filename="a\\b"), "message.parts[0].filename"),
+        (_part(media_type="text/plain", text="x", filename=".."), "message.parts[0].filename"),
+        (_part(media_type="text/plain", text="x", filename="."), "message.parts[0].filename"),
+        (_part(media_type="text/plain", text="x", filename="a\x00"), "message.parts[0].filename"),
+        (_part(media_type="text/plain", text="x", filename="a\x85"), "message.parts[0].filename"),
+        (_part(media_type="text/plain", text="x", filename="x" * 256), "message.parts[0].filename"),
+        (_part(media_type="text/plain", text="x", filename=7), "message.parts[0].filename"),
+        (_part(media_type="text/plain", url="example.com/x"), "message.parts[0].url"),  # relative
+        (_part(media_type="text/plain", url="/x"), "message.parts[0].url"),
+        (_part(media_type="text/plain", url="https:/x"), "message.parts[0].url"),  # http(s) names a host
+        (_part(media_type="text/plain", url="http:///x"), "message.parts[0].url"),
+        (_part(media_type="text/plain", url="https://x.y/a b"), "message.parts[0].url"),
+        (_part(media_type="text/plain", url="https://x.y/\u3000"), "message.parts[0].url"),
+        (_part(media_type="text/plain", url="https://x.y/\x7f"), "message.parts[0].url"),
+        (_part(media_type="text/plain", url="https://x.y/\ud800"), "message.parts[0].url"),
+        (_part(media_type="text/plain", url="https://[::1/x"), "message.parts[0].url"),  # urllib.parse refuses
+        (_part(media_type="text/plain", url="https://x.y/" + "a" * 2048), "message.parts[0].url"),
+        (_part(media_type="text/plain", url=["https://x.y"]), "message.parts[0].url"),
+    ],
+)
+def test_part_validation_stores_nothing(service: Edge, patch: dict[str, Any], field: str) -> None:
+    test_create_validation(service, patch, field)
+
+
+def test_a_large_part_keeps_its_filename_when_it_is_read_by_url(service: Edge) -> None:
+    big = "y" * 20_000  # past the inline size: read back by digest and download URL
+    flow = Flow(service)
+    flow.create(message={"id": uid("m"), "parts": [{"media_type": "text/plain", "text": big, "filename": "big.txt"}]})
+    part = service.messages(CALLER, flow.task_id, None, None)["items"][0]["parts"][0]
+    assert (part["filename"], part["size"], "text" in part) == ("big.txt", len(big), False) and part["download_url"]
