@@ -335,3 +335,123 @@ def test_message_metadata_is_an_optional_bounded_object() -> None:
     with pytest.raises(InvalidArgument) as info:
         commands.gate_message({**MESSAGE, "metadata": big})
     assert info.value.details["limit"] == task_model.MAX_METADATA_BYTES
+
+
+# ---- message parts: filename, url, data ---------------------------------------------------------------
+
+
+def test_the_part_patterns_are_the_gates_patterns() -> None:
+    filename = field(models.PartIn, "filename")
+    assert filename["pattern"] == anchored(commands.FILENAME_CHARS)
+    assert filename["not"] == {"enum": list(commands.NOT_FILENAMES)}
+    assert (filename["minLength"], filename["maxLength"]) == (1, task_model.MAX_FILENAME_CHARS)
+    url = field(models.PartIn, "url")
+    assert url["pattern"] == anchored(commands.URL_CHARS) and url["not"] == {"pattern": f"^{commands.HOST_MISSING}"}
+    assert url["maxLength"] == task_model.MAX_URL_CHARS
+
+
+def _filename_declared(value: str) -> bool:
+    schema = field(models.PartIn, "filename")
+    return (
+        schema_match(schema["pattern"], value)
+        and value not in schema["not"]["enum"]
+        and schema["minLength"] <= len(value) <= schema["maxLength"]
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=20), st.from_regex(commands.FILENAME_CHARS, fullmatch=True), st.just("x" * 256)))
+@example("a.txt\n")
+@example("..")
+def test_the_filename_schema_accepts_what_the_gate_accepts(value: str) -> None:
+    assert _filename_declared(value) == _gate_accepts(lambda v: commands.gate_filename(v, "f"), value)
+
+
+def _url_declared(value: str) -> bool:
+    schema = field(models.PartIn, "url")
+    return (
+        schema_match(schema["pattern"], value)
+        and re.search(schema["not"]["pattern"], value) is None
+        and len(value) <= schema["maxLength"]
+    )
+
+
+def _urllib_refuses(value: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        urlsplit(value)
+        return False
+    except ValueError:
+        return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.from_regex(commands.URL_CHARS, fullmatch=True),
+        st.builds(lambda s, rest: s + rest, st.sampled_from(["http:", "HTTPS:", "https://", "mailto:"]), st.text()),
+    )
+)
+@example("https://x.y/\n")
+@example("http://")
+@example("https:///x")
+@example("https://[::1]:8080/x")
+def test_the_url_schema_accepts_what_the_gate_accepts(value: str) -> None:
+    # Beyond the schema, the gate refuses what urllib.parse cannot split (an unclosed IPv6 host, a
+    # host that NFKC-normalizes into a delimiter): the document says so in words.
+    accepted = _gate_accepts(lambda v: commands.gate_url(v, "u"), value)
+    assert accepted == (_url_declared(value) and not _urllib_refuses(value))
+
+
+def test_an_old_shaped_message_keeps_its_intent_digest() -> None:
+    # Pinned before parts had filenames and URLs: a retry of a command sent then still replays
+    message = commands.gate_message(
+        {
+            "id": "m-1",
+            "parts": [
+                {"media_type": "text/plain", "text": "hello"},
+                {"media_type": "application/octet-stream", "data_b64": "AAEC"},
+            ],
+            "metadata": {"a2a": {"messageId": "x"}},
+        }
+    )
+    digest = task_model.intent_digest("reply_task", {"message": message.to_json()})
+    assert digest == "sha256:a97e42b024ae7c36c9719898c84939e06d901a139a840134153fb07865f49a0b"
+    json_part = commands.gate_message({"id": "m-2", "parts": [{"media_type": "application/json", "text": '{"a":1}'}]})
+    create = {"id": "t-1", "workspace": "ws", "context": "c", "message": json_part.to_json(), "lease_timeout_seconds": 0}
+    digest = task_model.intent_digest("create_task", create)
+    assert digest == "sha256:0e8976ba07e4a43daab7cde3f241106e87a14035d43d3b069b3522e93f4f4a75"
+    # The `data` form is the same bytes as its compact JSON text: the same intent
+    as_data = commands.gate_message({"id": "m-2", "parts": [{"data": {"a": 1}}]})
+    assert as_data.to_json() == json_part.to_json()
+
+
+def test_the_new_part_keys_enter_the_intent_only_when_set() -> None:
+    plain = commands.gate_message({"id": "m", "parts": [{"media_type": "text/plain", "text": "x"}]})
+    named = commands.gate_message({"id": "m", "parts": [{"media_type": "text/plain", "text": "x", "filename": "x"}]})
+    ref = commands.gate_message({"id": "m", "parts": [{"media_type": "text/plain", "url": "https://x.y"}]})
+    assert plain.to_json()["parts"] == [{"media_type": "text/plain", "data_b64": "eA=="}]
+    assert named.to_json()["parts"] == [{"media_type": "text/plain", "data_b64": "eA==", "filename": "x"}]
+    assert ref.to_json()["parts"] == [{"media_type": "text/plain", "url": "https://x.y"}]
+    assert ref.parts[0].data == b""
+
+
+def test_a_part_model_accepts_what_its_gate_accepts() -> None:
+    from pydantic import ValidationError
+
+    for part in (
+        {"data": {"a": 1}},
+        {"data": [1], "media_type": "text/csv", "filename": "a.csv"},
+        {"data": False},
+        {"url": "urn:isbn:0451450523", "media_type": "text/plain"},
+    ):
+        body = {"id": "m", "parts": [part]}
+        models.MessageIn.model_validate(body)
+        commands.gate_message(body)
+    # null is no JSON value here: the edge cannot tell it from a form left out, so both refuse it
+    with pytest.raises(ValidationError):
+        models.MessageIn.model_validate({"id": "m", "parts": [{"data": None}]})
+    with pytest.raises(InvalidArgument):
+        commands.gate_message({"id": "m", "parts": [{"data": None}]})
