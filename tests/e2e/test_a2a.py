@@ -241,3 +241,38 @@ def test_a_workers_artifact_reaches_the_client_as_its_part(
 def test_a_worker_may_answer_with_a_message(a2a: A2A) -> None:
     answer = a2a.send(message("tck-message-response"))
     assert answer.HasField("message") and answer.message.parts[0].text == "Direct message response"
+
+
+def test_file_and_data_parts_survive_send_and_get_byte_for_byte(a2a: A2A, authority: Authority) -> None:
+    from google.protobuf import json_format
+
+    # Given a message with a file by URL (filename, mediaType), files as bytes (one of a textual type)
+    # and a data part
+    parts = [
+        Part(url="https://example.com/q3/report.pdf?sig=a%20b", media_type="application/pdf", filename="Q3 report.pdf"),
+        Part(raw=b"\x00\x01\xfftck", media_type="application/octet-stream", filename="blob.bin"),
+        Part(raw=b"plain bytes", media_type="text/plain", filename="notes.txt"),
+        json_format.ParseDict({"data": {"key": "välue", "list": [1, None, True], "n": 2.5}}, Part()),
+    ]
+    sent = Message(message_id=f"tck-complete-task-{uuid.uuid4().hex[:8]}", role=Role.ROLE_USER, parts=parts)
+    # When it is sent, and the task read back
+    task = a2a.task(sent)
+    got = a2a.get(task.id)
+    # Then the first message of its history has the same parts, byte for byte
+    back = list(got.history[0].parts)
+    assert [p.SerializeToString(deterministic=True) for p in back] == [
+        p.SerializeToString(deterministic=True) for p in parts
+    ]
+    # And Dovecote holds the URL and the filenames as the parts' own, readable over its own API
+    response = httpx.get(
+        f"{authority.endpoint}/v1/tasks/{task.id}/messages",
+        headers={"Authorization": f"Bearer {authority.token('caller')}"},
+        timeout=30,
+    )
+    stored = response.json()["items"][0]["parts"]
+    assert stored[0] == {
+        "media_type": "application/pdf",
+        "url": "https://example.com/q3/report.pdf?sig=a%20b",
+        "filename": "Q3 report.pdf",
+    }
+    assert [p.get("filename") for p in stored] == ["Q3 report.pdf", "blob.bin", "notes.txt", None]

@@ -88,7 +88,9 @@ def refused_beyond_the_schema(case: Any) -> bool:
     - recall's query grammar: balanced parentheses, an operator followed by a term;
     - recall's path patterns: valid RE2 within its program-size cap;
     - an apply receipt: `success` observes exactly the result revision (one field equal to another);
-    - memory tags: distinct case-insensitively (`uniqueItems` compares exactly).
+    - memory tags: distinct case-insensitively (`uniqueItems` compares exactly);
+    - a message part's url: one urllib.parse can split (no unclosed IPv6 host, no host that
+      NFKC-normalizes into a delimiter).
     What JSON Schema can state is declared instead: a `conflict` or `success` receipt names its
     observed revision, at most one `subject:` tag, which has a key."""
     from dovecote.platform.errors import InvalidArgument
@@ -112,11 +114,29 @@ def refused_beyond_the_schema(case: Any) -> bool:
     if path.endswith("/receipt") and case.operation.method.upper() == "POST":
         if body.get("decision") == "success" and body.get("observed_revision") != body.get("result_revision"):
             return True
+    if any(_urllib_refuses(url) for url in _part_urls(body)):
+        return True
     if path == "/v1/memory/writes" and isinstance(body.get("tags"), list):
         tags = [t.lower() for t in body["tags"] if isinstance(t, str)]
         if len(set(tags)) != len(tags):
             return True
     return over_a_byte_limit(case)
+
+
+def _part_urls(body: dict[str, Any]) -> list[str]:
+    message = body.get("message")
+    parts = message.get("parts") if isinstance(message, dict) else None
+    return [p["url"] for p in parts or [] if isinstance(p, dict) and isinstance(p.get("url"), str)]
+
+
+def _urllib_refuses(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        urlsplit(url)
+    except ValueError:
+        return True
+    return False
 
 
 def _resolved(node: Any) -> Any:

@@ -80,6 +80,108 @@ def test_a_message_of_every_part_kind_comes_back_as_it_was_sent() -> None:
     assert record["id"] == "m-1" and record["metadata"]["a2a"]["messageId"] == "tck-complete-task-1"
 
 
+def test_a_url_a_filename_and_json_are_the_dovecote_parts_own() -> None:
+    # Given a file by URL with its filename and type, a raw file with its filename, a data part
+    sent = a2a(
+        {
+            "messageId": "m",
+            "role": "ROLE_USER",
+            "parts": [
+                {"url": "https://example.com/x.pdf", "mediaType": "application/pdf", "filename": "x.pdf"},
+                {"raw": base64.b64encode(b"\x00\x01").decode(), "mediaType": "image/png", "filename": "a.png"},
+                {"raw": base64.b64encode(b"csv,bytes").decode(), "mediaType": "text/csv", "filename": "t.csv"},
+                {"data": {"key": "value"}},
+                {"text": "plain"},
+            ],
+        }
+    )
+    # When it becomes a Dovecote message
+    record = stored(sent)
+    # Then the URL and the filenames are the parts' own, and the data part is its JSON
+    assert record["parts"] == [
+        {"media_type": "application/pdf", "url": "https://example.com/x.pdf", "filename": "x.pdf"},
+        {"media_type": "image/png", "data_b64": "AAE=", "filename": "a.png"},
+        {"media_type": "text/csv", "text": "csv,bytes", "filename": "t.csv"},
+        {"media_type": "application/json", "text": '{"key":"value"}'},
+        {"media_type": "text/plain", "text": "plain"},
+    ]
+    # And the metadata keeps only what those parts cannot say: a kind the stored part does not
+    # imply (raw bytes of a textual type, JSON data), and a media type A2A did not give
+    assert record["metadata"]["a2a"]["parts"] == [
+        {},
+        {},
+        {"kind": "raw"},
+        {"kind": "data", "mediaType": ""},
+        {"mediaType": ""},
+    ]
+    assert record["metadata"]["a2a"]["partsVersion"] == mapping.PARTS_VERSION
+    back = mapping.message(record, "t-1", "c-1")
+    assert list(back.parts) == list(sent.parts)
+
+
+def test_a_message_whose_parts_need_no_hint_has_none() -> None:
+    sent = a2a({"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi", "mediaType": "text/plain"}]})
+    assert stored(sent)["metadata"] == {"a2a": {"messageId": "m"}}
+
+
+def test_a_worker_url_part_is_an_a2a_file_by_url() -> None:
+    record = {
+        "id": "m-2",
+        "author": "agent",
+        "parts": [{"media_type": "image/png", "url": "https://example.com/p.png", "filename": "p.png"}],
+    }
+    part = mapping.message(record, "t-1", "c-1").parts[0]
+    assert (part.url, part.media_type, part.filename) == ("https://example.com/p.png", "image/png", "p.png")
+
+
+def test_a_message_stored_under_the_first_convention_reads_back_as_it_did() -> None:
+    # Stored before parts had filenames and URLs: every part's kind, filename and mediaType in the
+    # metadata, the URL as a text/uri-list part, the JSON spaced
+    record = {
+        "id": "m-1",
+        "author": "caller",
+        "parts": [
+            {"media_type": "text/plain", "text": "hello"},
+            {"media_type": "application/pdf", "data_b64": base64.b64encode(b"\x00\x01tck").decode()},
+            {"media_type": "text/uri-list", "text": "https://example.com/x.txt"},
+            {"media_type": "application/json", "text": '{"key": "value", "count": 42}'},
+        ],
+        "metadata": {
+            "a2a": {
+                "messageId": "tck-1",
+                "parts": [
+                    {"kind": "text"},
+                    {"kind": "raw", "filename": "a.pdf"},
+                    {"kind": "url", "filename": "x.txt", "mediaType": "text/plain"},
+                    {"kind": "data", "metadata": {"why": "because"}},
+                ],
+            }
+        },
+    }
+    back = mapping.message(record, "t-1", "ctx-1")
+    expected = a2a(
+        {
+            "messageId": "tck-1",
+            "contextId": "ctx-1",
+            "taskId": "t-1",
+            "role": "ROLE_USER",
+            "parts": [
+                {"text": "hello"},
+                {"raw": base64.b64encode(b"\x00\x01tck").decode(), "mediaType": "application/pdf", "filename": "a.pdf"},
+                {"url": "https://example.com/x.txt", "mediaType": "text/plain", "filename": "x.txt"},
+                {"data": {"key": "value", "count": 42}, "metadata": {"why": "because"}},
+            ],
+        }
+    )
+    assert back == expected
+
+
+def test_a_filename_or_url_dovecote_refuses_is_refused() -> None:
+    for part in ({"raw": "dGNr", "filename": "../etc/passwd"}, {"url": "not a url"}):
+        with pytest.raises(InvalidArgument):
+            stored(a2a({"messageId": "m", "role": "ROLE_USER", "parts": [part]}))
+
+
 def test_a_part_without_a2a_kinds_is_text_when_textual_and_bytes_otherwise() -> None:
     # A message a Dovecote worker wrote without A2A metadata
     record = {

@@ -420,7 +420,13 @@ def test_an_old_shaped_message_keeps_its_intent_digest() -> None:
     digest = task_model.intent_digest("reply_task", {"message": message.to_json()})
     assert digest == "sha256:a97e42b024ae7c36c9719898c84939e06d901a139a840134153fb07865f49a0b"
     json_part = commands.gate_message({"id": "m-2", "parts": [{"media_type": "application/json", "text": '{"a":1}'}]})
-    create = {"id": "t-1", "workspace": "ws", "context": "c", "message": json_part.to_json(), "lease_timeout_seconds": 0}
+    create = {
+        "id": "t-1",
+        "workspace": "ws",
+        "context": "c",
+        "message": json_part.to_json(),
+        "lease_timeout_seconds": 0,
+    }
     digest = task_model.intent_digest("create_task", create)
     assert digest == "sha256:0e8976ba07e4a43daab7cde3f241106e87a14035d43d3b069b3522e93f4f4a75"
     # The `data` form is the same bytes as its compact JSON text: the same intent
