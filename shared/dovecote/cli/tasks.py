@@ -85,7 +85,11 @@ def message_of(values: Values) -> dict[str, Any] | str:
 def _part_text(part: dict[str, Any]) -> str:
     if part.get("text") is not None:
         return str(part["text"])
-    return f"<{part.get('media_type')}, {len(part.get('data_b64') or '') * 3 // 4} bytes>"
+    named = f"{part['filename']}, " if part.get("filename") else ""
+    if part.get("url"):
+        return f"<{named}{part.get('media_type')} at {part['url']}>"
+    size = part.get("size") or len(part.get("data_b64") or "") * 3 // 4
+    return f"<{named}{part.get('media_type')}, {size} bytes>"
 
 
 MESSAGE_COLUMNS = [

@@ -1,0 +1,20 @@
+"""The CLI's message table names a part's filename and URL (the JSON output is the API's own)."""
+
+from __future__ import annotations
+
+from dovecote.cli.tasks import MESSAGE_COLUMNS
+
+
+def test_the_message_table_shows_a_url_part_and_a_filename() -> None:
+    text = dict(MESSAGE_COLUMNS)["text"]
+    message = {
+        "parts": [
+            {"media_type": "text/plain", "text": "see", "filename": "a.txt"},
+            {"media_type": "image/png", "url": "https://example.com/p.png", "filename": "p.png"},
+            {"media_type": "application/pdf", "data_b64": "JVBERi0=", "filename": "r.pdf"},
+            {"media_type": "text/plain", "sha256": "a" * 64, "size": 9000, "download_url": "https://s3/x"},
+        ]
+    }
+    assert text(message) == (
+        "see <p.png, image/png at https://example.com/p.png> <r.pdf, application/pdf, 6 bytes> <text/plain, 9000 bytes>"
+    )
