@@ -20,9 +20,9 @@ from tests.support.tasks import CALLER, WORKER, Edge, Flow, dynamo_store, edge, 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
 from tests.unit.test_task_machine import (  # noqa: F401
     test_a_fence_command_id_reused_by_another_worker_is_an_idempotency_conflict,
+    test_a_large_part_keeps_its_filename_when_it_is_read_by_url,
     test_a_rejected_command_reserves_nothing,
     test_acquire_fence_reacquire,
-    test_a_large_part_keeps_its_filename_when_it_is_read_by_url,
     test_acquire_of_a_terminal_task_is_terminal_task,
     test_an_exact_retry_of_a_message_with_a_filename_replays_and_a_changed_filename_conflicts,
     test_claim_replay_returns_the_same_assignment,
