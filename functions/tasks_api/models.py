@@ -24,6 +24,7 @@ from dovecote.tasks.commands import (
     HOST_MISSING,
     MAX_CLAIM_WAIT,
     NOT_FILENAMES,
+    PART_FORMS,
     REVISION_CHARS,
     SHA256_HEX,
     URL_CHARS,
@@ -65,12 +66,8 @@ class PartIn(_In):
 
     model_config = with_schema(
         {
-            "oneOf": [
-                {"required": ["text", "media_type"]},
-                {"required": ["data_b64", "media_type"]},
-                {"required": ["url", "media_type"]},
-                {"required": ["data"]},
-            ]
+            "oneOf": [{"required": [form]} for form in PART_FORMS],
+            "anyOf": [{"required": ["media_type"]}, {"required": ["data"]}],
         }
     )
     media_type: StrictStr | None = Field(default=None, json_schema_extra=MEDIA_TYPE)

@@ -126,7 +126,9 @@ def refused_beyond_the_schema(case: Any) -> bool:
 def _part_urls(body: dict[str, Any]) -> list[str]:
     message = body.get("message")
     parts = message.get("parts") if isinstance(message, dict) else None
-    return [p["url"] for p in parts or [] if isinstance(p, dict) and isinstance(p.get("url"), str)]
+    if not isinstance(parts, list):
+        return []
+    return [p["url"] for p in parts if isinstance(p, dict) and isinstance(p.get("url"), str)]
 
 
 def _urllib_refuses(url: str) -> bool:

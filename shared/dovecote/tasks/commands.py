@@ -330,6 +330,7 @@ def gate_message(raw: Any) -> MessageInput:
 
 
 PART_FORMS = ("text", "data_b64", "data", "url")
+DATA_MEDIA_TYPE = "application/json"  # a `data` part's media type unless it names one
 
 
 def _gate_part(part: Any, where: str) -> Part:
@@ -362,9 +363,6 @@ def _gate_part(part: Any, where: str) -> Part:
     if not data:
         raise InvalidArgument(f"{where} has empty data", field=where)
     return Part(media_type, data, filename=filename)
-
-
-DATA_MEDIA_TYPE = "application/json"
 
 
 def _utf8(value: str, field_name: str) -> bytes:
