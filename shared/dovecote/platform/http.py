@@ -20,11 +20,12 @@ from pydantic_core import CoreSchema
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound
 from dovecote.platform.observability import logger, metrics
 from dovecote.platform.principal import Principal, principal_from_event
+from dovecote.platform.schema import EdgeModel
 
 JSON = "application/json"
 
 
-class ApiModel(BaseModel):
+class ApiModel(EdgeModel):
     """Response models leave out null fields: an absent cursor or body form is omitted, not null."""
 
     @model_serializer(mode="wrap")
@@ -59,19 +60,19 @@ class ApiModel(BaseModel):
         return reference
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(EdgeModel):
     code: str
     message: str
     details: dict[str, Any] = {}
 
 
-class ErrorEnvelope(BaseModel):
+class ErrorEnvelope(EdgeModel):
     """Every non-2xx response: {"error": {"code", "message", "details"}}."""
 
     error: ErrorBody
 
 
-class GatewayMessage(BaseModel):
+class GatewayMessage(EdgeModel):
     """API Gateway's own answers, given before any function runs: 401 when the Authorization
     header is missing, 413 when the body is over the Lambda payload limit."""
 
