@@ -253,4 +253,4 @@ def openapi_document() -> dict[str, Any]:
     return merged
 
 
-handler = lambda_entry(app)
+handler = lambda_entry(app, service)

@@ -272,4 +272,4 @@ def rebuild() -> RebuildOut:
     return RebuildOut.model_validate(asdict(service().rebuild(current_principal(app))))
 
 
-handler = lambda_entry(app)
+handler = lambda_entry(app, service)

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infra.routes import ROUTES
+from tests.conftest import examples
 from tests.e2e.conftest import bearer
 
 BODY_ROUTES = [r for r in ROUTES if r.method in ("POST", "PUT") and r.authorized]
@@ -182,7 +183,7 @@ def _has_surrogate(text: str) -> bool:
     return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=HOSTILE_TEXT)
 def test_hostile_text_in_note_fields_is_refused_or_round_trips(dev_runtime: dict[str, Any], text: str) -> None:
     caller = roles(dev_runtime)["caller"]
@@ -200,7 +201,7 @@ def test_hostile_text_in_note_fields_is_refused_or_round_trips(dev_runtime: dict
         assert [i["name"] for i in stored] == [text]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=HOSTILE_TEXT)
 def test_hostile_text_as_a_task_id_is_400_and_stores_nothing(dev_runtime: dict[str, Any], text: str) -> None:
     caller = roles(dev_runtime)["caller"]

@@ -38,6 +38,7 @@ from dovecote.recall.opensearch_store import ABANDON_SECONDS, GRACE_SECONDS
 from dovecote.recall.ports import IndexQuery, SearchFilter, SearchPage, Withhold
 from dovecote.recall.query import parse_query
 from dovecote.recall.sqlite import SqliteSearchIndex
+from tests.conftest import examples
 
 WORDS = "alpha beta gamma delta lease fence token cache queue deploy retry timeout error config".split()
 
@@ -353,7 +354,7 @@ _query = st.one_of(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     q=_query,
     ranker=st.sampled_from(RANKERS),

@@ -15,6 +15,7 @@ from dovecote.recall.ports import IndexQuery, SearchFilter, Withhold
 from dovecote.recall.query import parse_query
 from dovecote.recall.ranking import rank_sessions
 from dovecote.recall.sqlite import SqliteSearchIndex, check_sqlite
+from tests.conftest import examples
 
 WORDS = "alpha beta gamma delta lease fence token cache queue deploy retry timeout error config".split()
 
@@ -38,7 +39,7 @@ def corpus(seed: int) -> SqliteSearchIndex:
     return engine
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),

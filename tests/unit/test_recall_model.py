@@ -27,6 +27,7 @@ from dovecote.recall.query import And, Not, Or, Term, parse_query, to_fts5
 from dovecote.recall.ranking import Candidate, fuse, rank_sessions
 from dovecote.recall.results import SearchEnvelope, SearchRef, fit_budget, outward
 from dovecote.recall.service import RecallService, clean_oneline
+from tests.conftest import examples
 
 # ---- refs -------------------------------------------------------------------------------------------
 
@@ -337,7 +338,7 @@ def test_outward_order_prefers_the_later_neighbour() -> None:
     assert outward(3, 0) == [0, 1, 2]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     texts=st.lists(st.text(min_size=0, max_size=300), min_size=1, max_size=20),
     budget=st.integers(min_value=0, max_value=2000),
