@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import os
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.common import ROOT, throughput, write_results
+
 console = Console()
 
 
@@ -27,32 +29,22 @@ def round_trips() -> dict[str, int]:
     import hashlib
 
     import requests
-    from moto import mock_aws
 
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        os.environ[name] = value
-    os.environ.pop("AWS_ENDPOINT_URL", None)
+    from bench.common import CURSOR_KEY, moto_resources
     from dovecote.notes.dynamo import DynamoNoteStore
     from dovecote.notes.model import INLINE_LIMIT, NoteFilter
     from dovecote.notes.service import NotesService, PutNote
-    from dovecote.platform import aws
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.principal import Principal
     from infra.local.metering import count_round_trips
-    from infra.local.resources import DEFAULT_NAMES, create_all
+    from infra.local.resources import DEFAULT_NAMES
 
     who = Principal("bench", "caller")
     out: dict[str, int] = {}
-    with mock_aws():
-        aws.reset_clients()
-        ddb, s3 = aws.client("dynamodb"), aws.client("s3")
-        create_all(dynamodb=ddb, s3=s3, secretsmanager=None, names=DEFAULT_NAMES)
+    with moto_resources() as aws:
+        ddb, s3 = aws.ddb, aws.s3
         store = DynamoNoteStore(table=DEFAULT_NAMES["notes_table"], bucket=DEFAULT_NAMES["bucket"], dynamodb=ddb, s3=s3)
-        service = NotesService(store, CursorSigner(b"bench-key-0123456789abcdefghijkl"))
+        service = NotesService(store, CursorSigner(CURSOR_KEY))
         for i in range(30):
             service.put(who, PutNote(key="k", run=1, name=f"n{i}", text="x"))
 
@@ -75,12 +67,12 @@ def round_trips() -> dict[str, int]:
             "upload commit", lambda: service.put(who, PutNote(key="k", run=1, name="big", upload=True, sha256=digest))
         )
         measure("get (large, download_url)", lambda: service.get(who, upload.ref))
-        out.update(task_round_trips(ddb, s3, measure))
-        aws.reset_clients()
+        task_round_trips(ddb, s3, measure)
     return out
 
 
-def task_round_trips(ddb: Any, s3: Any, measure: Any) -> dict[str, int]:
+def task_round_trips(ddb: Any, s3: Any, measure: Any) -> None:
+    from bench.common import CURSOR_KEY
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.principal import Principal
     from dovecote.tasks.dynamo import DynamoTaskStore
@@ -89,7 +81,7 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> dict[str, int]:
 
     tasks = TaskService(
         DynamoTaskStore(table=DEFAULT_NAMES["tasks_table"], bucket=DEFAULT_NAMES["bucket"], dynamodb=ddb, s3=s3),
-        CursorSigner(b"bench-key-0123456789abcdefghijkl"),
+        CursorSigner(CURSOR_KEY),
     )
     gate = tasks.gate  # each body through its command's gate, as the HTTP handler does
     caller, worker = Principal("bench", "caller"), Principal("bench", "worker", "w1")
@@ -179,7 +171,6 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> dict[str, int]:
         ),
     )
     run("claim (uncontended)", lambda: tasks.claim(worker, gate.claim(worker, {"command_id": "c8"})))
-    return {}
 
 
 # ---- import time ---------------------------------------------------------------------------------
@@ -205,6 +196,7 @@ def import_ratios(rounds: int) -> dict[str, dict[str, float]]:
         "admin_api": "functions.admin_api.handler",
         "memory_api": "functions.memory_api.handler",
         "recall_api": "functions.recall_api.handler",
+        "a2a_api": "functions.a2a_api.handler",  # a2a-sdk's protobuf types: this function's alone
     }
     samples: dict[str, list[float]] = {name: [] for name in ["boto3", *modules]}
     for module in ("boto3", *modules.values()):  # warm the bytecode caches once
@@ -221,11 +213,6 @@ def import_ratios(rounds: int) -> dict[str, dict[str, float]]:
 
 
 # ---- latency and throughput against the local runtime -----------------------------------------------
-
-
-def _percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
 
 
 def local_runtime(count: int, workers: int) -> dict[str, dict[str, float]]:
@@ -250,13 +237,7 @@ def local_runtime(count: int, workers: int) -> dict[str, dict[str, float]]:
                     latencies.append(time.perf_counter() - t)
                     assert response.status_code < 300, response.text
                     answers.append(response)
-                wall = time.perf_counter() - start
-                results[label] = {
-                    "n": len(calls),
-                    "median_ms": statistics.median(latencies) * 1000,
-                    "p95_ms": _percentile(latencies, 95) * 1000,
-                    "per_s": len(calls) / wall,
-                }
+                results[label] = throughput(latencies, time.perf_counter() - start)
                 return answers
 
             puts = timed(
@@ -294,13 +275,7 @@ def local_runtime(count: int, workers: int) -> dict[str, dict[str, float]]:
         start = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
             latencies = list(pool.map(put_one, range(count)))
-        wall = time.perf_counter() - start
-        results[f"put ({workers} concurrent clients)"] = {
-            "n": count,
-            "median_ms": statistics.median(latencies) * 1000,
-            "p95_ms": _percentile(latencies, 95) * 1000,
-            "per_s": count / wall,
-        }
+        results[f"put ({workers} concurrent clients)"] = throughput(latencies, time.perf_counter() - start)
         results.update(task_figures(runtime, count, workers))
     finally:
         runtime.stop()
@@ -362,12 +337,7 @@ def task_figures(runtime: Any, count: int, workers: int) -> dict[str, dict[str, 
                 },
             )
         for label, values in latencies.items():
-            results[f"task {label}"] = {
-                "n": len(values),
-                "median_ms": statistics.median(values) * 1000,
-                "p95_ms": _percentile(values, 95) * 1000,
-                "per_s": len(values) / sum(values),
-            }
+            results[f"task {label}"] = throughput(values, sum(values))
         tokens = [
             http.post(
                 "/v1/admin/tokens", json={"authority": "dev", "role": "worker", "worker": f"bench-{i}"}, headers=admin
@@ -403,25 +373,46 @@ def task_figures(runtime: Any, count: int, workers: int) -> dict[str, dict[str, 
         per_worker = list(pool.map(claim_all, tokens))
     wall = time.perf_counter() - start
     claims = [t for worker_claims in per_worker for t in worker_claims]
-    results[f"claim ({workers} concurrent workers)"] = {
-        "n": len(claims),
-        "median_ms": statistics.median(claims) * 1000,
-        "p95_ms": _percentile(claims, 95) * 1000,
-        "per_s": len(claims) / wall,
-    }
+    results[f"claim ({workers} concurrent workers)"] = throughput(claims, wall)
     return results
 
 
-def _section(title: str) -> None:
-    console.print(f"\n[bold]{title}[/bold]")
+# ---- the sections ------------------------------------------------------------------------------------
 
 
-def cold_start_section(report: dict[str, Any], rounds: int) -> None:
+@dataclass(frozen=True)
+class Run:
+    quick: bool
+    count: int  # requests per local-runtime figure
+    rounds: int  # fresh interpreters per import / cold-start figure
+
+
+def _print_round_trips(figures: dict[str, int]) -> None:
+    table = Table("command", "AWS round trips")
+    for label, n in figures.items():
+        table.add_row(label, str(n))
+    console.print(table)
+
+
+def _print_imports(figures: dict[str, dict[str, float]]) -> None:
+    table = Table("module", "median ms", "× import boto3")
+    for name, row in figures.items():
+        table.add_row(name, f"{row['median_ms']:.0f}", f"{row['ratio']:.2f}")
+    console.print(table)
+
+
+def _print_local(figures: dict[str, dict[str, float]]) -> None:
+    table = Table("operation", "n", "median ms", "p95 ms", "req/s")
+    for label, row in figures.items():
+        table.add_row(label, str(row["n"]), f"{row['median_ms']:.1f}", f"{row['p95_ms']:.1f}", f"{row['per_s']:.0f}")
+    console.print(table)
+
+
+def cold_start(report: dict[str, Any], run: Run) -> None:
     from bench.coldstart import measure
 
-    _section(f"cold start: import + first request vs the floor (median of {rounds} fresh interpreters)")
     for tracing in (False, True):
-        result = measure(rounds, tracing=tracing)
+        result = measure(run.rounds, tracing=tracing)
         report["cold_start" + ("_tracing" if tracing else "")] = result
         label = "X-Ray subsegments on (Powertools Tracer)" if tracing else "shipped: tracing SDK not loaded"
         table = Table("function", "first request", "median ms", "× floor", "CPU ms", "CPU × floor", title=label)
@@ -445,11 +436,11 @@ def cold_start_section(report: dict[str, Any], rounds: int) -> None:
         console.print(table)
 
 
-def cost_section(report: dict[str, Any], local: dict[str, dict[str, float]] | None) -> None:
+def cost(report: dict[str, Any], run: Run) -> None:
     from bench.cost import PRICES, PRICES_AS_OF, capacity_per_command, price_per_million
     from infra.routes import FUNCTIONS
 
-    _section("cost per command: capacity from real item sizes, dollars per million commands")
+    local = report.get("local_runtime")
     capacity = capacity_per_command()
     latency = {
         "task create": "task create",
@@ -482,125 +473,81 @@ def cost_section(report: dict[str, Any], local: dict[str, dict[str, float]] | No
     console.print(f"prices: {PRICES_AS_OF}")
 
 
-SECTIONS = (
-    "round_trips",
-    "imports",
-    "coldstart",
-    "local",
-    "cost",
-    "recall",
-    "memory",
-    "workers",
-    "mcp",
-    "devstart",
-    "dispatcher",
-    "cli",
-)
+def figures(
+    key: str, measure: Callable[[Run], Any], show: Callable[[Any], None]
+) -> Callable[[dict[str, Any], Run], None]:
+    """A section that measures one figure set, stores it under `key` and prints it."""
+
+    def section(report: dict[str, Any], run: Run) -> None:
+        report[key] = measure(run)
+        show(report[key])
+
+    return section
+
+
+def module(name: str, measure: str) -> Callable[[dict[str, Any], Run], None]:
+    """A section whose figures come from bench/<name>.py, stored under `name`: its `measure(quick)`,
+    then its `print_report` (the module is imported only when the section runs)."""
+
+    def section(report: dict[str, Any], run: Run) -> None:
+        bench = importlib.import_module(f"bench.{name}")
+        report[name] = getattr(bench, measure)(run.quick)
+        bench.print_report(report[name])
+
+    return section
+
+
+# What runs, in this order, and the title it prints ({count} and {rounds} filled in).
+SECTIONS: dict[str, Callable[[dict[str, Any], Run], None]] = {
+    "round_trips": figures("round_trips", lambda run: round_trips(), _print_round_trips),
+    "imports": figures("imports", lambda run: import_ratios(run.rounds), _print_imports),
+    "coldstart": cold_start,
+    "local": figures("local_runtime", lambda run: local_runtime(run.count, workers=8), _print_local),
+    "cost": cost,
+    "recall": module("recall", "recall_report"),
+    "memory": module("memory", "memory_figures"),
+    "workers": module("workers", "workers_report"),
+    "mcp": module("mcp", "mcp_report"),
+    "devstart": module("devstart", "devstart_report"),
+    "devidle": module("devidle", "devidle_report"),
+    "dispatcher": module("dispatcher", "dispatcher_report"),
+    "cli": module("cli", "cli_report"),
+}
+TITLES = {
+    "round_trips": "AWS round trips per command (moto, botocore request-created events)",
+    "imports": "handler import time vs `import boto3` (median of {rounds} fresh interpreters; secondary)",
+    "coldstart": "cold start: import + first request vs the floor (median of {rounds} fresh interpreters)",
+    "local": "latency and throughput against the local runtime ({count} requests each)",
+    "cost": "cost per command: capacity from real item sizes, dollars per million commands",
+    "recall": "recall: ingest, search/read/outline latency, retrieval quality per ranker",
+    "memory": "memory: round trips per command, detection cost by store size, writes/s end to end",
+    "workers": "an SDK worker's requests per minute: idle (long-poll), busy (heartbeats)",
+    "mcp": "MCP round trip vs the SDK's direct HTTP call (notes get, recall search)",
+    "devstart": "`dovecote dev --data DIR` start time: empty, seeded, after kill -9 (snapshot + journal)",
+    "devidle": "`dovecote dev` at rest: CPU share of an idle runtime, fresh and with a few hundred notes and tasks",
+    "dispatcher": "lease dispatcher: AWS requests and items read per run, by open and overdue leases",
+    "cli": "the dovecote command: --version and notes get, new processes, median of 9, beside python -c pass",
+}
 
 
 def main() -> None:
+    names = list(SECTIONS)
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="fewer samples (CI smoke run)")
-    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
+    parser.add_argument("--only", default=",".join(names), help=f"comma-separated subset of {','.join(names)}")
     args = parser.parse_args()
     only = set(args.only.split(","))
     count, rounds = (40, 3) if args.quick else (300, 9)
+    run = Run(args.quick, count, rounds)
     report: dict[str, Any] = {
         "python": sys.version.split()[0],
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-
-    if "round_trips" in only:
-        _section("AWS round trips per command (moto, botocore request-created events)")
-        report["round_trips"] = round_trips()
-        table = Table("command", "AWS round trips")
-        for label, n in report["round_trips"].items():
-            table.add_row(label, str(n))
-        console.print(table)
-
-    if "imports" in only:
-        _section(f"handler import time vs `import boto3` (median of {rounds} fresh interpreters; secondary)")
-        report["imports"] = import_ratios(rounds)
-        table = Table("module", "median ms", "× import boto3")
-        for name, row in report["imports"].items():
-            table.add_row(name, f"{row['median_ms']:.0f}", f"{row['ratio']:.2f}")
-        console.print(table)
-
-    if "coldstart" in only:
-        cold_start_section(report, rounds)
-
-    if "local" in only:
-        _section(f"latency and throughput against the local runtime ({count} requests each)")
-        report["local_runtime"] = local_runtime(count, workers=8)
-        table = Table("operation", "n", "median ms", "p95 ms", "req/s")
-        for label, row in report["local_runtime"].items():
-            table.add_row(
-                label, str(row["n"]), f"{row['median_ms']:.1f}", f"{row['p95_ms']:.1f}", f"{row['per_s']:.0f}"
-            )
-        console.print(table)
-
-    if "cost" in only:
-        cost_section(report, report.get("local_runtime"))
-
-    if "recall" in only:
-        from bench.recall import print_report, recall_report
-
-        _section("recall: ingest, search/read/outline latency, retrieval quality per ranker")
-        report["recall"] = recall_report(args.quick)
-        print_report(report["recall"])
-
-    if "memory" in only:
-        from bench.memory import memory_figures
-        from bench.memory import print_report as print_memory
-
-        _section("memory: round trips per command, detection cost by store size, writes/s end to end")
-        report["memory"] = memory_figures(args.quick)
-        print_memory(report["memory"])
-
-    if "workers" in only:
-        from bench.workers import print_report as print_workers
-        from bench.workers import workers_report
-
-        _section("an SDK worker's requests per minute: idle (long-poll), busy (heartbeats)")
-        report["workers"] = workers_report(args.quick)
-        print_workers(report["workers"])
-
-    if "mcp" in only:
-        from bench.mcp import mcp_report
-        from bench.mcp import print_report as print_mcp
-
-        _section("MCP round trip vs the SDK's direct HTTP call (notes get, recall search)")
-        report["mcp"] = mcp_report(args.quick)
-        print_mcp(report["mcp"])
-
-    if "devstart" in only:
-        from bench.devstart import devstart_report
-        from bench.devstart import print_report as print_devstart
-
-        _section("`dovecote dev --data DIR` start time: empty, seeded, after kill -9 (snapshot + journal)")
-        report["devstart"] = devstart_report(args.quick)
-        print_devstart(report["devstart"])
-
-    if "dispatcher" in only:
-        from bench.dispatcher import dispatcher_report
-        from bench.dispatcher import print_report as print_dispatcher
-
-        _section("lease dispatcher: AWS requests and items read per run, by open and overdue leases")
-        report["dispatcher"] = dispatcher_report(args.quick)
-        print_dispatcher(report["dispatcher"])
-
-    if "cli" in only:
-        from bench.cli import cli_report
-        from bench.cli import print_report as print_cli
-
-        _section("the dovecote command: --version and notes get, new processes, median of 9, beside python -c pass")
-        report["cli"] = cli_report(args.quick)
-        print_cli(report["cli"])
-
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "latest.json").write_text(json.dumps(report, indent=2) + "\n")
-    console.print(f"written: {out / 'latest.json'}")
+    for name, section in SECTIONS.items():
+        if name in only:
+            console.print(f"\n[bold]{TITLES[name].format(count=count, rounds=rounds)}[/bold]")
+            section(report, run)
+    console.print(f"written: {write_results('latest.json', report)}")
 
 
 if __name__ == "__main__":

@@ -152,6 +152,15 @@ def _seed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
             # The engine the stack deploys (SigV4 to a domain): its client is built, never reached here.
             "env": {"DOVECOTE_OPENSEARCH_URL": "https://127.0.0.1:9", "DOVECOTE_OPENSEARCH_AWS_SERVICE": "es"},
         },
+        "a2a_api": {
+            "module": "functions.a2a_api.handler",
+            "event": {
+                **_event("POST /", "/", p),
+                "headers": {"a2a-version": "1.0", "content-type": "application/json"},
+                "body": json.dumps({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "cold-t"}}),
+            },
+            "request": "JSON-RPC GetTask",
+        },
         "authorizer": {
             "module": "functions.authorizer.handler",
             "event": {"headers": {"authorization": f"Bearer {token}"}, "routeKey": "GET /v1/notes"},

@@ -14,7 +14,6 @@ client, against moto), with DynamoDB's published sizing rules:
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,31 +139,20 @@ class Meter:
 
 def capacity_per_command() -> dict[str, dict[str, float]]:
     """WRU, RRU and S3 requests for the commands the README prices, on moto with real item sizes."""
-    from moto import mock_aws
-
+    from bench.common import moto_resources
     from dovecote.notes.dynamo import DynamoNoteStore
     from dovecote.notes.service import NotesService, PutNote
-    from dovecote.platform import aws
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.principal import Principal
     from dovecote.tasks.dynamo import DynamoTaskStore
     from dovecote.tasks.service import TaskService
-    from infra.local.resources import DEFAULT_NAMES, create_all
+    from infra.local.resources import DEFAULT_NAMES
 
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "t",
-        "AWS_SECRET_ACCESS_KEY": "t",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        os.environ[name] = value
-    os.environ.pop("AWS_ENDPOINT_URL", None)
     out: dict[str, dict[str, float]] = {}
     caller, worker = Principal("bench", "caller"), Principal("bench", "worker", "w1")
     signer = CursorSigner(b"cost-key-0123456789abcdefghijklm")
-    with mock_aws():
-        aws.reset_clients()
-        ddb, s3 = aws.client("dynamodb"), aws.client("s3")
-        create_all(dynamodb=ddb, s3=s3, secretsmanager=None, names=DEFAULT_NAMES)
+    with moto_resources() as aws:
+        ddb, s3 = aws.ddb, aws.s3
         notes = NotesService(
             DynamoNoteStore(table=DEFAULT_NAMES["notes_table"], bucket=DEFAULT_NAMES["bucket"], dynamodb=ddb, s3=s3),
             signer,
@@ -231,7 +219,6 @@ def capacity_per_command() -> dict[str, dict[str, float]]:
                 ),
             ),
         )
-        aws.reset_clients()
     return out
 
 

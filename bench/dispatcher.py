@@ -8,7 +8,6 @@ the cost does not grow with N. `python -m bench.dispatcher [--quick]`.
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -18,16 +17,7 @@ PER_MINUTE = 1  # EventBridge runs the dispatcher once a minute in the cloud
 
 
 def measure(open_leases: int, overdue: int) -> dict[str, Any]:
-    from moto import mock_aws
-
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        os.environ[name] = value
-    os.environ.pop("AWS_ENDPOINT_URL", None)
-    from dovecote.platform import aws
+    from bench.common import CURSOR_KEY, moto_resources
     from dovecote.platform.clock import rfc3339
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.principal import Principal
@@ -36,17 +26,15 @@ def measure(open_leases: int, overdue: int) -> dict[str, Any]:
     from dovecote.tasks.service import TaskService
     from infra.local.metering import count_round_trips
     from infra.local.moto_patches import serialize_dynamodb
-    from infra.local.resources import DEFAULT_NAMES, create_all
+    from infra.local.resources import DEFAULT_NAMES
 
     now = [datetime(2026, 3, 1, 12, 0, tzinfo=UTC)]
     caller, worker = Principal("bench", "caller"), Principal("bench", "worker", "w1")
     serialize_dynamodb()  # moto's own transactions copy the whole table each time
-    with mock_aws():
-        aws.reset_clients()
-        ddb, s3 = aws.client("dynamodb"), aws.client("s3")
-        create_all(dynamodb=ddb, s3=s3, secretsmanager=None, names=DEFAULT_NAMES)
+    with moto_resources() as aws:
+        ddb, s3 = aws.ddb, aws.s3
         store = DynamoTaskStore(table=DEFAULT_NAMES["tasks_table"], bucket=DEFAULT_NAMES["bucket"], dynamodb=ddb, s3=s3)
-        service = TaskService(store, CursorSigner(b"bench-key-0123456789abcdefghijkl"), clock=lambda: now[0])
+        service = TaskService(store, CursorSigner(CURSOR_KEY), clock=lambda: now[0])
         for i in range(open_leases):
             # The first `overdue` leases time out after 60 s; the rest after an hour.
             timeout = 60 if i < overdue else 3600
@@ -57,6 +45,8 @@ def measure(open_leases: int, overdue: int) -> dict[str, Any]:
                 "id": task_id,
                 "context": "c",
                 "lease_timeout_seconds": timeout,
+                # Never accepted here: no accept deadline, so only the lease timeouts above fall due.
+                "accept_timeout_seconds": 0,
                 "message": {"id": f"m{i}", "parts": [{"media_type": "text/plain", "text": "x"}]},
             }
             service.create(caller, service.gate.create(caller, create))
@@ -73,7 +63,6 @@ def measure(open_leases: int, overdue: int) -> dict[str, Any]:
             for shard in range(EXPIRY_SHARDS):
                 out = service.expire_silent_leases(shard, limit=100, command_id=lambda t: f"x-{uuid.uuid4().hex}")
                 fenced += out["fenced"]
-        aws.reset_clients()
     return {
         "open_leases": open_leases,
         "overdue": overdue,

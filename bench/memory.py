@@ -12,17 +12,16 @@
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import os
 import random
 import statistics
 import time
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.common import CURSOR_KEY, ROOT, MotoResources, latency_ms, moto_resources, run_alone
+
 AUTHORITY = "bench"
 
 # A synthetic vocabulary with a Zipf-like distribution: a few words are everywhere, most are rare.
@@ -53,61 +52,44 @@ class Corpus:
         return " ".join(words), tags
 
 
-def _moto_env() -> None:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        os.environ[name] = value
-    os.environ.pop("AWS_ENDPOINT_URL", None)
+@contextmanager
+def _on_moto() -> Iterator[tuple[MotoResources, Any, Any]]:
+    """The resources on moto (serialized, as the local runtime runs them), the memory store and its queue."""
+    from dovecote.memory.dynamo import DynamoMemoryStore
+    from dovecote.memory.queue import SqsMemoryQueue
+    from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
+    from infra.local.resources import DEFAULT_NAMES
 
-
-def _ms(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "median_ms": statistics.median(ordered) * 1000,
-        "p95_ms": ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))] * 1000,
-    }
+    serialize_dynamodb()
+    serialize_sqs()
+    with moto_resources(sqs=True) as aws:
+        store = DynamoMemoryStore(table=DEFAULT_NAMES["memory_table"], dynamodb=aws.ddb)
+        queue = SqsMemoryQueue(
+            queue_url=aws.env["DOVECOTE_MEMORY_QUEUE_URL"], dlq_url=aws.env["DOVECOTE_MEMORY_DLQ_URL"], sqs=aws.sqs
+        )
+        yield aws, store, queue
 
 
 # ---- round trips ---------------------------------------------------------------------------------
 
 
 def round_trips() -> dict[str, int]:
-    from moto import mock_aws
-
-    _moto_env()
     from dovecote.memory.detector import LexicalDetector
-    from dovecote.memory.dynamo import DynamoMemoryStore
     from dovecote.memory.model import QueueMessage
-    from dovecote.memory.queue import SqsMemoryQueue
     from dovecote.memory.service import MemoryService
     from dovecote.memory.worker import WriteWorker
-    from dovecote.platform import aws
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.principal import Principal
     from infra.local.metering import count_round_trips
-    from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
-    from infra.local.resources import DEFAULT_NAMES, create_all
 
-    serialize_dynamodb()
-    serialize_sqs()
     who = Principal(AUTHORITY, "caller")
     out: dict[str, int] = {}
-    with mock_aws():
-        aws.reset_clients()
-        ddb, sqs = aws.client("dynamodb"), aws.client("sqs")
-        env = create_all(dynamodb=ddb, s3=aws.client("s3"), secretsmanager=None, names=DEFAULT_NAMES, sqs=sqs)
-        store = DynamoMemoryStore(table=DEFAULT_NAMES["memory_table"], dynamodb=ddb)
-        queue = SqsMemoryQueue(
-            queue_url=env["DOVECOTE_MEMORY_QUEUE_URL"], dlq_url=env["DOVECOTE_MEMORY_DLQ_URL"], sqs=sqs
-        )
-        service = MemoryService(store, queue, CursorSigner(b"bench-key-0123456789abcdefghijkl"))
+    with _on_moto() as (aws, store, queue):
+        service = MemoryService(store, queue, CursorSigner(CURSOR_KEY))
         worker = WriteWorker(store, queue, LexicalDetector())
 
         def measure(label: str, fn: Callable[[], Any]) -> Any:
-            with count_round_trips(ddb, sqs) as meter:
+            with count_round_trips(aws.ddb, aws.sqs) as meter:
                 result = fn()
             out[label] = meter.total
             return result
@@ -130,7 +112,6 @@ def round_trips() -> dict[str, int]:
         rid = service.list_relations(who, "s", "", None, None)["items"][0]["id"]
         measure("list relations (1 page)", lambda: service.list_relations(who, "s", "", 10, None))
         measure("judgment", lambda: service.judge(who, rid, {"command_id": "j", "decision": "confirmed"}))
-        aws.reset_clients()
     return out
 
 
@@ -190,8 +171,8 @@ def _detect_writes(store: Any, queue: Any, corpus: Corpus, writes: int, *, meter
         candidates += len(status["evidence"]["candidates"])
     out: dict[str, Any] = {
         "writes": writes,
-        "apply": _ms(applies),
-        "detector": _ms(detector.seconds),
+        "apply": latency_ms(applies),
+        "detector": latency_ms(detector.seconds),
         "prior_compared_mean": statistics.mean(detector.compared),
         "candidates_per_write": candidates / writes,
     }
@@ -213,36 +194,18 @@ def detection_in_memory(sizes: tuple[int, ...], writes: int) -> dict[str, Any]:
 
 
 def detection_on_moto(sizes: tuple[int, ...], writes: int) -> dict[str, Any]:
-    from moto import mock_aws
-
-    _moto_env()
-    from dovecote.memory.dynamo import DynamoMemoryStore
-    from dovecote.memory.queue import SqsMemoryQueue
-    from dovecote.platform import aws
     from infra.local.metering import count_round_trips
-    from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
-    from infra.local.resources import DEFAULT_NAMES, create_all
 
-    serialize_dynamodb()
-    serialize_sqs()
     out = {}
     for n in sizes:
-        with mock_aws():
-            aws.reset_clients()
-            ddb, sqs = aws.client("dynamodb"), aws.client("sqs")
-            env = create_all(dynamodb=ddb, s3=aws.client("s3"), secretsmanager=None, names=DEFAULT_NAMES, sqs=sqs)
-            store = DynamoMemoryStore(table=DEFAULT_NAMES["memory_table"], dynamodb=ddb)
-            queue = SqsMemoryQueue(
-                queue_url=env["DOVECOTE_MEMORY_QUEUE_URL"], dlq_url=env["DOVECOTE_MEMORY_DLQ_URL"], sqs=sqs
-            )
+        with _on_moto() as (aws, store, queue):
             corpus = Corpus()
             t = time.perf_counter()
             store.bulk_load(AUTHORITY, "big", _seed(corpus, n))
             load_s = time.perf_counter() - t
-            with count_round_trips(ddb, sqs) as meter:
+            with count_round_trips(aws.ddb, aws.sqs) as meter:
                 figures = _detect_writes(store, queue, corpus, writes, meter=meter)
             out[f"{n // 1000}k prior"] = {**figures, "bulk_load_s": load_s}
-            aws.reset_clients()
     return out
 
 
@@ -343,18 +306,5 @@ def print_report(report: dict[str, Any]) -> None:
     console.print(table)
 
 
-def main() -> None:
-    import json
-
-    parser = argparse.ArgumentParser(prog="python -m bench.memory")
-    parser.add_argument("--quick", action="store_true", help="fewer samples (CI smoke run)")
-    args = parser.parse_args()
-    report = memory_figures(args.quick)
-    print_report(report)
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "memory.json").write_text(json.dumps(report, indent=2) + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    run_alone("python -m bench.memory", memory_figures, print_report, "memory.json")

@@ -31,7 +31,6 @@ coverage, has to decide.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -48,7 +47,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.common import ROOT, latency_ms, write_results
 
 COMMON = """the a to and of in is it that for on with this we be you i not are was have but
 can if as at so do just like should will what there would about then when our all so maybe need think
@@ -280,23 +279,13 @@ def labelled_set(
 # ---- measurements -----------------------------------------------------------------------------------
 
 
-def _pct(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
-
-
 def _timings(label: str, samples: list[float], cpu: list[float] | None = None) -> dict[str, float]:
     """Wall-clock median and p95, and with `cpu` (this process's CPU seconds per sample) the same
     in CPU time: on a machine shared with other work the wall figure carries the waiting, the CPU
     figure (for SQLite, which runs in this process) the search's own cost."""
-    out = {
-        "n": len(samples),
-        "median_ms": statistics.median(samples) * 1000,
-        "p95_ms": _pct(samples, 95) * 1000,
-    }
+    out = {"n": len(samples), **latency_ms(samples)}
     if cpu:
-        out["cpu_median_ms"] = statistics.median(cpu) * 1000
-        out["cpu_p95_ms"] = _pct(cpu, 95) * 1000
+        out |= {"cpu_" + k: v for k, v in latency_ms(cpu).items()}
     return out
 
 
@@ -521,19 +510,9 @@ def quality_figures(facts: int, engine: str = "sqlite") -> dict[str, Any]:
 
 def round_trip_figures() -> dict[str, int]:
     """AWS requests per recall command on moto (deterministic)."""
-    import os
-
     import requests
-    from moto import mock_aws
 
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        os.environ[name] = value
-    os.environ.pop("AWS_ENDPOINT_URL", None)
-    from dovecote.platform import aws
+    from bench.common import moto_resources
     from dovecote.platform.principal import Principal
     from dovecote.recall.archive import S3Archive
     from dovecote.recall.dynamo import DynamoIngestLedger
@@ -541,15 +520,13 @@ def round_trip_figures() -> dict[str, int]:
     from dovecote.recall.service import RecallService
     from dovecote.recall.sqlite import SqliteSearchIndex
     from infra.local.metering import count_round_trips
-    from infra.local.resources import DEFAULT_NAMES, create_all
+    from infra.local.resources import DEFAULT_NAMES
 
     who = Principal("bench", "caller")
     sample = ROOT.parent / "shared" / "data" / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
     out: dict[str, int] = {}
-    with mock_aws():
-        aws.reset_clients()
-        ddb, s3 = aws.client("dynamodb"), aws.client("s3")
-        create_all(dynamodb=ddb, s3=s3, secretsmanager=None, names=DEFAULT_NAMES)
+    with moto_resources() as aws:
+        ddb, s3 = aws.ddb, aws.s3
         service = RecallService(
             SqliteSearchIndex(),
             S3Archive(bucket=DEFAULT_NAMES["bucket"], s3=s3),
@@ -571,7 +548,6 @@ def round_trip_figures() -> dict[str, int]:
         upload = measure("recall create upload", lambda: service.create_upload(who, {"format": "claude-code-jsonl"}))
         requests.put(upload.upload_url, data=sample.read_bytes().replace(b"hoge", b"fuga"), timeout=30)
         measure("recall index upload (indexer)", lambda: service.index_upload("bench", upload.upload_id))
-        aws.reset_clients()
     return out
 
 
@@ -766,9 +742,7 @@ def main() -> None:
         report = recall_report(args.quick)
         name = "recall.json"
     print_report(report)
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / name).write_text(json.dumps(report, indent=2) + "\n")
+    write_results(name, report)
 
 
 if __name__ == "__main__":

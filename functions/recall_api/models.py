@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, Field, StrictStr
 
-from dovecote.platform.schema import EdgeModel, RequestModel, instant_pattern, one_of, with_schema
+from dovecote.platform.schema import RequestModel, instant_pattern, one_of, with_schema
 from dovecote.recall.digests import MAX_CHECK_DIGESTS
 from dovecote.recall.model import (
     FORMATS,
@@ -92,20 +92,20 @@ class TranscriptBody(_Strict):
     )
 
 
-class IngestedSessionOut(EdgeModel):
+class IngestedSessionOut(BaseModel):
     session_id: str
     messages: int
     unchanged: bool
     parent_session: str | None = None
 
 
-class ParseWarningOut(EdgeModel):
+class ParseWarningOut(BaseModel):
     code: str
     line: int
     message: str
 
 
-class IngestOut(EdgeModel):
+class IngestOut(BaseModel):
     session_id: str
     messages_indexed: int
     sessions: list[IngestedSessionOut]
@@ -125,7 +125,7 @@ class TranscriptUploadBody(_Strict):
     )
 
 
-class TranscriptUploadOut(EdgeModel):
+class TranscriptUploadOut(BaseModel):
     upload_id: str
     upload_url: str
     expires_at: str
@@ -134,21 +134,25 @@ class TranscriptUploadOut(EdgeModel):
 class TranscriptCheckBody(_Strict):
     sha256: list[StrictStr] = Field(
         description="SHA-256 digests (hex) of transcript files",
-        json_schema_extra={"minItems": 1, "maxItems": MAX_CHECK_DIGESTS, "items": {"pattern": "^[0-9a-f]{64}$"}},
+        json_schema_extra={
+            "minItems": 1,
+            "maxItems": MAX_CHECK_DIGESTS,
+            "items": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        },
     )
 
 
-class TranscriptCheckOut(EdgeModel):
+class TranscriptCheckOut(BaseModel):
     unknown: list[str] = Field(description="the digests asked about that this authority has not ingested")
 
 
-class WarningOut(EdgeModel):
+class WarningOut(BaseModel):
     code: str
     message: str
     facts: dict[str, Any] = {}
 
 
-class SearchRefOut(EdgeModel):
+class SearchRefOut(BaseModel):
     project: str
     session_id: str
     iso: str
@@ -157,7 +161,7 @@ class SearchRefOut(EdgeModel):
     topic: str = ""
 
 
-class ScopeReportOut(EdgeModel):
+class ScopeReportOut(BaseModel):
     project: str
     status: str
     sessions: int
@@ -165,7 +169,7 @@ class ScopeReportOut(EdgeModel):
     detail: str = ""
 
 
-class SearchEnvelopeOut(EdgeModel):
+class SearchEnvelopeOut(BaseModel):
     query: str
     results: list[SearchRefOut]
     scopes_report: list[ScopeReportOut]
@@ -181,7 +185,7 @@ class SearchEnvelopeOut(EdgeModel):
     store_note: str = ""
 
 
-class MessageOut(EdgeModel):
+class MessageOut(BaseModel):
     uuid: str
     role: str
     kind: str
@@ -189,7 +193,7 @@ class MessageOut(EdgeModel):
     text: str
 
 
-class ReadOut(EdgeModel):
+class ReadOut(BaseModel):
     project: str
     session_id: str
     read_ref: str = Field(description="the ref as asked")
@@ -206,13 +210,13 @@ class ReadOut(EdgeModel):
     next_command: str
 
 
-class SubagentOut(EdgeModel):
+class SubagentOut(BaseModel):
     session_id: str
     message_count: int
     title: str = ""
 
 
-class OutlineOut(EdgeModel):
+class OutlineOut(BaseModel):
     project: str
     session_id: str
     iso: str
@@ -242,20 +246,20 @@ class TopicBody(_Strict):
     )
 
 
-class TopicHitOut(EdgeModel):
+class TopicHitOut(BaseModel):
     topic: str
     project: str
     read_ref: str
     session_id: str
 
 
-class TopicsOut(EdgeModel):
+class TopicsOut(BaseModel):
     query: str
     hits: list[TopicHitOut]
     note: str = ""
 
 
-class RebuildOut(EdgeModel):
+class RebuildOut(BaseModel):
     transcripts: int
     sessions: int
     messages: int

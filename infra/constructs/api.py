@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
@@ -22,9 +21,11 @@ from constructs import Construct
 
 from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
+from infra.constructs.grants import Grants, private_queue
 from infra.constructs.memory import MemoryQueue
 from infra.constructs.search import Search
 from infra.routes import (
+    ALL_ROUTES,
     AUTHORIZER,
     DISPATCH_EVERY_SECONDS,
     DISPATCHER,
@@ -35,7 +36,6 @@ from infra.routes import (
     MEMORY_WORKER,
     RECONCILE_EVERY_HOURS,
     RECONCILER,
-    ROUTES,
     TRANSCRIPT_INDEXER,
     Function,
 )
@@ -113,13 +113,7 @@ class Api(Construct):
         # (shard, sequence numbers), not the records. It is an alarm and a record for an operator;
         # the reconciler deletes the body versions those records named. SQS-managed encryption:
         # the messages hold no data, and a KMS key here would only widen the janitor's grants.
-        self.janitor_dlq = sqs.Queue(
-            self,
-            "JanitorFailures",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
+        self.janitor_dlq = private_queue(self, "JanitorFailures")
         self.functions[JANITOR.name].add_event_source_mapping(
             "NotesStream",
             event_source_arn=data.notes.table_stream_arn,
@@ -165,7 +159,7 @@ class Api(Construct):
             if name != AUTHORIZER.name
         }
         self.routes: dict[str, apigw.HttpRoute] = {}
-        for route in ROUTES:
+        for route in ALL_ROUTES:
             self.routes[f"{route.method} {route.path}"] = apigw.HttpRoute(
                 self,
                 f"Route {route.method} {route.path}",
@@ -179,13 +173,7 @@ class Api(Construct):
         """Run `spec` on a schedule. The schedule invokes asynchronously: two retries, then the event
         lands in the returned failure queue (alarmed; the next run repeats the work, which is
         idempotent)."""
-        failures = sqs.Queue(
-            self,
-            f"{name}Failures",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
+        failures = private_queue(self, f"{name}Failures")
         fn = self.functions[spec.name]
         fn.configure_async_invoke(
             retry_attempts=2, max_event_age=Duration.hours(1), on_failure=destinations.SqsDestination(failures)
@@ -257,103 +245,64 @@ class Api(Construct):
 
     def _grant(self) -> None:
         d = self._data
-        fn = self.functions
-        region = Stack.of(self).region
-
-        def allow(name: str, actions: list[str], resources: list[str], **conditions: Any) -> None:
-            fn[name].add_to_role_policy(
-                iam.PolicyStatement(actions=actions, resources=resources, conditions=conditions or None)
-            )
-
-        def kms(name: str, service: str, actions: list[str], context: dict[str, dict[str, Any]]) -> None:
-            """The data key, only through `service` and only for the named resources' encryption
-            context, so a leaked role cannot decrypt anything else the key protects."""
-            conditions: dict[str, dict[str, Any]] = {
-                "StringEquals": {"kms:ViaService": f"{service}.{region}.amazonaws.com"}
-            }
-            for operator, pairs in context.items():
-                conditions.setdefault(operator, {}).update(pairs)
-            allow(name, actions, [d.key.key_arn], **conditions)
-
-        def table_key(name: str, *tables: Any, write: bool) -> None:
-            actions = ["kms:Decrypt", "kms:DescribeKey"] + (["kms:Encrypt", "kms:GenerateDataKey"] if write else [])
-            names = [t.table_name for t in tables]
-            kms(
-                name,
-                "dynamodb",
-                actions,
-                {"ForAnyValue:StringEquals": {"kms:EncryptionContext:aws:dynamodb:tableName": names}},
-            )
-
-        def bucket_key(name: str, *, write: bool) -> None:
-            # Bucket keys are on: the encryption context is the bucket's ARN.
-            actions = ["kms:Decrypt"] + (["kms:GenerateDataKey"] if write else [])
-            kms(name, "s3", actions, {"StringEquals": {"kms:EncryptionContext:aws:s3:arn": d.bucket.bucket_arn}})
-
-        def secret_key(name: str) -> None:
-            allow(name, ["secretsmanager:GetSecretValue"], [d.cursor_secret.secret_arn])
-            kms(
-                name,
-                "secretsmanager",
-                ["kms:Decrypt"],
-                {"StringEquals": {"kms:EncryptionContext:SecretARN": d.cursor_secret.secret_arn}},
-            )
-
-        allow("authorizer", ["dynamodb:GetItem"], [d.tokens.table_arn])
-        table_key("authorizer", d.tokens, write=False)
+        g = Grants(self, self.functions, d)
+        g.allow("authorizer", ["dynamodb:GetItem"], [d.tokens.table_arn])
+        g.table_key("authorizer", d.tokens, write=False)
         # Mint (PutItem), revoke (UpdateItem), list (Query on the listing index).
-        allow(
+        g.allow(
             "admin_api",
             ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
             [d.tokens.table_arn, f"{d.tokens.table_arn}/index/by_authority"],
         )
-        table_key("admin_api", d.tokens, write=True)
-        secret_key("admin_api")
+        g.table_key("admin_api", d.tokens, write=True)
+        g.cursor_secret("admin_api")
         # PutItem/DeleteItem are the actions inside the note's TransactWriteItems.
-        allow(
+        g.allow(
             "notes_api",
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"],
             [d.notes.table_arn],
         )
-        table_key("notes_api", d.notes, write=True)
+        g.table_key("notes_api", d.notes, write=True)
         # Committed bodies, and the expiring uploads prefix the presigned PUTs land in (the URL is
         # signed with this role, so it needs PutObject there; the commit copies out of it).
-        allow(
+        g.allow(
             "notes_api",
             ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"],
             [d.bucket.arn_for_objects("notes/*"), d.bucket.arn_for_objects("uploads/notes/*")],
         )
         # Without ListBucket, S3 answers a missing object with AccessDenied (a 503 here) instead of
         # NoSuchKey (a 404: "no upload found"). Only on the uploads prefix.
-        allow("notes_api", ["s3:ListBucket"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["uploads/notes/*"]})
-        bucket_key("notes_api", write=True)
-        secret_key("notes_api")
-        allow(JANITOR.name, ["s3:DeleteObject", "s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
+        g.allow("notes_api", ["s3:ListBucket"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["uploads/notes/*"]})
+        g.bucket_key("notes_api", write=True)
+        g.cursor_secret("notes_api")
+        g.allow(JANITOR.name, ["s3:DeleteObject", "s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
         # The reconciler lists note body versions, reads which one each note pins, deletes the rest.
-        allow(RECONCILER.name, ["s3:ListBucketVersions"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["notes/*"]})
-        allow(RECONCILER.name, ["s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
-        allow(RECONCILER.name, ["dynamodb:BatchGetItem"], [d.notes.table_arn])
-        table_key(RECONCILER.name, d.notes, write=False)
+        g.allow(
+            RECONCILER.name, ["s3:ListBucketVersions"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["notes/*"]}
+        )
+        g.allow(RECONCILER.name, ["s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
+        g.allow(RECONCILER.name, ["dynamodb:BatchGetItem"], [d.notes.table_arn])
+        g.table_key(RECONCILER.name, d.notes, write=False)
         # GetItem/PutItem are the actions inside TransactGetItems/TransactWriteItems; no Scan, no Delete.
         # UpdateItem: the heartbeat (one conditional update of the task item).
-        allow(
+        g.allow(
             "tasks_api",
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
             [d.tasks.table_arn, f"{d.tasks.table_arn}/index/*"],
         )
-        table_key("tasks_api", d.tasks, write=True)
+        g.table_key("tasks_api", d.tasks, write=True)
         # The dispatcher: the expiry index (Query), then the ordinary fence command's read and
         # TransactWriteItems (GetItem/PutItem), and the cursor key its command ids are keyed by.
-        allow(
+        g.allow(
             DISPATCHER.name,
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
             [d.tasks.table_arn, f"{d.tasks.table_arn}/index/expiring"],
         )
-        table_key(DISPATCHER.name, d.tasks, write=True)
-        secret_key(DISPATCHER.name)
+        g.table_key(DISPATCHER.name, d.tasks, write=True)
+        g.cursor_secret(DISPATCHER.name)
         # Large message parts and artifact payloads (content-addressed), and the expiring uploads
         # prefix the artifact upload URLs land in (signed with this role; freeze copies out of it).
-        allow(
+        g.allow(
             "tasks_api",
             ["s3:GetObject", "s3:PutObject"],
             [
@@ -363,17 +312,39 @@ class Api(Construct):
             ],
         )
         # A missing upload is NoSuchKey (404 "no upload found") only with ListBucket on its prefix.
-        allow("tasks_api", ["s3:ListBucket"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["uploads/artifacts/*"]})
-        bucket_key("tasks_api", write=True)
+        g.allow(
+            "tasks_api", ["s3:ListBucket"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["uploads/artifacts/*"]}
+        )
+        g.bucket_key("tasks_api", write=True)
         # Sealing message parts and artifact payloads (platform/protection.py): data keys straight
         # from KMS, only under the payload encryption context, so this grant opens nothing else.
-        allow(
+        g.allow(
             "tasks_api",
             ["kms:GenerateDataKey", "kms:Decrypt"],
             [d.key.key_arn],
             StringEquals={"kms:EncryptionContext:dovecote": "payload"},
         )
-        secret_key("tasks_api")
+        g.cursor_secret("tasks_api")
+        # A2A (dovecote.a2a): the caller's side of the tasks only. Create, reply and cancel are the
+        # task transactions (GetItem/PutItem); a list is the by_authority index, a task's messages
+        # and events Queries of the table; no UpdateItem (the heartbeat is a worker's). Large message
+        # parts are written and read by digest; artifact payloads are only read (workers freeze them).
+        g.allow(
+            "a2a_api",
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+            [d.tasks.table_arn, f"{d.tasks.table_arn}/index/by_authority"],
+        )
+        g.table_key("a2a_api", d.tasks, write=True)
+        g.allow("a2a_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
+        g.allow("a2a_api", ["s3:GetObject"], [d.bucket.arn_for_objects("artifacts/*")])
+        g.bucket_key("a2a_api", write=True)
+        g.allow(
+            "a2a_api",
+            ["kms:GenerateDataKey", "kms:Decrypt"],
+            [d.key.key_arn],
+            StringEquals={"kms:EncryptionContext:dovecote": "payload"},
+        )
+        g.cursor_secret("a2a_api")
 
     def _grant_stream_read(self, name: str) -> None:
         """What the event source mapping needs to read the notes stream, with the key only through

@@ -18,21 +18,17 @@ worker's event source, and the two memory functions' access.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
 
-from aws_cdk import Duration, Stack
-from aws_cdk import aws_iam as iam
+from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dovecote.memory.worker import REDRIVE_MAX_RECEIVES
 from infra.constructs.data import Data
+from infra.constructs.grants import Grants, private_queue, sqs_source
 from infra.routes import MEMORY_WORKER, MEMORY_WORKER_BATCH_SIZE
-
-if TYPE_CHECKING:
-    from infra.constructs.api import Api
 
 QUEUE_AGE_ALARM_SECONDS = 600
 
@@ -41,22 +37,12 @@ class MemoryQueue(Construct):
     def __init__(self, scope: Construct, id: str, *, data: Data) -> None:
         super().__init__(scope, id)
         self._data = data
-        self.dlq = sqs.Queue(
-            self,
-            "WriteFailures",
-            fifo=True,
-            content_based_deduplication=False,
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        self.queue = sqs.Queue(
+        self.dlq = private_queue(self, "WriteFailures", fifo=True, content_based_deduplication=False)
+        self.queue = private_queue(
             self,
             "Writes",
             fifo=True,
             content_based_deduplication=False,
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
             visibility_timeout=Duration.seconds(6 * MEMORY_WORKER.timeout_s),
             retention_period=Duration.days(4),
             dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=REDRIVE_MAX_RECEIVES, queue=self.dlq),
@@ -71,35 +57,13 @@ class MemoryQueue(Construct):
             "memory_dlq_url": self.dlq.queue_url,
         }
 
-    def connect(self, api: Api) -> None:
-        """The worker's event source, and each memory function's least privilege."""
+    def connect(self, functions: Mapping[str, lambda_.Function]) -> None:
+        """The worker's event source (the worker itself moves a poison message to the DLQ; the
+        RedrivePolicy backs it up), and each memory function's least privilege."""
         d = self._data
-        region = Stack.of(self).region
-        worker = api.functions[MEMORY_WORKER.name]
-        worker.add_event_source(
-            event_sources.SqsEventSource(
-                self.queue, batch_size=MEMORY_WORKER_BATCH_SIZE, report_batch_item_failures=True
-            )
-        )
-        for child in worker.node.find_all():
-            if isinstance(child, lambda_.CfnEventSourceMapping):
-                # An SQS source has no on-failure destination (Lambda offers those for streams and
-                # Kafka): the worker moves a poison message to the DLQ, the RedrivePolicy backs it up.
-                child.add_metadata("cfn-lint", {"config": {"ignore_checks": ["ES1001"]}})
-
-        def allow(name: str, actions: list[str], resources: list[str], **conditions: Any) -> None:
-            api.functions[name].add_to_role_policy(
-                iam.PolicyStatement(actions=actions, resources=resources, conditions=conditions or None)
-            )
-
-        def table_key(name: str) -> None:
-            allow(
-                name,
-                ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"],
-                [d.key.key_arn],
-                StringEquals={"kms:ViaService": f"dynamodb.{region}.amazonaws.com"},
-                **{"ForAnyValue:StringEquals": {"kms:EncryptionContext:aws:dynamodb:tableName": [d.memory.table_name]}},
-            )
+        sqs_source(functions[MEMORY_WORKER.name], self.queue, batch_size=MEMORY_WORKER_BATCH_SIZE)
+        grants = Grants(self, functions, d)
+        allow = grants.allow
 
         # memory_api: submit (PutItem, then UpdateItem `sent`), status (GetItem), cancel and redrive
         # flips (UpdateItem), lists (Query), judgments (TransactGet/TransactWrite: GetItem, PutItem,
@@ -109,7 +73,7 @@ class MemoryQueue(Construct):
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
             [d.memory.table_arn],
         )
-        table_key("memory_api")
+        grants.table_key("memory_api", d.memory, write=True)
         allow("memory_api", ["sqs:SendMessage"], [self.queue.queue_arn])
         allow(
             "memory_api",
@@ -125,5 +89,5 @@ class MemoryQueue(Construct):
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"],
             [d.memory.table_arn],
         )
-        table_key(name)
+        grants.table_key(name, d.memory, write=True)
         allow(name, ["sqs:SendMessage"], [self.dlq.queue_arn])

@@ -32,28 +32,17 @@ class Observability(Construct):
             period=Duration.minutes(5),
         )
         self._alarm("api-5xx", server_errors, 5)
-        self._alarm(
-            "janitor-failures",
-            api.janitor_dlq.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
-            1,
-        )
-        self._alarm(
-            "dispatch-failures",
-            api.dispatch_failures.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
-            1,
-        )
-        self._alarm(
-            "reconcile-failures",
-            api.reconcile_failures.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
-            1,
-        )
-        # Memory: a write that failed three receives is in the DLQ (its write is marked failed; an
-        # operator redrives it), and a write queue whose oldest message ages means the worker stalls.
-        self._alarm(
-            "memory-dead-letters",
-            memory.dlq.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
-            1,
-        )
+        # A failure queue holding one message is one too many. Memory: a write that failed three
+        # receives is in the DLQ (its write is marked failed; an operator redrives it), and a write
+        # queue whose oldest message ages means the worker stalls.
+        failures = {
+            "janitor-failures": api.janitor_dlq,
+            "dispatch-failures": api.dispatch_failures,
+            "reconcile-failures": api.reconcile_failures,
+            "memory-dead-letters": memory.dlq,
+        }
+        for name, queue in failures.items():
+            self._alarm(name, queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)), 1)
         self._alarm(
             "memory-queue-age",
             memory.queue.metric_approximate_age_of_oldest_message(period=Duration.minutes(5)),

@@ -23,12 +23,12 @@ bucket's notifications for `uploads/transcripts/`), and the recall functions' ac
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_opensearchservice as opensearch
 from aws_cdk import aws_s3 as s3
@@ -37,10 +37,8 @@ from constructs import Construct
 
 from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
+from infra.constructs.grants import Grants, private_queue, sqs_source
 from infra.routes import TRANSCRIPT_INDEXER, TRANSCRIPT_INDEXER_BATCH_SIZE, TRANSCRIPT_UPLOADS_PREFIX
-
-if TYPE_CHECKING:
-    from infra.constructs.api import Api
 
 # The HTTP methods the engine sends: GET (the state document), HEAD (index exists), POST (search,
 # msearch, update, bulk, scroll), PUT (create an index, index a topic), DELETE (clear a scroll).
@@ -127,18 +125,10 @@ class Search(Construct):
         self.domain.node.default_child.add_resource_dependency(logs_policy)  # type: ignore[union-attr]
         self.url = f"https://{self.domain.domain_endpoint}"
 
-        self.dlq = sqs.Queue(
-            self,
-            "TranscriptFailures",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        self.queue = sqs.Queue(
+        self.dlq = private_queue(self, "TranscriptFailures")
+        self.queue = private_queue(
             self,
             "TranscriptUploads",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
             # Lambda's advice for an SQS source: six times the function's timeout.
             visibility_timeout=Duration.seconds(6 * TRANSCRIPT_INDEXER.timeout_s),
             retention_period=Duration.days(4),
@@ -181,42 +171,17 @@ class Search(Construct):
         """The settings the recall functions read (infra/routes.py names which each receives)."""
         return {"opensearch_url": self.url, "opensearch_aws_service": "es"}
 
-    def connect(self, api: Api) -> None:
+    def connect(self, functions: Mapping[str, lambda_.Function]) -> None:
         """The indexer's event source, and each recall function's least privilege."""
         d = self._data
-        region = Stack.of(self).region
-        indexer = api.functions[TRANSCRIPT_INDEXER.name]
-        indexer.add_event_source(
-            event_sources.SqsEventSource(
-                self.queue,
-                batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
-                report_batch_item_failures=True,
-                max_concurrency=INDEXER_CONCURRENCY,
-            )
+        sqs_source(
+            functions[TRANSCRIPT_INDEXER.name],
+            self.queue,
+            batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
+            max_concurrency=INDEXER_CONCURRENCY,
         )
-        for child in indexer.node.find_all():
-            if isinstance(child, lambda_.CfnEventSourceMapping):
-                # An SQS source has no on-failure destination (Lambda offers those for streams and
-                # Kafka): a message that keeps failing moves to the queue's dead-letter queue.
-                child.add_metadata("cfn-lint", {"config": {"ignore_checks": ["ES1001"]}})
-
-        def allow(name: str, actions: list[str], resources: list[str], **conditions: Any) -> None:
-            api.functions[name].add_to_role_policy(
-                iam.PolicyStatement(actions=actions, resources=resources, conditions=conditions or None)
-            )
-
-        def key(name: str, service: str, actions: list[str], context: dict[str, dict[str, Any]]) -> None:
-            conditions: dict[str, dict[str, Any]] = {
-                "StringEquals": {"kms:ViaService": f"{service}.{region}.amazonaws.com"}
-            }
-            for operator, pairs in context.items():
-                conditions.setdefault(operator, {}).update(pairs)
-            allow(name, actions, [d.key.key_arn], **conditions)
-
-        table_context = {
-            "ForAnyValue:StringEquals": {"kms:EncryptionContext:aws:dynamodb:tableName": [d.recall.table_name]}
-        }
-        bucket_context = {"StringEquals": {"kms:EncryptionContext:aws:s3:arn": d.bucket.bucket_arn}}
+        grants = Grants(self, functions, d)
+        allow = grants.allow
         index_paths = [f"{self.domain.domain_arn}/{self.index_prefix}-*"] + [
             f"{self.domain.domain_arn}/{path}" for path in ES_ROOT_PATHS
         ]
@@ -224,12 +189,7 @@ class Search(Construct):
         # recall_api: ledger add (PutItem) and pending (Query); archive put/keys/get and topics
         # (rebuild); the presigned upload PUT is signed with this role, so it may PutObject there.
         allow("recall_api", ["dynamodb:PutItem", "dynamodb:Query"], [d.recall.table_arn])
-        key(
-            "recall_api",
-            "dynamodb",
-            ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"],
-            table_context,
-        )
+        grants.table_key("recall_api", d.recall, write=True)
         allow(
             "recall_api",
             ["s3:GetObject", "s3:PutObject"],
@@ -242,27 +202,21 @@ class Search(Construct):
             [d.bucket.bucket_arn],
             StringLike={"s3:prefix": ["transcripts/*", "topics/*"]},
         )
-        key("recall_api", "s3", ["kms:Decrypt", "kms:GenerateDataKey"], bucket_context)
-        allow("recall_api", ["secretsmanager:GetSecretValue"], [d.cursor_secret.secret_arn])
-        key(
-            "recall_api",
-            "secretsmanager",
-            ["kms:Decrypt"],
-            {"StringEquals": {"kms:EncryptionContext:SecretARN": d.cursor_secret.secret_arn}},
-        )
+        grants.bucket_key("recall_api", write=True)
+        grants.cursor_secret("recall_api")
         allow("recall_api", ES_ACTIONS, index_paths)
 
         # transcript_indexer: ledger get/fail/clear; the upload (read, then deleted) and its archive
         # copy. ListBucket on the uploads prefix, so a missing upload is NoSuchKey, not AccessDenied.
         name = TRANSCRIPT_INDEXER.name
         allow(name, ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], [d.recall.table_arn])
-        key(name, "dynamodb", ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"], table_context)
+        grants.table_key(name, d.recall, write=True)
         allow(name, ["s3:GetObject", "s3:DeleteObject"], [d.bucket.arn_for_objects(f"{TRANSCRIPT_UPLOADS_PREFIX}*")])
         allow(name, ["s3:PutObject"], [d.bucket.arn_for_objects("transcripts/*")])
         allow(
             name, ["s3:ListBucket"], [d.bucket.bucket_arn], StringLike={"s3:prefix": [f"{TRANSCRIPT_UPLOADS_PREFIX}*"]}
         )
-        key(name, "s3", ["kms:Decrypt", "kms:GenerateDataKey"], bucket_context)
+        grants.bucket_key(name, write=True)
         allow(name, ES_ACTIONS, index_paths)
 
         # The domain's own policy admits exactly these two roles (set on the L1: CDK's
@@ -273,7 +227,7 @@ class Search(Construct):
             "Statement": [
                 {
                     "Effect": "Allow",
-                    "Principal": {"AWS": [api.functions[n].role.role_arn for n in ("recall_api", name)]},  # type: ignore[union-attr]
+                    "Principal": {"AWS": [functions[n].role.role_arn for n in ("recall_api", name)]},  # type: ignore[union-attr]
                     "Action": ES_ACTIONS,
                     "Resource": f"{self.domain_arn}/*",
                 }

@@ -9,10 +9,6 @@ fuzz with tests/e2e/test_schemathesis.py's checks.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -25,7 +21,7 @@ from opensearchpy import OpenSearch
 
 from functions.admin_api.handler import openapi_document
 from tests.conftest import examples
-from tests.e2e.conftest import bearer, start_dev
+from tests.e2e.conftest import bearer, mint_dev_token, start_dev
 from tests.e2e.test_recall_http import (  # noqa: F401 - collected again, with this module's runtime
     caller,
     test_an_ambiguous_prefix_lists_candidates,
@@ -65,29 +61,8 @@ def test_recall_conforms_to_its_schema_on_opensearch(case: Any, dev_runtime: dic
 
 @pytest.fixture(scope="module")
 def other_authority(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """A second authority's tokens, minted the bootstrap way (straight into the tokens table)."""
-    upload = httpx.post(
-        dev_runtime["endpoint"] + "/v1/notes/uploads",
-        json={"key": "probe", "run": 1, "name": "n", "size": 1, "sha256": "0" * 64},
-        headers=bearer(dev_runtime["tokens"]["caller"]),
-    )
-    url = httpx.URL(upload.json()["upload_url"])  # names the dev runtime's in-process moto endpoint
-    env = {
-        **os.environ,
-        "AWS_ENDPOINT_URL": f"{url.scheme}://{url.host}:{url.port}",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    minted = subprocess.run(
-        [sys.executable, "-m", "dovecote.cli", "tokens", "bootstrap", "--authority", "other"]
-        + ["--role", "caller", "--table", "dovecote-tokens"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    return {"caller": bearer(json.loads(minted.stdout)["token"])}
+    """A second authority's caller token, minted by this module's runtime (`dovecote dev token`)."""
+    return {"caller": bearer(mint_dev_token(dev_runtime, "other", "caller"))}
 
 
 def test_the_runtime_answers_from_opensearch(

@@ -25,8 +25,11 @@ from dovecote.platform.http import lambda_entry, new_resolver
 from dovecote.platform.observability import logger
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
-C0 = re.compile(r"[\x00-\x08\x0a-\x1f]")
+# Raw in a log line, any of these splits it or drives a terminal (U+009B is CSI, U+2028 a line break).
+C0 = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 FORGERIES = [
+    "\x9b31mred",
+    "x\u2028forged line\u2029",
     "x\n11:99:99 GET /v1/FAKE 200",
     "x\r\n11:99:99 GET /v1/FAKE 200",
     "\x1b[31mred\x1b[0m",

@@ -36,8 +36,7 @@ write still `started`, the scope count and each posting's df as read, so a redel
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from pynamodb.expressions.update import Action
@@ -64,40 +63,31 @@ from dovecote.memory.records import (
     WriteItem,
 )
 from dovecote.memory.retrieval import Posting
-from dovecote.platform.aws import aws_error_code
-from dovecote.platform.dynamo import bind, cancellation_codes, connection, pynamodb_errors, unwrap
-
-CONDITION_FAILED = "ConditionalCheckFailedException"
-# AWS refused the request itself: nothing was applied, and sending it again cannot succeed.
-REFUSAL_CODES = frozenset({"ValidationException", "SerializationException"})
-
-
-def write_key(authority: str, write_id: str) -> str:
-    return f"W#{authority}#{write_id}"
-
-
-def scope_key(authority: str, scope: str) -> str:
-    return f"S#{authority}#{scope}"
+from dovecote.platform.dynamo import (
+    attributes,
+    bind,
+    conditionally,
+    connection,
+    failed_conditions,
+    pynamodb_errors,
+    record,
+    refusals,
+)
 
 
-def memories_key(authority: str, scope: str) -> str:
-    return f"M#{authority}#{scope}"
+def _key(*parts: str) -> str:
+    return "#".join(parts)
 
 
-def posting_key(authority: str, scope: str, term: str) -> str:
-    return f"P#{authority}#{scope}#{term}"
-
-
-def relation_key(authority: str, relation_id: str) -> str:
-    return f"R#{authority}#{relation_id}"
-
-
-def scope_view_key(authority: str, scope: str) -> str:
-    return f"RS#{authority}#{scope}"
-
-
-def status_view_key(authority: str, scope: str, status: str) -> str:
-    return f"RT#{authority}#{scope}#{status}"
+# The keys of the layout above, each (authority, ...) -> "<prefix>#<authority>#...".
+write_key = partial(_key, "W")
+scope_key = partial(_key, "S")
+memories_key = partial(_key, "M")
+posting_key = partial(_key, "P")
+relation_key = partial(_key, "R")
+scope_view_key = partial(_key, "RS")
+status_view_key = partial(_key, "RT")
+receipt_key = partial(_key, "C")
 
 
 def seq_key(seq: int) -> str:
@@ -111,57 +101,6 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 def _ints(value: Any) -> tuple[int, ...]:
     return tuple(int(v) for v in value or ())
-
-
-class _ConditionFailed(Exception):
-    pass
-
-
-def refusal(exc: BaseException) -> StoreRefused | None:
-    """`exc` as a StoreRefused when AWS refused the request as invalid; None for any other failure."""
-    from botocore.exceptions import ParamValidationError
-
-    cause = unwrap(exc)
-    if isinstance(cause, ParamValidationError):
-        return StoreRefused("ParamValidationError", str(cause))
-    response = getattr(cause, "response", None) or {}
-    operation = getattr(cause, "operation_name", "") or "request"
-    code = aws_error_code(cause)
-    if code in REFUSAL_CODES:
-        return StoreRefused(code, f"{operation}: {(response.get('Error') or {}).get('Message') or code}")
-    if "ValidationError" in cancellation_codes(exc):
-        reasons = response.get("CancellationReasons") or []
-        message = next((r.get("Message") for r in reasons if r.get("Code") == "ValidationError"), None)
-        return StoreRefused("ValidationError", f"{operation}: {message or 'an item of the transaction is invalid'}")
-    return None
-
-
-@contextmanager
-def refusals() -> Iterator[None]:
-    """A refusal (see `refusal`) is raised as StoreRefused; anything else passes through unchanged."""
-    from pynamodb.exceptions import PynamoDBException
-
-    try:
-        yield
-    except PynamoDBException as exc:
-        refused = refusal(exc)
-        if refused is not None:
-            raise refused from exc
-        raise
-
-
-@contextmanager
-def conditional() -> Iterator[None]:
-    """A failed condition is `_ConditionFailed`; any other failure maps as every write does."""
-    from pynamodb.exceptions import PynamoDBException
-
-    with pynamodb_errors(write=True):
-        try:
-            yield
-        except PynamoDBException as exc:
-            if exc.cause_response_code == CONDITION_FAILED:
-                raise _ConditionFailed() from exc
-            raise
 
 
 class DynamoMemoryStore:
@@ -178,95 +117,55 @@ class DynamoMemoryStore:
 
     @staticmethod
     def _write(item: WriteItem) -> Write:
-        return Write(
-            authority=item.authority,
-            id=item.id,
-            scope=item.scope,
-            content=item.content,
+        return record(
+            Write,
+            item,
+            numbers=("generation", "seq"),
             tags=_strings(item.tags),
-            digest=item.digest,
-            status=item.status,
-            submitted_at=item.submitted_at,
-            updated_at=item.updated_at,
             sent=bool(item.sent),
-            generation=int(item.generation or 0),
             consumed=bool(item.consumed),
             evidence=Evidence.from_json(item.evidence) if item.evidence else None,
-            seq=int(item.seq or 0),
         )
 
     @staticmethod
     def _memory(authority: str, scope: str, item: MemoryItem) -> Memory:
         return Memory(authority, item.id, scope, int(item.sk), item.content, _strings(item.tags), item.applied_at)
 
+    def _memory_item(self, authority: str, scope: str, m: Memory) -> MemoryItem:
+        key = memories_key(authority, scope), seq_key(m.seq)
+        return self._memories(*key, id=m.id, content=m.content, tags=list(m.tags), applied_at=m.applied_at)
+
+    def _posting_item(self, authority: str, scope: str, term: str, p: Posting) -> PostingItem:
+        return self._postings(posting_key(authority, scope, term), NO_SORT, df=p.df, recent=list(p.recent))
+
     @staticmethod
     def _relation(authority: str, item: RelationItem) -> Relation:
-        judgment = item.judgment
-        return Relation(
+        j = item.judgment
+        judgment = Judgment(j["decision"], j["note"], j["judged_at"], j["command_id"]) if j else None
+        evidence_ids = _strings(item.evidence_ids)
+        return record(
+            Relation,
+            item,
+            numbers=("from_seq", "to_seq"),
             authority=authority,
-            scope=item.scope,
-            from_id=item.from_id,
-            to_id=item.to_id,
-            verb=item.verb,
-            note=item.note,
-            evidence_ids=_strings(item.evidence_ids),
-            from_seq=int(item.from_seq),
-            to_seq=int(item.to_seq),
-            created_at=item.created_at,
-            status=item.status,
-            judgment=Judgment(judgment["decision"], judgment["note"], judgment["judged_at"], judgment["command_id"])
-            if judgment
-            else None,
+            evidence_ids=evidence_ids,
+            judgment=judgment,
         )
 
     def _relation_item(self, pk: str, sk: str, r: Relation) -> RelationItem:
-        judgment = None
-        if r.judgment is not None:
-            j = r.judgment
-            judgment = {"decision": j.decision, "note": j.note, "judged_at": j.judged_at, "command_id": j.command_id}
-        return self._relations(
-            pk,
-            sk,
-            relation_id=r.id,
-            scope=r.scope,
-            from_id=r.from_id,
-            to_id=r.to_id,
-            verb=r.verb,
-            note=r.note,
-            evidence_ids=list(r.evidence_ids),
-            status=r.status,
-            from_seq=r.from_seq,
-            to_seq=r.to_seq,
-            created_at=r.created_at,
-            judgment=judgment,
-        )
+        values = attributes(r, keyed=("authority",))
+        values.update(evidence_ids=list(r.evidence_ids), judgment=attributes(r.judgment) if r.judgment else None)
+        return self._relations(pk, sk, relation_id=r.id, **values)
 
     # ---- writes -----------------------------------------------------------------------------
 
     def create_write(self, write: Write) -> Write | None:
-        item = self._writes(
-            write_key(write.authority, write.id),
-            NO_SORT,
-            authority=write.authority,
-            id=write.id,
-            scope=write.scope,
-            content=write.content,
-            tags=list(write.tags),
-            digest=write.digest,
-            status=write.status,
-            submitted_at=write.submitted_at,
-            updated_at=write.updated_at,
-            sent=write.sent,
-            generation=write.generation,
-            consumed=False,
-            seq=0,
-        )
-        try:
-            with conditional():
-                item.save(condition=self._writes.pk.does_not_exist())
-        except _ConditionFailed:
-            return self.get_write(write.authority, write.id)
-        return None
+        values = attributes(write, keyed=("evidence",))
+        values.update(tags=list(write.tags), consumed=False, seq=0)
+        item = self._writes(write_key(write.authority, write.id), NO_SORT, **values)
+        if conditionally(lambda: item.save(condition=self._writes.pk.does_not_exist())):
+            return None
+        return self.get_write(write.authority, write.id)
 
     def get_write(self, authority: str, write_id: str) -> Write | None:
         from pynamodb.exceptions import DoesNotExist
@@ -280,26 +179,18 @@ class DynamoMemoryStore:
 
     def mark_sent(self, authority: str, write_id: str) -> None:
         W = self._writes
-        try:
-            with conditional():
-                W(write_key(authority, write_id), NO_SORT).update(
-                    actions=[W.sent.set(True)], condition=W.status.is_in("queued", "started")
-                )
-        except _ConditionFailed:
-            pass  # started or settled meanwhile: nothing to mark
+        item = W(write_key(authority, write_id), NO_SORT)
+        # A write started or settled meanwhile fails the condition: nothing to mark.
+        conditionally(lambda: item.update(actions=[W.sent.set(True)], condition=W.status.is_in("queued", "started")))
 
     def _flip(self, authority: str, write_id: str, kind: str, actions: list[Any]) -> tuple[bool, Write | None]:
         W = self._writes
         item = W(write_key(authority, write_id), NO_SORT)
-        try:
-            with conditional():
-                item.update(
-                    actions=[W.status.set(machine.TRANSITIONS[kind].to), *actions],
-                    condition=W.status.is_in(*sorted(machine.allowed_from(kind))),
-                )
-        except _ConditionFailed:
-            return False, self.get_write(authority, write_id)
-        return True, self._write(item)
+        actions = [W.status.set(machine.TRANSITIONS[kind].to), *actions]
+        allowed = W.status.is_in(*sorted(machine.allowed_from(kind)))
+        if conditionally(lambda: item.update(actions=actions, condition=allowed)):
+            return True, self._write(item)
+        return False, self.get_write(authority, write_id)
 
     def cancel_write(self, authority: str, write_id: str, evidence: Evidence, now: str) -> tuple[bool, Write | None]:
         W = self._writes
@@ -315,13 +206,8 @@ class DynamoMemoryStore:
 
     def consume_cancel(self, authority: str, write_id: str) -> None:
         W = self._writes
-        try:
-            with conditional():
-                W(write_key(authority, write_id), NO_SORT).update(
-                    actions=[W.consumed.set(True)], condition=W.status == "cancelled"
-                )
-        except _ConditionFailed:
-            pass
+        item = W(write_key(authority, write_id), NO_SORT)
+        conditionally(lambda: item.update(actions=[W.consumed.set(True)], condition=W.status == "cancelled"))
 
     def redrive_write(self, authority: str, write_id: str, now: str) -> Write | None:
         W = self._writes
@@ -338,15 +224,10 @@ class DynamoMemoryStore:
             if status is not None:
                 actions += [W.status.set(status), W.evidence.remove()]
             item = W(write_key(authority, write_id), NO_SORT)
-            try:
-                with conditional():
-                    item.update(
-                        actions=actions,
-                        condition=(W.status == write.status) & (W.generation == write.generation),
-                    )
-            except _ConditionFailed:
-                continue  # it moved on: decide again on what it is now
-            return self._write(item)
+            unchanged = (W.status == write.status) & (W.generation == write.generation)
+            if conditionally(partial(item.update, actions=actions, condition=unchanged)):
+                return self._write(item)
+            # it moved on: decide again on what it is now
         return self.get_write(authority, write_id)
 
     # ---- the worker --------------------------------------------------------------------------
@@ -355,7 +236,7 @@ class DynamoMemoryStore:
         from pynamodb.exceptions import DoesNotExist
         from pynamodb.transactions import TransactGet
 
-        with pynamodb_errors(write=False), refusals():
+        with pynamodb_errors(write=False), refusals(StoreRefused):
             with TransactGet(connection=self._connection) as get:
                 head = get.get(self._scopes, scope_key(authority, scope), NO_SORT)
                 futures = {t: get.get(self._postings, posting_key(authority, scope, t), NO_SORT) for t in terms}
@@ -389,28 +270,18 @@ class DynamoMemoryStore:
         # PynamoDB sends puts first, then updates: `what` follows that order, to read the reasons.
         what: list[str] = []
         try:
-            with TransactWrite(connection=self._connection) as tx:
+            with refusals(StoreRefused), TransactWrite(connection=self._connection) as tx:
                 expected = application.expected_memories
                 tx.save(
                     S(scope_key(a, scope), NO_SORT, memories=memory.seq),
                     condition=S.pk.does_not_exist() if expected == 0 else S.memories == expected,
                 )
                 what.append("scope")
-                tx.save(
-                    M(
-                        memories_key(a, scope),
-                        seq_key(memory.seq),
-                        id=memory.id,
-                        content=memory.content,
-                        tags=list(memory.tags),
-                        applied_at=memory.applied_at,
-                    ),
-                    condition=M.pk.does_not_exist(),
-                )
+                tx.save(self._memory_item(a, scope, memory), condition=M.pk.does_not_exist())
                 what.append("memory")
                 for term, (before, after) in application.postings.items():
                     tx.save(
-                        P(posting_key(a, scope, term), NO_SORT, df=after.df, recent=list(after.recent)),
+                        self._posting_item(a, scope, term, after),
                         condition=P.pk.does_not_exist() if before is None else P.df == before.df,
                     )
                     what.append("posting")
@@ -434,10 +305,7 @@ class DynamoMemoryStore:
                 )
                 what.append("write")
         except TransactWriteError as exc:
-            refused = refusal(exc)
-            if refused is not None:
-                raise refused from exc
-            failed = {what[i] for i, code in enumerate(cancellation_codes(exc)) if code == "ConditionalCheckFailed"}
+            failed = failed_conditions(exc, what)
             if "write" in failed:
                 raise WriteSettled() from None
             if failed and failed <= {"relation"}:
@@ -459,21 +327,10 @@ class DynamoMemoryStore:
         with pynamodb_errors(write=True):
             with self._memories.batch_write() as batch:
                 for m in memories:
-                    batch.save(
-                        self._memories(
-                            memories_key(authority, scope),
-                            seq_key(m.seq),
-                            id=m.id,
-                            content=m.content,
-                            tags=list(m.tags),
-                            applied_at=m.applied_at,
-                        )
-                    )
+                    batch.save(self._memory_item(authority, scope, m))
             with self._postings.batch_write() as batch:
                 for term, p in postings.items():
-                    batch.save(
-                        self._postings(posting_key(authority, scope, term), NO_SORT, df=p.df, recent=list(p.recent))
-                    )
+                    batch.save(self._posting_item(authority, scope, term, p))
             count = max((m.seq for m in memories), default=0)
             self._scopes(scope_key(authority, scope), NO_SORT, memories=count).save()
 
@@ -510,7 +367,7 @@ class DynamoMemoryStore:
 
         with pynamodb_errors(write=False):
             with TransactGet(connection=self._connection) as get:
-                receipt_future = get.get(self._receipts, f"C#{authority}#{command_id}", NO_SORT)
+                receipt_future = get.get(self._receipts, receipt_key(authority, command_id), NO_SORT)
                 relation_future = get.get(self._relations, relation_key(authority, relation_id), NO_SORT)
         receipt = relation = None
         try:
@@ -534,7 +391,13 @@ class DynamoMemoryStore:
         try:
             with TransactWrite(connection=self._connection) as tx:
                 tx.save(
-                    C(f"C#{a}#{receipt.id}", NO_SORT, kind=receipt.kind, digest=receipt.digest, result=receipt.result),
+                    C(
+                        receipt_key(a, receipt.id),
+                        NO_SORT,
+                        kind=receipt.kind,
+                        digest=receipt.digest,
+                        result=receipt.result,
+                    ),
                     condition=C.pk.does_not_exist(),
                 )
                 what.append("receipt")
@@ -547,7 +410,7 @@ class DynamoMemoryStore:
                 tx.delete(R(status_view_key(a, before.scope, before.status), before.position))
                 what.insert(0, "view")  # deletes are sent before puts
         except TransactWriteError as exc:
-            failed = {what[i] for i, code in enumerate(cancellation_codes(exc)) if code == "ConditionalCheckFailed"}
+            failed = failed_conditions(exc, what)
             if "receipt" in failed:
                 raise ReceiptTaken() from None
             if "relation" in failed:

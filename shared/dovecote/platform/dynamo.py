@@ -14,8 +14,9 @@ table is the configured one and whose requests go through that one cached boto3 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from pynamodb.models import Model
 
 M = TypeVar("M", bound="Model")
+R = TypeVar("R")
 
 PLACEHOLDER_TABLE = "unbound"  # a model used before `bind` fails loudly against this name
 
@@ -33,6 +35,24 @@ def bind(model: type[M], *, table: str, client: Any) -> type[M]:
     bound = type(model.__name__, (model,), {"Meta": meta, "__module__": model.__module__})
     bound._get_connection().connection._client = client  # type: ignore[attr-defined]
     return bound  # type: ignore[return-value]
+
+
+def attributes(source: Any, *, keyed: tuple[str, ...] = (), absent_when_empty: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A record's (a dataclass's) fields as the attributes of its item, which names them alike: except
+    the ones its key holds; an empty optional one is left absent."""
+    names = [f.name for f in fields(source) if f.name not in keyed]
+    return {n: (getattr(source, n) or None) if n in absent_when_empty else getattr(source, n) for n in names}
+
+
+def record(kind: type[R], item: Any, *, numbers: tuple[str, ...] = (), **known: Any) -> R:
+    """The record `kind` (a dataclass) from the item's attributes of the same names: `numbers` as
+    ints, an absent one empty; `known` the fields its key holds or that need decoding."""
+
+    def read(name: str) -> Any:
+        value = getattr(item, name)
+        return int(value or 0) if name in numbers else ("" if value is None else value)
+
+    return kind(**{f.name: read(f.name) for f in fields(kind) if f.name not in known}, **known)  # type: ignore[arg-type]
 
 
 def connection(client: Any) -> Connection:
@@ -60,9 +80,15 @@ def unwrap(exc: BaseException) -> BaseException:
 # - a write that may have been sent is `commit_unknown`, throttles and timeouts included
 #   (`committing`): a command's receipt makes the exact retry safe;
 # - a cancelled transaction names, per item, the condition that failed and the old item
-#   (`cancellation_codes`, `failed_condition`): the adapter turns that into its typed conflict.
+#   (`cancellation_codes`, `failed_condition`, `failed_conditions`): the adapter turns that into its
+#   typed conflict; a single conditional write says whether its condition held (`conditionally`);
+# - a request AWS refuses as invalid can never succeed, so it is neither `unavailable` nor
+#   `commit_unknown` ("retry"): `refusal` says so, with AWS's reason, for the adapter to raise its own.
 
-CONDITION_FAILED = "ConditionalCheckFailed"
+CONDITION_FAILED = "ConditionalCheckFailed"  # a cancellation reason
+CONDITION_FAILED_ERROR = "ConditionalCheckFailedException"  # a single write's error code
+# AWS refused the request itself: nothing was applied, and sending it again cannot succeed.
+REFUSAL_CODES = frozenset({"ValidationException", "SerializationException"})
 
 
 def _reasons(exc: BaseException) -> list[tuple[str, Any]]:
@@ -93,6 +119,63 @@ def failed_condition(exc: BaseException | None, names: Sequence[str]) -> tuple[s
         if code == CONDITION_FAILED:
             return name, item
     return None
+
+
+def failed_conditions(exc: BaseException, names: Sequence[str]) -> set[str]:
+    """The names (the transaction's items in order) whose condition failed in a cancelled
+    transaction; empty when it was not cancelled by a condition."""
+    return {name for name, code in zip(names, cancellation_codes(exc), strict=False) if code == CONDITION_FAILED}
+
+
+def refusal(exc: BaseException) -> tuple[str, str] | None:
+    """(code, reason) when AWS refused the request as invalid (ValidationException, a transaction
+    cancelled for ValidationError, botocore's own parameter validation); None for any other failure."""
+    from botocore.exceptions import ParamValidationError
+
+    from dovecote.platform.aws import aws_error_code
+
+    cause = unwrap(exc)
+    if isinstance(cause, ParamValidationError):
+        return "ParamValidationError", str(cause)
+    response = getattr(cause, "response", None) or {}
+    operation = getattr(cause, "operation_name", "") or "request"
+    code = aws_error_code(cause)
+    if code in REFUSAL_CODES:
+        return code, f"{operation}: {(response.get('Error') or {}).get('Message') or code}"
+    if "ValidationError" in cancellation_codes(exc):
+        reasons = response.get("CancellationReasons") or []
+        message = next((r.get("Message") for r in reasons if r.get("Code") == "ValidationError"), None)
+        return "ValidationError", f"{operation}: {message or 'an item of the transaction is invalid'}"
+    return None
+
+
+@contextmanager
+def refusals(refused: Callable[[str, str], Exception]) -> Iterator[None]:
+    """A refusal (see `refusal`) is raised as `refused(code, reason)`; anything else passes through."""
+    from pynamodb.exceptions import PynamoDBException
+
+    try:
+        yield
+    except PynamoDBException as exc:
+        found = refusal(exc)
+        if found is not None:
+            raise refused(*found) from exc
+        raise
+
+
+def conditionally(write: Callable[[], object]) -> bool:
+    """Send one conditional write: True when it was written, False when its condition did not hold
+    (nothing was written); any other failure maps as every write does (`pynamodb_errors`)."""
+    from pynamodb.exceptions import PynamoDBException
+
+    with pynamodb_errors(write=True):
+        try:
+            write()
+        except PynamoDBException as exc:
+            if exc.cause_response_code == CONDITION_FAILED_ERROR:
+                return False
+            raise
+    return True
 
 
 @contextmanager

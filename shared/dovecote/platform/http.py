@@ -7,6 +7,7 @@ import base64
 import binascii
 import functools
 import json
+import re
 from typing import Any, Callable, cast
 from urllib.parse import unquote_to_bytes
 
@@ -273,10 +274,39 @@ def _refuse_unknown_query(app: APIGatewayHttpResolver, next_middleware: Any) -> 
 
 def _refuse_control_characters(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
     """Route patterns end in `$`, which also matches before a trailing newline: `/x/id%0A` would
-    reach the handler as `id`. No path names anything with a control character in it: not_found,
+    reach the handler as `id`. No path names anything with a control character (C0, DEL, C1) or a
+    line separator in it: not_found,
     as for a path no route matches (Powertools runs middlewares on that one too)."""
     path = app.current_event.path or ""
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
+    if any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch in "\u2028\u2029" for ch in path):
+        return error_response(NotFound("no such route"))
+    return next_middleware(app)
+
+
+def _route_key(route: Any) -> str:
+    """A Powertools route as an API Gateway route key, parameters unnamed (`GET /v1/tasks/{}`): the
+    route table may name a parameter otherwise than the handler does."""
+    return f"{route.method} " + _POWERTOOLS_PARAM.sub("{}", route.path)
+
+
+def _unnamed(route_key: str) -> str:
+    return _GATEWAY_PARAM.sub("{}", route_key)
+
+
+_POWERTOOLS_PARAM = re.compile(r"<\w+>")
+_GATEWAY_PARAM = re.compile(r"\{[^}/]+\}")
+
+
+def _refuse_another_route(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
+    """API Gateway chose the route (`routeKey`) on the raw path, then hands the function a decoded
+    one: an id holding `%2F` or `..` could make Powertools match a sibling route of the same
+    function. The route that runs must be the one the gateway matched; anything else is a path no
+    route serves."""
+    route = app.context.get("_route")
+    expected = app.current_event.raw_event.get("routeKey")
+    if route is None or not expected or expected.startswith("$") or ".*" in route.rule.pattern:
+        return next_middleware(app)
+    if _route_key(route) != _unnamed(expected):
         return error_response(NotFound("no such route"))
     return next_middleware(app)
 
@@ -285,7 +315,7 @@ def new_resolver() -> APIGatewayHttpResolver:
     # A response that fails its own schema is our bug: 500, never a client error.
     app = APIGatewayHttpResolver(enable_validation=True, response_validation_error_http_code=500)
 
-    app.use(middlewares=[_refuse_control_characters, _refuse_unknown_query])
+    app.use(middlewares=[_refuse_control_characters, _refuse_another_route, _refuse_unknown_query])
 
     @app.exception_handler(DomainError)
     def _domain(exc: DomainError) -> Response:

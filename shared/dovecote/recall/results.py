@@ -53,6 +53,11 @@ class SearchEnvelope:
     store: str
     store_note: str = ""
 
+    @staticmethod
+    def empty(query: str, store: str) -> SearchEnvelope:
+        """No results, and nothing missing: complete."""
+        return SearchEnvelope(query, [], [], True, 0, 0, False, False, "", [], 0, store)
+
 
 @dataclass(frozen=True, slots=True)
 class MessageView:

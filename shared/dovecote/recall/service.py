@@ -98,8 +98,10 @@ from dovecote.recall.results import (
 
 STORE_NOTE_TRIGRAM = "the word index found nothing; these hits come from the substring (trigram) index"
 STORE_NOTE_NOTHING = "neither the word index nor the substring (trigram) index found a match"
-# An upload URL that was never used stops counting as pending this long after it expired.
-UPLOAD_GRACE = timedelta(hours=1)
+# A pending upload counts while its URL can still be used. After the URL expired it counts only if
+# its bytes arrived (the indexer has not finished yet), and only for this long: an upload that landed
+# in the URL's last second is indexed within seconds; a URL never used leaves the report at expiry.
+UPLOAD_GRACE = timedelta(minutes=5)
 CLI = "dovecote recall"
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -238,7 +240,7 @@ class RecallService:
             project=values["project"],
             project_folder=values["project_folder"],
             created_at=utc_iso(now),
-            expires_at=utc_iso(expires + UPLOAD_GRACE),
+            expires_at=utc_iso(expires),
         )
         # The ledger entry comes first: from the moment the URL exists, searches report the scope stale.
         self._ledger.add(principal.authority, upload)
@@ -285,11 +287,7 @@ class RecallService:
             for r in self.index.scopes(authority)
             if (not p.project or r.project == p.project) and _path_selected(p, r.cwd or r.project)
         ]
-        pending = [
-            u
-            for u in self._ledger.pending(authority, utc_iso(self._clock()))
-            if not p.project or u.project == p.project
-        ]
+        pending = self._pending(authority, p.project)
         if not scopes and not pending:
             return self._empty(p.q)  # unknown project, or a path filter matching nothing
         places = frozenset((r.project, r.cwd) for r in scopes) if (p.include_path or p.exclude_path) else None
@@ -350,21 +348,24 @@ class RecallService:
             store_note=(STORE_NOTE_TRIGRAM if page.hits else STORE_NOTE_NOTHING) if page.tier == "trigram" else "",
         )
 
+    def _pending(self, authority: str, project: str) -> list[PendingUpload]:
+        """Uploads the answer may be missing: a URL still usable, or one that expired in the last
+        UPLOAD_GRACE whose bytes arrived and wait for the indexer (one HEAD each, so an unused URL
+        costs nothing past its expiry plus the grace and leaves the report when it expires)."""
+        now = self._clock()
+        live = utc_iso(now)
+        out = []
+        for upload in self._ledger.pending(authority, utc_iso(now - UPLOAD_GRACE)):
+            if project and upload.project != project:
+                continue
+            if upload.expires_at and upload.expires_at <= live:
+                if not self._archive.upload_exists(authority, upload.upload_id):
+                    continue
+            out.append(upload)
+        return out
+
     def _empty(self, q: str) -> SearchEnvelope:
-        return SearchEnvelope(
-            query=q,
-            results=[],
-            scopes_report=[],
-            complete=True,
-            count=0,
-            total_matches=0,
-            total_is_lower_bound=False,
-            has_more=False,
-            next_command="",
-            warnings=[],
-            excluded_current_turn=0,
-            store=self.index.name,
-        )
+        return SearchEnvelope.empty(q, self.index.name)
 
     def _withhold(self, authority: str, current: str) -> Withhold | None:
         """The caller's live turn: from the newest message a person typed in its session. The rest of

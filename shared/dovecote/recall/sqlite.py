@@ -31,7 +31,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +99,8 @@ class _Ranked:
     newest: str
 
 
-_SESSION_COLUMNS = (
-    "session_id, source, project, cwd, message_count, started_at, last_at, parent_session, agent, summary, "
-    "sha256, spawn_key, spawn_keys"
-)
+_SESSION_FIELDS = tuple(f.name for f in fields(SessionInfo))  # the sessions columns of the same names
+_SESSION_COLUMNS = ", ".join(_SESSION_FIELDS)
 _ROW_COLUMNS = "session_id, pos, uuid, role, kind, text, ts, envelope, human"
 
 
@@ -115,36 +113,25 @@ def _visibility_sql(visibility: Visibility, alias: str = "m") -> str:
     return "(" + " OR ".join(clauses) + ")"
 
 
+# SearchFilter fields pushed down as SQL, each with its value as the one parameter (when set).
+_FILTER_SQL = (
+    ("role", "m.role = ?"),
+    ("since", "m.ts != '' AND m.ts >= ?"),
+    ("before", "m.ts != '' AND m.ts <= ?"),
+    ("min_messages", "s.message_count >= ?"),
+    ("project", "s.project = ?"),
+    ("source", "s.source = ?"),
+)
+
+
 def _session_info(row: tuple[Any, ...]) -> SessionInfo:
-    return SessionInfo(
-        session_id=row[0],
-        source=row[1],
-        project=row[2],
-        cwd=row[3],
-        message_count=row[4],
-        started_at=row[5],
-        last_at=row[6],
-        parent_session=row[7],
-        agent=row[8],
-        summary=row[9],
-        sha256=row[10],
-        spawn_key=row[11],
-        spawn_keys=tuple(json.loads(row[12] or "[]")),
-    )
+    values = dict(zip(_SESSION_FIELDS, row, strict=True))
+    values["spawn_keys"] = tuple(json.loads(values["spawn_keys"] or "[]"))
+    return SessionInfo(**values)
 
 
 def _row(row: tuple[Any, ...]) -> Row:
-    return Row(
-        session_id=row[0],
-        pos=row[1],
-        uuid=row[2],
-        role=row[3],
-        kind=row[4],
-        text=row[5],
-        timestamp=row[6],
-        envelope=bool(row[7]),
-        human=bool(row[8]),
-    )
+    return Row(*row[:7], *map(bool, row[7:9]))  # _ROW_COLUMNS fill Row's fields in order; the last two are flags
 
 
 class SqliteSearchIndex:
@@ -298,15 +285,8 @@ class SqliteSearchIndex:
             bounds = (authority, depth, segments[0], segments[0] + _TOP)
             where = "authority = ? AND depth = ? AND sid_lower >= ? AND sid_lower < ?"
             if depth == 0:
-                total = self._db.execute(f"SELECT COUNT(*) FROM sessions WHERE {where}", bounds).fetchone()[0]  # noqa: S608
-                ids = [
-                    r[0]
-                    for r in self._db.execute(
-                        f"SELECT session_id FROM sessions WHERE {where} ORDER BY sid_lower, session_id LIMIT ?",  # noqa: S608
-                        (*bounds, AMBIGUITY_CANDIDATES),
-                    )
-                ]
-                return Resolution(ids, total)
+                total = self._count("sessions", where, bounds)
+                return Resolution(self._first("session_id", "sessions", where, bounds, "sid_lower, session_id"), total)
             matched = sorted(
                 r[0]
                 for r in self._db.execute(f"SELECT session_id FROM sessions WHERE {where}", bounds)  # noqa: S608
@@ -321,7 +301,7 @@ class SqliteSearchIndex:
                 return Resolution([], 0)
             bounds = (authority, session_id, prefix, prefix + _TOP)
             where = "authority = ? AND session_id = ? AND uuid >= ? AND uuid < ?"
-            total = self._db.execute(f"SELECT COUNT(*) FROM messages WHERE {where}", bounds).fetchone()[0]  # noqa: S608
+            total = self._count("messages", where, bounds)
             if (
                 total > 1
                 and self._db.execute(
@@ -330,14 +310,17 @@ class SqliteSearchIndex:
                 ).fetchone()
             ):
                 return Resolution([prefix], 1)
-            ids = [
-                r[0]
-                for r in self._db.execute(
-                    f"SELECT uuid FROM messages WHERE {where} ORDER BY uuid LIMIT ?",  # noqa: S608
-                    (*bounds, AMBIGUITY_CANDIDATES),
-                )
-            ]
-            return Resolution(ids, total)
+            return Resolution(self._first("uuid", "messages", where, bounds, "uuid"), total)
+
+    # The resolvers' prefix ranges: `where` is one of their fixed clauses, `bounds` its parameters.
+
+    def _count(self, table: str, where: str, bounds: tuple[Any, ...]) -> int:
+        return int(self._db.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}", bounds).fetchone()[0])  # noqa: S608
+
+    def _first(self, column: str, table: str, where: str, bounds: tuple[Any, ...], order: str) -> list[str]:
+        """The first AMBIGUITY_CANDIDATES values of `column` in the range, in `order`."""
+        query = f"SELECT {column} FROM {table} WHERE {where} ORDER BY {order} LIMIT ?"  # noqa: S608
+        return [r[0] for r in self._db.execute(query, (*bounds, AMBIGUITY_CANDIDATES))]
 
     def message(self, authority: str, session_id: str, uuid: str) -> Row | None:
         with self._lock:
@@ -440,26 +423,13 @@ class SqliteSearchIndex:
         f = query.filter
         where = [f"{table} MATCH ?", "m.authority = ?", _visibility_sql(f.visibility)]
         params: list[Any] = [expression, authority]
-        if f.role:
-            where.append("m.role = ?")
-            params.append(f.role)
         if not f.subagents:
             where.append("m.sub = 0")
-        if f.since:
-            where.append("m.ts != '' AND m.ts >= ?")
-            params.append(f.since)
-        if f.before:
-            where.append("m.ts != '' AND m.ts <= ?")
-            params.append(f.before)
-        if f.min_messages:
-            where.append("s.message_count >= ?")
-            params.append(f.min_messages)
-        if f.project:
-            where.append("s.project = ?")
-            params.append(f.project)
-        if f.source:
-            where.append("s.source = ?")
-            params.append(f.source)
+        for name, clause in _FILTER_SQL:
+            value = getattr(f, name)
+            if value:
+                where.append(clause)
+                params.append(value)
         if f.places is not None:
             where.append(
                 "(s.project, s.cwd) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "

@@ -1,0 +1,80 @@
+"""What every construct does the same way when it wires the functions: least-privilege statements,
+the stack's data key only through the service that uses it, an SQS event source, and the private
+queues. Api, MemoryQueue and Search use it; none of them imports another for it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.constructs.data import Data
+
+
+def private_queue(scope: Construct, id: str, **options: Any) -> sqs.Queue:
+    """A queue that takes TLS only, encrypted with SQS-managed keys (its messages hold no data: a KMS
+    key would only widen grants), keeping messages 14 days unless `options` say otherwise."""
+    options.setdefault("retention_period", Duration.days(14))
+    return sqs.Queue(scope, id, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True, **options)
+
+
+def sqs_source(function: lambda_.Function, queue: sqs.IQueue, **options: Any) -> None:
+    """`function` consumes `queue` in batches, reporting the messages that failed."""
+    function.add_event_source(event_sources.SqsEventSource(queue, report_batch_item_failures=True, **options))
+    for child in function.node.find_all():
+        if isinstance(child, lambda_.CfnEventSourceMapping):
+            # An SQS source has no on-failure destination (Lambda offers those for streams and
+            # Kafka): a message that keeps failing moves to the queue's dead-letter queue.
+            child.add_metadata("cfn-lint", {"config": {"ignore_checks": ["ES1001"]}})
+
+
+class Grants:
+    """Statements added to the functions' roles, by function name."""
+
+    def __init__(self, scope: Construct, functions: Mapping[str, lambda_.Function], data: Data) -> None:
+        self._functions = functions
+        self._data = data
+        self._region = Stack.of(scope).region
+
+    def allow(self, name: str, actions: list[str], resources: list[str], **conditions: Any) -> None:
+        self._functions[name].add_to_role_policy(
+            iam.PolicyStatement(actions=actions, resources=resources, conditions=conditions or None)
+        )
+
+    def key(self, name: str, service: str, actions: list[str], context: dict[str, dict[str, Any]]) -> None:
+        """The data key, only through `service` and only for the named resources' encryption
+        context, so a leaked role cannot decrypt anything else the key protects."""
+        conditions: dict[str, dict[str, Any]] = {
+            "StringEquals": {"kms:ViaService": f"{service}.{self._region}.amazonaws.com"}
+        }
+        for operator, pairs in context.items():
+            conditions.setdefault(operator, {}).update(pairs)
+        self.allow(name, actions, [self._data.key.key_arn], **conditions)
+
+    def table_key(self, name: str, *tables: Any, write: bool) -> None:
+        actions = ["kms:Decrypt", "kms:DescribeKey"] + (["kms:Encrypt", "kms:GenerateDataKey"] if write else [])
+        names = [t.table_name for t in tables]
+        self.key(
+            name,
+            "dynamodb",
+            actions,
+            {"ForAnyValue:StringEquals": {"kms:EncryptionContext:aws:dynamodb:tableName": names}},
+        )
+
+    def bucket_key(self, name: str, *, write: bool) -> None:
+        # Bucket keys are on: the encryption context is the bucket's ARN.
+        actions = ["kms:Decrypt"] + (["kms:GenerateDataKey"] if write else [])
+        arn = self._data.bucket.bucket_arn
+        self.key(name, "s3", actions, {"StringEquals": {"kms:EncryptionContext:aws:s3:arn": arn}})
+
+    def cursor_secret(self, name: str) -> None:
+        """The secret the cursor signing key is derived from, and the key to decrypt it."""
+        arn = self._data.cursor_secret.secret_arn
+        self.allow(name, ["secretsmanager:GetSecretValue"], [arn])
+        self.key(name, "secretsmanager", ["kms:Decrypt"], {"StringEquals": {"kms:EncryptionContext:SecretARN": arn}})
