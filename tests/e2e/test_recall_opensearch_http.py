@@ -9,10 +9,6 @@ fuzz with tests/e2e/test_schemathesis.py's checks.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +20,7 @@ from hypothesis import HealthCheck, settings
 from opensearchpy import OpenSearch
 
 from functions.admin_api.handler import openapi_document
+from tests.e2e import conftest as e2e_conftest
 from tests.e2e.conftest import bearer, start_dev
 from tests.e2e.test_recall_http import (  # noqa: F401 - collected again, with this module's runtime
     caller,
@@ -64,29 +61,9 @@ def test_recall_conforms_to_its_schema_on_opensearch(case: Any, dev_runtime: dic
 
 @pytest.fixture(scope="module")
 def other_authority(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """A second authority's tokens, minted the bootstrap way (straight into the tokens table)."""
-    upload = httpx.post(
-        dev_runtime["endpoint"] + "/v1/notes/uploads",
-        json={"key": "probe", "run": 1, "name": "n", "size": 1, "sha256": "0" * 64},
-        headers=bearer(dev_runtime["tokens"]["caller"]),
-    )
-    url = httpx.URL(upload.json()["upload_url"])  # names the dev runtime's in-process moto endpoint
-    env = {
-        **os.environ,
-        "AWS_ENDPOINT_URL": f"{url.scheme}://{url.host}:{url.port}",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    minted = subprocess.run(
-        [sys.executable, "-m", "dovecote.cli", "tokens", "bootstrap", "--authority", "other"]
-        + ["--role", "caller", "--table", "dovecote-tokens"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    return {"caller": bearer(json.loads(minted.stdout)["token"])}
+    """A second authority's tokens in this module's runtime, minted as tests/e2e/conftest.py's
+    session fixture mints them (the bootstrap way, straight into the tokens table)."""
+    return e2e_conftest.other_authority.__wrapped__(dev_runtime)  # type: ignore[attr-defined,no-any-return]
 
 
 def test_the_runtime_answers_from_opensearch(
