@@ -194,6 +194,9 @@ def import_ratios(rounds: int) -> dict[str, dict[str, float]]:
         "tasks_api": "functions.tasks_api.handler",
         "authorizer": "functions.authorizer.handler",
         "admin_api": "functions.admin_api.handler",
+        "memory_api": "functions.memory_api.handler",
+        "recall_api": "functions.recall_api.handler",
+        "a2a_api": "functions.a2a_api.handler",  # a2a-sdk's protobuf types: this function's alone
     }
     samples: dict[str, list[float]] = {name: [] for name in ["boto3", *modules]}
     for module in ("boto3", *modules.values()):  # warm the bytecode caches once
@@ -412,10 +415,24 @@ def cold_start(report: dict[str, Any], run: Run) -> None:
         result = measure(run.rounds, tracing=tracing)
         report["cold_start" + ("_tracing" if tracing else "")] = result
         label = "X-Ray subsegments on (Powertools Tracer)" if tracing else "shipped: tracing SDK not loaded"
-        table = Table("function", "first request", "median ms", "× floor", title=label)
-        table.add_row("floor", "import boto3 + client + GetItem", f"{result['floor_ms']:.0f}", "1.00")
+        table = Table("function", "first request", "median ms", "× floor", "CPU ms", "CPU × floor", title=label)
+        table.add_row(
+            "floor",
+            "import boto3 + client + GetItem",
+            f"{result['floor_ms']:.0f}",
+            "1.00",
+            f"{result['floor_cpu_ms']:.0f}",
+            "1.00",
+        )
         for name, row in result["functions"].items():
-            table.add_row(name, row["request"], f"{row['median_ms']:.0f}", f"{row['ratio']:.2f}")
+            table.add_row(
+                name,
+                row["request"],
+                f"{row['median_ms']:.0f}",
+                f"{row['ratio']:.2f}",
+                f"{row['cpu_ms']:.0f}",
+                f"{row['cpu_ratio']:.2f}",
+            )
         console.print(table)
 
 
@@ -492,6 +509,7 @@ SECTIONS: dict[str, Callable[[dict[str, Any], Run], None]] = {
     "workers": module("workers", "workers_report"),
     "mcp": module("mcp", "mcp_report"),
     "devstart": module("devstart", "devstart_report"),
+    "devidle": module("devidle", "devidle_report"),
     "dispatcher": module("dispatcher", "dispatcher_report"),
     "cli": module("cli", "cli_report"),
 }
@@ -506,6 +524,7 @@ TITLES = {
     "workers": "an SDK worker's requests per minute: idle (long-poll), busy (heartbeats)",
     "mcp": "MCP round trip vs the SDK's direct HTTP call (notes get, recall search)",
     "devstart": "`dovecote dev --data DIR` start time: empty, seeded, after kill -9 (snapshot + journal)",
+    "devidle": "`dovecote dev` at rest: CPU share of an idle runtime, fresh and with a few hundred notes and tasks",
     "dispatcher": "lease dispatcher: AWS requests and items read per run, by open and overdue leases",
     "cli": "the dovecote command: --version and notes get, new processes, median of 9, beside python -c pass",
 }

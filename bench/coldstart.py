@@ -5,7 +5,12 @@ GetItem. The floor is the least any Python Lambda that reads DynamoDB can do.
 
 Each sample is the time inside the child from before its first import to the first response; the
 interpreter's own start (identical for both) is left out. Samples are interleaved so machine load
-hits both alike; the report is the median of `rounds` runs each and their ratio.
+hits both alike; the report is the median of `rounds` runs each and their ratio. The child's CPU
+time is reported beside the wall time: on a shared machine it moves less with other processes' load.
+
+Every API function is measured, each in the environment the stack deploys it with
+(`infra.routes.Function.environment`). `python -m bench.coldstart [FUNCTION...]` runs this section
+alone; `--profile FUNCTION` prints the `-X importtime` profile of that function's first request.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +29,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 FLOOR = """
 import time, sys
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 import boto3
 c = boto3.session.Session().client("dynamodb")
 c.get_item(TableName=sys.argv[1], Key={"token_id": {"S": "0000000000000000"}}, ConsistentRead=True)
-print(time.perf_counter() - t)
+print(time.perf_counter() - t, time.process_time() - cpu)
 """
 
 FIRST_REQUEST = """
 import time, sys, json, importlib
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 module = importlib.import_module(sys.argv[1])
 event = json.loads(sys.argv[2])
 
@@ -42,21 +49,29 @@ class Context:
     def get_remaining_time_in_millis(self): return 29000
 
 result = module.handler(event, Context())
-elapsed = time.perf_counter() - t
+elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
 ok = result.get("isAuthorized") if "isAuthorized" in result else result.get("statusCode", 500) < 300
 assert ok, result
-print(elapsed)
+print(elapsed, cpu)
 """
 
 
-def _event(route: str, path: str, principal: dict[str, str], params: dict[str, str] | None = None) -> dict[str, Any]:
+def _event(
+    route: str,
+    path: str,
+    principal: dict[str, str],
+    params: dict[str, str] | None = None,
+    *,
+    query: dict[str, str] | None = None,
+    body: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     method, _ = route.split(" ", 1)
-    return {
+    event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": route,
         "rawPath": path,
-        "rawQueryString": "",
-        "headers": {},
+        "rawQueryString": "&".join(f"{k}={v}" for k, v in (query or {}).items()),
+        "headers": {"content-type": "application/json"} if body is not None else {},
         "requestContext": {
             "http": {"method": method, "path": path, "sourceIp": "127.0.0.1", "protocol": "HTTP/1.1", "userAgent": "b"},
             "requestId": "cold",
@@ -67,6 +82,11 @@ def _event(route: str, path: str, principal: dict[str, str], params: dict[str, s
         "pathParameters": params or {},
         "isBase64Encoded": False,
     }
+    if query:
+        event["queryStringParameters"] = query
+    if body is not None:
+        event["body"] = json.dumps(body)
+    return event
 
 
 def _seed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -103,6 +123,7 @@ def _seed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
         None, "bench", "admin", None
     )
     p = {"authority": "bench", "role": "admin", "worker": "", "agent": "", "token_id": ""}
+    c = {**p, "role": "caller"}
     return {
         "notes_api": {
             "module": "functions.notes_api.handler",
@@ -119,6 +140,27 @@ def _seed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
             "event": _event("GET /v1/admin/tokens", "/v1/admin/tokens", p),
             "request": "GET /v1/admin/tokens",
         },
+        "memory_api": {
+            "module": "functions.memory_api.handler",
+            "event": _event("GET /v1/memory", "/v1/memory", c, query={"scope": "cold"}),
+            "request": "GET /v1/memory?scope=",
+        },
+        "recall_api": {
+            "module": "functions.recall_api.handler",
+            "event": _event("POST /v1/transcripts/check", "/v1/transcripts/check", c, body={"sha256": ["0" * 64]}),
+            "request": "POST /v1/transcripts/check",
+            # The engine the stack deploys (SigV4 to a domain): its client is built, never reached here.
+            "env": {"DOVECOTE_OPENSEARCH_URL": "https://127.0.0.1:9", "DOVECOTE_OPENSEARCH_AWS_SERVICE": "es"},
+        },
+        "a2a_api": {
+            "module": "functions.a2a_api.handler",
+            "event": {
+                **_event("POST /", "/", p),
+                "headers": {"a2a-version": "1.0", "content-type": "application/json"},
+                "body": json.dumps({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "cold-t"}}),
+            },
+            "request": "JSON-RPC GetTask",
+        },
         "authorizer": {
             "module": "functions.authorizer.handler",
             "event": {"headers": {"authorization": f"Bearer {token}"}, "routeKey": "GET /v1/notes"},
@@ -127,20 +169,24 @@ def _seed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _sample(code: str, args: list[str], env: dict[str, str]) -> float:
+def _sample(code: str, args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds in the child: the CPU time is the child's own (the moto server's work
+    is not in it), a check on the wall figure when other processes load the machine."""
     out = subprocess.run(  # noqa: S603 - this interpreter, fixed code
         [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=ROOT, check=False
     )
     if out.returncode != 0:
         raise RuntimeError(f"cold-start probe failed: {out.stderr[-2000:]}")
-    return float(out.stdout.strip().splitlines()[-1])
+    wall, cpu = out.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
 
 
-def measure(rounds: int = 9, *, tracing: bool = False) -> dict[str, Any]:
-    """Median first-request time per function and the floor, with tracing off (the shipped
-    configuration: Lambda's active tracing still records each invocation) or on (Powertools Tracer
-    with X-Ray subsegments for every AWS call)."""
+@contextmanager
+def prepared(*, tracing: bool = False) -> Iterator[tuple[dict[str, dict[str, Any]], dict[str, str]]]:
+    """A moto server seeded for every case; yields the cases (each with the environment its probe
+    runs in: the deployed function's own, from infra/routes.py) and the floor's environment."""
     import logging
+    import urllib.request
 
     from moto.server import ThreadedMotoServer
 
@@ -148,14 +194,13 @@ def measure(rounds: int = 9, *, tracing: bool = False) -> dict[str, Any]:
     from dovecote.platform.settings import get_settings
     from infra.local.moto_patches import serialize_dynamodb
     from infra.local.resources import DEFAULT_NAMES, create_all
+    from infra.routes import AUTHORIZER, FUNCTIONS
 
     serialize_dynamodb()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    import urllib.request
-
     # moto's backends are process-wide: start every measurement from an empty account.
     urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST"))  # noqa: S310
     saved = dict(os.environ)
@@ -170,46 +215,111 @@ def measure(rounds: int = 9, *, tracing: bool = False) -> dict[str, Any]:
         )
         aws.reset_clients()
         get_settings.cache_clear()
-        env = create_all(dynamodb=aws.client("dynamodb"), s3=aws.client("s3"), secretsmanager=None, names=DEFAULT_NAMES)
+        env = create_all(
+            dynamodb=aws.client("dynamodb"),
+            s3=aws.client("s3"),
+            secretsmanager=None,
+            sqs=aws.client("sqs"),
+            names=DEFAULT_NAMES,
+        )
         os.environ.update(env)
         get_settings.cache_clear()
         cases = _seed(env)
-        child = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_XRAY", "_X_AMZN"))},
-            "POWERTOOLS_SERVICE_NAME": "cold",
-            "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
-            "POWERTOOLS_LOG_LEVEL": "WARNING",
-        }
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_XRAY", "_X_AMZN"))}
         if tracing:
             # As in Lambda with active tracing: a sampled trace header and a daemon (a dead port).
-            child.update(
-                POWERTOOLS_TRACE_DISABLED="false",
+            base.update(
                 LAMBDA_TASK_ROOT=str(ROOT),
                 AWS_LAMBDA_FUNCTION_NAME="cold",
                 AWS_XRAY_DAEMON_ADDRESS="127.0.0.1:9",
                 AWS_XRAY_CONTEXT_MISSING="IGNORE_ERROR",
                 _X_AMZN_TRACE_ID="Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
             )
-        else:
-            child["POWERTOOLS_TRACE_DISABLED"] = "true"
-        samples: dict[str, list[float]] = {"floor": [], **{name: [] for name in cases}}
-        tokens_table = env["DOVECOTE_TOKENS_TABLE"]
-        _sample(FLOOR, [tokens_table], child)  # warm the bytecode caches once
-        for case in cases.values():
-            _sample(FIRST_REQUEST, [case["module"], json.dumps(case["event"])], child)
-        for _ in range(rounds):
-            samples["floor"].append(_sample(FLOOR, [tokens_table], child))
-            for name, case in cases.items():
-                samples[name].append(_sample(FIRST_REQUEST, [case["module"], json.dumps(case["event"])], child))
+        specs = {AUTHORIZER.name: AUTHORIZER, **FUNCTIONS}
+        for name, case in cases.items():
+            case["env"] = {**base, **specs[name].environment(subsegments=tracing), **case.get("env", {})}
+        yield cases, base
     finally:
         os.environ.clear()
         os.environ.update(saved)
         aws.reset_clients()
         get_settings.cache_clear()
         server.stop()
-    floor = statistics.median(samples["floor"])
-    report: dict[str, Any] = {"floor_ms": floor * 1000, "rounds": rounds, "tracing": tracing, "functions": {}}
+
+
+def measure(rounds: int = 9, *, tracing: bool = False, only: set[str] | None = None) -> dict[str, Any]:
+    """Median first-request time per function and the floor, with tracing off (the shipped
+    configuration: Lambda's active tracing still records each invocation) or on (Powertools Tracer
+    with X-Ray subsegments for every AWS call)."""
+    with prepared(tracing=tracing) as (cases, floor_env):
+        cases = {name: case for name, case in cases.items() if only is None or name in only}
+        samples: dict[str, list[tuple[float, float]]] = {"floor": [], **{name: [] for name in cases}}
+        tokens_table = floor_env["DOVECOTE_TOKENS_TABLE"]
+        _sample(FLOOR, [tokens_table], floor_env)  # warm the bytecode caches once
+        for case in cases.values():
+            _sample(FIRST_REQUEST, [case["module"], json.dumps(case["event"])], case["env"])
+        for _ in range(rounds):
+            samples["floor"].append(_sample(FLOOR, [tokens_table], floor_env))
+            for name, case in cases.items():
+                samples[name].append(_sample(FIRST_REQUEST, [case["module"], json.dumps(case["event"])], case["env"]))
+    floor = statistics.median(wall for wall, _ in samples["floor"])
+    floor_cpu = statistics.median(cpu for _, cpu in samples["floor"])
+    report: dict[str, Any] = {
+        "floor_ms": floor * 1000,
+        "floor_cpu_ms": floor_cpu * 1000,
+        "rounds": rounds,
+        "tracing": tracing,
+        "functions": {},
+    }
     for name, case in cases.items():
-        median = statistics.median(samples[name])
-        report["functions"][name] = {"request": case["request"], "median_ms": median * 1000, "ratio": median / floor}
+        median = statistics.median(wall for wall, _ in samples[name])
+        cpu = statistics.median(cpu for _, cpu in samples[name])
+        report["functions"][name] = {
+            "request": case["request"],
+            "median_ms": median * 1000,
+            "ratio": median / floor,
+            "cpu_ms": cpu * 1000,
+            "cpu_ratio": cpu / floor_cpu,
+        }
     return report
+
+
+def profile(name: str, *, tracing: bool = False) -> str:
+    """`python -X importtime` of one function's first request: the modules it loads, by cumulative
+    microseconds (the tool for deciding what to load later)."""
+    with prepared(tracing=tracing) as (cases, _):
+        case = cases[name]
+        out = subprocess.run(  # noqa: S603 - this interpreter, fixed code
+            [sys.executable, "-X", "importtime", "-c", FIRST_REQUEST, case["module"], json.dumps(case["event"])],
+            capture_output=True,
+            text=True,
+            env=case["env"],
+            cwd=ROOT,
+            check=True,
+        )
+    return out.stderr
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.coldstart", description=__doc__)
+    parser.add_argument("functions", nargs="*", help="only these (default: every API function)")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--tracing", action="store_true", help="with X-Ray subsegments")
+    parser.add_argument("--profile", metavar="FUNCTION", help="print the import profile of its first request")
+    args = parser.parse_args()
+    if args.profile:
+        print(profile(args.profile, tracing=args.tracing), end="")
+        return
+    result = measure(args.rounds, tracing=args.tracing, only=set(args.functions) or None)
+    print(f"floor        {result['floor_ms']:6.0f} ms         CPU {result['floor_cpu_ms']:6.0f} ms")
+    for name, row in result["functions"].items():
+        print(
+            f"{name:<12} {row['median_ms']:6.0f} ms  {row['ratio']:.2f}x  "
+            f"CPU {row['cpu_ms']:6.0f} ms  {row['cpu_ratio']:.2f}x  {row['request']}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -45,6 +45,8 @@ def measure(open_leases: int, overdue: int) -> dict[str, Any]:
                 "id": task_id,
                 "context": "c",
                 "lease_timeout_seconds": timeout,
+                # Never accepted here: no accept deadline, so only the lease timeouts above fall due.
+                "accept_timeout_seconds": 0,
                 "message": {"id": f"m{i}", "parts": [{"media_type": "text/plain", "text": "x"}]},
             }
             service.create(caller, service.gate.create(caller, create))

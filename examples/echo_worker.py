@@ -5,12 +5,16 @@ completes with an echo of the reply. The loop heartbeats its leases (at a quarte
 lease timeout) and keeps the lease of a task that waits for input; it survives its own restart: on
 start it lists its current leases and resumes those exact (task, fence) pairs before claiming
 anything new, and every command carries a command id derived from (task, fence, command, revision),
-so a command retried after a crash replays instead of running twice.
+so a command retried after a crash replays instead of running twice. On SIGINT or SIGTERM it stops
+claiming (cutting its long-poll short), releases the leases it has not accepted, and names the
+accepted ones it keeps for its restart (a second signal stops at once).
 
 With `--events` it drives each task through worker events (`POST /v1/worker/events`) instead of the
 per-command routes, and answers at once: it accepts, freezes an artifact holding the echo of the
 task's last caller message (`echo.<task>`, text/plain, based on the workspace's current head, or
-`empty` in a new workspace), and completes naming that artifact, which publishes it.
+`empty` in a new workspace), and completes naming that artifact, which publishes it. A task that
+arrives with an artifact already frozen (by a worker that was fenced since) is completed naming that
+artifact by the SDK's loop, without a second freeze.
 
 Identity: DOVECOTE_ENDPOINT + DOVECOTE_TOKEN (a worker token) when set. Against `dovecote dev`
 without DOVECOTE_TOKEN, it mints a worker token of its own (`--worker-id`, default `echo-worker`)

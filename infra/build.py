@@ -50,6 +50,11 @@ LAYER_REQUIREMENTS = (
     "events==0.5",
     # RE2 for recall's caller-supplied path patterns (dovecote.recall.patterns); no dependencies.
     "google-re2==1.1",
+    # A2A (dovecote.a2a, imported by a2a_api alone): `a2a.types` needs only protobuf and the Google
+    # API protos (google.api annotations, google.rpc); the SDK's server and client extras are not shipped.
+    "a2a-sdk==1.3.0",
+    "protobuf==7.36.2",
+    "googleapis-common-protos==1.76.0",
 )
 # The SDK and the CLI are client-side; the layer ships only what handlers import.
 LAYER_EXCLUDES = ("cli", "client", "mcp")

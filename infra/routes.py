@@ -1,5 +1,6 @@
 """The route table, defined once. CDK builds the API Gateway routes from it and the local runtime
-serves it: method + path → function, and whether the bearer-token authorizer guards the route."""
+serves it: method + path → function, and whether the bearer-token authorizer guards the route.
+`ROUTES` is Dovecote's own API, `A2A_ROUTES` the A2A binding's; both serve `ALL_ROUTES`."""
 
 from __future__ import annotations
 
@@ -21,6 +22,20 @@ class Function:
     @property
     def module(self) -> str:
         return self.handler.rsplit(".", 1)[0]
+
+    def environment(self, *, subsegments: bool) -> dict[str, str]:
+        """The variables the function runs with besides its settings: CDK sets them
+        (infra/constructs/api.py) and the cold-start bench runs its probes with them."""
+        return {
+            "POWERTOOLS_SERVICE_NAME": self.name,
+            "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
+            # Lambda's active tracing records every invocation either way; subsegments for the
+            # handler and each AWS call cost the X-Ray SDK on every cold start (README, bench).
+            "POWERTOOLS_TRACE_DISABLED": "false" if subsegments else "true",
+            # No pydantic plugins are deployed: without this, the first model scans every installed
+            # distribution's entry points for one (importlib.metadata) on each cold start.
+            "PYDANTIC_DISABLE_PLUGINS": "__all__",
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +94,22 @@ FUNCTIONS: dict[str, Function] = {
                 "opensearch_url",
                 "opensearch_aws_service",
                 "recall_sqlite_path",
+            ),
+        ),
+        # A2A 1.0 (dovecote.a2a): its own function, so no other function's cold start loads a2a-sdk.
+        # A blocking SendMessage follows the task for up to 25 s inside API Gateway's 30 s.
+        Function(
+            "a2a_api",
+            "functions.a2a_api.handler.handler",
+            settings=(
+                "tasks_table",
+                "bucket",
+                "cursor_secret_arn",
+                "lease_timeout_seconds",
+                "presign_seconds",
+                "data_key_id",
+                "allow_plaintext_reads",
+                "artifact_max_bytes",
             ),
         ),
         # A status read may long-poll up to 20 s (wait ≤ 20) inside API Gateway's 29 s. Redrive
@@ -211,3 +242,23 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/memory/relations/{id}/judgment", "memory_api"),
     Route("POST", "/v1/memory/redrive", "memory_api"),
 )
+
+# A2A 1.0 (dovecote.a2a; API.md § A2A): the A2A spec's wire, not Dovecote's API (no OpenAPI entry, no
+# SDK, CLI or MCP verb). The public Agent Card, JSON-RPC at the root, HTTP+JSON under /a2a. A custom
+# method (`message:send`, `{id}:cancel`) is one path variable: the function reads the verb.
+A2A_ROUTES: tuple[Route, ...] = (
+    Route("GET", "/.well-known/agent-card.json", "a2a_api", authorized=False),
+    Route("POST", "/", "a2a_api"),
+    Route("POST", "/a2a/{method}", "a2a_api"),
+    Route("GET", "/a2a/tasks", "a2a_api"),
+    Route("GET", "/a2a/tasks/{id}", "a2a_api"),
+    Route("POST", "/a2a/tasks/{id_action}", "a2a_api"),
+    Route("POST", "/a2a/tasks/{id}/pushNotificationConfigs", "a2a_api"),
+    Route("GET", "/a2a/tasks/{id}/pushNotificationConfigs", "a2a_api"),
+    Route("GET", "/a2a/tasks/{id}/pushNotificationConfigs/{config_id}", "a2a_api"),
+    Route("DELETE", "/a2a/tasks/{id}/pushNotificationConfigs/{config_id}", "a2a_api"),
+    Route("GET", "/a2a/extendedAgentCard", "a2a_api"),
+)
+
+# What API Gateway (CDK) and the local gateway serve.
+ALL_ROUTES: tuple[Route, ...] = ROUTES + A2A_ROUTES

@@ -141,6 +141,12 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
             "This queue is itself the janitor's failure destination (a DLQ); it has an alarm and is drained by hand.",
         )
     )
+    a2a_role = stack.api.functions["a2a_api"].role
+    for prefix, why in (
+        ("parts", "Large message parts live under parts/<authority>/<sha256>; the key is the content digest."),
+        ("artifacts", "Artifact payloads live under artifacts/<authority>/<sha256>; read only, by content digest."),
+    ):
+        out.append((a2a_role, f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/{prefix}/*]", why))
     tasks_role = stack.api.functions["tasks_api"].role
     out.append(
         (
@@ -181,6 +187,14 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
                 "OpenAPI document need no token; every other route uses the bearer-token authorizer.",
             )
         )
+    out.append(
+        (
+            stack.api.routes["GET /.well-known/agent-card.json"],
+            "AwsSolutions-APIG4",
+            "Public by the A2A specification: a client reads the Agent Card before it has a token (the card "
+            "declares the bearer scheme); every other A2A route uses the bearer-token authorizer.",
+        )
+    )
     return out
 
 

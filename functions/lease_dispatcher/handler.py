@@ -1,11 +1,13 @@
 """Lease dispatcher: a scheduled function (EventBridge every minute; `dovecote dev` every second)
-that fences leases silent past their timeout, so a crashed worker's task becomes claimable again
-with the next fence. The seed keeps no wall-clock expiry in the store: this is the "dispatcher
-fences a disconnected worker explicitly" of agent-tasks.txt, run serverlessly.
+that fences leases silent past their lease timeout and grants not accepted within their accept
+timeout, so a crashed worker's task becomes claimable again with the next fence. The seed keeps no
+wall-clock expiry in the store: this is the "dispatcher fences a disconnected worker explicitly" of
+agent-tasks.txt, run serverlessly.
 
 Each run reads the expiry index's EXPIRY_SHARDS partitions (one Query each, reading only overdue
-leases) and fences each overdue lease with the ordinary fence command, conditioned on the heartbeat
-it saw: a late heartbeat or worker command wins cleanly, and the worker of a fenced lease gets
+leases: a grant is indexed at its accept deadline until accepted) and fences each with the ordinary
+fence command, conditioned on the heartbeat it saw, or on the grant still being unaccepted: a late
+heartbeat, accept or worker command wins cleanly, and the worker of a fenced lease gets
 `stale_lease` on its next command. Command ids are an HMAC of (authority, task, fence) under the
 service's cursor key: a retried run replays, and no one in an authority can take the id first.
 """

@@ -147,9 +147,10 @@ def search(
         str,
         Query(
             json_schema_extra={
-                "anyOf": [{"maxLength": 0}, {"pattern": f"^{SESSION}$", "minLength": 8, "maxLength": 400}]
+                "anyOf": [{"maxLength": 7}, {"pattern": f"^{SESSION}$", "minLength": 8, "maxLength": 400}]
             },
-            description="your live session: the id, or a prefix of 8 characters or more",
+            description="your live session: the id, or a prefix of 8 characters or more (a shorter value is "
+            "ignored, as in the reference: it would name too many sessions)",
         ),
     ] = "",
     include_tools: Annotated[bool, Query()] = False,

@@ -23,7 +23,9 @@ from dovecote.tasks.model import (
     ARTIFACT_HARD_MAX,
     ARTIFACT_STATES,
     DECISIONS,
+    MAX_ACCEPT_TIMEOUT,
     MAX_LEASE_TIMEOUT,
+    MAX_METADATA_BYTES,
     MAX_PARTS,
     MAX_RECEIPT_CODE_BYTES,
     MAX_RECEIPT_MESSAGE_BYTES,
@@ -58,6 +60,10 @@ class MessageIn(_In):
     parts: list[PartIn] = Field(
         json_schema_extra={"minItems": 1, "maxItems": MAX_PARTS}, description="1 to 32 parts, at most 2 MiB in total"
     )
+    metadata: dict[str, Any] | None = Field(
+        default=None,
+        description=f"a JSON object stored and returned as given (at most {MAX_METADATA_BYTES} bytes as JSON)",
+    )
 
 
 class CreateTaskIn(_In):
@@ -71,6 +77,11 @@ class CreateTaskIn(_In):
         default=None,
         json_schema_extra=bounded(0, MAX_LEASE_TIMEOUT),
         description="how long a lease may stay silent before the dispatcher fences it; 0 = never",
+    )
+    accept_timeout_seconds: JsonInt | None = Field(
+        default=None,
+        json_schema_extra=bounded(0, MAX_ACCEPT_TIMEOUT),
+        description="how long a grant may stay unaccepted before the dispatcher fences it; 0 = never",
     )
 
 
@@ -140,6 +151,7 @@ class TaskOut(ApiModel):
     created_at: str
     updated_at: str
     lease_timeout_seconds: int = 0
+    accept_timeout_seconds: int = 0
 
 
 class TaskEnvelope(ApiModel):
@@ -178,6 +190,7 @@ class TaskMessageOut(ApiModel):
     author: str
     parts: list[PartOut]
     created_at: str
+    metadata: dict[str, Any] | None = None  # absent when the message has none
 
 
 class MessageEnvelope(ApiModel):
@@ -218,6 +231,9 @@ class AssignmentOut(ApiModel):
     worker: str
     granted_at: str
     heartbeat_at: str
+    accepted_at: str | None = Field(
+        default=None, description="when the grant was accepted; absent until then (see accept_timeout_seconds)"
+    )
 
 
 class AssignmentEnvelope(ApiModel):

@@ -25,6 +25,7 @@ from infra.constructs.grants import Grants, private_queue
 from infra.constructs.memory import MemoryQueue
 from infra.constructs.search import Search
 from infra.routes import (
+    ALL_ROUTES,
     AUTHORIZER,
     DISPATCH_EVERY_SECONDS,
     DISPATCHER,
@@ -35,7 +36,6 @@ from infra.routes import (
     MEMORY_WORKER,
     RECONCILE_EVERY_HOURS,
     RECONCILER,
-    ROUTES,
     TRANSCRIPT_INDEXER,
     Function,
 )
@@ -154,7 +154,7 @@ class Api(Construct):
             if name != AUTHORIZER.name
         }
         self.routes: dict[str, apigw.HttpRoute] = {}
-        for route in ROUTES:
+        for route in ALL_ROUTES:
             self.routes[f"{route.method} {route.path}"] = apigw.HttpRoute(
                 self,
                 f"Route {route.method} {route.path}",
@@ -220,11 +220,7 @@ class Api(Construct):
                 **{
                     f"DOVECOTE_{name.upper()}": self._settings[name] for name in spec.settings if name in self._settings
                 },
-                "POWERTOOLS_SERVICE_NAME": spec.name,
-                "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
-                # Lambda's active tracing records every invocation either way; subsegments for the
-                # handler and each AWS call cost the X-Ray SDK on every cold start (README, bench).
-                "POWERTOOLS_TRACE_DISABLED": "false" if self._subsegments else "true",
+                **spec.environment(subsegments=self._subsegments),
             },
         )
 
@@ -310,6 +306,26 @@ class Api(Construct):
             StringEquals={"kms:EncryptionContext:dovecote": "payload"},
         )
         g.cursor_secret("tasks_api")
+        # A2A (dovecote.a2a): the caller's side of the tasks only. Create, reply and cancel are the
+        # task transactions (GetItem/PutItem); a list is the by_authority index, a task's messages
+        # and events Queries of the table; no UpdateItem (the heartbeat is a worker's). Large message
+        # parts are written and read by digest; artifact payloads are only read (workers freeze them).
+        g.allow(
+            "a2a_api",
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+            [d.tasks.table_arn, f"{d.tasks.table_arn}/index/by_authority"],
+        )
+        g.table_key("a2a_api", d.tasks, write=True)
+        g.allow("a2a_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
+        g.allow("a2a_api", ["s3:GetObject"], [d.bucket.arn_for_objects("artifacts/*")])
+        g.bucket_key("a2a_api", write=True)
+        g.allow(
+            "a2a_api",
+            ["kms:GenerateDataKey", "kms:Decrypt"],
+            [d.key.key_arn],
+            StringEquals={"kms:EncryptionContext:dovecote": "payload"},
+        )
+        g.cursor_secret("a2a_api")
 
     def _grant_stream_read(self, name: str) -> None:
         """What the event source mapping needs to read the notes stream, with the key only through

@@ -40,7 +40,7 @@ from urllib.parse import parse_qsl, quote_from_bytes, unquote_to_bytes, urlsplit
 
 from werkzeug.wrappers import Request, Response
 
-from infra.routes import AUTHORIZER, FUNCTIONS, ROUTES, Function, Route
+from infra.routes import ALL_ROUTES, AUTHORIZER, FUNCTIONS, Function, Route
 
 LAMBDA_PAYLOAD_LIMIT = 6 * 1024 * 1024
 TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded")
@@ -110,7 +110,7 @@ class RouteMatcher:
     """The route table matched segment by segment: a literal segment must equal the decoded one, a
     variable takes any non-empty decoded segment (a `/`, `..` or `?` in it included)."""
 
-    def __init__(self, routes: tuple[Route, ...] = ROUTES) -> None:
+    def __init__(self, routes: tuple[Route, ...] = ALL_ROUTES) -> None:
         # Per route, its segments: a literal as (text, None), a variable as (None, name).
         self._routes = [(route, [_template_part(part) for part in route.path.split("/")[1:]]) for route in routes]
 
@@ -164,12 +164,20 @@ DROP_RESPONSE = "drop-response"
 log = logging.getLogger("dovecote-dev")
 
 
+# The function whose routes `dovecote dev --a2a-unauthenticated` serves without a token.
+A2A_FUNCTION = "a2a_api"
+
+
 class Gateway:
-    def __init__(self, *, faults: bool = False, log_requests: bool = True) -> None:
+    def __init__(self, *, faults: bool = False, log_requests: bool = True, a2a_caller_token: str = "") -> None:
         self._matcher = RouteMatcher()
         self._handlers: dict[str, Callable[[dict[str, Any], Any], dict[str, Any]]] = {}
         self._faults = faults
         self._log_requests = log_requests
+        # Local only (`dovecote dev --a2a-unauthenticated`; the cloud stack has no such switch): an
+        # A2A request without an Authorization header runs as this caller token, through the real
+        # authorizer, so a client that cannot send a token (the A2A TCK) reaches a fixed caller.
+        self._a2a_caller_token = a2a_caller_token
 
     def _handler(self, function: Function) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         if function.name not in self._handlers:
@@ -215,8 +223,10 @@ class Gateway:
         if len(body) > LAMBDA_PAYLOAD_LIMIT:
             return _json(413, {"message": "Request Entity Too Large"})
         event = self._event(request, route, path_parameters, body, event_path(parts))
+        if route.authorized and route.function == A2A_FUNCTION and self._a2a_caller_token:
+            event["headers"].setdefault("authorization", f"Bearer {self._a2a_caller_token}")
         if route.authorized:
-            if not request.headers.get("Authorization"):
+            if not event["headers"].get("authorization"):
                 return _json(401, {"message": "Unauthorized"})
             decision = self._handler(AUTHORIZER)(self._authorizer_event(event), _context(AUTHORIZER))
             if not decision.get("isAuthorized"):

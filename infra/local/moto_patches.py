@@ -4,10 +4,11 @@ moto 5.2's `transact_write_items` snapshots every touched table with `copy.deepc
 that costs O(table size) per transaction (a dev runtime slowed to seconds per Put after a few hundred
 notes) and races with other threads mutating the table ("dictionary changed size during iteration").
 
-Two changes, both matching real DynamoDB semantics:
+Changes, all matching real DynamoDB semantics:
 - one lock around moto's item operations, so each request is isolated (serializable);
 - transactions check every condition against the unchanged state first, then apply; if applying
-  fails part-way, only the touched items are restored.
+  fails part-way, only the touched items are restored;
+- an item's 400 KB check is made once per item, not once per attribute.
 
 Dovecote's own code paths are unchanged; races between Dovecote requests (S3 write, then index
 transaction) still interleave freely between requests.
@@ -21,6 +22,11 @@ import threading
 from typing import Any
 
 _LOCK = threading.RLock()
+# Held by every moto DynamoDB operation once `serialize_dynamodb` ran: in-process readers of moto's
+# tables (the dispatcher's gate, infra/local/schedules.py) take it too.
+DYNAMODB_LOCK = _LOCK
+# moto's own bound on an item's size (LimitedSizeDict): DynamoDB's 400 KB, measured as moto measures it.
+ITEM_SIZE_LIMIT = 405000
 _OPERATIONS = (
     "transact_write_items",
     "transact_get_items",
@@ -134,7 +140,30 @@ def serialize_dynamodb() -> None:
     DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
     _lock_each(DynamoDBBackend, _OPERATIONS, _LOCK)
     _serialize_dynamodb_requests()
+    _size_items_once()
     DynamoDBBackend._dovecote_serialized = True  # type: ignore[attr-defined]
+
+
+def _size_items_once() -> None:
+    """moto's Item fills its attributes one `LimitedSizeDict.__setitem__` at a time, and each one
+    sums the size of every attribute already set: quadratic in the attributes, and the largest single
+    cost of a put (served, or replayed from the journal at a start). The same 400 KB check, once: the
+    running total only grows, so the check on the last attribute is the one that can fail."""
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+    from moto.dynamodb.models.utilities import bytesize
+
+    def __init__(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:  # noqa: N807
+        self.hash_key = hash_key
+        self.range_key = range_key
+        values = {key: DynamoType(value) for key, value in attrs.items()}
+        if sum(bytesize(key) + value.size() for key, value in values.items()) > ITEM_SIZE_LIMIT:
+            raise ItemSizeTooLarge
+        self.attrs = LimitedSizeDict()
+        dict.update(self.attrs, values)
+
+    functools.update_wrapper(__init__, Item.__init__)
+    Item.__init__ = __init__  # type: ignore[method-assign]
 
 
 def _serialize_dynamodb_requests() -> None:
@@ -157,6 +186,7 @@ def _serialize_dynamodb_requests() -> None:
 # ---- SQS ----------------------------------------------------------------------------------------
 
 _SQS_LOCK = threading.RLock()
+SQS_LOCK = _SQS_LOCK  # held by moto's SQS calls (a long-polling receive excepted); the compaction's cut takes it
 _SQS_OPERATIONS = (
     "send_message",
     "send_message_batch",
@@ -205,3 +235,30 @@ def serialize_sqs() -> None:
     SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
     _lock_each(SQSBackend, _SQS_OPERATIONS, _SQS_LOCK)
     SQSBackend._dovecote_serialized = True  # type: ignore[attr-defined]
+
+
+# ---- the server's dispatch ------------------------------------------------------------------------
+
+
+def dispatcher_app() -> Any:
+    """moto's server app (`DomainDispatcherApplication`), remembering which backend serves a host.
+
+    moto resolves the backend of every request by listing its package directory (`listdir` and an
+    `isdir` per service, ~200) and matching ~300 URL patterns, under one lock: the biggest share of
+    an idle runtime's CPU when the event sources polled. The answer depends only on the host string
+    (few distinct ones locally), so it is computed once per host."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    class CachedDispatcher(DomainDispatcherApplication):
+        def __init__(self) -> None:
+            super().__init__(create_backend_app)
+            self._backends: dict[str | None, Any] = {}
+
+        def get_backend_for_host(self, host: str | None) -> Any:
+            try:
+                return self._backends[host]
+            except KeyError:
+                found = self._backends[host] = super().get_backend_for_host(host)
+                return found
+
+    return CachedDispatcher()

@@ -20,6 +20,9 @@ Behaviour copied from Lambda + SQS on purpose:
   which is how SQS's at-least-once delivery looks to a consumer.
 - `give_up_after` (for a queue without a dead-letter queue, like the local transcripts queue):
   a record that failed on its Nth receive is deleted and kept in `failures`, and said so.
+- in the runtime the poller is woken by a send to its queue (infra/local/wakeups.py) instead of
+  polling every `interval_s`; it polls again when a failed batch's visibility timeout ends, and
+  every `idle_s` regardless (EventSource.wake_on).
 moto's SQS backend is not thread-safe between a receive and a delete of the same queue, so the
 emulator's own SQS calls take one lock; handler invocations run in parallel.
 """
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from typing import Any
 
 from infra.local.sources import EventSource, Handler, lambda_context, log
@@ -81,6 +85,7 @@ class QueuePoller(EventSource):
         self._batch_size = batch_size
         self._region = region
         self._arn = ""
+        self._visibility_s = 30.0
         self._give_up_after = give_up_after
         self.failures: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -90,8 +95,11 @@ class QueuePoller(EventSource):
         self.failed = 0
 
     def bind(self) -> QueuePoller:
-        attributes = self._sqs.get_queue_attributes(QueueUrl=self._url, AttributeNames=["QueueArn"])
-        self._arn = attributes["Attributes"]["QueueArn"]
+        attributes = self._sqs.get_queue_attributes(
+            QueueUrl=self._url, AttributeNames=["QueueArn", "VisibilityTimeout"]
+        )["Attributes"]
+        self._arn = attributes["QueueArn"]
+        self._visibility_s = float(attributes.get("VisibilityTimeout", 30))
         return self
 
     def record(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -129,6 +137,9 @@ class QueuePoller(EventSource):
             log.warning("%s raised: the whole batch of %d returns to the queue", self.function.name, len(records))
             failed = {r["messageId"] for r in records}
         done = [r for r in records if r["messageId"] not in failed]
+        if failed:
+            # Nothing announces a message coming back from its visibility timeout: poll then.
+            self.poll_at(time.monotonic() + self._visibility_s + 0.1)
         if self._give_up_after is not None:
             given_up = [
                 r
@@ -166,8 +177,6 @@ class QueuePoller(EventSource):
         """Poll on this thread until the queue has given nothing `idle_polls` times in a row
         (a message in flight or waiting out its visibility timeout is not lost, just not yet
         visible); returns the records delivered. For tests and the bench."""
-        import time
-
         total, idle = 0, 0
         for _ in range(max_polls):
             delivered = self.poll_once(handler)

@@ -4,7 +4,7 @@ emulator serving the route table, with the event sources: the notes table's stre
 the memory write queue (memory worker).
 
 With `data_dir` (`dovecote dev --data DIR`) moto's state is a snapshot plus a journal of every
-acknowledged mutating AWS request (infra/local/persistence.py), the recall index is
+acknowledged mutating AWS request (infra/local/persistence.py, journal.py, snapshot.py), the recall index is
 `DIR/recall.sqlite`, and the settings and dev tokens minted at the first start are kept in DIR, so
 a restart serves the same data to the same tokens."""
 
@@ -34,6 +34,10 @@ PRIVATE_UMASK = 0o077
 RECALL_FILE = "recall.sqlite"
 ENV_FILE = "env.json"
 TOKENS_FILE = "dev-tokens.json"
+# An event source woken by writes still polls this often (a write that reached moto another way).
+IDLE_POLL_S = 5.0
+# The lease dispatcher runs at least this often, whatever its gate says (see `start`).
+DISPATCH_ANYWAY_S = 600.0
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -56,6 +60,8 @@ class LocalRuntime:
     dispatch_interval: float = 1.0
     # `--faults`: honour X-Dovecote-Fault (infra/local/gateway.py) to test retries that replay.
     faults: bool = False
+    # `--a2a-unauthenticated`: A2A requests without a token run as the dev caller (local only).
+    a2a_unauthenticated: bool = False
     _dispatcher: Any = None
     _indexer: Any = None
     _memory_worker: Any = None
@@ -66,6 +72,11 @@ class LocalRuntime:
     _moto_thread: threading.Thread | None = None
     _dir_fd: int = -1
     _umask: int | None = None
+    _wakeups: Any = None
+    _control_secret: str = ""
+    # `--verbose`: a one-line summary of the functions' metrics a minute on the dev log.
+    verbose: bool = False
+    _metrics_log: Any = None
 
     def start(self) -> LocalRuntime:
         import logging
@@ -80,19 +91,19 @@ class LocalRuntime:
         serialize_sqs()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request lines
 
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
+        from moto.moto_server.werkzeug_app import MotoRequestHandler
 
-        from infra.local.persistence import JournalingApp
+        from infra.local.journal import JournalingApp
+        from infra.local.moto_patches import dispatcher_app
         from infra.local.s3_auth import S3Auth
+        from infra.local.wakeups import Wakeups
 
         # moto's own server app behind the journal (a pass-through until a journal is opened), behind
-        # S3's own checks of signatures, expiry and checksums (a refused request is never journaled).
-        moto_app = JournalingApp(DomainDispatcherApplication(create_backend_app))
-        served = S3Auth(moto_app, access_key=AWS_ACCESS_KEY, secret_key=AWS_SECRET_KEY, region=AWS_REGION)
+        # the event sources' wake-ups, behind S3's own checks of signatures, expiry and checksums (a
+        # refused request is never journaled and wakes nothing).
+        moto_app = JournalingApp(dispatcher_app())
+        self._wakeups = Wakeups(moto_app)
+        served = S3Auth(self._wakeups, access_key=AWS_ACCESS_KEY, secret_key=AWS_SECRET_KEY, region=AWS_REGION)
         self._moto = make_server("127.0.0.1", 0, served, threaded=True, request_handler=MotoRequestHandler)
         self._moto_thread = threading.Thread(target=self._moto.serve_forever, daemon=True)
         self._moto_thread.start()
@@ -117,7 +128,8 @@ class LocalRuntime:
                 "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 # CloudWatch reads metrics from Lambda's stdout; here they would only be noise on the
-                # terminal (POWERTOOLS_METRICS_DISABLED=false in the environment shows them).
+                # terminal: counted instead (--verbose logs a summary a minute; infra/local/metrics.py).
+                # POWERTOOLS_METRICS_DISABLED=false in the environment prints them as in Lambda.
                 "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
                 "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
                 # Recall's embedded index lives in this process, shared by the API and the indexer.
@@ -126,7 +138,11 @@ class LocalRuntime:
         )
         from dovecote.platform import aws
         from dovecote.platform.settings import get_settings
+        from infra.local.metrics import SummaryLog, capture_metrics
 
+        summary = capture_metrics()  # the functions' metrics are counted, not printed (infra/local/metrics.py)
+        if self.verbose:
+            self._metrics_log = SummaryLog(summary).start()
         aws.reset_clients()
         get_settings.cache_clear()
         if self.data_dir is None:
@@ -134,7 +150,7 @@ class LocalRuntime:
         else:
             from infra.local.persistence import DataDir
 
-            self._store = DataDir(self.data_dir, moto_app)
+            self._store = DataDir(self.data_dir, moto_app, lock_fd=self._dir_fd)
             if self._store.initialized:
                 self._restore(moto_endpoint)
             else:
@@ -152,13 +168,25 @@ class LocalRuntime:
         from infra.local.streams import StreamPoller, streams_client
         from infra.routes import JANITOR, JANITOR_BATCH_SIZE
 
-        self._janitor = StreamPoller(
-            dynamodb=aws.client("dynamodb"),
-            streams=streams_client(),
-            table=get_settings().notes_table,
-            function=JANITOR,
-            batch_size=JANITOR_BATCH_SIZE,
-        ).start()
+        # The event sources poll moto when a write reaches their source (infra/local/wakeups.py),
+        # not on a timer: an idle runtime is idle.
+        notes_table = get_settings().notes_table
+        janitor = self._janitor = (
+            StreamPoller(
+                dynamodb=aws.client("dynamodb"),
+                streams=streams_client(),
+                table=notes_table,
+                function=JANITOR,
+                batch_size=JANITOR_BATCH_SIZE,
+            )
+            .wake_on(self._wakeups.watch_table(notes_table), idle_s=IDLE_POLL_S)
+            .start()
+        )
+        if self._store is not None:
+            from infra.local.streams import trim_consumed
+
+            # A snapshot keeps only the stream records the janitor has not handled yet.
+            self._store.before_cut = lambda: trim_consumed(notes_table, dict(janitor.checkpoint))
 
         from infra.local.queues import QueuePoller
         from infra.local.resources import DEFAULT_NAMES
@@ -172,40 +200,71 @@ class LocalRuntime:
         # The transcripts queue has no dead-letter queue locally: a file that keeps failing is given
         # up after three receives, and kept in the poller's `failures`.
         queue = aws.client("sqs").get_queue_url(QueueName=DEFAULT_NAMES["transcripts_queue"])["QueueUrl"]
-        self._indexer = QueuePoller(
-            sqs=aws.client("sqs"),
-            queue_url=queue,
-            function=TRANSCRIPT_INDEXER,
-            batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
-            give_up_after=3,
-        ).start()
+        # S3 notifies this queue from inside moto (an upload lands): S3 writes wake it too.
+        self._indexer = (
+            QueuePoller(
+                sqs=aws.client("sqs"),
+                queue_url=queue,
+                function=TRANSCRIPT_INDEXER,
+                batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
+                give_up_after=3,
+            )
+            .wake_on(self._wakeups.watch_queue(queue, s3_writes=True), idle_s=IDLE_POLL_S)
+            .start()
+        )
         # Two concurrent invocations, like a Lambda event source mapping with some concurrency:
         # scopes flow in parallel, each scope stays serialized by its FIFO message group.
-        self._memory_worker = QueuePoller(
-            sqs=aws.client("sqs"),
-            queue_url=get_settings().memory_queue_url,
-            function=MEMORY_WORKER,
-            batch_size=MEMORY_WORKER_BATCH_SIZE,
-            concurrency=2,
-        ).start()
+        memory_queue = get_settings().memory_queue_url
+        self._memory_worker = (
+            QueuePoller(
+                sqs=aws.client("sqs"),
+                queue_url=memory_queue,
+                function=MEMORY_WORKER,
+                batch_size=MEMORY_WORKER_BATCH_SIZE,
+                concurrency=2,
+            )
+            .wake_on(self._wakeups.watch_queue(memory_queue), idle_s=IDLE_POLL_S)
+            .start()
+        )
 
-        from infra.local.schedules import Schedule
+        from infra.local.schedules import ExpiryGate, Schedule
         from infra.routes import DISPATCHER
 
         if self.dispatch_interval > 0:
-            self._dispatcher = Schedule(function=DISPATCHER, interval_s=self.dispatch_interval).start()
+            # Every tick still comes (fencing is as prompt as the interval says); the dispatcher runs
+            # when a lease is past its deadline, and every 10 minutes regardless. The gate reads the
+            # index the dispatcher reads, so that run only guards against a gate gone wrong, and it is
+            # not cheap here: moto answers each of its 8 shard Queries by reading the whole table (a
+            # second of CPU with a few hundred tasks, which every minute was most of an idle runtime's).
+            tasks_table = get_settings().tasks_table
+            gate = ExpiryGate(table=tasks_table, changed=self._wakeups.watch_table(tasks_table))
+            self._dispatcher = Schedule(
+                function=DISPATCHER, interval_s=self.dispatch_interval, gate=gate, at_least_every_s=DISPATCH_ANYWAY_S
+            ).start()
 
+        from infra.local.control import LocalControl, mint_any_authority
         from infra.local.gateway import Gateway
         from infra.local.isolation import isolate_powertools_requests
 
         isolate_powertools_requests()  # requests run in threads here, one per container in Lambda
-        gateway = Gateway(faults=self.faults)
-        self._server = make_server(self.host, self.port, gateway, threaded=True, request_handler=_QuietHandler)
+        gateway = Gateway(
+            faults=self.faults, a2a_caller_token=self.tokens["caller"] if self.a2a_unauthenticated else ""
+        )
+        # `dovecote dev token`: a local-only route in front of the gateway (infra/local/control.py); its
+        # secret is new at each start and reaches the CLI through the tokens file only.
+        self._control_secret = secrets.token_urlsafe(32)
+        served_api = LocalControl(gateway, secret=self._control_secret, mint=mint_any_authority(DEV_TOKEN_DAYS))
+        self._server = make_server(self.host, self.port, served_api, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
         self._write_tokens_file()
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
+        if self._store is not None:
+            # Snapshots in the background once the journal grows or ages, so a restart after a crash
+            # replays a bounded journal whatever the uptime (persistence.CompactionPolicy). Started
+            # last: the snapshot that folds in what this start replayed does not slow the start.
+            self._store.start_background()
         return self
 
     def _lock_data_dir(self) -> None:
@@ -213,7 +272,7 @@ class LocalRuntime:
         directory itself (flock, released when the process ends, kill -9 included)."""
         import fcntl
 
-        from infra.local.persistence import make_private
+        from infra.local.snapshot import make_private
 
         assert self.data_dir is not None
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -247,7 +306,7 @@ class LocalRuntime:
         """Resources and tokens, their record in DIR, then the first snapshot. The snapshot is what
         marks DIR as initialized: a start that died before it leaves leftovers, wiped here."""
         assert self.data_dir is not None and self._store is not None
-        from infra.local.persistence import write_atomically
+        from infra.local.snapshot import write_atomically
 
         _empty(self.data_dir)
         before = dict(os.environ)
@@ -275,12 +334,18 @@ class LocalRuntime:
             {k: moto_endpoint + v[len(old) :] if v.startswith(old) else v for k, v in state["env"].items()}
         )
         self.tokens = json.loads((self.data_dir / TOKENS_FILE).read_text())
+        restore = self._store.restore
+        loads = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in restore["load_s"].items())
         logging.getLogger("dovecote-dev").info(
-            "restored %s in %.2fs: snapshot %.1f MB, %d journaled requests replayed (%d refused)",
+            "restored %s in %.2fs: snapshot %.1f MB loaded (%s), %d journaled requests replayed from %d journal(s)"
+            " in %.2fs (%d refused)",
             self.data_dir,
             took,
             self._store.snapshot_bytes / 1e6,
+            loads,
             self._store.replayed,
+            restore["journals"],
+            restore["replay_s"],
             self._store.refused,
         )
 
@@ -301,10 +366,13 @@ class LocalRuntime:
         tmp = self.tokens_file.with_suffix(f".{secrets.token_hex(4)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others, even briefly
         with os.fdopen(fd, "w") as handle:
-            handle.write(json.dumps({"endpoint": self.endpoint, "tokens": self.tokens}, indent=2) + "\n")
+            document = {"endpoint": self.endpoint, "tokens": self.tokens, "control": self._control_secret}
+            handle.write(json.dumps(document, indent=2) + "\n")
         tmp.replace(self.tokens_file)
 
     def stop(self) -> None:
+        if self._metrics_log is not None:
+            self._metrics_log.stop()
         if self._dispatcher is not None:
             self._dispatcher.stop()
         if self._memory_worker is not None:

@@ -22,7 +22,7 @@ The signature is recomputed with botocore's own signers (`S3SigV4QueryAuth`, `S3
 checksums with botocore's checksum classes; what is written here is only reading the request back into
 botocore's request shape (the parameters, the canonical path, the signed headers' values). Requests
 signed for another service (DynamoDB, SQS, KMS, Secrets Manager: the runtime's own boto3 calls) pass
-untouched. The check sits in front of the journal (infra/local/persistence.py), so a refused request is
+untouched. The check sits in front of the journal (infra/local/journal.py), so a refused request is
 never journaled, and a restart replays journaled requests behind it (their signatures have expired).
 """
 
@@ -339,7 +339,7 @@ def _read_body(environ: dict[str, Any]) -> bytes:
     from werkzeug.exceptions import ClientDisconnected
     from werkzeug.wsgi import get_input_stream
 
-    from infra.local.persistence import replace_body
+    from infra.local.journal import replace_body
 
     declared = _header(environ, "Content-Length")
     try:

@@ -61,6 +61,9 @@ class StreamPoller(EventSource):
         self._iterators: dict[str, str | None] = {}
         self.delivered = 0
         self.failures: list[dict[str, Any]] = []
+        # Per shard, the last sequence number handled (delivered, or given up on): what the local
+        # runtime may drop from moto's stream before a snapshot (`trim_consumed`).
+        self.checkpoint: dict[str, int] = {}
 
     def bind(self) -> StreamPoller:
         """Find the table's stream; `poll_once` can then be driven by hand (tests)."""
@@ -86,6 +89,8 @@ class StreamPoller(EventSource):
             if records:
                 self._deliver(handler, records)
                 delivered += len(records)
+            if response["Records"]:
+                self.checkpoint[shard_id] = int(response["Records"][-1]["dynamodb"]["SequenceNumber"])
             self._iterators[shard_id] = response.get("NextShardIterator")
         self.delivered += delivered
         return delivered
@@ -110,3 +115,29 @@ class StreamPoller(EventSource):
         logging.getLogger("dovecote-dev").error(
             "%s gave up on %d stream record(s) after %d attempts", self.function.name, len(pending), self._max_attempts
         )
+
+
+def trim_consumed(table: str, checkpoint: dict[str, int]) -> int:
+    """Drop from moto's stream of `table` the records up to each shard's checkpoint (what the local
+    poller has handled); returns how many went. Call under moto's DynamoDB lock.
+
+    moto keeps every stream record forever (DynamoDB keeps them 24 hours), each with the item's old
+    and new image: half of a snapshot after 10,000 note writes, and all of it re-delivered to the
+    janitor after every restart (the poller starts at TRIM_HORIZON). moto numbers a shard's records
+    from `starting_sequence_number` by position, so that number moves up by as many as are dropped:
+    every record keeps its sequence number and the iterators past the checkpoint stay valid."""
+    from moto.backends import get_backend
+
+    dropped = 0
+    for account in get_backend("dynamodb").values():  # type: ignore[call-overload]
+        for backend in account.values():
+            found = backend.tables.get(table)
+            shard = getattr(found, "stream_shard", None) if found is not None else None
+            if shard is None or shard.id not in checkpoint:
+                continue
+            count = min(len(shard.items), checkpoint[shard.id] - shard.starting_sequence_number + 1)
+            if count > 0:
+                del shard.items[:count]
+                shard.starting_sequence_number += count
+                dropped += count
+    return dropped

@@ -18,6 +18,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+READY_SECONDS = 120
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -49,7 +51,9 @@ def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = No
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
+        # A bound on a hang, not a speed check (bench/devstart.py measures starts): two workers and their
+        # runtimes share two cores under `make test -n 2`.
+        deadline = time.monotonic() + READY_SECONDS
         endpoint = f"http://127.0.0.1:{port}"
         while time.monotonic() < deadline:
             if process.poll() is not None:
@@ -62,7 +66,9 @@ def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = No
                     pass
             time.sleep(0.2)
         else:
-            raise RuntimeError("dovecote dev did not become ready in 60 s")
+            raise RuntimeError(
+                f"dovecote dev did not become ready in {READY_SECONDS} s; its log ends:\n{log_file.read_text()[-2000:]}"
+            )
         data = json.loads(Path(tokens_file).read_text())
         yield {
             "endpoint": data["endpoint"],
@@ -98,44 +104,26 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def mint_dev_token(runtime: dict[str, Any], authority: str, role: str, worker: str | None = None) -> str:
+    """A token of any authority, minted by the running runtime: `dovecote dev token`, as documented."""
+    minted = subprocess.run(
+        [sys.executable, "-m", "dovecote.cli", "dev", "token", "--authority", authority, "--role", role]
+        + (["--worker", worker] if worker else [])
+        + ["--tokens-file", str(runtime["tokens_file"]), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))},
+    )
+    return str(json.loads(minted.stdout)["token"])
+
+
 @pytest.fixture(scope="session")
 def other_authority(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """Tokens of a second authority. An admin token mints only inside its own authority, so these
-    are minted the bootstrap way: with AWS credentials, straight into the tokens table."""
-    upload = httpx.post(
-        dev_runtime["endpoint"] + "/v1/notes/uploads",
-        json={"key": "probe", "run": 1, "name": "n", "size": 1, "sha256": "0" * 64},
-        headers=bearer(dev_runtime["tokens"]["caller"]),
-    )
-    url = httpx.URL(upload.json()["upload_url"])  # names the dev runtime's in-process moto endpoint
-    env = {
-        **os.environ,
-        "AWS_ENDPOINT_URL": f"{url.scheme}://{url.host}:{url.port}",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
+    """Tokens of a second authority. An admin token mints only inside its own authority; the local
+    runtime mints any (`dovecote dev token`)."""
+    return {
+        "caller": bearer(mint_dev_token(dev_runtime, "other", "caller")),
+        "worker": bearer(mint_dev_token(dev_runtime, "other", "worker", "w-other")),
     }
-    out = []
-    for role, worker in (("caller", []), ("worker", ["--worker", "w-other"])):
-        minted = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "dovecote.cli",
-                "tokens",
-                "bootstrap",
-                "--authority",
-                "other",
-                "--role",
-                role,
-                "--table",
-                "dovecote-tokens",
-                *worker,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-        )
-        out.append(json.loads(minted.stdout)["token"])
-    return {"caller": bearer(out[0]), "worker": bearer(out[1])}

@@ -187,7 +187,7 @@ def test_tasks_and_worker_commands(own: Authority, tmp_path: Path) -> None:
     admin = as_role(own, "admin")
     task_id = uid("cli")
     created = as_json(run(caller, "tasks", "create", task_id, "hello", "--context", "cli", "--json"))["task"]
-    assert (created["revision"], created["lease_timeout_seconds"]) == (1, 300)
+    assert (created["revision"], created["lease_timeout_seconds"], created["accept_timeout_seconds"]) == (1, 300, 30)
     # --json is the HTTP answer: {assignment: …} for a claim, {task: …} for a command.
     claimed = as_json(run(worker, "worker", "claim", "--wait-seconds", "2", "--json"))
     assert set(claimed) == {"assignment"} and claimed["assignment"]["task"]["id"] == task_id
@@ -234,7 +234,9 @@ def test_tasks_and_worker_commands(own: Authority, tmp_path: Path) -> None:
 
     # Leases: acquire, lease, leases, release (own), fence (admin), reject.
     second = uid("cli")
-    assert run(caller, "tasks", "create", second, "--file", "-", stdin=b"from stdin").returncode == 0
+    # Its leases stay unaccepted across several commands below: no accept deadline under a loaded machine.
+    made = run(caller, "tasks", "create", second, "--file", "-", "--accept-timeout-seconds", "0", stdin=b"from stdin")
+    assert made.returncode == 0 and b"accept_timeout_seconds" in made.stdout
     lease = as_json(run(worker, "worker", "acquire", second, "--json"))["assignment"]
     assert lease["fence"] == 1
     assert as_json(run(worker, "worker", "lease", second, "--json"))["assignment"]["worker"] == "w-cli"

@@ -142,7 +142,7 @@ def test_an_api_error_is_one_line_with_exit_1(tmp_path: Path, dev_runtime: dict[
 def test_bootstrap_without_an_aws_region(tmp_path: Path) -> None:
     env = clean_env(AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))
     line = one_line(run(env, "tokens", "bootstrap", "--authority", "a", "--table", "t", cwd=tmp_path), 4)
-    assert line == "no AWS region: set AWS_DEFAULT_REGION (boto3 does not read AWS_REGION), or pass --region"
+    assert line == "no AWS region: pass --region, or set AWS_REGION or AWS_DEFAULT_REGION (or region in the AWS config)"
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:

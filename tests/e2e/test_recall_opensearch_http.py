@@ -20,8 +20,7 @@ from hypothesis import HealthCheck, settings
 from opensearchpy import OpenSearch
 
 from functions.admin_api.handler import openapi_document
-from tests.e2e import conftest as e2e_conftest
-from tests.e2e.conftest import bearer, start_dev
+from tests.e2e.conftest import bearer, mint_dev_token, start_dev
 from tests.e2e.test_recall_http import (  # noqa: F401 - collected again, with this module's runtime
     caller,
     test_an_ambiguous_prefix_lists_candidates,
@@ -61,9 +60,8 @@ def test_recall_conforms_to_its_schema_on_opensearch(case: Any, dev_runtime: dic
 
 @pytest.fixture(scope="module")
 def other_authority(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """A second authority's tokens in this module's runtime, minted as tests/e2e/conftest.py's
-    session fixture mints them (the bootstrap way, straight into the tokens table)."""
-    return e2e_conftest.other_authority.__wrapped__(dev_runtime)  # type: ignore[attr-defined,no-any-return]
+    """A second authority's caller token, minted by this module's runtime (`dovecote dev token`)."""
+    return {"caller": bearer(mint_dev_token(dev_runtime, "other", "caller"))}
 
 
 def test_the_runtime_answers_from_opensearch(

@@ -18,6 +18,7 @@ from infra import stack as stack_module  # noqa: E402
 from infra.app import build_app  # noqa: E402
 from infra.build import FUNCTIONS as FUNCTIONS_DIR  # noqa: E402
 from infra.routes import (  # noqa: E402
+    ALL_ROUTES,
     AUTHORIZER,
     DISPATCHER,
     FUNCTIONS,
@@ -25,7 +26,6 @@ from infra.routes import (  # noqa: E402
     MEMORY_WORKER,
     MEMORY_WORKER_BATCH_SIZE,
     RECONCILER,
-    ROUTES,
     TRANSCRIPT_INDEXER,
 )
 
@@ -173,6 +173,27 @@ def test_tasks_role_touches_only_the_tasks_table(synthesized: dict[str, Any]) ->
         assert not {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:*"} & set(_actions(statement))
 
 
+def test_a2a_role_is_the_callers_side_of_the_tasks_only(synthesized: dict[str, Any]) -> None:
+    # The A2A function creates, replies, cancels and reads: no UpdateItem (a worker's heartbeat), no
+    # delete, no scan; message parts read and written by digest, artifact payloads only read.
+    raw = synthesized["raw"]
+    tables = resources(raw, "AWS::DynamoDB::Table")
+    tasks = next(k for k in tables if k.startswith("DataTasks"))
+    statements = _policy_for(raw, "a2a_api")
+    dynamo = [s for s in statements if any(a.startswith("dynamodb:") for a in _actions(s))]
+    assert [sorted(_actions(s)) for s in dynamo] == [["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]]
+    assert _logical_ids(dynamo[0]["Resource"]) & set(tables) == {tasks}
+    assert "index/by_authority" in json.dumps(dynamo[0]["Resource"]) and "index/*" not in json.dumps(dynamo[0])
+    s3 = {
+        json.dumps(s["Resource"]): sorted(_actions(s))
+        for s in statements
+        if any(a.startswith("s3:") for a in _actions(s))
+    }
+    assert sorted(s3.values()) == [["s3:GetObject"], ["s3:GetObject", "s3:PutObject"]]
+    assert any("/parts/*" in k and v == ["s3:GetObject", "s3:PutObject"] for k, v in s3.items())
+    assert any("/artifacts/*" in k and v == ["s3:GetObject"] for k, v in s3.items())
+
+
 def test_authorizer_can_only_read_tokens(synthesized: dict[str, Any]) -> None:
     raw = synthesized["raw"]
     tables = resources(raw, "AWS::DynamoDB::Table")
@@ -313,8 +334,8 @@ def test_janitor_consumes_only_note_removals_and_replacements(synthesized: dict[
 def test_routes_come_from_the_route_table(synthesized: dict[str, Any]) -> None:
     routes = resources(synthesized["raw"], "AWS::ApiGatewayV2::Route")
     keys = {r["Properties"]["RouteKey"]: r["Properties"] for r in routes.values()}
-    assert set(keys) == {f"{r.method} {r.path}" for r in ROUTES}
-    for route in ROUTES:
+    assert set(keys) == {f"{r.method} {r.path}" for r in ALL_ROUTES}
+    for route in ALL_ROUTES:
         props = keys[f"{route.method} {route.path}"]
         assert props.get("AuthorizationType", "NONE") == ("CUSTOM" if route.authorized else "NONE")
     authorizer = next(iter(resources(synthesized["raw"], "AWS::ApiGatewayV2::Authorizer").values()))["Properties"]
@@ -366,7 +387,7 @@ def test_every_kms_grant_is_bound_to_a_service_and_an_encryption_context(synthes
             conditions = statement.get("Condition") or {}
             contexts = [k for op in conditions.values() for k in op if k.startswith("kms:EncryptionContext:")]
             if contexts == ["kms:EncryptionContext:dovecote"]:
-                # Protected payloads: tasks_api asks KMS for data keys itself, bound to the payload
+                # Protected payloads: tasks_api (and a2a_api) ask KMS for data keys, bound to the payload
                 # context, and may do nothing else with the key.
                 assert conditions["StringEquals"]["kms:EncryptionContext:dovecote"] == "payload"
                 assert sorted(_actions(statement)) == ["kms:Decrypt", "kms:GenerateDataKey"], statement
@@ -376,7 +397,7 @@ def test_every_kms_grant_is_bound_to_a_service_and_an_encryption_context(synthes
             # The stream reader is the one grant without a context: DynamoDB Streams sets none.
             assert contexts or _actions(statement) == ["kms:Decrypt"], statement
     assert grants >= 8
-    assert payload_grants == 1  # tasks_api alone seals payloads
+    assert payload_grants == 2  # tasks_api and a2a_api (messages sent over A2A) seal payloads
 
 
 def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str, Any]) -> None:
@@ -399,8 +420,20 @@ def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
         "POWERTOOLS_TRACE_DISABLED",
+        "PYDANTIC_DISABLE_PLUGINS",
     }
     assert authorizer["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
+
+
+def test_functions_run_with_the_environment_the_cold_start_bench_measures(synthesized: dict[str, Any]) -> None:
+    """bench/coldstart.py runs each probe with Function.environment: the deployed values must be those."""
+    functions = resources(synthesized["raw"], "AWS::Lambda::Function").values()
+    for spec in (*BACKGROUND, *FUNCTIONS.values()):
+        fn = next(f["Properties"] for f in functions if f["Properties"]["Handler"] == spec.handler)
+        variables = fn["Environment"]["Variables"]
+        expected = spec.environment(subsegments=False)
+        assert {k: variables.get(k) for k in expected} == expected, spec.name
+        assert expected["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
 
 
 def test_notes_can_tell_a_missing_upload_from_a_denied_one(synthesized: dict[str, Any]) -> None:

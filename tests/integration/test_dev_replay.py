@@ -15,7 +15,7 @@ from moto.backends import get_backend
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import make_server
 
-from infra.local.persistence import Journal, JournalingApp, read_records, replay
+from infra.local.journal import Journal, JournalingApp, read_records, replay
 
 
 @pytest.fixture

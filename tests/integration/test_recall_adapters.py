@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from dovecote.recall.dynamo import DynamoIngestLedger
 from dovecote.recall.memory import InMemoryArchive, InMemoryLedger
 from dovecote.recall.model import gate_search
 from dovecote.recall.ports import ArchiveEntry, IngestLedger, PendingUpload, TopicEntry, TranscriptArchive
-from dovecote.recall.service import RecallService
+from dovecote.recall.service import UPLOAD_GRACE, RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
 from infra.local.metering import count_round_trips
 from infra.local.resources import DEFAULT_NAMES, create_transcript_queue
@@ -127,11 +127,14 @@ def test_archive_topics_and_uploads(archive: tuple[TranscriptArchive, Any]) -> N
     store.put_topic("globex", TopicEntry("s1", "u-2", "theirs"))
     assert list(store.topics("acme")) == [TopicEntry("s1", "u-1", "relabelled")]
     url = store.presign_upload("acme", "up1", 60)
+    assert not store.upload_exists("acme", "up1")
     with pytest.raises(NotFound):
         store.read_upload("acme", "up1")
     put_url(url, b"line\n")
     assert store.read_upload("acme", "up1") == b"line\n"
+    assert store.upload_exists("acme", "up1") and not store.upload_exists("globex", "up1")
     store.delete_upload("acme", "up1")
+    assert not store.upload_exists("acme", "up1")
     with pytest.raises(NotFound):
         store.read_upload("acme", "up1")
 
@@ -188,6 +191,46 @@ def test_upload_is_stale_until_indexed_then_searchable(aws_recall: tuple[RecallS
     ]
     with pytest.raises(ClientError):
         env["s3"].head_object(Bucket=env["settings"].bucket, Key=f"uploads/transcripts/acme/{created.upload_id}")
+
+
+def test_an_unused_upload_url_leaves_the_report_when_it_expires(moto_env: dict[str, Any], tmp_path: Path) -> None:
+    """Issue 16 item 7: a URL never used made every search incomplete for good. It counts while the URL
+    works; after that only an upload whose bytes arrived counts (for UPLOAD_GRACE, while the indexer
+    runs), so an unused URL leaves the report at the instant it expires."""
+    settings = moto_env["settings"]
+    now = [NOW]
+    service = RecallService(
+        SqliteSearchIndex(tmp_path / "recall.sqlite3"),
+        S3Archive(bucket=settings.bucket, s3=moto_env["s3"]),
+        DynamoIngestLedger(table=settings.recall_table, dynamodb=moto_env["dynamodb"]),
+        clock=lambda: now[0],
+        presign_seconds=900,
+    )
+    service.ingest(ACME, {"format": "claude-code-jsonl", "jsonl": SESSION_FILE.read_text()})
+    unused = service.create_upload(ACME, {"format": "claude-code-jsonl"})
+    assert unused.expires_at == "2026-01-10T00:15:00.000Z"
+    now[0] = NOW + timedelta(seconds=899)
+    assert not service.search(ACME, gate_search(q="hoge")).complete
+    now[0] = NOW + timedelta(seconds=900)
+    with count_round_trips(moto_env["dynamodb"], moto_env["s3"]) as meter:
+        envelope = service.search(ACME, gate_search(q="hoge"))
+    assert envelope.complete and envelope.count == 1 and "scope_incomplete" not in [w.code for w in envelope.warnings]
+    assert meter.total == 2  # the ledger query and one HEAD for the URL that expired within the grace
+    now[0] = NOW + timedelta(seconds=900) + UPLOAD_GRACE
+    with count_round_trips(moto_env["dynamodb"], moto_env["s3"]) as meter:
+        assert service.search(ACME, gate_search(q="hoge")).complete
+    assert meter.total == 1  # past the grace the entry is not even looked at
+
+    # An upload that landed before its URL expired still counts after expiry until it is indexed.
+    now[0] = NOW + timedelta(hours=1)
+    used = service.create_upload(ACME, {"format": "claude-code-jsonl"})
+    body = SESSION_FILE.read_bytes().replace(b"hoge", b"fuga")
+    assert requests.put(used.upload_url, data=body, timeout=30).status_code == 200
+    now[0] = NOW + timedelta(hours=1, seconds=901)
+    late = service.search(ACME, gate_search(q="hoge"))
+    assert not late.complete and sum(r.pending for r in late.scopes_report) == 1
+    assert service.index_upload("acme", used.upload_id) is not None
+    assert service.search(ACME, gate_search(q="fuga")).complete
 
 
 def test_an_unreadable_upload_is_marked_failed_not_pending(aws_recall: tuple[RecallService, dict[str, Any]]) -> None:

@@ -78,7 +78,8 @@ def test_a_silent_lease_is_fenced_after_its_timeout_and_claimed_again_with_fence
 
 def test_a_heartbeating_worker_keeps_its_lease_well_past_its_timeout(service: Edge, clock: Clock) -> None:
     flow = Flow(service)
-    flow.create(lease_timeout_seconds=60)
+    # Heartbeats alone for ten minutes before it accepts: no accept deadline (test_task_accept_timeout.py).
+    flow.create(lease_timeout_seconds=60, accept_timeout_seconds=0)
     flow.acquire()
     for _ in range(10):  # ten minutes, a heartbeat every 40 s
         clock.advance(40)
@@ -96,7 +97,7 @@ def test_a_heartbeating_worker_keeps_its_lease_well_past_its_timeout(service: Ed
 
 def test_a_timeout_of_zero_never_expires_and_the_default_applies(service: Edge, clock: Clock) -> None:
     never = Flow(service)
-    never.create(lease_timeout_seconds=0)
+    never.create(lease_timeout_seconds=0, accept_timeout_seconds=0)
     never.acquire()
     default = Flow(service)
     default.create()

@@ -102,6 +102,23 @@ def test_one_message_by_id(backend: Backend) -> None:
         )
 
 
+def test_message_metadata_is_stored_and_returned_as_given(backend: Backend) -> None:
+    # Given a task created with a message carrying metadata, and a reply without any
+    svc = backend.service
+    flow = Flow(svc)
+    first = {**message("first", uid("m")), "metadata": {"a2a": {"messageId": "tck-x", "parts": [{"kind": "text"}]}}}
+    svc.create(
+        CALLER, {"command_id": uid("c"), "workspace": "ws", "id": flow.task_id, "context": "c", "message": first}
+    )
+    # Then one read by id and the page both carry it, unchanged; a message without any has none
+    got = svc.message(CALLER, flow.task_id, first["id"])["message"]
+    assert got["metadata"] == first["metadata"]
+    assert svc.messages(CALLER, flow.task_id, 0, None)["items"][0]["metadata"] == first["metadata"]
+    plain = Flow(svc)
+    plain.create()
+    assert "metadata" not in svc.messages(CALLER, plain.task_id, 0, None)["items"][0]
+
+
 def test_a_message_page_stops_at_its_byte_budget(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
     from dovecote.tasks import reads
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infra.local.persistence import (
+from infra.local.journal import (
     Journal,
     JournalingApp,
     decode_request,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dovecote.platform.errors import InvalidArgument
@@ -348,6 +348,9 @@ def test_outward_order_prefers_the_later_neighbour() -> None:
 def test_budget_never_exceeds_and_trimming_is_always_reported(
     texts: list[str], budget: int, data: st.DataObject
 ) -> None:
+    # A text holding the marker itself could equal its own cut form (hypothesis draws the constants
+    # of the code under test); the count below tells cut from whole by comparing texts.
+    assume(not any(TRUNCATION_MARKER in t for t in texts))
     centre = data.draw(st.integers(min_value=0, max_value=len(texts) - 1))
     fitted = fit_budget(texts, centre, budget)
     shown_chars = sum(len(t) for t in fitted.texts.values())

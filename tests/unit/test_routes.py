@@ -32,3 +32,16 @@ def _matches(pattern: str, path: str) -> bool:
 
 def test_openapi_covers_every_api_function() -> None:
     assert {FUNCTIONS[r.function].module for r in ROUTES} == set(API_MODULES)
+
+
+def test_the_a2a_function_serves_exactly_its_table_routes() -> None:
+    # Another protocol's wire: no Powertools resolver; the function names the route keys it serves.
+    from functions.a2a_api.handler import ROUTE_KEYS
+    from infra.routes import A2A_ROUTES, ALL_ROUTES
+
+    assert set(ROUTE_KEYS) == {f"{r.method} {r.path}" for r in A2A_ROUTES}
+    assert {r.function for r in A2A_ROUTES} == {"a2a_api"}
+    assert not {r.function for r in ROUTES} & {"a2a_api"}
+    assert ALL_ROUTES == ROUTES + A2A_ROUTES
+    public = [f"{r.method} {r.path}" for r in A2A_ROUTES if not r.authorized]
+    assert public == ["GET /.well-known/agent-card.json"]

@@ -315,3 +315,23 @@ def test_a_refused_worker_event_is_data_and_a_malformed_delivery_raises() -> Non
     one = GATE.worker_event(WORKER, {"delivery_id": "d1", "event": {**EVENT, "kind": "accept_task"}})
     two = GATE.worker_event(WORKER, {"delivery_id": "d2", "event": {**EVENT, "kind": "accept_task"}})
     assert one.digest == two.digest and isinstance(one.command, commands.Accept)
+
+
+def test_message_metadata_is_an_optional_bounded_object() -> None:
+    # A message may carry metadata (a JSON object, kept as given); the model accepts what the gate does
+    body = {**MESSAGE, "metadata": {"a2a": {"messageId": "tck-complete-task-1", "parts": [{"kind": "text"}]}}}
+    assert models.MessageIn.model_validate(body).metadata == body["metadata"]
+    assert commands.gate_message(body).metadata == body["metadata"]
+    assert commands.gate_message(MESSAGE).metadata == {}
+    # Its intent (what the command digest covers) carries it, and leaves it out when empty
+    assert commands.gate_message(body).to_json()["metadata"] == body["metadata"]
+    assert "metadata" not in commands.gate_message(MESSAGE).to_json()
+    # Not an object, or longer than the limit as JSON: invalid_argument naming the field
+    for bad in ([1], "x", 3):
+        with pytest.raises(InvalidArgument) as info:
+            commands.gate_message({**MESSAGE, "metadata": bad})
+        assert info.value.details["field"] == "message.metadata"
+    big = {"k": "x" * task_model.MAX_METADATA_BYTES}
+    with pytest.raises(InvalidArgument) as info:
+        commands.gate_message({**MESSAGE, "metadata": big})
+    assert info.value.details["limit"] == task_model.MAX_METADATA_BYTES

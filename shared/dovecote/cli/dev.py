@@ -20,11 +20,13 @@ from typing import Annotated
 import typer
 
 from dovecote.cli.common import EXIT_UNREACHABLE, EXIT_USAGE, CliError, say
+from dovecote.cli.devtoken import dev_token
 from dovecote.cli.groups import new_app
 from dovecote.client.config import save_profiles
 
 app = new_app("Run the whole service locally.", no_args_is_help=False, invoke_without_command=True)
 ROLES = ("caller", "worker", "admin")
+app.command("token")(dev_token)  # a token of any authority from the running runtime (cli/devtoken.py)
 
 
 def checkout() -> Path:
@@ -73,8 +75,17 @@ def dev(
         bool, typer.Option(help="Honour X-Dovecote-Fault: drop-response (tests of retries that replay).")
     ] = False,
     quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
+    verbose: Annotated[bool, typer.Option(help="Also log the functions' metrics: one summary line a minute.")] = False,
+    a2a_unauthenticated: Annotated[
+        bool,
+        typer.Option(
+            help="Serve A2A requests that carry no token as the dev caller (local only: for A2A clients "
+            "that cannot send one, such as the A2A TCK)."
+        ),
+    ] = False,
 ) -> None:
-    """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`)."""
+    """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`).
+    `dovecote dev token --authority A` mints a token of any authority from the running one."""
     if ctx.invoked_subcommand is not None:
         return
     import logging
@@ -98,8 +109,10 @@ def dev(
             tokens_file=tokens_file,
             dispatch_interval=dispatch_interval,
             faults=faults,
+            a2a_unauthenticated=a2a_unauthenticated,
             data_dir=data,
             fresh=fresh,
+            verbose=verbose,
         ).start()
     except OSError as exc:
         if exc.filename:
@@ -115,13 +128,18 @@ def dev(
         path, names = write_profiles(write_profile, tokens_file)
         say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory)")
     say(f"data: {data} (kept across restarts; --fresh starts empty)")
+    if a2a_unauthenticated:
+        card = f"{runtime.endpoint}/.well-known/agent-card.json"
+        say(f"A2A: requests without a token run as the dev caller (card: {card})")
 
     def _terminate(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt  # SIGTERM stops as cleanly as Ctrl-C: the state is compacted
+        raise KeyboardInterrupt  # SIGTERM stops as cleanly as Ctrl-C
 
     signal.signal(signal.SIGTERM, _terminate)
     try:
         while True:
-            time.sleep(3600)
+            # Short sleeps: a signal the kernel hands to another thread only marks the handler due,
+            # and it runs when this thread next wakes (a SIGTERM once waited out an hour's sleep).
+            time.sleep(1)
     except KeyboardInterrupt:
         runtime.stop()

@@ -118,6 +118,14 @@ VERBS = (
                 ],
                 None,
             ),
+            param(
+                "accept_timeout_seconds",
+                Annotated[
+                    int | None,
+                    typer.Option(help="Seconds a grant may stay unaccepted before it is fenced (0-3600; 0 never)."),
+                ],
+                None,
+            ),
             COMMAND,
         ),
         lambda c, v: c.create_task(
@@ -127,6 +135,7 @@ VERBS = (
             context=v["context"],
             command_id=v["command_id"],
             lease_timeout_seconds=v["lease_timeout_seconds"],
+            accept_timeout_seconds=v["accept_timeout_seconds"],
         ),
         Show("task"),
     ),

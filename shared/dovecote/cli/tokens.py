@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Annotated, Any
 
 import typer
@@ -113,6 +114,8 @@ def tokens_bootstrap(
     from dovecote.platform.errors import DomainError
 
     try:
+        # botocore itself reads only AWS_DEFAULT_REGION and the AWS config; AWS_REGION (Lambda's) works too.
+        region = region or os.environ.get("AWS_REGION") or None
         dynamodb = boto3.client("dynamodb", region_name=region) if region else boto3.client("dynamodb")
         service = TokenService(
             DynamoTokenStore(table=table, dynamodb=dynamodb),
@@ -123,7 +126,7 @@ def tokens_bootstrap(
         token, record = service.mint(None, authority, role, worker, agent=agent, expires_in_days=expires_in_days)
     except NoRegionError:
         raise CliError(
-            "no AWS region: set AWS_DEFAULT_REGION (boto3 does not read AWS_REGION), or pass --region",
+            "no AWS region: pass --region, or set AWS_REGION or AWS_DEFAULT_REGION (or region in the AWS config)",
             EXIT_UNREACHABLE,
             code="configuration",
         ) from None

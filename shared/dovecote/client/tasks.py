@@ -91,12 +91,17 @@ class TasksMixin:
         context: str = "default",
         command_id: str | None = None,
         lease_timeout_seconds: int | None = None,
+        accept_timeout_seconds: int | None = None,
     ) -> dict[str, Any]:
         """`POST /v1/tasks`: the task (201, or 200 with the same task on an exact retry).
-        `lease_timeout_seconds` (0-86400, 0 = never) is how long a lease may stay silent."""
+        `lease_timeout_seconds` (0-86400, 0 = never) is how long a lease may stay silent;
+        `accept_timeout_seconds` (0-3600, 0 = never) how long a grant may stay unaccepted. Each
+        defaults to the deployment's setting (300 and 30)."""
         body: dict[str, Any] = {"workspace": workspace, "id": task_id, "context": context, "message": message}
         if lease_timeout_seconds is not None:
             body["lease_timeout_seconds"] = lease_timeout_seconds
+        if accept_timeout_seconds is not None:
+            body["accept_timeout_seconds"] = accept_timeout_seconds
         return dict(self._command("/v1/tasks", command_id, body)["task"])
 
     def get_task(self, task_id: str) -> dict[str, Any]:

@@ -161,7 +161,7 @@ CLIENT_ONLY: dict[str, frozenset[str]] = {
     "mcp": frozenset(),
 }
 # CLI commands that are not one HTTP route: composed or local.
-CLIENT_COMMANDS = ("tasks wait", "recall push", "recall hook", "tokens bootstrap", "login", "dev", "mcp")
+CLIENT_COMMANDS = ("tasks wait", "recall push", "recall hook", "tokens bootstrap", "login", "dev", "dev token", "mcp")
 
 
 def render() -> list[str]:

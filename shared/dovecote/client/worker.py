@@ -19,12 +19,29 @@ Threads and requests:
   (every worker command counts as a beat, so a busy lease is not beaten twice). A lease that comes
   back `stale_lease` (the dispatcher fenced it, or the task ended) is dropped and `job.lost` is set:
   the handler's next command would fail with `stale_lease` anyway, since the store checks the fence.
+  A task that arrives past `submitted` (a fenced worker's, taken over) is beaten at once: its first
+  sign of life is what accepts its grant before the task's `accept_timeout_seconds`.
 - A handler that returns with the task in `input_required` parks it: the worker keeps the lease and
   beats it (at most every `park_poll_seconds`), and when a beat shows the caller replied (state
   working again) the job goes back to a handler.
 
 Restart recovery: `run()` starts with `GET /v1/leases` and resumes those exact (task, fence) pairs
-before claiming anything new. Command ids are `derived_id(task, fence, command, expected revision)`:
+before claiming anything new: every one waiting for the caller, and as many of the others as it has
+handler slots (working ones first); an unaccepted one it cannot start now is released, so another
+worker takes it at once instead of after its accept timeout.
+
+Stopping: `stop()`, or SIGINT / SIGTERM while `run()` runs in the main thread. The worker claims
+nothing more (a signal interrupts the long-poll in flight, then replays that claim's id, so a task it
+granted meanwhile is found and released), releases every lease it holds and has not accepted, lets
+running handlers finish (for a signal, at most `stop_grace_seconds`; a second signal stops waiting)
+and logs the accepted leases it keeps: a restart resumes them, or the dispatcher fences them after
+their lease timeout. `worker.released` and `worker.kept` name them.
+
+An inherited frozen artifact: a task that arrives working with a frozen artifact this job did not
+freeze (a fenced worker froze it, or this worker before a restart) is completed naming that artifact,
+without calling `handle`: a task freezes at most one artifact, immutable, so it is the task's
+finished result and no other can replace it. If it cannot be read as this task's frozen artifact,
+the task is failed and the reason logged. Command ids are `derived_id(task, fence, command, expected revision)`:
 a command retried after a crash is the same command and replays, and no other holder of the
 authority can guess it. Message and submission ids derive from the command id.
 
@@ -45,12 +62,12 @@ the SDK's retries (the silent lease is then fenced by the dispatcher and the tas
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from dovecote.client.artifacts import EVENT_STATES, ArtifactPayload
@@ -102,7 +119,16 @@ class Job:
         self.lost = threading.Event()
         self.parked = False
         self.next_beat = 0.0
+        # The grant is taken up (the server's `accepted_at`: a worker command, or a heartbeat of a
+        # task past submitted); `froze`: this job froze the task's artifact; `running`: in a handler.
+        self.accepted = bool(assignment.get("accepted_at"))
+        self.froze = False
+        self.running = False
         self._lock = threading.Lock()
+        # Held by a worker command on the wire; the heartbeat thread skips the job meanwhile (the
+        # command is a beat) and a command waits for a beat in flight, so a beat never races a
+        # terminal command into a stale_lease.
+        self.wire = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, fence={self.fence}, state={self.state!r}, revision={self.revision})"
@@ -140,13 +166,17 @@ class Job:
             self.event(EVENT_KINDS[kind], **{k: v for k, v in fields.items() if v is not None})
             return self.task
         try:
-            task = self._client.worker_command(kind, self.id, self.revision, self.fence, self.command_id(kind), **extra)
+            with self.wire:
+                task = self._client.worker_command(
+                    kind, self.id, self.revision, self.fence, self.command_id(kind), **extra
+                )
+                self.observe(task)
+                self.accepted = True
+                self._worker.beaten(self)  # every worker command is a heartbeat
         except DovecoteError as exc:
             if exc.code == "stale_lease":
                 self.lost.set()
             raise
-        self.observe(task)
-        self._worker.beaten(self)  # every worker command is a heartbeat
         return task
 
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -158,15 +188,17 @@ class Job:
         expected = self.revision
         event: dict[str, Any] = {"event_id": event_id, "kind": kind, "task": self.id, "fence": self.fence}
         event.update(expected_revision=expected, **fields)
-        settlement = self._client.worker_event(event)
-        if settlement.get("decision") != "ack":
-            if settlement.get("code") in ("stale_lease", "not_found"):
-                self.lost.set()
-            raise EventNacked(settlement)
-        # The settlement carries no task: an ACK means the command committed at expected + 1.
-        state = EVENT_STATES.get(kind, self.state)
-        self.observe({**self.task, "state": state, "revision": expected + 1})
-        self._worker.beaten(self)
+        with self.wire:
+            settlement = self._client.worker_event(event)
+            if settlement.get("decision") != "ack":
+                if settlement.get("code") in ("stale_lease", "not_found"):
+                    self.lost.set()
+                raise EventNacked(settlement)
+            # The settlement carries no task: an ACK means the command committed at expected + 1.
+            state = EVENT_STATES.get(kind, self.state)
+            self.observe({**self.task, "state": state, "revision": expected + 1})
+            self.accepted = True
+            self._worker.beaten(self)
         return settlement
 
     # The commands (API.md § Tasks, worker).
@@ -208,6 +240,7 @@ class Job:
             self.event("freeze_artifact", freeze=freeze)
             with self._lock:
                 self.task = {**self.task, "artifact": artifact_id}
+            self.froze = True
             return {"id": artifact_id, "base_revision": expected_base_revision, "media_type": staged["media_type"]}
         try:
             answer = self._client.freeze_artifact(
@@ -226,12 +259,16 @@ class Job:
                 self.lost.set()
             raise
         self.observe(answer["task"])
+        self.froze = self.accepted = True
         self._worker.beaten(self)
         return dict(answer["artifact"])
 
     def heartbeat(self) -> dict[str, Any]:
+        """A sign of life of the lease; for a task past submitted, it also accepts the grant."""
         assignment = self._client.heartbeat(self.id, self.fence)
         self.observe(assignment["task"])
+        if assignment.get("accepted_at"):
+            self.accepted = True
         return assignment
 
     def release(self) -> None:
@@ -251,6 +288,15 @@ class Job:
         return "\n".join(p["text"] for p in message.get("parts", []) if p.get("text") is not None)
 
 
+class _Interrupted(BaseException):
+    """Raised by the signal handler into a claim in flight (a BaseException, like KeyboardInterrupt,
+    so no retry loop takes it for a failed request)."""
+
+
+# The final message of a task completed with an artifact it inherited (see the module's docstring).
+INHERITED = "Completed with artifact {artifact} ({digest}), frozen before this worker took the task over."
+
+
 class Worker:
     def __init__(
         self,
@@ -263,12 +309,15 @@ class Worker:
         park_poll_seconds: float = 5.0,
         auto_accept: bool = True,
         events: bool = False,
+        stop_grace_seconds: float = 10.0,
     ) -> None:
         """`wait_seconds`: the claim long-poll (0-20). `heartbeat_fraction`: beat a lease every
         this share of its timeout. `park_poll_seconds`: how often a parked job (waiting for the
         caller) is checked at most. `auto_accept`: accept a submitted task before `handle` sees it
-        (False: `handle` sees it submitted and may `reject`). `events`: drive tasks with worker events
-        (`POST /v1/worker/events`) instead of the per-command routes."""
+        (False: `handle` sees it submitted and must `accept` or `reject` it within the task's
+        `accept_timeout_seconds`). `events`: drive tasks with worker events (`POST /v1/worker/events`)
+        instead of the per-command routes. `stop_grace_seconds`: after SIGINT / SIGTERM, how long
+        running handlers may take to finish before `run` returns."""
         if not 0 <= wait_seconds <= MAX_CLAIM_WAIT:
             raise ValueError(f"wait_seconds must be between 0 and {MAX_CLAIM_WAIT}")
         self.client = client
@@ -279,12 +328,19 @@ class Worker:
         self.park_poll_seconds = park_poll_seconds
         self.auto_accept = auto_accept
         self.events = events
+        self.stop_grace_seconds = stop_grace_seconds
         self.held: dict[str, Job] = {}
         self.handled = 0
+        # What the last stop did: the unaccepted leases it released, the accepted ones it kept.
+        self.released: list[str] = []
+        self.kept: list[str] = []
         self._ready: deque[Job] = deque()
         self._running = 0
         self._cond = threading.Condition()
         self._stop = threading.Event()
+        self._hurry = threading.Event()  # a second signal: stop waiting for handlers
+        self._signals = 0
+        self._claiming = False
         self._beats_stop = threading.Event()
         # Claim ids: derived, never reused after a claim that succeeded (it would replay that
         # claim), reused after one that found nothing (that reserves nothing).
@@ -295,7 +351,8 @@ class Worker:
 
     def stop(self) -> None:
         """Ask `run` to return: it does once the claim in flight (at most `wait_seconds`) and the
-        handlers running end. Leases held stay held (a restarted worker resumes them)."""
+        handlers running end. Unaccepted leases are released; accepted ones stay held (a restarted
+        worker resumes them)."""
         self._stop.set()
         with self._cond:
             self._cond.notify_all()
@@ -304,48 +361,105 @@ class Worker:
     def stopping(self) -> bool:
         return self._stop.is_set()
 
-    def run(self, *, once: bool = False) -> int:
-        """Work until `stop()`; with `once`, return after one handler call (or when one long-poll
-        found nothing to do). Returns how many times `handle` was called."""
+    def run(self, *, once: bool = False, handle_signals: bool = True) -> int:
+        """Work until `stop()` (or SIGINT / SIGTERM, when called from the main thread and
+        `handle_signals`); with `once`, return after one handler call (or when one long-poll found
+        nothing to do). Returns how many times `handle` was called."""
         self._beats_stop.clear()
-        self.recover()
-        beats = threading.Thread(target=self._beat_loop, name="dovecote-heartbeats", daemon=True)
-        beats.start()
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="dovecote-handler")
+        self._hurry.clear()
+        self._signals = 0
+        self.released, self.kept = [], []
+        restore = self._install_signals() if handle_signals else None
         try:
-            while not self._stop.is_set():
-                job = self._next_job(once)
-                if job is None:
+            self.recover()
+            beats = threading.Thread(target=self._beat_loop, name="dovecote-heartbeats", daemon=True)
+            beats.start()
+            try:
+                while not self._stop.is_set():
+                    job = self._next_job(once)
+                    if job is None:
+                        if once:
+                            break
+                        continue
                     if once:
+                        self._work(job)
                         break
-                    continue
-                if once:
-                    self._work(job)
-                    break
-                pool.submit(self._work, job)
+                    # Daemon threads: a handler still running after a signal's grace does not keep
+                    # the process alive (its lease is kept, and resumed after a restart).
+                    threading.Thread(target=self._work, args=(job,), name="dovecote-handler", daemon=True).start()
+            finally:
+                self._stop.set()
+                try:
+                    self._wind_down()
+                finally:
+                    self._beats_stop.set()
+                    beats.join(timeout=10)
         finally:
-            self._stop.set()
-            pool.shutdown(wait=True)  # running handlers finish, their leases still beaten
-            self._beats_stop.set()
-            beats.join(timeout=10)
+            if restore is not None:
+                restore()
         return self.handled
+
+    def _install_signals(self) -> Callable[[], None] | None:
+        """SIGINT and SIGTERM stop the worker (see the module's docstring); only the main thread
+        may set signal handlers. Returns what puts the previous handlers back."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            # Stop now, leases as they are (held ones are resumed after a restart, or expire).
+            self._hurry.set()
+            raise KeyboardInterrupt
+        log.info("%s: stopping; releasing the leases not accepted", signal.Signals(signum).name)
+        self._stop.set()  # no lock here: the interrupted frame may hold it
+        if self._claiming:
+            raise _Interrupted()
 
     def recover(self) -> list[Job]:
         """Resume this worker's current leases (`GET /v1/leases`): parked when waiting for the
-        caller, ready otherwise."""
+        caller; ready, up to its handler slots, otherwise (working ones first); the unaccepted rest
+        is released for another worker to take now."""
         jobs = [Job(self, a) for a in self.client.leases()]
+        resumed: list[Job] = []
+        surplus: list[Job] = []
         with self._cond:
-            for job in jobs:
-                if job.id in self.held:
-                    continue
-                self.held[job.id] = job
+            fresh = [j for j in jobs if j.id not in self.held]
+            slots = self.concurrency - self._running - len(self._ready)
+            for job in sorted(fresh, key=lambda j: j.state == "submitted"):  # stable: working first
                 if job.state == "input_required":
                     job.parked = True
-                else:
+                elif slots > 0 or job.state != "submitted":
+                    slots -= 1
                     self._ready.append(job)
-        if jobs:
-            log.info("resuming %d lease(s): %s", len(jobs), ", ".join(sorted(j.id for j in jobs)))
-        return jobs
+                else:
+                    surplus.append(job)
+                    continue
+                self.held[job.id] = job
+                self._took(job)
+                resumed.append(job)
+        if resumed:
+            log.info("resuming %d lease(s): %s", len(resumed), ", ".join(sorted(j.id for j in resumed)))
+        for job in surplus:
+            self._release(job)
+        if surplus:
+            log.info("released %d lease(s) it cannot start now: %s", len(surplus), ", ".join(j.id for j in surplus))
+        return resumed
+
+    def _took(self, job: Job) -> None:
+        """A job just came in: beat it at once if its task is past submitted (that accepts the
+        grant, which has nothing else to accept), else a full interval from now."""
+        if job.state == "submitted":
+            self.beaten(job)
+        else:
+            job.next_beat = 0.0
 
     # ---- the loop -----------------------------------------------------------------------------
 
@@ -357,25 +471,48 @@ class Worker:
                 return None
             if self._ready:
                 self._running += 1
-                return self._ready.popleft()
+                job = self._ready.popleft()
+                job.running = True
+                return job
             parked = any(j.parked for j in self.held.values())
         # A parked job may come back while the claim waits: wait no longer than its poll.
         wait = self.wait_seconds if not parked else min(self.wait_seconds, int(self.park_poll_seconds) or 1)
         assignment = self._claim(wait, once)
+        if assignment is None:
+            return None
+        job = Job(self, assignment)
+        if self._stop.is_set():
+            # Granted while the worker was stopping: nobody here will accept it.
+            self._release(job)
+            self.released.append(job.id)
+            log.info("%s: granted while stopping; released", job.id)
+            return None
         with self._cond:
-            if assignment is None:
-                return None
-            job = Job(self, assignment)
             self.held[job.id] = job
             self._running += 1
-            self.beaten(job)
+            job.running = True
+            self._took(job)
         log.info("%s: claimed with fence %d", job.id, job.fence)
         return job
 
     def _claim(self, wait: int, once: bool) -> dict[str, Any] | None:
         command_id = self.client.derived_id("claim", self._nonce, self._claims)
         try:
-            assignment = self.client.claim(command_id, wait_seconds=wait)
+            try:
+                self._claiming = True
+                if self._stop.is_set():
+                    return None
+                assignment = self.client.claim(command_id, wait_seconds=wait)
+            finally:
+                self._claiming = False
+        except _Interrupted:
+            # The long-poll was cut, not its server side: the same id again (no wait) answers the
+            # task that claim granted, if it did, so the caller can release it.
+            try:
+                assignment = self.client.claim(command_id, wait_seconds=0)
+            except DovecoteError as exc:
+                log.warning("could not settle the interrupted claim (%s); its grant, if any, expires", exc)
+                return None
         except DovecoteError as exc:
             if once or exc.code not in TRANSIENT_CODES:
                 raise
@@ -390,7 +527,9 @@ class Worker:
         try:
             if job.state == "submitted" and self.auto_accept:
                 job.accept()
-            if job.state in ("working", "submitted"):
+            if job.state == "working" and job.task.get("artifact") and not job.froze:
+                self._complete_inherited(job)
+            elif job.state in ("working", "submitted"):
                 with self._cond:
                     self.handled += 1
                 self.handle(job)
@@ -413,6 +552,28 @@ class Worker:
         finally:
             self._settle(job)
 
+    def _complete_inherited(self, job: Job) -> None:
+        """The task already froze its one artifact: complete naming it, or fail it when it is not
+        this task's frozen artifact (see the module's docstring)."""
+        artifact_id = str(job.task["artifact"])
+        try:
+            artifact = self.client.get_artifact(job.task["workspace"], artifact_id)["artifact"]
+        except DovecoteError as exc:
+            if exc.code != "not_found":
+                raise
+            artifact = {"state": "missing", "task": job.id}
+        if artifact.get("state") != "frozen" or artifact.get("task") != job.id:
+            log.warning(
+                "%s: failing the task: its artifact %s is %s, not a frozen artifact of this task",
+                job.id,
+                artifact_id,
+                artifact.get("state"),
+            )
+            job.fail()
+            return
+        job.complete(INHERITED.format(artifact=artifact_id, digest=artifact.get("digest")), artifact_id=artifact_id)
+        log.info("%s: completed with the artifact %s it inherited", job.id, artifact_id)
+
     def _give_up(self, job: Job) -> None:
         try:
             if job.state == "submitted":
@@ -431,7 +592,7 @@ class Worker:
             job.lost.set()
 
     def _settle(self, job: Job) -> None:
-        if not job.lost.is_set() and job.state in ("working", "submitted"):
+        if not job.lost.is_set() and job.state in ("working", "submitted") and not self._hurry.is_set():
             log.warning("%s: the handler returned with the task %s; releasing the lease", job.id, job.state)
             self._release(job)
         with self._cond:
@@ -440,8 +601,49 @@ class Worker:
             else:
                 job.parked = True  # input_required: wait for the caller's reply
                 self.beaten(job)  # next beat (and check) at the parked pace
+            job.running = False
             self._running -= 1
             self._cond.notify_all()
+
+    def _wind_down(self) -> None:
+        """After the loop: release the idle leases not accepted, let running handlers finish (for
+        a signal, within the grace), release what is still unaccepted (a handler past the grace
+        then finds its lease stale), and report what is kept."""
+        self._release_unaccepted(running=False)
+        grace = self.stop_grace_seconds if self._signals else None
+        deadline = None if grace is None else time.monotonic() + grace
+        with self._cond:
+            while self._running > 0 and not self._hurry.is_set():
+                left = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+        self._release_unaccepted(running=True)
+        with self._cond:
+            kept = [j for j in self.held.values() if not j.lost.is_set() and j.state not in TERMINAL_STATES]
+        self.kept = sorted(j.id for j in kept)
+        if self.released:
+            log.info("released %d unaccepted lease(s): %s", len(self.released), ", ".join(sorted(self.released)))
+        if kept:
+            log.info(
+                "keeping %d accepted lease(s): %s (a restart resumes them; otherwise they are fenced "
+                "after their lease timeout)",
+                len(kept),
+                ", ".join(f"{j.id} (fence {j.fence}, {j.state})" for j in sorted(kept, key=lambda j: j.id)),
+            )
+
+    def _release_unaccepted(self, *, running: bool) -> None:
+        with self._cond:
+            found = [
+                j for j in self.held.values() if (running or not j.running) and not j.lost.is_set() and not j.accepted
+            ]
+            for job in found:
+                self.held.pop(job.id, None)
+                if job in self._ready:
+                    self._ready.remove(job)
+        for job in found:
+            self._release(job)
+            self.released.append(job.id)
 
     # ---- heartbeats ---------------------------------------------------------------------------
 
@@ -466,7 +668,11 @@ class Worker:
             self._beats_stop.wait(min(max(upcoming - time.monotonic(), 0.05), 0.5))
 
     def _beat(self, job: Job) -> None:
+        if not job.wire.acquire(blocking=False):
+            return  # a command is on the wire: it is the beat (and sets the next one)
         try:
+            if job.next_beat > time.monotonic() or job.state in TERMINAL_STATES:
+                return  # a command just beat it (or ended the task)
             job.heartbeat()
         except DovecoteError as exc:
             if exc.code in LOST_CODES:
@@ -479,6 +685,8 @@ class Worker:
             log.warning("%s: heartbeat failed (%s); trying again soon", job.id, exc)
             job.next_beat = time.monotonic() + min(self.interval(job), 1.0)
             return
+        finally:
+            job.wire.release()
         with self._cond:
             if job.parked and job.state != "input_required":
                 job.parked = False

@@ -57,6 +57,10 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         lease_timeout_seconds: Annotated[
             int | None, Field(ge=0, le=86400, description="How long a worker's lease may stay silent (0 = never).")
         ] = None,
+        accept_timeout_seconds: Annotated[
+            int | None,
+            Field(ge=0, le=3600, description="How long a worker's grant may stay unaccepted (0 = never)."),
+        ] = None,
         command_id: CommandId = None,
     ) -> dict[str, Any]:
         """Ask another agent to do something: create a task with your request as its first message.
@@ -71,6 +75,7 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
             context=context,
             command_id=cid,
             lease_timeout_seconds=lease_timeout_seconds,
+            accept_timeout_seconds=accept_timeout_seconds,
         )
         return {"task": task}
 

@@ -27,11 +27,34 @@ THROTTLE_CODES = frozenset(
 
 
 @cache
+def _loader() -> Any:
+    """botocore's data loader, one per process: each service model and endpoint rule set is parsed
+    from botocore's JSON once, however many sessions ask for it (every reset_clients, in the tests)."""
+    from botocore.loaders import create_loader
+
+    return create_loader()
+
+
+@cache
+def _session() -> Any:
+    """One session for every client until reset_clients: its handlers are registered once, not once
+    per client, and its service models come from the shared loader."""
+    import boto3
+    import botocore.session
+
+    core = botocore.session.get_session()
+    core.register_component("data_loader", _loader())
+    session = boto3.session.Session(botocore_session=core)
+    paths = _loader().search_paths
+    paths[:] = dict.fromkeys(paths)  # boto3 appends its own data path to each session's loader
+    return session
+
+
+@cache
 def client(service: str) -> Any:
     with _lock:
         import os
 
-        import boto3
         from botocore.config import Config
 
         from dovecote.platform.settings import get_settings
@@ -46,7 +69,7 @@ def client(service: str) -> Any:
             # S3 presigned URLs must use SigV4 (KMS-encrypted objects refuse SigV2).
             signature_version="s3v4" if service == "s3" else None,
         )
-        return boto3.session.Session().client(service, config=config)
+        return _session().client(service, config=config)
 
 
 class LazyClient:
@@ -66,8 +89,10 @@ def lazy_client(service: str) -> Any:
 
 
 def reset_clients() -> None:
-    """Forget cached clients (tests that start a new moto backend)."""
-    client.cache_clear()
+    """Forget cached clients and their session (tests that start a new moto backend)."""
+    with _lock:
+        client.cache_clear()
+        _session.cache_clear()
 
 
 @lru_cache(maxsize=1)

@@ -46,6 +46,9 @@ class Settings(BaseModel):
     # not say. 5 minutes: a worker heartbeating every minute survives four lost heartbeats, and a
     # crashed worker's task is claimable again within about six minutes (timeout + dispatch period).
     lease_timeout_seconds: int = Field(default=300, ge=0, le=86_400)
+    # How long a grant may stay unaccepted before the dispatcher fences it, when a create does not
+    # say: a worker that dies between its claim and its accept strands the task for this long.
+    accept_timeout_seconds: int = Field(default=30, ge=0, le=3_600)
     # Protected payloads (platform/protection.py): the KMS key whose data keys seal message parts and
     # artifact payloads at rest. `allow_plaintext_reads` exists only to migrate data written before
     # protection: with it off (the default) a plaintext record where a sealed one belongs is refused.

@@ -10,7 +10,7 @@ Layout (the service bucket):
 
 Round trips: put 1 (PutObject), get 1 (GetObject: body and metadata), keys 1 per 1,000 objects
 (ListObjectsV2), put_topic 1, topics 1 list per 1,000 + 1 GET each, presign 0 (signed locally),
-read_upload 1, delete_upload 1.
+read_upload 1, upload_exists 1 (HeadObject), delete_upload 1.
 """
 
 from __future__ import annotations
@@ -135,6 +135,18 @@ class S3Archive:
             )
         with aws_errors(write=False):
             return bytes(obj["Body"].read())
+
+    def upload_exists(self, authority: str, upload_id: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            with aws_errors(write=False):
+                self._s3.head_object(Bucket=self._bucket, Key=upload_key(authority, upload_id))
+        except Unavailable as exc:
+            if isinstance(exc.__cause__, ClientError) and aws_error_code(exc.__cause__) in ("NoSuchKey", "404"):
+                return False
+            raise
+        return True
 
     def delete_upload(self, authority: str, upload_id: str) -> None:
         with aws_errors(write=True):

@@ -18,10 +18,14 @@ from dovecote.platform.dynamo import bind, pynamodb_errors, unwrap
 from dovecote.recall.ports import PendingUpload
 from dovecote.recall.records import UPLOAD_PREFIX, UploadRecord, ledger_partition
 
+# DynamoDB's TTL tidies entries a day after their URL expired: the indexer still needs the entry of
+# an upload that landed in the URL's last second (the search stops counting it at expiry).
+TTL_GRACE_SECONDS = 24 * 3600
+
 
 def _epoch(instant: str) -> int | None:
     try:
-        return int(datetime.fromisoformat(instant).timestamp())
+        return int(datetime.fromisoformat(instant).timestamp()) + TTL_GRACE_SECONDS
     except ValueError:
         return None
 

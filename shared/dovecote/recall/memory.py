@@ -75,6 +75,10 @@ class InMemoryArchive:
             raise NotFound("no upload found", upload_id=upload_id)
         return body
 
+    def upload_exists(self, authority: str, upload_id: str) -> bool:
+        with self._lock:
+            return upload_key(authority, upload_id) in self.uploads
+
     def delete_upload(self, authority: str, upload_id: str) -> None:
         with self._lock:
             self.uploads.pop(upload_key(authority, upload_id), None)

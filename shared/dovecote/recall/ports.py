@@ -277,6 +277,10 @@ class TranscriptArchive(Protocol):
         """Raises NotFound when nothing was uploaded."""
         ...
 
+    def upload_exists(self, authority: str, upload_id: str) -> bool:
+        """Whether a presigned upload's bytes arrived (and were not indexed and deleted yet)."""
+        ...
+
     def delete_upload(self, authority: str, upload_id: str) -> None: ...
 
 
@@ -290,7 +294,7 @@ class PendingUpload:
     project: str = ""
     project_folder: str = ""
     created_at: str = ""
-    # An upload that never arrived stops counting as pending after this instant.
+    # When the upload URL stops working: an upload that never arrived stops counting as pending then.
     expires_at: str = ""
     status: str = "pending"  # pending | failed
     error: str = ""

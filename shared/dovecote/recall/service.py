@@ -99,8 +99,10 @@ from dovecote.recall.results import (
 
 STORE_NOTE_TRIGRAM = "the word index found nothing; these hits come from the substring (trigram) index"
 STORE_NOTE_NOTHING = "neither the word index nor the substring (trigram) index found a match"
-# An upload URL that was never used stops counting as pending this long after it expired.
-UPLOAD_GRACE = timedelta(hours=1)
+# A pending upload counts while its URL can still be used. After the URL expired it counts only if
+# its bytes arrived (the indexer has not finished yet), and only for this long: an upload that landed
+# in the URL's last second is indexed within seconds; a URL never used leaves the report at expiry.
+UPLOAD_GRACE = timedelta(minutes=5)
 CLI = "dovecote recall"
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -230,7 +232,7 @@ class RecallService:
             project=values["project"],
             project_folder=values["project_folder"],
             created_at=utc_iso(now),
-            expires_at=utc_iso(expires + UPLOAD_GRACE),
+            expires_at=utc_iso(expires),
         )
         # The ledger entry comes first: from the moment the URL exists, searches report the scope stale.
         self.ledger.add(principal.authority, upload)
@@ -277,9 +279,13 @@ class RecallService:
             for r in self.index.scopes(authority)
             if (not p.project or r.project == p.project) and _path_selected(p, r.cwd or r.project)
         ]
+<<<<<<< HEAD
         pending = [
             u for u in self.ledger.pending(authority, utc_iso(self.clock())) if not p.project or u.project == p.project
         ]
+=======
+        pending = self._pending(authority, p.project)
+>>>>>>> main
         if not scopes and not pending:
             return self._empty(p.q)  # unknown project, or a path filter matching nothing
         places = frozenset((r.project, r.cwd) for r in scopes) if (p.include_path or p.exclude_path) else None
@@ -339,6 +345,22 @@ class RecallService:
             store=self.index.name,
             store_note=(STORE_NOTE_TRIGRAM if page.hits else STORE_NOTE_NOTHING) if page.tier == "trigram" else "",
         )
+
+    def _pending(self, authority: str, project: str) -> list[PendingUpload]:
+        """Uploads the answer may be missing: a URL still usable, or one that expired in the last
+        UPLOAD_GRACE whose bytes arrived and wait for the indexer (one HEAD each, so an unused URL
+        costs nothing past its expiry plus the grace and leaves the report when it expires)."""
+        now = self._clock()
+        live = utc_iso(now)
+        out = []
+        for upload in self._ledger.pending(authority, utc_iso(now - UPLOAD_GRACE)):
+            if project and upload.project != project:
+                continue
+            if upload.expires_at and upload.expires_at <= live:
+                if not self._archive.upload_exists(authority, upload.upload_id):
+                    continue
+            out.append(upload)
+        return out
 
     def _empty(self, q: str) -> SearchEnvelope:
         return SearchEnvelope.empty(q, self.index.name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,10 +25,12 @@ from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
 from dovecote.tasks.model import (
     DECISIONS,
+    MAX_ACCEPT_TIMEOUT,
     MAX_COUNTER,
     MAX_FENCE,
     MAX_LEASE_TIMEOUT,
     MAX_MESSAGE_BYTES,
+    MAX_METADATA_BYTES,
     MAX_PARTS,
     MAX_RECEIPT_CODE_BYTES,
     MAX_RECEIPT_MESSAGE_BYTES,
@@ -89,6 +92,7 @@ class CreateTask:
     context: str
     message: MessageInput
     lease_timeout: int | None = None  # None: the deployment's default
+    accept_timeout: int | None = None  # None: the deployment's default
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,15 +261,14 @@ def _fence(body: dict[str, Any]) -> int:
     return int(value)
 
 
-def _lease_timeout(body: dict[str, Any]) -> int | None:
-    if "lease_timeout_seconds" not in body:
+def _timeout(body: dict[str, Any], name: str, maximum: int) -> int | None:
+    """`lease_timeout_seconds` or `accept_timeout_seconds`: absent (the default), or 0 (never) to
+    `maximum` seconds."""
+    if name not in body:
         return None
-    value = body["lease_timeout_seconds"]
-    if not _is_int(value) or not 0 <= value <= MAX_LEASE_TIMEOUT:
-        raise InvalidArgument(
-            f"lease_timeout_seconds must be an integer between 0 and {MAX_LEASE_TIMEOUT}",
-            field="lease_timeout_seconds",
-        )
+    value = body[name]
+    if not _is_int(value) or not 0 <= value <= maximum:
+        raise InvalidArgument(f"{name} must be an integer between 0 and {maximum}", field=name)
     return int(value)
 
 
@@ -288,7 +291,7 @@ def _bounded_text(value: Any, field_name: str, limit: int) -> str:
 
 def gate_message(raw: Any) -> MessageInput:
     """The one gate for a message: id pattern, 1–32 parts, non-empty data, ≤ 2 MiB in total,
-    parseable media types."""
+    parseable media types, and an optional metadata object of at most 16 KiB."""
     if not isinstance(raw, dict):
         raise InvalidArgument("message must be an object {id, parts}", field="message")
     message_id = check_id(raw.get("id"), "message.id")
@@ -324,7 +327,24 @@ def gate_message(raw: Any) -> MessageInput:
                 limit=MAX_MESSAGE_BYTES,
             )
         parts.append(Part(media_type, data))
-    return MessageInput(message_id, tuple(parts))
+    return MessageInput(message_id, tuple(parts), gate_metadata(raw.get("metadata")))
+
+
+def gate_metadata(value: Any) -> dict[str, Any]:
+    """A message's metadata: absent, or a JSON object of at most MAX_METADATA_BYTES as canonical
+    JSON. Stored and returned as given; the service never reads it."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidArgument("message.metadata must be an object", field="message.metadata")
+    size = len(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise InvalidArgument(
+            f"message.metadata is longer than {MAX_METADATA_BYTES} bytes as JSON",
+            field="message.metadata",
+            limit=MAX_METADATA_BYTES,
+        )
+    return value
 
 
 def _base64(value: Any, field_name: str) -> bytes:
@@ -418,7 +438,9 @@ class CommandGate:
         context = check_id(body.get("context"), "context")
         _expected_revision(body, create=True)
         message = gate_message(body.get("message"))
-        return CreateTask(command_id, task_id, workspace, context, message, _lease_timeout(body))
+        lease_timeout = _timeout(body, "lease_timeout_seconds", MAX_LEASE_TIMEOUT)
+        accept_timeout = _timeout(body, "accept_timeout_seconds", MAX_ACCEPT_TIMEOUT)
+        return CreateTask(command_id, task_id, workspace, context, message, lease_timeout, accept_timeout)
 
     def reply(self, principal: Principal, task_id: str, body: dict[str, Any]) -> Reply:
         principal.require("caller")

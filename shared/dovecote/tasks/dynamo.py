@@ -22,8 +22,9 @@ GSIs on the task item (sparse where it matters):
 - leases      (authority#worker; granted_at#workspace#task#fence), only while owned
 - by_context  (authority#context; created_at#workspace#task)
 - by_authority (authority; inverted(updated_at)#workspace#task): newest update first
-- expiring    (X#<shard>; deadline#authority#task), only while leased with a timeout: the
-              dispatcher's view of silent leases, across authorities (EXPIRY_SHARDS partitions)
+- expiring    (X#<shard>; deadline#authority#task), only while leased with a deadline: the
+              dispatcher's view of silent leases and unaccepted grants, across authorities
+              (EXPIRY_SHARDS partitions; model.lease_deadline)
 
 Round trips: a command is one TransactGetItems (receipt + task, strongly consistent) and one
 TransactWriteItems; an exact replay is the read alone. Parts over INLINE_PART_BYTES add one
@@ -51,7 +52,7 @@ from dovecote.tasks.dynamo_items import (
 )
 from dovecote.tasks.dynamo_objects import TaskObjects
 from dovecote.tasks.dynamo_queries import TaskQueries
-from dovecote.tasks.model import Task, lease_deadline
+from dovecote.tasks.model import Task, expiry_shard, lease_deadline
 from dovecote.tasks.ports import (
     ApplyCommit,
     ApplySnapshot,
@@ -60,7 +61,6 @@ from dovecote.tasks.ports import (
     DeliveryKey,
     DeliveryTaken,
     Snapshot,
-    TaskChanged,
 )
 from dovecote.tasks.storage import INLINE_PART_BYTES, commit_failure, heartbeat
 
@@ -75,6 +75,10 @@ __all__ = [
     "part_identity",
     "task_pk",
 ]
+
+
+# A heartbeat re-reads and writes again at most this many times when a command lands in between.
+HEARTBEAT_ATTEMPTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +128,8 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
             cas = (tasks.revision == e.revision) & (tasks.owner == e.owner) & (tasks.fence == e.fence)
             if e.heartbeat_at is not None:
                 cas = cas & (tasks.heartbeat_at == e.heartbeat_at)
+            if e.unaccepted:
+                cas = cas & (tasks.accepted_at.does_not_exist() | (tasks.accepted_at == ""))
             ops.append(_Op("task_cas", task, cas, old=True))
         for m in commit.messages:
             claim = claims(message_id_pk(authority, m.id), "-", task=m.task, sequence=m.sequence)
@@ -232,27 +238,34 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
                 raise
 
     def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:
-        """Two round trips: a strongly consistent GetItem (the lease must be current; its timeout
-        gives the new deadline, which the expiry index is keyed on), then one UpdateItem conditioned
-        on the same owner and fence, so a fence or a terminal command in between wins."""
+        """Two round trips: a strongly consistent GetItem (the lease must be current; the task gives
+        the new deadline, which the expiry index is keyed on, and whether the beat accepts the
+        grant), then one UpdateItem conditioned on the same owner, fence and revision, so a fence or
+        a command in between wins. A command that landed in between (an accept) is re-read and the
+        beat written again, so the index never keeps a deadline the task no longer has."""
         from pynamodb.exceptions import UpdateError
 
-        task = self.read(authority, None, task_id).task
-        after = heartbeat(task, worker, fence, at)
         t = self._tasks
-        actions: list[Any] = [t.heartbeat_at.set(at)]
-        deadline = lease_deadline(after)
-        if deadline is not None:
-            actions.append(t.exp_sk.set(f"{deadline}#{authority}#{task_id}"))
-        item = t(task_pk(authority, task_id), "T")
-        with pynamodb_errors(write=True):
-            try:
-                item.update(
-                    actions=actions,
-                    condition=(t.owner == worker) & (t.fence == fence) & (t.lease_timeout == after.lease_timeout),
-                )
-            except UpdateError as exc:
-                if exc.cause_response_code != "ConditionalCheckFailedException":
-                    raise
-                raise TaskChanged(self.read(authority, None, task_id).task) from None
-        return self._task(item)
+        for _ in range(HEARTBEAT_ATTEMPTS):
+            task = self.read(authority, None, task_id).task
+            after = heartbeat(task, worker, fence, at)
+            assert task is not None  # heartbeat() refused an absent task
+            actions: list[Any] = [t.heartbeat_at.set(at), t.accepted_at.set(after.accepted_at)]
+            deadline = lease_deadline(after)
+            if deadline is not None:
+                actions.append(t.exp_pk.set(f"X#{expiry_shard(authority, task_id)}"))
+                actions.append(t.exp_sk.set(f"{deadline}#{authority}#{task_id}"))
+            else:
+                actions += [t.exp_pk.remove(), t.exp_sk.remove()]  # accepted, no lease timeout: nothing is due
+            item = t(task_pk(authority, task_id), "T")
+            condition = (t.owner == worker) & (t.fence == fence) & (t.revision == task.revision)
+            with pynamodb_errors(write=True):
+                try:
+                    item.update(actions=actions, condition=condition)
+                except UpdateError as exc:
+                    if exc.cause_response_code != "ConditionalCheckFailedException":
+                        raise
+                    continue  # re-read: a lease that is no longer current raises TaskChanged there
+            return self._task(item)
+        # Still current but changing under every beat: nothing was written, the worker beats again.
+        raise CommitUnknown("the task kept changing under this heartbeat; send it again", task=task_id)

@@ -119,7 +119,7 @@ class TaskItems:
             auth_pk=t.authority,
             auth_sk="#".join(updated_order(t)),
         )
-        # The sparse indexes hold a task only while it is claimable, leased, or leased with a timeout.
+        # The sparse indexes hold a task only while it is claimable, leased, or leased with a deadline.
         if is_claimable(t):
             item.claim_pk = t.authority
             item.claim_sk = "#".join(created_order(t))
@@ -183,6 +183,7 @@ class TaskItems:
             author=m.author,
             parts=parts,
             created_at=m.created_at,
+            metadata=json.dumps(m.metadata, sort_keys=True) if m.metadata else None,
         )
 
     def _message(self, authority: str, task_id: str, item: MessageItem) -> Message:
@@ -201,7 +202,8 @@ class TaskItems:
             else:
                 data = self._protector.open(stored, "")  # written before protection: plaintext
             parts.append(Part(part.media_type, data))
-        return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at)
+        metadata = json.loads(item.metadata) if item.metadata else {}
+        return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at, metadata)
 
     def _event_item(self, authority: str, ev: Event) -> EventItem:
         return self._events(
@@ -257,7 +259,7 @@ class TaskItems:
 
 
 R = TypeVar("R")
-TASK_NUMBERS = ("revision", "message_count", "event_count", "fence", "lease_timeout")
+TASK_NUMBERS = ("revision", "message_count", "event_count", "fence", "lease_timeout", "accept_timeout")
 
 
 def attributes(source: Any, *, keyed: tuple[str, ...] = (), absent_when_empty: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Leases (SEMANTICS §2, leases): acquire one task, claim the oldest claimable (long-poll), heartbeat,
-fence (the owner releasing, an admin, or the dispatcher's expiry of a silent lease), and the lease
-reads. Acquire, claim and fence are receipted commands; a heartbeat is one conditional write."""
+fence (the owner releasing, an admin, or the dispatcher's expiry of a silent lease or of a grant not
+accepted in time), and the lease reads. Acquire, claim and fence are receipted commands; a heartbeat
+is one conditional write."""
 
 from __future__ import annotations
 
@@ -20,7 +21,17 @@ from dovecote.platform.errors import (
 from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
 from dovecote.tasks.commands import Acquire, Claim, CommandGate, Fence, Heartbeat, worker_id
-from dovecote.tasks.model import MAX_FENCE, Grant, Receipt, Task, assignment_json, intent_digest, page_limit
+from dovecote.tasks.model import (
+    MAX_FENCE,
+    Grant,
+    Receipt,
+    Task,
+    accept_deadline,
+    assignment_json,
+    intent_digest,
+    page_limit,
+    silence_deadline,
+)
 from dovecote.tasks.ports import Commit, Expect, ReceiptTaken, TaskChanged
 from dovecote.tasks.reads import Pages
 from dovecote.tasks.unit_of_work import Outcome, UnitOfWork, commit_of, replay
@@ -122,7 +133,7 @@ class Leases:
             raise LeaseFenceExhausted("the task's lease fence is exhausted", fence=task.fence)
         now = self.work.now()
         fence = task.fence + 1
-        after = task.evolve(owner=worker, fence=fence, granted_at=now, heartbeat_at=now)
+        after = task.evolve(owner=worker, fence=fence, granted_at=now, heartbeat_at=now, accepted_at="")
         return commit_of(
             after,
             Expect(task.revision, "", task.fence),
@@ -131,10 +142,19 @@ class Leases:
             grant=Grant(task.id, worker, fence, now),
         )
 
-    def fence(self, principal: Principal, command: Fence, *, if_silent_since: str | None = None) -> Outcome:
+    def fence(
+        self,
+        principal: Principal,
+        command: Fence,
+        *,
+        if_silent_since: str | None = None,
+        if_unaccepted: bool = False,
+    ) -> Outcome:
         """Retire the current lease generation (the owner releasing it, or an admin). The
         dispatcher passes `if_silent_since`, the heartbeat it judged stale: the fence then commits
-        only if no sign of life arrived since, so a late heartbeat or worker command wins cleanly."""
+        only if no sign of life arrived since, so a late heartbeat or worker command wins cleanly.
+        Or `if_unaccepted`, for a grant past its accept deadline: the fence commits only if the grant
+        is still not accepted, so an accept (or first sign of life) that lands first wins."""
         principal.require("worker")
         fence = command.fence
         # The acting worker is part of the intent: the same command id from another worker is an
@@ -154,10 +174,13 @@ class Leases:
                 raise Forbidden("only the owning worker or an admin may fence this lease")
             if if_silent_since is not None and task.heartbeat_at != if_silent_since:
                 raise StaleLease("the lease showed a sign of life; it is not silent", fence=fence)
-            after = task.evolve(owner="", granted_at="", heartbeat_at="")
-            return commit_of(
-                after, Expect(task.revision, task.owner, task.fence, heartbeat_at=if_silent_since), 204, {}
+            if if_unaccepted and task.accepted_at:
+                raise StaleLease("the grant was accepted; it is not stranded", fence=fence)
+            after = task.evolve(owner="", granted_at="", heartbeat_at="", accepted_at="")
+            expect = Expect(
+                task.revision, task.owner, task.fence, heartbeat_at=if_silent_since, unaccepted=if_unaccepted
             )
+            return commit_of(after, expect, 204, {})
 
         return self.work.run(principal, "fence_lease", command.command_id, command.task, intent, decide)
 
@@ -179,15 +202,25 @@ class Leases:
         return {"assignment": assignment_json(task, task.owner, task.fence, task.granted_at)}
 
     def expire_silent_leases(self, shard: int, *, limit: int, command_id: Callable[[Task], str]) -> dict[str, int]:
-        """The dispatcher's pass over one expiry shard: fence every lease silent past its timeout
-        with the ordinary fence command (receipt, CAS, fence kept), conditioned on the heartbeat it
-        saw. Each outcome is data: fenced, or lost to a sign of life / another fence."""
+        """The dispatcher's pass over one expiry shard: fence every lease silent past its lease
+        timeout, and every grant not accepted within its accept timeout, with the ordinary fence
+        command (receipt, CAS, fence kept), conditioned on what made it due: the heartbeat it saw,
+        or the grant still unaccepted. Each outcome is data: fenced, or lost to a sign of life, an
+        accept or another fence."""
         fenced = lost = 0
-        for task in self.work.store.expired(shard, self.work.now(), limit):
+        now = self.work.now()
+        for task in self.work.store.expired(shard, now, limit):
             admin = Principal(task.authority, "admin")
+            silent = (silence_deadline(task) or now) < now
+            stranded = (accept_deadline(task) or now) < now
             try:
+                if not (silent or stranded):
+                    raise StaleLease("not due yet", fence=task.fence)  # an index entry behind its item
                 command = self.gate.fence(admin, task.id, {"command_id": command_id(task), "fence": task.fence})
-                self.fence(admin, command, if_silent_since=task.heartbeat_at)
+                if silent:
+                    self.fence(admin, command, if_silent_since=task.heartbeat_at)
+                else:
+                    self.fence(admin, command, if_unaccepted=True)
                 fenced += 1
             except (StaleLease, NotFound, RevisionConflict):
                 lost += 1

@@ -33,23 +33,30 @@ from dovecote.tasks.unit_of_work import Outcome, UnitOfWork, commit_of
 
 
 class Lifecycle:
-    def __init__(self, work: UnitOfWork, *, default_lease_timeout: int) -> None:
+    def __init__(self, work: UnitOfWork, *, default_lease_timeout: int, default_accept_timeout: int) -> None:
         self.work = work
         self.default_lease_timeout = default_lease_timeout
+        self.default_accept_timeout = default_accept_timeout
 
     def create(self, principal: Principal, command: CreateTask) -> Outcome:
         """A task at revision 1 with the caller's first message. An exact retry answers 200 with
         the original task."""
         principal.require("caller")
         timeout = self.default_lease_timeout if command.lease_timeout is None else command.lease_timeout
+        given_accept = command.accept_timeout
+        accept_timeout = self.default_accept_timeout if given_accept is None else given_accept
         task_id, message = command.id, command.message
-        intent = {
+        intent: dict[str, Any] = {
             "id": task_id,
             "workspace": command.workspace,
             "context": command.context,
             "message": message.to_json(),
             "lease_timeout_seconds": timeout,
         }
+        if given_accept is not None:
+            # Only as given: a create that does not name it keeps the digest it had before accept
+            # timeouts existed, so its exact retry still replays.
+            intent["accept_timeout_seconds"] = given_accept
 
         def decide(existing: Task | None) -> Commit | Outcome:
             if existing is not None:
@@ -67,8 +74,9 @@ class Lifecycle:
                 now,
                 now,
                 lease_timeout=timeout,
+                accept_timeout=accept_timeout,
             )
-            record = Message(task_id, message.id, 1, "caller", message.parts, now)
+            record = Message(task_id, message.id, 1, "caller", message.parts, now, message.metadata)
             event = Event(task_id, 1, "task_submitted", "submitted", 1, now, message=message.id)
             return commit_of(task, None, 201, task.to_json(), messages=(record,), events=(event,))
 
@@ -164,7 +172,9 @@ class Lifecycle:
         message_id = ""
         if message is not None:
             author = transition.message or "caller"
-            messages = (Message(task.id, message.id, task.message_count + 1, author, message.parts, now),)
+            messages = (
+                Message(task.id, message.id, task.message_count + 1, author, message.parts, now, message.metadata),
+            )
             message_id = message.id
         changes.update(
             state=to,
@@ -174,9 +184,10 @@ class Lifecycle:
             updated_at=now,
         )
         if transition.by == "worker":
-            changes["heartbeat_at"] = now  # every worker command is a sign of life
+            # Every worker command is a sign of life, and takes its grant up if nothing did before.
+            changes.update(heartbeat_at=now, accepted_at=task.accepted_at or now)
         if machine.is_terminal(to):
-            changes.update(owner="", granted_at="", heartbeat_at="")  # the fence is kept
+            changes.update(owner="", granted_at="", heartbeat_at="", accepted_at="")  # the fence is kept
         if submission:
             changes["submission"] = {"id": submission, "final_message": message_id, "published_at": now}
         after = task.evolve(**changes)

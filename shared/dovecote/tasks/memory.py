@@ -304,4 +304,6 @@ def _expected(commit: Commit, current: Task | None) -> bool:
         return False
     if (current.revision, current.owner, current.fence) != (e.revision, e.owner, e.fence):
         return False
+    if e.unaccepted and current.accepted_at:
+        return False
     return e.heartbeat_at is None or current.heartbeat_at == e.heartbeat_at

@@ -14,10 +14,18 @@ from dovecote.platform import paging
 
 MAX_PARTS = 32
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024
+# A message's metadata: a JSON object the service stores and returns but never reads (a protocol
+# binding keeps its own message fields there, e.g. A2A's messageId), at most this many bytes as
+# canonical JSON, so a message item stays far below DynamoDB's 400 KB.
+MAX_METADATA_BYTES = 16 * 1024
 MAX_FENCE = 2**63 - 1
 # A lease that stays silent (no heartbeat, no worker command) this long is fenced by the dispatcher.
 # 0 means never: the seed's explicit fencing only.
 MAX_LEASE_TIMEOUT = 86_400
+# A grant not accepted this long after it was made is fenced by the dispatcher, so a worker that
+# dies between its claim and its accept strands the task for seconds, not a lease timeout. 0 means
+# never. An hour at most: a grant nobody takes up for longer is a stranded task, not a slow worker.
+MAX_ACCEPT_TIMEOUT = 3_600
 # The lease-expiry index is spread over this many partitions, so heartbeats from many workers do
 # not all write one GSI partition; the dispatcher queries each (a constant number per run).
 EXPIRY_SHARDS = 8
@@ -55,9 +63,13 @@ class Part:
 class MessageInput:
     id: str
     parts: tuple[Part, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "parts": [p.to_json() for p in self.parts]}
+        out: dict[str, Any] = {"id": self.id, "parts": [p.to_json() for p in self.parts]}
+        if self.metadata:  # absent when empty: the intent digest of a message without it is unchanged
+            out["metadata"] = self.metadata
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +90,12 @@ class Task:
     granted_at: str = ""
     # The last sign of life of the current lease (its grant, a heartbeat, or a worker command).
     heartbeat_at: str = ""
+    # When the current grant was accepted: by accept_task (or any worker command), or, for a task a
+    # fenced worker left past `submitted`, by its new owner's first sign of life (a heartbeat too).
+    # Empty while the grant is not accepted; then `accept_timeout` bounds how long it may stay so.
+    accepted_at: str = ""
     lease_timeout: int = 0
+    accept_timeout: int = 0
     # The artifact this task froze (at most one), by id within the task's workspace.
     artifact: str = ""
     # The published submission: {"id", "final_message", "published_at"}, set on completion.
@@ -96,6 +113,7 @@ class Task:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "lease_timeout_seconds": self.lease_timeout,
+            "accept_timeout_seconds": self.accept_timeout,
         }
         if self.artifact:
             out["artifact"] = self.artifact
@@ -115,15 +133,19 @@ class Message:
     author: str  # caller | agent
     parts: tuple[Part, ...]
     created_at: str
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "sequence": self.sequence,
             "author": self.author,
             "parts": [_render_part(p) for p in self.parts],
             "created_at": self.created_at,
         }
+        if self.metadata:
+            out["metadata"] = self.metadata
+        return out
 
 
 def _render_part(part: Part) -> dict[str, Any]:
@@ -194,25 +216,49 @@ def intent_digest(kind: str, command: dict[str, Any]) -> str:
 
 
 def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:
-    return {
+    out = {
         "task": task.to_json(),
         "fence": fence,
         "worker": worker,
         "granted_at": granted_at,
         "heartbeat_at": task.heartbeat_at or granted_at,
     }
+    if task.accepted_at:  # absent while the grant is not accepted (its accept deadline runs)
+        out["accepted_at"] = task.accepted_at
+    return out
 
 
 def lease_deadline(task: Task) -> str | None:
-    """When the current lease expires if it stays silent, or None (unleased, or no timeout)."""
+    """When the dispatcher fences the current lease, or None (unleased, or no timeout applies): the
+    grant's accept deadline while it is not accepted, or the lease's silence deadline, whichever
+    comes first. The expiry index is keyed on it, so an unaccepted grant is found as cheaply as a
+    silent lease."""
+    due = [d for d in (silence_deadline(task), accept_deadline(task)) if d is not None]
+    return min(due) if due else None
+
+
+def silence_deadline(task: Task) -> str | None:
+    """The last sign of life of the lease + its lease timeout (None: unleased, or never)."""
     if not task.owner or task.lease_timeout <= 0 or not task.heartbeat_at:
         return None
+    return _after(task.heartbeat_at, task.lease_timeout)
+
+
+def accept_deadline(task: Task) -> str | None:
+    """The grant + its accept timeout, while the grant is not accepted (None: accepted, unleased, or
+    never)."""
+    if not task.owner or task.accepted_at or task.accept_timeout <= 0 or not task.granted_at:
+        return None
+    return _after(task.granted_at, task.accept_timeout)
+
+
+def _after(timestamp: str, seconds: int) -> str:
+    """An RFC 3339 UTC time `seconds` later, in the same form (the forms sort as their instants)."""
     from datetime import datetime, timedelta
 
     from dovecote.platform.clock import rfc3339
 
-    seen = datetime.fromisoformat(task.heartbeat_at.replace("Z", "+00:00"))
-    return rfc3339(seen + timedelta(seconds=task.lease_timeout))
+    return rfc3339(datetime.fromisoformat(timestamp.replace("Z", "+00:00")) + timedelta(seconds=seconds))
 
 
 def expiry_shard(authority: str, task_id: str) -> int:

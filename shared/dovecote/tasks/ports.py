@@ -46,6 +46,9 @@ class Expect:
     # When set, the stored lease's last heartbeat must still be this one: the dispatcher's fence of
     # a silent lease loses to a heartbeat that arrived after it judged the lease silent.
     heartbeat_at: str | None = None
+    # When set, the stored grant must still be unaccepted: the dispatcher's fence of a grant past its
+    # accept deadline loses to an accept (or a first sign of life) that landed after it looked.
+    unaccepted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,12 +267,14 @@ class TaskStore(Protocol):
 
     def heartbeat(self, authority: str, task_id: str, worker: str, fence: int, at: str) -> Task:
         """Record a sign of life of the lease (worker, fence): one conditional write that never
-        changes the revision. Raises TaskChanged(actual) when that lease is not current (actual is
-        None when the task does not exist)."""
+        changes the revision, and that accepts a grant of a task past `submitted` (storage.heartbeat).
+        Raises TaskChanged(actual) when that lease is not current (actual is None when the task does
+        not exist)."""
         ...
 
     def expired(self, shard: int, now: str, limit: int) -> list[Task]:
-        """Leased tasks of every authority in expiry shard `shard` whose deadline (last heartbeat +
-        timeout) is before `now`, oldest deadline first, through an index: never a scan. May be
-        slightly stale; the fence's CAS is what makes acting on it safe."""
+        """Leased tasks of every authority in expiry shard `shard` whose deadline (model.lease_deadline:
+        last heartbeat + lease timeout, or grant + accept timeout while unaccepted) is before `now`,
+        oldest deadline first, through an index: never a scan. May be slightly stale; the fence's CAS
+        is what makes acting on it safe."""
         ...

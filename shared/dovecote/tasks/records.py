@@ -87,7 +87,9 @@ class TaskItem(_Item):
     fence = NumberAttribute(default=0)
     granted_at = UnicodeAttribute(default="")
     heartbeat_at = UnicodeAttribute(default="")
+    accepted_at = UnicodeAttribute(default="")  # absent on items written before accept timeouts
     lease_timeout = NumberAttribute(default=0)
+    accept_timeout = NumberAttribute(default=0)  # absent (never) on items written before them
     submission = UnicodeAttribute(null=True)  # JSON {id, final_message, published_at}
     artifact = UnicodeAttribute(null=True)
     ctx_pk = UnicodeAttribute()
@@ -98,7 +100,7 @@ class TaskItem(_Item):
     claim_sk = UnicodeAttribute(null=True)
     lease_pk = UnicodeAttribute(null=True)
     lease_sk = UnicodeAttribute(null=True)
-    exp_pk = UnicodeAttribute(null=True)  # only while leased with a timeout
+    exp_pk = UnicodeAttribute(null=True)  # only while leased with a deadline (model.lease_deadline)
     exp_sk = UnicodeAttribute(null=True)
 
     claimable = Claimable()
@@ -124,6 +126,7 @@ class MessageItem(_Item):
     author = UnicodeAttribute()
     parts = ListAttribute(of=PartAttribute)
     created_at = UnicodeAttribute()
+    metadata = UnicodeAttribute(null=True)  # the message's metadata object as JSON; absent when empty
 
 
 class EventItem(_Item):

@@ -3,7 +3,7 @@
 - commands.py      the commands as frozen dataclasses, and the one gate per command (`gate`)
 - unit_of_work.py  the shared machinery: load, replay, decide, commit (and the fail-closed load)
 - lifecycle.py     create and every transition of the state machine
-- leases.py        acquire, claim, heartbeat, fence (release), the dispatcher's expiry, lease reads
+- leases.py        acquire, claim, heartbeat, fence (release), the dispatcher's expiries, lease reads
 - artifacts.py     freeze decisions, upload URLs, apply receipts, artifact and head reads
 - worker_events.py one delivery settled as ACK or NACK, in the command's commit
 - reads.py         task reads, streams and lists, sealed cursors
@@ -45,6 +45,7 @@ from dovecote.tasks.worker_events import WorkerEvents
 __all__ = ["MAX_CLAIM_WAIT", "WORKER_EVENT_KINDS", "Outcome", "TaskService"]
 
 DEFAULT_LEASE_TIMEOUT = 300
+DEFAULT_ACCEPT_TIMEOUT = 30
 
 
 class TaskService:
@@ -56,6 +57,7 @@ class TaskService:
         clock: Clock = utc_now,
         signer_factory: Callable[[], CursorSigner] | None = None,
         default_lease_timeout: int = DEFAULT_LEASE_TIMEOUT,
+        default_accept_timeout: int = DEFAULT_ACCEPT_TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
         presign_seconds: int = 900,
@@ -68,7 +70,9 @@ class TaskService:
         self.work = UnitOfWork(store, clock=clock, on_corrupt=on_corrupt)
         self.gate = CommandGate(artifact_max=artifact_max_bytes, stage_upload=store.stage_artifact_upload)
         self.pages = Pages(LazySigner(signer, signer_factory))
-        self.lifecycle = Lifecycle(self.work, default_lease_timeout=default_lease_timeout)
+        self.lifecycle = Lifecycle(
+            self.work, default_lease_timeout=default_lease_timeout, default_accept_timeout=default_accept_timeout
+        )
         self.leases = Leases(self.work, self.pages, self.gate, sleep=sleep, monotonic=monotonic)
         self.artifacts = Artifacts(self.work, presign_seconds=presign_seconds)
         self.worker_events = WorkerEvents(self.work, self.lifecycle)

@@ -99,10 +99,13 @@ def commit_failure(check: str, *, task: Task | None = None, head: WorkspaceHead 
 
 
 def heartbeat(task: Task | None, worker: str, fence: int, at: str) -> Task:
-    """The task after a sign of life of the lease (worker, fence), which must be current."""
+    """The task after a sign of life of the lease (worker, fence), which must be current. A grant of
+    a task past `submitted` (a fenced worker's, taken over) has nothing to accept: its first sign of
+    life accepts it. A submitted task's grant is accepted only by accept_task."""
     if task is None or task.owner != worker or task.fence != fence:
         raise TaskChanged(task)
-    return task.evolve(heartbeat_at=at)
+    accepted = task.accepted_at or ("" if task.state == "submitted" else at)
+    return task.evolve(heartbeat_at=at, accepted_at=accepted)
 
 
 # ---- stored forms ------------------------------------------------------------------------------------

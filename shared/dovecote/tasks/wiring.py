@@ -28,6 +28,7 @@ def task_service(*, sealed: bool = True) -> TaskService:
         store,
         signer_factory=lambda: CursorSigner(aws.cursor_key()),
         default_lease_timeout=settings.lease_timeout_seconds,
+        default_accept_timeout=settings.accept_timeout_seconds,
         presign_seconds=settings.presign_seconds,
         artifact_max_bytes=settings.artifact_max_bytes,
     )

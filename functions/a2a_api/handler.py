@@ -1,0 +1,162 @@
+"""A2A API function: the A2A 1.0 wire over the task service, its own Lambda so the other functions'
+cold start never pays for a2a-sdk. Thin: the route API Gateway matched (infra/routes.py) picks the
+binding (dovecote.a2a.bindings), which parses with a2a-sdk's types and calls A2AService; the Agent
+Card is public (no token), every other route is behind the authorizer like the rest of the API.
+
+Its decorator stack is the API functions' (logger context with the correlation id, metrics, then the
+tracer when enabled); its error envelope is A2A's own (JSON-RPC errors, AIP-193), not Dovecote's.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import json
+from functools import lru_cache
+from typing import Any, Callable
+
+from aws_lambda_powertools.logging import correlation_paths
+
+import dovecote
+from dovecote.a2a import bindings
+from dovecote.a2a.card import agent_card
+from dovecote.a2a.errors import A2AError, error
+from dovecote.a2a.mapping import as_json
+from dovecote.a2a.service import A2AService
+from dovecote.platform.errors import DomainError
+from dovecote.platform.observability import logger, metrics
+from dovecote.platform.principal import principal_from_event
+
+JSON = "application/json"
+CARD_ROUTE = "GET /.well-known/agent-card.json"
+JSONRPC_ROUTE = "POST /"
+# HTTP+JSON: route key → the binding's operation.
+REST_ROUTES = {
+    "POST /a2a/{method}": "send",
+    "GET /a2a/tasks": "list_tasks",
+    "GET /a2a/tasks/{id}": "get_task",
+    "POST /a2a/tasks/{id_action}": "task_action",
+    "POST /a2a/tasks/{id}/pushNotificationConfigs": "push",
+    "GET /a2a/tasks/{id}/pushNotificationConfigs": "push",
+    "GET /a2a/tasks/{id}/pushNotificationConfigs/{config_id}": "push",
+    "DELETE /a2a/tasks/{id}/pushNotificationConfigs/{config_id}": "push",
+    "GET /a2a/extendedAgentCard": "extended_card",
+}
+ROUTE_KEYS = frozenset({CARD_ROUTE, JSONRPC_ROUTE, *REST_ROUTES})
+
+
+@lru_cache(maxsize=1)
+def service() -> A2AService:
+    """Composition root: the task service over the deployment's adapters, on the first request."""
+    from dovecote.tasks.wiring import task_service
+
+    return A2AService(task_service())
+
+
+def _answer(status: int, body: dict[str, Any], **headers: str) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": JSON, **headers},
+        "body": json.dumps(body, ensure_ascii=False),
+        "isBase64Encoded": False,
+    }
+
+
+def _base_url(event: dict[str, Any], headers: dict[str, str]) -> str:
+    """The deployment's URL as the client reached it (API Gateway sets X-Forwarded-Proto; the domain
+    is the custom domain when one is mapped)."""
+    host = (event.get("requestContext") or {}).get("domainName") or headers.get("host", "")
+    scheme = headers.get("x-forwarded-proto", "http").split(",")[0].strip() or "http"
+    return f"{scheme}://{host}"
+
+
+def _text(event: dict[str, Any], headers: dict[str, str]) -> str:
+    """The request body: JSON (the bindings' one content type, `application/json` or a `+json` type
+    such as `application/a2a+json`), as UTF-8 text."""
+    body = event.get("body") or ""
+    declared = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if body and declared and declared != JSON and not declared.endswith("+json"):
+        raise error(
+            "CONTENT_TYPE_NOT_SUPPORTED",
+            f"requests are JSON: send Content-Type: application/json, not {declared[:100]}",
+            contentType=declared[:100],
+        )
+    if not event.get("isBase64Encoded"):
+        return str(body)
+    try:
+        return base64.b64decode(body).decode("utf-8")
+    except (binascii.Error, ValueError):
+        raise error("PARSE_ERROR", "the request body is not UTF-8 JSON") from None
+
+
+def _card(event: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """The public card, cacheable (A2A v1.0 §8.6): Cache-Control and a strong ETag of its bytes; a
+    client that already holds them (If-None-Match) gets 304."""
+    answer = _answer(200, as_json(agent_card(_base_url(event, headers), dovecote.__version__)))
+    etag = '"' + hashlib.sha256(answer["body"].encode("utf-8")).hexdigest()[:32] + '"'
+    answer["headers"].update({"Cache-Control": "public, max-age=300", "ETag": etag})
+    if etag in [tag.strip() for tag in headers.get("if-none-match", "").split(",")]:
+        return {"statusCode": 304, "headers": {"Cache-Control": "public, max-age=300", "ETag": etag}, "body": ""}
+    return answer
+
+
+def route(event: dict[str, Any]) -> dict[str, Any]:
+    route_key = str(event.get("routeKey") or "")
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    if route_key == CARD_ROUTE:
+        return _card(event, headers)
+    try:
+        principal = principal_from_event(event)
+    except DomainError as exc:  # a route wired without the authorizer by mistake: refuse, never guess
+        return _answer(
+            401 if exc.code == "unauthenticated" else 403, {"error": {"code": exc.code, "message": exc.message}}
+        )
+    call = bindings.Call(
+        principal, headers, {str(k): str(v) for k, v in (event.get("queryStringParameters") or {}).items()}
+    )
+    if route_key == JSONRPC_ROUTE:
+        try:
+            text = _text(event, headers)
+        except A2AError as exc:
+            return _answer(200, {"jsonrpc": "2.0", "id": None, "error": exc.jsonrpc()})
+        return _answer(200, bindings.jsonrpc(service(), call, text))
+    operation = REST_ROUTES.get(route_key, "")
+    try:
+        text = _text(event, headers)
+    except A2AError as exc:
+        return _answer(*exc.http())
+    status, body = bindings.rest(service(), call, operation, text, dict(event.get("pathParameters") or {}))
+    return _answer(status, body)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return _traced()(event)
+
+
+@functools.cache
+def _traced() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    import os
+
+    # As platform.http.tracing_enabled says (not imported: it loads the resolver's pydantic models).
+    if os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").lower() in ("1", "true"):
+        return _safe
+    from aws_lambda_powertools import Tracer
+
+    tracer = Tracer()
+    # Timings and the route only: never the response (message parts, presigned URLs) or the error.
+    return tracer.capture_method(capture_response=False, capture_error=False)(_safe)
+
+
+def _safe(event: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return route(event)
+    except Exception:
+        logger.exception("unhandled error")
+        internal = error("INTERNAL", "internal error")
+        if event.get("routeKey") == JSONRPC_ROUTE:
+            return _answer(200, {"jsonrpc": "2.0", "id": None, "error": internal.jsonrpc()})
+        return _answer(*internal.http())

@@ -1,0 +1,279 @@
+"""The mapping between A2A 1.0's objects (a2a-sdk's protobuf types) and Dovecote's tasks. Pure.
+
+- Task.id, contextId: the task id (server-generated), its context.
+- TASK_STATE_*: the seven Dovecote states, name for name (STATES).
+- ROLE_USER, ROLE_AGENT: the message authors caller, agent.
+- Message.messageId, metadata, extensions, referenceTaskIds: the message metadata's `a2a` object
+  (the Dovecote message id is the server's own: A2A clients repeat messageIds).
+- Part text / raw / url / data: a message part (the text; the bytes with their media type; the URL
+  as text/uri-list; the JSON as application/json), and its A2A kind, filename, mediaType and
+  metadata in the message metadata (`a2a.parts`).
+- Task.status.timestamp: updated_at. Task.history: the messages, oldest first (historyLength: the
+  last N). Task.status.message: the agent's message that goes with the state.
+- Task.artifacts: the published artifact, one part by its media type, or, for ARTIFACT_MEDIA_TYPE,
+  the A2A Artifact its payload holds.
+
+A worker answers in A2A terms through the same conventions: its message metadata `a2a.parts` gives
+its parts' kinds, and `a2a.messageResponse: true` on its final message makes a blocking SendMessage
+answer that Message instead of the Task (a Message-only answer, as the spec allows).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
+from google.protobuf import json_format
+
+from dovecote.a2a.errors import error
+
+# The message metadata key under which A2A's own message fields are kept.
+A2A_KEY = "a2a"
+# An artifact payload of this type is an A2A Artifact in protobuf JSON (its artifactId is Dovecote's).
+ARTIFACT_MEDIA_TYPE = "application/a2a-artifact+json"
+URL_MEDIA_TYPE = "text/uri-list"
+DATA_MEDIA_TYPE = "application/json"
+TEXT_MEDIA_TYPE = "text/plain"
+RAW_MEDIA_TYPE = "application/octet-stream"
+# Media types a message part may declare (the agent card's defaultInputModes); any other is
+# ContentTypeNotSupported. Compared by essence (no parameters), case-insensitively.
+INPUT_MODES = (
+    "text/plain",
+    "text/markdown",
+    "text/csv",
+    "text/html",
+    "application/json",
+    "application/octet-stream",
+    "application/pdf",
+    "image/png",
+    "image/jpeg",
+)
+OUTPUT_MODES = INPUT_MODES
+
+STATES: dict[str, TaskState] = {
+    "submitted": TaskState.TASK_STATE_SUBMITTED,
+    "working": TaskState.TASK_STATE_WORKING,
+    "input_required": TaskState.TASK_STATE_INPUT_REQUIRED,
+    "completed": TaskState.TASK_STATE_COMPLETED,
+    "canceled": TaskState.TASK_STATE_CANCELED,
+    "failed": TaskState.TASK_STATE_FAILED,
+    "rejected": TaskState.TASK_STATE_REJECTED,
+}
+DOVECOTE_STATES = {a2a: dovecote for dovecote, a2a in STATES.items()}
+ROLES = {"caller": Role.ROLE_USER, "agent": Role.ROLE_AGENT}
+# A blocking SendMessage returns once the task is in one of these: terminal, or interrupted.
+SETTLED = frozenset({"input_required", "completed", "canceled", "failed", "rejected"})
+
+
+def essence(media_type: str) -> str:
+    return media_type.split(";", 1)[0].strip().lower()
+
+
+# ---- A2A → Dovecote ------------------------------------------------------------------------------------
+
+
+def check_media_type(media_type: str, where: str) -> None:
+    if media_type and essence(media_type) not in INPUT_MODES:
+        raise error(
+            "CONTENT_TYPE_NOT_SUPPORTED",
+            f"{where}.mediaType {media_type!r} is not supported (the agent card's defaultInputModes are)",
+            mediaType=media_type,
+        )
+
+
+def message_body(message: Message, message_id: str) -> dict[str, Any]:
+    """An A2A Message as the body of a Dovecote message (the task gate's input): each part's bytes,
+    and everything else A2A says about the message in its metadata. Refuses what Dovecote cannot keep
+    faithfully (ContentTypeNotSupported, InvalidParams)."""
+    if not message.message_id:
+        raise error("INVALID_PARAMS", "message.messageId is required")
+    if message.role not in (Role.ROLE_USER, Role.ROLE_UNSPECIFIED):
+        raise error("INVALID_PARAMS", "a client's message has role ROLE_USER", role=Role.Name(message.role))
+    if not message.parts:
+        raise error("INVALID_PARAMS", "message.parts must hold at least one part")
+    parts: list[dict[str, Any]] = []
+    kinds: list[dict[str, Any]] = []
+    for i, part in enumerate(message.parts):
+        stored, kind = _part_body(part, f"message.parts[{i}]")
+        parts.append(stored)
+        kinds.append(kind)
+    a2a: dict[str, Any] = {"messageId": message.message_id, "parts": kinds}
+    if message.HasField("metadata"):
+        a2a["metadata"] = json_format.MessageToDict(message.metadata)
+    if message.extensions:
+        a2a["extensions"] = list(message.extensions)
+    if message.reference_task_ids:
+        a2a["referenceTaskIds"] = list(message.reference_task_ids)
+    return {"id": message_id, "parts": parts, "metadata": {A2A_KEY: a2a}}
+
+
+def _part_body(part: Part, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    content = part.WhichOneof("content")
+    check_media_type(part.media_type, where)
+    kind: dict[str, Any] = {"kind": content or ""}
+    if part.filename:
+        kind["filename"] = part.filename
+    if part.HasField("metadata"):
+        kind["metadata"] = json_format.MessageToDict(part.metadata)
+    if content == "text":
+        if part.media_type:
+            kind["mediaType"] = part.media_type
+        return {"media_type": part.media_type or TEXT_MEDIA_TYPE, "text": part.text}, kind
+    if content == "raw":
+        data = base64.b64encode(part.raw).decode("ascii")
+        return {"media_type": part.media_type or RAW_MEDIA_TYPE, "data_b64": data}, kind
+    if content == "url":
+        if part.media_type:
+            kind["mediaType"] = part.media_type
+        return {"media_type": URL_MEDIA_TYPE, "text": part.url}, kind
+    if content == "data":
+        if part.media_type:
+            kind["mediaType"] = part.media_type
+        value = json_format.MessageToDict(part.data)
+        return {"media_type": DATA_MEDIA_TYPE, "text": json.dumps(value, ensure_ascii=False)}, kind
+    raise error("INVALID_PARAMS", f"{where} has no content: one of text, raw, url or data")
+
+
+# ---- Dovecote → A2A ------------------------------------------------------------------------------------
+
+
+def a2a_of(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """The A2A fields a message's metadata keeps (empty for a message written without them)."""
+    found = (metadata or {}).get(A2A_KEY)
+    return found if isinstance(found, dict) else {}
+
+
+def message(record: dict[str, Any], task_id: str, context_id: str) -> Message:
+    """A Dovecote message (as the task reads render it) as an A2A Message."""
+    a2a = a2a_of(record.get("metadata"))
+    out = Message(
+        message_id=str(a2a.get("messageId") or record["id"]),
+        context_id=context_id,
+        task_id=task_id,
+        role=ROLES.get(record["author"], Role.ROLE_UNSPECIFIED),
+    )
+    found = a2a.get("parts")
+    kinds: list[Any] = found if isinstance(found, list) else []
+    for i, stored in enumerate(record["parts"]):
+        kind = kinds[i] if i < len(kinds) and isinstance(kinds[i], dict) else {}
+        out.parts.append(part(stored, kind))
+    if isinstance(a2a.get("metadata"), dict):
+        out.metadata.update(a2a["metadata"])
+    for name, target in (("extensions", out.extensions), ("referenceTaskIds", out.reference_task_ids)):
+        values = a2a.get(name)
+        if isinstance(values, list):
+            target.extend(str(v) for v in values)
+    return out
+
+
+def _bytes_of(stored: dict[str, Any]) -> bytes:
+    if stored.get("text") is not None:
+        return str(stored["text"]).encode("utf-8")
+    return base64.b64decode(stored.get("data_b64") or "")
+
+
+def part(stored: dict[str, Any], kind: dict[str, Any]) -> Part:
+    """One stored part (text, data_b64, or a download_url past the inline size) as an A2A Part; its
+    kind (from the message metadata) says which A2A content it was. A part without one is text when
+    Dovecote reads it as text, raw bytes otherwise."""
+    media_type = str(stored.get("media_type") or "")
+    out = Part()
+    content = kind.get("kind") or ("text" if stored.get("text") is not None else "raw")
+    if stored.get("download_url"):
+        # Kept in S3 past the inline size: the client fetches it by its presigned URL.
+        out.url = str(stored["download_url"])
+        out.media_type = str(kind.get("mediaType") or media_type)
+    elif content == "url":
+        out.url = _bytes_of(stored).decode("utf-8", "replace")
+        if kind.get("mediaType"):
+            out.media_type = str(kind["mediaType"])
+    elif content == "data":
+        try:
+            json_format.ParseDict(json.loads(_bytes_of(stored)), out.data)
+        except (ValueError, json_format.ParseError):
+            out.raw = _bytes_of(stored)
+            out.media_type = media_type
+        if kind.get("mediaType"):
+            out.media_type = str(kind["mediaType"])
+    elif content == "text":
+        out.text = _bytes_of(stored).decode("utf-8", "replace")
+        if kind.get("mediaType") or not kind:
+            out.media_type = str(kind.get("mediaType") or media_type)
+    else:
+        out.raw = _bytes_of(stored)
+        out.media_type = media_type
+    if kind.get("filename"):
+        out.filename = str(kind["filename"])
+    if isinstance(kind.get("metadata"), dict):
+        out.metadata.update(kind["metadata"])
+    return out
+
+
+def artifact(record: dict[str, Any], payload: dict[str, Any]) -> Artifact:
+    """A published Dovecote artifact as an A2A Artifact: the A2A Artifact its payload holds (for
+    ARTIFACT_MEDIA_TYPE), else one part by its media type: text/*, JSON as data, bytes, or the
+    presigned URL of a payload too large to answer inline."""
+    media_type = str(payload.get("media_type") or record.get("media_type") or "")
+    out = Artifact(artifact_id=str(record["id"]), name=str(record["id"]))
+    if essence(media_type) == ARTIFACT_MEDIA_TYPE and payload.get("download_url") is None:
+        try:
+            json_format.ParseDict(json.loads(_bytes_of(payload)), out, ignore_unknown_fields=True)
+        except (ValueError, json_format.ParseError) as exc:
+            raise error("INVALID_AGENT_RESPONSE", f"artifact {record['id']} is not an A2A Artifact: {exc}") from None
+        out.artifact_id = str(record["id"])
+        return out
+    if payload.get("download_url"):
+        out.parts.append(Part(url=str(payload["download_url"]), media_type=media_type))
+    elif essence(media_type) == DATA_MEDIA_TYPE:
+        out.parts.append(part(payload, {"kind": "data"}))
+    elif essence(media_type).startswith("text/") and payload.get("text") is not None:
+        out.parts.append(Part(text=str(payload["text"]), media_type=media_type))
+    else:
+        out.parts.append(Part(raw=_bytes_of(payload), media_type=media_type))
+    return out
+
+
+def status_message(messages: list[dict[str, Any]], state: str) -> dict[str, Any] | None:
+    """The agent's message that goes with the current state (its question, or its last word), or None."""
+    if state in ("submitted", "working") or not messages:
+        return None
+    last = messages[-1]
+    return last if last.get("author") == "agent" else None
+
+
+def task(
+    record: dict[str, Any],
+    messages: list[dict[str, Any]],
+    artifacts: list[Artifact],
+    *,
+    history_length: int | None,
+    with_artifacts: bool = True,
+) -> Task:
+    """A Dovecote task (its JSON, its messages oldest first, its published artifact) as an A2A Task."""
+    task_id, context_id = str(record["id"]), str(record["context"])
+    status = TaskStatus(state=STATES[record["state"]])
+    status.timestamp.FromJsonString(str(record["updated_at"]))
+    current = status_message(messages, str(record["state"]))
+    if current is not None:
+        status.message.CopyFrom(message(current, task_id, context_id))
+    out = Task(id=task_id, context_id=context_id, status=status)
+    shown = messages if history_length is None else (messages[-history_length:] if history_length > 0 else [])
+    out.history.extend(message(m, task_id, context_id) for m in shown)
+    if with_artifacts:
+        out.artifacts.extend(artifacts)
+    return out
+
+
+def answers_with_message(messages: list[dict[str, Any]], state: str) -> bool:
+    """The worker's final message asks to be the answer itself (a Message-only answer)."""
+    current = status_message(messages, state)
+    return (
+        state == "completed" and current is not None and a2a_of(current.get("metadata")).get("messageResponse") is True
+    )
+
+
+def as_json(value: Any) -> dict[str, Any]:
+    """Protobuf JSON: camelCase, enum names, RFC 3339 timestamps ending in Z, bytes as base64."""
+    return dict(json_format.MessageToDict(value))

@@ -1,0 +1,336 @@
+"""The A2A operations over the task service: every call is ordinary Dovecote task commands and reads,
+so fencing, receipts and revision CAS hold unchanged (no rule of the task lifecycle lives here).
+
+- SendMessage without a taskId: create_task in the default workspace (server-generated task id, the
+  client's contextId or a generated one). With a taskId: reply_task, from input_required only; a
+  terminal task is UnsupportedOperation. Then, unless returnImmediately, it follows the task's event
+  stream until a terminal or interrupted state, or BLOCK_SECONDS, and answers the task as it stands.
+- An Idempotency-Key is the command id (hashed into one when it is not a Dovecote id); the task,
+  context and message ids derive from it, so a retried SendMessage replays the one create.
+- CancelTask: cancel_task at the revision it read, read again and retried on a revision conflict
+  (CAS, at most CANCEL_ATTEMPTS times); a task already canceled answers as it is (idempotent).
+- GetTask / ListTasks: the task reads, mapped (dovecote.a2a.mapping).
+
+Round trips: a create or reply is one task transaction; the wait reads the event stream (one query
+per poll, backing off from POLL_FIRST to POLL_MAX); the answer reads the task, its messages (one
+query per 100) and, once completed with an artifact, the artifact (one read, S3 past 8 KiB).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from a2a.types import (
+    Artifact,
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    SendMessageRequest,
+    SendMessageResponse,
+    Task,
+)
+
+from dovecote.a2a import mapping
+from dovecote.a2a.errors import A2AError, error, from_domain
+from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, RevisionConflict
+from dovecote.platform.ids import check_id
+from dovecote.platform.principal import Principal
+from dovecote.tasks import machine
+from dovecote.tasks.ports import TaskFilter
+from dovecote.tasks.service import TaskService
+
+BLOCK_SECONDS = 25.0  # the HTTP API's own limit is 30 s
+POLL_FIRST = 0.05
+POLL_MAX = 0.5
+DEFAULT_WORKSPACE = "a2a"
+DEFAULT_PAGE_SIZE = 50  # ListTasks without pageSize (A2A v1.0)
+MAX_PAGE_SIZE = 100
+CANCEL_ATTEMPTS = 5
+# GetTask and SendMessage without historyLength: this many of the latest messages.
+DEFAULT_HISTORY = 100
+
+
+class A2AService:
+    def __init__(
+        self,
+        tasks: TaskService,
+        *,
+        workspace: str = DEFAULT_WORKSPACE,
+        block_seconds: float = BLOCK_SECONDS,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.tasks = tasks
+        self.workspace = workspace
+        self.block_seconds = block_seconds
+        self._sleep = sleep
+        self._monotonic = monotonic
+
+    # ---- SendMessage ---------------------------------------------------------------------------------
+
+    def send_message(
+        self, principal: Principal, request: SendMessageRequest, idempotency_key: str = ""
+    ) -> SendMessageResponse:
+        started = self._monotonic()
+        if not request.HasField("message"):
+            raise error("INVALID_PARAMS", "message is required")
+        config = request.configuration
+        history = _history_length(config.history_length if config.HasField("history_length") else None)
+        ids = _Ids(idempotency_key)
+        body = mapping.message_body(request.message, ids.message)
+        try:
+            if request.message.task_id:
+                record = self._reply(principal, request, ids, body)
+            else:
+                record = self._create(principal, request, ids, body)
+        except DomainError as exc:
+            raise from_domain(exc) from None
+        if not config.return_immediately:
+            record = self._wait(principal, record, started)
+        answer = self._answer(principal, record, history)
+        if isinstance(answer, Task):
+            return SendMessageResponse(task=answer)
+        return SendMessageResponse(message=answer)
+
+    def _create(
+        self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        context = request.message.context_id or ids.context
+        try:
+            check_id(context, "contextId")
+        except InvalidArgument:
+            raise error(
+                "INVALID_PARAMS",
+                "contextId is not one this agent accepts: 1-128 of A-Z a-z 0-9 . _ : -, a letter or digit first",
+                contextId=context[:128],
+            ) from None
+        command = self.tasks.gate.create(
+            principal,
+            {
+                "command_id": ids.command,
+                "workspace": self.workspace,
+                "id": ids.task,
+                "context": context,
+                "message": body,
+            },
+        )
+        return dict(self.tasks.create(principal, command).body)
+
+    def _reply(
+        self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        task_id = request.message.task_id
+        record = self._get(principal, task_id)
+        if request.message.context_id and request.message.context_id != record["context"]:
+            raise error(
+                "INVALID_PARAMS",
+                "contextId does not match the task's",
+                taskId=task_id,
+                contextId=request.message.context_id,
+            )
+        if ids.keyed and self._has_message(principal, task_id, ids.message):
+            return record  # this Idempotency-Key's reply committed before: a replay answers the task
+        if machine.is_terminal(record["state"]):
+            raise error(
+                "UNSUPPORTED_OPERATION",
+                f"the task is {record['state']}: a terminal task takes no more messages",
+                taskId=task_id,
+                state=mapping.TaskState.Name(mapping.STATES[record["state"]]),
+            )
+        if record["state"] != "input_required":
+            raise error(
+                "UNSUPPORTED_OPERATION",
+                f"the task is {record['state']}: a message continues a task only when it requires input",
+                taskId=task_id,
+                state=mapping.TaskState.Name(mapping.STATES[record["state"]]),
+            )
+        command = self.tasks.gate.reply(
+            principal, task_id, {"command_id": ids.command, "expected_revision": record["revision"], "message": body}
+        )
+        return dict(self.tasks.reply(principal, command).body)
+
+    def _has_message(self, principal: Principal, task_id: str, message_id: str) -> bool:
+        try:
+            self.tasks.message(principal, task_id, message_id)
+        except NotFound:
+            return False
+        return True
+
+    def _wait(self, principal: Principal, record: dict[str, Any], started: float) -> dict[str, Any]:
+        """Follow the task's events from its current revision until a terminal or interrupted state,
+        or the deadline; then the task as it stands."""
+        state, cursor = record["state"], int(record["revision"])
+        delay = POLL_FIRST
+        deadline = started + self.block_seconds
+        while state not in mapping.SETTLED:
+            try:
+                page = self.tasks.events(principal, record["id"], cursor, None)
+            except DomainError as exc:
+                raise from_domain(exc, taskId=record["id"]) from None
+            for event in page["items"]:
+                state = event["state"]
+                if state in mapping.SETTLED:
+                    break
+            cursor = int(page["next"])
+            if state in mapping.SETTLED or page["has_more"]:
+                continue
+            remaining = deadline - self._monotonic()
+            if remaining <= 0:
+                break
+            self._sleep(min(delay, remaining))
+            delay = min(delay * 2, POLL_MAX)
+        return self._get(principal, record["id"])
+
+    def _answer(self, principal: Principal, record: dict[str, Any], history: int | None) -> Any:
+        messages = self._messages(principal, record, None if history is None else max(history, 1))
+        if mapping.answers_with_message(messages, record["state"]):
+            answer = mapping.message(messages[-1], "", record["context"])
+            answer.ClearField("task_id")  # a Message-only answer: no task for the client to follow
+            return answer
+        return mapping.task(record, messages, self._artifacts(principal, record), history_length=history)
+
+    # ---- GetTask, ListTasks ----------------------------------------------------------------------------
+
+    def get_task(self, principal: Principal, request: GetTaskRequest) -> Task:
+        _require_id(request.id)
+        history = _history_length(request.history_length if request.HasField("history_length") else None)
+        record = self._get(principal, request.id)
+        messages = self._messages(principal, record, history)
+        return mapping.task(record, messages, self._artifacts(principal, record), history_length=history)
+
+    def list_tasks(self, principal: Principal, request: ListTasksRequest) -> ListTasksResponse:
+        size = request.page_size if request.HasField("page_size") else DEFAULT_PAGE_SIZE
+        if not 1 <= size <= MAX_PAGE_SIZE:
+            raise error("INVALID_PARAMS", f"pageSize must be between 1 and {MAX_PAGE_SIZE}", pageSize=size)
+        history = _history_length(request.history_length if request.HasField("history_length") else 0)
+        state = ""
+        if request.status:
+            state = mapping.DOVECOTE_STATES.get(request.status, "")
+            if not state:  # TASK_STATE_AUTH_REQUIRED: no Dovecote task is ever in it
+                return ListTasksResponse(page_size=size)
+        since = ""
+        if request.HasField("status_timestamp_after"):
+            since = request.status_timestamp_after.ToJsonString()
+        try:
+            page = self.tasks.list_tasks(
+                principal, TaskFilter(request.context_id, state, since), size, request.page_token or None
+            )
+        except DomainError as exc:
+            raise from_domain(exc) from None
+        with_artifacts = request.include_artifacts
+        out = ListTasksResponse(
+            next_page_token=page.get("cursor") or "", page_size=size, total_size=int(page.get("total_size") or 0)
+        )
+        for record in page["items"]:
+            messages = self._messages(principal, record, history) if history != 0 else []
+            artifacts = self._artifacts(principal, record) if with_artifacts else []
+            out.tasks.append(
+                mapping.task(record, messages, artifacts, history_length=history, with_artifacts=with_artifacts)
+            )
+        return out
+
+    # ---- CancelTask ------------------------------------------------------------------------------------
+
+    def cancel_task(self, principal: Principal, request: CancelTaskRequest) -> Task:
+        """No Idempotency-Key needed: a cancel repeated finds the task canceled and answers it."""
+        _require_id(request.id)
+        for _attempt in range(CANCEL_ATTEMPTS):
+            record = self._get(principal, request.id)
+            if record["state"] == "canceled":
+                break  # canceled already (by this request's first try, or another): idempotent
+            if machine.is_terminal(record["state"]):
+                raise error(
+                    "TASK_NOT_CANCELABLE",
+                    f"the task is {record['state']}: only a task that has not ended can be canceled",
+                    taskId=request.id,
+                    state=mapping.TaskState.Name(mapping.STATES[record["state"]]),
+                )
+            body = {"command_id": "a2a-" + uuid.uuid4().hex, "expected_revision": record["revision"]}
+            try:
+                self.tasks.cancel(principal, self.tasks.gate.cancel(principal, request.id, body))
+                break
+            except RevisionConflict:
+                continue  # the task moved between the read and the cancel: read it again
+            except DomainError as exc:
+                if exc.code in ("terminal_task", "invalid_transition"):
+                    continue  # it ended meanwhile: the next read says how
+                raise from_domain(exc, taskId=request.id) from None
+        else:
+            raise error("INTERNAL", "the task kept changing; cancel again", taskId=request.id)
+        return self.get_task(principal, GetTaskRequest(id=request.id))
+
+    # ---- reads ----------------------------------------------------------------------------------------
+
+    def _get(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        try:
+            return dict(self.tasks.get(principal, task_id)["task"])
+        except (NotFound, InvalidArgument):
+            # An id that is not a Dovecote id names no task either; another authority's is not found.
+            raise error("TASK_NOT_FOUND", "task not found", taskId=task_id[:128]) from None
+        except DomainError as exc:
+            raise from_domain(exc, taskId=task_id[:128]) from None
+
+    def _messages(self, principal: Principal, record: dict[str, Any], history: int | None) -> list[dict[str, Any]]:
+        """The task's last `history` messages (DEFAULT_HISTORY when None), oldest first."""
+        wanted = DEFAULT_HISTORY if history is None else history
+        count = int(record["message_count"])
+        after = max(0, count - wanted)
+        found: list[dict[str, Any]] = []
+        try:
+            while after < count:
+                page = self.tasks.messages(principal, record["id"], after, None)
+                found.extend(page["items"])
+                if not page["has_more"] or not page["items"]:
+                    break
+                after = int(page["next"])
+        except DomainError as exc:
+            raise from_domain(exc, taskId=record["id"]) from None
+        return found
+
+    def _artifacts(self, principal: Principal, record: dict[str, Any]) -> list[Artifact]:
+        """The published artifact (a completed task's), as A2A sees artifacts: a frozen one is not
+        the task's output until the task completes."""
+        if record["state"] != "completed" or not record.get("artifact"):
+            return []
+        try:
+            found = self.tasks.get_artifact(principal, record["workspace"], record["artifact"])
+        except DomainError as exc:
+            raise from_domain(exc, taskId=record["id"]) from None
+        return [mapping.artifact(found["artifact"], found["payload"])]
+
+
+class _Ids:
+    """The ids one request's commands use: fresh ones, or (with an Idempotency-Key) ones derived from
+    the key, so that a retry is the same command and replays."""
+
+    def __init__(self, key: str) -> None:
+        self.keyed = bool(key)
+        seed = (
+            hashlib.sha256(b"a2a\x00" + key.encode("utf-8")).hexdigest() if key else uuid.uuid4().hex + uuid.uuid4().hex
+        )
+        try:
+            self.command = check_id(key, "Idempotency-Key") if key else "a2a-" + seed[:32]
+        except InvalidArgument:
+            self.command = "a2a-" + seed[:40]
+        self.task = str(uuid.UUID(seed[:32]))
+        self.context = str(uuid.UUID(seed[32:64]))
+        self.message = "a2a-m-" + seed[:32]
+
+
+def _require_id(task_id: str) -> None:
+    if not task_id:
+        raise error("INVALID_PARAMS", "id is required: the task's id")
+
+
+def _history_length(value: int | None) -> int | None:
+    if value is not None and value < 0:
+        raise error("INVALID_PARAMS", "historyLength must be 0 or more", historyLength=value)
+    return value
+
+
+__all__ = ["A2AError", "A2AService"]

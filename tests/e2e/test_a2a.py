@@ -1,0 +1,243 @@
+"""A2A 1.0 end to end: a2a-sdk's own client, over both HTTP bindings (JSON-RPC and HTTP+JSON), against
+`dovecote dev` and examples/a2a_worker.py (an ordinary Dovecote worker) in a fresh authority of its
+own, so the worker claims only these tasks. Blocking and immediate sends, input-required
+continuation, cancel, list, get with history, an unknown task, another authority's task, and an
+Idempotency-Key replay."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
+from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
+
+from tests.conftest import ROOT
+from tests.support.authorities import Authority, fresh_authority
+
+WORKER = str(ROOT / "examples" / "a2a_worker.py")
+BINDINGS = ["JSONRPC", "HTTP+JSON"]
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def authority(dev_runtime: dict[str, Any]) -> Authority:
+    return fresh_authority(dev_runtime, "a2a")
+
+
+@pytest.fixture(scope="module")
+def worker(dev_runtime: dict[str, Any], authority: Authority) -> Iterator[subprocess.Popen[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")}
+    env.update(DOVECOTE_ENDPOINT=authority.endpoint, DOVECOTE_TOKEN=authority.token("worker", "a2a-e2e"))
+    process = subprocess.Popen(
+        [sys.executable, WORKER, "--wait", "2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    yield process
+    process.kill()
+    process.communicate(timeout=10)
+
+
+def run(call: Callable[[], Any]) -> Any:
+    return asyncio.run(call())
+
+
+async def with_client(endpoint: str, token: str, binding: str, use: Callable[[Any], Any], **headers: str) -> Any:
+    """a2a-sdk's client for `binding`, from the public Agent Card, with the caller's bearer token."""
+    auth = {"Authorization": f"Bearer {token}", **headers}
+    async with httpx.AsyncClient(headers=auth, timeout=40) as http:
+        card = await A2ACardResolver(http, endpoint).get_agent_card()
+        config = ClientConfig(streaming=False, httpx_client=http, supported_protocol_bindings=[binding])
+        client = ClientFactory(config).create(card)
+        return await use(client)
+
+
+def message(prefix: str, text: str = "hello", **fields: Any) -> Message:
+    return Message(
+        message_id=f"{prefix}-{uuid.uuid4().hex[:8]}", role=Role.ROLE_USER, parts=[Part(text=text)], **fields
+    )
+
+
+async def send(client: Any, sent: Message, *, immediately: bool = False) -> Any:
+    request = SendMessageRequest(message=sent, configuration=SendMessageConfiguration(return_immediately=immediately))
+    answers = [answer async for answer in client.send_message(request)]
+    assert len(answers) == 1
+    return answers[0]
+
+
+class A2A:
+    """One binding's client calls, each run to completion."""
+
+    def __init__(self, endpoint: str, token: str, binding: str) -> None:
+        self.endpoint, self.token, self.binding = endpoint, token, binding
+
+    def call(self, use: Callable[[Any], Any], **headers: str) -> Any:
+        return run(lambda: with_client(self.endpoint, self.token, self.binding, use, **headers))
+
+    def send(self, sent: Message, *, immediately: bool = False, **headers: str) -> Any:
+        return self.call(lambda c: send(c, sent, immediately=immediately), **headers)
+
+    def task(self, sent: Message, **options: Any) -> Task:
+        answer = self.send(sent, **options)
+        assert answer.HasField("task"), answer
+        return answer.task
+
+    def get(self, task_id: str, history_length: int | None = None) -> Task:
+        request = GetTaskRequest(id=task_id)
+        if history_length is not None:
+            request.history_length = history_length
+        return self.call(lambda c: c.get_task(request))
+
+    def cancel(self, task_id: str) -> Task:
+        return self.call(lambda c: c.cancel_task(CancelTaskRequest(id=task_id)))
+
+    def list(self, **fields: Any) -> Any:
+        return self.call(lambda c: c.list_tasks(ListTasksRequest(**fields)))
+
+
+@pytest.fixture(params=BINDINGS)
+def a2a(request: pytest.FixtureRequest, authority: Authority, worker: subprocess.Popen[str]) -> A2A:
+    return A2A(authority.endpoint, authority.token("caller"), request.param)
+
+
+def state(task: Task) -> str:
+    return str(TaskState.Name(task.status.state))
+
+
+def test_the_agent_card_is_public_and_names_both_bindings(dev_runtime: dict[str, Any]) -> None:
+    card = httpx.get(dev_runtime["endpoint"] + "/.well-known/agent-card.json", timeout=30)
+    assert card.status_code == 200
+    body = card.json()
+    interfaces = {i["protocolBinding"]: i for i in body["supportedInterfaces"]}
+    assert set(interfaces) == {"JSONRPC", "HTTP+JSON"}
+    assert {i["protocolVersion"] for i in interfaces.values()} == {"1.0"}
+    assert interfaces["HTTP+JSON"]["url"].endswith("/a2a")
+    assert body["capabilities"]["streaming"] is False and "pushNotifications" not in body["capabilities"]
+    assert body["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+    assert [e["uri"] for e in body["capabilities"]["extensions"]] == ["urn:dovecote:a2a:idempotency-key:v1"]
+    # Every other A2A route is behind the authorizer, as the rest of the API
+    assert httpx.post(dev_runtime["endpoint"] + "/", json={}, timeout=30).status_code == 401
+
+
+def test_a_blocking_send_answers_the_completed_task(a2a: A2A) -> None:
+    task = a2a.task(message("tck-complete-task"))
+    assert state(task) == "TASK_STATE_COMPLETED"
+    assert task.status.message.parts[0].text == "Hello from TCK"
+    assert task.status.timestamp.ToJsonString().endswith("Z") and task.context_id
+
+
+def test_return_immediately_answers_at_once_and_the_task_completes_later(a2a: A2A) -> None:
+    task = a2a.task(message("tck-complete-task"), immediately=True)
+    assert state(task) == "TASK_STATE_SUBMITTED"
+    deadline = time.monotonic() + 60
+    while state(a2a.get(task.id)) != "TASK_STATE_COMPLETED":
+        assert time.monotonic() < deadline, "the worker did not complete the task"
+        time.sleep(0.5)
+
+
+def test_input_required_then_the_next_message_continues_the_task(a2a: A2A) -> None:
+    first = a2a.task(message("tck-input-required", "start"))
+    assert state(first) == "TASK_STATE_INPUT_REQUIRED"
+    second = a2a.task(message("tck-complete-task", "go on", task_id=first.id))
+    assert state(second) == "TASK_STATE_COMPLETED" and second.id == first.id
+    assert second.context_id == first.context_id  # inferred from the task
+    assert [m.role for m in second.history] == [Role.ROLE_USER, Role.ROLE_AGENT] * 2
+    assert [m.parts[0].text for m in a2a.get(first.id, history_length=1).history] == ["Hello from TCK"]
+    with pytest.raises(UnsupportedOperationError):  # a completed task takes no more messages
+        a2a.send(message("tck-complete-task", task_id=first.id))
+
+
+def test_cancel_is_idempotent_and_a_completed_task_is_not_cancelable(a2a: A2A) -> None:
+    waiting = a2a.task(message("tck-input-required"))
+    assert state(a2a.cancel(waiting.id)) == "TASK_STATE_CANCELED"
+    assert state(a2a.cancel(waiting.id)) == "TASK_STATE_CANCELED"
+    done = a2a.task(message("tck-complete-task"))
+    with pytest.raises(TaskNotCancelableError):
+        a2a.cancel(done.id)
+
+
+def test_list_filters_by_context_and_pages(a2a: A2A) -> None:
+    context = f"ctx-{uuid.uuid4().hex[:8]}"
+    # Blocking sends: the tasks have ended before the listing, so no update reorders them between pages
+    made = {a2a.task(message("tck-complete-task", context_id=context)).id for _ in range(3)}
+    seen: list[str] = []
+    token = ""
+    while True:
+        page = a2a.list(context_id=context, page_size=2, page_token=token)
+        assert page.total_size == 3 and all(not t.artifacts for t in page.tasks)
+        seen.extend(t.id for t in page.tasks)
+        token = page.next_page_token
+        if not token:
+            break
+    assert sorted(seen) == sorted(made)
+
+
+def test_an_unknown_task_and_another_authoritys_task_are_not_found(a2a: A2A, dev_runtime: dict[str, Any]) -> None:
+    with pytest.raises(TaskNotFoundError):
+        a2a.get(f"no-such-task-{uuid.uuid4().hex[:8]}")
+    mine = a2a.task(message("tck-complete-task"), immediately=True)
+    stranger = A2A(a2a.endpoint, fresh_authority(dev_runtime, "a2a-other").token("caller"), a2a.binding)
+    with pytest.raises(TaskNotFoundError):
+        stranger.get(mine.id)
+    with pytest.raises(TaskNotFoundError):
+        stranger.cancel(mine.id)
+
+
+def test_an_idempotency_key_makes_a_retried_send_create_one_task(a2a: A2A) -> None:
+    context = f"ctx-{uuid.uuid4().hex[:8]}"
+    sent = message("tck-complete-task", context_id=context)
+    key = f"key-{uuid.uuid4().hex}"
+    first = a2a.task(sent, immediately=True, **{"Idempotency-Key": key})
+    again = a2a.task(sent, **{"Idempotency-Key": key})  # the retry blocks: the task is completed by now
+    assert again.id == first.id
+    assert [t.id for t in a2a.list(context_id=context).tasks] == [first.id]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "kind", "check"),
+    [
+        ("tck-artifact-text", "text", lambda p: p.text == "Generated text content"),
+        (
+            "tck-artifact-file",
+            "raw",
+            lambda p: (p.raw, p.filename, p.media_type) == (b"tck", "output.txt", "text/plain"),
+        ),
+        (
+            "tck-artifact-file-url",
+            "url",
+            lambda p: (p.url, p.filename) == ("https://example.com/output.txt", "output.txt"),
+        ),
+        ("tck-artifact-data", "data", lambda p: dict(p.data.struct_value) == {"key": "value", "count": 42}),
+    ],
+)
+def test_a_workers_artifact_reaches_the_client_as_its_part(
+    a2a: A2A, prefix: str, kind: str, check: Callable[[Part], bool]
+) -> None:
+    task = a2a.task(message(prefix))
+    assert state(task) == "TASK_STATE_COMPLETED" and len(task.artifacts) == 1
+    part = task.artifacts[0].parts[0]
+    assert part.WhichOneof("content") == kind and check(part)
+
+
+def test_a_worker_may_answer_with_a_message(a2a: A2A) -> None:
+    answer = a2a.send(message("tck-message-response"))
+    assert answer.HasField("message") and answer.message.parts[0].text == "Direct message response"

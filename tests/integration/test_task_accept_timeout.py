@@ -1,0 +1,301 @@
+"""Accept timeouts (issue 16, item 6), on both TaskStores (the fake and DynamoDB on moto), with a clock
+the test moves: a grant not accepted within `accept_timeout_seconds` is fenced by the dispatcher and
+the task is claimable again with fence + 1; the fenced worker's late accept is `stale_lease` and
+changes nothing; an accept in time hands the lease to its lease timeout; a grant of a task a fenced
+worker left working is accepted by its new owner's first sign of life; the dispatcher racing an
+accept or that first heartbeat gives exactly one outcome (real threads)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from dovecote.platform.clock import rfc3339
+from dovecote.platform.cursors import CursorSigner
+from dovecote.platform.errors import DomainError, IdempotencyConflict, InvalidArgument, NotFound, StaleLease
+from dovecote.tasks.model import EXPIRY_SHARDS, MAX_ACCEPT_TIMEOUT, expiry_shard
+from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, dynamo_store, edge, message, store_of, uid
+
+KEY = b"accept-timeout-key-0123456789abcd"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture(params=["memory", "dynamo"])
+def service(request: pytest.FixtureRequest, clock: Clock) -> Edge:
+    return edge(store_of(request), CursorSigner(KEY), clock=clock)
+
+
+def dispatch(service: Edge) -> dict[str, int]:
+    totals = {"fenced": 0, "lost": 0}
+    for shard in range(EXPIRY_SHARDS):
+        for name, n in service.expire_silent_leases(shard, limit=100, command_id=lambda t: uid("x")).items():
+            totals[name] += n
+    return totals
+
+
+def due(service: Edge, task_id: str, at: datetime) -> bool:
+    """The expiry index lists the task as due at `at` (what the dispatcher would read)."""
+    shard = expiry_shard("acme", task_id)
+    return task_id in [t.id for t in service.store.expired(shard, rfc3339(at), 100)]
+
+
+def test_an_unaccepted_grant_is_fenced_and_the_task_claimed_again_with_fence_plus_one(
+    service: Edge, clock: Clock
+) -> None:
+    flow = Flow(service)
+    created = flow.create(accept_timeout_seconds=30).body
+    assert created["accept_timeout_seconds"] == 30
+    flow.acquire()
+    clock.advance(29)
+    assert dispatch(service) == {"fenced": 0, "lost": 0}  # not yet
+    clock.advance(2)
+    assert dispatch(service) == {"fenced": 1, "lost": 0}
+    task = service.get(CALLER, flow.task_id)["task"]
+    assert (task["state"], task["revision"], task["event_count"]) == ("submitted", 1, 1)  # nothing else moved
+    with pytest.raises(NotFound):
+        service.get_lease(WORKER, flow.task_id)
+    # The fenced worker's late accept is stale and changes nothing.
+    with pytest.raises(StaleLease) as stale:
+        flow.worker_cmd("accept")
+    assert stale.value.details["current_fence"] is None
+    assert service.get(CALLER, flow.task_id)["task"] == task
+    claimed = service.claim(OTHER_WORKER, {"command_id": uid("c")}).body["assignment"]
+    assert (claimed["task"]["id"], claimed["fence"]) == (flow.task_id, flow.fence + 1)
+    # Still stale once another worker holds the task, and the new owner accepts as usual.
+    with pytest.raises(StaleLease) as stale:
+        flow.worker_cmd("accept")
+    assert stale.value.details["current_fence"] == flow.fence + 1
+    taken = Flow(service, task_id=flow.task_id, revision=1, fence=claimed["fence"], worker=OTHER_WORKER)
+    assert taken.worker_cmd("accept").body["state"] == "working"
+    assert dispatch(service) == {"fenced": 0, "lost": 0}
+
+
+def test_an_accept_in_time_hands_the_lease_to_its_lease_timeout(service: Edge, clock: Clock) -> None:
+    flow = Flow(service)
+    flow.create(lease_timeout_seconds=300, accept_timeout_seconds=30)
+    flow.acquire()
+    granted = clock.now
+    assert due(service, flow.task_id, granted + timedelta(seconds=31))  # the index holds the accept deadline
+    clock.advance(10)
+    flow.worker_cmd("accept")
+    assert not due(service, flow.task_id, granted + timedelta(seconds=31))  # ... restored at accept
+    assert due(service, flow.task_id, granted + timedelta(seconds=311))
+    clock.advance(100)
+    assert dispatch(service) == {"fenced": 0, "lost": 0}
+    clock.advance(201)  # 301 s after the accept, its last sign of life
+    assert dispatch(service)["fenced"] == 1
+    assert service.get(CALLER, flow.task_id)["task"]["state"] == "working"
+
+
+def test_heartbeats_do_not_accept_a_submitted_task(service: Edge, clock: Clock) -> None:
+    flow = Flow(service)
+    flow.create(lease_timeout_seconds=60, accept_timeout_seconds=30)
+    flow.acquire()
+    for _ in range(3):  # alive, but never accepting
+        clock.advance(10)
+        service.heartbeat(WORKER, flow.task_id, {"fence": flow.fence})
+        assert dispatch(service)["fenced"] == 0
+    clock.advance(1)
+    assert dispatch(service)["fenced"] == 1  # 31 s after the grant, heartbeats or not
+
+
+def test_a_grant_of_a_task_left_working_is_accepted_by_its_first_sign_of_life(service: Edge, clock: Clock) -> None:
+    flow = Flow(service)
+    flow.create(lease_timeout_seconds=0, accept_timeout_seconds=30)
+    flow.acquire()
+    flow.worker_cmd("accept")
+    service.fence(WORKER, flow.task_id, {"command_id": uid("c"), "fence": flow.fence})  # it walks away
+    # A new owner that never shows a sign of life strands nothing: it is fenced at its accept deadline.
+    dead = service.claim(OTHER_WORKER, {"command_id": uid("c")}).body["assignment"]
+    assert (dead["fence"], dead["task"]["state"]) == (2, "working")
+    clock.advance(31)
+    assert dispatch(service)["fenced"] == 1
+    # One that beats at once has accepted it: there is nothing left to accept in a working task.
+    alive = service.claim(OTHER_WORKER, {"command_id": uid("c")}).body["assignment"]
+    assert alive["fence"] == 3
+    granted = clock.now
+    clock.advance(5)
+    service.heartbeat(OTHER_WORKER, flow.task_id, {"fence": 3})
+    # No lease timeout: once accepted, nothing is due any more, in the index either.
+    assert not due(service, flow.task_id, granted + timedelta(days=365))
+    clock.advance(3600)
+    assert dispatch(service) == {"fenced": 0, "lost": 0}
+    assert service.get_lease(OTHER_WORKER, flow.task_id)["assignment"]["fence"] == 3
+
+
+def test_a_worker_command_accepts_a_grant_of_a_task_left_working(service: Edge, clock: Clock) -> None:
+    flow = Flow(service)
+    flow.create(accept_timeout_seconds=30)
+    flow.acquire()
+    flow.worker_cmd("accept")
+    service.fence(WORKER, flow.task_id, {"command_id": uid("c"), "fence": flow.fence})
+    flow.acquire()
+    clock.advance(10)
+    flow.worker_cmd("request_input")  # a sign of life and a step of the work
+    clock.advance(25)
+    assert dispatch(service)["fenced"] == 0
+
+
+def test_zero_never_fences_and_the_default_is_thirty_seconds(service: Edge, clock: Clock) -> None:
+    never = Flow(service)
+    assert never.create(lease_timeout_seconds=0, accept_timeout_seconds=0).body["accept_timeout_seconds"] == 0
+    never.acquire()
+    default = Flow(service)
+    assert default.create(lease_timeout_seconds=0).body["accept_timeout_seconds"] == 30
+    default.acquire()
+    clock.advance(31)
+    assert dispatch(service)["fenced"] == 1  # only the default one
+    assert service.get_lease(WORKER, never.task_id)["assignment"]["fence"] == 1
+    with pytest.raises(NotFound):
+        service.get_lease(WORKER, default.task_id)
+
+
+@pytest.mark.parametrize("value", [-1, MAX_ACCEPT_TIMEOUT + 1, "30", True, 1.5, None])
+def test_accept_timeout_is_gated_and_a_refused_create_stores_nothing(service: Edge, value: Any) -> None:
+    flow = Flow(service)
+    with pytest.raises(InvalidArgument) as refused:
+        flow.create(accept_timeout_seconds=value)
+    assert refused.value.details["field"] == "accept_timeout_seconds"
+    with pytest.raises(NotFound):
+        service.get(CALLER, flow.task_id)
+
+
+def test_the_accept_timeout_is_part_of_the_create_only_as_given(service: Edge) -> None:
+    body = {"command_id": uid("c"), "workspace": "ws", "id": uid("t"), "context": "ctx", "message": message()}
+    first = service.create(CALLER, body)
+    assert service.create(CALLER, body).body == first.body  # an exact retry replays
+    with pytest.raises(IdempotencyConflict):
+        service.create(CALLER, {**body, "accept_timeout_seconds": 5})
+    named = {**body, "command_id": uid("c"), "id": uid("t"), "message": message(), "accept_timeout_seconds": 5}
+    assert service.create(CALLER, named).body["accept_timeout_seconds"] == 5
+    assert service.create(CALLER, named).status == 200
+    with pytest.raises(IdempotencyConflict):
+        service.create(CALLER, {**named, "accept_timeout_seconds": 6})
+
+
+# ---- races (real threads) ------------------------------------------------------------------------
+
+
+def race(first: Callable[[], str], second: Callable[[], str]) -> tuple[str, str]:
+    barrier = threading.Barrier(2)
+    out: list[str] = ["", ""]
+
+    def run(index: int, call: Callable[[], str]) -> None:
+        barrier.wait()
+        try:
+            out[index] = call()
+        except DomainError as exc:
+            out[index] = exc.code
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate((first, second))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out[0], out[1]
+
+
+def fenced_or_lost(service: Edge) -> str:
+    return "fenced" if dispatch(service)["fenced"] else "lost"
+
+
+def test_the_dispatcher_racing_a_late_accept_gives_exactly_one_outcome(service: Edge, clock: Clock) -> None:
+    seen = set()
+    for _ in range(6):
+        flow = Flow(service)
+        flow.create(accept_timeout_seconds=30)
+        flow.acquire()
+        clock.advance(31)
+
+        def accept(flow: Flow = flow) -> str:
+            flow.worker_cmd("accept")
+            return "ok"
+
+        worker, dispatcher = race(accept, lambda: fenced_or_lost(service))
+        task = service.get(CALLER, flow.task_id)["task"]
+        seen.add((worker, dispatcher))
+        if worker == "ok":
+            assert dispatcher == "lost" and (task["state"], task["revision"]) == ("working", 2)
+            assert service.get_lease(WORKER, flow.task_id)["assignment"]["fence"] == flow.fence
+        else:
+            assert (worker, dispatcher) == ("stale_lease", "fenced")
+            assert (task["state"], task["revision"]) == ("submitted", 1)
+            with pytest.raises(NotFound):
+                service.get_lease(WORKER, flow.task_id)
+    assert seen <= {("ok", "lost"), ("stale_lease", "fenced")}
+
+
+def test_the_dispatcher_racing_the_first_heartbeat_of_a_taken_over_task_gives_one_outcome(
+    service: Edge, clock: Clock
+) -> None:
+    for _ in range(6):
+        flow = Flow(service)
+        flow.create(lease_timeout_seconds=0, accept_timeout_seconds=30)
+        flow.acquire()
+        flow.worker_cmd("accept")
+        service.fence(WORKER, flow.task_id, {"command_id": uid("c"), "fence": flow.fence})
+        fence = service.acquire(OTHER_WORKER, flow.task_id, {"command_id": uid("c")}).body["assignment"]["fence"]
+        clock.advance(31)
+
+        def beat(flow: Flow = flow, fence: int = fence) -> str:
+            service.heartbeat(OTHER_WORKER, flow.task_id, {"fence": fence})
+            return "ok"
+
+        worker, dispatcher = race(beat, lambda: fenced_or_lost(service))
+        assert (worker, dispatcher) in {("ok", "lost"), ("stale_lease", "fenced")}
+        held = worker == "ok"
+        try:
+            service.get_lease(OTHER_WORKER, flow.task_id)
+            assert held
+        except NotFound:
+            assert not held
+        assert dispatch(service)["fenced"] == 0  # an accepted grant with no lease timeout is never due
+
+
+def test_a_heartbeat_that_loses_to_an_accept_writes_the_lease_deadline(moto_env: dict[str, Any]) -> None:
+    """DynamoDB: an accept that lands between a heartbeat's read and its write (injected at the
+    botocore level) makes the heartbeat read again, so the expiry index never keeps the accept
+    deadline of a grant that was accepted."""
+    clock = Clock()
+    service = edge(dynamo_store(moto_env), CursorSigner(KEY), clock=clock)
+    flow = Flow(service)
+    flow.create(lease_timeout_seconds=300, accept_timeout_seconds=30)
+    flow.acquire()
+    granted = clock.now
+    client = moto_env["dynamodb"]
+    updates: list[str] = []
+
+    def accept_first(**_: Any) -> None:
+        updates.append("update")
+        if len(updates) == 1:
+            flow.worker_cmd("accept")  # a TransactWriteItems: not an UpdateItem, so no recursion
+
+    client.meta.events.register("before-call.dynamodb.UpdateItem", accept_first, unique_id="accept-first")
+    try:
+        clock.advance(5)
+        answer = service.heartbeat(WORKER, flow.task_id, {"fence": flow.fence})["assignment"]
+    finally:
+        client.meta.events.unregister("before-call.dynamodb.UpdateItem", unique_id="accept-first")
+    assert len(updates) == 2  # the first write was refused (the revision moved), the second landed
+    assert answer["task"]["state"] == "working"
+    assert not due(service, flow.task_id, granted + timedelta(seconds=31))
+    assert due(service, flow.task_id, granted + timedelta(seconds=306))

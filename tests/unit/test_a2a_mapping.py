@@ -1,0 +1,248 @@
+"""The A2A mapping (dovecote.a2a.mapping) and its errors (dovecote.a2a.errors): states, roles, parts
+of every kind through the task gate and back, artifacts, history, the wire's JSON form."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from a2a.types import Message, Role, TaskState
+from google.protobuf import json_format
+
+from dovecote.a2a import mapping
+from dovecote.a2a.errors import KINDS, A2AError, from_domain
+from dovecote.platform.errors import CommitUnknown, IdempotencyConflict, InvalidArgument, NotFound
+from dovecote.tasks import machine
+from dovecote.tasks.commands import gate_message
+from dovecote.tasks.model import Message as Record
+
+
+def stored(message: Message, author: str = "caller", sequence: int = 1) -> dict[str, Any]:
+    """An A2A message as Dovecote stores it and its reads render it: through the task gate."""
+    body = mapping.message_body(message, "m-1")
+    gated = gate_message(body)
+    return Record(
+        "t-1", gated.id, sequence, author, gated.parts, "2026-12-01T10:00:00.123456Z", gated.metadata
+    ).to_json()
+
+
+def a2a(json_dict: dict[str, Any]) -> Message:
+    return json_format.ParseDict(json_dict, Message())
+
+
+# ---- states and roles ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("state", machine.STATES)
+def test_every_state_has_its_a2a_state_and_back(state: str) -> None:
+    a2a_state = mapping.STATES[state]
+    assert TaskState.Name(a2a_state) == "TASK_STATE_" + state.upper()
+    assert mapping.DOVECOTE_STATES[a2a_state] == state
+    assert (state in mapping.SETTLED) == (machine.is_terminal(state) or state == "input_required")
+
+
+def test_roles_are_user_and_agent() -> None:
+    assert mapping.ROLES == {"caller": Role.ROLE_USER, "agent": Role.ROLE_AGENT}
+
+
+# ---- messages -------------------------------------------------------------------------------------------
+
+
+def test_a_message_of_every_part_kind_comes_back_as_it_was_sent() -> None:
+    # Given a user message with a text, a file (bytes, filename), a file URL and a data part, part
+    # metadata, message metadata, extensions and referenced tasks
+    sent = a2a(
+        {
+            "messageId": "tck-complete-task-1",
+            "role": "ROLE_USER",
+            "parts": [
+                {"text": "hello"},
+                {"raw": base64.b64encode(b"\x00\x01tck").decode(), "mediaType": "application/pdf", "filename": "a.pdf"},
+                {"url": "https://example.com/x.txt", "mediaType": "text/plain", "filename": "x.txt"},
+                {"data": {"key": "value", "count": 42}, "metadata": {"why": "because"}},
+            ],
+            "metadata": {"traceId": "abc", "nested": {"deep": [1, 2]}},
+            "extensions": ["urn:x:y"],
+            "referenceTaskIds": ["t-0"],
+        }
+    )
+    # When it is stored as a Dovecote message and read back
+    record = stored(sent)
+    back = mapping.message(record, "t-1", "ctx-1")
+    # Then it is the same message, in the task and context it belongs to
+    expected = Message()
+    expected.CopyFrom(sent)
+    expected.task_id, expected.context_id = "t-1", "ctx-1"
+    assert back == expected
+    # And Dovecote kept its own message id: the A2A one is metadata (TCK messageIds repeat)
+    assert record["id"] == "m-1" and record["metadata"]["a2a"]["messageId"] == "tck-complete-task-1"
+
+
+def test_a_part_without_a2a_kinds_is_text_when_textual_and_bytes_otherwise() -> None:
+    # A message a Dovecote worker wrote without A2A metadata
+    record = {
+        "id": "m-2",
+        "author": "agent",
+        "parts": [
+            {"media_type": "text/plain", "text": "done"},
+            {"media_type": "image/png", "data_b64": base64.b64encode(b"\x89PNG").decode()},
+            {"media_type": "text/plain", "sha256": "a" * 64, "size": 9000, "download_url": "https://s3/x"},
+        ],
+    }
+    back = mapping.message(record, "t-1", "c-1")
+    assert back.message_id == "m-2" and back.role == Role.ROLE_AGENT
+    assert back.parts[0].text == "done"
+    assert back.parts[1].raw == b"\x89PNG" and back.parts[1].media_type == "image/png"
+    assert back.parts[2].url == "https://s3/x"  # a part kept in S3: its presigned URL
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (
+            {
+                "messageId": "m",
+                "role": "ROLE_USER",
+                "parts": [{"raw": "dGNr", "mediaType": "application/x-unsupported"}],
+            },
+            "CONTENT_TYPE_NOT_SUPPORTED",
+        ),
+        (
+            {"messageId": "m", "role": "ROLE_USER", "parts": [{"url": "https://x", "mediaType": "video/x-nope"}]},
+            "CONTENT_TYPE_NOT_SUPPORTED",
+        ),
+        ({"role": "ROLE_USER", "parts": [{"text": "no id"}]}, "INVALID_PARAMS"),
+        ({"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "not the client's"}]}, "INVALID_PARAMS"),
+        ({"messageId": "m", "role": "ROLE_USER", "parts": []}, "INVALID_PARAMS"),
+        ({"messageId": "m", "role": "ROLE_USER", "parts": [{"filename": "no content"}]}, "INVALID_PARAMS"),
+    ],
+)
+def test_what_cannot_be_kept_faithfully_is_refused(message: dict[str, Any], reason: str) -> None:
+    with pytest.raises(A2AError) as info:
+        mapping.message_body(a2a(message), "m-1")
+    assert info.value.reason == reason
+
+
+def test_media_types_are_compared_by_essence() -> None:
+    body = mapping.message_body(
+        a2a(
+            {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x", "mediaType": "Text/Plain; charset=utf-8"}]}
+        ),
+        "m-1",
+    )
+    assert body["parts"][0]["media_type"] == "Text/Plain; charset=utf-8"
+
+
+# ---- artifacts ------------------------------------------------------------------------------------------
+
+ARTIFACT = {"id": "a2a-t-1", "media_type": "text/plain"}
+
+
+@pytest.mark.parametrize(
+    ("payload", "kind"),
+    [
+        ({"media_type": "text/plain", "text": "Generated text content"}, "text"),
+        ({"media_type": "application/json", "text": '{"key": "value", "count": 42}'}, "data"),
+        ({"media_type": "application/octet-stream", "data_b64": base64.b64encode(b"\x00").decode()}, "raw"),
+        ({"media_type": "text/plain", "download_url": "https://s3/big"}, "url"),
+    ],
+)
+def test_a_published_payload_is_one_part_by_its_media_type(payload: dict[str, Any], kind: str) -> None:
+    artifact = mapping.artifact(ARTIFACT, payload)
+    assert artifact.artifact_id == "a2a-t-1" and len(artifact.parts) == 1
+    assert artifact.parts[0].WhichOneof("content") == kind
+    if kind == "data":
+        assert json_format.MessageToDict(artifact.parts[0].data) == {"key": "value", "count": 42}
+
+
+def test_an_a2a_artifact_payload_is_the_artifact_itself() -> None:
+    held = {"parts": [{"url": "https://example.com/output.txt", "mediaType": "text/plain", "filename": "output.txt"}]}
+    artifact = mapping.artifact(ARTIFACT, {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": json.dumps(held)})
+    assert artifact.artifact_id == "a2a-t-1"
+    part = artifact.parts[0]
+    assert (part.url, part.media_type, part.filename) == ("https://example.com/output.txt", "text/plain", "output.txt")
+    with pytest.raises(A2AError) as info:
+        mapping.artifact(ARTIFACT, {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": "{not json"})
+    assert info.value.reason == "INVALID_AGENT_RESPONSE"
+
+
+# ---- tasks ----------------------------------------------------------------------------------------------
+
+TASK = {
+    "id": "t-1",
+    "context": "c-1",
+    "state": "input_required",
+    "revision": 3,
+    "message_count": 2,
+    "updated_at": "2026-12-01T10:00:01.250000Z",
+}
+
+
+def conversation() -> list[dict[str, Any]]:
+    asked = stored(a2a({"messageId": "tck-input-required-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}))
+    question = {"id": "m-2", "sequence": 2, "author": "agent", "parts": [{"media_type": "text/plain", "text": "more?"}]}
+    return [asked, question]
+
+
+@pytest.mark.parametrize(("history", "shown"), [(None, 2), (0, 0), (1, 1), (5, 2)])
+def test_history_length_shows_the_latest_messages(history: int | None, shown: int) -> None:
+    task = mapping.task(TASK, conversation(), [], history_length=history)
+    assert len(task.history) == shown
+    if shown == 1:
+        assert task.history[0].message_id == "m-2"  # the latest, not the first
+
+
+def test_a_task_on_the_wire_is_camel_case_with_enum_names_and_utc_times() -> None:
+    wire = mapping.as_json(mapping.task(TASK, conversation(), [], history_length=None))
+    assert wire["contextId"] == "c-1"
+    assert wire["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert wire["status"]["timestamp"].endswith("Z")
+    assert wire["status"]["message"]["parts"][0]["text"] == "more?"  # the agent's question goes with the state
+    assert [m["role"] for m in wire["history"]] == ["ROLE_USER", "ROLE_AGENT"]
+    assert wire["history"][0]["messageId"] == "tck-input-required-1"
+    assert "artifacts" not in mapping.as_json(mapping.task(TASK, [], [], history_length=0, with_artifacts=False))
+
+
+def test_a_message_response_is_the_workers_final_message_when_it_asks() -> None:
+    final = {
+        "id": "m-2",
+        "author": "agent",
+        "parts": [{"media_type": "text/plain", "text": "Direct message response"}],
+        "metadata": {"a2a": {"messageResponse": True}},
+    }
+    assert mapping.answers_with_message([conversation()[0], final], "completed")
+    assert not mapping.answers_with_message([conversation()[0], final], "input_required")
+    assert not mapping.answers_with_message(conversation(), "completed")
+
+
+# ---- errors ---------------------------------------------------------------------------------------------
+
+
+def test_errors_carry_the_specs_codes_and_an_error_info() -> None:
+    found = from_domain(NotFound("task not found", task="t-9"))
+    assert found.jsonrpc()["code"] == -32001
+    info = found.jsonrpc()["data"][0]
+    assert info == {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": "TASK_NOT_FOUND",
+        "domain": "a2a-protocol.org",
+        "metadata": {"task": "t-9"},
+    }
+    status, body = found.http()
+    assert status == 404 and body["error"]["status"] == "NOT_FOUND" and body["error"]["details"] == [info]
+    assert from_domain(InvalidArgument("bad", field="x")).jsonrpc()["code"] == -32602
+    assert {k: (v.jsonrpc, v.http) for k, v in KINDS.items() if k.startswith("TASK_NOT")} == {
+        "TASK_NOT_FOUND": (-32001, 404),
+        "TASK_NOT_CANCELABLE": (-32002, 409),
+    }
+
+
+def test_a_dovecote_error_without_an_a2a_type_keeps_its_code_and_status() -> None:
+    conflict = from_domain(IdempotencyConflict("this command id was used for another command"))
+    assert conflict.http()[0] == 409 and conflict.jsonrpc()["code"] == -32600
+    assert conflict.error_info()["domain"] == "dovecote" and conflict.reason == "IDEMPOTENCY_CONFLICT"
+    unknown = from_domain(CommitUnknown("retry the exact command", table="secret-table"))
+    assert unknown.http()[0] == 503 and unknown.jsonrpc()["code"] == -32603
+    assert "metadata" not in unknown.error_info()  # a server-side failure's facts stay in the log

@@ -1,0 +1,81 @@
+"""The local runtime's control route (infra/local/control.py) in front of the gateway: loopback peers
+only, the secret compared in constant time, everything else passed to the gateway untouched."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from werkzeug.test import Client
+from werkzeug.wrappers import Response
+
+from dovecote.platform.errors import InvalidArgument
+from infra.local.control import LocalControl
+
+MINTED: list[dict[str, Any]] = []
+
+
+def mint(body: dict[str, Any]) -> dict[str, Any]:
+    if body.get("role") == "boss":
+        raise InvalidArgument("role must be one of admin, caller, worker", field="role")
+    MINTED.append(body)
+    return {"token": "secret-token", "token_id": "t1", "authority": body["authority"], "role": body["role"]}
+
+
+def gateway(_environ: dict[str, Any], start_response: Any) -> Any:
+    return Response("from the gateway", status=200)(_environ, start_response)
+
+
+@pytest.fixture
+def client() -> Client:
+    MINTED.clear()
+    return Client(LocalControl(gateway, secret="s3cret", mint=mint))
+
+
+@pytest.mark.parametrize("peer", ["10.0.0.7", "192.168.1.2", "::ffff:10.0.0.1", "", "not-an-ip"])
+def test_only_a_loopback_peer_reaches_the_route(client: Client, peer: str) -> None:
+    answer = client.post(
+        "/_dev/tokens",
+        json={"authority": "a", "role": "caller"},
+        headers={"X-Dovecote-Dev-Control": "s3cret"},
+        environ_overrides={"REMOTE_ADDR": peer},
+    )
+    assert answer.status_code == 403 and answer.json["error"]["code"] == "forbidden"
+    assert MINTED == []
+
+
+@pytest.mark.parametrize("peer", ["127.0.0.1", "127.0.0.2", "::1"])
+def test_a_loopback_peer_with_the_secret_mints(client: Client, peer: str) -> None:
+    answer = client.post(
+        "/_dev/tokens",
+        json={"authority": "a", "role": "caller"},
+        headers={"X-Dovecote-Dev-Control": "s3cret"},
+        environ_overrides={"REMOTE_ADDR": peer},
+    )
+    assert answer.status_code == 200 and answer.json["token_id"] == "t1"
+    assert MINTED == [{"authority": "a", "role": "caller"}]
+
+
+def test_a_domain_error_is_its_envelope_and_the_rest_goes_to_the_gateway(client: Client) -> None:
+    local = {"REMOTE_ADDR": "127.0.0.1"}
+    refused = client.post(
+        "/_dev/tokens",
+        json={"authority": "a", "role": "boss"},
+        headers={"X-Dovecote-Dev-Control": "s3cret"},
+        environ_overrides=local,
+    )
+    assert refused.status_code == 400
+    assert json.loads(refused.data) == {
+        "error": {"code": "invalid_argument", "message": "role must be one of admin, caller, worker",
+                  "details": {"field": "role"}}
+    }  # fmt: skip
+    too_big = client.post(
+        "/_dev/tokens",
+        data=b"{" + b" " * 20_000 + b"}",
+        headers={"X-Dovecote-Dev-Control": "s3cret"},
+        environ_overrides=local,
+    )
+    assert too_big.status_code == 400
+    assert client.get("/v1/health", environ_overrides={"REMOTE_ADDR": "10.0.0.7"}).data == b"from the gateway"
+    assert MINTED == []
