@@ -134,7 +134,11 @@ class TranscriptUploadOut(BaseModel):
 class TranscriptCheckBody(_Strict):
     sha256: list[StrictStr] = Field(
         description="SHA-256 digests (hex) of transcript files",
-        json_schema_extra={"minItems": 1, "maxItems": MAX_CHECK_DIGESTS, "items": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+        json_schema_extra={
+            "minItems": 1,
+            "maxItems": MAX_CHECK_DIGESTS,
+            "items": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        },
     )
 
 

@@ -279,13 +279,7 @@ class RecallService:
             for r in self.index.scopes(authority)
             if (not p.project or r.project == p.project) and _path_selected(p, r.cwd or r.project)
         ]
-<<<<<<< HEAD
-        pending = [
-            u for u in self.ledger.pending(authority, utc_iso(self.clock())) if not p.project or u.project == p.project
-        ]
-=======
         pending = self._pending(authority, p.project)
->>>>>>> main
         if not scopes and not pending:
             return self._empty(p.q)  # unknown project, or a path filter matching nothing
         places = frozenset((r.project, r.cwd) for r in scopes) if (p.include_path or p.exclude_path) else None
@@ -350,14 +344,14 @@ class RecallService:
         """Uploads the answer may be missing: a URL still usable, or one that expired in the last
         UPLOAD_GRACE whose bytes arrived and wait for the indexer (one HEAD each, so an unused URL
         costs nothing past its expiry plus the grace and leaves the report when it expires)."""
-        now = self._clock()
+        now = self.clock()
         live = utc_iso(now)
         out = []
-        for upload in self._ledger.pending(authority, utc_iso(now - UPLOAD_GRACE)):
+        for upload in self.ledger.pending(authority, utc_iso(now - UPLOAD_GRACE)):
             if project and upload.project != project:
                 continue
             if upload.expires_at and upload.expires_at <= live:
-                if not self._archive.upload_exists(authority, upload.upload_id):
+                if not self.archive.upload_exists(authority, upload.upload_id):
                     continue
             out.append(upload)
         return out
