@@ -28,6 +28,12 @@ def roles(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
     return {role: bearer(token) for role, token in dev_runtime["tokens"].items()}
 
 
+def send_as_admin(http: httpx.Client, dev_runtime: dict[str, Any], route: Any, body: str, content_type: str) -> Any:
+    """`body` to the route (its path parameters filled in) with the admin token."""
+    headers = {**roles(dev_runtime)["admin"], "Content-Type": content_type}
+    return http.request(route.method, concrete(route.path), content=body, headers=headers)
+
+
 HOSTILE_BODIES = {
     "deep": "[" * 1000 + "]" * 1000,
     "huge_int": '{"run": ' + "9" * 5001 + "}",
@@ -41,12 +47,7 @@ HOSTILE_BODIES = {
 def test_hostile_bodies_are_400_on_every_route(
     http: httpx.Client, dev_runtime: dict[str, Any], route: Any, kind: str
 ) -> None:
-    response = http.request(
-        route.method,
-        concrete(route.path),
-        content=HOSTILE_BODIES[kind],
-        headers={**roles(dev_runtime)["admin"], "Content-Type": "application/json"},
-    )
+    response = send_as_admin(http, dev_runtime, route, HOSTILE_BODIES[kind], "application/json")
     assert response.status_code == 400, response.text
     assert response.json()["error"]["code"] == "invalid_argument"
 
@@ -59,12 +60,7 @@ EMPTY_BODY_IS_VALID = {"/v1/recall/rebuild"}
 def test_json_content_types_in_any_spelling_never_500(
     http: httpx.Client, dev_runtime: dict[str, Any], route: Any, content_type: str
 ) -> None:
-    response = http.request(
-        route.method,
-        concrete(route.path),
-        content="{}",
-        headers={**roles(dev_runtime)["admin"], "Content-Type": content_type},
-    )
+    response = send_as_admin(http, dev_runtime, route, "{}", content_type)
     # `{}` is a whole request where every field is optional (recall rebuild); elsewhere it is a 4xx.
     if route.path in EMPTY_BODY_IS_VALID:
         assert response.status_code == 200, response.text

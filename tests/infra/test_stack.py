@@ -463,16 +463,8 @@ def test_the_reconciler_runs_on_a_schedule_with_only_its_permissions(synthesized
     ]
 
 
-def test_production_context_retains_data(tmp_path: Path) -> None:
-    from aws_cdk import App
-
-    from infra.build import build_functions, build_layer
-    from infra.stack import DovecoteStack
-
-    app = App(outdir=str(tmp_path))
-    DovecoteStack(app, "Prod", layer_dir=build_layer(quiet=True), functions_dir=build_functions(), production=True)
-    template = Template.from_stack(app.node.find_child("Prod"))  # type: ignore[arg-type]
-    template.has_resource(
+def test_production_context_retains_data(production_template: Template) -> None:
+    production_template.has_resource(
         "AWS::DynamoDB::Table",
         {"DeletionPolicy": "Retain", "Properties": Match.object_like({"DeletionProtectionEnabled": True})},
     )
