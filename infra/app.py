@@ -9,7 +9,11 @@ Context (cdk.json or `-c key=value`):
   account whose concurrency limit is too small to reserve any (new accounts start at 10);
 - xray_subsegments (false): Powertools Tracer subsegments inside each function (the handler and every
   AWS call). Lambda's active tracing records each invocation either way; the subsegments cost the
-  X-Ray SDK's import on every cold start (bench/coldstart.py measures both).
+  X-Ray SDK's import on every cold start (bench/coldstart.py measures both);
+- snapstart (false): Lambda SnapStart for the API functions and the authorizer: each deployment
+  publishes a version (snapshotted after its initialization and a priming hook) and API Gateway
+  invokes its `live` alias; restored environments re-seed `random` and rebuild their AWS clients
+  (dovecote/platform/snapstart.py). Priced per GB-second cached and per GB restored (README).
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ def _bool(value: object) -> bool:
     return str(value).lower() in ("1", "true", "yes")
 
 
-def build_app(outdir: str | None = None) -> tuple[App, DovecoteStack]:
-    app = App(outdir=outdir) if outdir else App()
+def build_app(outdir: str | None = None, context: dict[str, object] | None = None) -> tuple[App, DovecoteStack]:
+    app = App(outdir=outdir, context=context) if outdir else App(context=context)
     ctx = app.node.try_get_context
     stack = DovecoteStack(
         app,
@@ -40,6 +44,7 @@ def build_app(outdir: str | None = None) -> tuple[App, DovecoteStack]:
         authorizer_cache_seconds=int(ctx("authorizer_cache_seconds") or 300),
         reserved_concurrency=_bool(ctx("reserved_concurrency") if ctx("reserved_concurrency") is not None else True),
         xray_subsegments=_bool(ctx("xray_subsegments") or False),
+        snapstart=_bool(ctx("snapstart") or False),
         env=Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))

@@ -29,6 +29,7 @@ class DovecoteStack(Stack):
         authorizer_cache_seconds: int = 300,
         reserved_concurrency: bool = True,
         xray_subsegments: bool = False,
+        snapstart: bool = False,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
@@ -52,6 +53,7 @@ class DovecoteStack(Stack):
             authorizer_cache_seconds=authorizer_cache_seconds,
             reserved_concurrency=reserved_concurrency,
             xray_subsegments=xray_subsegments,
+            snapstart=snapstart,
         )
         self.memory.connect(self.api.functions)
         self.search.connect(self.api.functions)

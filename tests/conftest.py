@@ -6,10 +6,27 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 LAYERS = ("unit", "integration", "infra", "e2e")
+CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+# Hypothesis searches a quarter as deep at a desk as under CI=true, where every property runs the
+# number of examples it was written with. A test that names its own count writes the CI figure
+# through `examples()`; the profile sets the others (hypothesis' default, 100, under CI).
+DESK_SHARE = 4
+settings.register_profile("ci", max_examples=100)
+settings.register_profile("desk", max_examples=100 // DESK_SHARE)
+settings.load_profile("ci" if CI else "desk")
+
+
+def examples(ci: int) -> int:
+    """A property's example count: `ci` under CI=true, a quarter of it (at least 10) otherwise."""
+    return ci if CI else max(10, ci // DESK_SHARE)
+
+
 # The shared OpenSearch node (`opensearch_url`): a plugin so its configure/unconfigure hooks run in
 # the xdist controller.
 pytest_plugins = ("tests.opensearch_fixture",)

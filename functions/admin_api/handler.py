@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
-from pydantic import BaseModel, Field, StrictStr
+from pydantic import Field, StrictStr
 from typing_extensions import NotRequired, TypedDict
 
 import dovecote
@@ -22,7 +22,7 @@ from dovecote.platform.http import (
     new_resolver,
     responses,
 )
-from dovecote.platform.schema import ID, JsonInt, RequestModel, bounded, one_of, with_schema
+from dovecote.platform.schema import ID, EdgeModel, JsonInt, RequestModel, bounded, one_of, with_schema
 
 app = new_resolver()
 
@@ -53,7 +53,7 @@ def service() -> TokenService:
     )
 
 
-class Health(BaseModel):
+class Health(EdgeModel):
     status: str
     version: str
 
@@ -90,7 +90,7 @@ class TokenBody(RequestModel):
     )
 
 
-class TokenOut(BaseModel):
+class TokenOut(EdgeModel):
     token: str = Field(description="shown once: only its hash is stored")
     token_id: str
     authority: str
@@ -253,4 +253,4 @@ def openapi_document() -> dict[str, Any]:
     return merged
 
 
-handler = lambda_entry(app)
+handler = lambda_entry(app, service)

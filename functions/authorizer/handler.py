@@ -16,6 +16,7 @@ from typing import Any
 
 from dovecote.admin.model import claimed_id
 from dovecote.admin.service import TokenService
+from dovecote.platform import snapstart
 from dovecote.platform.observability import logger
 
 
@@ -26,6 +27,9 @@ def service() -> TokenService:
     from dovecote.platform.settings import get_settings
 
     return TokenService(DynamoTokenStore(table=get_settings().tokens_table, dynamodb=aws.client("dynamodb")))
+
+
+snapstart.register(prime=service, forget=(service,))
 
 
 def bearer_token(headers: dict[str, str] | None) -> str | None:

@@ -124,4 +124,4 @@ def redrive(body: Annotated[RedriveIn, Body()]) -> RedriveOut:
     return RedriveOut.model_validate(service().redrive(current_principal(app), body.limit))
 
 
-handler = lambda_entry(app)
+handler = lambda_entry(app, service)

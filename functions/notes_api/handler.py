@@ -130,4 +130,4 @@ def list_notes(
     )
 
 
-handler = lambda_entry(app)
+handler = lambda_entry(app, service)

@@ -146,9 +146,7 @@ def search(
     current_session: Annotated[
         str,
         Query(
-            json_schema_extra={
-                "anyOf": [{"maxLength": 7}, {"pattern": f"^{SESSION}$", "minLength": 8, "maxLength": 400}]
-            },
+            json_schema_extra={"anyOf": [text(7), {"pattern": f"^{SESSION}$", "minLength": 8, "maxLength": 400}]},
             description="your live session: the id, or a prefix of 8 characters or more (a shorter value is "
             "ignored, as in the reference: it would name too many sessions)",
         ),
@@ -273,4 +271,4 @@ def rebuild() -> RebuildOut:
     return RebuildOut.model_validate(asdict(service().rebuild(current_principal(app))))
 
 
-handler = lambda_entry(app)
+handler = lambda_entry(app, service)

@@ -376,4 +376,4 @@ def get_receipt(workspace: WorkspaceId, artifact_id: ArtifactId) -> ReceiptEnvel
     return ReceiptEnvelope.model_validate(service().get_apply_receipt(current_principal(app), workspace, artifact_id))
 
 
-handler = lambda_entry(app)
+handler = lambda_entry(app, service)

@@ -56,6 +56,7 @@ class Api(Construct):
         authorizer_cache_seconds: int,
         reserved_concurrency: bool = True,
         xray_subsegments: bool = False,
+        snapstart: bool = False,
     ) -> None:
         super().__init__(scope, id)
         self.layer = lambda_.LayerVersion(
@@ -71,6 +72,7 @@ class Api(Construct):
         self._retention = log_retention
         self._reserved = reserved_concurrency
         self._subsegments = xray_subsegments
+        self._snapstart = snapstart
         # Every setting a function may need; each function receives only the ones it names.
         self._settings = {
             "tokens_table": data.tokens.table_name,
@@ -92,6 +94,8 @@ class Api(Construct):
             if value is not None:
                 self._settings[name] = str(value).lower() if isinstance(value, bool) else str(value)
         self.functions: dict[str, lambda_.Function] = {}
+        # What API Gateway invokes: the function, or with SnapStart its `live` alias.
+        self.targets: dict[str, lambda_.IFunction] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
         for spec in (
             AUTHORIZER,
@@ -103,6 +107,7 @@ class Api(Construct):
             *FUNCTIONS.values(),
         ):
             self.functions[spec.name] = self._function(spec)
+            self.targets[spec.name] = self._target(spec)
         self._grant()
         # Lambda's on-failure destination for a stream receives only the failed batch's metadata
         # (shard, sequence numbers), not the records. It is an alarm and a record for an operator;
@@ -143,14 +148,14 @@ class Api(Construct):
         )
         authorizer = authorizers.HttpLambdaAuthorizer(
             "BearerAuthorizer",
-            self.functions[AUTHORIZER.name],
+            self.targets[AUTHORIZER.name],
             response_types=[authorizers.HttpLambdaResponseType.SIMPLE],
             identity_source=["$request.header.Authorization"],
             results_cache_ttl=Duration.seconds(authorizer_cache_seconds),
         )
         integration_by_function = {
-            name: integrations.HttpLambdaIntegration(f"{name}-integration", fn)
-            for name, fn in self.functions.items()
+            name: integrations.HttpLambdaIntegration(f"{name}-integration", self.targets[name])
+            for name in self.functions
             if name != AUTHORIZER.name
         }
         self.routes: dict[str, apigw.HttpRoute] = {}
@@ -186,6 +191,19 @@ class Api(Construct):
         )
         return failures
 
+    def _snapstarts(self, spec: Function) -> bool:
+        """SnapStart, when on, for what answers a request (the API functions and the authorizer):
+        the background functions' start is no caller's wait."""
+        return self._snapstart and (spec is AUTHORIZER or spec.name in FUNCTIONS)
+
+    def _target(self, spec: Function) -> lambda_.IFunction:
+        fn = self.functions[spec.name]
+        if not self._snapstarts(spec):
+            return fn
+        # SnapStart works only on published versions: each deployment that changes the function
+        # publishes one (its snapshot is taken then) and moves the alias API Gateway invokes.
+        return lambda_.Alias(self, f"{spec.name}-live", alias_name="live", version=fn.current_version)
+
     def _function(self, spec: Function) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{spec.name}-logs", retention=self._retention, encryption_key=self._data.key)
         self.log_groups[spec.name] = log_group
@@ -216,6 +234,7 @@ class Api(Construct):
             log_group=log_group,
             tracing=lambda_.Tracing.ACTIVE,
             reserved_concurrent_executions=spec.reserved if self._reserved else None,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if self._snapstarts(spec) else None,
             environment={
                 **{
                     f"DOVECOTE_{name.upper()}": self._settings[name] for name in spec.settings if name in self._settings

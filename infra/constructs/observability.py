@@ -24,13 +24,18 @@ class Observability(Construct):
             self._alarm(f"{name}-errors", fn.metric_errors(period=Duration.minutes(5)), 1)
             self._alarm(f"{name}-throttles", fn.metric_throttles(period=Duration.minutes(5)), 1)
             widgets.append(self._function_widget(name, fn))
-        server_errors = cw.Metric(
-            namespace="AWS/ApiGateway",
-            metric_name="5xx",
-            dimensions_map={"ApiId": api.http_api.api_id},
-            statistic="Sum",
-            period=Duration.minutes(5),
-        )
+
+        def api_metric(name: str, statistic: str) -> cw.Metric:
+            dimensions = {"ApiId": api.http_api.api_id}
+            return cw.Metric(
+                namespace="AWS/ApiGateway",
+                metric_name=name,
+                dimensions_map=dimensions,
+                statistic=statistic,
+                period=Duration.minutes(5),
+            )
+
+        server_errors = api_metric("5xx", "Sum")
         self._alarm("api-5xx", server_errors, 5)
         # A failure queue holding one message is one too many. Memory: a write that failed three
         # receives is in the DLQ (its write is marked failed; an operator redrives it), and a write
@@ -60,13 +65,7 @@ class Observability(Construct):
         self._alarm("corrupt-store", corrupt, 1)
         if search is not None:
             self._search_alarms(search)
-        latency = cw.Metric(
-            namespace="AWS/ApiGateway",
-            metric_name="Latency",
-            dimensions_map={"ApiId": api.http_api.api_id},
-            statistic="p95",
-            period=Duration.minutes(5),
-        )
+        latency = api_metric("Latency", "p95")
         widgets.append(cw.GraphWidget(title="API 5xx and p95 latency", left=[server_errors], right=[latency]))
         cw.Dashboard(self, "Dashboard", dashboard_name="dovecote", widgets=[widgets])
 

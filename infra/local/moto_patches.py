@@ -117,23 +117,28 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
         raise
 
 
+def _lock_each(backend: type, names: tuple[str, ...], lock: Any) -> None:
+    """Each of the backend's methods `names` (those it has) runs holding `lock`."""
+    for name in names:
+        original = getattr(backend, name, None)
+        if original is None:
+            continue
+
+        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            with lock:
+                return __original(self, *args, **kwargs)
+
+        functools.update_wrapper(locked, original)
+        setattr(backend, name, locked)
+
+
 def serialize_dynamodb() -> None:
     from moto.dynamodb.models import DynamoDBBackend
 
     if getattr(DynamoDBBackend, "_dovecote_serialized", False):
         return
     DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
-    for name in _OPERATIONS:
-        original = getattr(DynamoDBBackend, name, None)
-        if original is None:
-            continue
-
-        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
-            with _LOCK:
-                return __original(self, *args, **kwargs)
-
-        functools.update_wrapper(locked, original)
-        setattr(DynamoDBBackend, name, locked)
+    _lock_each(DynamoDBBackend, _OPERATIONS, _LOCK)
     _serialize_dynamodb_requests()
     _size_items_once()
     DynamoDBBackend._dovecote_serialized = True  # type: ignore[attr-defined]
@@ -228,17 +233,7 @@ def serialize_sqs() -> None:
 
     functools.update_wrapper(receive_message, original_receive)
     SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
-    for name in _SQS_OPERATIONS:
-        original = getattr(SQSBackend, name, None)
-        if original is None:
-            continue
-
-        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
-            with _SQS_LOCK:
-                return __original(self, *args, **kwargs)
-
-        functools.update_wrapper(locked, original)
-        setattr(SQSBackend, name, locked)
+    _lock_each(SQSBackend, _SQS_OPERATIONS, _SQS_LOCK)
     SQSBackend._dovecote_serialized = True  # type: ignore[attr-defined]
 
 

@@ -39,7 +39,7 @@ import time
 import xml.etree.ElementTree as ET
 from calendar import timegm
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote, unquote_to_bytes
 
@@ -150,23 +150,16 @@ def _checksums() -> dict[str, Callable[[], Any]]:
     return {"sha256": Sha256Checksum, "sha1": Sha1Checksum, "crc32": Crc32Checksum}
 
 
+@dataclass(eq=False)
 class S3Auth:
     """WSGI middleware: S3 requests are verified as S3 would (module docstring); others pass."""
 
-    def __init__(
-        self,
-        app: Callable[..., Iterable[bytes]],
-        *,
-        access_key: str,
-        secret_key: str,
-        region: str,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.app = app
-        self._access_key = access_key
-        self._secret_key = secret_key
-        self._region = region
-        self._clock = clock
+    app: Callable[..., Iterable[bytes]]
+    _: KW_ONLY
+    access_key: str
+    secret_key: str = field(repr=False)  # never in a log line
+    region: str
+    clock: Callable[[], float] = time.time
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         try:
@@ -198,21 +191,21 @@ class S3Auth:
             )
         else:
             raise Refused(403, "AccessDenied", "Access Denied")
-        if signed.access_key != self._access_key:
+        if signed.access_key != self.access_key:
             raise Refused(
                 403,
                 "InvalidAccessKeyId",
                 "The AWS Access Key Id you provided does not exist in our records.",
                 AWSAccessKeyId=signed.access_key,
             )
-        if signed.region != self._region:
+        if signed.region != self.region:
             code = "AuthorizationQueryParametersError" if presigned else "AuthorizationHeaderMalformed"
             what = "X-Amz-Credential parameter" if presigned else "authorization header"
             raise Refused(
                 400,
                 code,
-                f"Error parsing the {what}; the region '{signed.region}' is wrong; expecting '{self._region}'",
-                Region=self._region,
+                f"Error parsing the {what}; the region '{signed.region}' is wrong; expecting '{self.region}'",
+                Region=self.region,
             )
         timestamp = self._timestamp(environ, params, presigned)
         # The headers as signed, read before the body is (re)placed for moto.
@@ -254,7 +247,7 @@ class S3Auth:
         return _Signed(*scope, found["signed"].split(";"), found["signature"])
 
     def _timestamp(self, environ: dict[str, Any], params: list[tuple[str, str]], presigned: bool) -> str:
-        now = self._clock()
+        now = self.clock()
         if presigned:
             given = dict(params)
             stamp, expires = given["X-Amz-Date"], given["X-Amz-Expires"]
@@ -306,7 +299,7 @@ class S3Auth:
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
 
-        credentials = Credentials(self._access_key, self._secret_key)
+        credentials = Credentials(self.access_key, self.secret_key)
         signer_class = S3SigV4QueryAuth if presigned else S3SigV4Auth
         signer = signer_class(credentials, signed.service, signed.region)
         # botocore signs request.url's path as it stands (S3 paths are not normalized) and the

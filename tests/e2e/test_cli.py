@@ -120,43 +120,24 @@ def test_a_large_note_streams_both_ways_and_keeps_its_content_type(dev_runtime: 
 # ---- tokens, version, health --------------------------------------------------------------------
 
 
+def create_token(
+    dev_runtime: dict[str, Any], role: str, *options: str, by: str = "admin"
+) -> subprocess.CompletedProcess[bytes]:
+    """`dovecote tokens create` in the dev authority, run with the `by` token."""
+    return cli(dev_runtime, "tokens", "create", "--authority", "dev", "--role", role, *options, role=by)
+
+
 def test_tokens_create_with_the_admin_token(dev_runtime: dict[str, Any]) -> None:
-    created = cli(
-        dev_runtime,
-        "tokens",
-        "create",
-        "--authority",
-        "dev",
-        "--role",
-        "worker",
-        "--worker",
-        "w9",
-        "--json",
-        role="admin",
-    )
-    out = as_json(created)
+    out = as_json(create_token(dev_runtime, "worker", "--worker", "w9", "--json"))
     assert out["worker"] == "w9" and out["token"].startswith("dvc_")
-    human = cli(dev_runtime, "tokens", "create", "--authority", "dev", "--role", "caller", role="admin")
+    human = create_token(dev_runtime, "caller")
     assert human.returncode == 0 and b"dvc_" in human.stdout and b"shown once" in human.stderr
-    denied = cli(dev_runtime, "tokens", "create", "--authority", "dev", "--role", "caller", role="caller")
+    denied = create_token(dev_runtime, "caller", by="caller")
     assert denied.returncode == 1 and denied.stderr.decode().startswith("error: 403 forbidden")
 
 
 def test_tokens_ls_and_revoke_and_the_revoked_token_is_denied(dev_runtime: dict[str, Any]) -> None:
-    created = cli(
-        dev_runtime,
-        "tokens",
-        "create",
-        "--authority",
-        "dev",
-        "--role",
-        "caller",
-        "--agent",
-        "bot",
-        "--json",
-        role="admin",
-    )
-    minted = as_json(created)
+    minted = as_json(create_token(dev_runtime, "caller", "--agent", "bot", "--json"))
     assert minted["agent"] == "bot" and minted["token_id"] in minted["token"]
     env_token = {**dev_runtime, "tokens": {**dev_runtime["tokens"], "bot": minted["token"]}}
     assert cli(env_token, "notes", "put", "tok:k", "1", "n", "--author", "bot", stdin=b"x", role="bot").returncode == 0

@@ -8,9 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from dovecote.client import DovecoteClient
@@ -35,15 +33,6 @@ def start_worker(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
     )
-
-
-def wait_for(predicate: Callable[[], bool], seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError("condition not reached in time")
 
 
 def stop(process: subprocess.Popen[str]) -> str:

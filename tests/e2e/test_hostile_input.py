@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infra.routes import ROUTES
+from tests.conftest import examples
 from tests.e2e.conftest import bearer
 
 BODY_ROUTES = [r for r in ROUTES if r.method in ("POST", "PUT") and r.authorized]
@@ -25,6 +26,12 @@ def concrete(path: str) -> str:
 
 def roles(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
     return {role: bearer(token) for role, token in dev_runtime["tokens"].items()}
+
+
+def send_as_admin(http: httpx.Client, dev_runtime: dict[str, Any], route: Any, body: str, content_type: str) -> Any:
+    """`body` to the route (its path parameters filled in) with the admin token."""
+    headers = {**roles(dev_runtime)["admin"], "Content-Type": content_type}
+    return http.request(route.method, concrete(route.path), content=body, headers=headers)
 
 
 HOSTILE_BODIES = {
@@ -40,12 +47,7 @@ HOSTILE_BODIES = {
 def test_hostile_bodies_are_400_on_every_route(
     http: httpx.Client, dev_runtime: dict[str, Any], route: Any, kind: str
 ) -> None:
-    response = http.request(
-        route.method,
-        concrete(route.path),
-        content=HOSTILE_BODIES[kind],
-        headers={**roles(dev_runtime)["admin"], "Content-Type": "application/json"},
-    )
+    response = send_as_admin(http, dev_runtime, route, HOSTILE_BODIES[kind], "application/json")
     assert response.status_code == 400, response.text
     assert response.json()["error"]["code"] == "invalid_argument"
 
@@ -58,12 +60,7 @@ EMPTY_BODY_IS_VALID = {"/v1/recall/rebuild"}
 def test_json_content_types_in_any_spelling_never_500(
     http: httpx.Client, dev_runtime: dict[str, Any], route: Any, content_type: str
 ) -> None:
-    response = http.request(
-        route.method,
-        concrete(route.path),
-        content="{}",
-        headers={**roles(dev_runtime)["admin"], "Content-Type": content_type},
-    )
+    response = send_as_admin(http, dev_runtime, route, "{}", content_type)
     # `{}` is a whole request where every field is optional (recall rebuild); elsewhere it is a 4xx.
     if route.path in EMPTY_BODY_IS_VALID:
         assert response.status_code == 200, response.text
@@ -182,7 +179,7 @@ def _has_surrogate(text: str) -> bool:
     return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=HOSTILE_TEXT)
 def test_hostile_text_in_note_fields_is_refused_or_round_trips(dev_runtime: dict[str, Any], text: str) -> None:
     caller = roles(dev_runtime)["caller"]
@@ -200,7 +197,7 @@ def test_hostile_text_in_note_fields_is_refused_or_round_trips(dev_runtime: dict
         assert [i["name"] for i in stored] == [text]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=HOSTILE_TEXT)
 def test_hostile_text_as_a_task_id_is_400_and_stores_nothing(dev_runtime: dict[str, Any], text: str) -> None:
     caller = roles(dev_runtime)["caller"]

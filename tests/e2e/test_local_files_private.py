@@ -9,14 +9,13 @@ import json
 import os
 import socket
 import stat
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import httpx
 
 from tests.e2e.conftest import bearer, start_dev
+from tests.e2e.test_recall_capture import run_hook
 
 
 def mode(path: Path) -> int:
@@ -103,15 +102,7 @@ def test_the_capture_hook_logs_privately_and_without_endpoint_credentials(tmp_pa
         "DOVECOTE_TOKEN": "dvc_x_y",
     }
     payload = json.dumps({"transcript_path": str(transcript), "hook_event_name": "SessionEnd"})
-    done = subprocess.run(
-        [sys.executable, "-m", "dovecote.cli", "recall", "hook", "--json", "--timeout", "5"],
-        input=payload,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    done = run_hook(payload, env, tmp_path, "--timeout", "5")
     assert done.returncode == 0 and json.loads(done.stdout)["failed"] == 1, done.stderr
     log = home / ".dovecote" / "recall-push.log"
     written = log.read_text()

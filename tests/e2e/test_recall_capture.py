@@ -46,9 +46,10 @@ def env_for(dev_runtime: dict[str, Any], tmp_path: Path, endpoint: str | None = 
     }
 
 
-def run_hook(payload: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def run_hook(payload: str, env: dict[str, str], tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """`dovecote recall hook --json` in `tmp_path`, given the hook's stdin `payload`."""
     return subprocess.run(
-        [sys.executable, "-m", "dovecote.cli", "recall", "hook", "--json"],
+        [sys.executable, "-m", "dovecote.cli", "recall", "hook", "--json", *options],
         input=payload,
         capture_output=True,
         text=True,

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, settings
 from opensearchpy import OpenSearch
 
 from functions.admin_api.handler import openapi_document
+from tests.conftest import examples
 from tests.e2e.conftest import bearer, mint_dev_token, start_dev
 from tests.e2e.test_recall_http import (  # noqa: F401 - collected again, with this module's runtime
     caller,
@@ -53,7 +54,7 @@ recall_schema.auth()(DevBearer)
 
 
 @recall_schema.parametrize()
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
 def test_recall_conforms_to_its_schema_on_opensearch(case: Any, dev_runtime: dict[str, Any]) -> None:
     conforms(case, dev_runtime)
 

@@ -15,6 +15,7 @@ from schemathesis.specs.openapi import checks as openapi_checks
 from dovecote.platform.schema import MAX_UTF8_BYTES
 from dovecote.tasks.service import MAX_CLAIM_WAIT
 from functions.admin_api.handler import openapi_document
+from tests.conftest import examples
 from tests.e2e.conftest import start_dev
 
 FUZZED_PREFIXES = (
@@ -227,7 +228,7 @@ ROLES = ("caller", "worker", "admin")
 
 @pytest.mark.parametrize("role", ROLES)
 @schema.parametrize()
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_schema(case: Any, dev_runtime: dict[str, Any], role: str) -> None:
     conforms(case, dev_runtime, role)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import Any
 
 import pytest
 
@@ -24,3 +25,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "tests/infra" in str(item.fspath):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def production_template(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The stack synthesized with the production context, as a CDK assertions Template."""
+    from aws_cdk import App
+    from aws_cdk.assertions import Template
+
+    from infra.build import build_functions, build_layer
+    from infra.stack import DovecoteStack
+
+    app = App(outdir=str(tmp_path_factory.mktemp("prod")))
+    DovecoteStack(app, "Prod", layer_dir=build_layer(quiet=True), functions_dir=build_functions(), production=True)
+    return Template.from_stack(app.node.find_child("Prod"))  # type: ignore[arg-type]

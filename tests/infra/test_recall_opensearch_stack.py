@@ -5,7 +5,6 @@ privilege. cdk-nag and cfn-lint over the whole template are tests/infra/test_sta
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,16 +220,8 @@ def test_the_queue_and_the_domain_are_alarmed(synthesized: dict[str, Any]) -> No
     }
 
 
-def test_production_runs_two_zones_and_retains_the_domain(tmp_path: Path) -> None:
-    from aws_cdk import App
-
-    from infra.build import build_functions, build_layer
-    from infra.stack import DovecoteStack
-
-    app = App(outdir=str(tmp_path))
-    DovecoteStack(app, "Prod", layer_dir=build_layer(quiet=True), functions_dir=build_functions(), production=True)
-    template = Template.from_stack(app.node.find_child("Prod"))  # type: ignore[arg-type]
-    (domain,) = template.find_resources("AWS::OpenSearchService::Domain").values()
+def test_production_runs_two_zones_and_retains_the_domain(production_template: Template) -> None:
+    (domain,) = production_template.find_resources("AWS::OpenSearchService::Domain").values()
     cluster = domain["Properties"]["ClusterConfig"]
     assert cluster["InstanceCount"] == 2 and cluster["ZoneAwarenessEnabled"] is True
     assert cluster["ZoneAwarenessConfig"] == {"AvailabilityZoneCount": 2}

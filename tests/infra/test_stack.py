@@ -463,16 +463,8 @@ def test_the_reconciler_runs_on_a_schedule_with_only_its_permissions(synthesized
     ]
 
 
-def test_production_context_retains_data(tmp_path: Path) -> None:
-    from aws_cdk import App
-
-    from infra.build import build_functions, build_layer
-    from infra.stack import DovecoteStack
-
-    app = App(outdir=str(tmp_path))
-    DovecoteStack(app, "Prod", layer_dir=build_layer(quiet=True), functions_dir=build_functions(), production=True)
-    template = Template.from_stack(app.node.find_child("Prod"))  # type: ignore[arg-type]
-    template.has_resource(
+def test_production_context_retains_data(production_template: Template) -> None:
+    production_template.has_resource(
         "AWS::DynamoDB::Table",
         {"DeletionPolicy": "Retain", "Properties": Match.object_like({"DeletionProtectionEnabled": True})},
     )
@@ -510,3 +502,53 @@ def test_memory_writes_flow_through_a_fifo_queue_with_a_dead_letter_queue(synthe
         "sqs:SendMessage",
     ]
     assert not any(a.startswith("dynamodb:Scan") for s in _policy_for(raw, "memory_api") for a in _actions(s))
+
+
+@pytest.fixture(scope="module")
+def snapstart(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    outdir = tmp_path_factory.mktemp("cdk.snapstart")
+    app, _ = build_app(outdir=str(outdir), context={"snapstart": True})
+    app.synth()
+    return {"raw": json.loads((outdir / "Dovecote.template.json").read_text()), "outdir": outdir}
+
+
+def test_snapstart_is_off_unless_asked(synthesized: dict[str, Any]) -> None:
+    raw = synthesized["raw"]
+    assert not resources(raw, "AWS::Lambda::Alias") and not resources(raw, "AWS::Lambda::Version")
+    assert all("SnapStart" not in f["Properties"] for f in resources(raw, "AWS::Lambda::Function").values())
+
+
+def test_snapstart_serves_the_api_from_published_versions_behind_an_alias(snapstart: dict[str, Any]) -> None:
+    raw = snapstart["raw"]
+    functions = resources(raw, "AWS::Lambda::Function")
+    by_handler = {f["Properties"]["Handler"]: k for k, f in functions.items()}
+    api = {AUTHORIZER.handler, *(spec.handler for spec in FUNCTIONS.values())}
+    for handler, logical in by_handler.items():
+        expected = {"ApplyOn": "PublishedVersions"} if handler in api else None
+        assert functions[logical]["Properties"].get("SnapStart") == expected, handler
+    aliases = resources(raw, "AWS::Lambda::Alias")
+    versions = resources(raw, "AWS::Lambda::Version")
+    assert len(aliases) == len(versions) == len(api)
+    aliased = {}
+    for logical, alias in aliases.items():
+        props = alias["Properties"]
+        assert props["Name"] == "live"
+        version = versions[props["FunctionVersion"]["Fn::GetAtt"][0]]["Properties"]
+        aliased[logical] = version["FunctionName"]["Ref"]
+    assert sorted(aliased.values()) == sorted(by_handler[h] for h in api)
+    # API Gateway invokes the aliases, never the unpublished $LATEST of a SnapStart function.
+    targets = [i["Properties"]["IntegrationUri"] for i in resources(raw, "AWS::ApiGatewayV2::Integration").values()]
+    authorizer = next(iter(resources(raw, "AWS::ApiGatewayV2::Authorizer").values()))["Properties"]
+    text = json.dumps([targets, authorizer["AuthorizerUri"]])
+    assert all(f'"Ref": "{logical}"' in text for logical in aliases)
+    assert not any(f'"{by_handler[h]}"' in text for h in api)
+
+
+def test_snapstart_passes_cdk_nag_and_cfn_lint(snapstart: dict[str, Any]) -> None:
+    from infra.cfn_lint import lint
+
+    report = json.loads((snapstart["outdir"] / "validation-report.json").read_text())
+    assert [v for p in report["pluginReports"] for v in p.get("violations", [])] == []
+    assert all(p["conclusion"] == "success" for p in report["pluginReports"])
+    result = lint(str(snapstart["outdir"] / "Dovecote.template.json"))
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr

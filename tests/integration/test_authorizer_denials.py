@@ -57,7 +57,7 @@ def test_each_denial_is_one_line_with_its_reason_and_token_id_never_the_secret(
     admin = Principal("acme", "admin", token_id=ADMIN_ID)
     revoked, revoked_record = tokens.mint(admin, "acme", "caller", None)
     tokens.revoke(admin, revoked_record.token_id)
-    past = TokenService(tokens._store, clock=lambda: datetime.now(UTC) - timedelta(days=3))  # type: ignore[attr-defined]
+    past = TokenService(tokens.store, clock=lambda: datetime.now(UTC) - timedelta(days=3))
     expired, expired_record = past.mint(admin, "acme", "caller", None, expires_in_days=1)
     good, good_record = tokens.mint(admin, "acme", "caller", None)
     stranger_id, stranger = new_token()  # well formed, never stored

@@ -15,7 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import ClientError, ReadTimeoutError
+from botocore.exceptions import ReadTimeoutError
 
 from dovecote.memory.dynamo import DynamoMemoryStore
 from dovecote.memory.model import RELATION_DETECTION_FAILED, WRITE_COMPLETE, WRITE_FAILED, QueueMessage
@@ -29,6 +29,7 @@ from functions.memory_worker.handler import process_batch
 from infra.local.metering import count_round_trips
 from infra.local.queues import QueuePoller
 from infra.routes import MEMORY_WORKER
+from tests.support.faults import failing, heal, inject, server_error
 from tests.unit.test_memory_service import CountingDetector
 
 KEY = b"memory-pipeline-key-0123456789ab"
@@ -59,6 +60,13 @@ class Pipeline:
     def status(self, write_id: str) -> dict[str, Any]:
         return self.service.status(CALLER, write_id)
 
+    def conflicting(self) -> str:
+        """Apply a ("the retry limit is 5") and submit b ("... is 7", a conflict): b's queue message."""
+        self.submit("a", "the retry limit is 5")
+        self.drain()
+        self.submit("b", "the retry limit is 7")
+        return QueueMessage("acme", "b", "s").to_body()
+
     def memory_ids(self, scope: str = "s") -> list[str]:
         return [m.id for m in self.store.memories("acme", scope, 0, 1000)]
 
@@ -86,25 +94,6 @@ def pipeline(moto_env: dict[str, Any]) -> Iterator[Pipeline]:
         poller,
         emulator_sqs,
     )
-
-
-def inject(client: Any, event: str, fault: Callable[..., None]) -> None:
-    client.meta.events.register(event, fault, unique_id="fault")
-
-
-def heal(client: Any, event: str) -> None:
-    client.meta.events.unregister(event, unique_id="fault")
-
-
-def server_error(operation: str) -> ClientError:
-    return ClientError({"Error": {"Code": "InternalServerError", "Message": "injected"}}, operation)
-
-
-def raise_(error: Exception) -> Callable[..., None]:
-    def fail(**_: Any) -> None:
-        raise error
-
-    return fail
 
 
 def wait_until(predicate: Callable[[], bool], seconds: float = 120) -> None:
@@ -304,11 +293,8 @@ def test_a_poison_write_goes_to_the_dlq_failed_and_other_scopes_keep_flowing(pip
 
 
 def test_submit_put_failing_stores_and_queues_nothing_and_the_retry_converges(pipeline: Pipeline) -> None:
-    ddb = pipeline.env["dynamodb"]
-    inject(ddb, "before-call.dynamodb.PutItem", raise_(server_error("PutItem")))
-    with pytest.raises(CommitUnknown):
-        pipeline.submit("w", "x is 1")
-    heal(ddb, "before-call.dynamodb.PutItem")
+    with failing(pipeline.env["dynamodb"], "before-call.dynamodb.PutItem", server_error("PutItem")):
+        pytest.raises(CommitUnknown, pipeline.submit, "w", "x is 1")
     assert pipeline.store.get_write("acme", "w") is None
     assert pipeline.drain() == 0
     pipeline.submit("w", "x is 1")
@@ -318,10 +304,8 @@ def test_submit_put_failing_stores_and_queues_nothing_and_the_retry_converges(pi
 
 def test_a_send_failing_after_the_put_is_resent_by_a_status_read(pipeline: Pipeline) -> None:
     sqs = pipeline.env["sqs"]
-    inject(sqs, "before-call.sqs.SendMessage", raise_(server_error("SendMessage")))
-    with pytest.raises(CommitUnknown):
-        pipeline.submit("w", "x is 1")
-    heal(sqs, "before-call.sqs.SendMessage")
+    with failing(sqs, "before-call.sqs.SendMessage", server_error("SendMessage")):
+        pytest.raises(CommitUnknown, pipeline.submit, "w", "x is 1")
     write = pipeline.store.get_write("acme", "w")
     assert write is not None and write.status == "queued" and not write.sent
     assert pipeline.drain() == 0  # nothing is in the queue
@@ -333,35 +317,25 @@ def test_a_send_failing_after_the_put_is_resent_by_a_status_read(pipeline: Pipel
 
 
 def test_a_send_whose_answer_is_lost_is_deduplicated_on_the_exact_retry(pipeline: Pipeline) -> None:
-    sqs = pipeline.env["sqs"]
-    inject(sqs, "after-call.sqs.SendMessage", raise_(ReadTimeoutError(endpoint_url="https://sqs")))
-    with pytest.raises(CommitUnknown):
-        pipeline.submit("w", "x is 1")
-    heal(sqs, "after-call.sqs.SendMessage")
+    with failing(pipeline.env["sqs"], "after-call.sqs.SendMessage", ReadTimeoutError(endpoint_url="https://sqs")):
+        pytest.raises(CommitUnknown, pipeline.submit, "w", "x is 1")
     assert pipeline.submit("w", "x is 1")["status"] == "queued"  # re-sent: the same deduplication id
     assert pipeline.drain() == 1  # SQS kept one copy
     assert pipeline.memory_ids() == ["w"]
 
 
 def test_the_sent_mark_failing_still_queues_the_write(pipeline: Pipeline) -> None:
-    ddb = pipeline.env["dynamodb"]
-    inject(ddb, "before-call.dynamodb.UpdateItem", raise_(server_error("UpdateItem")))
-    assert pipeline.submit("w", "x is 1")["status"] == "queued"
-    heal(ddb, "before-call.dynamodb.UpdateItem")
+    with failing(pipeline.env["dynamodb"], "before-call.dynamodb.UpdateItem", server_error("UpdateItem")):
+        assert pipeline.submit("w", "x is 1")["status"] == "queued"
     pipeline.drain()
     assert pipeline.memory_ids() == ["w"]
 
 
 def test_an_apply_transaction_failing_leaves_nothing_partial_and_the_redelivery_converges(pipeline: Pipeline) -> None:
-    ddb = pipeline.env["dynamodb"]
-    pipeline.submit("a", "the retry limit is 5")
-    pipeline.drain()
-    pipeline.submit("b", "the retry limit is 7")
-    body = QueueMessage("acme", "b", "s").to_body()
-    inject(ddb, "before-call.dynamodb.TransactWriteItems", raise_(server_error("TransactWriteItems")))
-    with pytest.raises(DomainError):
-        pipeline.worker.handle(body)
-    heal(ddb, "before-call.dynamodb.TransactWriteItems")
+    body = pipeline.conflicting()
+    refused = server_error("TransactWriteItems")
+    with failing(pipeline.env["dynamodb"], "before-call.dynamodb.TransactWriteItems", refused):
+        pytest.raises(DomainError, pipeline.worker.handle, body)
     # Nothing partial: b is started, not applied; no memory, no posting, no relation for it.
     assert pipeline.status("b")["status"] == "started"
     assert pipeline.memory_ids() == ["a"]
@@ -376,15 +350,10 @@ def test_an_apply_transaction_failing_leaves_nothing_partial_and_the_redelivery_
 
 
 def test_an_apply_whose_answer_is_lost_is_not_applied_again(pipeline: Pipeline) -> None:
-    ddb = pipeline.env["dynamodb"]
-    pipeline.submit("a", "the retry limit is 5")
-    pipeline.drain()
-    pipeline.submit("b", "the retry limit is 7")
-    body = QueueMessage("acme", "b", "s").to_body()
-    inject(ddb, "after-call.dynamodb.TransactWriteItems", raise_(ReadTimeoutError(endpoint_url="https://ddb")))
-    with pytest.raises(DomainError):
-        pipeline.worker.handle(body)
-    heal(ddb, "after-call.dynamodb.TransactWriteItems")
+    body = pipeline.conflicting()
+    lost = ReadTimeoutError(endpoint_url="https://ddb")
+    with failing(pipeline.env["dynamodb"], "after-call.dynamodb.TransactWriteItems", lost):
+        pytest.raises(DomainError, pipeline.worker.handle, body)
     assert pipeline.worker.handle(body) == "duplicate"
     pipeline.drain()
     assert pipeline.memory_ids() == ["a", "b"]
@@ -393,13 +362,9 @@ def test_an_apply_whose_answer_is_lost_is_not_applied_again(pipeline: Pipeline) 
 
 
 def test_prior_memories_unreadable_is_detection_failed_and_the_write_applies(pipeline: Pipeline) -> None:
-    ddb = pipeline.env["dynamodb"]
-    pipeline.submit("a", "the retry limit is 5")
-    pipeline.drain()
-    pipeline.submit("b", "the retry limit is 7")
-    inject(ddb, "before-call.dynamodb.BatchGetItem", raise_(server_error("BatchGetItem")))
-    pipeline.drain()
-    heal(ddb, "before-call.dynamodb.BatchGetItem")
+    pipeline.conflicting()
+    with failing(pipeline.env["dynamodb"], "before-call.dynamodb.BatchGetItem", server_error("BatchGetItem")):
+        pipeline.drain()
     evidence = pipeline.status("b")["evidence"]
     assert evidence["code"] == RELATION_DETECTION_FAILED and evidence["write_ok"] is True
     assert pipeline.memory_ids() == ["a", "b"]
@@ -412,10 +377,8 @@ def test_a_judgment_commit_failing_leaves_the_relation_pending_and_the_retry_con
     pipeline.drain()
     rid = pipeline.service.list_relations(CALLER, "s", "pending", None, None)["items"][0]["id"]
     judgment = {"command_id": "j1", "decision": "dismissed", "note": "5 was a typo"}
-    inject(ddb, "before-call.dynamodb.TransactWriteItems", raise_(server_error("TransactWriteItems")))
-    with pytest.raises(CommitUnknown):
-        pipeline.service.judge(CALLER, rid, judgment)
-    heal(ddb, "before-call.dynamodb.TransactWriteItems")
+    with failing(ddb, "before-call.dynamodb.TransactWriteItems", server_error("TransactWriteItems")):
+        pytest.raises(CommitUnknown, pipeline.service.judge, CALLER, rid, judgment)
     assert [r["id"] for r in pipeline.service.list_relations(CALLER, "s", "pending", None, None)["items"]] == [rid]
     first = pipeline.service.judge(CALLER, rid, judgment)
     assert first == pipeline.service.judge(CALLER, rid, judgment)

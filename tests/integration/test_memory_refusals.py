@@ -6,7 +6,6 @@ the same refusal."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,12 +16,13 @@ from dovecote.memory.model import WRITE_COMPLETE, WRITE_FAILED, Evidence, Memory
 from dovecote.memory.ports import Application, StoreRefused
 from dovecote.memory.retrieval import Posting
 from dovecote.memory.worker import GIVE_UP_AT
-from tests.integration import test_memory_pipeline
-from tests.integration.test_memory_conformance import dynamo_harness
-from tests.integration.test_memory_pipeline import ADMIN, CALLER, Pipeline, heal, inject, raise_
-from tests.unit.test_memory_service import Harness, fake_harness
+from tests.integration import test_memory_conformance, test_memory_pipeline
+from tests.integration.test_memory_pipeline import ADMIN, CALLER, Pipeline
+from tests.support.faults import failing, heal, inject, server_error
+from tests.unit.test_memory_service import Harness
 
 pipeline = test_memory_pipeline.pipeline  # the fixture: DynamoDB + SQS FIFO on moto, the real worker handler
+harness = test_memory_conformance.harness  # the fixture: the fake store, then DynamoDB on moto
 
 VALIDATION = "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit"
 
@@ -80,15 +80,12 @@ def test_the_same_long_word_written_again_is_found_through_its_posting(pipeline:
 def test_a_refused_apply_fails_the_write_at_once_with_the_real_reason_and_nothing_partial(
     pipeline: Pipeline, caplog: pytest.LogCaptureFixture, fault: Any, code: str
 ) -> None:
-    ddb = pipeline.env["dynamodb"]
-    pipeline.submit("a", "the retry limit is 5")
-    pipeline.drain()
-    pipeline.submit("b", "the retry limit is 7")
-    body = QueueMessage("acme", "b", "s").to_body()
-    inject(ddb, "before-call.dynamodb.TransactWriteItems", raise_(fault("TransactWriteItems")))
-    with caplog.at_level(logging.ERROR, logger="dovecote.memory.worker"):
+    body = pipeline.conflicting()
+    with (
+        failing(pipeline.env["dynamodb"], "before-call.dynamodb.TransactWriteItems", fault("TransactWriteItems")),
+        caplog.at_level(logging.ERROR, logger="dovecote.memory.worker"),
+    ):
         assert pipeline.worker.handle(body, receive_count=1) == "failed"  # the first receive, not the third
-    heal(ddb, "before-call.dynamodb.TransactWriteItems")
 
     status = pipeline.status("b")
     assert status["status"] == "failed"
@@ -116,12 +113,11 @@ def test_a_refused_apply_fails_the_write_at_once_with_the_real_reason_and_nothin
 
 def test_a_refused_read_of_the_postings_fails_the_write_at_once_too(pipeline: Pipeline) -> None:
     # Real DynamoDB refuses an over-long key in TransactGetItems as well (moto does not check there).
-    ddb = pipeline.env["dynamodb"]
     pipeline.submit("b", "the retry limit is 7")
     body = QueueMessage("acme", "b", "s").to_body()
-    inject(ddb, "before-call.dynamodb.TransactGetItems", raise_(validation_error("TransactGetItems")))
-    assert pipeline.worker.handle(body, receive_count=1) == "failed"
-    heal(ddb, "before-call.dynamodb.TransactGetItems")
+    refused = validation_error("TransactGetItems")
+    with failing(pipeline.env["dynamodb"], "before-call.dynamodb.TransactGetItems", refused):
+        assert pipeline.worker.handle(body, receive_count=1) == "failed"
     error = pipeline.status("b")["evidence"]["error"]
     assert error == {"code": "ValidationException", "message": f"TransactGetItems: {VALIDATION}"}
     assert pipeline.memory_ids() == [] and pipeline.dead_bodies() == [body]
@@ -131,8 +127,7 @@ def test_any_other_aws_failure_is_still_retried_before_the_write_fails(pipeline:
     ddb = pipeline.env["dynamodb"]
     pipeline.submit("b", "the retry limit is 7")
     body = QueueMessage("acme", "b", "s").to_body()
-    error = ClientError({"Error": {"Code": "InternalServerError", "Message": "injected"}}, "TransactWriteItems")
-    inject(ddb, "before-call.dynamodb.TransactWriteItems", raise_(error))
+    inject(ddb, "before-call.dynamodb.TransactWriteItems", server_error("TransactWriteItems"))
     with pytest.raises(Exception, match="retry"):
         pipeline.worker.handle(body, receive_count=1)
     assert pipeline.status("b")["status"] == "started"
@@ -142,14 +137,6 @@ def test_any_other_aws_failure_is_still_retried_before_the_write_fails(pipeline:
 
 
 # ---- the port: both backends refuse an over-long key alike ---------------------------------------
-
-
-@pytest.fixture(params=["fake", "dynamo"])
-def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
-    if request.param == "fake":
-        yield fake_harness()
-    else:
-        yield dynamo_harness(request.getfixturevalue("moto_env"))
 
 
 def test_apply_with_a_posting_key_over_the_limit_is_refused_and_changes_nothing(harness: Harness) -> None:

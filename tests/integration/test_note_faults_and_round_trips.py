@@ -15,6 +15,7 @@ from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, InvalidArgument, NotFound, Throttled, Unavailable
 from dovecote.platform.principal import Principal
 from infra.local.metering import count_round_trips
+from tests.support.faults import heal, inject, server_error
 
 ACME = Principal("acme", "caller")
 
@@ -28,21 +29,6 @@ def notes(moto_env: dict[str, Any]) -> Iterator[tuple[NotesService, dict[str, An
         s3=moto_env["s3"],
     )
     yield NotesService(store, CursorSigner(b"fault-key-0123456789abcdefghij")), moto_env
-
-
-def inject(client: Any, event: str, error: Exception) -> None:
-    def fail(**_: Any) -> None:
-        raise error
-
-    client.meta.events.register(event, fail, unique_id="fault")
-
-
-def heal(client: Any, event: str) -> None:
-    client.meta.events.unregister(event, unique_id="fault")
-
-
-def server_error(operation: str, code: str = "InternalServerError") -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": "injected"}}, operation)
 
 
 def put(service: NotesService, text: str = "body") -> Any:

@@ -13,6 +13,7 @@ from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import NotFound
 from dovecote.platform.principal import Principal
+from tests.support.threads import together
 
 ACME = Principal("acme", "caller")
 
@@ -25,21 +26,7 @@ def service(env: dict[str, Any]) -> NotesService:
 
 
 def run_threads(count: int, target: Any) -> None:
-    barrier = threading.Barrier(count)
-    errors: list[BaseException] = []
-
-    def wrapped(i: int) -> None:
-        barrier.wait()
-        try:
-            target(i)
-        except BaseException as exc:  # noqa: BLE001 - surfaced below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = [r for r in together(count, target) if isinstance(r, BaseException)]
     assert not errors, errors
 
 

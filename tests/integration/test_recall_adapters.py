@@ -27,25 +27,11 @@ from dovecote.recall.sqlite import SqliteSearchIndex
 from infra.local.metering import count_round_trips
 from infra.local.resources import DEFAULT_NAMES, create_transcript_queue
 from tests.conftest import SHARED_DATA
+from tests.support.faults import heal, inject, server_error
 
 ACME = Principal("acme", "caller")
 NOW = datetime(2026, 1, 10, tzinfo=UTC)
 SESSION_FILE = SHARED_DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
-
-
-def inject(client: Any, event: str, error: Exception) -> None:
-    def fail(**_: Any) -> None:
-        raise error
-
-    client.meta.events.register(event, fail, unique_id="fault")
-
-
-def heal(client: Any, event: str) -> None:
-    client.meta.events.unregister(event, unique_id="fault")
-
-
-def server_error(operation: str) -> ClientError:
-    return ClientError({"Error": {"Code": "InternalServerError", "Message": "injected"}}, operation)
 
 
 # ---- the ledger: fake and DynamoDB, one suite -----------------------------------------------------------
@@ -169,16 +155,21 @@ def test_upload_keys_parse() -> None:
 # ---- the upload path, end to end on moto --------------------------------------------------------------
 
 
-@pytest.fixture
-def aws_recall(moto_env: dict[str, Any], tmp_path: Path) -> Iterator[tuple[RecallService, dict[str, Any]]]:
+def recall_on_moto(moto_env: dict[str, Any], tmp_path: Path, **options: Any) -> RecallService:
+    """The recall service over SQLite in `tmp_path`, the S3 archive and the DynamoDB ledger on moto."""
     settings = moto_env["settings"]
-    service = RecallService(
+    return RecallService(
         SqliteSearchIndex(tmp_path / "recall.sqlite3"),
         S3Archive(bucket=settings.bucket, s3=moto_env["s3"]),
         DynamoIngestLedger(table=settings.recall_table, dynamodb=moto_env["dynamodb"]),
         clock=lambda: NOW,
+        **options,
     )
-    yield service, moto_env
+
+
+@pytest.fixture
+def aws_recall(moto_env: dict[str, Any], tmp_path: Path) -> Iterator[tuple[RecallService, dict[str, Any]]]:
+    yield recall_on_moto(moto_env, tmp_path), moto_env
 
 
 def test_upload_is_stale_until_indexed_then_searchable(aws_recall: tuple[RecallService, dict[str, Any]]) -> None:

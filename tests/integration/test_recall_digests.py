@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +14,12 @@ import requests
 
 from dovecote.platform.errors import InvalidArgument
 from dovecote.platform.principal import Principal
-from dovecote.recall.archive import S3Archive
 from dovecote.recall.digests import DynamoIngestedDigests, IngestedDigests, InMemoryIngestedDigests, gate_check
-from dovecote.recall.dynamo import DynamoIngestLedger
 from dovecote.recall.service import RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
 from infra.local.metering import count_round_trips
 from tests.conftest import SHARED_DATA
+from tests.integration.test_recall_adapters import recall_on_moto
 
 ACME, OTHER = Principal("acme", "caller"), Principal("other", "worker", "w1")
 SESSION_FILE = SHARED_DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
@@ -79,15 +77,8 @@ def test_the_gate_keeps_order_and_collapses_duplicates() -> None:
 
 @pytest.fixture
 def recall(moto_env: dict[str, Any], tmp_path: Path) -> Iterator[tuple[RecallService, dict[str, Any]]]:
-    settings = moto_env["settings"]
-    service = RecallService(
-        SqliteSearchIndex(tmp_path / "recall.sqlite3"),
-        S3Archive(bucket=settings.bucket, s3=moto_env["s3"]),
-        DynamoIngestLedger(table=settings.recall_table, dynamodb=moto_env["dynamodb"]),
-        clock=lambda: datetime(2026, 1, 10, tzinfo=UTC),
-        digests=DynamoIngestedDigests(table=settings.recall_table, dynamodb=moto_env["dynamodb"]),
-    )
-    yield service, moto_env
+    digests = DynamoIngestedDigests(table=moto_env["settings"].recall_table, dynamodb=moto_env["dynamodb"])
+    yield recall_on_moto(moto_env, tmp_path, digests=digests), moto_env
 
 
 def test_an_ingested_file_is_known_to_its_authority_only(recall: tuple[RecallService, dict[str, Any]]) -> None:

@@ -38,8 +38,8 @@ from dovecote.recall.opensearch_store import ABANDON_SECONDS, GRACE_SECONDS
 from dovecote.recall.ports import IndexQuery, SearchFilter, SearchPage, Withhold
 from dovecote.recall.query import parse_query
 from dovecote.recall.sqlite import SqliteSearchIndex
-
-WORDS = "alpha beta gamma delta lease fence token cache queue deploy retry timeout error config".split()
+from tests.conftest import examples
+from tests.integration.test_recall_sqlite import WORDS, random_messages
 
 
 class Clock:
@@ -312,17 +312,7 @@ def _corpus() -> list[Session]:
     rng = random.Random(5)
     sessions = []
     for s in range(24):
-        messages = tuple(
-            Message(
-                uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"diff/{s}/{i}")),
-                role=rng.choice(["user", "assistant"]),
-                kind=rng.choice(["text", "text", "text", "thinking", "tool"]),
-                text=" ".join(rng.choices(WORDS, k=rng.randint(1, 12))),
-                timestamp=f"2025-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T00:00:00.000Z",
-                human=i % 2 == 0,
-            )
-            for i in range(rng.randint(1, 15))
-        )
+        messages = random_messages(rng, f"diff/{s}")
         sessions.append(Session(f"s{s:02d}", rng.choice(["claude-code", "codex"]), f"p{s % 3}", "", messages))
     return sessions
 
@@ -353,7 +343,7 @@ _query = st.one_of(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     q=_query,
     ranker=st.sampled_from(RANKERS),

@@ -15,30 +15,36 @@ from dovecote.recall.ports import IndexQuery, SearchFilter, Withhold
 from dovecote.recall.query import parse_query
 from dovecote.recall.ranking import rank_sessions
 from dovecote.recall.sqlite import SqliteSearchIndex, check_sqlite
+from tests.conftest import examples
 
 WORDS = "alpha beta gamma delta lease fence token cache queue deploy retry timeout error config".split()
+
+
+def random_messages(rng: random.Random, name: str) -> tuple[Message, ...]:
+    """1 to 15 messages of WORDS, in random roles, kinds and dates; uuids derived from `name`."""
+    return tuple(
+        Message(
+            uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{name}/{i}")),
+            role=rng.choice(["user", "assistant"]),
+            kind=rng.choice(["text", "text", "text", "thinking", "tool"]),
+            text=" ".join(rng.choices(WORDS, k=rng.randint(1, 12))),
+            timestamp=f"2025-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T00:00:00.000Z",
+            human=i % 2 == 0,
+        )
+        for i in range(rng.randint(1, 15))
+    )
 
 
 def corpus(seed: int) -> SqliteSearchIndex:
     rng = random.Random(seed)
     engine = SqliteSearchIndex(":memory:")
     for s in range(rng.randint(3, 25)):
-        messages = tuple(
-            Message(
-                uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{seed}/{s}/{i}")),
-                role=rng.choice(["user", "assistant"]),
-                kind=rng.choice(["text", "text", "text", "thinking", "tool"]),
-                text=" ".join(rng.choices(WORDS, k=rng.randint(1, 12))),
-                timestamp=f"2025-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T00:00:00.000Z",
-                human=i % 2 == 0,
-            )
-            for i in range(rng.randint(1, 15))
-        )
+        messages = random_messages(rng, f"{seed}/{s}")
         engine.replace_session("acme", Session(f"s{s:02d}", "t", f"p{s % 3}", "", messages), sha256="x")
     return engine
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),

@@ -17,7 +17,7 @@ from dovecote.platform.errors import CommitUnknown, CorruptStore, DomainError
 from dovecote.platform.protection import MAGIC, Protector
 from dovecote.tasks.dynamo import artifact_pk, task_pk
 from infra.local.metering import count_round_trips
-from tests.integration.test_task_store import _error, _state, failing, race
+from tests.integration.test_task_store import _error, _state, commits_nothing, failing, race
 from tests.support.tasks import (
     CALLER,
     WORKER,
@@ -322,13 +322,10 @@ def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[Edge, dict[st
     sha = put_upload(service, data)
     body = freeze_body(flow, artifact_id="a-up")
     body["payload"] = {"media_type": "application/octet-stream", "upload_sha256": sha}
-    before = _state(env)
-    with (
-        failing(env["s3"], "before-call.s3.CopyObject", _error("InternalError", "CopyObject")),
-        pytest.raises(DomainError),
-    ):
-        service.freeze(WORKER, flow.task_id, body)
-    assert _state(env) == before
+    copy_fails = _error("InternalError", "CopyObject")
+    commits_nothing(
+        env, "before-call.s3.CopyObject", copy_fails, DomainError, lambda: service.freeze(WORKER, flow.task_id, body)
+    )
     assert service.freeze(WORKER, flow.task_id, body).body["artifact"]["payload_size"] == len(data)
     assert service.freeze(WORKER, flow.task_id, body).replayed
 

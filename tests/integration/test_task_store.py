@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -15,7 +13,9 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, DomainError, Throttled
 from infra.local.metering import count_round_trips
+from tests.support.faults import failing
 from tests.support.tasks import CALLER, WORKER, Edge, Flow, dynamo_store, edge, message, store_of, uid
+from tests.support.threads import together
 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
 from tests.unit.test_task_machine import (  # noqa: F401
@@ -98,26 +98,12 @@ def test_large_parts_go_to_s3_and_come_back(dynamo: tuple[Edge, dict[str, Any]])
 
 
 def race(count: int, target: Any) -> list[str]:
-    barrier = threading.Barrier(count)
-    outcomes: list[str] = []
-    lock = threading.Lock()
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            target(i)
-            result = "ok"
-        except DomainError as err:
-            result = err.code
-        with lock:
-            outcomes.append(result)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return sorted(outcomes)
+    """Each thread's outcome: "ok" or its DomainError's code (any other failure fails the test)."""
+    outcomes = together(count, target)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException) and not isinstance(outcome, DomainError):
+            raise outcome
+    return sorted(o.code if isinstance(o, DomainError) else "ok" for o in outcomes)
 
 
 def test_two_accepts_at_the_same_revision(dynamo: tuple[Edge, dict[str, Any]]) -> None:
@@ -226,25 +212,19 @@ def _error(code: str, op: str, reasons: list[dict[str, str]] | None = None) -> C
     return ClientError(response, op)
 
 
-@contextmanager
-def failing(client: Any, event: str, error: Exception) -> Iterator[None]:
-    """The botocore `event` of `client` (before-call.s3.PutObject, after-call.dynamodb.…) raises
-    `error` for the duration: a fault injected below the adapter, never a mock of it."""
-
-    def fail(**_: Any) -> None:
-        raise error
-
-    client.meta.events.register(event, fail, unique_id="fault")
-    try:
-        yield
-    finally:
-        client.meta.events.unregister(event, unique_id="fault")
-
-
 def _state(env: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(
         env["dynamodb"].scan(TableName=env["settings"].tasks_table)["Items"], key=lambda i: (i["pk"]["S"], i["sk"]["S"])
     )
+
+
+def commits_nothing(env: dict[str, Any], event: str, error: Exception, raised: type[Exception], call: Any) -> None:
+    """`call` raises `raised` while `event` fails with `error` (an s3 or dynamodb client event), and the
+    tasks table is as it was."""
+    before = _state(env)
+    with failing(env[event.split(".")[1]], event, error), pytest.raises(raised):
+        call()
+    assert _state(env) == before
 
 
 FAULTS = {
@@ -333,13 +313,14 @@ def test_a_failed_part_upload_commits_nothing_and_the_retry_converges(
     flow = Flow(service).to_state("working")
     big = {"id": "m-big", "parts": [{"media_type": "text/plain", "text": "y" * 20_000}]}
     body = {"command_id": "big-ask", "expected_revision": flow.revision, "fence": flow.fence, "message": big}
-    before = _state(env)
-    with (
-        failing(env["s3"], "before-call.s3.PutObject", _error("InternalError", "PutObject")),
-        pytest.raises(CommitUnknown),
-    ):
-        service.request_input(WORKER, flow.task_id, body)
-    assert _state(env) == before
+    put_fails = _error("InternalError", "PutObject")
+    commits_nothing(
+        env,
+        "before-call.s3.PutObject",
+        put_fails,
+        CommitUnknown,
+        lambda: service.request_input(WORKER, flow.task_id, body),
+    )
     assert service.request_input(WORKER, flow.task_id, body).body["state"] == "input_required"
     # The part was written once more on the retry; content addressing makes that a no-op.
     assert service.request_input(WORKER, flow.task_id, body).body["revision"] == flow.revision + 1

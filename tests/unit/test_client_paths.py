@@ -27,7 +27,7 @@ from dovecote.client.artifacts import ARTIFACT_INLINE_SEND
 from dovecote.client.paths import path, segment
 from infra.local.gateway import RouteMatcher, segments
 from infra.routes import ROUTES, Route
-from tests.conftest import ROOT
+from tests.conftest import ROOT, examples
 
 HOSTILE = [
     "../",
@@ -302,7 +302,7 @@ def check(case: Case, values: dict[str, str]) -> None:
     assert RouteMatcher().match(request.method, segments(raw)) == (route, expected)
 
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

@@ -15,7 +15,6 @@ import logging
 import re
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pytest
@@ -23,6 +22,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from dovecote.platform.http import lambda_entry, new_resolver
 from dovecote.platform.observability import logger
+from tests.support.lambda_events import Context, http_event
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 # Raw in a log line, any of these splits it or drives a terminal (U+009B is CSI, U+2028 a line break).
@@ -38,14 +38,6 @@ FORGERIES = [
 ]
 
 
-@dataclass
-class Context:
-    function_name: str = "probe"
-    memory_limit_in_mb: int = 128
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:000000000000:function:probe"
-    aws_request_id: str = "req-1"
-
-
 app = new_resolver()
 
 
@@ -59,23 +51,13 @@ handler = lambda_entry(app)
 
 
 def event(raw_path: str, note: str = "") -> dict[str, Any]:
-    return {
-        "version": "2.0",
-        "routeKey": "GET /v1/probe/{name}",
-        "rawPath": raw_path,
-        "rawQueryString": "",
-        "headers": {},
-        "queryStringParameters": {"note": note} if note else None,
-        "pathParameters": {"name": raw_path.rsplit("/", 1)[-1]},
-        "requestContext": {
-            "http": {"method": "GET", "path": raw_path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
-            "requestId": str(uuid.uuid4()),
-            "routeKey": "GET /v1/probe/{name}",
-            "stage": "$default",
-            "authorizer": {"lambda": {"authority": "acme", "role": "caller", "token_id": "t1"}},
-        },
-        "isBase64Encoded": False,
-    }
+    return http_event(
+        "GET",
+        "GET /v1/probe/{name}",
+        raw_path,
+        queryStringParameters={"note": note} if note else None,
+        pathParameters={"name": raw_path.rsplit("/", 1)[-1]},
+    )
 
 
 @pytest.fixture

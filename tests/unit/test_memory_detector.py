@@ -19,6 +19,7 @@ from dovecote.memory.retrieval import (
     index_terms,
     pick,
 )
+from tests.conftest import examples
 
 SMALL = TermStats(1, {})
 
@@ -174,7 +175,7 @@ def test_pick_puts_the_latest_memory_on_the_subject_first_then_rarest_terms() ->
     assert picks[1].terms == ("replica",)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.dictionaries(
         st.sampled_from([f"t{i}" for i in range(60)]),
@@ -192,7 +193,7 @@ def test_pick_is_bounded_whatever_the_scope(raw: dict[str, tuple[int, list[int]]
     assert all(p.seq in window for p in picks)  # only what the postings hold: no scan
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.text(max_size=200), st.text(max_size=200))
 def test_the_detector_is_deterministic_and_only_points_backwards(a: str, b: str) -> None:
     new, old = memory("n", 2, b), memory("o", 1, a)

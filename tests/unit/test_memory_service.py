@@ -463,14 +463,16 @@ def test_relations_the_store_refuses_leave_the_write_applied_with_detection_fail
 
 
 class PoisonStore(InMemoryMemoryStore):
-    """Every apply in the poisoned scopes fails, like a persistent storage error."""
+    """Every apply in the poisoned scopes, or of the poisoned writes, fails, like a persistent
+    storage error."""
 
     def __init__(self, *poisoned: str) -> None:
         super().__init__()
         self.poisoned = set(poisoned)
+        self.poisoned_writes: set[str] = set()
 
     def apply(self, application: Any) -> None:
-        if application.write.scope in self.poisoned:
+        if application.write.scope in self.poisoned or application.write.id in self.poisoned_writes:
             raise RuntimeError("storage keeps failing")
         super().apply(application)
 
@@ -506,14 +508,7 @@ def test_the_writes_behind_a_poison_write_in_its_scope_are_not_swept_into_the_dl
     for _ in range(GIVE_UP_AT - 1):
         queue.deliver_round(harness.worker.handle)
     store.poisoned.clear()  # the followers would succeed; only `p` is poison
-    original_apply = InMemoryMemoryStore.apply
-
-    def apply(application: Any) -> None:
-        if application.write.id == "p":
-            raise RuntimeError("storage keeps failing")
-        original_apply(store, application)
-
-    store.apply = apply  # type: ignore[method-assign]
+    store.poisoned_writes.add("p")
     harness.drain()
     assert harness.status("p")["status"] == "failed"
     assert [m["id"] for m in harness.memories()] == ["f0", "f1", "f2"]
@@ -595,14 +590,7 @@ def test_relying_on_sqs_redrive_alone_would_sweep_the_followers_too() -> None:
     stubborn = WriteWorker(store, queue, LexicalDetector(), give_up_at=10**6)
     service.submit(CALLER, {"id": "p", "scope": "s", "content": "poison"})
     service.submit(CALLER, {"id": "f", "scope": "s", "content": "follower"})
-    original_apply = InMemoryMemoryStore.apply
-
-    def apply(application: Any) -> None:
-        if application.write.id == "p":
-            raise RuntimeError("storage keeps failing")
-        original_apply(store, application)
-
-    store.apply = apply  # type: ignore[method-assign]
+    store.poisoned_writes.add("p")
     queue.drain(stubborn.handle)
     assert sorted(QueueMessage.from_body(m.body).id for m in queue.dead) == ["f", "p"]
     assert service.status(CALLER, "f")["status"] == "queued"  # innocent, and stranded
@@ -615,20 +603,16 @@ FLIPS = ("start", "cancel", "fail", "requeue")
 
 def _write_in(harness: Harness, status: str, write_id: str) -> None:
     harness.submit(write_id, "x is 1", scope=f"scope-{write_id}")
-    store, now = harness.store, "2026-01-01T00:00:00.000Z"
-    if status == "started":
-        assert store.start_write("acme", write_id, now)[0]
-    elif status == "cancelled":
-        assert store.cancel_write("acme", write_id, Evidence(WRITE_CANCELLED, False), now)[0]
-    elif status == "failed":
-        assert store.fail_write("acme", write_id, Evidence(WRITE_FAILED, False), now)
-    elif status == "complete":
+    if status == "complete":
         harness.worker.process(QueueMessage("acme", write_id, f"scope-{write_id}"))
+    elif status != "queued":
+        kind = {"started": "start", "cancelled": "cancel", "failed": "fail"}[status]
+        assert _flip(harness, kind, write_id, "2026-01-01T00:00:00.000Z")
     assert harness.status(write_id)["status"] == status
 
 
-def _flip(harness: Harness, kind: str, write_id: str) -> bool:
-    store, now = harness.store, "2026-01-01T00:00:01.000Z"
+def _flip(harness: Harness, kind: str, write_id: str, now: str = "2026-01-01T00:00:01.000Z") -> bool:
+    store = harness.store
     if kind == "start":
         return store.start_write("acme", write_id, now)[0]
     if kind == "cancel":

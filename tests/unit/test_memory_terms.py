@@ -10,6 +10,7 @@ from dovecote.memory import lexicon
 from dovecote.memory.detector import LexicalDetector
 from dovecote.memory.model import Memory
 from dovecote.memory.retrieval import TermStats, index_terms
+from tests.conftest import examples
 
 LIMIT = lexicon.MAX_TERM_BYTES
 
@@ -24,7 +25,7 @@ def test_a_long_word_becomes_a_bounded_term_and_short_ones_are_untouched() -> No
     assert lexicon.terms("a" * 3000) != lexicon.terms("a" * 2999 + "b")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(alphabet=st.characters(categories=["L", "N"]), min_size=1, max_size=3000))
 def test_every_term_fits_and_no_character_is_cut_in_half(word: str) -> None:
     for term in lexicon.terms(word * 2):

@@ -29,6 +29,7 @@ from dovecote.recall.query import And, Not, Or, Term, parse_query, to_fts5
 from dovecote.recall.ranking import Candidate, fuse, rank_sessions
 from dovecote.recall.results import SearchEnvelope, SearchRef, fit_budget, outward
 from dovecote.recall.service import RecallService, clean_oneline
+from tests.conftest import examples
 
 # ---- refs -------------------------------------------------------------------------------------------
 
@@ -339,7 +340,7 @@ def test_outward_order_prefers_the_later_neighbour() -> None:
     assert outward(3, 0) == [0, 1, 2]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     texts=st.lists(st.text(min_size=0, max_size=300), min_size=1, max_size=20),
     budget=st.integers(min_value=0, max_value=2000),
@@ -434,3 +435,14 @@ def test_oneline_strips_ansi_and_controls_and_collapses_whitespace() -> None:
     hit = SearchRef("proj\tx", "s", "2025-01-01T00:00:00.000Z", "snip\npet", "abcdefgh:12345678")
     env = replace(SearchEnvelope.empty("q", "x"), results=[hit], count=1, total_matches=1)
     assert RecallService.oneline(env) == "abcdefgh:12345678\t2025-01-01T00:00:00.000Z\tproj x\tsnip pet\n"
+
+
+@pytest.mark.parametrize("field", ["q", "project", "source", "current_session", "include_path"])
+@pytest.mark.parametrize("control", ["\x00", "\n", "\x1b", "\x7f"])
+def test_a_control_character_in_a_search_parameter_is_refused_as_the_schema_says(field: str, control: str) -> None:
+    # The published schema's text pattern excludes C0 but tab, and DEL: the gate refuses the same.
+    with pytest.raises(InvalidArgument) as caught:
+        gate_search(**{field: f"abcdefgh{control}"})
+    assert caught.value.details["field"] == field
+    fine = "abcdefgh" if field == "current_session" else "abcdefgh\tij"  # a session id has no tab
+    assert gate_search(**{field: fine}).raw[field] in (fine, fine.replace("\t", " "))

@@ -76,6 +76,27 @@ def test_the_engine_seam_picks_opensearch_when_a_url_is_set() -> None:
     assert (engine.messages, engine.sessions, engine.topics) == ("team-a-messages", "team-a-sessions", "team-a-topics")
 
 
+PROBE = """
+import sys
+from dovecote.platform.settings import Settings
+from dovecote.recall.engines import recall_service
+service = recall_service(Settings(opensearch_url="http://127.0.0.1:9", opensearch_aws_service="es"))
+before = "opensearchpy" in sys.modules
+print(before, service.index.name, "opensearchpy" in sys.modules)
+"""
+
+
+def test_the_recall_composition_root_opens_the_engine_on_its_first_use() -> None:
+    """A first request that never searches (a check, an upload URL) loads no opensearch-py."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    result = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, check=True)
+    assert result.stdout.split() == ["False", "opensearch", "True"]
+
+
 # ---- the query compiler ---------------------------------------------------------------------------------
 
 

@@ -7,25 +7,16 @@ from __future__ import annotations
 
 import importlib
 import json
-import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from dovecote.platform.http import _route_key, _unnamed, lambda_entry, new_resolver
 from infra.routes import FUNCTIONS, ROUTES
+from tests.support.lambda_events import Context, http_event
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics")
 RAN: list[str] = []
-
-
-@dataclass
-class Context:
-    function_name: str = "probe"
-    memory_limit_in_mb: int = 128
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:000000000000:function:probe"
-    aws_request_id: str = "req-1"
 
 
 app = new_resolver()
@@ -53,21 +44,7 @@ handler = lambda_entry(app)
 
 
 def event(method: str, route_key: str, decoded_path: str) -> dict[str, Any]:
-    return {
-        "version": "2.0",
-        "routeKey": route_key,
-        "rawPath": decoded_path,
-        "rawQueryString": "",
-        "headers": {},
-        "requestContext": {
-            "http": {"method": method, "path": decoded_path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
-            "requestId": str(uuid.uuid4()),
-            "routeKey": route_key,
-            "stage": "$default",
-            "authorizer": {"lambda": {"authority": "acme", "role": "caller", "token_id": "t1"}},
-        },
-        "isBase64Encoded": False,
-    }
+    return http_event(method, route_key, decoded_path)
 
 
 @pytest.mark.parametrize("decoded", ["/v1/probe/x/secret", "/v1/probe/../probe/x/secret"])

@@ -29,6 +29,7 @@ from dovecote.tasks.commands import (
     gate_revision,
 )
 from functions.tasks_api import models
+from tests.conftest import examples
 
 CALLER = Principal("acme", "caller")
 WORKER = Principal("acme", "worker", "w1")
@@ -110,7 +111,7 @@ def _gate_accepts(gate: Any, value: str) -> bool:
     return True
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.one_of(st.text(max_size=80), st.from_regex(REVISION_CHARS, fullmatch=True)))
 @example("rev-0\n")  # Python's `$` would match before the newline; a schema validator's does not
 def test_the_revision_pattern_accepts_what_the_gate_accepts(value: str) -> None:
@@ -122,7 +123,7 @@ def test_the_revision_pattern_accepts_what_the_gate_accepts(value: str) -> None:
         assert declared == _gate_accepts(lambda v: gate_revision(v, "r"), value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.one_of(
         st.text(alphabet="sha256:0123456789abcdefABCDEF", max_size=72),
@@ -139,7 +140,7 @@ def test_the_digest_patterns_accept_what_the_gates_accept(value: str) -> None:
     assert schema_match(upload, value) == accepted
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.one_of(st.text(max_size=140), st.from_regex(ID_SCHEMA_PATTERN)))
 @example("t1\n")
 def test_the_id_pattern_accepts_what_the_gate_accepts(value: str) -> None:

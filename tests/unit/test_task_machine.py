@@ -15,6 +15,7 @@ from dovecote.platform.errors import DomainError
 from dovecote.tasks import machine
 from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import MAX_FENCE
+from tests.conftest import examples
 from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, code_of, edge, message, uid
 
 
@@ -422,7 +423,7 @@ def test_lists_and_total_size(service: Edge) -> None:
 ACTIONS = ["acquire", "fence", "accept", "reject", "request_input", "reply", "cancel", "fail", "complete", "stale"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(ACTIONS), max_size=25))
 def test_random_command_sequences_keep_the_invariants(actions: list[str]) -> None:
     service = new_service()

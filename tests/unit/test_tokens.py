@@ -48,7 +48,7 @@ def service(audit: list[tuple[str, dict[str, Any]]], clock: Clock) -> TokenServi
 
 def test_tokens_are_stored_hashed_and_resolve_back(service: TokenService) -> None:
     token, record = service.mint(None, "acme", "worker", "w1")
-    store = service._store  # type: ignore[attr-defined]
+    store = service.store
     assert token not in repr(store.records)
     assert store.records[record.token_id].token_hash == token_hash(token)
     assert parse_token(token) == record.token_id
@@ -66,10 +66,10 @@ def test_a_revoked_token_is_refused_and_revoking_twice_keeps_the_first_instant(
 ) -> None:
     token, record = service.mint(ADMIN, "acme", "caller", None)
     service.revoke(ADMIN, record.token_id)
-    first = service._store.get(record.token_id).revoked_at  # type: ignore[attr-defined]
+    first = service.store.get(record.token_id).revoked_at
     clock.now += timedelta(minutes=5)
     service.revoke(ADMIN, record.token_id)
-    assert service._store.get(record.token_id).revoked_at == first  # type: ignore[attr-defined]
+    assert service.store.get(record.token_id).revoked_at == first
     assert service.authenticate(token) == (None, "revoked")
 
 

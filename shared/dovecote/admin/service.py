@@ -4,6 +4,7 @@ audit sink. Every mint and revoke is an audit line: who, what, when; never the t
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from dovecote.admin.model import (
@@ -37,23 +38,18 @@ def _log_audit(event: str, facts: dict[str, Any]) -> None:
     logger.info(event, extra={"audit": event, **facts})
 
 
+@dataclass(eq=False)
 class TokenService:
-    def __init__(
-        self,
-        store: TokenStore,
-        *,
-        clock: Clock = utc_now,
-        audit: Audit = _log_audit,
-        default_days: int = DEFAULT_DAYS,
-        admin_days: int = DEFAULT_ADMIN_DAYS,
-        signer_factory: Callable[[], CursorSigner] | None = None,
-    ) -> None:
-        self._store = store
-        self._clock = clock
-        self._audit = audit
-        self._default_days = default_days
-        self._admin_days = admin_days
-        self._signers = LazySigner(factory=signer_factory or _no_signer)
+    store: TokenStore
+    _: KW_ONLY
+    clock: Clock = utc_now
+    audit: Audit = _log_audit
+    default_days: int = DEFAULT_DAYS
+    admin_days: int = DEFAULT_ADMIN_DAYS
+    signer_factory: Callable[[], CursorSigner] | None = None
+
+    def __post_init__(self) -> None:
+        self._signers = LazySigner(factory=self.signer_factory or _no_signer)
 
     def mint(
         self,
@@ -72,13 +68,13 @@ class TokenService:
             if admin.role != "admin":
                 raise Forbidden("only admin tokens mint tokens")
         principal = gate_principal(authority, role, worker, agent)
-        days = gate_days(expires_in_days, self._admin_days if role == "admin" else self._default_days)
+        days = gate_days(expires_in_days, self.admin_days if role == "admin" else self.default_days)
         if admin is not None and principal.authority != admin.authority:
             raise Forbidden("an admin token mints tokens only for its own authority", authority=principal.authority)
         if admin is not None and admin.agent and principal.agent != admin.agent:
             # An admin token minted with a claim before gate_principal refused that: it never widens it.
             raise Forbidden(f"this token mints only caller tokens bound to agent {admin.agent!r}", agent=admin.agent)
-        now = self._clock()
+        now = self.clock()
         token_id, token = new_token()
         record = TokenRecord(
             token_id=token_id,
@@ -88,8 +84,8 @@ class TokenService:
             expires_at=rfc3339(expiry(now, days)),
             minted_by=(admin.token_id or "unknown") if admin is not None else BOOTSTRAP,
         )
-        self._store.put(record)
-        self._audit(
+        self.store.put(record)
+        self.audit(
             "token_minted",
             {"authority": principal.authority, **record.listing(), "revoked_at": None},
         )
@@ -101,10 +97,10 @@ class TokenService:
         token_id = parse_token(token)
         if token_id is None:
             return None, "malformed"
-        record = self._store.get(token_id)
+        record = self.store.get(token_id)
         if record is None or not record.matches(token):
             return None, "unknown"
-        refusal = record.refusal(rfc3339(self._clock()))
+        refusal = record.refusal(rfc3339(self.clock()))
         if refusal:
             return None, refusal
         p = record.principal
@@ -116,10 +112,10 @@ class TokenService:
             raise Forbidden("only admin tokens revoke tokens")
         if not TOKEN_ID.fullmatch(token_id):
             raise NotFound("token not found", token_id=token_id)
-        record = self._store.revoke(admin.authority, token_id, rfc3339(self._clock()))
+        record = self.store.revoke(admin.authority, token_id, rfc3339(self.clock()))
         if record is None:
             raise NotFound("token not found", token_id=token_id)
-        self._audit(
+        self.audit(
             "token_revoked",
             {
                 "authority": admin.authority,
@@ -140,7 +136,7 @@ class TokenService:
             after = signer.open(cursor, authority=admin.authority, scope="tokens").get("after")
             if not isinstance(after, str):
                 raise InvalidArgument("cursor is malformed", field="cursor")
-        records, position = self._store.list(admin.authority, after, size)
+        records, position = self.store.list(admin.authority, after, size)
         next_cursor = None
         if position is not None:
             next_cursor = self._signers.get().seal(

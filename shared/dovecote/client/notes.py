@@ -150,16 +150,17 @@ class NotesMixin:
         name when none is given) or a binary file object (streamed; spooled first if not seekable).
         Without a content type, a body that is valid UTF-8 is stored as `text/plain; charset=utf-8`,
         any other as `application/octet-stream`, on both paths."""
+        where = {"key": key, "run": run, "name": name, "author": author}
         if isinstance(body, str):
             data = body.encode("utf-8")
             if len(data) <= INLINE_LIMIT:
-                return self._put_inline(key, run, name, author, content_type, data, as_text=True)
-            return self._put_stream(key, run, name, author, content_type or TEXT_UTF8, io.BytesIO(data), progress)
+                return self._put_inline(where, content_type, data, as_text=True)
+            return self._put_stream(where, content_type or TEXT_UTF8, io.BytesIO(data), progress)
         if isinstance(body, bytes | bytearray | memoryview):
             data = bytes(body)
             if len(data) <= INLINE_LIMIT:
-                return self._put_inline(key, run, name, author, content_type, data, as_text=False)
-            return self._put_stream(key, run, name, author, content_type, io.BytesIO(data), progress)
+                return self._put_inline(where, content_type, data, as_text=False)
+            return self._put_stream(where, content_type, io.BytesIO(data), progress)
         if isinstance(body, os.PathLike):
             path = Path(body)
             with path.open("rb") as handle:
@@ -177,28 +178,18 @@ class NotesMixin:
         if size <= INLINE_LIMIT:
             data = stream.read()
             textual = content_type is None or is_textual(content_type)
-            return self._put_inline(key, run, name, author, content_type, data, as_text=textual, fallback=True)
-        return self._put_stream(key, run, name, author, content_type, stream, progress)
+            return self._put_inline(where, content_type, data, as_text=textual, fallback=True)
+        return self._put_stream(where, content_type, stream, progress)
 
-    def _coordinates(self, key: str, run: int, name: str, author: str, content_type: str | None) -> dict[str, Any]:
-        coordinates: dict[str, Any] = {"key": key, "run": run, "name": name, "author": author}
-        if content_type:
-            coordinates["content_type"] = content_type
-        return coordinates
+    @staticmethod
+    def _coordinates(where: dict[str, Any], content_type: str | None) -> dict[str, Any]:
+        """The note's key, run, name and author, with its content type when one is given."""
+        return {**where, "content_type": content_type} if content_type else dict(where)
 
     def _put_inline(
-        self,
-        key: str,
-        run: int,
-        name: str,
-        author: str,
-        content_type: str | None,
-        data: bytes,
-        *,
-        as_text: bool,
-        fallback: bool = False,
+        self, where: dict[str, Any], content_type: str | None, data: bytes, *, as_text: bool, fallback: bool = False
     ) -> dict[str, Any]:
-        body = self._coordinates(key, run, name, author, content_type)
+        body = self._coordinates(where, content_type)
         text = None
         if as_text:
             try:
@@ -213,19 +204,12 @@ class NotesMixin:
         return dict(self.request("PUT", "/v1/notes", json=body))
 
     def _put_stream(
-        self,
-        key: str,
-        run: int,
-        name: str,
-        author: str,
-        content_type: str | None,
-        stream: IO[bytes],
-        progress: Progress | None,
+        self, where: dict[str, Any], content_type: str | None, stream: IO[bytes], progress: Progress | None
     ) -> dict[str, Any]:
         size, digest, utf8 = scan(stream)
         if content_type is None and utf8:
             content_type = TEXT_UTF8  # as the inline path stores an undeclared UTF-8 body
-        coordinates = self._coordinates(key, run, name, author, content_type)
+        coordinates = self._coordinates(where, content_type)
         upload = self.request("POST", "/v1/notes/uploads", json={**coordinates, "size": size, "sha256": digest})
         self._put_blob(upload["upload_url"], upload.get("upload_headers") or {}, stream, size, progress)
         commit = {**coordinates, "upload": True, "sha256": digest, "size": size}

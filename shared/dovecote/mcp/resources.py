@@ -5,8 +5,10 @@ event_cursor}` as JSON). A failure is a resource error whose message is the erro
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
@@ -14,10 +16,22 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.mcp.errors import error_document
 
+P = ParamSpec("P")
 
-def _failure(exc: DovecoteError) -> ResourceError:
-    kind = ResourceNotFoundError if exc.code == "not_found" else ResourceError
-    return kind(json.dumps(error_document(exc), ensure_ascii=False))
+
+def _reading(fn: Callable[P, str]) -> Callable[P, str]:
+    """A resource read whose DovecoteError leaves as a resource error holding the error envelope
+    (`functools.wraps` keeps the signature: the SDK matches it to the URI template)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> str:
+        try:
+            return fn(*args, **kwargs)
+        except DovecoteError as exc:
+            kind = ResourceNotFoundError if exc.code == "not_found" else ResourceError
+            raise kind(json.dumps(error_document(exc), ensure_ascii=False)) from None
+
+    return wrapper
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
@@ -27,11 +41,9 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         description="A note by its ref: the body as text (metadata as JSON for binary or large bodies).",
         mime_type="text/plain",
     )
+    @_reading
     def note(ref: str) -> str:
-        try:
-            raw: dict[str, Any] = client.get_note_meta(ref)
-        except DovecoteError as exc:
-            raise _failure(exc) from None
+        raw: dict[str, Any] = client.get_note_meta(ref)
         if raw.get("text") is not None:
             return str(raw["text"])
         return json.dumps({k: v for k, v in raw.items() if k != "body_b64"}, ensure_ascii=False)
@@ -42,8 +54,6 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         description="A task's snapshot: {task, event_cursor} (follow it with tasks_events after event_cursor).",
         mime_type="application/json",
     )
+    @_reading
     def task(task_id: str) -> str:
-        try:
-            return json.dumps(client.snapshot(task_id), ensure_ascii=False)
-        except DovecoteError as exc:
-            raise _failure(exc) from None
+        return json.dumps(client.snapshot(task_id), ensure_ascii=False)

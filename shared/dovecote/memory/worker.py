@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 
 from dovecote.memory import retrieval
 from dovecote.memory.detector import CandidateDetector
@@ -73,24 +73,17 @@ class ScopeBusy(Exception):
     """The scope's memory count kept moving under this write; retry the message."""
 
 
+@dataclass(eq=False)
 class WriteWorker:
-    def __init__(
-        self,
-        store: MemoryStore,
-        queue: MemoryQueue,
-        detector: CandidateDetector | None,
-        *,
-        clock: Clock = utc_now,
-        give_up_at: int = GIVE_UP_AT,
-    ) -> None:
-        self._store = store
-        self._queue = queue
-        self._detector = detector
-        self._clock = clock
-        self._give_up_at = give_up_at
+    store: MemoryStore
+    queue: MemoryQueue
+    detector: CandidateDetector | None
+    _: KW_ONLY
+    clock: Clock = utc_now
+    give_up_at: int = GIVE_UP_AT
 
     def _now(self) -> str:
-        return rfc3339(self._clock())
+        return rfc3339(self.clock())
 
     # ---- one SQS message --------------------------------------------------------------------
 
@@ -101,7 +94,7 @@ class WriteWorker:
         except ValueError as exc:
             # It can never succeed: straight to the dead-letter queue, no retries.
             log.error("unreadable memory write message buried", extra={"reason": str(exc)})
-            self._queue.bury(body, group_id, digest("dead", body))
+            self.queue.bury(body, group_id, digest("dead", body))
             return "buried"
         try:
             return self.process(message)
@@ -109,33 +102,33 @@ class WriteWorker:
             self.give_up(message, body, group_id or message.group_id, exc)  # every retry would be refused
             return "failed"
         except Exception as exc:
-            if receive_count < self._give_up_at:
+            if receive_count < self.give_up_at:
                 raise
             self.give_up(message, body, group_id or message.group_id, exc)
             return "failed"
 
     def give_up(self, message: QueueMessage, body: str, group_id: str, exc: BaseException) -> None:
         # The DLQ copy first: a write marked failed whose message is gone could not be redriven.
-        self._queue.bury(body, group_id, digest("dead", message.deduplication_id))
+        self.queue.bury(body, group_id, digest("dead", message.deduplication_id))
         facts = error_facts(exc)
         evidence = Evidence(WRITE_FAILED, False, error=facts)
-        self._store.fail_write(message.authority, message.id, evidence, self._now())
+        self.store.fail_write(message.authority, message.id, evidence, self._now())
         extra = {"write": message.id, "code": facts["code"], "error": facts["message"]}
         if isinstance(exc, StoreRefused):
             log.error("memory write refused by the store", extra=extra)
         else:
-            log.error("memory write failed after %d receives", self._give_up_at, extra=extra)
+            log.error("memory write failed after %d receives", self.give_up_at, extra=extra)
 
     # ---- the seed's Submit steps ------------------------------------------------------------
 
     def process(self, message: QueueMessage) -> str:
-        _, write = self._store.start_write(message.authority, message.id, self._now())
+        _, write = self.store.start_write(message.authority, message.id, self._now())
         if write is None:
             log.warning("message for an unknown memory write dropped", extra={"write": message.id})
             return "missing"
         if write.status == "cancelled":
             if not write.consumed:
-                self._store.consume_cancel(write.authority, write.id)
+                self.store.consume_cancel(write.authority, write.id)
             return "cancelled"
         if write.status != "started":
             return "duplicate"  # complete or failed: a redelivery
@@ -144,7 +137,7 @@ class WriteWorker:
     def _apply(self, write: Write) -> str:
         terms = retrieval.index_terms(write.content, write.tags)
         for _ in range(APPLY_ATTEMPTS):
-            view = self._store.scope_view(write.authority, write.scope, terms)
+            view = self.store.scope_view(write.authority, write.scope, terms)
             now = self._now()
             memory = Memory(write.authority, write.id, write.scope, view.memories + 1, write.content, write.tags, now)
             evidence, relations = self._detect(memory, terms, view, now)
@@ -155,11 +148,11 @@ class WriteWorker:
             application = Application(write, memory, evidence, relations, postings, view.memories)
             try:
                 try:
-                    self._store.apply(application)
+                    self.store.apply(application)
                 except RelationsRefused as exc:
                     # The seed: a save error is detection-failed evidence; the write still applies.
                     evidence = Evidence(RELATION_DETECTION_FAILED, True, error=error_facts(exc))
-                    self._store.apply(replace(application, evidence=evidence, relations=()))
+                    self.store.apply(replace(application, evidence=evidence, relations=()))
             except WriteSettled:
                 return "duplicate"
             except ScopeMoved:
@@ -170,13 +163,13 @@ class WriteWorker:
     def _detect(
         self, memory: Memory, terms: tuple[str, ...], view: ScopeView, now: str
     ) -> tuple[Evidence, tuple[Relation, ...]]:
-        if self._detector is None:
+        if self.detector is None:
             return Evidence(WRITE_COMPLETE, True), ()
         try:
             picks = retrieval.pick(terms, view.postings, view.memories)
-            prior = self._store.memories_at(memory.authority, memory.scope, [p.seq for p in picks]) if picks else []
+            prior = self.store.memories_at(memory.authority, memory.scope, [p.seq for p in picks]) if picks else []
             stats = TermStats(view.memories, {t: p.df for t, p in view.postings.items()})
-            candidates = self._detector.detect(memory, prior, stats)
+            candidates = self.detector.detect(memory, prior, stats)
             relations = _relations(memory, candidates, prior, now)
         except Exception as exc:  # the seed: detection never fails the write
             log.warning("relation detection failed", extra={"write": memory.id, "error": str(exc)})

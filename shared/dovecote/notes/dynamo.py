@@ -99,15 +99,14 @@ class DynamoNoteStore:
 
     # ---- writes -------------------------------------------------------------------------------
 
+    def _blob(self, authority: str, meta: NoteMeta) -> dict[str, Any]:
+        """Where a note's body is stored, and what it is stored as (its type, its digest)."""
+        stored = {"ContentType": meta.content_type, "Metadata": {"sha256": meta.sha256}}
+        return {"Bucket": self._bucket, "Key": blob_key(authority, meta.ref), **stored}
+
     def put(self, authority: str, meta: NoteMeta, body: bytes) -> NoteMeta:
         with aws_errors(write=True):
-            response = self._s3.put_object(
-                Bucket=self._bucket,
-                Key=blob_key(authority, meta.ref),
-                Body=body,
-                ContentType=meta.content_type,
-                Metadata={"sha256": meta.sha256},
-            )
+            response = self._s3.put_object(**self._blob(authority, meta), Body=body)
         self._index(authority, meta, body, response.get("VersionId"))
         return meta
 
@@ -168,12 +167,7 @@ class DynamoNoteStore:
             copy_source["VersionId"] = obj["VersionId"]
         with aws_errors(write=True):
             copied = self._s3.copy_object(
-                Bucket=self._bucket,
-                Key=blob_key(authority, meta.ref),
-                CopySource=copy_source,
-                ContentType=meta.content_type,
-                Metadata={"sha256": meta.sha256},
-                MetadataDirective="REPLACE",
+                **self._blob(authority, meta), CopySource=copy_source, MetadataDirective="REPLACE"
             )
         self._index(authority, meta, bytes(inline) if size <= INLINE_LIMIT else None, copied.get("VersionId"))
         return meta

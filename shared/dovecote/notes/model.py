@@ -70,19 +70,8 @@ class NoteCoordinates:
             raise InvalidArgument("Note.Key is required", field="key")
         if self.name == "":
             raise InvalidArgument("Note.Name is required", field="name")
-        if self.run < 1:
-            raise InvalidArgument(f"Note.Run must be >= 1, got {self.run}", field="run")
-        if self.run > MAX_RUN:
-            raise InvalidArgument(f"Note.Run must be <= {MAX_RUN}, got {self.run}", field="run")
-        for field, value in (("key", self.key), ("name", self.name), ("author", self.author)):
-            size = len(value.encode("utf-8"))
-            if size > MAX_COORDINATE_BYTES:
-                raise InvalidArgument(
-                    f"Note.{field.capitalize()} is {size} bytes; the limit is {MAX_COORDINATE_BYTES}",
-                    field=field,
-                    size=size,
-                    limit=MAX_COORDINATE_BYTES,
-                )
+        _check_run("Note", self.run)
+        _check_sizes("Note", key=self.key, name=self.name, author=self.author)
         return self
 
 
@@ -97,20 +86,10 @@ class NoteFilter:
     author: str | None = None
 
     def validate(self) -> NoteFilter:
-        if self.run is not None and self.run < 1:
-            raise InvalidArgument(f"Filter.Run must be >= 1, got {self.run}", field="run")
-        if self.run is not None and self.run > MAX_RUN:
-            raise InvalidArgument(f"Filter.Run must be <= {MAX_RUN}, got {self.run}", field="run")
+        if self.run is not None:
+            _check_run("Filter", self.run)
         # A filter longer than any storable coordinate matches nothing: refused, as documented.
-        for field, value in (("key", self.key), ("name", self.name), ("author", self.author or "")):
-            size = len(value.encode("utf-8"))
-            if size > MAX_COORDINATE_BYTES:
-                raise InvalidArgument(
-                    f"Filter.{field.capitalize()} is {size} bytes; the limit is {MAX_COORDINATE_BYTES}",
-                    field=field,
-                    size=size,
-                    limit=MAX_COORDINATE_BYTES,
-                )
+        _check_sizes("Filter", key=self.key, name=self.name, author=self.author or "")
         return self
 
     def matches(self, note: NoteCoordinates) -> bool:
@@ -128,6 +107,25 @@ class NoteFilter:
         author = "\x00absent" if self.author is None else self.author
         run = -1 if self.run is None else self.run
         return hashlib.sha256(ref_preimage(self.key, run, self.name, author)).hexdigest()[:32]
+
+
+def _check_run(what: str, run: int) -> None:
+    if run < 1:
+        raise InvalidArgument(f"{what}.Run must be >= 1, got {run}", field="run")
+    if run > MAX_RUN:
+        raise InvalidArgument(f"{what}.Run must be <= {MAX_RUN}, got {run}", field="run")
+
+
+def _check_sizes(what: str, **coordinates: str) -> None:
+    for field, value in coordinates.items():
+        size = len(value.encode("utf-8"))
+        if size > MAX_COORDINATE_BYTES:
+            raise InvalidArgument(
+                f"{what}.{field.capitalize()} is {size} bytes; the limit is {MAX_COORDINATE_BYTES}",
+                field=field,
+                size=size,
+                limit=MAX_COORDINATE_BYTES,
+            )
 
 
 def list_limit(limit: int | None) -> int:

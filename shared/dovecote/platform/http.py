@@ -18,14 +18,16 @@ from pydantic import BaseModel, GetJsonSchemaHandler, model_serializer
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from dovecote.platform import snapstart
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound
 from dovecote.platform.observability import logger, metrics
 from dovecote.platform.principal import Principal, principal_from_event
+from dovecote.platform.schema import EdgeModel
 
 JSON = "application/json"
 
 
-class ApiModel(BaseModel):
+class ApiModel(EdgeModel):
     """Response models leave out null fields: an absent cursor or body form is omitted, not null."""
 
     @model_serializer(mode="wrap")
@@ -60,19 +62,19 @@ class ApiModel(BaseModel):
         return reference
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(EdgeModel):
     code: str
     message: str
     details: dict[str, Any] = {}
 
 
-class ErrorEnvelope(BaseModel):
+class ErrorEnvelope(EdgeModel):
     """Every non-2xx response: {"error": {"code", "message", "details"}}."""
 
     error: ErrorBody
 
 
-class GatewayMessage(BaseModel):
+class GatewayMessage(EdgeModel):
     """API Gateway's own answers, given before any function runs: 401 when the Authorization
     header is missing, 413 when the body is over the Lambda payload limit."""
 
@@ -362,10 +364,31 @@ def current_principal(app: APIGatewayHttpResolver) -> Principal:
     return principal_from_event(app.current_event.raw_event)
 
 
-def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def prime(app: APIGatewayHttpResolver, service: snapstart.Composition | None = None) -> None:
+    """The loading a first request does, without a request (before a SnapStart snapshot): the
+    composition root built (adapters imported, clients created: no AWS request), every route's
+    parameters resolved and every edge model's validator built."""
+    if service is not None:
+        service()
+    for route in app._static_routes + app._dynamic_routes:
+        route.dependant  # noqa: B018 - a cached property: resolving it is the point
+    pending = [EdgeModel]
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        if not model.__pydantic_complete__:
+            model.model_rebuild()
+
+
+def lambda_entry(
+    app: APIGatewayHttpResolver, service: snapstart.Composition | None = None
+) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The one decorator stack, in the same order on every entry point: logger context with the
     correlation id, metrics, tracer; then the request gate, then the resolver. The Tracer (X-Ray SDK,
-    which loads botocore) is built on the first invocation so that import stays cheap."""
+    which loads botocore) is built on the first invocation so that import stays cheap. `service`,
+    the function's composition root, is primed before a SnapStart snapshot and rebuilt after each
+    restore (platform/snapstart.py)."""
+    snapstart.register(prime=functools.partial(prime, app, service), forget=(service,) if service else ())
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     @metrics.log_metrics

@@ -108,7 +108,15 @@ def _drop_nulls(schema: dict[str, Any]) -> None:
                 prop["anyOf"] = rest
 
 
-class RequestModel(BaseModel):
+class EdgeModel(BaseModel):
+    """Base of every model at the HTTP edge. Its validator and serializer are built on its first use,
+    not when its module is imported: a cold start builds only the models of the route it serves
+    (pydantic's `defer_build`)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class RequestModel(EdgeModel):
     """Base of every request body: unknown fields are refused, and so is an explicit `null`."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_drop_nulls)

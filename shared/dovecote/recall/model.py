@@ -378,7 +378,7 @@ def _text_arg(value: Any, field_name: str, limit: int) -> str:
         raise InvalidArgument(f"{field_name} must be a string", field=field_name)
     if len(value) > limit:
         raise InvalidArgument(f"{field_name} is longer than {limit} characters", field=field_name, limit=limit)
-    if any(ord(ch) < 32 and ch not in "\t" for ch in value):
+    if any((ord(ch) < 32 and ch != "\t") or ch == "\x7f" for ch in value):
         raise InvalidArgument(f"{field_name} must not contain control characters", field=field_name)
     return clean_text(value)
 

@@ -364,30 +364,19 @@ class OpenSearchIndex(OpenSearchSearch):
         centre = anchor_pos
         if around:
             centre = self._moved_centre(authority, scope, anchor_pos, around)
+
+        def side(bound: str, order: str) -> tuple[str, dict[str, Any]]:
+            """The `radius` nearest visible messages on one side of the centre, nearest first."""
+            query = scope({"range": {"pos": {bound: centre}}})
+            body = {"query": query, "size": radius, "sort": [{"pos": order}], "track_total_hits": True}
+            return self.messages, {**body, "_source": _ROW_FIELDS}
+
         before, middle, after = self._msearch(
             authority,
             [
-                (
-                    self.messages,
-                    {
-                        "query": scope({"range": {"pos": {"lt": centre}}}),
-                        "size": radius,
-                        "sort": [{"pos": "desc"}],
-                        "track_total_hits": True,
-                        "_source": _ROW_FIELDS,
-                    },
-                ),
+                side("lt", "desc"),
                 (self.messages, {"query": scope({"term": {"pos": centre}}), "size": 1, "_source": _ROW_FIELDS}),
-                (
-                    self.messages,
-                    {
-                        "query": scope({"range": {"pos": {"gt": centre}}}),
-                        "size": radius,
-                        "sort": [{"pos": "asc"}],
-                        "track_total_hits": True,
-                        "_source": _ROW_FIELDS,
-                    },
-                ),
+                side("gt", "asc"),
             ],
         )
         earlier = [_row(s) for s in _sources(before)]

@@ -128,6 +128,14 @@ def _positive_terms(node: Node) -> list[Term | None]:
     return [t for item in node.items for t in _positive_terms(item)]
 
 
+def _joined(items: list[Node | None], build: Callable[[tuple[Node, ...]], Node]) -> Node | None:
+    """The terms that search for something, joined by `build` when there are several."""
+    kept = tuple(i for i in items if i is not None)
+    if not kept:
+        return None
+    return kept[0] if len(kept) == 1 else build(kept)
+
+
 class _Parser:
     """Recursive descent; precedence NOT > AND (explicit or implicit) > OR, as in FTS5."""
 
@@ -168,10 +176,7 @@ class _Parser:
             if self.peek() in (None, ")", "AND", "OR", "NOT"):
                 raise InvalidArgument(f"{op} needs a term on each side", field="q")
             items.append(sub())
-        kept = tuple(i for i in items if i is not None)
-        if not kept:
-            return None
-        return kept[0] if len(kept) == 1 else build(kept)
+        return _joined(items, build)
 
     def parse_or(self) -> Node | None:
         if self.peek() == "OR":
@@ -191,10 +196,7 @@ class _Parser:
                 items.append(self.parse_not())  # adjacency is AND, as in FTS5
             else:
                 break
-        kept = tuple(i for i in items if i is not None)
-        if not kept:
-            return None
-        return kept[0] if len(kept) == 1 else And(kept)
+        return _joined(items, And)
 
     def parse_not(self) -> Node | None:
         if self.peek() == "NOT":

@@ -18,6 +18,7 @@ import json
 import re
 import shlex
 import uuid as uuidlib
+from dataclasses import KW_ONLY, dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -133,25 +134,16 @@ def _command(*words: str, **options: Any) -> str:
     return " ".join(parts)
 
 
+@dataclass(eq=False)
 class RecallService:
-    def __init__(
-        self,
-        index: SearchIndex,
-        archive: TranscriptArchive,
-        ledger: IngestLedger,
-        *,
-        clock: Clock = utc_now,
-        presign_seconds: int = 900,
-        max_candidates: int = MAX_CANDIDATES,
-        digests: IngestedDigests | None = None,
-    ) -> None:
-        self.index = index
-        self._digests = digests
-        self._max_candidates = max_candidates
-        self._archive = archive
-        self._ledger = ledger
-        self._clock = clock
-        self._presign_seconds = presign_seconds
+    index: SearchIndex
+    archive: TranscriptArchive
+    ledger: IngestLedger
+    _: KW_ONLY
+    clock: Clock = utc_now
+    presign_seconds: int = 900
+    max_candidates: int = MAX_CANDIDATES
+    digests: IngestedDigests | None = None
 
     # ---- ingest -------------------------------------------------------------------------------------
 
@@ -181,7 +173,7 @@ class RecallService:
         if not unchanged:
             main = parsed.sessions[0]
             extension = "json" if request.format == "generic" else "jsonl"
-            self._archive.put(
+            self.archive.put(
                 authority,
                 f"{main.session_id}.{extension}",
                 raw,
@@ -195,8 +187,8 @@ class RecallService:
             )
             for session in parsed.sessions:
                 self.index.replace_session(authority, session, sha256=sha)
-        if self._digests is not None:
-            self._digests.record(authority, sha)  # archived and indexed: the check may call it known
+        if self.digests is not None:
+            self.digests.record(authority, sha)  # archived and indexed: the check may call it known
         return IngestResult(
             session_id=parsed.sessions[0].session_id,
             messages_indexed=parsed.messages,
@@ -215,9 +207,9 @@ class RecallService:
         """`POST /v1/transcripts/check`: of the SHA-256 digests asked about, those this authority has
         not ingested (all of them when no digest ledger is wired)."""
         principal.require("caller", "worker")
-        if self._digests is None:
+        if self.digests is None:
             return gate_check(body)
-        return unknown_digests(self._digests, principal.authority, body)
+        return unknown_digests(self.digests, principal.authority, body)
 
     def create_upload(self, principal: Principal, body: Any) -> Upload:
         principal.require("caller", "worker")
@@ -232,8 +224,8 @@ class RecallService:
             if not isinstance(value, str) or len(value) > MAX_PROJECT_CHARS:
                 raise InvalidArgument(f"{name} must be a string of at most {MAX_PROJECT_CHARS} characters", field=name)
             values[name] = clean_text(value)
-        now = self._clock()
-        expires = now + timedelta(seconds=self._presign_seconds)
+        now = self.clock()
+        expires = now + timedelta(seconds=self.presign_seconds)
         upload = PendingUpload(
             upload_id=uuidlib.uuid4().hex,
             format=fmt,
@@ -243,23 +235,23 @@ class RecallService:
             expires_at=utc_iso(expires),
         )
         # The ledger entry comes first: from the moment the URL exists, searches report the scope stale.
-        self._ledger.add(principal.authority, upload)
-        url = self._archive.presign_upload(principal.authority, upload.upload_id, self._presign_seconds)
+        self.ledger.add(principal.authority, upload)
+        url = self.archive.presign_upload(principal.authority, upload.upload_id, self.presign_seconds)
         return Upload(upload_id=upload.upload_id, upload_url=url, expires_at=utc_iso(expires))
 
     def index_upload(self, authority: str, upload_id: str) -> IngestResult | None:
         """The indexer's one step, safe to repeat: an entry already cleared is done, and an unchanged
         file is skipped by its SHA-256. None when there was nothing (left) to index."""
-        entry = self._ledger.get(authority, upload_id)
+        entry = self.ledger.get(authority, upload_id)
         if entry is None or entry.status != "pending":
             return None
         try:
-            body = self._archive.read_upload(authority, upload_id)
+            body = self.archive.read_upload(authority, upload_id)
         except NotFound:
             return None
         except PayloadTooLarge as exc:
-            self._ledger.fail(authority, upload_id, exc.message)
-            self._archive.delete_upload(authority, upload_id)
+            self.ledger.fail(authority, upload_id, exc.message)
+            self.archive.delete_upload(authority, upload_id)
             return None
         request = IngestRequest(
             format=entry.format, project=entry.project, project_folder=entry.project_folder, jsonl=body
@@ -267,11 +259,11 @@ class RecallService:
         try:
             result = self.ingest_file(authority, request, body)
         except InvalidArgument as exc:  # an unreadable file: say so instead of retrying forever
-            self._ledger.fail(authority, upload_id, exc.message)
-            self._archive.delete_upload(authority, upload_id)
+            self.ledger.fail(authority, upload_id, exc.message)
+            self.archive.delete_upload(authority, upload_id)
             return None
-        self._ledger.clear(authority, upload_id)
-        self._archive.delete_upload(authority, upload_id)
+        self.ledger.clear(authority, upload_id)
+        self.archive.delete_upload(authority, upload_id)
         return result
 
     # ---- search -------------------------------------------------------------------------------------
@@ -310,7 +302,7 @@ class RecallService:
                 sort=p.sort,
                 ranker=p.ranker,
                 withhold=self._withhold(authority, p.current_session),
-                max_candidates=self._max_candidates,
+                max_candidates=self.max_candidates,
             ),
         )
         results = [
@@ -352,14 +344,14 @@ class RecallService:
         """Uploads the answer may be missing: a URL still usable, or one that expired in the last
         UPLOAD_GRACE whose bytes arrived and wait for the indexer (one HEAD each, so an unused URL
         costs nothing past its expiry plus the grace and leaves the report when it expires)."""
-        now = self._clock()
+        now = self.clock()
         live = utc_iso(now)
         out = []
-        for upload in self._ledger.pending(authority, utc_iso(now - UPLOAD_GRACE)):
+        for upload in self.ledger.pending(authority, utc_iso(now - UPLOAD_GRACE)):
             if project and upload.project != project:
                 continue
             if upload.expires_at and upload.expires_at <= live:
-                if not self._archive.upload_exists(authority, upload.upload_id):
+                if not self.archive.upload_exists(authority, upload.upload_id):
                     continue
             out.append(upload)
         return out
@@ -604,7 +596,7 @@ class RecallService:
         principal.require("caller", "worker")
         authority = principal.authority
         info, row = self._anchor(authority, label.ref)
-        self._archive.put_topic(authority, TopicEntry(info.session_id, row.uuid, label.label))
+        self.archive.put_topic(authority, TopicEntry(info.session_id, row.uuid, label.label))
         self.index.add_topic(authority, info.session_id, row.uuid, label.label)
         return TopicHit(
             topic=label.label,
@@ -640,7 +632,7 @@ class RecallService:
         principal.require("admin")
         from dovecote.recall.rebuild import rebuild_authority
 
-        return rebuild_authority(self.index, self._archive, principal.authority)
+        return rebuild_authority(self.index, self.archive, principal.authority)
 
 
 def _as_asked(ref: ReadRef, session_id: str) -> str:
