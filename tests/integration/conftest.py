@@ -12,9 +12,16 @@ from dovecote.platform import aws
 from dovecote.platform.settings import get_settings
 from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
 from infra.local.resources import DEFAULT_NAMES, create_all
+from tests.support.tasks import Clock
 
 serialize_dynamodb()
 serialize_sqs()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """The task service's clock, moved by the test."""
+    return Clock()
 
 
 @pytest.fixture

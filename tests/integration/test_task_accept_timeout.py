@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -17,39 +17,28 @@ import pytest
 from dovecote.platform.clock import rfc3339
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError, IdempotencyConflict, InvalidArgument, NotFound, StaleLease
-from dovecote.tasks.model import EXPIRY_SHARDS, MAX_ACCEPT_TIMEOUT, expiry_shard
-from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, dynamo_store, edge, message, store_of, uid
+from dovecote.tasks.model import MAX_ACCEPT_TIMEOUT, expiry_shard
+from tests.support.tasks import (
+    CALLER,
+    OTHER_WORKER,
+    WORKER,
+    Clock,
+    Edge,
+    Flow,
+    dispatch,
+    dynamo_store,
+    edge,
+    message,
+    store_of,
+    uid,
+)
 
 KEY = b"accept-timeout-key-0123456789abcd"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture(params=["memory", "dynamo"])
 def service(request: pytest.FixtureRequest, clock: Clock) -> Edge:
     return edge(store_of(request), CursorSigner(KEY), clock=clock)
-
-
-def dispatch(service: Edge) -> dict[str, int]:
-    totals = {"fenced": 0, "lost": 0}
-    for shard in range(EXPIRY_SHARDS):
-        for name, n in service.expire_silent_leases(shard, limit=100, command_id=lambda t: uid("x")).items():
-            totals[name] += n
-    return totals
 
 
 def due(service: Edge, task_id: str, at: datetime) -> bool:

@@ -6,7 +6,6 @@ the dispatcher wins cleanly; the fenced worker gets stale_lease; long-poll claim
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,38 +15,26 @@ from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, Sta
 from dovecote.platform.principal import Principal
 from dovecote.tasks.model import EXPIRY_SHARDS
 from infra.local.metering import count_round_trips
-from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, dynamo_store, edge, store_of, uid
+from tests.support.tasks import (
+    CALLER,
+    OTHER_WORKER,
+    WORKER,
+    Clock,
+    Edge,
+    Flow,
+    dispatch,
+    dynamo_store,
+    edge,
+    store_of,
+    uid,
+)
 
 KEY = b"lease-expiry-key-0123456789abcdef"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture(params=["memory", "dynamo"])
 def service(request: pytest.FixtureRequest, clock: Clock) -> Edge:
     return edge(store_of(request), CursorSigner(KEY), clock=clock)
-
-
-def dispatch(service: Edge) -> dict[str, int]:
-    totals = {"fenced": 0, "lost": 0}
-    for shard in range(EXPIRY_SHARDS):
-        for name, n in service.expire_silent_leases(shard, limit=100, command_id=lambda t: uid("x")).items():
-            totals[name] += n
-    return totals
 
 
 def test_a_silent_lease_is_fenced_after_its_timeout_and_claimed_again_with_fence_plus_one(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from dovecote.platform.cursors import CursorSigner
@@ -12,6 +13,7 @@ from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
 from dovecote.tasks.dynamo import DynamoTaskStore
 from dovecote.tasks.memory import InMemoryTaskStore
+from dovecote.tasks.model import EXPIRY_SHARDS
 from dovecote.tasks.ports import TaskStore
 from dovecote.tasks.service import TaskService
 from dovecote.tasks.unit_of_work import Outcome
@@ -68,6 +70,28 @@ def code_of(call: Callable[[], Any]) -> str:
         return "ok"
     except DomainError as err:
         return err.code
+
+
+class Clock:
+    """The service's clock, moved by the test (lease and accept timeouts)."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def dispatch(service: Edge) -> dict[str, int]:
+    """One dispatcher pass over every expiry shard: how many leases it fenced and lost."""
+    totals = {"fenced": 0, "lost": 0}
+    for shard in range(EXPIRY_SHARDS):
+        for name, n in service.expire_silent_leases(shard, limit=100, command_id=lambda t: uid("x")).items():
+            totals[name] += n
+    return totals
 
 
 def uid(prefix: str) -> str:
