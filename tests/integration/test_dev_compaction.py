@@ -12,17 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from moto.backends import get_backend
 from moto.moto_server.werkzeug_app import MotoRequestHandler
-from werkzeug.serving import make_server
 
 import infra.local.snapshot as snapshot
 from infra.local.journal import ORDER, JournalingApp, journal_generations
 from infra.local.moto_patches import dispatcher_app, serialize_dynamodb, serialize_sqs
 from infra.local.persistence import CompactionPolicy, DataDir
 from infra.local.snapshot import BLOBS, SERVICES, SNAPSHOT, read_manifest
+from tests.support.moto_server import moto_client, serving
 
 serialize_dynamodb()
 serialize_sqs()
@@ -37,42 +36,28 @@ def reset_moto() -> None:
 def served(tmp_path: Path) -> Iterator[dict[str, Any]]:
     reset_moto()
     app = JournalingApp(dispatcher_app())
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-
-    def client(name: str) -> Any:
-        return boto3.client(
-            name,
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+    with serving(app, request_handler=MotoRequestHandler) as endpoint:
+        dynamodb, s3 = moto_client("dynamodb", endpoint), moto_client("s3", endpoint)
+        dynamodb.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
         )
-
-    dynamodb, s3 = client("dynamodb"), client("s3")
-    dynamodb.create_table(
-        TableName="t",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    s3.create_bucket(Bucket="bodies")
-    data = tmp_path / "data"
-    data.mkdir()
-    store = DataDir(data, app, policy=CompactionPolicy(check_s=3600))
-    store.compact()  # the first snapshot, as a first start writes it
-    store.open_journal()
-    try:
-        yield {"app": app, "store": store, "data": data, "dynamodb": dynamodb, "s3": s3}
-    finally:
-        store._stop.set()
-        if app.journal is not None:
-            app.journal.close()
-            app.journal = None
-        server.shutdown()
-        reset_moto()
+        s3.create_bucket(Bucket="bodies")
+        data = tmp_path / "data"
+        data.mkdir()
+        store = DataDir(data, app, policy=CompactionPolicy(check_s=3600))
+        store.compact()  # the first snapshot, as a first start writes it
+        store.open_journal()
+        try:
+            yield {"app": app, "store": store, "data": data, "dynamodb": dynamodb, "s3": s3}
+        finally:
+            store._stop.set()
+            if app.journal is not None:
+                app.journal.close()
+                app.journal = None
+    reset_moto()
 
 
 def increment(dynamodb: Any) -> None:
@@ -297,14 +282,7 @@ def test_a_snapshot_keeps_only_the_stream_records_not_yet_consumed(served: dict[
         BillingMode="PAY_PER_REQUEST",
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
     )
-    endpoint = dynamodb.meta.endpoint_url
-    streams = boto3.client(
-        "dynamodbstreams",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    streams = moto_client("dynamodbstreams", dynamodb.meta.endpoint_url)
     function = Function("test_stream", f"{__name__}.handler")
     SEEN.clear()
     poller = StreamPoller(dynamodb=dynamodb, streams=streams, table="streamed", function=function, batch_size=10)

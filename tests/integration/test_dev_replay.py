@@ -4,50 +4,34 @@ back; an S3 object version keeps the id its PUT was answered with (DynamoDB item
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import boto3
 import pytest
 from moto.backends import get_backend
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from werkzeug.serving import make_server
 
 from infra.local.journal import Journal, JournalingApp, read_records, replay
+from tests.support.moto_server import moto_client, serving
 
 
 @pytest.fixture
 def journaled(tmp_path: Path) -> Iterator[tuple[JournalingApp, str]]:
     app = JournalingApp(DomainDispatcherApplication(create_backend_app))
     app.journal = Journal(tmp_path / "journal")
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield app, f"http://127.0.0.1:{server.server_address[1]}"
+        with serving(app, request_handler=MotoRequestHandler) as endpoint:
+            yield app, endpoint
     finally:
-        server.shutdown()
         for name in ("s3", "dynamodb"):
             get_backend(name).reset()  # type: ignore[call-overload]
-
-
-def _client(name: str, endpoint: str) -> Any:
-    return boto3.client(
-        name,
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
 
 
 def test_replayed_journal_restores_items_and_object_versions(
     journaled: tuple[JournalingApp, str], tmp_path: Path
 ) -> None:
     app, endpoint = journaled
-    s3, dynamodb = _client("s3", endpoint), _client("dynamodb", endpoint)
+    s3, dynamodb = moto_client("s3", endpoint), moto_client("dynamodb", endpoint)
     s3.create_bucket(Bucket="bodies")
     s3.put_bucket_versioning(Bucket="bodies", VersioningConfiguration={"Status": "Enabled"})
     first = s3.put_object(Bucket="bodies", Key="notes/a", Body=b"one")["VersionId"]

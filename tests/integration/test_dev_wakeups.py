@@ -6,16 +6,13 @@ every `at_least_every_s`."""
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto.backends import get_backend
-from werkzeug.serving import make_server
 
 from infra.local.journal import JournalingApp
 from infra.local.moto_patches import dispatcher_app
@@ -24,6 +21,7 @@ from infra.local.schedules import ExpiryGate, Schedule
 from infra.local.streams import StreamPoller
 from infra.local.wakeups import Wakeups
 from infra.routes import Function
+from tests.support.moto_server import moto_client, serving
 
 # The sources load their handler by name, as from the route table.
 SEEN: list[dict[str, Any]] = []
@@ -56,26 +54,12 @@ def wait_for(check: Any, timeout: float = 20.0) -> bool:
 @pytest.fixture
 def served() -> Iterator[dict[str, Any]]:
     wakeups = Wakeups(JournalingApp(dispatcher_app()))
-    server = make_server("127.0.0.1", 0, wakeups, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-
-    def client(name: str) -> Any:
-        return boto3.client(
-            name,
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
-
     SEEN.clear()
     FAIL_FIRST.clear()
     try:
-        yield {"wakeups": wakeups, "client": client}
+        with serving(wakeups) as endpoint:
+            yield {"wakeups": wakeups, "client": lambda name: moto_client(name, endpoint)}
     finally:
-        server.shutdown()
         for name in ("s3", "dynamodb", "sqs", "dynamodbstreams"):
             get_backend(name).reset()  # type: ignore[call-overload]
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 
+from tests.support.moto_server import moto_client
+
 
 def moto_endpoint(dev_runtime: dict[str, Any]) -> str:
     """The runtime's in-process moto server, as a presigned upload URL names it."""
@@ -47,18 +49,10 @@ class Authority:
 
 
 def fresh_authority(dev_runtime: dict[str, Any], prefix: str = "t") -> Authority:
-    import boto3
-
     from dovecote.admin.dynamo import DynamoTokenStore
     from dovecote.admin.service import TokenService
 
-    dynamodb = boto3.client(
-        "dynamodb",
-        endpoint_url=moto_endpoint(dev_runtime),
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    dynamodb = moto_client("dynamodb", moto_endpoint(dev_runtime))
     name = f"{prefix}-{uuid.uuid4().hex[:10]}"
     token, _ = TokenService(DynamoTokenStore(table="dovecote-tokens", dynamodb=dynamodb)).mint(
         None, name, "admin", None

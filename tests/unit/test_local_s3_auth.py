@@ -10,7 +10,6 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
 import pytest
 from botocore.auth import S3SigV4Auth, SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -19,6 +18,7 @@ from botocore.credentials import Credentials
 from werkzeug.test import Client
 
 from infra.local.s3_auth import S3Auth
+from tests.support.moto_server import moto_client
 
 ENDPOINT = "http://127.0.0.1:5000"
 BODY = b"exactly these bytes"
@@ -51,12 +51,9 @@ def checked(clock: float | None = None) -> tuple[Client, Behind]:
 
 
 def presigned(expires: int = 900, **params: Any) -> str:
-    s3 = boto3.client(
+    s3 = moto_client(
         "s3",
-        endpoint_url=ENDPOINT,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
+        ENDPOINT,
         config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
     )
     signed = {"Bucket": "b", "Key": "uploads/notes/dev/r ~é", "ContentLength": len(BODY), **params}
