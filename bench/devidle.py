@@ -13,7 +13,6 @@ bench calls.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -22,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.devstart import ROOT, Dev, cpu_seconds
+from bench.common import write_results
+from bench.devstart import Dev, cpu_seconds
 
 
 def cpu_share(pid: int, window: float) -> float:
@@ -147,9 +147,7 @@ def main() -> None:
     args = parser.parse_args()
     report = devidle_report(args.quick, window=args.window)
     print_report(report)
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "devidle.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_results("devidle.json", report)
 
 
 if __name__ == "__main__":

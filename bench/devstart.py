@@ -36,7 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.common import ROOT, write_results
+
 THREADS = 8
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -267,15 +268,7 @@ def devstart_report(
             _seed_and_stop(report, work, data, notes, messages)
         report["files_mb"] = _size_mb(data)
         progress(f"files (MB): {report['files_mb']}")
-        seeded, seeded_cpu = [], []
-        for i in range(rounds):
-            dev = Dev(work, data)
-            seeded.append(dev.ready_s)
-            seeded_cpu.append(dev.ready_cpu_s)
-            dev.stop()
-            progress(f"seeded restart {i + 1}/{rounds}: {dev.ready_s:.2f} s ({dev.ready_cpu_s:.2f} CPU s)")
-        report["seeded_restart_s"] = statistics.median(seeded)
-        report["seeded_restart_cpu_s"] = statistics.median(seeded_cpu)
+        _restarts(report, "seeded", work, data, rounds)
         report["restore_lines"] = _log_lines(work, "restored")[-rounds:]
         # The same at the seeded size: the restore of the snapshot plus a bounded replay.
         report["crash_seeded"] = _crash(work, data, min(load_minutes, 0.5))
@@ -288,15 +281,21 @@ def _first_start(report: dict[str, Any], work: Path, data: Path, rounds: int) ->
     first = Dev(work, data, "--fresh")
     report["first_start_s"] = first.ready_s
     first.stop()
-    empty, empty_cpu = [], []
+    _restarts(report, "empty", work, data, rounds)
+
+
+def _restarts(report: dict[str, Any], label: str, work: Path, data: Path, rounds: int) -> None:
+    """`rounds` plain restarts over `data`: the median wall and CPU seconds to ready, as
+    `<label>_restart_s` and `<label>_restart_cpu_s`."""
+    wall, cpu = [], []
     for i in range(rounds):
         dev = Dev(work, data)
-        empty.append(dev.ready_s)
-        empty_cpu.append(dev.ready_cpu_s)
+        wall.append(dev.ready_s)
+        cpu.append(dev.ready_cpu_s)
         dev.stop()
-        progress(f"empty restart {i + 1}/{rounds}: {dev.ready_s:.2f} s ({dev.ready_cpu_s:.2f} CPU s)")
-    report["empty_restart_s"] = statistics.median(empty)
-    report["empty_restart_cpu_s"] = statistics.median(empty_cpu)
+        progress(f"{label} restart {i + 1}/{rounds}: {dev.ready_s:.2f} s ({dev.ready_cpu_s:.2f} CPU s)")
+    report[f"{label}_restart_s"] = statistics.median(wall)
+    report[f"{label}_restart_cpu_s"] = statistics.median(cpu)
 
 
 def _seed_and_stop(report: dict[str, Any], work: Path, data: Path, notes: int, messages: int) -> None:
@@ -406,9 +405,7 @@ def main() -> None:
         reuse=args.reuse,
     )
     print_report(report)
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "devstart.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_results("devstart.json", report)
 
 
 if __name__ == "__main__":
