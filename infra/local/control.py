@@ -136,15 +136,6 @@ def mint_any_authority(expires_in_days: int) -> Mint:
             agent=body.get("agent"),
             expires_in_days=days,
         )
-        p = record.principal
-        return {
-            "token": token,
-            "token_id": record.token_id,
-            "authority": p.authority,
-            "role": p.role,
-            "worker": p.worker,
-            "agent": p.agent,
-            "expires_at": record.expires_at,
-        }
+        return record.minted(token)
 
     return mint

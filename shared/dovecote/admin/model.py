@@ -88,6 +88,19 @@ class TokenRecord:
             "revoked_at": self.revoked_at or None,
         }
 
+    def minted(self, token: str) -> dict[str, str | None]:
+        """What the minter of a new token is told once: the secret and what it stands for."""
+        p = self.principal
+        return {
+            "token": token,
+            "token_id": self.token_id,
+            "authority": p.authority,
+            "role": p.role,
+            "worker": p.worker,
+            "agent": p.agent,
+            "expires_at": self.expires_at,
+        }
+
 
 def gate_principal(authority: str, role: str, worker: str | None, agent: str | None = None) -> Principal:
     """The one gate for what a token may stand for."""

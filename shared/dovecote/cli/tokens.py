@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -146,14 +146,4 @@ def tokens_bootstrap(
         raise CliError(f"AWS {aws_code}: {exc}", EXIT_API, code="aws_error", details={"aws_code": aws_code}) from None
     except BotoCoreError as exc:
         raise CliError(f"cannot reach AWS: {exc}", EXIT_UNREACHABLE, code="unavailable") from None
-    p = record.principal
-    minted: dict[str, Any] = {
-        "token": token,
-        "token_id": record.token_id,
-        "authority": p.authority,
-        "role": p.role,
-        "worker": p.worker,
-        "agent": p.agent,
-        "expires_at": record.expires_at,
-    }
-    print_json(minted)  # with or without --json: scripts capture this document
+    print_json(record.minted(token))  # with or without --json: scripts capture this document
