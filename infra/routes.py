@@ -50,6 +50,18 @@ AUTHORIZER = Function(
     "authorizer", "functions.authorizer.handler.handler", memory_mb=256, timeout_s=10, settings=("tokens_table",)
 )
 
+# What the task service reads: tasks_api and a2a_api (a binding of the same service) both run it.
+TASK_SETTINGS = (
+    "tasks_table",
+    "bucket",
+    "cursor_secret_arn",
+    "lease_timeout_seconds",
+    "presign_seconds",
+    "data_key_id",
+    "allow_plaintext_reads",
+    "artifact_max_bytes",
+)
+
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for f in (
@@ -70,16 +82,7 @@ FUNCTIONS: dict[str, Function] = {
             "tasks_api",
             "functions.tasks_api.handler.handler",
             memory_mb=1024,
-            settings=(
-                "tasks_table",
-                "bucket",
-                "cursor_secret_arn",
-                "lease_timeout_seconds",
-                "presign_seconds",
-                "data_key_id",
-                "allow_plaintext_reads",
-                "artifact_max_bytes",
-            ),
+            settings=TASK_SETTINGS,
         ),
         # A JSONL transcript of up to ~5 MB is parsed and indexed inside the request.
         Function(
@@ -101,16 +104,7 @@ FUNCTIONS: dict[str, Function] = {
         Function(
             "a2a_api",
             "functions.a2a_api.handler.handler",
-            settings=(
-                "tasks_table",
-                "bucket",
-                "cursor_secret_arn",
-                "lease_timeout_seconds",
-                "presign_seconds",
-                "data_key_id",
-                "allow_plaintext_reads",
-                "artifact_max_bytes",
-            ),
+            settings=TASK_SETTINGS,
         ),
         # A status read may long-poll up to 20 s (wait ≤ 20) inside API Gateway's 29 s. Redrive
         # (admin) reads the dead-letter queue and sends to the queue.
