@@ -113,3 +113,19 @@ DEFAULT_NAMES = {
     "recall_table": "dovecote-recall",
     "transcripts_queue": "dovecote-transcripts",
 }
+
+
+def create_everything(*, memory_visibility_s: int = MEMORY_VISIBILITY_S) -> dict[str, str]:
+    """`create_all` of every resource, through the process's shared clients (dovecote.platform.aws):
+    what `dovecote dev` stands up, and the moto fixtures with it."""
+    from dovecote.platform import aws
+
+    return create_all(
+        dynamodb=aws.client("dynamodb"),
+        s3=aws.client("s3"),
+        secretsmanager=aws.client("secretsmanager"),
+        names=DEFAULT_NAMES,
+        kms=aws.client("kms"),
+        sqs=aws.client("sqs"),
+        memory_visibility_s=memory_visibility_s,
+    )

@@ -285,20 +285,10 @@ class LocalRuntime:
         make_private(self.data_dir)  # a DIR written before the umask above (0755, 0644)
 
     def _bootstrap(self) -> None:
-        from dovecote.platform import aws
         from dovecote.platform.settings import get_settings
-        from infra.local.resources import DEFAULT_NAMES, create_all
+        from infra.local.resources import create_everything
 
-        os.environ.update(
-            create_all(
-                dynamodb=aws.client("dynamodb"),
-                s3=aws.client("s3"),
-                secretsmanager=aws.client("secretsmanager"),
-                names=DEFAULT_NAMES,
-                kms=aws.client("kms"),
-                sqs=aws.client("sqs"),
-            )
-        )
+        os.environ.update(create_everything())
         get_settings.cache_clear()
         self._mint_tokens()
 

@@ -11,7 +11,7 @@ from moto import mock_aws
 from dovecote.platform import aws
 from dovecote.platform.settings import get_settings
 from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
-from infra.local.resources import DEFAULT_NAMES, create_all
+from infra.local.resources import create_everything
 from tests.support.tasks import Clock
 
 serialize_dynamodb()
@@ -29,16 +29,8 @@ def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     with mock_aws():
         aws.reset_clients()
         get_settings.cache_clear()
-        env = create_all(
-            dynamodb=aws.client("dynamodb"),
-            s3=aws.client("s3"),
-            secretsmanager=aws.client("secretsmanager"),
-            names=DEFAULT_NAMES,
-            kms=aws.client("kms"),
-            sqs=aws.client("sqs"),
-            # A failed memory message is seen again after 1 s (tests of retries and dead letters).
-            memory_visibility_s=1,
-        )
+        # A failed memory message is seen again after 1 s (tests of retries and dead letters).
+        env = create_everything(memory_visibility_s=1)
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         get_settings.cache_clear()
