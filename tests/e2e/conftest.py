@@ -7,8 +7,10 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from dovecote.client.worker import Worker
 from tests.conftest import ROOT
 
 READY_SECONDS = 120
@@ -127,3 +130,41 @@ def other_authority(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
         "caller": bearer(mint_dev_token(dev_runtime, "other", "caller")),
         "worker": bearer(mint_dev_token(dev_runtime, "other", "worker", "w-other")),
     }
+
+
+def transcript(session_id: str, texts: list[str], project: str = "e2e") -> dict[str, Any]:
+    """A generic-format transcript: `texts` alternate user and assistant, a minute apart."""
+    return {
+        "source": "e2e",
+        "project": project,
+        "session_id": session_id,
+        "messages": [
+            {
+                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{i}")),
+                "role": "user" if i % 2 == 0 else "assistant",
+                "text": text,
+                "timestamp": f"2025-06-01T00:{i:02d}:00Z",
+            }
+            for i, text in enumerate(texts)
+        ],
+    }
+
+
+@pytest.fixture
+def running() -> Iterator[Callable[[Worker], threading.Thread]]:
+    """Starts SDK workers in threads (so they install no signal handlers); each is stopped, and must
+    have stopped, when the test ends."""
+    started: list[tuple[Worker, threading.Thread]] = []
+
+    def start(worker: Worker) -> threading.Thread:
+        thread = threading.Thread(target=worker.run, daemon=True)
+        thread.start()
+        started.append((worker, thread))
+        return thread
+
+    yield start
+    for worker, _ in started:
+        worker.stop()
+    for _, thread in started:
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "the worker did not stop"

@@ -10,13 +10,14 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from tests.conftest import ROOT
-from tests.e2e.conftest import bearer, start_dev
+from tests.e2e.conftest import bearer, start_dev, transcript
 
 
 def uid(prefix: str) -> str:
@@ -27,21 +28,66 @@ def msg(text: str) -> dict[str, Any]:
     return {"id": uid("m"), "parts": [{"media_type": "text/plain", "text": text}]}
 
 
-def transcript(session_id: str, texts: list[str]) -> dict[str, Any]:
-    return {
-        "source": "e2e",
-        "project": "persist",
-        "session_id": session_id,
-        "messages": [
-            {
-                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{i}")),
-                "role": "user" if i % 2 == 0 else "assistant",
-                "text": text,
-                "timestamp": f"2025-06-01T00:{i:02d}:00Z",
-            }
-            for i, text in enumerate(texts)
-        ],
-    }
+class Burst:
+    """Four threads writing to a runtime until `kill`: notes, and a task every `task_every`-th write.
+    `acknowledged` holds each write the runtime answered, as (kind, key); every restart must keep them."""
+
+    def __init__(
+        self, dev: dict[str, Any], *, key: str, task_every: int, note_text: Callable[[str], str] = str
+    ) -> None:
+        self.acknowledged: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._key, self._task_every, self._note_text = key, task_every, note_text
+        self._threads = [threading.Thread(target=self._write, args=(dev, n)) for n in range(4)]
+        for thread in self._threads:
+            thread.start()
+
+    def _write(self, dev: dict[str, Any], n: int) -> None:
+        caller = bearer(dev["tokens"]["caller"])
+        with httpx.Client(base_url=dev["endpoint"], timeout=10, headers=caller) as http:
+            i = 0
+            while not self._stop.is_set():
+                i += 1
+                try:
+                    if i % self._task_every:
+                        name = f"{self._key}{n}-{i}"
+                        body = {"key": self._key, "run": 1, "name": name, "text": self._note_text(name)}
+                        r = http.put("/v1/notes", json=body)
+                        kind = ("note", r.json()["ref"]) if r.status_code == 200 else None
+                    else:
+                        tid = uid("t")
+                        body = {
+                            "command_id": uid("c"),
+                            "workspace": "ws",
+                            "id": tid,
+                            "context": "c",
+                            "message": msg("x"),
+                        }
+                        r = http.post("/v1/tasks", json=body)
+                        kind = ("task", tid) if r.status_code == 201 else None
+                except (httpx.TransportError, ValueError):
+                    continue  # the process died mid-request: not acknowledged
+                if kind is not None:
+                    with self._lock:
+                        self.acknowledged.append(kind)
+
+    def kill(self, dev: dict[str, Any]) -> None:
+        """kill -9 the runtime under the writes, then stop the writers."""
+        dev["process"].send_signal(signal.SIGKILL)
+        dev["process"].wait()
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+    def lost(self, dev: dict[str, Any]) -> list[tuple[str, str]]:
+        """The acknowledged writes the (restarted) runtime `dev` does not have."""
+        with httpx.Client(base_url=dev["endpoint"], timeout=30, headers=bearer(dev["tokens"]["caller"])) as http:
+            return [
+                (kind, key)
+                for kind, key in self.acknowledged
+                if http.get(f"/v1/notes/{key}" if kind == "note" else f"/v1/tasks/{key}").status_code != 200
+            ]
 
 
 def test_everything_survives_a_clean_restart(tmp_path: Path) -> None:
@@ -76,7 +122,9 @@ def test_everything_survives_a_clean_restart(tmp_path: Path) -> None:
             status = http.get(f"/v1/memory/writes/{write_id}", params={"wait": 20}, headers=caller).json()
             assert status["status"] == "complete", status
             ingested = http.post(
-                "/v1/transcripts", json=transcript(session_id, ["hello", f"the {word} rollout"]), headers=caller
+                "/v1/transcripts",
+                json=transcript(session_id, ["hello", f"the {word} rollout"], "persist"),
+                headers=caller,
             )
             assert ingested.status_code == 200, ingested.text
             assert http.get("/v1/recall/search", params={"q": word}, headers=caller).json()["results"]
@@ -100,9 +148,6 @@ def test_everything_survives_a_clean_restart(tmp_path: Path) -> None:
 
 def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
     data = tmp_path / "state"
-    acknowledged: list[tuple[str, str]] = []
-    lock = threading.Lock()
-    stop = threading.Event()
     big = hashlib.sha256(b"crash").digest() * 16_384  # 512 KiB: an S3 body version a DynamoDB item names
     with start_dev(tmp_path, "--data", str(data)) as dev:
         caller = bearer(dev["tokens"]["caller"])
@@ -117,56 +162,16 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
             assert committed.status_code == 200, committed.text
             big_ref = committed.json()["ref"]
 
-        def burst(n: int) -> None:
-            with httpx.Client(base_url=dev["endpoint"], timeout=10) as http:
-                i = 0
-                while not stop.is_set():
-                    i += 1
-                    try:
-                        if i % 2:
-                            name = f"n{n}-{i}"
-                            r = http.put(
-                                "/v1/notes", json={"key": "burst", "run": 1, "name": name, "text": name}, headers=caller
-                            )
-                            kind = ("note", r.json()["ref"]) if r.status_code == 200 else None
-                        else:
-                            tid = uid("t")
-                            body = {
-                                "command_id": uid("c"),
-                                "workspace": "ws",
-                                "id": tid,
-                                "context": "c",
-                                "message": msg("x"),
-                            }
-                            r = http.post("/v1/tasks", json=body, headers=caller)
-                            kind = ("task", tid) if r.status_code == 201 else None
-                    except (httpx.TransportError, ValueError):
-                        continue  # the process died mid-request: not acknowledged
-                    if kind is not None:
-                        with lock:
-                            acknowledged.append(kind)
-
-        threads = [threading.Thread(target=burst, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
+        burst = Burst(dev, key="burst", task_every=2)
         deadline = time.monotonic() + 30
-        while len(acknowledged) < 60 and time.monotonic() < deadline:
+        while len(burst.acknowledged) < 60 and time.monotonic() < deadline:
             time.sleep(0.05)
-        dev["process"].send_signal(signal.SIGKILL)
-        dev["process"].wait()
-        stop.set()
-        for thread in threads:
-            thread.join()
-    assert len(acknowledged) >= 60
+        burst.kill(dev)
+    assert len(burst.acknowledged) >= 60
     with start_dev(tmp_path, "--data", str(data)) as again:
+        assert burst.lost(again) == []
         caller = bearer(again["tokens"]["caller"])
         with httpx.Client(base_url=again["endpoint"], timeout=30) as http:
-            missing = []
-            for kind, key in acknowledged:
-                path = f"/v1/notes/{key}" if kind == "note" else f"/v1/tasks/{key}"
-                if http.get(path, headers=caller).status_code != 200:
-                    missing.append((kind, key))
-            assert missing == []
             got = http.get(f"/v1/notes/{big_ref}", headers=caller).json()
             assert httpx.get(got["download_url"], timeout=60).content == big
         assert "journaled requests replayed" in again["log"].read_text()
@@ -226,51 +231,18 @@ def test_kill_9_during_and_after_background_compactions_loses_nothing(tmp_path: 
         "DOVECOTE_DEV_COMPACT_RECORDS": never,
         "DOVECOTE_DEV_COMPACT_AGE_S": never,
     }
-    acknowledged: list[tuple[str, str]] = []
-    lock = threading.Lock()
-    stop = threading.Event()
     with start_dev(tmp_path, "--data", str(data), settings=settings) as dev:
-        caller = bearer(dev["tokens"]["caller"])
-
-        def burst(n: int) -> None:
-            with httpx.Client(base_url=dev["endpoint"], timeout=10) as http:
-                i = 0
-                while not stop.is_set():
-                    i += 1
-                    try:
-                        if i % 3:
-                            name = f"c{n}-{i}"
-                            body = {"key": "compact", "run": 1, "name": name, "text": name * 20}
-                            r = http.put("/v1/notes", json=body, headers=caller)
-                            kind = ("note", r.json()["ref"]) if r.status_code == 200 else None
-                        else:
-                            tid = uid("t")
-                            body = {"command_id": uid("c"), "workspace": "ws", "id": tid, "context": "c"}
-                            r = http.post("/v1/tasks", json={**body, "message": msg("x")}, headers=caller)
-                            kind = ("task", tid) if r.status_code == 201 else None
-                    except (httpx.TransportError, ValueError):
-                        continue
-                    if kind is not None:
-                        with lock:
-                            acknowledged.append(kind)
-
-        threads = [threading.Thread(target=burst, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
+        burst = Burst(dev, key="compact", task_every=3, note_text=lambda name: name * 20)
         pid = dev["process"].pid
         deadline = time.monotonic() + 120
         child: list[int] = []
         while time.monotonic() < deadline:
-            if len(acknowledged) >= 150:
+            if len(burst.acknowledged) >= 150:
                 child = _children(pid)
                 if child:
                     break
             time.sleep(0.005)
-        dev["process"].send_signal(signal.SIGKILL)  # while the compaction's child writes
-        dev["process"].wait()
-        stop.set()
-        for thread in threads:
-            thread.join()
+        burst.kill(dev)  # while the compaction's child writes
         log = dev["log"].read_text()
     assert child, "no background compaction was running to kill -9 during"
     assert "compacted in the background" in log  # earlier ones finished while the burst went on
@@ -279,16 +251,8 @@ def test_kill_9_during_and_after_background_compactions_loses_nothing(tmp_path: 
         time.sleep(0.05)
     assert not Path(f"/proc/{child[0]}").exists() or "zombie" in Path(f"/proc/{child[0]}/status").read_text()
 
-    def all_there(endpoint: str, token: str) -> list[tuple[str, str]]:
-        with httpx.Client(base_url=endpoint, timeout=30, headers=bearer(token)) as http:
-            return [
-                (kind, key)
-                for kind, key in acknowledged
-                if http.get(f"/v1/notes/{key}" if kind == "note" else f"/v1/tasks/{key}").status_code != 200
-            ]
-
     with start_dev(tmp_path, "--data", str(data), settings=settings) as again:
-        assert all_there(again["endpoint"], again["tokens"]["caller"]) == []
+        assert burst.lost(again) == []
         # The replayed journals are folded into a snapshot in the background at once: kill -9 after it.
         deadline = time.monotonic() + 120
         while "compacted in the background" not in again["log"].read_text() and time.monotonic() < deadline:
@@ -297,9 +261,9 @@ def test_kill_9_during_and_after_background_compactions_loses_nothing(tmp_path: 
         again["process"].send_signal(signal.SIGKILL)
         again["process"].wait()
     with start_dev(tmp_path, "--data", str(data), settings=settings) as third:
-        assert all_there(third["endpoint"], third["tokens"]["caller"]) == []
+        assert burst.lost(third) == []
         restored = next(line for line in third["log"].read_text().splitlines() if "restored" in line)
         replayed = int(restored.split(" journaled requests replayed")[0].rsplit(" ", 1)[-1])
         # Only what came after the last compaction (the janitor catching up on the burst's stream
         # records, here): the burst itself is in the snapshot.
-        assert replayed < len(acknowledged) // 2, restored
+        assert replayed < len(burst.acknowledged) // 2, restored

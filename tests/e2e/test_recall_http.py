@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.conftest import SHARED_DATA
-from tests.e2e.conftest import bearer
+from tests.e2e.conftest import bearer, transcript
 
 SAMPLES = SHARED_DATA / "transcripts"
 
@@ -27,32 +27,15 @@ def word() -> str:
     return "w" + uuid.uuid4().hex[:10]
 
 
-def generic(session_id: str, texts: list[str], project: str = "e2e") -> dict[str, Any]:
-    return {
-        "source": "e2e",
-        "project": project,
-        "session_id": session_id,
-        "messages": [
-            {
-                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{i}")),
-                "role": "user" if i % 2 == 0 else "assistant",
-                "text": text,
-                "timestamp": f"2025-06-01T00:{i:02d}:00Z",
-            }
-            for i, text in enumerate(texts)
-        ],
-    }
-
-
 def test_ingest_search_read_outline(http: httpx.Client, caller: dict[str, str]) -> None:
     token = word()
     session_id = "e2e-" + uuid.uuid4().hex
     texts = [f"message {i}" for i in range(20)]
     texts[10] = f"the {token} deployment failed on friday"
-    ingested = http.post("/v1/transcripts", json=generic(session_id, texts), headers=caller)
+    ingested = http.post("/v1/transcripts", json=transcript(session_id, texts), headers=caller)
     assert ingested.status_code == 200, ingested.text
     assert ingested.json()["session_id"] == session_id and ingested.json()["messages_indexed"] == 20
-    again = http.post("/v1/transcripts", json=generic(session_id, texts), headers=caller)
+    again = http.post("/v1/transcripts", json=transcript(session_id, texts), headers=caller)
     assert again.json()["unchanged"] is True
 
     found = http.get("/v1/recall/search", params={"q": token}, headers=caller)
@@ -99,7 +82,7 @@ def test_claude_session_with_a_subagent_thread(http: httpx.Client, caller: dict[
 def test_topics(http: httpx.Client, caller: dict[str, str]) -> None:
     token = word()
     session_id = "e2e-" + uuid.uuid4().hex
-    http.post("/v1/transcripts", json=generic(session_id, ["start", "middle", "end"]), headers=caller)
+    http.post("/v1/transcripts", json=transcript(session_id, ["start", "middle", "end"]), headers=caller)
     ref = f"{session_id[:12]}:{str(uuid.uuid5(uuid.NAMESPACE_URL, f'{session_id}/1'))[:8]}"
     labelled = http.post("/v1/recall/topics", json={"ref": ref, "label": f"{token} rollout"}, headers=caller)
     assert labelled.status_code == 200, labelled.text
@@ -224,7 +207,7 @@ def test_the_path_pattern_is_documented_as_re2(http: httpx.Client) -> None:
 def test_an_ambiguous_prefix_lists_candidates(http: httpx.Client, caller: dict[str, str]) -> None:
     prefix = "amb" + uuid.uuid4().hex[:9]
     for suffix in ("a", "b"):
-        http.post("/v1/transcripts", json=generic(prefix + suffix, ["x"]), headers=caller)
+        http.post("/v1/transcripts", json=transcript(prefix + suffix, ["x"]), headers=caller)
     response = http.get(f"/v1/recall/outline/{prefix}", headers=caller)
     assert response.status_code == 400
     error = response.json()["error"]
@@ -236,7 +219,7 @@ def test_authorities_are_isolated(
 ) -> None:
     token = word()
     session_id = "iso-" + uuid.uuid4().hex
-    http.post("/v1/transcripts", json=generic(session_id, [f"{token} secret"]), headers=caller)
+    http.post("/v1/transcripts", json=transcript(session_id, [f"{token} secret"]), headers=caller)
     mine = http.get("/v1/recall/search", params={"q": token}, headers=caller).json()
     assert mine["count"] == 1
     theirs = http.get("/v1/recall/search", params={"q": token}, headers=other_authority["caller"]).json()
@@ -248,7 +231,7 @@ def test_authorities_are_isolated(
 def test_rebuild_is_admin_only(http: httpx.Client, caller: dict[str, str], dev_runtime: dict[str, Any]) -> None:
     assert http.post("/v1/recall/rebuild", headers=caller).status_code == 403
     token = word()
-    http.post("/v1/transcripts", json=generic("rb-" + uuid.uuid4().hex, [f"{token} kept"]), headers=caller)
+    http.post("/v1/transcripts", json=transcript("rb-" + uuid.uuid4().hex, [f"{token} kept"]), headers=caller)
     rebuilt = http.post("/v1/recall/rebuild", headers=bearer(dev_runtime["tokens"]["admin"]))
     assert rebuilt.status_code == 200 and rebuilt.json()["failed"] == []
     assert http.get("/v1/recall/search", params={"q": token}, headers=caller).json()["count"] == 1

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -58,24 +58,6 @@ class Counted:
 
 def sdk(authority: Authority, role: str, worker: str | None = None, **options: Any) -> DovecoteClient:
     return DovecoteClient(authority.endpoint, authority.token(role, worker), **options)
-
-
-@pytest.fixture
-def running() -> Iterator[Callable[[Worker], threading.Thread]]:
-    started: list[tuple[Worker, threading.Thread]] = []
-
-    def start(worker: Worker) -> threading.Thread:
-        thread = threading.Thread(target=worker.run, daemon=True)
-        thread.start()
-        started.append((worker, thread))
-        return thread
-
-    yield start
-    for worker, _ in started:
-        worker.stop()
-    for _, thread in started:
-        thread.join(timeout=30)
-        assert not thread.is_alive(), "the worker did not stop"
 
 
 def test_a_task_is_claimed_by_long_poll_kept_by_heartbeats_and_completed(

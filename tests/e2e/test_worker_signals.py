@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -84,23 +84,6 @@ def finish(process: subprocess.Popen[str], seconds: float = 20) -> tuple[int, st
         output, _ = process.communicate(timeout=10)
         raise AssertionError(f"still running {seconds} s after the signal:\n{output}") from None
     return process.returncode, output, time.monotonic() - started
-
-
-@pytest.fixture
-def running() -> Iterator[Callable[[Worker], threading.Thread]]:
-    started: list[tuple[Worker, threading.Thread]] = []
-
-    def start(worker: Worker) -> threading.Thread:
-        thread = threading.Thread(target=worker.run, kwargs={"handle_signals": False}, daemon=True)
-        thread.start()
-        started.append((worker, thread))
-        return thread
-
-    yield start
-    for worker, _ in started:
-        worker.stop()
-    for _, thread in started:
-        thread.join(timeout=30)
 
 
 def test_a_worker_that_dies_without_accepting_strands_nothing(
