@@ -429,7 +429,6 @@ def make_private(directory: Path) -> None:
         if entry.is_file():
             os.chmod(entry, PRIVATE_FILE)
         elif entry.is_dir() and entry.name == BLOBS:
+            # Its files are created 0600 (Blobs.put), and it is newer than the private modes: no
+            # chmod of each of its thousands of files at every start.
             os.chmod(entry, PRIVATE_DIR)
-            for blob in entry.iterdir():
-                if blob.is_file() and not blob.is_symlink():
-                    os.chmod(blob, PRIVATE_FILE)
