@@ -372,17 +372,21 @@ def _utf8(value: str, field_name: str) -> bytes:
         raise InvalidArgument(f"{field_name} must be valid Unicode (no lone surrogate)", field=field_name) from None
 
 
+def _short_string(value: Any, field_name: str, limit: int) -> str:
+    """A string of valid Unicode, at most `limit` characters: what a filename and a URL share."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{field_name} must be a string", field=field_name)
+    _utf8(value, field_name)
+    if len(value) > limit:
+        raise InvalidArgument(f"{field_name} is longer than {limit} characters", field=field_name, limit=limit)
+    return value
+
+
 def gate_filename(value: Any, field_name: str) -> str:
     """Absent, or 1–255 characters with no control character and no / or \\, and not . or .."""
     if value is None:
         return ""
-    if not isinstance(value, str):
-        raise InvalidArgument(f"{field_name} must be a string", field=field_name)
-    _utf8(value, field_name)
-    if len(value) > MAX_FILENAME_CHARS:
-        raise InvalidArgument(
-            f"{field_name} is longer than {MAX_FILENAME_CHARS} characters", field=field_name, limit=MAX_FILENAME_CHARS
-        )
+    _short_string(value, field_name, MAX_FILENAME_CHARS)
     if not _FILENAME.fullmatch(value) or value in NOT_FILENAMES:
         raise InvalidArgument(
             f"{field_name} must be a file name: no control characters, no / or \\, not . or ..", field=field_name
@@ -393,13 +397,7 @@ def gate_filename(value: Any, field_name: str) -> str:
 def gate_url(value: Any, field_name: str) -> str:
     """An absolute URL of at most 2,048 characters: a scheme, no whitespace or control characters,
     and a host for http(s); and one urllib.parse can split (it refuses, e.g., an unclosed IPv6 host)."""
-    if not isinstance(value, str):
-        raise InvalidArgument(f"{field_name} must be a string", field=field_name)
-    _utf8(value, field_name)
-    if len(value) > MAX_URL_CHARS:
-        raise InvalidArgument(
-            f"{field_name} is longer than {MAX_URL_CHARS} characters", field=field_name, limit=MAX_URL_CHARS
-        )
+    _short_string(value, field_name, MAX_URL_CHARS)
     if not _URL.fullmatch(value) or _HOST_MISSING.match(value):
         raise InvalidArgument(
             f"{field_name} must be an absolute URL (scheme:..., http(s) with a host), without whitespace or "
