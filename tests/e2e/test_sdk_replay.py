@@ -122,7 +122,7 @@ import dovecote.cli.common as common
 common.DovecoteClient = Cutting
 from dovecote.cli import main
 sys.argv[0] = "dovecote"
-main()
+main(sys.argv[1:])  # arguments given: it returns (or raises SystemExit), so the atexit above runs
 """
 
 

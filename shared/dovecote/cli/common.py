@@ -67,8 +67,14 @@ out: Any = LazyConsole(stderr=False)
 err: Any = LazyConsole(stderr=True)
 
 
-def client(role: str = "caller", **options: Any) -> DovecoteClient:
-    """The client of `role`, configured as `dovecote.client.config` resolves it (`--profile` first)."""
+def client(role: str = "caller", *, pooled: bool = False, **options: Any) -> DovecoteClient:
+    """The client of `role`, configured as `dovecote.client.config` resolves it (`--profile` first). A
+    command's client opens one connection per request (`dovecote.client.oneshot`); `pooled` keeps
+    httpx's connection pool, for a process that lives on (the MCP server)."""
+    if not pooled:
+        from dovecote.client.oneshot import oneshot_options
+
+        options = oneshot_options(**options)
     return DovecoteClient.from_env(role, profile=SELECTED["profile"], **options)
 
 

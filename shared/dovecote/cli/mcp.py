@@ -55,7 +55,7 @@ def mcp(
     from dovecote.mcp.server import build_server
 
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("DOVECOTE_MCP_LOG", "WARNING").upper())
-    sdk = client(role)
+    sdk = client(role, pooled=True)  # the server lives on: keep httpx's connection pool
     forced = {WorkerTools.auto: None, WorkerTools.on: True, WorkerTools.off: False}[worker_tools]
     server = build_server(sdk, worker_tools=forced)
     try:

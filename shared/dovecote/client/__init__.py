@@ -44,7 +44,7 @@ from dovecote.client.paging import keyset_items, query
 from dovecote.client.paths import path
 from dovecote.client.recall import RecallMixin
 from dovecote.client.tasks import TERMINAL_STATES, TasksMixin, new_id, text_message
-from dovecote.notes.model import note_ref
+from dovecote.notes.refs import note_ref
 
 __all__ = [
     "DEV_TOKENS_FILE",

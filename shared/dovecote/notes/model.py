@@ -7,18 +7,17 @@ Nothing here touches AWS; every store (DynamoDB adapter, in-memory fake) calls t
 from __future__ import annotations
 
 import hashlib
-import struct
 from dataclasses import dataclass
 
+# Re-exported: the ref and the inline limit are the notes' own rules; they live apart so that the SDK
+# and the CLI compute refs without loading this module's dataclasses (`dovecote notes get` starts faster).
+from dovecote.notes.refs import INLINE_LIMIT, is_ref, note_ref, ref_preimage  # noqa: F401
 from dovecote.platform.errors import InvalidArgument, PayloadTooLarge
 from dovecote.platform.paging import page_limit
 from dovecote.platform.uploads import PresignedUpload  # noqa: F401 (re-exported: the notes port names it)
 
 # The seed's blob-backed store caps a note at 64 MiB.
 MAX_NOTE_BYTES = 64 * 1024 * 1024
-# Bodies up to this size travel inline (text / body_b64) and are kept inline in the index item so
-# Get is one round trip. Larger bodies use the presigned upload and come back as download_url.
-INLINE_LIMIT = 256 * 1024
 # DynamoDB items are capped at 400 KB; bounded coordinates keep index items well under it.
 MAX_COORDINATE_BYTES = 1024
 # The reference's run is a Go int; the API promises what every JSON client can hold exactly (2^53-1,
@@ -26,30 +25,6 @@ MAX_COORDINATE_BYTES = 1024
 MAX_RUN = 2**53 - 1
 DEFAULT_LIST_LIMIT = 1000
 MAX_LIST_LIMIT = 1000
-
-
-def _field(value: bytes) -> bytes:
-    return struct.pack(">Q", len(value)) + value
-
-
-def ref_preimage(key: str, run: int, name: str, author: str) -> bytes:
-    """Length-prefixing makes the encoding injective for all inputs: a boundary comes from the
-    lengths, never from the content, so no coordinate can shift bytes across a boundary."""
-    return (
-        _field(key.encode("utf-8"))
-        + struct.pack(">Q", run & 0xFFFFFFFFFFFFFFFF)
-        + _field(name.encode("utf-8"))
-        + _field(author.encode("utf-8"))
-    )
-
-
-def note_ref(key: str, run: int, name: str, author: str) -> str:
-    """The note's primary key, computable by any agent from the coordinates alone."""
-    return hashlib.sha256(ref_preimage(key, run, name, author)).hexdigest()
-
-
-def is_ref(value: str) -> bool:
-    return len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 @dataclass(frozen=True, slots=True)
