@@ -32,6 +32,7 @@ import importlib
 import json
 import logging
 import re
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -168,6 +169,18 @@ log = logging.getLogger("dovecote-dev")
 A2A_FUNCTION = "a2a_api"
 
 
+# One Lambda handler module is imported at a time, by the API's first requests and the event sources
+# alike: two threads importing the same Powertools modules at once can see a partially initialized
+# module. (The event sources start after the API serves, so both happen at a start.)
+HANDLER_IMPORTS = threading.RLock()
+
+
+def load_handler(function: Function) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    module, attr = function.handler.rsplit(".", 1)
+    with HANDLER_IMPORTS:
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
 class Gateway:
     def __init__(self, *, faults: bool = False, log_requests: bool = True, a2a_caller_token: str = "") -> None:
         self._matcher = RouteMatcher()
@@ -181,8 +194,7 @@ class Gateway:
 
     def _handler(self, function: Function) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         if function.name not in self._handlers:
-            module, attr = function.handler.rsplit(".", 1)
-            self._handlers[function.name] = getattr(importlib.import_module(module), attr)
+            self._handlers[function.name] = load_handler(function)
         return self._handlers[function.name]
 
     def match(self, method: str, path: bytes) -> tuple[Route, dict[str, str]] | None:

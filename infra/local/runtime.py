@@ -165,6 +165,28 @@ class LocalRuntime:
             engine: Any = open_search_index(get_settings())
             engine.ensure_indices()
 
+        # The API serves first; the event sources and the schedule start behind it. Nothing is lost
+        # meanwhile: the stream pollers start from TRIM_HORIZON, queues keep their messages, and
+        # each poller polls once as it starts. (Their handlers' imports are half a second of a start.)
+        from infra.local.control import LocalControl, mint_any_authority
+        from infra.local.gateway import Gateway
+        from infra.local.isolation import isolate_powertools_requests
+
+        isolate_powertools_requests()  # requests run in threads here, one per container in Lambda
+        gateway = Gateway(
+            faults=self.faults, a2a_caller_token=self.tokens["caller"] if self.a2a_unauthenticated else ""
+        )
+        # `dovecote dev token`: a local-only route in front of the gateway (infra/local/control.py); its
+        # secret is new at each start and reaches the CLI through the tokens file only.
+        self._control_secret = secrets.token_urlsafe(32)
+        served_api = LocalControl(gateway, secret=self._control_secret, mint=mint_any_authority(DEV_TOKEN_DAYS))
+        self._server = make_server(self.host, self.port, served_api, threaded=True, request_handler=_QuietHandler)
+        self.port = self._server.server_port
+        self.endpoint = f"http://{self.host}:{self.port}"
+        self._write_tokens_file()
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
         from infra.local.streams import StreamPoller, streams_client
         from infra.routes import JANITOR, JANITOR_BATCH_SIZE
 
@@ -242,24 +264,6 @@ class LocalRuntime:
                 function=DISPATCHER, interval_s=self.dispatch_interval, gate=gate, at_least_every_s=DISPATCH_ANYWAY_S
             ).start()
 
-        from infra.local.control import LocalControl, mint_any_authority
-        from infra.local.gateway import Gateway
-        from infra.local.isolation import isolate_powertools_requests
-
-        isolate_powertools_requests()  # requests run in threads here, one per container in Lambda
-        gateway = Gateway(
-            faults=self.faults, a2a_caller_token=self.tokens["caller"] if self.a2a_unauthenticated else ""
-        )
-        # `dovecote dev token`: a local-only route in front of the gateway (infra/local/control.py); its
-        # secret is new at each start and reaches the CLI through the tokens file only.
-        self._control_secret = secrets.token_urlsafe(32)
-        served_api = LocalControl(gateway, secret=self._control_secret, mint=mint_any_authority(DEV_TOKEN_DAYS))
-        self._server = make_server(self.host, self.port, served_api, threaded=True, request_handler=_QuietHandler)
-        self.port = self._server.server_port
-        self.endpoint = f"http://{self.host}:{self.port}"
-        self._write_tokens_file()
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
         if self._store is not None:
             # Snapshots in the background once the journal grows or ages, so a restart after a crash
             # replays a bounded journal whatever the uptime (persistence.CompactionPolicy). Started

@@ -12,7 +12,6 @@ cloud's rate; `dovecote dev` passes 10 minutes, infra/local/runtime.py says why)
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 import threading
@@ -21,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from infra.local.gateway import _context
+from infra.local.gateway import _context, load_handler
 from infra.routes import Function
 
 log = logging.getLogger("dovecote-dev")
@@ -61,8 +60,7 @@ class Schedule:
         self._thread: threading.Thread | None = None
 
     def tick(self) -> Any:
-        module, attr = self.function.handler.rsplit(".", 1)
-        handler = getattr(importlib.import_module(module), attr)
+        handler = load_handler(self.function)
         self._last_run = time.monotonic()
         result = handler(scheduled_event(self.function.name), _context(self.function))
         self.runs += 1
@@ -79,7 +77,7 @@ class Schedule:
             return True
 
     def start(self) -> Schedule:
-        importlib.import_module(self.function.handler.rsplit(".", 1)[0])  # in this thread (see sources.start)
+        load_handler(self.function)  # in this thread (see sources.start)
         self._thread = threading.Thread(target=self._run, name=f"schedule-{self.function.name}", daemon=True)
         self._thread.start()
         return self

@@ -10,23 +10,17 @@ idle runtime then sends moto almost nothing."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 import threading
 import time
 from typing import Any, Callable, Self
 
-from infra.local.gateway import LambdaContext, _context
+from infra.local.gateway import LambdaContext, _context, load_handler
 from infra.routes import Function
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 log = logging.getLogger("dovecote-dev")
-
-
-def load_handler(function: Function) -> Handler:
-    module, attr = function.handler.rsplit(".", 1)
-    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
 
 def lambda_context(function: Function) -> LambdaContext:
@@ -79,8 +73,7 @@ class EventSource:
 
     def start(self) -> Self:
         self.bind()
-        # Import the handler here, in the starting thread: several pollers importing the same
-        # Powertools modules at once from their own threads can see a partially initialized module.
+        # Imported here, in the starting thread, one module at a time (gateway.HANDLER_IMPORTS).
         handler = load_handler(self.function)
         for i in range(self._concurrency):
             thread = threading.Thread(target=self._run, args=(handler,), name=f"{self._name}-{i}", daemon=True)
