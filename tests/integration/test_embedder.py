@@ -210,3 +210,33 @@ def test_a_batch_is_sent_concurrently_and_answered_in_order(stub: str) -> None:
     texts = [f"text {i}" for i in range(64)]
     embedder = BedrockEmbedder(bedrock_client(stub), dimension=256, threads=8)
     assert embedder.embed(texts) == [approx(stub_vector(t, 256)) for t in texts]
+
+
+# ---- configuration --------------------------------------------------------------------------------
+
+
+def test_the_configured_embedder(monkeypatch: pytest.MonkeyPatch, stub: str) -> None:
+    from pydantic import ValidationError
+
+    from dovecote.embedding.engines import open_embedder
+    from dovecote.platform import aws
+    from dovecote.platform.settings import Settings
+
+    assert open_embedder(Settings()) is None  # off by default: the search stays lexical
+    fake = open_embedder(Settings(embedder="hashing", embed_dimension=256))
+    assert isinstance(fake, HashingEmbedder) and fake.info.dimension == 256
+    monkeypatch.setenv("AWS_ENDPOINT_URL", stub)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    aws.reset_clients()
+    try:
+        bedrock = open_embedder(Settings(embedder="bedrock", embed_dimension=1024))
+        assert isinstance(bedrock, BedrockEmbedder)
+        assert bedrock.info.dimension == 1024
+        assert bedrock.embed(["through the platform client"]) == [
+            approx(stub_vector("through the platform client", 1024))
+        ]
+    finally:
+        aws.reset_clients()
+    with pytest.raises(ValidationError):
+        Settings(embedder="bedrock", embed_dimension=384)  # type: ignore[arg-type]
