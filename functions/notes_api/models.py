@@ -79,13 +79,17 @@ class UploadBody(_Strict):
     content_type: StrictStr | None = Field(default=None, json_schema_extra=MEDIA_TYPE)
 
 
-class NoteOut(ApiModel):
+# What a note's answer and its list entry share (each one's schema lists the fields itself).
+class _NoteMeta(ApiModel):
     ref: str
     key: str
     run: int
     name: str
     author: str
     size: int
+
+
+class NoteOut(_NoteMeta):
     sha256: str
     content_type: str
     updated_at: str
@@ -104,13 +108,7 @@ class UploadOut(ApiModel):
     expires_at: str
 
 
-class NoteListItem(ApiModel):
-    ref: str
-    key: str
-    run: int
-    name: str
-    author: str
-    size: int
+class NoteListItem(_NoteMeta):
     updated_at: str
 
 
