@@ -30,11 +30,12 @@ import argparse
 import base64
 import json
 import logging
-import os
 import sys
 from typing import Any
 
-from dovecote.client import DovecoteClient, DovecoteError
+from echo_worker import worker_client  # the same dev identity as the echo worker: DOVECOTE_TOKEN, else minted
+
+from dovecote.client import DovecoteError
 from dovecote.client.worker import Job, Worker
 
 A2A_ARTIFACT = "application/a2a-artifact+json"
@@ -108,16 +109,6 @@ def handle(job: Job) -> None:
             return
     job.complete(text("Hello from TCK"))
     log.info("%s: completed", job.id)
-
-
-def worker_client(worker_id: str) -> DovecoteClient:
-    """The worker's own client: DOVECOTE_TOKEN when set, else a token minted from the dev admin."""
-    if os.environ.get("DOVECOTE_TOKEN"):
-        return DovecoteClient.from_env("worker")
-    with DovecoteClient.from_env("admin") as admin:
-        minted = admin.create_token("dev", "worker", worker_id)
-        log.info("minted a worker token for %s (token id %s)", worker_id, minted["token_id"])
-        return DovecoteClient(admin.endpoint, minted["token"], source=admin.source)
 
 
 def main() -> int:

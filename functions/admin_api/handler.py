@@ -22,7 +22,7 @@ from dovecote.platform.http import (
     new_resolver,
     responses,
 )
-from dovecote.platform.schema import ID, EdgeModel, JsonInt, RequestModel, bounded, one_of, with_schema
+from dovecote.platform.schema import ID, EdgeModel, JsonInt, RequestModel, bounded, one_of, optional_int, with_schema
 
 app = new_resolver()
 
@@ -83,11 +83,7 @@ class TokenBody(RequestModel):
         json_schema_extra=ID,
         description="caller tokens only: the only note author this token may write or delete as",
     )
-    expires_in_days: JsonInt | None = Field(
-        default=None,
-        json_schema_extra=bounded(1, MAX_TOKEN_DAYS),
-        description="default from settings; admin tokens are short",
-    )
+    expires_in_days: JsonInt | None = optional_int(1, MAX_TOKEN_DAYS, "default from settings; admin tokens are short")
 
 
 class TokenOut(EdgeModel):

@@ -53,14 +53,7 @@ def _body(model: Any) -> dict[str, Any]:
     return dict(model.model_dump(exclude_none=True))
 
 
-@app.post(
-    "/v1/memory/writes",
-    tags=["memory"],
-    responses={
-        202: {"description": "queued", "content": {JSON: {"model": SubmitOut}}},
-        **responses(202, SubmitOut, *COMMAND_ERRORS),
-    },
-)
+@app.post("/v1/memory/writes", tags=["memory"], responses=responses(202, SubmitOut, *COMMAND_ERRORS))
 def submit_write(body: Annotated[SubmitIn, Body()]) -> Response[SubmitOut]:
     """Queue a memory write. An exact retry answers the same; another write under the id is 409."""
     out = service().submit(current_principal(app), _body(body))

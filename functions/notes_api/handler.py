@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -44,19 +44,14 @@ def service() -> NotesService:
     )
 
 
-def _out(meta: NoteMeta) -> NoteOut:
+def _meta(meta: NoteMeta) -> dict[str, Any]:
+    """What a note's answer and its list entry both give: its ref, its coordinates and its size."""
     c = meta.coordinates
-    return NoteOut(
-        ref=meta.ref,
-        key=c.key,
-        run=c.run,
-        name=c.name,
-        author=c.author,
-        size=meta.size,
-        sha256=meta.sha256,
-        content_type=meta.content_type,
-        updated_at=meta.updated_at,
-    )
+    return {"ref": meta.ref, "key": c.key, "run": c.run, "name": c.name, "author": c.author, "size": meta.size}
+
+
+def _out(meta: NoteMeta) -> NoteOut:
+    return NoteOut(**_meta(meta), sha256=meta.sha256, content_type=meta.content_type, updated_at=meta.updated_at)
 
 
 @app.put("/v1/notes", tags=["notes"], responses=responses(200, NoteOut, 400, 401, 403, 404, 413, 429, 503))
@@ -113,21 +108,7 @@ def list_notes(
     items, next_cursor = service().list(
         current_principal(app), NoteFilter(key=key, run=run, name=name, author=author), limit, cursor
     )
-    return NoteListOut(
-        items=[
-            NoteListItem(
-                ref=m.ref,
-                key=m.coordinates.key,
-                run=m.coordinates.run,
-                name=m.coordinates.name,
-                author=m.coordinates.author,
-                size=m.size,
-                updated_at=m.updated_at,
-            )
-            for m in items
-        ],
-        cursor=next_cursor,
-    )
+    return NoteListOut(items=[NoteListItem(**_meta(m), updated_at=m.updated_at) for m in items], cursor=next_cursor)
 
 
 handler = lambda_entry(app, service)

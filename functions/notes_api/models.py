@@ -9,7 +9,16 @@ from pydantic import Field, StrictBool, StrictStr
 
 from dovecote.notes.model import INLINE_LIMIT, MAX_COORDINATE_BYTES, MAX_NOTE_BYTES, MAX_RUN
 from dovecote.platform.http import ApiModel
-from dovecote.platform.schema import MEDIA_TYPE, SHA256_HEX, JsonInt, RequestModel, bounded, utf8_text, with_schema
+from dovecote.platform.schema import (
+    MEDIA_TYPE,
+    SHA256_HEX,
+    JsonInt,
+    RequestModel,
+    bounded,
+    optional_int,
+    utf8_text,
+    with_schema,
+)
 
 
 class _Strict(RequestModel):
@@ -61,10 +70,8 @@ class PutNoteBody(_Strict):
     body_b64: StrictStr | None = Field(default=None, json_schema_extra=INLINE_B64)
     upload: StrictBool = False
     sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_HEX, description="an upload commit only")
-    size: JsonInt | None = Field(
-        default=None,
-        json_schema_extra=bounded(0, MAX_NOTE_BYTES),
-        description="an upload commit only (optional there): an inline body's size is its length",
+    size: JsonInt | None = optional_int(
+        0, MAX_NOTE_BYTES, "an upload commit only (optional there): an inline body's size is its length"
     )
 
 
@@ -79,13 +86,17 @@ class UploadBody(_Strict):
     content_type: StrictStr | None = Field(default=None, json_schema_extra=MEDIA_TYPE)
 
 
-class NoteOut(ApiModel):
+# What a note's answer and its list entry share (each one's schema lists the fields itself).
+class _NoteMeta(ApiModel):
     ref: str
     key: str
     run: int
     name: str
     author: str
     size: int
+
+
+class NoteOut(_NoteMeta):
     sha256: str
     content_type: str
     updated_at: str
@@ -104,13 +115,7 @@ class UploadOut(ApiModel):
     expires_at: str
 
 
-class NoteListItem(ApiModel):
-    ref: str
-    key: str
-    run: int
-    name: str
-    author: str
-    size: int
+class NoteListItem(_NoteMeta):
     updated_at: str
 
 

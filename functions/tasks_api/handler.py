@@ -4,15 +4,14 @@ gives (a caller token on a worker route is 403), the service decides."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import lru_cache
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from pydantic import BaseModel
 
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
-from dovecote.platform.principal import Principal
 from dovecote.platform.schema import ID, bounded, instant_pattern, one_of
 from dovecote.tasks.machine import STATES
 from dovecote.tasks.model import MAX_PAGE
@@ -62,6 +61,17 @@ AFTER = "a sequence number, at most the task's {count}: a larger one is 400 inva
 PAST_THE_END = "invalid_argument: `after` is past the end of the stream (the task's {count}), or a bad `limit`"
 COMMAND_ERRORS = (400, 401, 403, 404, 409, 413, 429, 503)
 READ_ERRORS = (400, 401, 403, 404, 429, 503)
+Limit = Annotated[int | None, Query(json_schema_extra=LIMIT)]
+Cursor = Annotated[str | None, Query()]
+MessagesAfter = Annotated[
+    int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="message_count"))
+]
+EventsAfter = Annotated[int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="event_count"))]
+
+
+def _stream_responses(page: type[BaseModel], count: str) -> dict[int, Any]:
+    """A stream's answers: a 400 also says `after` may be past the end of the task's `count`."""
+    return responses(200, page, *READ_ERRORS, why={400: PAST_THE_END.format(count=count)})
 
 
 @lru_cache(maxsize=1)
@@ -80,15 +90,12 @@ def _body(model: Any) -> dict[str, Any]:
     return dict(model.model_dump(exclude_none=True))
 
 
-C = TypeVar("C")
-R = TypeVar("R")
-
-
-def _command(gate: Callable[..., C], run: Callable[[Principal, C], R], *path: str, body: Any) -> R:
-    """The request through its command's one gate (the order of checks SEMANTICS §2 gives, the
-    role included), then the command."""
+def _command(name: str, *path: str, body: Any) -> Any:
+    """The request through its command's one gate (`gate.<name>`: the order of checks SEMANTICS §2
+    gives, the role included), then the command (the service's `<name>`)."""
+    tasks = service()
     principal = current_principal(app)
-    return run(principal, gate(principal, *path, _body(body)))
+    return getattr(tasks, name)(principal, getattr(tasks.gate, name)(principal, *path, _body(body)))
 
 
 # ---- caller ----------------------------------------------------------------------------------------
@@ -104,8 +111,7 @@ def _command(gate: Callable[..., C], run: Callable[[Principal, C], R], *path: st
 )
 def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]:
     """Create a task (revision 1, one caller message). An exact retry answers 200 with the same task."""
-    tasks = service()
-    outcome = _command(tasks.gate.create, tasks.create, body=body)
+    outcome = _command("create", body=body)
     return Response(status_code=outcome.status, content_type=JSON, body=TaskEnvelope.model_validate(_task(outcome)))
 
 
@@ -129,8 +135,8 @@ def list_tasks(
             description="RFC 3339 with a zone; empty or absent: no filter",
         ),
     ] = "",
-    limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
-    cursor: Annotated[str | None, Query()] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> TaskListOut:
     """The authority's tasks, newest update first, with `total_size` of the filtered set."""
     page = service().list_tasks(current_principal(app), TaskFilter(context, state, updated_since), limit, cursor)
@@ -140,8 +146,8 @@ def list_tasks(
 @app.get("/v1/contexts/<context>/tasks", tags=["tasks"], responses=responses(200, ContextTasksOut, *READ_ERRORS))
 def list_context_tasks(
     context: Annotated[str, Path(json_schema_extra=ID)],
-    limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
-    cursor: Annotated[str | None, Query()] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> ContextTasksOut:
     """One context's tasks, oldest first by (created_at, workspace, id)."""
     return ContextTasksOut.model_validate(service().list_context(current_principal(app), context, limit, cursor))
@@ -150,29 +156,17 @@ def list_context_tasks(
 @app.post("/v1/tasks/<task_id>/reply", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def reply_task(task_id: TaskId, body: Annotated[ReplyIn, Body()]) -> TaskEnvelope:
     """Answer input_required with the caller's message: back to working."""
-    tasks = service()
-    return TaskEnvelope.model_validate(_task(_command(tasks.gate.reply, tasks.reply, task_id, body=body)))
+    return TaskEnvelope.model_validate(_task(_command("reply", task_id, body=body)))
 
 
 @app.post("/v1/tasks/<task_id>/cancel", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def cancel_task(task_id: TaskId, body: Annotated[CallerCommandIn, Body()]) -> TaskEnvelope:
     """Cancel a task that is not terminal; a frozen artifact is discarded."""
-    tasks = service()
-    return TaskEnvelope.model_validate(_task(_command(tasks.gate.cancel, tasks.cancel, task_id, body=body)))
+    return TaskEnvelope.model_validate(_task(_command("cancel", task_id, body=body)))
 
 
-@app.get(
-    "/v1/tasks/<task_id>/messages",
-    tags=["tasks"],
-    responses=responses(200, MessagePage, *READ_ERRORS, why={400: PAST_THE_END.format(count="message_count")}),
-)
-def list_messages(
-    task_id: TaskId,
-    after: Annotated[
-        int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="message_count"))
-    ] = None,
-    limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
-) -> MessagePage:
+@app.get("/v1/tasks/<task_id>/messages", tags=["tasks"], responses=_stream_responses(MessagePage, "message_count"))
+def list_messages(task_id: TaskId, after: MessagesAfter = None, limit: Limit = None) -> MessagePage:
     """The task's messages after sequence `after`, oldest first; `next` continues the stream. A page
     also stops before its inline parts pass 4 MiB; parts over 8 KiB come as a `download_url`."""
     return MessagePage.model_validate(service().messages(current_principal(app), task_id, after, limit))
@@ -186,18 +180,8 @@ def get_message(task_id: TaskId, message_id: Annotated[str, Path(json_schema_ext
     return MessageEnvelope.model_validate(service().message(current_principal(app), task_id, message_id))
 
 
-@app.get(
-    "/v1/tasks/<task_id>/events",
-    tags=["tasks"],
-    responses=responses(200, EventPage, *READ_ERRORS, why={400: PAST_THE_END.format(count="event_count")}),
-)
-def list_events(
-    task_id: TaskId,
-    after: Annotated[
-        int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="event_count"))
-    ] = None,
-    limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
-) -> EventPage:
+@app.get("/v1/tasks/<task_id>/events", tags=["tasks"], responses=_stream_responses(EventPage, "event_count"))
+def list_events(task_id: TaskId, after: EventsAfter = None, limit: Limit = None) -> EventPage:
     """The task's events after sequence `after`, oldest first; `next` continues the stream."""
     return EventPage.model_validate(service().events(current_principal(app), task_id, after, limit))
 
@@ -215,15 +199,13 @@ def snapshot_task(task_id: TaskId) -> SnapshotOut:
 def claim_lease(body: Annotated[ClaimIn, Body()]) -> AssignmentEnvelope:
     """Lease the oldest claimable task of the authority; 404 when there is none (after waiting up
     to `wait_seconds` for one)."""
-    tasks = service()
-    return AssignmentEnvelope.model_validate(_command(tasks.gate.claim, tasks.claim, body=body).body)
+    return AssignmentEnvelope.model_validate(_command("claim", body=body).body)
 
 
 @app.post("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
 def acquire_lease(task_id: TaskId, body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
     """Lease this task (fence = previous fence + 1). Worker tokens; the worker id comes from the token."""
-    tasks = service()
-    return AssignmentEnvelope.model_validate(_command(tasks.gate.acquire, tasks.acquire, task_id, body=body).body)
+    return AssignmentEnvelope.model_validate(_command("acquire", task_id, body=body).body)
 
 
 @app.get("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *READ_ERRORS))
@@ -235,8 +217,7 @@ def get_lease(task_id: TaskId) -> AssignmentEnvelope:
 @app.post("/v1/tasks/<task_id>/lease/fence", tags=["workers"], responses=responses(204, None, *COMMAND_ERRORS))
 def fence_lease(task_id: TaskId, body: Annotated[FenceIn, Body()]) -> Response[None]:
     """Retire the current lease generation: the owner is cleared, the fence kept. Admin or owner."""
-    tasks = service()
-    _command(tasks.gate.fence, tasks.fence, task_id, body=body)
+    _command("fence", task_id, body=body)
     return Response(status_code=204)
 
 
@@ -248,38 +229,38 @@ def fence_lease(task_id: TaskId, body: Annotated[FenceIn, Body()]) -> Response[N
 def heartbeat_lease(task_id: TaskId, body: Annotated[HeartbeatIn, Body()]) -> AssignmentEnvelope:
     """A sign of life of the lease (never a revision change); a fence that is not current is
     409 stale_lease. Every worker command counts as one too."""
-    tasks = service()
-    return AssignmentEnvelope.model_validate(_command(tasks.gate.heartbeat, tasks.heartbeat, task_id, body=body))
+    return AssignmentEnvelope.model_validate(_command("heartbeat", task_id, body=body))
 
 
 @app.get("/v1/leases", tags=["workers"], responses=responses(200, LeaseListOut, *READ_ERRORS))
 def list_leases(
-    limit: Annotated[int | None, Query(json_schema_extra=LIMIT)] = None,
-    cursor: Annotated[str | None, Query()] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
 ) -> LeaseListOut:
     """This worker's current leases: the restart-recovery scan."""
     return LeaseListOut.model_validate(service().list_leases(current_principal(app), limit, cursor))
 
 
-@app.post("/v1/tasks/<task_id>/accept", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
-def accept_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
-    """submitted → working."""
-    tasks = service()
-    return TaskEnvelope.model_validate(_task(_command(tasks.gate.accept, tasks.accept, task_id, body=body)))
+def _plain_transition(kind: str, doc: str) -> None:
+    """`POST /v1/tasks/{id}/<kind>`: a worker transition that carries the command fields only. The
+    route function is named `<kind>_task` (its OpenAPI operationId) and documented by `doc`."""
+
+    def route(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
+        return TaskEnvelope.model_validate(_task(_command(kind, task_id, body=body)))
+
+    route.__name__ = route.__qualname__ = f"{kind}_task"
+    route.__doc__ = doc
+    responded = responses(200, TaskEnvelope, *COMMAND_ERRORS)
+    app.post(f"/v1/tasks/<task_id>/{kind}", tags=["workers"], responses=responded)(route)
 
 
-@app.post("/v1/tasks/<task_id>/reject", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
-def reject_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
-    """submitted → rejected."""
-    tasks = service()
-    return TaskEnvelope.model_validate(_task(_command(tasks.gate.reject, tasks.reject, task_id, body=body)))
-
-
-@app.post("/v1/tasks/<task_id>/fail", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
-def fail_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
-    """working or input_required → failed."""
-    tasks = service()
-    return TaskEnvelope.model_validate(_task(_command(tasks.gate.fail, tasks.fail, task_id, body=body)))
+# The plain worker transitions, from one table: the command (and route) and what it does.
+for _kind, _doc in (
+    ("accept", "submitted → working."),
+    ("reject", "submitted → rejected."),
+    ("fail", "working or input_required → failed."),
+):
+    _plain_transition(_kind, _doc)
 
 
 @app.post(
@@ -287,17 +268,13 @@ def fail_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> Task
 )
 def request_input_task(task_id: TaskId, body: Annotated[RequestInputIn, Body()]) -> TaskEnvelope:
     """working → input_required, with the agent's message."""
-    tasks = service()
-    return TaskEnvelope.model_validate(
-        _task(_command(tasks.gate.request_input, tasks.request_input, task_id, body=body))
-    )
+    return TaskEnvelope.model_validate(_task(_command("request_input", task_id, body=body)))
 
 
 @app.post("/v1/tasks/<task_id>/complete", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def complete_task(task_id: TaskId, body: Annotated[CompleteIn, Body()]) -> TaskEnvelope:
     """working → completed, with the agent's final message and a submission."""
-    tasks = service()
-    return TaskEnvelope.model_validate(_task(_command(tasks.gate.complete, tasks.complete, task_id, body=body)))
+    return TaskEnvelope.model_validate(_task(_command("complete", task_id, body=body)))
 
 
 @app.post("/v1/tasks/<task_id>/artifacts", tags=["workers"], responses=responses(200, FreezeOut, *COMMAND_ERRORS))
@@ -305,8 +282,7 @@ def freeze_artifact(task_id: TaskId, body: Annotated[FreezeIn, Body()]) -> Freez
     """Freeze the task's one artifact (working only): its payload, digests and result revision. The
     first freeze in a workspace creates the head at expected_base_revision; later ones must match
     it (409 workspace_conflict)."""
-    tasks = service()
-    return FreezeOut.model_validate(_command(tasks.gate.freeze, tasks.freeze, task_id, body=body).body)
+    return FreezeOut.model_validate(_command("freeze", task_id, body=body).body)
 
 
 @app.post(
@@ -318,28 +294,24 @@ def create_artifact_upload(task_id: TaskId, body: Annotated[ArtifactUploadIn, Bo
     """A presigned PUT for a large artifact payload, bound to its size and SHA-256, for the holder of
     the task's current lease (`fence`; else 409 stale_lease, 404 for no such task). Send
     upload_headers with it, then freeze with payload.upload_sha256."""
-    tasks = service()
-    return ArtifactUploadOut.model_validate(
-        _command(tasks.gate.create_artifact_upload, tasks.create_artifact_upload, task_id, body=body)
-    )
+    return ArtifactUploadOut.model_validate(_command("create_artifact_upload", task_id, body=body))
 
 
 @app.post("/v1/worker/events", tags=["workers"], responses=responses(200, SettlementOut, 400, 401, 403, 429, 503))
 def worker_event(body: Annotated[WorkerDeliveryIn, Body()]) -> SettlementOut:
     """Settle one worker event delivery: ack (committed, or an exact replay) or nack with a stable
     code. A 503 settled nothing: retry the exact delivery."""
-    tasks = service()
-    return SettlementOut.model_validate(_command(tasks.gate.worker_event, tasks.worker_event, body=body))
+    return SettlementOut.model_validate(_command("worker_event", body=body))
 
 
 # ---- workspaces (caller) ---------------------------------------------------------------------------
 
 
-@app.get(
-    "/v1/workspaces/<workspace>/artifacts/<artifact_id>",
-    tags=["workspaces"],
-    responses=responses(200, ArtifactEnvelope, *READ_ERRORS),
-)
+# An artifact, by its id within its workspace; its apply receipt below it.
+ARTIFACT = "/v1/workspaces/<workspace>/artifacts/<artifact_id>"
+
+
+@app.get(ARTIFACT, tags=["workspaces"], responses=responses(200, ArtifactEnvelope, *READ_ERRORS))
 def get_artifact(workspace: WorkspaceId, artifact_id: ArtifactId) -> ArtifactEnvelope:
     """An artifact and its payload: text or data_b64 up to 4 MiB, else a presigned download_url."""
     return ArtifactEnvelope.model_validate(service().get_artifact(current_principal(app), workspace, artifact_id))
@@ -351,26 +323,17 @@ def get_head(workspace: WorkspaceId) -> HeadOut:
     return HeadOut.model_validate(service().get_head(current_principal(app), workspace))
 
 
-@app.post(
-    "/v1/workspaces/<workspace>/artifacts/<artifact_id>/receipt",
-    tags=["workspaces"],
-    responses=responses(200, ReceiptEnvelope, *COMMAND_ERRORS),
-)
+@app.post(f"{ARTIFACT}/receipt", tags=["workspaces"], responses=responses(200, ReceiptEnvelope, *COMMAND_ERRORS))
 def record_receipt(
     workspace: WorkspaceId, artifact_id: ArtifactId, body: Annotated[ReceiptIn, Body()]
 ) -> ReceiptEnvelope:
     """Record the one apply receipt of a published artifact. success moves the head from the
     artifact's base to its result (compare-and-swap); an identical repeat answers the stored one."""
-    tasks = service()
-    outcome = _command(tasks.gate.record_apply_receipt, tasks.record_apply_receipt, workspace, artifact_id, body=body)
+    outcome = _command("record_apply_receipt", workspace, artifact_id, body=body)
     return ReceiptEnvelope.model_validate(outcome.body)
 
 
-@app.get(
-    "/v1/workspaces/<workspace>/artifacts/<artifact_id>/receipt",
-    tags=["workspaces"],
-    responses=responses(200, ReceiptEnvelope, *READ_ERRORS),
-)
+@app.get(f"{ARTIFACT}/receipt", tags=["workspaces"], responses=responses(200, ReceiptEnvelope, *READ_ERRORS))
 def get_receipt(workspace: WorkspaceId, artifact_id: ArtifactId) -> ReceiptEnvelope:
     """The artifact's apply receipt, or 404."""
     return ReceiptEnvelope.model_validate(service().get_apply_receipt(current_principal(app), workspace, artifact_id))

@@ -15,6 +15,7 @@ from dovecote.platform.schema import (
     JsonInt,
     RequestModel,
     bounded,
+    optional_int,
     utf8_text,
     with_schema,
 )
@@ -113,15 +114,11 @@ class CreateTaskIn(_In):
     context: StrictStr = _id()
     message: MessageIn
     expected_revision: JsonInt = Field(default=0, json_schema_extra=bounded(0, 0), description="0 for create")
-    lease_timeout_seconds: JsonInt | None = Field(
-        default=None,
-        json_schema_extra=bounded(0, MAX_LEASE_TIMEOUT),
-        description="how long a lease may stay silent before the dispatcher fences it; 0 = never",
+    lease_timeout_seconds: JsonInt | None = optional_int(
+        0, MAX_LEASE_TIMEOUT, "how long a lease may stay silent before the dispatcher fences it; 0 = never"
     )
-    accept_timeout_seconds: JsonInt | None = Field(
-        default=None,
-        json_schema_extra=bounded(0, MAX_ACCEPT_TIMEOUT),
-        description="how long a grant may stay unaccepted before the dispatcher fences it; 0 = never",
+    accept_timeout_seconds: JsonInt | None = optional_int(
+        0, MAX_ACCEPT_TIMEOUT, "how long a grant may stay unaccepted before the dispatcher fences it; 0 = never"
     )
 
 

@@ -316,14 +316,7 @@ class Api(Construct):
             "tasks_api", ["s3:ListBucket"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["uploads/artifacts/*"]}
         )
         g.bucket_key("tasks_api", write=True)
-        # Sealing message parts and artifact payloads (platform/protection.py): data keys straight
-        # from KMS, only under the payload encryption context, so this grant opens nothing else.
-        g.allow(
-            "tasks_api",
-            ["kms:GenerateDataKey", "kms:Decrypt"],
-            [d.key.key_arn],
-            StringEquals={"kms:EncryptionContext:dovecote": "payload"},
-        )
+        g.payload_key("tasks_api")
         g.cursor_secret("tasks_api")
         # A2A (dovecote.a2a): the caller's side of the tasks only. Create, reply and cancel are the
         # task transactions (GetItem/PutItem); a list is the by_authority index, a task's messages
@@ -338,12 +331,7 @@ class Api(Construct):
         g.allow("a2a_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
         g.allow("a2a_api", ["s3:GetObject"], [d.bucket.arn_for_objects("artifacts/*")])
         g.bucket_key("a2a_api", write=True)
-        g.allow(
-            "a2a_api",
-            ["kms:GenerateDataKey", "kms:Decrypt"],
-            [d.key.key_arn],
-            StringEquals={"kms:EncryptionContext:dovecote": "payload"},
-        )
+        g.payload_key("a2a_api")
         g.cursor_secret("a2a_api")
 
     def _grant_stream_read(self, name: str) -> None:

@@ -73,6 +73,16 @@ class Grants:
         arn = self._data.bucket.bucket_arn
         self.key(name, "s3", actions, {"StringEquals": {"kms:EncryptionContext:aws:s3:arn": arn}})
 
+    def payload_key(self, name: str) -> None:
+        """Sealing message parts and artifact payloads (platform/protection.py): data keys straight
+        from KMS, only under the payload encryption context, so this grant opens nothing else."""
+        self.allow(
+            name,
+            ["kms:GenerateDataKey", "kms:Decrypt"],
+            [self._data.key.key_arn],
+            StringEquals={"kms:EncryptionContext:dovecote": "payload"},
+        )
+
     def cursor_secret(self, name: str) -> None:
         """The secret the cursor signing key is derived from, and the key to decrypt it."""
         arn = self._data.cursor_secret.secret_arn

@@ -18,6 +18,7 @@ import httpx
 
 from tests.conftest import ROOT
 from tests.e2e.conftest import bearer, start_dev, transcript
+from tests.support.notes import put_uploaded_note
 
 
 def uid(prefix: str) -> str:
@@ -93,7 +94,6 @@ class Burst:
 def test_everything_survives_a_clean_restart(tmp_path: Path) -> None:
     data = tmp_path / "state"
     big = hashlib.sha256(b"persist").digest() * 32_768  # 1 MiB: over the inline limit, its body lives in S3
-    digest = hashlib.sha256(big).hexdigest()
     word = "w" + uuid.uuid4().hex[:10]
     session_id = "persist-" + uuid.uuid4().hex
     scope, write_id, tid = uid("scope"), uid("w"), uid("t")
@@ -101,14 +101,8 @@ def test_everything_survives_a_clean_restart(tmp_path: Path) -> None:
         caller, worker = bearer(dev["tokens"]["caller"]), bearer(dev["tokens"]["worker"])
         with httpx.Client(base_url=dev["endpoint"], timeout=30) as http:
             coords = {"key": "k", "run": 1, "name": "big"}
-            upload = http.post("/v1/notes/uploads", json={**coords, "size": len(big), "sha256": digest}, headers=caller)
-            assert upload.status_code == 200, upload.text
             # The presigned PUT goes to moto directly: journaled by the same middleware.
-            url, headers = upload.json()["upload_url"], upload.json()["upload_headers"]  # exactly as signed
-            assert httpx.put(url, content=big, headers=headers, timeout=60).status_code == 200
-            put = http.put("/v1/notes", json={**coords, "upload": True, "sha256": digest}, headers=caller)
-            assert put.status_code == 200, put.text
-            ref = put.json()["ref"]
+            ref = put_uploaded_note(http, caller, coords, big).json()["ref"]
             body = {"command_id": uid("c"), "workspace": "ws", "id": tid, "context": uid("x"), "message": msg("hi")}
             assert http.post("/v1/tasks", json=body, headers=caller).status_code == 201
             lease = http.post(f"/v1/tasks/{tid}/lease", json={"command_id": uid("c")}, headers=worker)
@@ -154,13 +148,7 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
         # Before the burst, since the last snapshot: a presigned upload (straight to moto) + commit.
         with httpx.Client(base_url=dev["endpoint"], timeout=30) as http:
             coords = {"key": "crash", "run": 1, "name": "big"}
-            sha = hashlib.sha256(big).hexdigest()
-            upload = http.post("/v1/notes/uploads", json={**coords, "size": len(big), "sha256": sha}, headers=caller)
-            url, headers = upload.json()["upload_url"], upload.json()["upload_headers"]  # exactly as signed
-            assert httpx.put(url, content=big, headers=headers, timeout=60).status_code == 200
-            committed = http.put("/v1/notes", json={**coords, "upload": True, "sha256": sha}, headers=caller)
-            assert committed.status_code == 200, committed.text
-            big_ref = committed.json()["ref"]
+            big_ref = put_uploaded_note(http, caller, coords, big).json()["ref"]
 
         burst = Burst(dev, key="burst", task_every=2)
         deadline = time.monotonic() + 30

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from tests.e2e.conftest import bearer, start_dev
+from tests.support.tasks import create_body
 
 
 def _round(endpoint: str, tokens: dict[str, str]) -> dict[str, tuple[int, str]]:
@@ -21,13 +22,7 @@ def _round(endpoint: str, tokens: dict[str, str]) -> dict[str, tuple[int, str]]:
 
     def create() -> None:
         barrier.wait()
-        body = {
-            "command_id": f"c-{tid}",
-            "workspace": "w",
-            "id": tid,
-            "context": "c",
-            "message": {"id": f"m-{tid}", "parts": [{"media_type": "text/plain", "text": "x"}]},
-        }
+        body = create_body(tid, workspace="w")
         r = httpx.post(f"{endpoint}/v1/tasks", json=body, headers=bearer(tokens["caller"]), timeout=120)
         out["create"] = (r.status_code, r.text[:200])
 

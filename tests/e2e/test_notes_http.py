@@ -13,6 +13,7 @@ import pytest
 from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.notes.model import INLINE_LIMIT, note_ref
 from tests.e2e.conftest import bearer
+from tests.support.notes import put_uploaded_note
 
 
 def unique_key() -> str:
@@ -182,14 +183,8 @@ def test_authority_isolation_over_http(
 def test_large_upload_over_http(dev_runtime: dict[str, Any], http: httpx.Client, caller: dict[str, str]) -> None:
     key = unique_key()
     body = hashlib.sha256(b"seed").digest() * (((8 * 1024 * 1024) // 32) + 1)  # just over 8 MiB
-    digest = hashlib.sha256(body).hexdigest()
     coords = {"key": key, "run": 1, "name": "weights", "author": "claude"}
-    upload = http.post("/v1/notes/uploads", json={**coords, "size": len(body), "sha256": digest}, headers=caller)
-    assert upload.status_code == 200, upload.text
-    url, headers = upload.json()["upload_url"], upload.json()["upload_headers"]  # exactly as signed
-    assert httpx.put(url, content=body, headers=headers, timeout=60).status_code == 200
-    committed = http.put("/v1/notes", json={**coords, "upload": True, "sha256": digest}, headers=caller)
-    assert committed.status_code == 200, committed.text
+    committed = put_uploaded_note(http, caller, coords, body)
     assert committed.json()["size"] == len(body)
     got = http.get(f"/v1/notes/{committed.json()['ref']}", headers=caller).json()
     assert "text" not in got and "body_b64" not in got

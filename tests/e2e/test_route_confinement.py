@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import bearer, start_dev
+from tests.support.tasks import create_body
 
 
 @pytest.fixture(scope="module")
@@ -109,13 +110,7 @@ def test_an_encoded_slash_stays_in_its_segment_and_the_pattern_refuses_it(dev: d
     task_id = f"t-{uuid.uuid4().hex[:12]}"
     created = httpx.post(
         dev["endpoint"] + "/v1/tasks",
-        json={
-            "command_id": f"c-{uuid.uuid4().hex}",
-            "workspace": "ws",
-            "id": task_id,
-            "context": "confinement",
-            "message": {"id": f"m-{uuid.uuid4().hex}", "parts": [{"media_type": "text/plain", "text": "x"}]},
-        },
+        json=create_body(task_id, context="confinement"),
         headers=bearer(caller),
         timeout=30,
     )

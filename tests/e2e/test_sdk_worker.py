@@ -23,6 +23,7 @@ from dovecote.client import DovecoteClient, DovecoteError, WaitTimeout
 from dovecote.client.worker import Job, Worker
 from tests.conftest import ROOT
 from tests.support.authorities import Authority, fresh_authority
+from tests.support.workers import take_over
 
 
 def uid(prefix: str) -> str:
@@ -130,14 +131,8 @@ def test_a_killed_workers_task_is_fenced_and_reclaimed_by_another_worker(
         doomed.kill()
         doomed.wait(timeout=10)
 
-    fences: list[int] = []
-
-    def finish(job: Job) -> None:
-        fences.append(job.fence)
-        job.complete("finished by the survivor")
-
-    running(Worker(sdk(authority, "worker", "w-survivor"), finish, wait_seconds=3))
-    task = caller.wait_for(tid, "completed", timeout=40)
+    survivor = sdk(authority, "worker", "w-survivor")
+    fences, task = take_over(running, survivor, caller, tid, "finished by the survivor", wait_seconds=3, timeout=40)
     assert fences == [2]  # the dispatcher fenced generation 1; the survivor holds generation 2
     assert task["state"] == "completed"
     with pytest.raises(DovecoteError) as stale:

@@ -28,6 +28,7 @@ from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.client.worker import INHERITED, Job, Worker
 from tests.conftest import ROOT
 from tests.support.authorities import Authority, fresh_authority
+from tests.support.workers import take_over
 
 ECHO = str(ROOT / "examples" / "echo_worker.py")
 
@@ -105,14 +106,8 @@ def test_a_worker_that_dies_without_accepting_strands_nothing(
     assert '"fence": 1' in claim.stdout and tid in claim.stdout
     granted = time.monotonic()
 
-    fences: list[int] = []
-
-    def complete(job: Job) -> None:
-        fences.append(job.fence)
-        job.complete("taken over")
-
-    running(Worker(sdk(authority, "worker", "w-lives"), complete, wait_seconds=5))
-    task = caller.wait_for(tid, "completed", timeout=60)
+    lives = sdk(authority, "worker", "w-lives")
+    fences, task = take_over(running, lives, caller, tid, "taken over", wait_seconds=5, timeout=60)
     waited = time.monotonic() - granted
     assert fences == [2]  # the dispatcher fenced generation 1, never accepted
     assert 1.5 < waited < 60  # the accept timeout, not the 300 s lease timeout

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import bearer
+from tests.support.threads import eventually
 
 
 def uid(prefix: str) -> str:
@@ -55,12 +56,7 @@ def lease(http: httpx.Client, worker: dict[str, str], tid: str) -> int:
 
 
 def wait_until(predicate: Any, seconds: float = 15) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
+    return eventually(predicate, seconds, poll=0.2)
 
 
 def test_a_silent_lease_is_fenced_and_claimed_again_with_fence_plus_one(

@@ -97,6 +97,11 @@ class Writers:
                 with self._lock:
                     self.bodies[key] = body
 
+    def wait_for(self, count: int) -> None:
+        """Until the writers have `count` writes acknowledged."""
+        while self.acknowledged < count:
+            time.sleep(0.01)
+
     def __enter__(self) -> Writers:
         for thread in self._threads:
             thread.start()
@@ -120,6 +125,13 @@ def crash_and_recover(served: dict[str, Any]) -> DataDir:
     return store
 
 
+def assert_recovered(served: dict[str, Any], writers: Writers, *, journals: int) -> None:
+    """A crash now, then a restore that replays `journals` journals and has everything back."""
+    recovered = crash_and_recover(served)
+    assert recovered.restore["journals"] == journals
+    assert_everything_back(served, writers)
+
+
 def assert_everything_back(served: dict[str, Any], writers: Writers) -> None:
     assert count(served["dynamodb"]) == writers.acknowledged  # none lost, none applied twice
     for key, body in writers.bodies.items():
@@ -129,11 +141,9 @@ def assert_everything_back(served: dict[str, Any], writers: Writers) -> None:
 def test_writes_during_background_compactions_are_neither_lost_nor_applied_twice(served: dict[str, Any]) -> None:
     store: DataDir = served["store"]
     with Writers(served) as writers:
-        while writers.acknowledged < 30:
-            time.sleep(0.01)
+        writers.wait_for(30)
         first = store.compact_in_background()
-        while writers.acknowledged < 80:
-            time.sleep(0.01)
+        writers.wait_for(80)
         second = store.compact_in_background()
     assert first["folded_records"] > 0 and second["folded_records"] > 0
     manifest = read_manifest(served["data"])
@@ -141,9 +151,7 @@ def test_writes_during_background_compactions_are_neither_lost_nor_applied_twice
     # What the last snapshot made stale is gone; the journal it continues holds the rest.
     assert journal_generations(served["data"]) == [store.generation]
     assert len(list((served["data"] / BLOBS).iterdir())) == manifest["blobs"] > 0  # unreferenced ones went
-    recovered = crash_and_recover(served)
-    assert recovered.restore["journals"] == 1
-    assert_everything_back(served, writers)
+    assert_recovered(served, writers, journals=1)
 
 
 def test_a_crash_before_the_child_commits_replays_both_journals(
@@ -158,19 +166,15 @@ def test_a_crash_before_the_child_commits_replays_both_journals(
         real(path, write, **options)
 
     with Writers(served) as writers:
-        while writers.acknowledged < 30:
-            time.sleep(0.01)
+        writers.wait_for(30)
         before = read_manifest(served["data"])["generation"]
         monkeypatch.setattr(snapshot, "write_atomically", die_at_the_manifest)
         assert store.compact_in_background() == {}  # failed: reported, the journals stay
         monkeypatch.setattr(snapshot, "write_atomically", real)
-        while writers.acknowledged < 60:
-            time.sleep(0.01)
+        writers.wait_for(60)
     assert read_manifest(served["data"])["generation"] == before
     assert len(journal_generations(served["data"])) == 2
-    recovered = crash_and_recover(served)
-    assert recovered.restore["journals"] == 2
-    assert_everything_back(served, writers)
+    assert_recovered(served, writers, journals=2)
 
 
 def test_a_crash_after_the_commit_ignores_the_stale_journal(
@@ -182,19 +186,15 @@ def test_a_crash_after_the_commit_ignores_the_stale_journal(
         os._exit(0)  # the manifest is in place; the old journal and parts are still there
 
     with Writers(served) as writers:
-        while writers.acknowledged < 30:
-            time.sleep(0.01)
+        writers.wait_for(30)
         monkeypatch.setattr(snapshot, "remove_stale", die_before_cleaning)
         store.compact_in_background()  # the child exits 0 without an answer: reported as failed
         monkeypatch.undo()
-        while writers.acknowledged < 60:
-            time.sleep(0.01)
+        writers.wait_for(60)
     manifest = read_manifest(served["data"])
     assert manifest["generation"] == store.generation
     assert journal_generations(served["data"]) == [manifest["generation"] - 1, manifest["generation"]]
-    recovered = crash_and_recover(served)
-    assert recovered.restore["journals"] == 1  # the stale journal is never applied on top of the snapshot
-    assert_everything_back(served, writers)
+    assert_recovered(served, writers, journals=1)  # the stale journal is never applied on top of the snapshot
 
 
 def test_a_damaged_earlier_journal_stops_the_replay_there(served: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from infra.local.streams import StreamPoller
 from infra.local.wakeups import Wakeups
 from infra.routes import Function
 from tests.support.moto_server import moto_client, serving
+from tests.support.threads import eventually
 
 # The sources load their handler by name, as from the route table.
 SEEN: list[dict[str, Any]] = []
@@ -43,12 +44,7 @@ TEST_FUNCTION = Function("test_source", f"{__name__}.handler")
 
 
 def wait_for(check: Any, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
+    return eventually(check, timeout)
 
 
 @pytest.fixture

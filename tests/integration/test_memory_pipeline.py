@@ -30,6 +30,7 @@ from infra.local.metering import count_round_trips
 from infra.local.queues import QueuePoller
 from infra.routes import MEMORY_WORKER
 from tests.support.faults import failing, heal, inject, server_error
+from tests.support.threads import eventually
 from tests.unit.test_memory_service import CountingDetector
 
 KEY = b"memory-pipeline-key-0123456789ab"
@@ -97,12 +98,7 @@ def pipeline(moto_env: dict[str, Any]) -> Iterator[Pipeline]:
 
 
 def wait_until(predicate: Callable[[], bool], seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError("timed out")
+    assert eventually(predicate, seconds, poll=0.2), "timed out"
 
 
 # ---- ordering --------------------------------------------------------------------------------------

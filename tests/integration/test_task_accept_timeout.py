@@ -29,16 +29,14 @@ from tests.support.tasks import (
     dynamo_store,
     edge,
     message,
-    store_of,
+    service_fixture,
     uid,
 )
 
 KEY = b"accept-timeout-key-0123456789abcd"
 
 
-@pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest, clock: Clock) -> Edge:
-    return edge(store_of(request), CursorSigner(KEY), clock=clock)
+service = service_fixture(KEY, clocked=True)
 
 
 def due(service: Edge, task_id: str, at: datetime) -> bool:

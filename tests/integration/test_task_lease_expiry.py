@@ -25,16 +25,14 @@ from tests.support.tasks import (
     dispatch,
     dynamo_store,
     edge,
-    store_of,
+    service_fixture,
     uid,
 )
 
 KEY = b"lease-expiry-key-0123456789abcdef"
 
 
-@pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest, clock: Clock) -> Edge:
-    return edge(store_of(request), CursorSigner(KEY), clock=clock)
+service = service_fixture(KEY, clocked=True)
 
 
 def test_a_silent_lease_is_fenced_after_its_timeout_and_claimed_again_with_fence_plus_one(

@@ -14,7 +14,7 @@ from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, DomainError, Throttled
 from infra.local.metering import count_round_trips
 from tests.support.faults import failing
-from tests.support.tasks import CALLER, WORKER, Edge, Flow, dynamo_store, edge, message, store_of, uid
+from tests.support.tasks import CALLER, WORKER, Edge, Flow, dynamo_store, edge, message, service_fixture, uid
 from tests.support.threads import together
 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
@@ -51,9 +51,7 @@ from tests.unit.test_task_machine import (  # noqa: F401
 KEY = b"task-integration-key-0123456789ab"
 
 
-@pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest) -> Edge:
-    return edge(store_of(request), CursorSigner(KEY))
+service = service_fixture(KEY)
 
 
 @pytest.fixture

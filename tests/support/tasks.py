@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
@@ -63,6 +65,18 @@ def store_of(request: Any, make_dynamo: Callable[[dict[str, Any]], TaskStore] = 
     return make_dynamo(request.getfixturevalue("moto_env"))
 
 
+def service_fixture(key: bytes, *, clocked: bool = False) -> Any:
+    """The `service` fixture of a conformance module: an Edge over each TaskStore in turn (the fake,
+    then DynamoDB on moto) with cursors signed by `key`; `clocked`: on the test's `clock` fixture."""
+
+    @pytest.fixture(params=["memory", "dynamo"], name="service")
+    def service(request: pytest.FixtureRequest) -> Edge:
+        options = {"clock": request.getfixturevalue("clock")} if clocked else {}
+        return edge(store_of(request), CursorSigner(key), **options)
+
+    return service
+
+
 def code_of(call: Callable[[], Any]) -> str:
     """The stable error code `call` raises, or "ok"."""
     try:
@@ -100,6 +114,11 @@ def uid(prefix: str) -> str:
 
 def message(text: str = "hello", message_id: str | None = None) -> dict[str, Any]:
     return {"id": message_id or uid("m"), "parts": [{"media_type": "text/plain", "text": text}]}
+
+
+def create_body(task_id: str, *, workspace: str = "ws", context: str = "c", text: str = "x") -> dict[str, Any]:
+    """A `POST /v1/tasks` body: a first message of one text part, fresh command and message ids."""
+    return {"command_id": uid("c"), "workspace": workspace, "id": task_id, "context": context, "message": message(text)}
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,3 +27,14 @@ def together(count: int, target: Callable[[int], Any]) -> list[Any]:
     for t in threads:
         t.join()
     return results
+
+
+def eventually(predicate: Callable[[], Any], seconds: float, poll: float = 0.05) -> bool:
+    """Whether `predicate()` turns true within `seconds` (asked every `poll` seconds, and once more
+    at the deadline: a condition met just in time counts)."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll)
+    return True

@@ -28,6 +28,20 @@ def stored(message: Message, author: str = "caller", sequence: int = 1) -> dict[
     ).to_json()
 
 
+# A part of each A2A kind: a text, a file (bytes, filename), a file URL and a data part with metadata.
+EVERY_KIND = [
+    {"text": "hello"},
+    {"raw": base64.b64encode(b"\x00\x01tck").decode(), "mediaType": "application/pdf", "filename": "a.pdf"},
+    {"url": "https://example.com/x.txt", "mediaType": "text/plain", "filename": "x.txt"},
+    {"data": {"key": "value", "count": 42}, "metadata": {"why": "because"}},
+]
+
+
+def record(message_id: str, author: str, *parts: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A message as the task reads render it: what `mapping.message` maps."""
+    return {"id": message_id, "author": author, "parts": list(parts), **extra}
+
+
 def a2a(json_dict: dict[str, Any]) -> Message:
     return json_format.ParseDict(json_dict, Message())
 
@@ -57,12 +71,7 @@ def test_a_message_of_every_part_kind_comes_back_as_it_was_sent() -> None:
         {
             "messageId": "tck-complete-task-1",
             "role": "ROLE_USER",
-            "parts": [
-                {"text": "hello"},
-                {"raw": base64.b64encode(b"\x00\x01tck").decode(), "mediaType": "application/pdf", "filename": "a.pdf"},
-                {"url": "https://example.com/x.txt", "mediaType": "text/plain", "filename": "x.txt"},
-                {"data": {"key": "value", "count": 42}, "metadata": {"why": "because"}},
-            ],
+            "parts": EVERY_KIND,
             "metadata": {"traceId": "abc", "nested": {"deep": [1, 2]}},
             "extensions": ["urn:x:y"],
             "referenceTaskIds": ["t-0"],
@@ -125,28 +134,23 @@ def test_a_message_whose_parts_need_no_hint_has_none() -> None:
 
 
 def test_a_worker_url_part_is_an_a2a_file_by_url() -> None:
-    record = {
-        "id": "m-2",
-        "author": "agent",
-        "parts": [{"media_type": "image/png", "url": "https://example.com/p.png", "filename": "p.png"}],
-    }
-    part = mapping.message(record, "t-1", "c-1").parts[0]
+    by_url = {"media_type": "image/png", "url": "https://example.com/p.png", "filename": "p.png"}
+    worker = record("m-2", "agent", by_url)
+    part = mapping.message(worker, "t-1", "c-1").parts[0]
     assert (part.url, part.media_type, part.filename) == ("https://example.com/p.png", "image/png", "p.png")
 
 
 def test_a_message_stored_under_the_first_convention_reads_back_as_it_did() -> None:
     # Stored before parts had filenames and URLs: every part's kind, filename and mediaType in the
     # metadata, the URL as a text/uri-list part, the JSON spaced
-    record = {
-        "id": "m-1",
-        "author": "caller",
-        "parts": [
-            {"media_type": "text/plain", "text": "hello"},
-            {"media_type": "application/pdf", "data_b64": base64.b64encode(b"\x00\x01tck").decode()},
-            {"media_type": "text/uri-list", "text": "https://example.com/x.txt"},
-            {"media_type": "application/json", "text": '{"key": "value", "count": 42}'},
-        ],
-        "metadata": {
+    first = record(
+        "m-1",
+        "caller",
+        {"media_type": "text/plain", "text": "hello"},
+        {"media_type": "application/pdf", "data_b64": base64.b64encode(b"\x00\x01tck").decode()},
+        {"media_type": "text/uri-list", "text": "https://example.com/x.txt"},
+        {"media_type": "application/json", "text": '{"key": "value", "count": 42}'},
+        metadata={
             "a2a": {
                 "messageId": "tck-1",
                 "parts": [
@@ -157,20 +161,15 @@ def test_a_message_stored_under_the_first_convention_reads_back_as_it_did() -> N
                 ],
             }
         },
-    }
-    back = mapping.message(record, "t-1", "ctx-1")
+    )
+    back = mapping.message(first, "t-1", "ctx-1")
     expected = a2a(
         {
             "messageId": "tck-1",
             "contextId": "ctx-1",
             "taskId": "t-1",
             "role": "ROLE_USER",
-            "parts": [
-                {"text": "hello"},
-                {"raw": base64.b64encode(b"\x00\x01tck").decode(), "mediaType": "application/pdf", "filename": "a.pdf"},
-                {"url": "https://example.com/x.txt", "mediaType": "text/plain", "filename": "x.txt"},
-                {"data": {"key": "value", "count": 42}, "metadata": {"why": "because"}},
-            ],
+            "parts": EVERY_KIND,
         }
     )
     assert back == expected
@@ -184,16 +183,14 @@ def test_a_filename_or_url_dovecote_refuses_is_refused() -> None:
 
 def test_a_part_without_a2a_kinds_is_text_when_textual_and_bytes_otherwise() -> None:
     # A message a Dovecote worker wrote without A2A metadata
-    record = {
-        "id": "m-2",
-        "author": "agent",
-        "parts": [
-            {"media_type": "text/plain", "text": "done"},
-            {"media_type": "image/png", "data_b64": base64.b64encode(b"\x89PNG").decode()},
-            {"media_type": "text/plain", "sha256": "a" * 64, "size": 9000, "download_url": "https://s3/x"},
-        ],
-    }
-    back = mapping.message(record, "t-1", "c-1")
+    plain = record(
+        "m-2",
+        "agent",
+        {"media_type": "text/plain", "text": "done"},
+        {"media_type": "image/png", "data_b64": base64.b64encode(b"\x89PNG").decode()},
+        {"media_type": "text/plain", "sha256": "a" * 64, "size": 9000, "download_url": "https://s3/x"},
+    )
+    back = mapping.message(plain, "t-1", "c-1")
     assert back.message_id == "m-2" and back.role == Role.ROLE_AGENT
     assert back.parts[0].text == "done"
     assert back.parts[1].raw == b"\x89PNG" and back.parts[1].media_type == "image/png"
@@ -308,12 +305,8 @@ def test_a_task_on_the_wire_is_camel_case_with_enum_names_and_utc_times() -> Non
 
 
 def test_a_message_response_is_the_workers_final_message_when_it_asks() -> None:
-    final = {
-        "id": "m-2",
-        "author": "agent",
-        "parts": [{"media_type": "text/plain", "text": "Direct message response"}],
-        "metadata": {"a2a": {"messageResponse": True}},
-    }
+    direct = {"media_type": "text/plain", "text": "Direct message response"}
+    final = record("m-2", "agent", direct, metadata={"a2a": {"messageResponse": True}})
     assert mapping.answers_with_message([conversation()[0], final], "completed")
     assert not mapping.answers_with_message([conversation()[0], final], "input_required")
     assert not mapping.answers_with_message(conversation(), "completed")

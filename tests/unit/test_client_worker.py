@@ -4,7 +4,6 @@ the lease fenced, how fast leases are beaten, and that command ids are derived, 
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
@@ -14,29 +13,24 @@ import pytest
 
 from dovecote.client import DovecoteClient
 from dovecote.client.worker import Job, Worker
+from tests.support.fake_api import FakeRoutes
 
 
-class FakeTasks:
+class FakeTasks(FakeRoutes):
     """One task, leased to this worker with fence 1; records every command it receives."""
 
     def __init__(self, state: str = "submitted", lease_timeout: int = 0) -> None:
+        super().__init__()
         self.task = {"id": "t1", "state": state, "revision": 1, "lease_timeout_seconds": lease_timeout}
         self.fence, self.owner = 1, "w"
         self.commands: list[tuple[str, dict[str, Any]]] = []
         self.claimed = False
         self.unreachable: set[str] = set()
-        self.lock = threading.Lock()
 
     def assignment(self) -> dict[str, Any]:
         return {"task": dict(self.task), "fence": self.fence, "worker": self.owner, "granted_at": "g"}
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        with self.lock:
-            return self.answer(request)
-
-    def answer(self, request: httpx.Request) -> httpx.Response:
-        path = request.url.path
-        body = json.loads(request.content) if request.content else {}
+    def answer(self, request: httpx.Request, path: str, body: dict[str, Any]) -> httpx.Response:
         kind = path.rsplit("/", 1)[-1]
         if kind in self.unreachable:
             raise httpx.ConnectError("refused")

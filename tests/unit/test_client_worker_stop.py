@@ -7,7 +7,6 @@ failed when the artifact is not this task's frozen one. Real signals: tests/e2e/
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
@@ -19,6 +18,8 @@ import pytest
 
 from dovecote.client import DovecoteClient
 from dovecote.client.worker import INHERITED, Job, Worker
+from tests.support.fake_api import FakeRoutes
+from tests.support.threads import eventually
 
 NOT_FOUND = {"error": {"code": "not_found", "message": "none", "details": {}}}
 STALE = {"error": {"code": "stale_lease", "message": "", "details": {}}}
@@ -31,13 +32,14 @@ MOVES = {
 }
 
 
-class Tasks:
+class Tasks(FakeRoutes):
     """Tasks leased to worker "w": `leases` are held already (GET /v1/leases), `claimable` are granted
     one per claim id (a claim id seen again replays its grant). Records every request."""
 
     def __init__(
         self, leases: list[dict[str, Any]] | None = None, claimable: list[dict[str, Any]] | None = None
     ) -> None:
+        super().__init__()
         self.tasks: dict[str, dict[str, Any]] = {}
         self.fences: dict[str, int] = {}
         self.accepted: dict[str, bool] = {}
@@ -51,7 +53,6 @@ class Tasks:
         self.artifacts: dict[str, dict[str, Any]] = {}
         self.requests: list[tuple[str, str, dict[str, Any]]] = []
         self.on_claim: Any = None
-        self.lock = threading.RLock()
 
     def _add(self, task: dict[str, Any], *, held: bool) -> None:
         self.tasks[task["id"]] = {"revision": 1, "lease_timeout_seconds": 0, "workspace": "ws", **task}
@@ -66,13 +67,7 @@ class Tasks:
             out["accepted_at"] = "a"
         return out
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        with self.lock:
-            return self.answer(request)
-
-    def answer(self, request: httpx.Request) -> httpx.Response:
-        path = request.url.path
-        body = json.loads(request.content) if request.content else {}
+    def answer(self, request: httpx.Request, path: str, body: dict[str, Any]) -> httpx.Response:
         if request.method == "GET" and path == "/v1/leases":
             return httpx.Response(200, json={"items": [self.assignment(t) for t in self.held]})
         if request.method == "GET" and path.startswith("/v1/workspaces/"):
@@ -128,10 +123,7 @@ def client(fake: Tasks) -> DovecoteClient:
 
 
 def wait_until(predicate: Any, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
+    assert eventually(predicate, seconds, poll=0.02), "condition not reached in time"
 
 
 def test_a_signal_releases_what_it_has_not_accepted_and_keeps_what_it_has(
@@ -298,10 +290,10 @@ def test_a_heartbeat_never_races_a_command_of_its_job() -> None:
     answer = fake.answer
     stale: list[float] = []
 
-    def slow(request: httpx.Request) -> httpx.Response:
-        if request.url.path.endswith("/complete"):
+    def slow(request: httpx.Request, path: str, body: dict[str, Any]) -> httpx.Response:
+        if path.endswith("/complete"):
             time.sleep(1.0)  # four beat intervals (a quarter of 1 s) on the wire
-        response = answer(request)
+        response = answer(request, path, body)
         if response.status_code == 409:
             stale.append(time.monotonic())
         return response

@@ -27,6 +27,13 @@ def gateway(_environ: dict[str, Any], start_response: Any) -> Any:
     return Response("from the gateway", status=200)(_environ, start_response)
 
 
+def post_tokens(client: Client, peer: str, **body: Any) -> Any:
+    """POST /_dev/tokens with the control secret, from the peer address `peer` (`body`: json= or data=)."""
+    return client.post(
+        "/_dev/tokens", headers={"X-Dovecote-Dev-Control": "s3cret"}, environ_overrides={"REMOTE_ADDR": peer}, **body
+    )
+
+
 @pytest.fixture
 def client() -> Client:
     MINTED.clear()
@@ -35,47 +42,26 @@ def client() -> Client:
 
 @pytest.mark.parametrize("peer", ["10.0.0.7", "192.168.1.2", "::ffff:10.0.0.1", "", "not-an-ip"])
 def test_only_a_loopback_peer_reaches_the_route(client: Client, peer: str) -> None:
-    answer = client.post(
-        "/_dev/tokens",
-        json={"authority": "a", "role": "caller"},
-        headers={"X-Dovecote-Dev-Control": "s3cret"},
-        environ_overrides={"REMOTE_ADDR": peer},
-    )
+    answer = post_tokens(client, peer, json={"authority": "a", "role": "caller"})
     assert answer.status_code == 403 and answer.json["error"]["code"] == "forbidden"
     assert MINTED == []
 
 
 @pytest.mark.parametrize("peer", ["127.0.0.1", "127.0.0.2", "::1"])
 def test_a_loopback_peer_with_the_secret_mints(client: Client, peer: str) -> None:
-    answer = client.post(
-        "/_dev/tokens",
-        json={"authority": "a", "role": "caller"},
-        headers={"X-Dovecote-Dev-Control": "s3cret"},
-        environ_overrides={"REMOTE_ADDR": peer},
-    )
+    answer = post_tokens(client, peer, json={"authority": "a", "role": "caller"})
     assert answer.status_code == 200 and answer.json["token_id"] == "t1"
     assert MINTED == [{"authority": "a", "role": "caller"}]
 
 
 def test_a_domain_error_is_its_envelope_and_the_rest_goes_to_the_gateway(client: Client) -> None:
-    local = {"REMOTE_ADDR": "127.0.0.1"}
-    refused = client.post(
-        "/_dev/tokens",
-        json={"authority": "a", "role": "boss"},
-        headers={"X-Dovecote-Dev-Control": "s3cret"},
-        environ_overrides=local,
-    )
+    refused = post_tokens(client, "127.0.0.1", json={"authority": "a", "role": "boss"})
     assert refused.status_code == 400
     assert json.loads(refused.data) == {
         "error": {"code": "invalid_argument", "message": "role must be one of admin, caller, worker",
                   "details": {"field": "role"}}
     }  # fmt: skip
-    too_big = client.post(
-        "/_dev/tokens",
-        data=b"{" + b" " * 20_000 + b"}",
-        headers={"X-Dovecote-Dev-Control": "s3cret"},
-        environ_overrides=local,
-    )
+    too_big = post_tokens(client, "127.0.0.1", data=b"{" + b" " * 20_000 + b"}")
     assert too_big.status_code == 400
     assert client.get("/v1/health", environ_overrides={"REMOTE_ADDR": "10.0.0.7"}).data == b"from the gateway"
     assert MINTED == []

@@ -98,9 +98,8 @@ def test_two_round_conversation(service: Edge) -> None:
     ]
     assert [e["revision"] for e in events] == list(range(1, 8))
     assert done["submission"]["final_message"] == messages["items"][-1]["id"]
-    with pytest.raises(DomainError) as caught:
-        service.get_lease(WORKER, flow.task_id)  # terminal: the lease is gone, the fence kept
-    assert caught.value.code == "not_found"
+    # Terminal: the lease is gone, the fence kept.
+    assert code_of(lambda: service.get_lease(WORKER, flow.task_id)) == "not_found"
 
 
 def test_late_worker_command_after_completion_is_stale_lease(service: Edge) -> None:
@@ -151,9 +150,7 @@ def test_same_id_different_intent_is_an_idempotency_conflict(service: Edge) -> N
     flow = Flow(service).to_state("submitted")
     flow.caller_cmd("cancel", command_id="shared-id")
     other = Flow(service).to_state("submitted")
-    with pytest.raises(DomainError) as caught:
-        other.caller_cmd("cancel", command_id="shared-id")
-    assert caught.value.code == "idempotency_conflict"
+    assert code_of(lambda: other.caller_cmd("cancel", command_id="shared-id")) == "idempotency_conflict"
 
 
 def test_create_replay_is_200_with_the_same_task(service: Edge) -> None:
@@ -167,9 +164,7 @@ def test_create_replay_is_200_with_the_same_task(service: Edge) -> None:
     first = service.create(CALLER, body)
     again = service.create(CALLER, body)
     assert (first.status, again.status) == (201, 200) and first.body == again.body
-    with pytest.raises(DomainError) as caught:
-        service.create(CALLER, {**body, "command_id": "create-2"})
-    assert caught.value.code == "task_conflict"
+    assert code_of(lambda: service.create(CALLER, {**body, "command_id": "create-2"})) == "task_conflict"
 
 
 def test_a_rejected_command_reserves_nothing(service: Edge) -> None:
@@ -185,9 +180,7 @@ def test_a_rejected_command_reserves_nothing(service: Edge) -> None:
 def test_duplicate_message_id_rolls_back_the_whole_transition(service: Edge) -> None:
     flow = Flow(service).to_state("working")
     used = service.messages(CALLER, flow.task_id, None, None)["items"][0]["id"]
-    with pytest.raises(DomainError) as caught:
-        flow.worker_cmd("request_input", message=message(message_id=used))
-    assert caught.value.code == "message_conflict"
+    assert code_of(lambda: flow.worker_cmd("request_input", message=message(message_id=used))) == "message_conflict"
     task = service.get(CALLER, flow.task_id)["task"]
     assert (task["state"], task["revision"], task["message_count"]) == ("working", 2, 1)
 
@@ -196,9 +189,7 @@ def test_duplicate_submission_id_rolls_back(service: Edge) -> None:
     first = Flow(service).to_state("working")
     first.worker_cmd("complete", submission_id="sub-1")
     second = Flow(service).to_state("working")
-    with pytest.raises(DomainError) as caught:
-        second.worker_cmd("complete", submission_id="sub-1")
-    assert caught.value.code == "submission_conflict"
+    assert code_of(lambda: second.worker_cmd("complete", submission_id="sub-1")) == "submission_conflict"
     assert service.get(CALLER, second.task_id)["task"]["state"] == "working"
 
 

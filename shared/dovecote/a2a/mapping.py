@@ -226,9 +226,7 @@ def part(stored: dict[str, Any], hint: dict[str, Any]) -> Part:
     elif stored.get("url"):
         out.url = str(stored["url"])
     elif content == "data":
-        try:
-            json_format.ParseDict(json.loads(_bytes_of(stored)), out.data)
-        except (ValueError, json_format.ParseError):
+        if not _parse_data(stored, out):
             out.raw, a2a_media_type = _bytes_of(stored), media_type
     elif content == "text":
         out.text = _bytes_of(stored).decode("utf-8", "replace")
@@ -236,10 +234,25 @@ def part(stored: dict[str, Any], hint: dict[str, Any]) -> Part:
         out.raw = _bytes_of(stored)
     if a2a_media_type:
         out.media_type = a2a_media_type
-    if stored.get("filename"):
-        out.filename = str(stored["filename"])
-    if isinstance(hint.get("metadata"), dict):
-        out.metadata.update(hint["metadata"])
+    return _named(out, stored.get("filename"), hint.get("metadata"))
+
+
+def _parse_data(stored: dict[str, Any], out: Part) -> bool:
+    """The stored bytes as JSON into the part's data; False when they are not JSON (the caller
+    keeps them as raw bytes)."""
+    try:
+        json_format.ParseDict(json.loads(_bytes_of(stored)), out.data)
+    except (ValueError, json_format.ParseError):
+        return False
+    return True
+
+
+def _named(out: Part, filename: Any, metadata: Any) -> Part:
+    """The part with its filename and its A2A metadata, where they are given."""
+    if filename:
+        out.filename = str(filename)
+    if isinstance(metadata, dict):
+        out.metadata.update(metadata)
     return out
 
 
@@ -257,9 +270,7 @@ def _legacy_part(stored: dict[str, Any], kind: dict[str, Any]) -> Part:
         if kind.get("mediaType"):
             out.media_type = str(kind["mediaType"])
     elif content == "data":
-        try:
-            json_format.ParseDict(json.loads(_bytes_of(stored)), out.data)
-        except (ValueError, json_format.ParseError):
+        if not _parse_data(stored, out):
             out.raw = _bytes_of(stored)
             out.media_type = media_type
         if kind.get("mediaType"):
@@ -271,11 +282,7 @@ def _legacy_part(stored: dict[str, Any], kind: dict[str, Any]) -> Part:
     else:
         out.raw = _bytes_of(stored)
         out.media_type = media_type
-    if kind.get("filename"):
-        out.filename = str(kind["filename"])
-    if isinstance(kind.get("metadata"), dict):
-        out.metadata.update(kind["metadata"])
-    return out
+    return _named(out, kind.get("filename"), kind.get("metadata"))
 
 
 def artifact(record: dict[str, Any], payload: dict[str, Any]) -> Artifact:

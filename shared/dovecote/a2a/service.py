@@ -22,6 +22,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from a2a.types import (
@@ -55,28 +56,21 @@ CANCEL_ATTEMPTS = 5
 DEFAULT_HISTORY = 100
 
 
+@dataclass(eq=False)
 class A2AService:
-    def __init__(
-        self,
-        tasks: TaskService,
-        *,
-        workspace: str = DEFAULT_WORKSPACE,
-        block_seconds: float = BLOCK_SECONDS,
-        sleep: Callable[[float], None] = time.sleep,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.tasks = tasks
-        self.workspace = workspace
-        self.block_seconds = block_seconds
-        self._sleep = sleep
-        self._monotonic = monotonic
+    tasks: TaskService
+    _: KW_ONLY
+    workspace: str = DEFAULT_WORKSPACE
+    block_seconds: float = BLOCK_SECONDS
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
 
     # ---- SendMessage ---------------------------------------------------------------------------------
 
     def send_message(
         self, principal: Principal, request: SendMessageRequest, idempotency_key: str = ""
     ) -> SendMessageResponse:
-        started = self._monotonic()
+        started = self.monotonic()
         if not request.HasField("message"):
             raise error("INVALID_PARAMS", "message is required")
         config = request.configuration
@@ -179,10 +173,10 @@ class A2AService:
             cursor = int(page["next"])
             if state in mapping.SETTLED or page["has_more"]:
                 continue
-            remaining = deadline - self._monotonic()
+            remaining = deadline - self.monotonic()
             if remaining <= 0:
                 break
-            self._sleep(min(delay, remaining))
+            self.sleep(min(delay, remaining))
             delay = min(delay * 2, POLL_MAX)
         return self._get(principal, record["id"])
 

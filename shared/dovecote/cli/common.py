@@ -95,6 +95,11 @@ ExpectedRevision = Annotated[
     ),
 ]
 Fence = Annotated[int, typer.Option("--fence", help="The fence of your lease (from `worker claim`).")]
+# A token's worker id and agent, as `tokens create`, `tokens bootstrap` and `dev token` take them.
+TokenWorker = Annotated[str | None, typer.Option(help="Worker id (worker tokens).")]
+TokenAgent = Annotated[
+    str | None, typer.Option(help="Caller tokens only: the only note author the token may write as.")
+]
 FileOpt = Annotated[
     str | None, typer.Option("--file", "-f", help="Read the body from FILE; - reads stdin.", show_default=False)
 ]

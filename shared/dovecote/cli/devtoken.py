@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dovecote.cli.common import EXIT_UNREACHABLE, CliError, Json, out, print_json
+from dovecote.cli.common import EXIT_UNREACHABLE, CliError, Json, TokenAgent, TokenWorker, out, print_json
 
 CONTROL_PATH = "/_dev/tokens"
 CONTROL_HEADER = "X-Dovecote-Dev-Control"
@@ -36,10 +36,8 @@ def running_tokens_file(tokens_file: Path | None) -> Path:
 def dev_token(
     authority: Annotated[str, typer.Option(help="The authority the token acts in (any id, e.g. a second team).")],
     role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
-    worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
-    agent: Annotated[
-        str | None, typer.Option(help="Caller tokens only: the only note author the token may write as.")
-    ] = None,
+    worker: TokenWorker = None,
+    agent: TokenAgent = None,
     expires_in_days: Annotated[int | None, typer.Option(help="Lifetime in days (default 365, as dev tokens).")] = None,
     tokens_file: Annotated[
         Path | None,

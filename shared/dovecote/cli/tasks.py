@@ -16,6 +16,7 @@ import typer
 from dovecote.cli.common import (
     EXIT_USAGE,
     CliError,
+    Column,
     CommandId,
     ExpectedRevision,
     FileOpt,
@@ -104,6 +105,19 @@ EVENT_COLUMNS = [
     *fields("message", "occurred_at"),
 ]
 
+
+def _stream(name: str, columns: list[Column]) -> Verb:
+    """A task's messages or events: a sequence stream read with --after, by the SDK method of its name."""
+    return Verb(
+        name,
+        f"GET /v1/tasks/{{id}}/{name}",
+        f"The task's {name}, oldest first.",
+        (TASK,),
+        lambda c, v: lambda after: getattr(c, name)(v["task_id"], after, v["limit"]),
+        Pages(columns, keyset=False),
+    )
+
+
 VERBS = (
     Verb(
         "create",
@@ -188,22 +202,8 @@ VERBS = (
         lambda c, v: c.cancel(v["task_id"], v["expected_revision"], v["command_id"]),
         Show("task"),
     ),
-    Verb(
-        "messages",
-        "GET /v1/tasks/{id}/messages",
-        "The task's messages, oldest first.",
-        (TASK,),
-        lambda c, v: lambda after: c.messages(v["task_id"], after, v["limit"]),
-        Pages(MESSAGE_COLUMNS, keyset=False),
-    ),
-    Verb(
-        "events",
-        "GET /v1/tasks/{id}/events",
-        "The task's events, oldest first.",
-        (TASK,),
-        lambda c, v: lambda after: c.events(v["task_id"], after, v["limit"]),
-        Pages(EVENT_COLUMNS, keyset=False),
-    ),
+    _stream("messages", MESSAGE_COLUMNS),
+    _stream("events", EVENT_COLUMNS),
     Verb(
         "snapshot",
         "GET /v1/tasks/{id}/snapshot",

@@ -14,6 +14,8 @@ from dovecote.cli.common import (
     EXIT_UNREACHABLE,
     CliError,
     Json,
+    TokenAgent,
+    TokenWorker,
     client,
     emit,
     fields,
@@ -27,8 +29,6 @@ app = new_app("Bearer tokens: mint, list, revoke (admin).")
 whoami_app = new_app("Who the token is.", no_args_is_help=False)
 
 Role = Annotated[str, typer.Option(help="caller, worker or admin.")]
-Worker = Annotated[str | None, typer.Option(help="Worker id (worker tokens).")]
-Agent = Annotated[str | None, typer.Option(help="Caller tokens only: the only note author the token may write as.")]
 
 
 @whoami_app.command("whoami")
@@ -54,8 +54,8 @@ register(
             (
                 param("authority", Annotated[str, typer.Option(help="Authority the token acts in (the admin's own).")]),
                 param("role", Role, "caller"),
-                param("worker", Worker, None),
-                param("agent", Agent, None),
+                param("worker", TokenWorker, None),
+                param("agent", TokenAgent, None),
                 param("expires_in_days", Annotated[int | None, typer.Option(help="Lifetime in days.")], None),
             ),
             lambda c, v: c.create_token(
@@ -91,10 +91,8 @@ def tokens_bootstrap(
     authority: Annotated[str, typer.Option(help="Authority the token acts in.")],
     table: Annotated[str, typer.Option(help="The deployed tokens table (stack output TokensTable).")],
     role: Annotated[str, typer.Option(help="admin, caller or worker.")] = "admin",
-    worker: Annotated[str | None, typer.Option(help="Worker id (worker tokens).")] = None,
-    agent: Annotated[
-        str | None, typer.Option(help="Caller tokens only: the only note author the token may write as.")
-    ] = None,
+    worker: TokenWorker = None,
+    agent: TokenAgent = None,
     expires_in_days: Annotated[
         int | None, typer.Option(help="Lifetime; default 7 days for admin, 90 otherwise.")
     ] = None,

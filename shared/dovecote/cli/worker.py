@@ -9,8 +9,10 @@ numbers. `--json` prints the HTTP answer: `{"assignment": …}` for claim and th
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Annotated, Any
 
@@ -37,7 +39,7 @@ from dovecote.cli.common import (
 )
 from dovecote.cli.groups import new_app
 from dovecote.cli.tasks import COMMAND, MESSAGE, REVISION, TASK, TaskId, message_of
-from dovecote.cli.verbs import Did, Pages, Show, Verb, param, register
+from dovecote.cli.verbs import Did, Output, Pages, Show, Values, Verb, param, register
 from dovecote.client.artifacts import ARTIFACT_INLINE_SEND
 from dovecote.client.paths import path as api_path
 from dovecote.client.tasks import MAX_CLAIM_WAIT
@@ -48,6 +50,7 @@ MAX_EVENT_BYTES = 6 * 1024 * 1024
 app = new_app("Tasks, as a worker: claim, heartbeat, release, drive a task to a terminal state.")
 
 FENCE = param("fence", Fence)
+ASSIGNMENT = Show("assignment")
 ArtifactId = Annotated[
     str | None, typer.Option("--artifact-id", "--artifact", help="The artifact this task froze (it is published).")
 ]
@@ -66,6 +69,25 @@ def _lease_done(verb: str) -> Did:
         lambda v: {"task": v["task_id"], "fence": v["fence"], verb: True},
         lambda v: f"{verb} the lease of {v['task_id']} with fence {v['fence']}",
     )
+
+
+def _lease_verb(
+    name: str,
+    route: str,
+    *params: inspect.Parameter,
+    help: str,
+    call: Callable[[Any, Values], Any] | None = None,
+    output: Output = ASSIGNMENT,
+    role: str = "worker",
+) -> Verb:
+    """A lease verb: by default the SDK method of its name, given the verb's parameters in order."""
+    names = [p.name for p in params]
+    call = call or (lambda c, v: getattr(c, name)(*(v[n] for n in names)))
+    return Verb(name, route, help, params, call, output, role=role)
+
+
+def _current_lease(c: Any, v: Values) -> Any:
+    return c.request("GET", api_path("tasks", v["task_id"], "lease"))["assignment"]
 
 
 def _command(kind: str, **extra: Any) -> Any:
@@ -96,51 +118,17 @@ VERBS = (
         Pages(LEASE_COLUMNS),
         role="worker",
     ),
-    Verb(
-        "lease",
-        "GET /v1/tasks/{id}/lease",
-        "The task's current lease (404 when it has none).",
-        (TASK,),
-        lambda c, v: c.request("GET", api_path("tasks", v["task_id"], "lease"))["assignment"],
-        Show("assignment"),
-        role="worker",
-    ),
-    Verb(
-        "acquire",
-        "POST /v1/tasks/{id}/lease",
-        "Lease this task (fence + 1); 409 lease_unavailable while another lease holds it.",
-        (TASK, COMMAND),
-        lambda c, v: c.acquire(v["task_id"], v["command_id"]),
-        Show("assignment"),
-        role="worker",
-    ),
-    Verb(
-        "heartbeat",
-        "POST /v1/tasks/{id}/lease/heartbeat",
-        "A sign of life of your lease (409 stale_lease when it is no longer current).",
-        (TASK, FENCE),
-        lambda c, v: c.heartbeat(v["task_id"], v["fence"]),
-        Show("assignment"),
-        role="worker",
-    ),
-    Verb(
-        "release",
-        "POST /v1/tasks/{id}/lease/fence",
-        "Give up your own lease: the task becomes claimable again (the fence is kept).",
-        (TASK, FENCE, COMMAND),
-        lambda c, v: c.release(v["task_id"], v["fence"], v["command_id"]),
-        _lease_done("released"),
-        role="worker",
-    ),
-    Verb(
-        "fence",
-        "POST /v1/tasks/{id}/lease/fence",
-        "Retire any worker's lease generation (an admin token: --profile, DOVECOTE_TOKEN or the dev admin token).",
-        (TASK, FENCE, COMMAND),
-        lambda c, v: c.fence(v["task_id"], v["fence"], v["command_id"]),
-        _lease_done("fenced"),
-        role="admin",
-    ),
+    _lease_verb("lease", "GET /v1/tasks/{id}/lease", TASK, call=_current_lease,
+        help="The task's current lease (404 when it has none)."),
+    _lease_verb("acquire", "POST /v1/tasks/{id}/lease", TASK, COMMAND,
+        help="Lease this task (fence + 1); 409 lease_unavailable while another lease holds it."),
+    _lease_verb("heartbeat", "POST /v1/tasks/{id}/lease/heartbeat", TASK, FENCE,
+        help="A sign of life of your lease (409 stale_lease when it is no longer current)."),
+    _lease_verb("release", "POST /v1/tasks/{id}/lease/fence", TASK, FENCE, COMMAND, output=_lease_done("released"),
+        help="Give up your own lease: the task becomes claimable again (the fence is kept)."),
+    _lease_verb("fence", "POST /v1/tasks/{id}/lease/fence", TASK, FENCE, COMMAND, output=_lease_done("fenced"),
+        help="Retire any worker's lease generation (an admin token: --profile, DOVECOTE_TOKEN or the dev admin token).",
+        role="admin"),
     _task_command("accept", "submitted → working."),
     _task_command("reject", "submitted → rejected."),
     _task_command("fail", "working or input_required → failed."),

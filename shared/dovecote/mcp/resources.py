@@ -34,26 +34,39 @@ def _reading(fn: Callable[P, str]) -> Callable[P, str]:
     return wrapper
 
 
+def _resources(server: MCPServer) -> Callable[[str, str, str], Callable[[Callable[P, str]], Callable[P, str]]]:
+    """`@resource(uri, mime_type, description)`: a resource read named as its function, whose
+    DovecoteError leaves as a resource error (`_reading`)."""
+
+    def resource(uri: str, mime_type: str, description: str) -> Callable[[Callable[P, str]], Callable[P, str]]:
+        def add(fn: Callable[P, str]) -> Callable[P, str]:
+            read = _reading(fn)
+            server.resource(uri, name=fn.__name__, description=description, mime_type=mime_type)(read)
+            return read
+
+        return add
+
+    return resource
+
+
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    @server.resource(
+    resource = _resources(server)
+
+    @resource(
         "dovecote://notes/{ref}",
-        name="note",
-        description="A note by its ref: the body as text (metadata as JSON for binary or large bodies).",
-        mime_type="text/plain",
+        "text/plain",
+        "A note by its ref: the body as text (metadata as JSON for binary or large bodies).",
     )
-    @_reading
     def note(ref: str) -> str:
         raw: dict[str, Any] = client.get_note_meta(ref)
         if raw.get("text") is not None:
             return str(raw["text"])
         return json.dumps({k: v for k, v in raw.items() if k != "body_b64"}, ensure_ascii=False)
 
-    @server.resource(
+    @resource(
         "dovecote://tasks/{task_id}",
-        name="task",
-        description="A task's snapshot: {task, event_cursor} (follow it with tasks_events after event_cursor).",
-        mime_type="application/json",
+        "application/json",
+        "A task's snapshot: {task, event_cursor} (follow it with tasks_events after event_cursor).",
     )
-    @_reading
     def task(task_id: str) -> str:
         return json.dumps(client.snapshot(task_id), ensure_ascii=False)

@@ -21,6 +21,8 @@ from typing import Any
 
 from dovecote.platform import ids, paging
 from dovecote.platform.errors import InvalidArgument
+from dovecote.platform.records import canonical_digest, fields_json
+from dovecote.platform.records import intent_digest as intent_digest  # a judgment's command id is bound by it
 
 # The house id pattern (platform.ids). '#' cannot occur, so the store's keys are injective.
 ID_PATTERN = ids.ID_PATTERN
@@ -120,13 +122,7 @@ class WriteInput:
     @property
     def digest(self) -> str:
         """What an exact resubmit must repeat: scope, content and tags (the id is the key)."""
-        canonical = json.dumps(
-            {"scope": self.scope, "content": self.content, "tags": list(self.tags)},
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
-        return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return canonical_digest({"scope": self.scope, "content": self.content, "tags": list(self.tags)})
 
 
 def subject_of(tags: tuple[str, ...]) -> str:
@@ -185,18 +181,22 @@ class Candidate:
         return relation_id(self.from_id, self.to_id, self.verb)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "from": self.from_id,
-            "to": self.to_id,
-            "verb": self.verb,
-            "note": self.note,
-            "evidence_ids": list(self.evidence_ids),
-        }
+        return {"id": self.id, **_edge_json(self)}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Candidate:
         return Candidate(data["from"], data["to"], data["verb"], data["note"], tuple(data["evidence_ids"]))
+
+
+def _edge_json(edge: Candidate | Relation) -> dict[str, Any]:
+    """The fields a relation candidate and a relation name alike."""
+    return {
+        "from": edge.from_id,
+        "to": edge.to_id,
+        "verb": edge.verb,
+        "note": edge.note,
+        "evidence_ids": list(edge.evidence_ids),
+    }
 
 
 def relation_id(from_id: str, to_id: str, verb: str) -> str:
@@ -335,17 +335,7 @@ class Relation:
         return f"{self.from_seq:020d}#{self.id}"
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.id,
-            "scope": self.scope,
-            "from": self.from_id,
-            "to": self.to_id,
-            "verb": self.verb,
-            "note": self.note,
-            "evidence_ids": list(self.evidence_ids),
-            "status": self.status,
-            "created_at": self.created_at,
-        }
+        out = {"id": self.id, "scope": self.scope, **_edge_json(self), **fields_json(self, ("status", "created_at"))}
         if self.judgment is not None:
             out["judgment"] = self.judgment.to_json()
         return out
@@ -360,13 +350,6 @@ class Receipt:
     kind: str
     digest: str
     result: dict[str, Any] = field(default_factory=dict)
-
-
-def intent_digest(kind: str, command: dict[str, Any]) -> str:
-    canonical = json.dumps(
-        {"kind": kind, "command": command}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

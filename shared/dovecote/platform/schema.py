@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from dovecote.platform.ids import ID_SCHEMA_PATTERN
 
@@ -69,6 +69,11 @@ def bounded(minimum: int | None = None, maximum: int | None = None) -> dict[str,
     if maximum is not None:
         out["maximum"] = maximum
     return out
+
+
+def optional_int(minimum: int, maximum: int, description: str) -> Any:
+    """The field of an optional integer between `minimum` and `maximum` (absent: None)."""
+    return Field(default=None, json_schema_extra=bounded(minimum, maximum), description=description)
 
 
 def one_of(*values: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from dovecote.platform.errors import (
@@ -43,21 +44,14 @@ CLAIM_CANDIDATES = 16
 CLAIM_BACKOFF = (0.25, 2.0)
 
 
+@dataclass(eq=False)
 class Leases:
-    def __init__(
-        self,
-        work: UnitOfWork,
-        pages: Pages,
-        gate: CommandGate,
-        *,
-        sleep: Callable[[float], None] = time.sleep,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.work = work
-        self.pages = pages
-        self.gate = gate
-        self.sleep = sleep
-        self.monotonic = monotonic
+    work: UnitOfWork
+    pages: Pages
+    gate: CommandGate
+    _: KW_ONLY
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
 
     def acquire(self, principal: Principal, command: Acquire) -> Outcome:
         """Lease this task: fence = previous fence + 1."""

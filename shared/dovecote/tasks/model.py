@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dovecote.platform import paging
+from dovecote.platform.records import canonical_digest, fields_json
+from dovecote.platform.records import intent_digest as intent_digest  # the tasks' commands bind their ids with it
 
 MAX_PARTS = 32
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024
@@ -82,10 +83,12 @@ class MessageInput:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "parts": [p.to_json() for p in self.parts]}
-        if self.metadata:  # absent when empty: the intent digest of a message without it is unchanged
-            out["metadata"] = self.metadata
-        return out
+        # metadata is absent when empty: the intent digest of a message without it is unchanged
+        return {"id": self.id, "parts": [p.to_json() for p in self.parts], **fields_json(self, (), ("metadata",))}
+
+
+# What a task's JSON names as the record does (the timeouts are renamed, artifact and submission optional).
+TASK_FIELDS = ("id", "workspace", "context", "state", "revision", "message_count", "event_count", "created_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,21 +121,10 @@ class Task:
     submission: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.id,
-            "workspace": self.workspace,
-            "context": self.context,
-            "state": self.state,
-            "revision": self.revision,
-            "message_count": self.message_count,
-            "event_count": self.event_count,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "lease_timeout_seconds": self.lease_timeout,
-            "accept_timeout_seconds": self.accept_timeout,
-        }
-        if self.artifact:
-            out["artifact"] = self.artifact
+        out = fields_json(self, (*TASK_FIELDS, "updated_at"))
+        out["lease_timeout_seconds"] = self.lease_timeout
+        out["accept_timeout_seconds"] = self.accept_timeout
+        out.update(fields_json(self, (), ("artifact",)))
         if self.submission:
             out["submission"] = dict(self.submission)
         return out
@@ -152,16 +144,9 @@ class Message:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.id,
-            "sequence": self.sequence,
-            "author": self.author,
-            "parts": [_render_part(p) for p in self.parts],
-            "created_at": self.created_at,
-        }
-        if self.metadata:
-            out["metadata"] = self.metadata
-        return out
+        out = fields_json(self, ("id", "sequence", "author"))
+        out["parts"] = [_render_part(p) for p in self.parts]
+        return {**out, **fields_json(self, ("created_at",), ("metadata",))}
 
 
 def _render_part(part: Part) -> dict[str, Any]:
@@ -197,20 +182,9 @@ class Event:
     artifact: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "sequence": self.sequence,
-            "type": self.type,
-            "state": self.state,
-            "revision": self.revision,
-            "occurred_at": self.occurred_at,
-        }
-        if self.message:
-            out["message"] = self.message
-        if self.submission:
-            out["submission"] = self.submission
-        if self.artifact:
-            out["artifact"] = self.artifact
-        return out
+        return fields_json(
+            self, ("sequence", "type", "state", "revision", "occurred_at"), ("message", "submission", "artifact")
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,11 +205,6 @@ class Receipt:
     digest: str
     status: int
     result: dict[str, Any] = field(default_factory=dict)
-
-
-def intent_digest(kind: str, command: dict[str, Any]) -> str:
-    """What a command id is bound to: the canonical digest of {kind, command}."""
-    return canonical_digest({"kind": kind, "command": command})
 
 
 def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:
@@ -335,15 +304,35 @@ DECISIONS = ("success", "conflict", "rejected", "indeterminate")
 ARTIFACT_STATES = ("frozen", "published", "discarded")
 
 
-def canonical_digest(value: dict[str, Any]) -> str:
-    """`sha256:` of a canonical JSON encoding (sorted keys, no whitespace, UTF-8)."""
-    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return "sha256:" + hashlib.sha256(encoded).hexdigest()
-
-
 def result_revision(base: str, artifact_id: str, payload_digest: str) -> str:
     """The workspace revision an artifact produces: {base, surface "agent", artifact, payload}."""
     return canonical_digest({"base": base, "surface": "agent", "artifact": artifact_id, "payload": payload_digest})
+
+
+# The artifact's identity digest: its key → the field it is read from.
+_DIGEST_NAMES = {
+    "workspace": "workspace",
+    "artifact": "id",
+    "task": "task",
+    "base": "base_revision",
+    "result": "result_revision",
+    "payload": "payload_digest",
+    "size": "payload_size",
+    "media_type": "media_type",
+}
+_ARTIFACT_JSON = (
+    "id",
+    "task",
+    "workspace",
+    "state",
+    "base_revision",
+    "result_revision",
+    "digest",
+    "payload_digest",
+    "payload_size",
+    "media_type",
+    "frozen_at",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,38 +354,10 @@ class Artifact:
     @property
     def digest(self) -> str:
         """The artifact's identity digest: what an apply receipt names. Derived, never stored."""
-        return canonical_digest(
-            {
-                "workspace": self.workspace,
-                "artifact": self.id,
-                "task": self.task,
-                "base": self.base_revision,
-                "result": self.result_revision,
-                "payload": self.payload_digest,
-                "size": self.payload_size,
-                "media_type": self.media_type,
-            }
-        )
+        return canonical_digest({key: getattr(self, name) for key, name in _DIGEST_NAMES.items()})
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.id,
-            "task": self.task,
-            "workspace": self.workspace,
-            "state": self.state,
-            "base_revision": self.base_revision,
-            "result_revision": self.result_revision,
-            "digest": self.digest,
-            "payload_digest": self.payload_digest,
-            "payload_size": self.payload_size,
-            "media_type": self.media_type,
-            "frozen_at": self.frozen_at,
-        }
-        if self.published_at:
-            out["published_at"] = self.published_at
-        if self.discarded_at:
-            out["discarded_at"] = self.discarded_at
-        return out
+        return fields_json(self, _ARTIFACT_JSON, ("published_at", "discarded_at"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,11 +368,7 @@ class WorkspaceHead:
     updated_at: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "workspace": self.workspace,
-            "confirmed_revision": self.confirmed_revision,
-            "updated_at": self.updated_at,
-        }
+        return fields_json(self, ("workspace", "confirmed_revision", "updated_at"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,19 +391,8 @@ class ApplyReceipt:
         return replace(self, recorded_at="") == replace(other, recorded_at="")
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.id,
-            "artifact": self.artifact,
-            "artifact_digest": self.artifact_digest,
-            "base_revision": self.base_revision,
-            "result_revision": self.result_revision,
-            "decision": self.decision,
-            "recorded_at": self.recorded_at,
-        }
-        for name in ("observed_revision", "code", "message"):
-            if getattr(self, name):
-                out[name] = getattr(self, name)
-        return out
+        names = ("id", "artifact", "artifact_digest", "base_revision", "result_revision", "decision", "recorded_at")
+        return fields_json(self, names, ("observed_revision", "code", "message"))
 
 
 @dataclass(frozen=True, slots=True)

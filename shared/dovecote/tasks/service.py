@@ -19,21 +19,8 @@ from collections.abc import Callable
 
 from dovecote.platform.clock import Clock, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
-from dovecote.platform.principal import Principal
 from dovecote.tasks.artifacts import Artifacts
-from dovecote.tasks.commands import (
-    MAX_CLAIM_WAIT,
-    WORKER_EVENT_KINDS,
-    Accept,
-    Cancel,
-    CommandGate,
-    Complete,
-    Fail,
-    Freeze,
-    Reject,
-    Reply,
-    RequestInput,
-)
+from dovecote.tasks.commands import MAX_CLAIM_WAIT, WORKER_EVENT_KINDS, CommandGate
 from dovecote.tasks.leases import Leases
 from dovecote.tasks.lifecycle import Lifecycle
 from dovecote.tasks.model import ARTIFACT_DEFAULT_MAX, ARTIFACT_HARD_MAX
@@ -99,35 +86,13 @@ class TaskService:
         self.events = self.reads.events
         self.list_context = self.reads.list_context
         self.list_tasks = self.reads.list_tasks
-
-    # Each transition by its own command type (the lifecycle runs them all the same way).
-
-    def reply(self, principal: Principal, command: Reply) -> Outcome:
-        return self.lifecycle.transition(principal, command)
-
-    def cancel(self, principal: Principal, command: Cancel) -> Outcome:
-        return self.lifecycle.transition(principal, command)
-
-    def accept(self, principal: Principal, command: Accept) -> Outcome:
-        return self.lifecycle.transition(principal, command)
-
-    def reject(self, principal: Principal, command: Reject) -> Outcome:
-        return self.lifecycle.transition(principal, command)
-
-    def fail(self, principal: Principal, command: Fail) -> Outcome:
-        return self.lifecycle.transition(principal, command)
-
-    def request_input(self, principal: Principal, command: RequestInput) -> Outcome:
-        return self.lifecycle.transition(principal, command)
-
-    def complete(self, principal: Principal, command: Complete) -> Outcome:
-        return self.lifecycle.transition(principal, command)
-
-    def freeze(self, principal: Principal, command: Freeze) -> Outcome:
-        """freeze_artifact (worker, working, at most once per task): the artifact with its payload, its
-        result revision and the workspace head claim, in the task's one transaction. Answers
-        {task, artifact}."""
-        return self.lifecycle.transition(principal, command)
+        # Every transition, freeze_artifact included, by the name its gate and route use: the lifecycle
+        # runs them all the same way (the command's type says which). A freeze (worker, working, at most
+        # once per task) commits the artifact, its result revision and the workspace head claim in the
+        # task's one transaction, and answers {task, artifact}.
+        transition = self.lifecycle.transition
+        self.reply = self.cancel = self.accept = self.reject = self.fail = transition
+        self.request_input = self.complete = self.freeze = transition
 
     @property
     def signer(self) -> CursorSigner:

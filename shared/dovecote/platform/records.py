@@ -1,0 +1,31 @@
+"""What the services' pure records share: their JSON rendering from field names, and the canonical
+digest that binds a command id to its intent. Pure."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+
+def fields_json(record: Any, names: Iterable[str], optional: Iterable[str] = ()) -> dict[str, Any]:
+    """`{name: record.name}` for each of `names` in order, then each of `optional` that is set (a
+    falsy optional field is absent, so a digest of the JSON is unchanged by a field added later)."""
+    out = {name: getattr(record, name) for name in names}
+    for name in optional:
+        value = getattr(record, name)
+        if value:
+            out[name] = value
+    return out
+
+
+def canonical_digest(value: dict[str, Any]) -> str:
+    """`sha256:` of a canonical JSON encoding (sorted keys, no whitespace, UTF-8)."""
+    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return "sha256:" + hashlib.sha256(encoded).hexdigest()
+
+
+def intent_digest(kind: str, command: dict[str, Any]) -> str:
+    """What a command id is bound to: the canonical digest of {kind, command}."""
+    return canonical_digest({"kind": kind, "command": command})
