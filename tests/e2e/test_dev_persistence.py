@@ -104,6 +104,9 @@ def test_everything_survives_a_clean_restart(tmp_path: Path) -> None:
             # The presigned PUT goes to moto directly: journaled by the same middleware.
             ref = put_uploaded_note(http, caller, coords, big).json()["ref"]
             body = {"command_id": uid("c"), "workspace": "ws", "id": tid, "context": uid("x"), "message": msg("hi")}
+            # The grant stays unaccepted across the restart: no accept timeout may fence it meanwhile,
+            # however slowly a loaded machine runs the two starts.
+            body["accept_timeout_seconds"] = 0
             assert http.post("/v1/tasks", json=body, headers=caller).status_code == 201
             lease = http.post(f"/v1/tasks/{tid}/lease", json={"command_id": uid("c")}, headers=worker)
             assert lease.status_code == 200, lease.text
