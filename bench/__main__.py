@@ -512,6 +512,7 @@ SECTIONS: dict[str, Callable[[dict[str, Any], Run], None]] = {
     "devidle": module("devidle", "devidle_report"),
     "dispatcher": module("dispatcher", "dispatcher_report"),
     "cli": module("cli", "cli_report"),
+    "claims": module("claims", "claims_report"),
 }
 TITLES = {
     "round_trips": "AWS round trips per command (moto, botocore request-created events)",
@@ -527,6 +528,7 @@ TITLES = {
     "devidle": "`dovecote dev` at rest: CPU share of an idle runtime, fresh and with a few hundred notes and tasks",
     "dispatcher": "lease dispatcher: AWS requests and items read per run, by open and overdue leases",
     "cli": "the dovecote command: --version and notes get, new processes, median of 9, beside python -c pass",
+    "claims": "claims per second per authority on DynamoDB, modelled (the claim's request sequence; assumed latencies)",
 }
 
 
