@@ -4,16 +4,29 @@ msearch for the shown rows, their highlighted snippets and their sessions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dovecote.recall.engine_rules import RANKER_ROWS, SNIPPET_CHARS, substring_snippet, trigram_leaf
+from dovecote.recall.engine_rules import (
+    RANKER_ROWS,
+    SNIPPET_CHARS,
+    nested_session_length,
+    substring_snippet,
+    topic_at,
+    trigram_leaf,
+    unique_length,
+)
 from dovecote.recall.model import (
+    AMBIGUITY_CANDIDATES,
     Row,
     SessionInfo,
+    format_ref,
+    session_prefix_matches,
 )
 from dovecote.recall.ports import (
     IndexQuery,
+    Resolution,
     SearchPage,
     SessionHit,
 )
@@ -26,6 +39,7 @@ from dovecote.recall.opensearch_mapping import (
     _ROW_FIELDS,
     _SESSION_FIELDS,
     COVERAGE_WEIGHT,
+    MAX_WINDOW,
     POS_LIMIT,
     SNIPPET_FRAGMENT,
     _filter_clauses,
@@ -59,16 +73,18 @@ class OpenSearchSearch(OpenSearchStore):
         shown = ranked[: query.limit]
         hits: list[SessionHit] = []
         if shown:
-            rows, snippets, sessions = self._details(authority, snap, query, [r.best for r in shown], tier)
+            page = self._details(authority, snap, query, [r.best for r in shown], tier)
             for entry in shown:
-                row = rows[entry.best.rowid]
+                row = page.rows[entry.best.rowid]
                 hits.append(
                     SessionHit(
-                        session=sessions[row.session_id],
+                        session=page.sessions[row.session_id],
                         row=row,
-                        snippet=snippets[entry.best.rowid],
+                        snippet=page.snippets[entry.best.rowid],
                         score=entry.score,
                         coverage=entry.coverage,
+                        ref=page.refs[entry.best.rowid],
+                        topic=topic_at(page.topics.get(row.session_id, ()), row.pos),
                     )
                 )
         return SearchPage(
@@ -221,10 +237,10 @@ class OpenSearchSearch(OpenSearchStore):
         candidates = [c for _, c in scored_rows]
         return candidates, truncated, withheld, newest
 
-    def _details(
-        self, authority: str, snap: Snapshot, query: IndexQuery, best: list[Candidate], tier: str
-    ) -> tuple[dict[int, Row], dict[int, str], dict[str, SessionInfo]]:
-        """The returned rows, their snippets and their sessions: one msearch."""
+    def _details(self, authority: str, snap: Snapshot, query: IndexQuery, best: list[Candidate], tier: str) -> _Details:
+        """What the page prints, in one msearch: the returned rows with their highlighted snippets,
+        their sessions, each row's printed-ref neighbours and the topics of those sessions; then,
+        only when those sessions have topics, one search of the topics' start positions."""
         doc_ids = [_message_id(authority, c.rowid // POS_LIMIT, c.rowid % POS_LIMIT) for c in best]
         rows_body: dict[str, Any] = {
             "query": self._visible(authority, snap, {"ids": {"values": doc_ids}}),
@@ -252,8 +268,15 @@ class OpenSearchSearch(OpenSearchStore):
             "size": len(session_ids),
             "_source": _SESSION_FIELDS,
         }
-        rows_found, sessions_found = self._msearch(
-            authority, [(self.messages, rows_body), (self.sessions, sessions_body)]
+        # Topics are not versioned: a label counts while its start message exists (checked below).
+        topics_body = {
+            "query": self._owned(authority, {"terms": {"session_id": session_ids}}),
+            "size": MAX_WINDOW,
+            "_source": ["session_id", "start_uuid", "label"],
+        }
+        self._ensure()
+        rows_found, sessions_found, topics_found = self._msearch(
+            authority, [(self.messages, rows_body), (self.sessions, sessions_body), (self.topics, topics_body)]
         )
         rows: dict[int, Row] = {}
         snippets: dict[int, str] = {}
@@ -269,4 +292,153 @@ class OpenSearchSearch(OpenSearchStore):
             else:
                 snippets[rowid] = substring_snippet(row.text, [t.text for t in terms])
         sessions = {s["session_id"]: _session_info(s) for s in _sources(sessions_found)}
-        return rows, snippets, sessions
+        # The refs need each row's uuid, which only the rows search gives: a second msearch, with
+        # the topics' start positions when those sessions have topics.
+        labels = {(t["session_id"], t["start_uuid"]): t["label"] for t in _sources(topics_found)}
+        shown = [(rowid, row) for rowid, row in rows.items()]
+        searches = [self._ref_search(authority, snap, row.session_id, row.uuid) for _, row in shown]
+        if labels:
+            searches.append(self._starts_search(authority, snap, labels))
+        responses = self._msearch(authority, searches)
+        refs = {
+            rowid: self._ref_from(authority, snap, row.session_id, row.uuid, response)
+            for (rowid, row), response in zip(shown, responses, strict=False)
+        }
+        topics: dict[str, list[tuple[int, str]]] = {}
+        if labels:
+            for (session_id, uuid), pos in _starts_from(responses[-1], labels).items():
+                topics.setdefault(session_id, []).append((pos, labels[(session_id, uuid)]))
+        return _Details(rows, snippets, sessions, refs, topics)
+
+    # ---- refs, sessions and topic starts (search reads them for a whole page) -------------------
+
+    def _resolve_sessions(self, authority: str, snap: Snapshot, prefix: str) -> Resolution:
+        segments = prefix.lower().split("/")
+        searches = [
+            (
+                self.sessions,
+                {
+                    "query": self._visible(authority, snap, {"term": {"session_id": prefix}}),
+                    "size": 1,
+                    "_source": ["session_id"],
+                },
+            )
+        ]
+        valid = bool(prefix) and all(segments)
+        depth = len(segments) - 1
+        if valid:
+            scope = self._visible(
+                authority, snap, {"term": {"depth": depth}}, {"prefix": {"sid_lower": {"value": segments[0]}}}
+            )
+            searches.append(
+                (
+                    self.sessions,
+                    {
+                        "query": scope,
+                        "size": AMBIGUITY_CANDIDATES if depth == 0 else MAX_WINDOW,
+                        "track_total_hits": True,
+                        "sort": [{"sid_lower": "asc"}, {"session_id": "asc"}],
+                        "_source": ["session_id"],
+                    },
+                )
+            )
+        responses = self._msearch(authority, searches)
+        exact = _sources(responses[0])
+        if exact:
+            return Resolution([exact[0]["session_id"]], 1)
+        if not valid:
+            return Resolution([], 0)
+        ids = [s["session_id"] for s in _sources(responses[1])]
+        if depth == 0:
+            return Resolution(ids, _total(responses[1]))
+        matched = sorted(i for i in ids if session_prefix_matches(prefix, i))
+        return Resolution(matched[:AMBIGUITY_CANDIDATES], len(matched))
+
+    def _ref_search(self, authority: str, snap: Snapshot, session_id: str, uuid: str) -> tuple[str, dict[str, Any]]:
+        """printed_ref's one search: the shortest unique prefixes come from the neighbours in sort
+        order, over both indices, each neighbour a `terms` aggregation of size 1 (2 after) ordered
+        by key. A search page sends one per hit in its details msearch."""
+        lowered = session_id.lower()
+        top_level = "/" not in session_id
+        scopes = [self._visible(authority, snap, {"term": {"session_id": session_id}})]
+        if top_level:
+            scopes.append(self._visible(authority, snap, {"term": {"depth": 0}}))
+
+        def neighbour(
+            field: str, bound: dict[str, Any], order: str, size: int, *more: dict[str, Any]
+        ) -> dict[str, Any]:
+            return {
+                "filter": {"bool": {"filter": [{"range": {field: bound}}, *more]}},
+                "aggs": {"near": {"terms": {"field": field, "size": size, "order": {"_key": order}}}},
+            }
+
+        in_session = {"term": {"session_id": session_id}}
+        aggs = {
+            "uuid_before": neighbour("uuid", {"lt": uuid}, "desc", 1, in_session),
+            "uuid_after": neighbour("uuid", {"gt": uuid}, "asc", 1, in_session),
+        }
+        if top_level:
+            depth0 = {"term": {"depth": 0}}
+            other = {"bool": {"must_not": [in_session]}}
+            aggs["sid_before"] = neighbour("sid_lower", {"lt": lowered}, "desc", 1, depth0)
+            aggs["sid_after"] = neighbour("sid_lower", {"gte": lowered}, "asc", 2, depth0, other)
+        body = {"query": {"bool": {"should": scopes, "minimum_should_match": 1}}, "size": 0, "aggs": aggs}
+        return f"{self.messages},{self.sessions}", body
+
+    def _ref_from(self, authority: str, snap: Snapshot, session_id: str, uuid: str, response: dict[str, Any]) -> str:
+        """The printed ref from _ref_search's response (a subagent thread's session part is
+        lengthened by resolving its prefixes: 1 msearch per length tried)."""
+        found = response["aggregations"]
+
+        def values(name: str) -> list[str]:
+            return [b["key"] for b in found[name]["near"]["buckets"]] if name in found else []
+
+        uuid_len = unique_length(uuid, values("uuid_before") + values("uuid_after"))
+        if "/" not in session_id:
+            session_len = unique_length(session_id.lower(), values("sid_before") + values("sid_after"))
+        else:
+            session_len = nested_session_length(session_id, lambda p: self._resolve_sessions(authority, snap, p))
+        return format_ref(session_id, uuid, session_len, uuid_len)
+
+    def _starts_search(
+        self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]
+    ) -> tuple[str, dict[str, Any]]:
+        """The search for the position of each (session, start uuid) that exists in the visible
+        version (_starts_from reads its answer)."""
+        wanted = sorted(set(pairs))
+        body = {
+            "query": self._visible(
+                authority,
+                snap,
+                {"terms": {"session_id": sorted({s for s, _ in wanted})}},
+                {"terms": {"uuid": sorted({u for _, u in wanted})}},
+            ),
+            "size": min(MAX_WINDOW, len(wanted) * 2),
+            "_source": ["session_id", "uuid", "pos"],
+        }
+        return self.messages, body
+
+    def _starts(self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        wanted = set(pairs)
+        if not wanted:
+            return {}
+        index, body = self._starts_search(authority, snap, wanted)
+        return _starts_from(self._search(index, authority, body), wanted)
+
+
+def _starts_from(found: dict[str, Any], wanted: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    want = set(wanted)
+    return {
+        (s["session_id"], s["uuid"]): int(s["pos"]) for s in _sources(found) if (s["session_id"], s["uuid"]) in want
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Details:
+    """What a search page prints, by rowid (rows, snippets, refs) or session id."""
+
+    rows: dict[int, Row]
+    snippets: dict[int, str]
+    sessions: dict[str, SessionInfo]
+    refs: dict[int, str]
+    topics: dict[str, list[tuple[int, str]]]  # (start position, label) of the sessions' live topics
