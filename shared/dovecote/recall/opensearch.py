@@ -73,9 +73,9 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
   1 msearch (each row's printed-ref neighbours, which need its uuid; the topics' start positions
   when there are topics) (+ 1 msearch per prefix length tried for a subagent thread's ref): a
   fixed number for the whole page (the service used to ask for each hit's ref and topics apart, a
-  state GET and 2 searches per hit: 30 requests for a search of 8 hits);
+  state GET and 2 searches per hit: 30 requests for a search of 8 hits; 6 now, scopes included);
 - session, message, turn_start, subagents: 1 search; resolve_sessions, resolve_messages: 1 msearch;
-  scopes: 1 per 1,000 (project, cwd) pairs; printed_ref: 1 search (its neighbours, as key-ordered
+  scopes: 1 per 1,000 (project, cwd) pairs (a shorter page is the last); printed_ref: 1 search (its neighbours, as key-ordered
   terms aggregations over both indices);
 - window: 1 msearch (+ 1 search when `around` moves the centre); outline: 1 msearch;
 - session_topics: 1 search (+ the state, 1 search of the session and 1 of the start messages when
@@ -265,7 +265,8 @@ class OpenSearchIndex(OpenSearchSearch):
             places = found["aggregations"]["places"]
             rows += [ScopeRow(b["key"]["project"], b["key"]["cwd"], int(b["doc_count"])) for b in places["buckets"]]
             after = places.get("after_key")
-            if not places["buckets"] or after is None:
+            # A short page is the last: the composite still gives an after_key, whose page is empty.
+            if len(places["buckets"]) < composite["size"] or after is None:
                 break
         return sorted(rows, key=lambda r: (r.project, r.cwd))
 
