@@ -587,6 +587,13 @@ def test_a_page_of_hits_carries_each_ref_and_topic_as_the_single_reads_give_them
     zebra_at = [2, 3, 0, 3, 5]  # the one row of each session holding the word
     for i, at in enumerate(zebra_at):
         put(recall, f"shared-prefix-{i}", [("zebra crossing" if j == at else f"filler line {j}") for j in range(6)])
+    # uuids sharing 35 characters: the uuid part of the ref is lengthened to the whole uuid
+    twins = [f"aaaaaaaa-0000-4000-8000-00000000000{j}" for j in range(4)]
+    put(
+        recall,
+        "twins",
+        [{"uuid": u, "role": "user", "text": "zebra twins" if j == 2 else "other"} for j, u in enumerate(twins)],
+    )
     labels = {
         1: [(1, "early"), (4, "late")],
         2: [(2, "after the hit")],
@@ -608,8 +615,18 @@ def test_a_page_of_hits_carries_each_ref_and_topic_as_the_single_reads_give_them
         assert result.topic == (single[-1] if single else "")
         if result.session_id.startswith("shared-prefix-"):
             assert result.read_ref.split(":")[0] == result.session_id  # lengthened until unique: whole
+        # Each part is the shortest that resolves to exactly this message (REF_PREFIX at least).
+        session_part, uuid_part = result.read_ref.split(":")
+        assert recall.index.resolve_messages("acme", result.session_id, uuid_part).total == 1
+        if len(uuid_part) > 8:
+            assert recall.index.resolve_messages("acme", result.session_id, uuid_part[:-1]).total > 1
+        if "~" not in session_part:
+            assert recall.index.resolve_sessions("acme", session_part).total == 1
+            if len(session_part) > 8:
+                assert recall.index.resolve_sessions("acme", session_part[:-1]).total > 1
         if "/" in result.session_id:
             assert result.read_ref.startswith("7f2abd2d~0c4c3cf8:")
+    assert next(r for r in envelope.results if r.session_id == "twins").read_ref == f"twins:{twins[2]}"
 
 
 def test_full_dashed_uuid_and_ref_prefix(recall: RecallService) -> None:

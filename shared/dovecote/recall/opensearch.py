@@ -75,8 +75,8 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
   fixed number for the whole page (the service used to ask for each hit's ref and topics apart, a
   state GET and 2 searches per hit: 30 requests for a search of 8 hits; 6 now, scopes included);
 - session, message, turn_start, subagents: 1 search; resolve_sessions, resolve_messages: 1 msearch;
-  scopes: 1 per 1,000 (project, cwd) pairs (a shorter page is the last); printed_ref: 1 search (its neighbours, as key-ordered
-  terms aggregations over both indices);
+  scopes: 1 per 1,000 (project, cwd) pairs (a shorter page is the last); printed_ref: 1 search
+  (its neighbours, as key-ordered terms aggregations over both indices);
 - window: 1 msearch (+ 1 search when `around` moves the centre); outline: 1 msearch;
 - session_topics: 1 search (+ the state, 1 search of the session and 1 of the start messages when
   the session has topics); search_topics: per page of topics 1 msearch + 2 searches (the pages'

@@ -19,6 +19,7 @@ from dovecote.recall.engine_rules import (
 )
 from dovecote.recall.model import (
     AMBIGUITY_CANDIDATES,
+    REF_PREFIX,
     Row,
     SessionInfo,
     format_ref,
@@ -369,19 +370,25 @@ class OpenSearchSearch(OpenSearchStore):
         ) -> dict[str, Any]:
             return {
                 "filter": {"bool": {"filter": [{"range": {field: bound}}, *more]}},
-                "aggs": {"near": {"terms": {"field": field, "size": size, "order": {"_key": order}}}},
+                "aggs": {
+                    "near": {"terms": {"field": field, "size": size, "order": {"_key": order}, "execution_hint": "map"}}
+                },
             }
 
+        # Only a neighbour sharing the first REF_PREFIX characters can lengthen a ref, so each range
+        # stays inside that prefix: a keyword range enumerates every term it spans (an open range
+        # over 100k uuids cost ~25 ms a hit; bounded, it spans one term or a few).
         in_session = {"term": {"session_id": session_id}}
         aggs = {
-            "uuid_before": neighbour("uuid", {"lt": uuid}, "desc", 1, in_session),
-            "uuid_after": neighbour("uuid", {"gt": uuid}, "asc", 1, in_session),
+            "uuid_before": neighbour("uuid", {"gte": uuid[:REF_PREFIX], "lt": uuid}, "desc", 1, in_session),
+            "uuid_after": neighbour("uuid", {"gt": uuid, "lt": _past(uuid[:REF_PREFIX])}, "asc", 1, in_session),
         }
         if top_level:
             depth0 = {"term": {"depth": 0}}
             other = {"bool": {"must_not": [in_session]}}
-            aggs["sid_before"] = neighbour("sid_lower", {"lt": lowered}, "desc", 1, depth0)
-            aggs["sid_after"] = neighbour("sid_lower", {"gte": lowered}, "asc", 2, depth0, other)
+            head = lowered[:REF_PREFIX]
+            aggs["sid_before"] = neighbour("sid_lower", {"gte": head, "lt": lowered}, "desc", 1, depth0)
+            aggs["sid_after"] = neighbour("sid_lower", {"gte": lowered, "lt": _past(head)}, "asc", 2, depth0, other)
         body = {"query": {"bool": {"should": scopes, "minimum_should_match": 1}}, "size": 0, "aggs": aggs}
         return f"{self.messages},{self.sessions}", body
 
@@ -424,6 +431,11 @@ class OpenSearchSearch(OpenSearchStore):
             return {}
         index, body = self._starts_search(authority, snap, wanted)
         return _starts_from(self._search(index, authority, body), wanted)
+
+
+def _past(prefix: str) -> str:
+    """A bound above every string that starts with `prefix` (ids are ASCII)."""
+    return prefix + "\U0010ffff"
 
 
 def _starts_from(found: dict[str, Any], wanted: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:

@@ -19,10 +19,11 @@ Cost of a search (profiled at 100k messages, bench/recall.py): one statement doe
 MATCH joined to the filters with bm25 for every match (about 3.5 µs of CPU per match: the docsize
 and position-list reads), the best MAX_CANDIDATES kept, one posting-list read per query term for
 coverage, then the ranking itself in window functions (per session its best rows and the ranker's
-aggregate, the order, the distinct total), so only the `limit` shown sessions reach Python; then
-one statement each for the page's rows, sessions, snippets, refs and topics (not a few per hit). Without the ceiling, a 3-word query of common words (14k
-matches) spent 61 ms CPU in bm25 + join and 117 ms in the flags and windows; Python's per-row work
-(60 % of a search before the ranking moved into SQL) is gone.
+aggregate, the order, the distinct total), so only the `limit` shown sessions reach Python; then one
+statement each for the page's rows, sessions, snippets, refs and topics (not a few per hit). Without
+the ceiling, a 3-word query of common words (14k matches) spent 61 ms CPU in bm25 + join and 117 ms
+in the flags and windows; Python's per-row work (60 % of a search before the ranking moved into SQL)
+is gone.
 """
 
 from __future__ import annotations
