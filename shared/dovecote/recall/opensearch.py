@@ -68,15 +68,16 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
   a refresh) + 1 flip + 1 topic lookup (+ 1 bulk delete when topics go) (+ garbage collection
   when a dead generation is older than the grace: 1 scroll per 1,000 documents + 1 bulk delete
   each + 1 state update);
-- search: 1 msearch (candidates, and the withheld count when asked) (+ 1 for the trigram tier) +
-  1 msearch (the returned rows with highlighted snippets, their sessions, their sessions' topics) +
-  1 msearch (each row's printed-ref neighbours, which need its uuid; the topics' start positions
-  when there are topics) (+ 1 msearch per prefix length tried for a subagent thread's ref): a
-  fixed number for the whole page (the service used to ask for each hit's ref and topics apart, a
-  state GET and 2 searches per hit: 30 requests for a search of 8 hits; 6 now, scopes included);
+- search: 1 msearch (candidates, and the withheld count when asked) (+ 1 for the trigram tier) + 1
+  msearch (the returned rows with highlighted snippets, their sessions, their sessions' topics) + 1
+  msearch (the page's printed-ref neighbours, which need each row's uuid: one search of each index;
+  the topics' start positions when there are topics) (+ 1 msearch per prefix length tried for a
+  subagent thread's ref): a fixed number for the whole page (the service used to ask for each hit's
+  ref and topics apart, a state GET and 2 searches per hit: 30 requests for a search of 8 hits; 6
+  now, scopes included);
 - session, message, turn_start, subagents: 1 search; resolve_sessions, resolve_messages: 1 msearch;
-  scopes: 1 per 1,000 (project, cwd) pairs (a shorter page is the last); printed_ref: 1 search
-  (its neighbours, as key-ordered terms aggregations over both indices);
+  scopes: 1 per 1,000 (project, cwd) pairs (a shorter page is the last); printed_ref: 1 msearch
+  (its neighbours, as key-ordered terms aggregations: one search of each index);
 - window: 1 msearch (+ 1 search when `around` moves the centre); outline: 1 msearch;
 - session_topics: 1 search (+ the state, 1 search of the session and 1 of the start messages when
   the session has topics); search_topics: per page of topics 1 msearch + 2 searches (the pages'
@@ -204,9 +205,10 @@ class OpenSearchIndex(OpenSearchSearch):
 
     def printed_ref(self, authority: str, session_id: str, uuid: str) -> str:
         snap = self._snapshot(authority)
-        index, body = self._ref_search(authority, snap, session_id, uuid)
-        found = self._search(index, authority, body)
-        return self._ref_from(authority, snap, session_id, uuid, found)
+        pairs = [(session_id, uuid)]
+        return self._refs_from(
+            authority, snap, pairs, self._msearch(authority, self._refs_search(authority, snap, pairs))
+        )[0]
 
     def turn_start(self, authority: str, session_id: str) -> int | None:
         snap = self._snapshot(authority)

@@ -296,15 +296,13 @@ class OpenSearchSearch(OpenSearchStore):
         # The refs need each row's uuid, which only the rows search gives: a second msearch, with
         # the topics' start positions when those sessions have topics.
         labels = {(t["session_id"], t["start_uuid"]): t["label"] for t in _sources(topics_found)}
-        shown = [(rowid, row) for rowid, row in rows.items()]
-        searches = [self._ref_search(authority, snap, row.session_id, row.uuid) for _, row in shown]
+        pairs = [(row.session_id, row.uuid) for row in rows.values()]
+        searches = self._refs_search(authority, snap, pairs)
+        refs_at = len(searches)
         if labels:
             searches.append(self._starts_search(authority, snap, labels))
         responses = self._msearch(authority, searches)
-        refs = {
-            rowid: self._ref_from(authority, snap, row.session_id, row.uuid, response)
-            for (rowid, row), response in zip(shown, responses, strict=False)
-        }
+        refs = dict(zip(rows, self._refs_from(authority, snap, pairs, responses[:refs_at]), strict=True))
         topics: dict[str, list[tuple[int, str]]] = {}
         if labels:
             for (session_id, uuid), pos in _starts_from(responses[-1], labels).items():
@@ -355,15 +353,17 @@ class OpenSearchSearch(OpenSearchStore):
         matched = sorted(i for i in ids if session_prefix_matches(prefix, i))
         return Resolution(matched[:AMBIGUITY_CANDIDATES], len(matched))
 
-    def _ref_search(self, authority: str, snap: Snapshot, session_id: str, uuid: str) -> tuple[str, dict[str, Any]]:
-        """printed_ref's one search: the shortest unique prefixes come from the neighbours in sort
-        order, over both indices, each neighbour a `terms` aggregation of size 1 (2 after) ordered
-        by key. A search page sends one per hit in its details msearch."""
-        lowered = session_id.lower()
-        top_level = "/" not in session_id
-        scopes = [self._visible(authority, snap, {"term": {"session_id": session_id}})]
-        if top_level:
-            scopes.append(self._visible(authority, snap, {"term": {"depth": 0}}))
+    def _refs_search(
+        self, authority: str, snap: Snapshot, messages: list[tuple[str, str]]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The searches printed refs are made from (read by _refs_from): each message's neighbours
+        in sort order, its uuid's within its session and its top-level session id's among the
+        authority's, each a `terms` aggregation of size 1 (2 after) ordered by key; the whole page's
+        uuid neighbours in one search of the messages, its session neighbours in one of the sessions.
+
+        Only a neighbour sharing the first REF_PREFIX characters can lengthen a ref, so every range
+        stays inside that prefix: a keyword range enumerates every term it spans (an open `uuid < x`
+        over 100k uuids cost ~25 ms a hit), and the aggregations see a few documents."""
 
         def neighbour(
             field: str, bound: dict[str, Any], order: str, size: int, *more: dict[str, Any]
@@ -375,37 +375,53 @@ class OpenSearchSearch(OpenSearchStore):
                 },
             }
 
-        # Only a neighbour sharing the first REF_PREFIX characters can lengthen a ref, so each range
-        # stays inside that prefix: a keyword range enumerates every term it spans (an open range
-        # over 100k uuids cost ~25 ms a hit; bounded, it spans one term or a few).
-        in_session = {"term": {"session_id": session_id}}
-        aggs = {
-            "uuid_before": neighbour("uuid", {"gte": uuid[:REF_PREFIX], "lt": uuid}, "desc", 1, in_session),
-            "uuid_after": neighbour("uuid", {"gt": uuid, "lt": _past(uuid[:REF_PREFIX])}, "asc", 1, in_session),
-        }
-        if top_level:
-            depth0 = {"term": {"depth": 0}}
-            other = {"bool": {"must_not": [in_session]}}
-            head = lowered[:REF_PREFIX]
-            aggs["sid_before"] = neighbour("sid_lower", {"gte": head, "lt": lowered}, "desc", 1, depth0)
-            aggs["sid_after"] = neighbour("sid_lower", {"gte": lowered, "lt": _past(head)}, "asc", 2, depth0, other)
-        body = {"query": {"bool": {"should": scopes, "minimum_should_match": 1}}, "size": 0, "aggs": aggs}
-        return f"{self.messages},{self.sessions}", body
+        uuid_scopes, uuid_aggs, sid_scopes, sid_aggs = [], {}, [], {}
+        for n, (session_id, uuid) in enumerate(messages):
+            in_session = {"term": {"session_id": session_id}}
+            head = uuid[:REF_PREFIX]
+            uuid_scopes.append(
+                {"bool": {"filter": [in_session, {"range": {"uuid": {"gte": head, "lt": _past(head)}}}]}}
+            )
+            uuid_aggs[f"{n}_uuid_before"] = neighbour("uuid", {"gte": head, "lt": uuid}, "desc", 1, in_session)
+            uuid_aggs[f"{n}_uuid_after"] = neighbour("uuid", {"gt": uuid, "lt": _past(head)}, "asc", 1, in_session)
+            if "/" not in session_id:  # a thread's session part is resolved apart (_refs_from)
+                lowered = session_id.lower()
+                head = lowered[:REF_PREFIX]
+                sid_scopes.append({"range": {"sid_lower": {"gte": head, "lt": _past(head)}}})
+                other = {"bool": {"must_not": [in_session]}}
+                sid_aggs[f"{n}_sid_before"] = neighbour("sid_lower", {"gte": head, "lt": lowered}, "desc", 1)
+                sid_aggs[f"{n}_sid_after"] = neighbour(
+                    "sid_lower", {"gte": lowered, "lt": _past(head)}, "asc", 2, other
+                )
 
-    def _ref_from(self, authority: str, snap: Snapshot, session_id: str, uuid: str, response: dict[str, Any]) -> str:
-        """The printed ref from _ref_search's response (a subagent thread's session part is
-        lengthened by resolving its prefixes: 1 msearch per length tried)."""
-        found = response["aggregations"]
+        def body(scopes: list[dict[str, Any]], *more: dict[str, Any], aggs: dict[str, Any]) -> dict[str, Any]:
+            anyof = {"bool": {"should": scopes, "minimum_should_match": 1}}
+            return {"query": self._visible(authority, snap, anyof, *more), "size": 0, "aggs": aggs}
 
-        def values(name: str) -> list[str]:
-            return [b["key"] for b in found[name]["near"]["buckets"]] if name in found else []
+        searches = [(self.messages, body(uuid_scopes, aggs=uuid_aggs))]
+        if sid_aggs:
+            searches.append((self.sessions, body(sid_scopes, {"term": {"depth": 0}}, aggs=sid_aggs)))
+        return searches
 
-        uuid_len = unique_length(uuid, values("uuid_before") + values("uuid_after"))
-        if "/" not in session_id:
-            session_len = unique_length(session_id.lower(), values("sid_before") + values("sid_after"))
-        else:
-            session_len = nested_session_length(session_id, lambda p: self._resolve_sessions(authority, snap, p))
-        return format_ref(session_id, uuid, session_len, uuid_len)
+    def _refs_from(
+        self, authority: str, snap: Snapshot, messages: list[tuple[str, str]], responses: list[dict[str, Any]]
+    ) -> list[str]:
+        """The printed refs from _refs_search's responses, in order (a subagent thread's session part
+        is lengthened by resolving its prefixes: 1 msearch per length tried)."""
+        found = {**responses[0]["aggregations"], **(responses[1]["aggregations"] if len(responses) > 1 else {})}
+
+        def values(n: int, *names: str) -> list[str]:
+            return [b["key"] for name in names for b in found.get(f"{n}_{name}", {}).get("near", {}).get("buckets", [])]
+
+        out = []
+        for n, (session_id, uuid) in enumerate(messages):
+            uuid_len = unique_length(uuid, values(n, "uuid_before", "uuid_after"))
+            if "/" not in session_id:
+                session_len = unique_length(session_id.lower(), values(n, "sid_before", "sid_after"))
+            else:
+                session_len = nested_session_length(session_id, lambda p: self._resolve_sessions(authority, snap, p))
+            out.append(format_ref(session_id, uuid, session_len, uuid_len))
+        return out
 
     def _starts_search(
         self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]
