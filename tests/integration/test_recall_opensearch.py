@@ -421,7 +421,9 @@ def test_the_same_answers_as_sqlite(
     covered = {h.session.session_id: h.coverage for h in want.hits}
     assert {h.session.session_id: h.coverage for h in got.hits} == covered
     if not sort:
-        assert [h.coverage for h in got.hits] == [h.coverage for h in want.hits]
+        # `fused` has no coverage key (ranking.py): its order is the engines' bm25, which differ.
+        if ranker != "fused":
+            assert [h.coverage for h in got.hits] == [h.coverage for h in want.hits]
     else:  # sort=newest: each session's newest match (the same row in both), newest first
         assert {(h.session.session_id, h.row.uuid) for h in got.hits} == {
             (h.session.session_id, h.row.uuid) for h in want.hits
