@@ -15,7 +15,8 @@ is the entry the main bench calls. One engine at one size, in about a minute:
 `python -m bench.recall --engine sqlite --messages 100000` (corpus latency only; `--messages
 1000000` is the 1M corpus, on demand; `--queries N` per kind). OpenSearch rows also give requests
 per search and the time spent in each request (`--engine opensearch`; pin the node to a core of its
-own with `taskset`, see bench/README or the Benchmarks section of the README).
+own with `taskset`, its heap fixed and C2 on: `taskset -c 1 python -m infra.local.opensearch start
+--heap 512m --full-jit`, see bench/README or the Benchmarks section of the README).
 
 The corpora are generated, deterministic (seeded): sessions of developer-chat-like messages whose
 words follow a Zipf law over a vocabulary of common English, software words and rare made-up names,

@@ -75,6 +75,16 @@ JVM_OPTIONS = (
 )
 
 
+def sized_options(heap: str, *, full_jit: bool = False) -> tuple[str, ...]:
+    """JVM_OPTIONS with a fixed heap (-Xms = -Xmx = `heap`, e.g. "1g": no resizing during a
+    measurement) and, with `full_jit`, the C2 compiler too (steady-state query speed, for
+    benchmarks; tests keep C1 only, for a faster, smaller start)."""
+    kept = [o for o in JVM_OPTIONS if not o.startswith(("-Xms", "-Xmx"))]
+    if full_jit:
+        kept.remove("-XX:TieredStopAtLevel=1")
+    return (f"-Xms{heap}", f"-Xmx{heap}", *kept)
+
+
 class OpenSearchUnavailable(RuntimeError):
     """Java or Maven is missing (or too old): the node cannot be built or run on this machine."""
 
@@ -381,12 +391,17 @@ def main(argv: list[str] | None = None) -> int:
     start = commands.add_parser("start", help="run a node in the foreground until interrupted")
     start.add_argument("--data", type=Path, help="keep the node's home and data here (default: a temporary dir)")
     start.add_argument("--port", type=int, default=0, help="HTTP port (default: a free one)")
+    start.add_argument("--heap", help="a fixed heap for a measurement, e.g. 1g (default: 256m growing to 512m)")
+    start.add_argument("--full-jit", action="store_true", help="the C2 compiler too (benchmarks; slower start)")
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
             print(build())
             return 0
-        node = OpenSearchNode(args.data, port=args.port)
+        options = (
+            sized_options(args.heap or "512m", full_jit=args.full_jit) if args.heap or args.full_jit else JVM_OPTIONS
+        )
+        node = OpenSearchNode(args.data, port=args.port, jvm_options=options)
         node.start()
     except (OpenSearchUnavailable, OpenSearchStartError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -578,6 +578,57 @@ def test_every_printed_ref_reads_back(recall: RecallService) -> None:
     assert len(session_part) > 8 and len(uuid_part) > 8  # lengthened until unique
 
 
+def test_a_page_of_hits_carries_each_ref_and_topic_as_the_single_reads_give_them(recall: RecallService) -> None:
+    """The engine reads a page's refs and topics at once (SearchIndex.search fills SessionHit.ref
+    and .topic): the same answers as printed_ref and session_topics one hit at a time, for
+    lengthened session prefixes, a subagent thread, and hits before, inside and at a topic start."""
+    read_sample(recall, "claude-code", "lanegrid-agtrace__claude_session.jsonl")
+    read_sample(recall, "claude-code", "lanegrid-agtrace__claude_agent.jsonl")  # its thread: a nested ref
+    zebra_at = [2, 3, 0, 3, 5]  # the one row of each session holding the word
+    for i, at in enumerate(zebra_at):
+        put(recall, f"shared-prefix-{i}", [("zebra crossing" if j == at else f"filler line {j}") for j in range(6)])
+    # uuids sharing 35 characters: the uuid part of the ref is lengthened to the whole uuid
+    twins = [f"aaaaaaaa-0000-4000-8000-00000000000{j}" for j in range(4)]
+    put(
+        recall,
+        "twins",
+        [{"uuid": u, "role": "user", "text": "zebra twins" if j == 2 else "other"} for j, u in enumerate(twins)],
+    )
+    labels = {
+        1: [(1, "early"), (4, "late")],
+        2: [(2, "after the hit")],
+        3: [(3, "exact")],
+        4: [(0, "whole"), (5, "end")],
+    }
+    for i, starts in labels.items():
+        for at, label in starts:
+            recall.label_topic(ACME, gate_topic_label(f"shared-prefix-{i}:{mid(f'shared-prefix-{i}', at)}", label))
+    envelope = search(recall, "zebra OR codebase", include_subagents=True, limit=10)
+    topics = {r.session_id: r.topic for r in envelope.results if r.session_id.startswith("shared-prefix-")}
+    assert topics == {f"shared-prefix-{i}": t for i, t in enumerate(["", "early", "", "exact", "end"])}
+    assert any("/" in r.session_id for r in envelope.results)  # the thread is on the page
+    for result in envelope.results:
+        anchor = recall.read(ACME, gate_read(result.read_ref)).anchor_uuid
+        assert result.read_ref == recall.index.printed_ref("acme", result.session_id, anchor)
+        pos = recall.index.message("acme", result.session_id, anchor).pos  # type: ignore[union-attr]
+        single = [t.label for t in recall.index.session_topics("acme", result.session_id) if t.start_pos <= pos]
+        assert result.topic == (single[-1] if single else "")
+        if result.session_id.startswith("shared-prefix-"):
+            assert result.read_ref.split(":")[0] == result.session_id  # lengthened until unique: whole
+        # Each part is the shortest that resolves to exactly this message (REF_PREFIX at least).
+        session_part, uuid_part = result.read_ref.split(":")
+        assert recall.index.resolve_messages("acme", result.session_id, uuid_part).total == 1
+        if len(uuid_part) > 8:
+            assert recall.index.resolve_messages("acme", result.session_id, uuid_part[:-1]).total > 1
+        if "~" not in session_part:
+            assert recall.index.resolve_sessions("acme", session_part).total == 1
+            if len(session_part) > 8:
+                assert recall.index.resolve_sessions("acme", session_part[:-1]).total > 1
+        if "/" in result.session_id:
+            assert result.read_ref.startswith("7f2abd2d~0c4c3cf8:")
+    assert next(r for r in envelope.results if r.session_id == "twins").read_ref == f"twins:{twins[2]}"
+
+
 def test_full_dashed_uuid_and_ref_prefix(recall: RecallService) -> None:
     read_sample(recall, "claude-code", "lanegrid-agtrace__claude_session.jsonl")
     full = "ref=7f2abd2d:f370ce0f-84e8-42ab-a6c9-c5d925abd271"

@@ -1,5 +1,5 @@
 """Rules both SearchIndex engines apply the same way, so they live once: how many rows per session
-each ranker reads, which query leaves the substring (trigram) tier can match, the substring
+each ranker reads, the topic a row falls in, which query leaves the substring (trigram) tier can match, the substring
 tier's snippet, and how long a printed ref must be to read back uniquely."""
 
 from __future__ import annotations
@@ -13,6 +13,16 @@ from dovecote.recall.query import Term
 # How many of a session's best rows each ranker reads (ranking.py); the engines keep no more.
 RANKER_ROWS = {"message": 1, "top2": 2, "session": 3, "fused": 2}
 SNIPPET_CHARS = 240
+
+
+def topic_at(starts: Iterable[tuple[int, str]], pos: int) -> str:
+    """The label of the topic segment holding `pos`, from a session's (start position, label) pairs:
+    the one starting last at or before it; '' when none does."""
+    label, best = "", -1
+    for start, name in starts:
+        if best < start <= pos:
+            label, best = name, start
+    return label
 
 
 def trigram_leaf(term: Term) -> bool:

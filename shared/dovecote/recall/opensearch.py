@@ -68,11 +68,16 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
   a refresh) + 1 flip + 1 topic lookup (+ 1 bulk delete when topics go) (+ garbage collection
   when a dead generation is older than the grace: 1 scroll per 1,000 documents + 1 bulk delete
   each + 1 state update);
-- search: 1 msearch (candidates, and the withheld count when asked) (+ 1 for the trigram tier) +
-  1 msearch (the returned rows with highlighted snippets, their sessions);
+- search: 1 msearch (candidates, and the withheld count when asked) (+ 1 for the trigram tier) + 1
+  msearch (the returned rows with highlighted snippets, their sessions, their sessions' topics) + 1
+  msearch (the page's printed-ref neighbours, which need each row's uuid: one search of each index;
+  the topics' start positions when there are topics) (+ 1 msearch per prefix length tried for a
+  subagent thread's ref): a fixed number for the whole page (the service used to ask for each hit's
+  ref and topics apart, a state GET and 2 searches per hit: 30 requests for a search of 8 hits; 6
+  now, scopes included);
 - session, message, turn_start, subagents: 1 search; resolve_sessions, resolve_messages: 1 msearch;
-  scopes: 1 per 1,000 (project, cwd) pairs; printed_ref: 1 search (its neighbours, as key-ordered
-  terms aggregations over both indices);
+  scopes: 1 per 1,000 (project, cwd) pairs (a shorter page is the last); printed_ref: 1 msearch
+  (its neighbours, as key-ordered terms aggregations: one search of each index);
 - window: 1 msearch (+ 1 search when `around` moves the centre); outline: 1 msearch;
 - session_topics: 1 search (+ the state, 1 search of the session and 1 of the start messages when
   the session has topics); search_topics: per page of topics 1 msearch + 2 searches (the pages'
@@ -91,8 +96,6 @@ from dovecote.recall.model import (
     Row,
     SessionInfo,
     Visibility,
-    format_ref,
-    session_prefix_matches,
 )
 from dovecote.recall.ports import (
     OutlineRows,
@@ -106,7 +109,6 @@ from dovecote.recall.query import Query
 
 if TYPE_CHECKING:
     pass
-from dovecote.recall.engine_rules import nested_session_length, unique_length
 from dovecote.recall.opensearch_mapping import (
     _ROW_FIELDS,
     _SESSION_FIELDS,
@@ -152,48 +154,6 @@ class OpenSearchIndex(OpenSearchSearch):
     def resolve_sessions(self, authority: str, prefix: str) -> Resolution:
         snap = self._snapshot(authority)
         return self._resolve_sessions(authority, snap, prefix)
-
-    def _resolve_sessions(self, authority: str, snap: Snapshot, prefix: str) -> Resolution:
-        segments = prefix.lower().split("/")
-        searches = [
-            (
-                self.sessions,
-                {
-                    "query": self._visible(authority, snap, {"term": {"session_id": prefix}}),
-                    "size": 1,
-                    "_source": ["session_id"],
-                },
-            )
-        ]
-        valid = bool(prefix) and all(segments)
-        depth = len(segments) - 1
-        if valid:
-            scope = self._visible(
-                authority, snap, {"term": {"depth": depth}}, {"prefix": {"sid_lower": {"value": segments[0]}}}
-            )
-            searches.append(
-                (
-                    self.sessions,
-                    {
-                        "query": scope,
-                        "size": AMBIGUITY_CANDIDATES if depth == 0 else MAX_WINDOW,
-                        "track_total_hits": True,
-                        "sort": [{"sid_lower": "asc"}, {"session_id": "asc"}],
-                        "_source": ["session_id"],
-                    },
-                )
-            )
-        responses = self._msearch(authority, searches)
-        exact = _sources(responses[0])
-        if exact:
-            return Resolution([exact[0]["session_id"]], 1)
-        if not valid:
-            return Resolution([], 0)
-        ids = [s["session_id"] for s in _sources(responses[1])]
-        if depth == 0:
-            return Resolution(ids, _total(responses[1]))
-        matched = sorted(i for i in ids if session_prefix_matches(prefix, i))
-        return Resolution(matched[:AMBIGUITY_CANDIDATES], len(matched))
 
     def resolve_messages(self, authority: str, session_id: str, prefix: str) -> Resolution:
         prefix = prefix.lower()
@@ -244,48 +204,11 @@ class OpenSearchIndex(OpenSearchSearch):
         return _row(rows[0]) if rows else None
 
     def printed_ref(self, authority: str, session_id: str, uuid: str) -> str:
-        """The shortest unique prefixes, from the neighbours in sort order: one search over both
-        indices, each neighbour a `terms` aggregation of size 1 (2 after) ordered by key."""
         snap = self._snapshot(authority)
-        lowered = session_id.lower()
-        top_level = "/" not in session_id
-        scopes = [self._visible(authority, snap, {"term": {"session_id": session_id}})]
-        if top_level:
-            scopes.append(self._visible(authority, snap, {"term": {"depth": 0}}))
-
-        def neighbour(
-            field: str, bound: dict[str, Any], order: str, size: int, *more: dict[str, Any]
-        ) -> dict[str, Any]:
-            return {
-                "filter": {"bool": {"filter": [{"range": {field: bound}}, *more]}},
-                "aggs": {"near": {"terms": {"field": field, "size": size, "order": {"_key": order}}}},
-            }
-
-        in_session = {"term": {"session_id": session_id}}
-        aggs = {
-            "uuid_before": neighbour("uuid", {"lt": uuid}, "desc", 1, in_session),
-            "uuid_after": neighbour("uuid", {"gt": uuid}, "asc", 1, in_session),
-        }
-        if top_level:
-            depth0 = {"term": {"depth": 0}}
-            other = {"bool": {"must_not": [in_session]}}
-            aggs["sid_before"] = neighbour("sid_lower", {"lt": lowered}, "desc", 1, depth0)
-            aggs["sid_after"] = neighbour("sid_lower", {"gte": lowered}, "asc", 2, depth0, other)
-        found = self._search(
-            f"{self.messages},{self.sessions}",
-            authority,
-            {"query": {"bool": {"should": scopes, "minimum_should_match": 1}}, "size": 0, "aggs": aggs},
-        )["aggregations"]
-
-        def values(name: str) -> list[str]:
-            return [b["key"] for b in found[name]["near"]["buckets"]] if name in found else []
-
-        uuid_len = unique_length(uuid, values("uuid_before") + values("uuid_after"))
-        if top_level:
-            session_len = unique_length(lowered, values("sid_before") + values("sid_after"))
-        else:
-            session_len = nested_session_length(session_id, lambda p: self._resolve_sessions(authority, snap, p))
-        return format_ref(session_id, uuid, session_len, uuid_len)
+        pairs = [(session_id, uuid)]
+        return self._refs_from(
+            authority, snap, pairs, self._msearch(authority, self._refs_search(authority, snap, pairs))
+        )[0]
 
     def turn_start(self, authority: str, session_id: str) -> int | None:
         snap = self._snapshot(authority)
@@ -344,7 +267,8 @@ class OpenSearchIndex(OpenSearchSearch):
             places = found["aggregations"]["places"]
             rows += [ScopeRow(b["key"]["project"], b["key"]["cwd"], int(b["doc_count"])) for b in places["buckets"]]
             after = places.get("after_key")
-            if not places["buckets"] or after is None:
+            # A short page is the last: the composite still gives an after_key, whose page is empty.
+            if len(places["buckets"]) < composite["size"] or after is None:
                 break
         return sorted(rows, key=lambda r: (r.project, r.cwd))
 
@@ -430,30 +354,6 @@ class OpenSearchIndex(OpenSearchSearch):
         return outline_rows([_row(s) for s in _sources(head)], [_row(s) for s in _sources(tail)], visibility, bookend)
 
     # ---- topics -----------------------------------------------------------------------------------
-
-    def _starts(self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        """The position of each (session, start uuid) that exists in the visible version."""
-        wanted = sorted(set(pairs))
-        if not wanted:
-            return {}
-        found = self._search(
-            self.messages,
-            authority,
-            {
-                "query": self._visible(
-                    authority,
-                    snap,
-                    {"terms": {"session_id": sorted({s for s, _ in wanted})}},
-                    {"terms": {"uuid": sorted({u for _, u in wanted})}},
-                ),
-                "size": min(MAX_WINDOW, len(wanted) * 2),
-                "_source": ["session_id", "uuid", "pos"],
-            },
-        )
-        want = set(wanted)
-        return {
-            (s["session_id"], s["uuid"]): int(s["pos"]) for s in _sources(found) if (s["session_id"], s["uuid"]) in want
-        }
 
     def session_topics(self, authority: str, session_id: str) -> list[TopicRow]:
         """Topics are not versioned: a label counts while its start message exists in the visible

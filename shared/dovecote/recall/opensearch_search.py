@@ -4,16 +4,30 @@ msearch for the shown rows, their highlighted snippets and their sessions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dovecote.recall.engine_rules import RANKER_ROWS, SNIPPET_CHARS, substring_snippet, trigram_leaf
+from dovecote.recall.engine_rules import (
+    RANKER_ROWS,
+    SNIPPET_CHARS,
+    nested_session_length,
+    substring_snippet,
+    topic_at,
+    trigram_leaf,
+    unique_length,
+)
 from dovecote.recall.model import (
+    AMBIGUITY_CANDIDATES,
+    REF_PREFIX,
     Row,
     SessionInfo,
+    format_ref,
+    session_prefix_matches,
 )
 from dovecote.recall.ports import (
     IndexQuery,
+    Resolution,
     SearchPage,
     SessionHit,
 )
@@ -26,6 +40,7 @@ from dovecote.recall.opensearch_mapping import (
     _ROW_FIELDS,
     _SESSION_FIELDS,
     COVERAGE_WEIGHT,
+    MAX_WINDOW,
     POS_LIMIT,
     SNIPPET_FRAGMENT,
     _filter_clauses,
@@ -59,16 +74,18 @@ class OpenSearchSearch(OpenSearchStore):
         shown = ranked[: query.limit]
         hits: list[SessionHit] = []
         if shown:
-            rows, snippets, sessions = self._details(authority, snap, query, [r.best for r in shown], tier)
+            page = self._details(authority, snap, query, [r.best for r in shown], tier)
             for entry in shown:
-                row = rows[entry.best.rowid]
+                row = page.rows[entry.best.rowid]
                 hits.append(
                     SessionHit(
-                        session=sessions[row.session_id],
+                        session=page.sessions[row.session_id],
                         row=row,
-                        snippet=snippets[entry.best.rowid],
+                        snippet=page.snippets[entry.best.rowid],
                         score=entry.score,
                         coverage=entry.coverage,
+                        ref=page.refs[entry.best.rowid],
+                        topic=topic_at(page.topics.get(row.session_id, ()), row.pos),
                     )
                 )
         return SearchPage(
@@ -221,10 +238,10 @@ class OpenSearchSearch(OpenSearchStore):
         candidates = [c for _, c in scored_rows]
         return candidates, truncated, withheld, newest
 
-    def _details(
-        self, authority: str, snap: Snapshot, query: IndexQuery, best: list[Candidate], tier: str
-    ) -> tuple[dict[int, Row], dict[int, str], dict[str, SessionInfo]]:
-        """The returned rows, their snippets and their sessions: one msearch."""
+    def _details(self, authority: str, snap: Snapshot, query: IndexQuery, best: list[Candidate], tier: str) -> _Details:
+        """What the page prints, in one msearch: the returned rows with their highlighted snippets,
+        their sessions, each row's printed-ref neighbours and the topics of those sessions; then,
+        only when those sessions have topics, one search of the topics' start positions."""
         doc_ids = [_message_id(authority, c.rowid // POS_LIMIT, c.rowid % POS_LIMIT) for c in best]
         rows_body: dict[str, Any] = {
             "query": self._visible(authority, snap, {"ids": {"values": doc_ids}}),
@@ -252,8 +269,15 @@ class OpenSearchSearch(OpenSearchStore):
             "size": len(session_ids),
             "_source": _SESSION_FIELDS,
         }
-        rows_found, sessions_found = self._msearch(
-            authority, [(self.messages, rows_body), (self.sessions, sessions_body)]
+        # Topics are not versioned: a label counts while its start message exists (checked below).
+        topics_body = {
+            "query": self._owned(authority, {"terms": {"session_id": session_ids}}),
+            "size": MAX_WINDOW,
+            "_source": ["session_id", "start_uuid", "label"],
+        }
+        self._ensure()
+        rows_found, sessions_found, topics_found = self._msearch(
+            authority, [(self.messages, rows_body), (self.sessions, sessions_body), (self.topics, topics_body)]
         )
         rows: dict[int, Row] = {}
         snippets: dict[int, str] = {}
@@ -269,4 +293,180 @@ class OpenSearchSearch(OpenSearchStore):
             else:
                 snippets[rowid] = substring_snippet(row.text, [t.text for t in terms])
         sessions = {s["session_id"]: _session_info(s) for s in _sources(sessions_found)}
-        return rows, snippets, sessions
+        # The refs need each row's uuid, which only the rows search gives: a second msearch, with
+        # the topics' start positions when those sessions have topics.
+        labels = {(t["session_id"], t["start_uuid"]): t["label"] for t in _sources(topics_found)}
+        pairs = [(row.session_id, row.uuid) for row in rows.values()]
+        searches = self._refs_search(authority, snap, pairs)
+        refs_at = len(searches)
+        if labels:
+            searches.append(self._starts_search(authority, snap, labels))
+        responses = self._msearch(authority, searches)
+        refs = dict(zip(rows, self._refs_from(authority, snap, pairs, responses[:refs_at]), strict=True))
+        topics: dict[str, list[tuple[int, str]]] = {}
+        if labels:
+            for (session_id, uuid), pos in _starts_from(responses[-1], labels).items():
+                topics.setdefault(session_id, []).append((pos, labels[(session_id, uuid)]))
+        return _Details(rows, snippets, sessions, refs, topics)
+
+    # ---- refs, sessions and topic starts (search reads them for a whole page) -------------------
+
+    def _resolve_sessions(self, authority: str, snap: Snapshot, prefix: str) -> Resolution:
+        segments = prefix.lower().split("/")
+        searches = [
+            (
+                self.sessions,
+                {
+                    "query": self._visible(authority, snap, {"term": {"session_id": prefix}}),
+                    "size": 1,
+                    "_source": ["session_id"],
+                },
+            )
+        ]
+        valid = bool(prefix) and all(segments)
+        depth = len(segments) - 1
+        if valid:
+            scope = self._visible(
+                authority, snap, {"term": {"depth": depth}}, {"prefix": {"sid_lower": {"value": segments[0]}}}
+            )
+            searches.append(
+                (
+                    self.sessions,
+                    {
+                        "query": scope,
+                        "size": AMBIGUITY_CANDIDATES if depth == 0 else MAX_WINDOW,
+                        "track_total_hits": True,
+                        "sort": [{"sid_lower": "asc"}, {"session_id": "asc"}],
+                        "_source": ["session_id"],
+                    },
+                )
+            )
+        responses = self._msearch(authority, searches)
+        exact = _sources(responses[0])
+        if exact:
+            return Resolution([exact[0]["session_id"]], 1)
+        if not valid:
+            return Resolution([], 0)
+        ids = [s["session_id"] for s in _sources(responses[1])]
+        if depth == 0:
+            return Resolution(ids, _total(responses[1]))
+        matched = sorted(i for i in ids if session_prefix_matches(prefix, i))
+        return Resolution(matched[:AMBIGUITY_CANDIDATES], len(matched))
+
+    def _refs_search(
+        self, authority: str, snap: Snapshot, messages: list[tuple[str, str]]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The searches printed refs are made from (read by _refs_from): each message's neighbours
+        in sort order, its uuid's within its session and its top-level session id's among the
+        authority's, each a `terms` aggregation of size 1 (2 after) ordered by key; the whole page's
+        uuid neighbours in one search of the messages, its session neighbours in one of the sessions.
+
+        Only a neighbour sharing the first REF_PREFIX characters can lengthen a ref, so every range
+        stays inside that prefix: a keyword range enumerates every term it spans (an open `uuid < x`
+        over 100k uuids cost ~25 ms a hit), and the aggregations see a few documents."""
+
+        def neighbour(
+            field: str, bound: dict[str, Any], order: str, size: int, *more: dict[str, Any]
+        ) -> dict[str, Any]:
+            return {
+                "filter": {"bool": {"filter": [{"range": {field: bound}}, *more]}},
+                "aggs": {
+                    "near": {"terms": {"field": field, "size": size, "order": {"_key": order}, "execution_hint": "map"}}
+                },
+            }
+
+        uuid_scopes, uuid_aggs, sid_scopes, sid_aggs = [], {}, [], {}
+        for n, (session_id, uuid) in enumerate(messages):
+            in_session = {"term": {"session_id": session_id}}
+            head = uuid[:REF_PREFIX]
+            uuid_scopes.append(
+                {"bool": {"filter": [in_session, {"range": {"uuid": {"gte": head, "lt": _past(head)}}}]}}
+            )
+            uuid_aggs[f"{n}_uuid_before"] = neighbour("uuid", {"gte": head, "lt": uuid}, "desc", 1, in_session)
+            uuid_aggs[f"{n}_uuid_after"] = neighbour("uuid", {"gt": uuid, "lt": _past(head)}, "asc", 1, in_session)
+            if "/" not in session_id:  # a thread's session part is resolved apart (_refs_from)
+                lowered = session_id.lower()
+                head = lowered[:REF_PREFIX]
+                sid_scopes.append({"range": {"sid_lower": {"gte": head, "lt": _past(head)}}})
+                other = {"bool": {"must_not": [in_session]}}
+                sid_aggs[f"{n}_sid_before"] = neighbour("sid_lower", {"gte": head, "lt": lowered}, "desc", 1)
+                sid_aggs[f"{n}_sid_after"] = neighbour(
+                    "sid_lower", {"gte": lowered, "lt": _past(head)}, "asc", 2, other
+                )
+
+        def body(scopes: list[dict[str, Any]], *more: dict[str, Any], aggs: dict[str, Any]) -> dict[str, Any]:
+            anyof = {"bool": {"should": scopes, "minimum_should_match": 1}}
+            return {"query": self._visible(authority, snap, anyof, *more), "size": 0, "aggs": aggs}
+
+        searches = [(self.messages, body(uuid_scopes, aggs=uuid_aggs))]
+        if sid_aggs:
+            searches.append((self.sessions, body(sid_scopes, {"term": {"depth": 0}}, aggs=sid_aggs)))
+        return searches
+
+    def _refs_from(
+        self, authority: str, snap: Snapshot, messages: list[tuple[str, str]], responses: list[dict[str, Any]]
+    ) -> list[str]:
+        """The printed refs from _refs_search's responses, in order (a subagent thread's session part
+        is lengthened by resolving its prefixes: 1 msearch per length tried)."""
+        found = {**responses[0]["aggregations"], **(responses[1]["aggregations"] if len(responses) > 1 else {})}
+
+        def values(n: int, *names: str) -> list[str]:
+            return [b["key"] for name in names for b in found.get(f"{n}_{name}", {}).get("near", {}).get("buckets", [])]
+
+        out = []
+        for n, (session_id, uuid) in enumerate(messages):
+            uuid_len = unique_length(uuid, values(n, "uuid_before", "uuid_after"))
+            if "/" not in session_id:
+                session_len = unique_length(session_id.lower(), values(n, "sid_before", "sid_after"))
+            else:
+                session_len = nested_session_length(session_id, lambda p: self._resolve_sessions(authority, snap, p))
+            out.append(format_ref(session_id, uuid, session_len, uuid_len))
+        return out
+
+    def _starts_search(
+        self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]
+    ) -> tuple[str, dict[str, Any]]:
+        """The search for the position of each (session, start uuid) that exists in the visible
+        version (_starts_from reads its answer)."""
+        wanted = sorted(set(pairs))
+        body = {
+            "query": self._visible(
+                authority,
+                snap,
+                {"terms": {"session_id": sorted({s for s, _ in wanted})}},
+                {"terms": {"uuid": sorted({u for _, u in wanted})}},
+            ),
+            "size": min(MAX_WINDOW, len(wanted) * 2),
+            "_source": ["session_id", "uuid", "pos"],
+        }
+        return self.messages, body
+
+    def _starts(self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        wanted = set(pairs)
+        if not wanted:
+            return {}
+        index, body = self._starts_search(authority, snap, wanted)
+        return _starts_from(self._search(index, authority, body), wanted)
+
+
+def _past(prefix: str) -> str:
+    """A bound above every string that starts with `prefix` (ids are ASCII)."""
+    return prefix + "\U0010ffff"
+
+
+def _starts_from(found: dict[str, Any], wanted: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    want = set(wanted)
+    return {
+        (s["session_id"], s["uuid"]): int(s["pos"]) for s in _sources(found) if (s["session_id"], s["uuid"]) in want
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Details:
+    """What a search page prints, by rowid (rows, snippets, refs) or session id."""
+
+    rows: dict[int, Row]
+    snippets: dict[int, str]
+    sessions: dict[str, SessionInfo]
+    refs: dict[int, str]
+    topics: dict[str, list[tuple[int, str]]]  # (start position, label) of the sessions' live topics

@@ -15,6 +15,10 @@ SearchIndex contract (held by tests/integration/test_recall_index_conformance.py
   - withheld: how many matching messages were dropped as the caller's live turn;
   - tier: "word" when the word index (stemmed: "reconciling" finds "reconciled") answered,
     "trigram" when it found nothing and the substring index was tried.
+  Each hit carries what a result line prints: `ref`, the hit row's printed_ref, and `topic`, the
+  label of the topic segment holding the row (the last of session_topics starting at or before
+  it; '' when none). The engine reads them for the whole page at once (a search is a fixed number
+  of round trips, not a few per hit).
   Candidates are the messages matching q.query, passing q.filter (SearchFilter.matches is the one
   definition of what it selects; an engine may push any part of it down), scored by the engine's
   relevance (bm25 or its equivalent; higher `score` is better). Ordering is then shared by every
@@ -118,6 +122,8 @@ class SessionHit:
     snippet: str
     score: float
     coverage: int
+    ref: str  # printed_ref(session, row.uuid)
+    topic: str  # the label of the topic segment holding the row, '' when none
 
 
 @dataclass(frozen=True, slots=True)

@@ -311,8 +311,8 @@ class RecallService:
                 session_id=hit.session.session_id,
                 iso=hit.row.timestamp,
                 snippet=hit.snippet,
-                read_ref=self.index.printed_ref(authority, hit.session.session_id, hit.row.uuid),
-                topic=self._topic_at(authority, hit.session.session_id, hit.row.pos),
+                read_ref=hit.ref,
+                topic=hit.topic,
             )
             for hit in page.hits
         ]
@@ -376,13 +376,6 @@ class RecallService:
             )
         start = self.index.turn_start(authority, found.ids[0])
         return Withhold(found.ids[0], start) if start is not None else None
-
-    def _topic_at(self, authority: str, session_id: str, pos: int) -> str:
-        label = ""
-        for topic in self.index.session_topics(authority, session_id):
-            if topic.start_pos <= pos:
-                label = topic.label
-        return label
 
     def _warnings(
         self,

@@ -19,10 +19,11 @@ Cost of a search (profiled at 100k messages, bench/recall.py): one statement doe
 MATCH joined to the filters with bm25 for every match (about 3.5 µs of CPU per match: the docsize
 and position-list reads), the best MAX_CANDIDATES kept, one posting-list read per query term for
 coverage, then the ranking itself in window functions (per session its best rows and the ranker's
-aggregate, the order, the distinct total), so only the `limit` shown sessions reach Python; then
-one snippet query per returned hit. Without the ceiling, a 3-word query of common words (14k
-matches) spent 61 ms CPU in bm25 + join and 117 ms in the flags and windows; Python's per-row work
-(60 % of a search before the ranking moved into SQL) is gone.
+aggregate, the order, the distinct total), so only the `limit` shown sessions reach Python; then one
+statement each for the page's rows, sessions, snippets, refs and topics (not a few per hit). Without
+the ceiling, a 3-word query of common words (14k matches) spent 61 ms CPU in bm25 + join and 117 ms
+in the flags and windows; Python's per-row work (60 % of a search before the ranking moved into SQL)
+is gone.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from dovecote.recall.engine_rules import (
     SNIPPET_CHARS,
     nested_session_length,
     substring_snippet,
+    topic_at,
     trigram_leaf,
     unique_length,
 )
@@ -397,15 +399,21 @@ class SqliteSearchIndex:
                 if trigram is not None:
                     table = "messages_tri"
                     found = self._ranked(authority, query, table, trigram)
-            rows = self._rows_by_id([rowid for _, rowid, _, _ in found.shown])
+            ids = [rowid for _, rowid, _, _ in found.shown]
+            rows = self._rows_by_id(ids)
             sessions = self._sessions(authority, [sid for sid, _, _, _ in found.shown])
+            snippets = self._snippets(table, rows, query.query)
+            refs = self._refs(authority, [(rows[i].session_id, rows[i].uuid) for i in ids])
+            topics = self._topic_starts(authority, [rows[i].session_id for i in ids])
             hits = [
                 SessionHit(
                     session=sessions[sid],
                     row=rows[rowid],
-                    snippet=self._snippet(table, rowid, rows[rowid].text, query.query),
+                    snippet=snippets[rowid],
                     score=score,
                     coverage=coverage,
+                    ref=refs[(sid, rows[rowid].uuid)],
+                    topic=topic_at(topics.get(sid, ()), rows[rowid].pos),
                 )
                 for sid, rowid, coverage, score in found.shown
             ]
@@ -567,15 +575,62 @@ class SqliteSearchIndex:
         ).fetchall()
         return {r[0]: _row(r[1:]) for r in rows}
 
-    def _snippet(self, table: str, rowid: int, text: str, query: Query) -> str:
+    def _snippets(self, table: str, rows: dict[int, Row], query: Query) -> dict[int, str]:
+        """The page's snippets in one statement (FTS5 seeks each rowid of the IN list)."""
         if table == "messages_tri":
-            return substring_snippet(text, [t.text for t in query.terms])
+            return {i: substring_snippet(r.text, [t.text for t in query.terms]) for i, r in rows.items()}
         expression = to_fts5(Or(query.terms) if len(query.terms) > 1 else query.terms[0])
-        row = self._db.execute(
-            f"SELECT snippet({table}, 0, '', '', '…', ?) FROM {table} WHERE {table} MATCH ? AND rowid = ?",  # noqa: S608
-            (SNIPPET_TOKENS, expression, rowid),
-        ).fetchone()
-        return row[0] if row and row[0] else text[:SNIPPET_CHARS]
+        found = dict(
+            self._db.execute(
+                f"SELECT rowid, snippet({table}, 0, '', '', '…', ?) FROM {table} "  # noqa: S608
+                f"WHERE {table} MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
+                (SNIPPET_TOKENS, expression, json.dumps(list(rows))),
+            ).fetchall()
+        )
+        return {i: found.get(i) or r.text[:SNIPPET_CHARS] for i, r in rows.items()}
+
+    def _refs(self, authority: str, messages: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """printed_ref for a page of (session, uuid) in one statement: each message's sort-order
+        neighbours (its uuid's in the session, its top-level session id's among the authority's)."""
+        wanted = list(dict.fromkeys(messages))
+        if not wanted:
+            return {}
+        found = self._db.execute(
+            "WITH page(sid, uuid) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
+            "FROM json_each(?2)) SELECT sid, uuid, "
+            "(SELECT m.uuid FROM messages m WHERE m.authority = ?1 AND m.session_id = sid AND m.uuid < page.uuid "
+            " ORDER BY m.uuid DESC LIMIT 1), "
+            "(SELECT m.uuid FROM messages m WHERE m.authority = ?1 AND m.session_id = sid AND m.uuid > page.uuid "
+            " ORDER BY m.uuid LIMIT 1), "
+            "(SELECT sid_lower FROM sessions WHERE authority = ?1 AND depth = 0 AND sid_lower < lower(sid) "
+            " ORDER BY sid_lower DESC LIMIT 1), "
+            "(SELECT json_group_array(sid_lower) FROM (SELECT sid_lower FROM sessions WHERE authority = ?1 "
+            " AND depth = 0 AND sid_lower >= lower(sid) AND session_id != sid ORDER BY sid_lower LIMIT 2)) "
+            "FROM page",
+            (authority, json.dumps(wanted)),
+        ).fetchall()
+        out = {}
+        for session_id, uuid, uuid_before, uuid_after, sid_before, sid_after in found:
+            if "/" in session_id:
+                session_len = self._session_len(authority, session_id)
+            else:
+                near = [n for n in (sid_before, *json.loads(sid_after)) if n is not None]
+                session_len = unique_length(session_id.lower(), near)
+            uuid_len = unique_length(uuid, [n for n in (uuid_before, uuid_after) if n is not None])
+            out[(session_id, uuid)] = format_ref(session_id, uuid, session_len, uuid_len)
+        return out
+
+    def _topic_starts(self, authority: str, session_ids: list[str]) -> dict[str, list[tuple[int, str]]]:
+        """(start position, label) of every live topic of the page's sessions, in one statement."""
+        out: dict[str, list[tuple[int, str]]] = {}
+        for session_id, pos, label in self._db.execute(
+            "SELECT t.session_id, m.pos, t.label FROM topics t JOIN messages m ON m.authority = t.authority "
+            "AND m.session_id = t.session_id AND m.uuid = t.start_uuid "
+            "WHERE t.authority = ? AND t.session_id IN (SELECT value FROM json_each(?))",
+            (authority, json.dumps(list(dict.fromkeys(session_ids)))),
+        ):
+            out.setdefault(session_id, []).append((pos, label))
+        return out
 
     # ---- read and outline -----------------------------------------------------------------------
 

