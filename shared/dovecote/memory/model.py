@@ -268,10 +268,7 @@ class Write:
         return WriteInput(self.id, self.scope, self.content, self.tags)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "scope": self.scope, "status": self.status}
-        if self.evidence is not None:
-            out["evidence"] = self.evidence.to_json()
-        return out
+        return fields_json(self, ("id", "scope", "status"), ("evidence",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,10 +332,8 @@ class Relation:
         return f"{self.from_seq:020d}#{self.id}"
 
     def to_json(self) -> dict[str, Any]:
-        out = {"id": self.id, "scope": self.scope, **_edge_json(self), **fields_json(self, ("status", "created_at"))}
-        if self.judgment is not None:
-            out["judgment"] = self.judgment.to_json()
-        return out
+        edge = {"id": self.id, "scope": self.scope, **_edge_json(self)}
+        return {**edge, **fields_json(self, ("status", "created_at"), ("judgment",))}
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,13 +11,19 @@ from typing import Any
 
 def fields_json(record: Any, names: Iterable[str], optional: Iterable[str] = ()) -> dict[str, Any]:
     """`{name: record.name}` for each of `names` in order, then each of `optional` that is set (a
-    falsy optional field is absent, so a digest of the JSON is unchanged by a field added later)."""
-    out = {name: getattr(record, name) for name in names}
+    falsy optional field is absent, so a digest of the JSON is unchanged by a field added later).
+    A field that holds a record (it has `to_json`) is rendered by it."""
+    out = {name: _rendered(getattr(record, name)) for name in names}
     for name in optional:
         value = getattr(record, name)
         if value:
-            out[name] = value
+            out[name] = _rendered(value)
     return out
+
+
+def _rendered(value: Any) -> Any:
+    to_json = getattr(value, "to_json", None)
+    return value if to_json is None else to_json()
 
 
 def canonical_digest(value: dict[str, Any]) -> str:
