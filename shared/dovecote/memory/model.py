@@ -16,11 +16,12 @@ import hashlib
 import json
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dovecote.platform import ids, paging
 from dovecote.platform.errors import InvalidArgument
+from dovecote.platform.records import Receipt as Receipt  # a judgment command's, as every service keeps it
 from dovecote.platform.records import canonical_digest, fields_json
 from dovecote.platform.records import intent_digest as intent_digest  # a judgment's command id is bound by it
 
@@ -334,17 +335,6 @@ class Relation:
     def to_json(self) -> dict[str, Any]:
         edge = {"id": self.id, "scope": self.scope, **_edge_json(self)}
         return {**edge, **fields_json(self, ("status", "created_at"), ("judgment",))}
-
-
-@dataclass(frozen=True, slots=True)
-class Receipt:
-    """The stored result of one judgment command, keyed by (authority, command id)."""
-
-    authority: str
-    id: str
-    kind: str
-    digest: str
-    result: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,12 @@
-"""What the services' pure records share: their JSON rendering from field names, and the canonical
-digest that binds a command id to its intent. Pure."""
+"""What the services' pure records share: their JSON rendering from field names, the canonical
+digest that binds a command id to its intent, and the receipt that replays a committed command. Pure."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -35,3 +36,16 @@ def canonical_digest(value: dict[str, Any]) -> str:
 def intent_digest(kind: str, command: dict[str, Any]) -> str:
     """What a command id is bound to: the canonical digest of {kind, command}."""
     return canonical_digest({"kind": kind, "command": command})
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """The durable idempotency receipt of one committed command, keyed by (authority, command id):
+    an exact retry (same id, same intent `digest`) answers `status` and `result` again."""
+
+    authority: str
+    id: str
+    kind: str
+    digest: str
+    status: int = 200
+    result: dict[str, Any] = field(default_factory=dict)
