@@ -10,7 +10,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class Function:
     name: str  # also the folder under functions/
-    handler: str  # module path inside the asset, then the attribute
+    # The module path inside the asset, then the attribute; by default the folder's handler.handler.
+    handler: str = ""
     memory_mb: int = 512
     timeout_s: int = 29
     # The Settings fields this function reads (DOVECOTE_<NAME> env vars): it receives only these.
@@ -18,6 +19,10 @@ class Function:
     # Reserved concurrency, so one noisy client cannot starve the other functions (CDK context
     # `reserved_concurrency=0` turns it off, e.g. on a new account whose limit is 10).
     reserved: int = 50
+
+    def __post_init__(self) -> None:
+        if not self.handler:
+            object.__setattr__(self, "handler", f"functions.{self.name}.handler.handler")
 
     @property
     def module(self) -> str:
@@ -46,9 +51,7 @@ class Route:
     authorized: bool = True
 
 
-AUTHORIZER = Function(
-    "authorizer", "functions.authorizer.handler.handler", memory_mb=256, timeout_s=10, settings=("tokens_table",)
-)
+AUTHORIZER = Function("authorizer", memory_mb=256, timeout_s=10, settings=("tokens_table",))
 
 # What the task service reads: tasks_api and a2a_api (a binding of the same service) both run it.
 TASK_SETTINGS = (
@@ -67,27 +70,17 @@ FUNCTIONS: dict[str, Function] = {
     for f in (
         Function(
             "admin_api",
-            "functions.admin_api.handler.handler",
             # artifact_max_bytes: the OpenAPI document it serves states the deployment's own maximum.
             settings=("tokens_table", "cursor_secret_arn", "token_days", "admin_token_days", "artifact_max_bytes"),
         ),
         # The upload commit streams up to 64 MiB through a SHA-256: more memory, more time.
         Function(
-            "notes_api",
-            "functions.notes_api.handler.handler",
-            memory_mb=1024,
-            settings=("notes_table", "bucket", "cursor_secret_arn", "presign_seconds"),
+            "notes_api", memory_mb=1024, settings=("notes_table", "bucket", "cursor_secret_arn", "presign_seconds")
         ),
-        Function(
-            "tasks_api",
-            "functions.tasks_api.handler.handler",
-            memory_mb=1024,
-            settings=TASK_SETTINGS,
-        ),
+        Function("tasks_api", memory_mb=1024, settings=TASK_SETTINGS),
         # A JSONL transcript of up to ~5 MB is parsed and indexed inside the request.
         Function(
             "recall_api",
-            "functions.recall_api.handler.handler",
             memory_mb=1024,
             settings=(
                 "recall_table",
@@ -101,48 +94,21 @@ FUNCTIONS: dict[str, Function] = {
         ),
         # A2A 1.0 (dovecote.a2a): its own function, so no other function's cold start loads a2a-sdk.
         # A blocking SendMessage follows the task for up to 25 s inside API Gateway's 30 s.
-        Function(
-            "a2a_api",
-            "functions.a2a_api.handler.handler",
-            settings=TASK_SETTINGS,
-        ),
+        Function("a2a_api", settings=TASK_SETTINGS),
         # A status read may long-poll up to 20 s (wait ≤ 20) inside API Gateway's 29 s. Redrive
         # (admin) reads the dead-letter queue and sends to the queue.
-        Function(
-            "memory_api",
-            "functions.memory_api.handler.handler",
-            settings=("memory_table", "memory_queue_url", "memory_dlq_url", "cursor_secret_arn"),
-        ),
+        Function("memory_api", settings=("memory_table", "memory_queue_url", "memory_dlq_url", "cursor_secret_arn")),
     )
 }
 
 # Stream consumers: not behind the API. The notes table's stream drives body cleanup.
-JANITOR = Function(
-    "notes_janitor",
-    "functions.notes_janitor.handler.handler",
-    memory_mb=256,
-    timeout_s=60,
-    settings=("notes_table", "bucket"),
-    reserved=5,
-)
+JANITOR = Function("notes_janitor", memory_mb=256, timeout_s=60, settings=("notes_table", "bucket"), reserved=5)
 # Scheduled: deletes body versions no note pins (what the janitor could not see or gave up on).
-RECONCILER = Function(
-    "notes_reconciler",
-    "functions.notes_reconciler.handler.handler",
-    memory_mb=256,
-    timeout_s=900,
-    settings=("notes_table", "bucket"),
-    reserved=1,
-)
+RECONCILER = Function("notes_reconciler", memory_mb=256, timeout_s=900, settings=("notes_table", "bucket"), reserved=1)
 RECONCILE_EVERY_HOURS = 24
 # Scheduled: fences leases silent past their timeout (dovecote.tasks: TaskService.expire_silent_leases).
 DISPATCHER = Function(
-    "lease_dispatcher",
-    "functions.lease_dispatcher.handler.handler",
-    memory_mb=256,
-    timeout_s=55,
-    settings=("tasks_table", "bucket", "cursor_secret_arn"),
-    reserved=1,
+    "lease_dispatcher", memory_mb=256, timeout_s=55, settings=("tasks_table", "bucket", "cursor_secret_arn"), reserved=1
 )
 DISPATCH_EVERY_SECONDS = 60  # EventBridge's finest schedule; `dovecote dev` runs it every second
 JANITOR_BATCH_SIZE = 5  # a record carries old and new images (up to ~800 KB); 5 stay under 6 MB
@@ -154,7 +120,6 @@ JANITOR_FILTER = {"eventName": ["REMOVE", "MODIFY"], "dynamodb": {"Keys": {"pk":
 # the indexer parses, archives and indexes it (uploads may reach 256 MiB: memory and time to match).
 TRANSCRIPT_INDEXER = Function(
     "transcript_indexer",
-    "functions.transcript_indexer.handler.handler",
     memory_mb=2048,
     timeout_s=300,
     settings=("recall_table", "bucket", "opensearch_url", "opensearch_aws_service", "recall_sqlite_path"),
@@ -166,11 +131,7 @@ TRANSCRIPT_UPLOADS_PREFIX = "uploads/transcripts/"  # dovecote.recall.memory nam
 # Powertools reports partial batch failures (ReportBatchItemFailures on the event source mapping).
 # It reads the queue through its event source mapping and sends only to the dead-letter queue.
 MEMORY_WORKER = Function(
-    "memory_worker",
-    "functions.memory_worker.handler.handler",
-    memory_mb=512,
-    timeout_s=60,
-    settings=("memory_table", "memory_queue_url", "memory_dlq_url"),
+    "memory_worker", memory_mb=512, timeout_s=60, settings=("memory_table", "memory_queue_url", "memory_dlq_url")
 )
 MEMORY_WORKER_BATCH_SIZE = 10  # the SQS FIFO maximum; a batch never holds one scope out of order
 

@@ -17,9 +17,12 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+if TYPE_CHECKING:
+    from infra.routes import Function
 
 DEV_AUTHORITY = "dev"
 DEV_WORKER = "dev-worker"
@@ -210,7 +213,6 @@ class LocalRuntime:
             # A snapshot keeps only the stream records the janitor has not handled yet.
             self._store.before_cut = lambda: trim_consumed(notes_table, dict(janitor.checkpoint))
 
-        from infra.local.queues import QueuePoller
         from infra.local.resources import DEFAULT_NAMES
         from infra.routes import (
             MEMORY_WORKER,
@@ -223,30 +225,13 @@ class LocalRuntime:
         # up after three receives, and kept in the poller's `failures`.
         queue = aws.client("sqs").get_queue_url(QueueName=DEFAULT_NAMES["transcripts_queue"])["QueueUrl"]
         # S3 notifies this queue from inside moto (an upload lands): S3 writes wake it too.
-        self._indexer = (
-            QueuePoller(
-                sqs=aws.client("sqs"),
-                queue_url=queue,
-                function=TRANSCRIPT_INDEXER,
-                batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
-                give_up_after=3,
-            )
-            .wake_on(self._wakeups.watch_queue(queue, s3_writes=True), idle_s=IDLE_POLL_S)
-            .start()
+        self._indexer = self._poll_queue(
+            queue, TRANSCRIPT_INDEXER, TRANSCRIPT_INDEXER_BATCH_SIZE, s3_writes=True, give_up_after=3
         )
         # Two concurrent invocations, like a Lambda event source mapping with some concurrency:
         # scopes flow in parallel, each scope stays serialized by its FIFO message group.
-        memory_queue = get_settings().memory_queue_url
-        self._memory_worker = (
-            QueuePoller(
-                sqs=aws.client("sqs"),
-                queue_url=memory_queue,
-                function=MEMORY_WORKER,
-                batch_size=MEMORY_WORKER_BATCH_SIZE,
-                concurrency=2,
-            )
-            .wake_on(self._wakeups.watch_queue(memory_queue), idle_s=IDLE_POLL_S)
-            .start()
+        self._memory_worker = self._poll_queue(
+            get_settings().memory_queue_url, MEMORY_WORKER, MEMORY_WORKER_BATCH_SIZE, concurrency=2
         )
 
         from infra.local.schedules import ExpiryGate, Schedule
@@ -343,6 +328,19 @@ class LocalRuntime:
             self._store.refused,
         )
 
+    def _poll_queue(
+        self, queue_url: str, function: Function, batch_size: int, *, s3_writes: bool = False, **options: Any
+    ) -> Any:
+        """A started QueuePoller of `queue_url` (`options` as it takes them), woken when a message
+        is sent to the queue or, with `s3_writes`, when S3 is written (its notifications)."""
+        from dovecote.platform import aws
+        from infra.local.queues import QueuePoller
+
+        poller = QueuePoller(
+            sqs=aws.client("sqs"), queue_url=queue_url, function=function, batch_size=batch_size, **options
+        )
+        return poller.wake_on(self._wakeups.watch_queue(queue_url, s3_writes=s3_writes), idle_s=IDLE_POLL_S).start()
+
     def _mint_tokens(self) -> None:
         from dovecote.admin.dynamo import DynamoTokenStore
         from dovecote.admin.service import TokenService
@@ -365,20 +363,14 @@ class LocalRuntime:
         tmp.replace(self.tokens_file)
 
     def stop(self) -> None:
-        if self._metrics_log is not None:
-            self._metrics_log.stop()
-        if self._dispatcher is not None:
-            self._dispatcher.stop()
-        if self._memory_worker is not None:
-            self._memory_worker.stop()
-        if self._janitor is not None:
-            self._janitor.stop()
-        if self._indexer is not None:
-            self._indexer.stop()
-        if self._server is not None:
-            self._server.shutdown()
-        if self._moto is not None:
-            self._moto.shutdown()
+        # What runs functions first, then the servers they call, then the data directory; a part
+        # this start never reached is None.
+        for worker in (self._metrics_log, self._dispatcher, self._memory_worker, self._janitor, self._indexer):
+            if worker is not None:
+                worker.stop()
+        for server in (self._server, self._moto):
+            if server is not None:
+                server.shutdown()
         if self._store is not None:
             self._store.close()
         if self._umask is not None:

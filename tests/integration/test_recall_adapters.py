@@ -28,10 +28,16 @@ from infra.local.metering import count_round_trips
 from infra.local.resources import DEFAULT_NAMES, create_transcript_queue
 from tests.conftest import SHARED_DATA
 from tests.support.faults import heal, inject, server_error
+from tests.support.stores import fake_or_moto
 
 ACME = Principal("acme", "caller")
 NOW = datetime(2026, 1, 10, tzinfo=UTC)
 SESSION_FILE = SHARED_DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
+
+
+def recall_table(env: dict[str, Any]) -> dict[str, Any]:
+    """What a DynamoDB adapter of recall takes on moto (the `moto_env` fixture): its table and client."""
+    return {"table": env["settings"].recall_table, "dynamodb": env["dynamodb"]}
 
 
 # ---- the ledger: fake and DynamoDB, one suite -----------------------------------------------------------
@@ -39,10 +45,7 @@ SESSION_FILE = SHARED_DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__
 
 @pytest.fixture(params=["memory", "dynamo"])
 def ledger(request: pytest.FixtureRequest) -> IngestLedger:
-    if request.param == "memory":
-        return InMemoryLedger()
-    env = request.getfixturevalue("moto_env")
-    return DynamoIngestLedger(table=env["settings"].recall_table, dynamodb=env["dynamodb"])
+    return fake_or_moto(request, InMemoryLedger, lambda env: DynamoIngestLedger(**recall_table(env)))
 
 
 def upload(upload_id: str, expires: str = "2026-01-11T00:00:00.000Z", project: str = "web") -> PendingUpload:
@@ -157,11 +160,10 @@ def test_upload_keys_parse() -> None:
 
 def recall_on_moto(moto_env: dict[str, Any], tmp_path: Path, **options: Any) -> RecallService:
     """The recall service over SQLite in `tmp_path`, the S3 archive and the DynamoDB ledger on moto."""
-    settings = moto_env["settings"]
     return RecallService(
         SqliteSearchIndex(tmp_path / "recall.sqlite3"),
-        S3Archive(bucket=settings.bucket, s3=moto_env["s3"]),
-        DynamoIngestLedger(table=settings.recall_table, dynamodb=moto_env["dynamodb"]),
+        S3Archive(bucket=moto_env["settings"].bucket, s3=moto_env["s3"]),
+        DynamoIngestLedger(**recall_table(moto_env)),
         clock=lambda: NOW,
         **options,
     )
@@ -202,7 +204,7 @@ def test_an_unused_upload_url_leaves_the_report_when_it_expires(moto_env: dict[s
     service = RecallService(
         SqliteSearchIndex(tmp_path / "recall.sqlite3"),
         S3Archive(bucket=settings.bucket, s3=moto_env["s3"]),
-        DynamoIngestLedger(table=settings.recall_table, dynamodb=moto_env["dynamodb"]),
+        DynamoIngestLedger(**recall_table(moto_env)),
         clock=lambda: now[0],
         presign_seconds=900,
     )
@@ -238,7 +240,7 @@ def test_an_unreadable_upload_is_marked_failed_not_pending(aws_recall: tuple[Rec
     created = service.create_upload(ACME, {"format": "codex-jsonl"})
     requests.put(created.upload_url, data=b"not a transcript\n", timeout=30)
     assert service.index_upload("acme", created.upload_id) is None
-    ledger = DynamoIngestLedger(table=env["settings"].recall_table, dynamodb=env["dynamodb"])
+    ledger = DynamoIngestLedger(**recall_table(env))
     entry = ledger.get("acme", created.upload_id)
     assert entry is not None and entry.status == "failed"
     assert ledger.pending("acme", "2026-01-10T00:00:00.000Z") == []

@@ -19,7 +19,8 @@ from dovecote.recall.service import RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
 from infra.local.metering import count_round_trips
 from tests.conftest import SHARED_DATA
-from tests.integration.test_recall_adapters import recall_on_moto
+from tests.integration.test_recall_adapters import recall_on_moto, recall_table
+from tests.support.stores import fake_or_moto
 
 ACME, OTHER = Principal("acme", "caller"), Principal("other", "worker", "w1")
 SESSION_FILE = SHARED_DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
@@ -28,10 +29,7 @@ A, B, C = ("a" * 64), ("b" * 64), ("c" * 64)
 
 @pytest.fixture(params=["memory", "dynamo"])
 def digests(request: pytest.FixtureRequest) -> IngestedDigests:
-    if request.param == "memory":
-        return InMemoryIngestedDigests()
-    env = request.getfixturevalue("moto_env")
-    return DynamoIngestedDigests(table=env["settings"].recall_table, dynamodb=env["dynamodb"])
+    return fake_or_moto(request, InMemoryIngestedDigests, lambda env: DynamoIngestedDigests(**recall_table(env)))
 
 
 def test_known_is_per_authority_and_recording_is_idempotent(digests: IngestedDigests) -> None:
@@ -77,7 +75,7 @@ def test_the_gate_keeps_order_and_collapses_duplicates() -> None:
 
 @pytest.fixture
 def recall(moto_env: dict[str, Any], tmp_path: Path) -> Iterator[tuple[RecallService, dict[str, Any]]]:
-    digests = DynamoIngestedDigests(table=moto_env["settings"].recall_table, dynamodb=moto_env["dynamodb"])
+    digests = DynamoIngestedDigests(**recall_table(moto_env))
     yield recall_on_moto(moto_env, tmp_path, digests=digests), moto_env
 
 

@@ -114,43 +114,44 @@ def stored(engine: OpenSearchIndex, authority: str) -> int:
 
 
 @contextmanager
-def failing(engine: OpenSearchIndex, path: str, nth: int, error: Exception | None = None) -> Iterator[list[str]]:
-    """The nth request whose path contains `path` raises (a connection error by default) before it
-    is sent."""
+def intercepting(engine: OpenSearchIndex, before: Callable[[str, str], None]) -> Iterator[None]:
+    """`before(method, url)` runs ahead of every request the engine sends, at the client's transport."""
     transport = engine._client.transport
     real = transport.perform_request
-    seen: list[str] = []
 
     def perform(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        if path in url:
-            seen.append(url)
-            if len(seen) == nth:
-                raise error or OSConnectionError("N/A", "injected fault", None)
+        before(method, url)
         return real(method, url, *args, **kwargs)
 
     transport.perform_request = perform  # type: ignore[method-assign]
     try:
-        yield seen
+        yield
     finally:
         transport.perform_request = real  # type: ignore[method-assign]
 
 
 @contextmanager
+def failing(engine: OpenSearchIndex, path: str, nth: int, error: Exception | None = None) -> Iterator[list[str]]:
+    """The nth request whose path contains `path` raises (a connection error by default) before it
+    is sent."""
+    seen: list[str] = []
+
+    def fault(method: str, url: str) -> None:
+        if path in url:
+            seen.append(url)
+            if len(seen) == nth:
+                raise error or OSConnectionError("N/A", "injected fault", None)
+
+    with intercepting(engine, fault):
+        yield seen
+
+
+@contextmanager
 def counting(engine: OpenSearchIndex) -> Iterator[list[str]]:
-    """Every request the engine sends, as `METHOD path`, at the client's transport."""
-    transport = engine._client.transport
-    real = transport.perform_request
+    """Every request the engine sends, as `METHOD path`."""
     sent: list[str] = []
-
-    def perform(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        sent.append(f"{method} {url}")
-        return real(method, url, *args, **kwargs)
-
-    transport.perform_request = perform  # type: ignore[method-assign]
-    try:
+    with intercepting(engine, lambda method, url: sent.append(f"{method} {url}")):
         yield sent
-    finally:
-        transport.perform_request = real  # type: ignore[method-assign]
 
 
 # ---- refresh ------------------------------------------------------------------------------------------

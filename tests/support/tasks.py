@@ -19,6 +19,7 @@ from dovecote.tasks.model import EXPIRY_SHARDS
 from dovecote.tasks.ports import TaskStore
 from dovecote.tasks.service import TaskService
 from dovecote.tasks.unit_of_work import Outcome
+from tests.support.stores import fake_or_moto
 
 CALLER = Principal("acme", "caller")
 WORKER = Principal("acme", "worker", "w1")
@@ -60,9 +61,7 @@ def dynamo_store(env: dict[str, Any], **options: Any) -> DynamoTaskStore:
 def store_of(request: Any, make_dynamo: Callable[[dict[str, Any]], TaskStore] = dynamo_store) -> TaskStore:
     """The store a fixture with `params=["memory", "dynamo"]` stands for: the conformance suites run
     every scenario once per store."""
-    if request.param == "memory":
-        return InMemoryTaskStore()
-    return make_dynamo(request.getfixturevalue("moto_env"))
+    return fake_or_moto(request, InMemoryTaskStore, make_dynamo)
 
 
 def service_fixture(key: bytes, *, clocked: bool = False) -> Any:

@@ -372,7 +372,7 @@ class DynamoMemoryStore:
         receipt = relation = None
         try:
             r = receipt_future.get()
-            receipt = Receipt(authority, command_id, r.kind, r.digest, dict(r.result))
+            receipt = Receipt(authority, command_id, r.kind, r.digest, result=dict(r.result))
         except DoesNotExist:
             pass
         try:

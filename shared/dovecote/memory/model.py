@@ -16,11 +16,12 @@ import hashlib
 import json
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dovecote.platform import ids, paging
 from dovecote.platform.errors import InvalidArgument
+from dovecote.platform.records import Receipt as Receipt  # a judgment command's, as every service keeps it
 from dovecote.platform.records import canonical_digest, fields_json
 from dovecote.platform.records import intent_digest as intent_digest  # a judgment's command id is bound by it
 
@@ -268,10 +269,7 @@ class Write:
         return WriteInput(self.id, self.scope, self.content, self.tags)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "scope": self.scope, "status": self.status}
-        if self.evidence is not None:
-            out["evidence"] = self.evidence.to_json()
-        return out
+        return fields_json(self, ("id", "scope", "status"), ("evidence",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,21 +333,8 @@ class Relation:
         return f"{self.from_seq:020d}#{self.id}"
 
     def to_json(self) -> dict[str, Any]:
-        out = {"id": self.id, "scope": self.scope, **_edge_json(self), **fields_json(self, ("status", "created_at"))}
-        if self.judgment is not None:
-            out["judgment"] = self.judgment.to_json()
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Receipt:
-    """The stored result of one judgment command, keyed by (authority, command id)."""
-
-    authority: str
-    id: str
-    kind: str
-    digest: str
-    result: dict[str, Any] = field(default_factory=dict)
+        edge = {"id": self.id, "scope": self.scope, **_edge_json(self)}
+        return {**edge, **fields_json(self, ("status", "created_at"), ("judgment",))}
 
 
 @dataclass(frozen=True, slots=True)

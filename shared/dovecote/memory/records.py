@@ -10,22 +10,14 @@ from pynamodb.attributes import (
     NumberAttribute,
     UnicodeAttribute,
 )
-from pynamodb.models import Model
 
-from dovecote.platform.dynamo import PLACEHOLDER_TABLE, TableDef
+from dovecote.platform.dynamo import TableDef
+from dovecote.platform.items import KeyedItem
 
 NO_SORT = "-"  # the sort key of items that are alone in their partition
 
 
-class _Item(Model):
-    class Meta:
-        table_name = PLACEHOLDER_TABLE
-
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
-
-
-class WriteItem(_Item):
+class WriteItem(KeyedItem):
     """W#<authority>#<write id>: the write's state, its content, and its evidence once settled."""
 
     authority = UnicodeAttribute()
@@ -44,13 +36,13 @@ class WriteItem(_Item):
     seq = NumberAttribute(default=0)
 
 
-class ScopeItem(_Item):
+class ScopeItem(KeyedItem):
     """S#<authority>#<scope>: how many memories the scope holds (the last seq)."""
 
     memories = NumberAttribute()
 
 
-class MemoryItem(_Item):
+class MemoryItem(KeyedItem):
     """M#<authority>#<scope>, <seq:020d>: one applied memory, immutable."""
 
     id = UnicodeAttribute()
@@ -59,7 +51,7 @@ class MemoryItem(_Item):
     applied_at = UnicodeAttribute()
 
 
-class PostingItem(_Item):
+class PostingItem(KeyedItem):
     """P#<authority>#<scope>#<term>: the term's document frequency in the scope and the seqs of
     the most recent memories that contain it."""
 
@@ -67,7 +59,7 @@ class PostingItem(_Item):
     recent = ListAttribute(of=NumberAttribute, default=list)
 
 
-class RelationItem(_Item):
+class RelationItem(KeyedItem):
     """A relation: the item R#<authority>#<relation id> and its two list views, RS#<authority>#<scope>
     and RT#<authority>#<scope>#<status>, both sorted by <from seq:020d>#<relation id>. The views are
     base-table items (not GSIs) so a list is strongly consistent, as in notes."""
@@ -86,7 +78,7 @@ class RelationItem(_Item):
     judgment = JSONAttribute(null=True)
 
 
-class ReceiptItem(_Item):
+class ReceiptItem(KeyedItem):
     """C#<authority>#<command id>: the stored result of one judgment command."""
 
     kind = UnicodeAttribute()

@@ -241,7 +241,7 @@ class MemoryService:
             result = {"relation": judged.to_json()}
             try:
                 self._store.commit_judgment(
-                    Receipt(principal.authority, given.command_id, JUDGE, digest, result), relation, judged
+                    Receipt(principal.authority, given.command_id, JUDGE, digest, result=result), relation, judged
                 )
             except (ReceiptTaken, RelationChanged):
                 continue  # re-read: replay the winner's receipt, or report the judgment that won

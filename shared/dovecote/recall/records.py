@@ -11,9 +11,9 @@ One item per transcript file an authority ingested, by the SHA-256 of its bytes 
 from __future__ import annotations
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.models import Model
 
-from dovecote.platform.dynamo import PLACEHOLDER_TABLE, TableDef
+from dovecote.platform.dynamo import TableDef
+from dovecote.platform.items import KeyedItem
 
 UPLOAD_PREFIX = "upload#"
 DIGEST_PREFIX = "sha#"
@@ -23,12 +23,7 @@ def ledger_partition(authority: str) -> str:
     return "a#" + authority
 
 
-class UploadRecord(Model):
-    class Meta:
-        table_name = PLACEHOLDER_TABLE
-
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
+class UploadRecord(KeyedItem):
     format = UnicodeAttribute()
     project = UnicodeAttribute(default="")
     project_folder = UnicodeAttribute(default="")
@@ -39,12 +34,8 @@ class UploadRecord(Model):
     ttl = NumberAttribute(null=True)
 
 
-class DigestRecord(Model):
-    class Meta:
-        table_name = PLACEHOLDER_TABLE
-
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
+class DigestRecord(KeyedItem):
+    """Its key is all it holds: the digest is in sk."""
 
 
 RECALL_TABLE = TableDef(

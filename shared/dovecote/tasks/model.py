@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dovecote.platform import paging
+from dovecote.platform.records import Receipt as Receipt  # a committed command's, as every service keeps it
 from dovecote.platform.records import canonical_digest, fields_json
 from dovecote.platform.records import intent_digest as intent_digest  # the tasks' commands bind their ids with it
 
@@ -193,18 +194,6 @@ class Grant:
     worker: str
     fence: int
     granted_at: str
-
-
-@dataclass(frozen=True, slots=True)
-class Receipt:
-    """The durable idempotency receipt of one committed command, keyed by (authority, id)."""
-
-    authority: str
-    id: str
-    kind: str
-    digest: str
-    status: int
-    result: dict[str, Any] = field(default_factory=dict)
 
 
 def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:

@@ -8,17 +8,9 @@ from __future__ import annotations
 
 from pynamodb.attributes import BinaryAttribute, ListAttribute, MapAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
-from pynamodb.models import Model
 
-from dovecote.platform.dynamo import PLACEHOLDER_TABLE, TableDef
-
-
-class _Item(Model):
-    class Meta:
-        table_name = PLACEHOLDER_TABLE
-
-    pk = UnicodeAttribute(hash_key=True)
-    sk = UnicodeAttribute(range_key=True)
+from dovecote.platform.dynamo import TableDef
+from dovecote.platform.items import KeyedItem
 
 
 class _Index(GlobalSecondaryIndex["TaskItem"]):
@@ -70,7 +62,7 @@ class Expiring(_Index):
     exp_sk = UnicodeAttribute(range_key=True)  # deadline#authority#task: the most overdue first
 
 
-class TaskItem(_Item):
+class TaskItem(KeyedItem):
     """sk "T": the aggregate, its current lease included."""
 
     authority = UnicodeAttribute()
@@ -122,7 +114,7 @@ class PartAttribute(MapAttribute[str, object]):
     filename = UnicodeAttribute(null=True)
 
 
-class MessageItem(_Item):
+class MessageItem(KeyedItem):
     """sk "M#<sequence:020>"."""
 
     id = UnicodeAttribute()
@@ -132,7 +124,7 @@ class MessageItem(_Item):
     metadata = UnicodeAttribute(null=True)  # the message's metadata object as JSON; absent when empty
 
 
-class EventItem(_Item):
+class EventItem(KeyedItem):
     """sk "E#<sequence:020>"."""
 
     type = UnicodeAttribute()
@@ -144,14 +136,14 @@ class EventItem(_Item):
     artifact = UnicodeAttribute(default="")
 
 
-class GrantItem(_Item):
+class GrantItem(KeyedItem):
     """sk "G#<fence:020>": the immutable lease history."""
 
     worker = UnicodeAttribute()
     granted_at = UnicodeAttribute()
 
 
-class ReceiptItem(_Item):
+class ReceiptItem(KeyedItem):
     """pk "C#<authority>#<command>", sk "-": a committed command's stored result."""
 
     kind = UnicodeAttribute()
@@ -160,7 +152,7 @@ class ReceiptItem(_Item):
     result = UnicodeAttribute()  # JSON
 
 
-class ClaimItem(_Item):
+class ClaimItem(KeyedItem):
     """pk "MID#<authority>#<message>" or "S#<authority>#<submission>", sk "-": authority-wide
     uniqueness of a message id or a submission id; a message's claim also names its sequence, so a
     message can be read by id."""
@@ -169,7 +161,7 @@ class ClaimItem(_Item):
     sequence = NumberAttribute(null=True)
 
 
-class ArtifactItem(_Item):
+class ArtifactItem(KeyedItem):
     """pk "A#<authority>#<workspace>#<artifact>", sk "-": an artifact and its publication state;
     its payload inline (sealed) when small, else in S3 by digest."""
 
@@ -189,7 +181,7 @@ class ArtifactItem(_Item):
     payload = BinaryAttribute(null=True, legacy_encoding=False)
 
 
-class HeadItem(_Item):
+class HeadItem(KeyedItem):
     """pk "W#<authority>#<workspace>", sk "-": the workspace's confirmed revision."""
 
     authority = UnicodeAttribute()
@@ -198,7 +190,7 @@ class HeadItem(_Item):
     updated_at = UnicodeAttribute()
 
 
-class ApplyReceiptItem(_Item):
+class ApplyReceiptItem(KeyedItem):
     """pk "R#<authority>#<workspace>#<artifact>", sk "-": the artifact's one apply receipt."""
 
     id = UnicodeAttribute()
@@ -212,7 +204,7 @@ class ApplyReceiptItem(_Item):
     recorded_at = UnicodeAttribute()
 
 
-class DeliveryItem(_Item):
+class DeliveryItem(KeyedItem):
     """pk "D#<authority>#<worker>#<delivery>", sk "-": a worker event's settlement."""
 
     digest = UnicodeAttribute()
