@@ -29,8 +29,8 @@ from functions.memory_worker.handler import process_batch
 from infra.local.metering import count_round_trips
 from infra.local.queues import QueuePoller
 from infra.routes import MEMORY_WORKER
-from tests.support.faults import failing, heal, inject, server_error
 from tests.conftest import CI
+from tests.support.faults import failing, heal, inject, server_error
 from tests.support.threads import eventually
 from tests.unit.test_memory_service import CountingDetector
 

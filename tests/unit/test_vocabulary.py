@@ -206,6 +206,42 @@ def test_mcp_arguments_are_http_fields(tool: str) -> None:
     assert names - allowed(by("mcp")[tool], "mcp") == set()
 
 
+def _json_types(schema: dict[str, Any]) -> set[str]:
+    """The JSON types a schema admits, `null` left out (an optional argument is still that type)."""
+    types = {schema["type"]} if isinstance(schema.get("type"), str) else set(schema.get("type") or [])
+    for option in schema.get("anyOf", []) + schema.get("oneOf", []):
+        types |= _json_types(option)
+    return types - {"null"}
+
+
+@cache
+def http_parameter_types() -> dict[str, dict[str, set[str]]]:
+    """`METHOD /path` → each path or query parameter's JSON types."""
+    document = openapi_document()
+    found: dict[str, dict[str, set[str]]] = {}
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            found[f"{method.upper()} {_normal(path)}"] = {
+                p["name"]: _json_types(p.get("schema", {})) for p in operation.get("parameters", [])
+            }
+    return found
+
+
+@pytest.mark.parametrize("tool", sorted(by("mcp")))
+def test_mcp_arguments_have_the_http_parameters_types(tool: str) -> None:
+    """Same name, same type: `recall_read` once took `around` as a message uuid (a string) while the
+    route takes an integer offset."""
+    properties = tool_schemas()[tool].get("properties", {})
+    for op in by("mcp")[tool]:
+        method, path = op.http.split(" ", 1)
+        for name, types in http_parameter_types()[f"{method} {_normal(path)}"].items():
+            if name in properties and types:
+                assert _json_types(properties[name]) <= types | ({"number"} if "integer" in types else set()), (
+                    tool,
+                    name,
+                )
+
+
 # ---- the README ------------------------------------------------------------------------------------
 
 

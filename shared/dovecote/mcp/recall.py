@@ -71,7 +71,10 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             ),
         ] = DEFAULT_READ_BUDGET,
         more: Annotated[int | None, Field(ge=0, description="Widen the window by this many steps.")] = None,
-        around: Annotated[str | None, Field(description="A message uuid to center the window on.")] = None,
+        around: Annotated[
+            int | None,
+            Field(ge=-(10**9), le=10**9, description="Re-centre on the message N after the anchor (negative: before)."),
+        ] = None,
         window: Annotated[int | None, Field(ge=0, description="Messages each side of the anchor.")] = None,
         include_tools: IncludeTools = False,
         include_thinking: IncludeThinking = False,
