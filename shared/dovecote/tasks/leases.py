@@ -76,10 +76,10 @@ class Leases:
         )
 
     def claim(self, principal: Principal, command: Claim) -> Outcome:
-        """A claimable task, nearly the oldest (one shard: strictly the oldest; see `_candidates`).
-        With `wait_seconds`, a claim that finds nothing waits,
-        re-checking with backoff, and answers as soon as a task becomes claimable (or 404 at the
-        deadline). The wait is not part of the command: a retry with another wait replays."""
+        """A claimable task, close to the oldest (with one shard, strictly the oldest; see
+        `_candidates`). With `wait_seconds`, a claim that finds nothing waits, re-checking with
+        backoff, and answers as soon as a task becomes claimable (or 404 at the deadline). The wait
+        is not part of the command: a retry with another wait replays."""
         worker = worker_id(principal)
         digest = intent_digest("claim_lease", {"worker": worker})
         replayed = replay(
