@@ -118,7 +118,8 @@ class ShardOrder(random.Random):
         self.first = first
 
     def sample(self, population: Any, k: int, **_: Any) -> list[Any]:
-        return [*self.first, *(s for s in population if s not in self.first)][:k]
+        shards = list(population)
+        return [*(s for s in self.first if s in shards), *(s for s in shards if s not in self.first)][:k]
 
     def randrange(self, *_: Any, **__: Any) -> int:
         return 0

@@ -314,7 +314,7 @@ def test_a_sharded_claim_takes_every_claimable_task_exactly_once(service: Edge) 
     """The default layout (CLAIM_SHARDS shards): tasks spread over the shards, and claims until
     "nothing claimable" take each claimable task once, from every shard, and nothing else."""
     assert service.store.claim_shards == CLAIM_SHARDS > 1
-    created = [Flow(service).to_state("submitted").task_id for _ in range(24)]
+    created = [Flow(service, task_id=f"spread-{i:02d}").to_state("submitted").task_id for i in range(24)]
     Flow(service).to_state("canceled")
     assert len({claim_shard("acme", t, CLAIM_SHARDS) for t in created}) >= 8
     claimed = []
