@@ -1,6 +1,6 @@
 """An echo worker, built on the SDK's worker loop (`dovecote.client.worker.Worker`).
 
-It claims the oldest claimable task by long-poll, accepts it, asks the caller for input once, and
+It claims a task (close to the oldest) by long-poll, accepts it, asks the caller for input once, and
 completes with an echo of the reply. The loop heartbeats its leases (at a quarter of each task's
 lease timeout) and keeps the lease of a task that waits for input; it survives its own restart: on
 start it lists its current leases and resumes those exact (task, fence) pairs before claiming

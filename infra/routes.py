@@ -63,6 +63,7 @@ TASK_SETTINGS = (
     "data_key_id",
     "allow_plaintext_reads",
     "artifact_max_bytes",
+    "claim_shards",
 )
 
 FUNCTIONS: dict[str, Function] = {
@@ -108,7 +109,12 @@ RECONCILER = Function("notes_reconciler", memory_mb=256, timeout_s=900, settings
 RECONCILE_EVERY_HOURS = 24
 # Scheduled: fences leases silent past their timeout (dovecote.tasks: TaskService.expire_silent_leases).
 DISPATCHER = Function(
-    "lease_dispatcher", memory_mb=256, timeout_s=55, settings=("tasks_table", "bucket", "cursor_secret_arn"), reserved=1
+    "lease_dispatcher",
+    memory_mb=256,
+    timeout_s=55,
+    # claim_shards: a fence rewrites the task item, claimable key included (the same layout as the API's).
+    settings=("tasks_table", "bucket", "cursor_secret_arn", "claim_shards"),
+    reserved=1,
 )
 DISPATCH_EVERY_SECONDS = 60  # EventBridge's finest schedule; `dovecote dev` runs it every second
 JANITOR_BATCH_SIZE = 5  # a record carries old and new images (up to ~800 KB); 5 stay under 6 MB

@@ -197,8 +197,9 @@ def snapshot_task(task_id: TaskId) -> SnapshotOut:
 
 @app.post("/v1/leases/claim", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
 def claim_lease(body: Annotated[ClaimIn, Body()]) -> AssignmentEnvelope:
-    """Lease the oldest claimable task of the authority; 404 when there is none (after waiting up
-    to `wait_seconds` for one)."""
+    """Lease a claimable task of the authority, close to the oldest (strictly the oldest when the
+    deployment has one claimable shard); 404 when there is none (after waiting up to `wait_seconds`
+    for one)."""
     return AssignmentEnvelope.model_validate(_command("claim", body=body).body)
 
 

@@ -88,8 +88,9 @@ class Api(Construct):
             "presign_seconds": str(Settings.model_fields["presign_seconds"].default),
             **search.settings,
         }
-        # Context overrides an operator may need: plaintext reads only while migrating old data.
-        for name in ("allow_plaintext_reads", "artifact_max_bytes"):
+        # Context overrides an operator may need: plaintext reads only while migrating old data; the
+        # claimable index's shards per authority (1: strictly the oldest task first, for small fleets).
+        for name in ("allow_plaintext_reads", "artifact_max_bytes", "claim_shards"):
             value = self.node.try_get_context(name)
             if value is not None:
                 self._settings[name] = str(value).lower() if isinstance(value, bool) else str(value)

@@ -552,3 +552,26 @@ def test_snapstart_passes_cdk_nag_and_cfn_lint(snapstart: dict[str, Any]) -> Non
     assert all(p["conclusion"] == "success" for p in report["pluginReports"])
     result = lint(str(snapstart["outdir"] / "Dovecote.template.json"))
     assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr
+
+
+def test_the_claim_shards_context_reaches_every_function_that_writes_task_items(
+    tmp_path_factory: pytest.TempPathFactory, synthesized: dict[str, Any]
+) -> None:
+    """`-c claim_shards=N`: the claimable index's layout, so the tasks API, A2A and the dispatcher (a
+    fence rewrites the task item) must all agree on it; without the context none is told (the code's
+    default)."""
+    outdir = tmp_path_factory.mktemp("cdk.claim_shards")
+    app, _ = build_app(outdir=str(outdir), context={"claim_shards": 1})
+    app.synth()
+    raw = json.loads((outdir / "Dovecote.template.json").read_text())
+
+    def told(template: dict[str, Any]) -> dict[str, str]:
+        return {
+            f["Properties"]["Handler"]: f["Properties"]["Environment"]["Variables"]["DOVECOTE_CLAIM_SHARDS"]
+            for f in resources(template, "AWS::Lambda::Function").values()
+            if "DOVECOTE_CLAIM_SHARDS" in f["Properties"].get("Environment", {}).get("Variables", {})
+        }
+
+    writers = {FUNCTIONS["tasks_api"].handler, FUNCTIONS["a2a_api"].handler, DISPATCHER.handler}
+    assert told(raw) == dict.fromkeys(writers, "1")
+    assert told(synthesized["raw"]) == {}

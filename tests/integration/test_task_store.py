@@ -12,16 +12,32 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, DomainError, Throttled
+from dovecote.tasks.storage import CLAIM_SHARDS, claim_shard
 from infra.local.metering import count_round_trips
 from tests.support.faults import failing
-from tests.support.tasks import CALLER, WORKER, Edge, Flow, dynamo_store, edge, message, service_fixture, uid
+from tests.support.tasks import (
+    CALLER,
+    WORKER,
+    Edge,
+    Flow,
+    ShardOrder,
+    code_of,
+    dynamo_store,
+    edge,
+    message,
+    service_fixture,
+    uid,
+)
 from tests.support.threads import together
 
 # The conformance suite: these scenarios run here once per store (fixture `service` below).
 from tests.unit.test_task_machine import (  # noqa: F401
+    test_a_claim_reads_every_shard_before_it_finds_nothing,
+    test_a_claim_takes_from_the_older_head_of_its_two_shards,
     test_a_fence_command_id_reused_by_another_worker_is_an_idempotency_conflict,
     test_a_large_part_keeps_its_filename_when_it_is_read_by_url,
     test_a_rejected_command_reserves_nothing,
+    test_a_sharded_claim_takes_every_claimable_task_exactly_once,
     test_acquire_fence_reacquire,
     test_acquire_of_a_terminal_task_is_terminal_task,
     test_an_exact_retry_of_a_message_with_a_filename_replays_and_a_changed_filename_conflicts,
@@ -298,10 +314,24 @@ def test_round_trips(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     with count_round_trips(*clients) as meter:
         service.accept(WORKER, flow.task_id, body)  # exact replay
     assert meter.total == 1, meter.calls
+    # A claim: the receipt's GetItem, one Query in each of two shards, the TransactWriteItems (the
+    # shards' order forced so that the task's shard is one of the two).
+    task_id = Flow(service).create().body["id"]
+    service.leases.rng = ShardOrder(claim_shard("acme", task_id, CLAIM_SHARDS))
+    with count_round_trips(*clients) as meter:
+        service.claim(WORKER, {"command_id": uid("claim")})
+    assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.Query": 2, "dynamodb.TransactWriteItems": 1}
+    # Nothing claimable: every shard is read once.
+    with count_round_trips(*clients) as meter:
+        code_of(lambda: service.claim(WORKER, {"command_id": uid("claim")}))
+    assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.Query": CLAIM_SHARDS}, meter.calls
+    # One shard (the seed's rule): one Query.
+    service.store.claim_shards = 1
+    service.leases.rng = ShardOrder()
     Flow(service).create()
     with count_round_trips(*clients) as meter:
         service.claim(WORKER, {"command_id": uid("claim")})
-    assert meter.total <= 3, meter.calls
+    assert meter.total == 3, meter.calls
 
 
 def test_a_failed_part_upload_commits_nothing_and_the_retry_converges(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -18,6 +19,7 @@ from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import EXPIRY_SHARDS
 from dovecote.tasks.ports import TaskStore
 from dovecote.tasks.service import TaskService
+from dovecote.tasks.storage import CLAIM_SHARDS, claim_shard
 from dovecote.tasks.unit_of_work import Outcome
 from tests.support.stores import fake_or_moto
 
@@ -105,6 +107,33 @@ def dispatch(service: Edge) -> dict[str, int]:
         for name, n in service.expire_silent_leases(shard, limit=100, command_id=lambda t: uid("x")).items():
             totals[name] += n
     return totals
+
+
+class ShardOrder(random.Random):
+    """A claim's choices made for the test: the shards in the order given (then the rest), and the
+    oldest candidate of a page (`randrange` → 0)."""
+
+    def __init__(self, *first: int) -> None:
+        super().__init__(0)
+        self.first = first
+
+    def sample(self, population: Any, k: int, **_: Any) -> list[Any]:
+        shards = list(population)
+        return [*(s for s in self.first if s in shards), *(s for s in shards if s not in self.first)][:k]
+
+    def randrange(self, *_: Any, **__: Any) -> int:
+        return 0
+
+
+def ids_in_distinct_shards(count: int, shards: int = CLAIM_SHARDS, authority: str = "acme") -> list[str]:
+    """Task ids, in increasing order, each in a shard of its own."""
+    found: dict[int, str] = {}
+    for n in range(10_000):
+        task_id = f"sharded-{n:05d}"
+        found.setdefault(claim_shard(authority, task_id, shards), task_id)
+        if len(found) == count:
+            break
+    return sorted(found.values())
 
 
 def uid(prefix: str) -> str:

@@ -15,8 +15,21 @@ from dovecote.platform.errors import DomainError
 from dovecote.tasks import machine
 from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import MAX_FENCE
+from dovecote.tasks.storage import CLAIM_SHARDS, claim_shard
 from tests.conftest import examples
-from tests.support.tasks import CALLER, OTHER_WORKER, WORKER, Edge, Flow, code_of, edge, message, uid
+from tests.support.tasks import (
+    CALLER,
+    OTHER_WORKER,
+    WORKER,
+    Edge,
+    Flow,
+    ShardOrder,
+    code_of,
+    edge,
+    ids_in_distinct_shards,
+    message,
+    uid,
+)
 
 
 def new_service() -> Edge:
@@ -264,8 +277,9 @@ def test_a_command_on_a_task_at_the_last_revision_is_a_revision_conflict() -> No
 
 
 def test_a_claim_whose_oldest_candidate_has_an_exhausted_fence_answers_it(service: Edge) -> None:
-    """Reference parity: the candidate is not skipped for the next one."""
-    store = InMemoryTaskStore()
+    """Reference parity (the seed's rule: one claimable shard): the candidate is not skipped for the
+    next one."""
+    store = InMemoryTaskStore(claim_shards=1)
     svc = edge(store, CursorSigner(b"k" * 32))
     oldest = Flow(svc).to_state("submitted")
     Flow(svc).to_state("submitted")
@@ -284,6 +298,9 @@ def test_fence_exhausted(service: Edge) -> None:
 
 
 def test_claim_takes_the_oldest_claimable(service: Edge) -> None:
+    """The seed's rule, kept for small fleets: with one claimable shard (settings.claim_shards = 1)
+    a claim takes strictly the oldest claimable task."""
+    service.store.claim_shards = 1  # before any task is written: the shard count is the layout
     flows = [Flow(service).to_state("submitted") for _ in range(3)]
     Flow(service).to_state("canceled")
     claimed = [service.claim(WORKER, {"command_id": uid("c")}).body["assignment"]["task"]["id"] for _ in range(3)]
@@ -291,6 +308,56 @@ def test_claim_takes_the_oldest_claimable(service: Edge) -> None:
     assert code_of(lambda: service.claim(WORKER, {"command_id": uid("c")})) == "not_found"
     leases = service.list_leases(WORKER, None, None)
     assert [a["task"]["id"] for a in leases["items"]] == claimed and "cursor" not in leases or not leases["cursor"]
+
+
+def test_a_sharded_claim_takes_every_claimable_task_exactly_once(service: Edge) -> None:
+    """The default layout (CLAIM_SHARDS shards): tasks spread over the shards, and claims until
+    "nothing claimable" take each claimable task once, from every shard, and nothing else."""
+    assert service.store.claim_shards == CLAIM_SHARDS > 1
+    created = [Flow(service, task_id=f"spread-{i:02d}").to_state("submitted").task_id for i in range(24)]
+    Flow(service).to_state("canceled")
+    assert len({claim_shard("acme", t, CLAIM_SHARDS) for t in created}) >= 8
+    claimed = []
+    while (outcome := code_of(lambda: claimed.append(service.claim(WORKER, {"command_id": uid("c")})))) == "ok":
+        pass
+    assert outcome == "not_found"
+    ids = [c.body["assignment"]["task"]["id"] for c in claimed]
+    assert sorted(ids) == sorted(created) and len(set(ids)) == len(ids)
+    assert {c.body["assignment"]["fence"] for c in claimed} == {1}
+
+
+def test_a_claim_reads_every_shard_before_it_finds_nothing(service: Edge) -> None:
+    """The one claimable task is in the shard a claim reads last: the claim still finds it."""
+    (task_id,) = ids_in_distinct_shards(1)
+    shard = claim_shard("acme", task_id, CLAIM_SHARDS)
+    Flow(service, task_id=task_id).to_state("submitted")
+    others = [s for s in range(CLAIM_SHARDS) if s != shard]
+    service.leases.rng = ShardOrder(*others)
+    assert service.claim(WORKER, {"command_id": uid("c")}).body["assignment"]["task"]["id"] == task_id
+    assert code_of(lambda: service.claim(WORKER, {"command_id": uid("c")})) == "not_found"
+
+
+def test_a_claim_takes_from_the_older_head_of_its_two_shards(service: Edge) -> None:
+    """Two choices: of the two shards a claim reads, the one whose oldest task is older goes first,
+    whichever was read first; the other follows once that page is used up."""
+    older, newer = ids_in_distinct_shards(2)
+    for task_id in (older, newer):
+        Flow(service, task_id=task_id).to_state("submitted")
+    shards = [claim_shard("acme", t, CLAIM_SHARDS) for t in (newer, older)]
+    service.leases.rng = ShardOrder(*shards)  # the newer task's shard is read first
+    first = service.claim(WORKER, {"command_id": uid("c")}).body["assignment"]["task"]["id"]
+    second = service.claim(WORKER, {"command_id": uid("c")}).body["assignment"]["task"]["id"]
+    assert (first, second) == (older, newer)
+
+
+def test_a_sharded_claim_answers_an_exhausted_fence_it_picks() -> None:
+    """An exhausted fence is never skipped, in any shard: the candidate answers it."""
+    store = InMemoryTaskStore()
+    svc = edge(store, CursorSigner(b"k" * 32))
+    flow = Flow(svc).to_state("submitted")
+    key = ("acme", flow.task_id)
+    store.tasks[key] = store.tasks[key].evolve(fence=MAX_FENCE)
+    assert code_of(lambda: svc.claim(WORKER, {"command_id": uid("c")})) == "lease_fence_exhausted"
 
 
 def test_claim_replay_returns_the_same_assignment(service: Edge) -> None:

@@ -193,7 +193,7 @@ def worker_claim(
     command_id: CommandId = None,
     as_json: Json = False,
 ) -> None:
-    """Lease the oldest claimable task: `{"assignment": …}`; exit 3 when there is none (`{"assignment":
+    """Lease a claimable task, close to the oldest: `{"assignment": …}`; exit 3 when there is none (`{"assignment":
     null}` with --json)."""
     if wait_seconds < 0:
         raise CliError("--wait-seconds must be >= 0", EXIT_USAGE)

@@ -206,7 +206,7 @@ class TasksMixin:
     def claim(
         self, command_id: str | None = None, *, wait_seconds: int = 0, timeout: float | None = None
     ) -> dict[str, Any] | None:
-        """`POST /v1/leases/claim`: the oldest claimable task's assignment `{task, fence, worker,
+        """`POST /v1/leases/claim`: a claimable task's assignment (close to the oldest) `{task, fence, worker,
         granted_at, heartbeat_at}`, or None when nothing is claimable (after long-polling up to
         `wait_seconds`, 0-20). A claim that found nothing reserves nothing, so its id may be reused."""
         cid = command_id or new_id("c")

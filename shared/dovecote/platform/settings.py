@@ -49,6 +49,11 @@ class Settings(BaseModel):
     # How long a grant may stay unaccepted before the dispatcher fences it, when a create does not
     # say: a worker that dies between its claim and its accept strands the task for this long.
     accept_timeout_seconds: int = Field(default=30, ge=0, le=3_600)
+    # The claimable index's partitions per authority: claims spread over them (bench/claims.py models
+    # the throughput and the order skew). 1 is the seed's rule, strictly the oldest task first, for
+    # small fleets. Part of the data layout: raising it is safe at any time, lowering it leaves the
+    # claimable tasks of the dropped shards unclaimable until their next write.
+    claim_shards: int = Field(default=16, ge=1, le=64)
     # Protected payloads (platform/protection.py): the KMS key whose data keys seal message parts and
     # artifact payloads at rest. `allow_plaintext_reads` exists only to migrate data written before
     # protection: with it off (the default) a plaintext record where a sealed one belongs is refused.

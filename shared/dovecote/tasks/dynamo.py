@@ -18,7 +18,9 @@ One table. Items (pk, sk):
 IDs match ^[A-Za-z0-9][A-Za-z0-9._:-]*$, so "#" cannot occur inside one: the keys are injective.
 
 GSIs on the task item (sparse where it matters):
-- claimable   (authority; created_at#workspace#task), only while non-terminal and unowned
+- claimable   (authority#<shard>; created_at#workspace#task), only while non-terminal and unowned;
+              claim_shards partitions per authority (storage.claim_shard), so concurrent claims
+              spread instead of racing for the one oldest task
 - leases      (authority#worker; granted_at#workspace#task#fence), only while owned
 - by_context  (authority#context; created_at#workspace#task)
 - by_authority (authority; inverted(updated_at)#workspace#task): newest update first

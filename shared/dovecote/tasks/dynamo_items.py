@@ -39,7 +39,16 @@ from dovecote.tasks.records import (
     ReceiptItem,
     TaskItem,
 )
-from dovecote.tasks.storage import INLINE_PART_BYTES, created_order, is_claimable, lease_order, updated_order
+from dovecote.tasks.storage import (
+    CLAIM_SHARDS,
+    INLINE_PART_BYTES,
+    claim_key,
+    claim_shard,
+    created_order,
+    is_claimable,
+    lease_order,
+    updated_order,
+)
 
 
 def key(kind: str, *ids: str) -> str:
@@ -73,8 +82,18 @@ class TaskItems:
     between items and records."""
 
     def __init__(
-        self, *, table: str, bucket: str, dynamodb: Any, s3: Any, protector: Protector | Unprotected | None = None
+        self,
+        *,
+        table: str,
+        bucket: str,
+        dynamodb: Any,
+        s3: Any,
+        protector: Protector | Unprotected | None = None,
+        claim_shards: int = CLAIM_SHARDS,
     ) -> None:
+        # The claimable index's partitions per authority: part of the layout (a task's key names its
+        # shard), so every writer and every claim of a deployment must agree on it.
+        self.claim_shards = claim_shards
         self._bucket = bucket
         self._ddb = dynamodb
         self._s3 = s3
@@ -121,7 +140,7 @@ class TaskItems:
         )
         # The sparse indexes hold a task only while it is claimable, leased, or leased with a deadline.
         if is_claimable(t):
-            item.claim_pk = t.authority
+            item.claim_pk = claim_key(t.authority, claim_shard(t.authority, t.id, self.claim_shards))
             item.claim_sk = "#".join(created_order(t))
         if t.owner:
             item.lease_pk = f"{t.authority}#{t.owner}"

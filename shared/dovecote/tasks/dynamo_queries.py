@@ -11,7 +11,7 @@ from dovecote.platform.dynamo import one_page, pynamodb_errors
 from dovecote.tasks.dynamo_items import TaskItems, apply_pk, get_item, head_pk, message_id_pk, task_pk
 from dovecote.tasks.model import TOTAL_SIZE_CAP, ApplyReceipt, Event, Grant, Message, Task, WorkspaceHead
 from dovecote.tasks.ports import LeasePage, TaskFilter, TaskPage
-from dovecote.tasks.storage import invert
+from dovecote.tasks.storage import claim_key, invert
 
 
 class TaskQueries(TaskItems):
@@ -68,9 +68,10 @@ class TaskQueries(TaskItems):
             items, _ = one_page(t, t.expiring.query(f"X#{shard}", t.exp_sk < now, page_size=limit))
         return [self._task(i) for i in items]
 
-    def claimable(self, authority: str, limit: int) -> list[Task]:
+    def claimable(self, authority: str, shard: int, limit: int) -> list[Task]:
         with pynamodb_errors(write=False):
-            items, _ = one_page(self._tasks, self._tasks.claimable.query(authority, page_size=limit))
+            query = self._tasks.claimable.query(claim_key(authority, shard), page_size=limit)
+            items, _ = one_page(self._tasks, query)
         return [self._task(i) for i in items]
 
     def _page(

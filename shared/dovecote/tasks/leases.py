@@ -1,13 +1,15 @@
-"""Leases (SEMANTICS §2, leases): acquire one task, claim the oldest claimable (long-poll), heartbeat,
+"""Leases (SEMANTICS §2, leases): acquire one task, claim a claimable one (long-poll), heartbeat,
 fence (the owner releasing, an admin, or the dispatcher's expiry of a silent lease or of a grant not
 accepted in time), and the lease reads. Acquire, claim and fence are receipted commands; a heartbeat
 is one conditional write."""
 
 from __future__ import annotations
 
+import itertools
+import random
 import time
-from collections.abc import Callable
-from dataclasses import KW_ONLY, dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from dovecote.platform.errors import (
@@ -35,11 +37,15 @@ from dovecote.tasks.model import (
 )
 from dovecote.tasks.ports import Commit, Expect, ReceiptTaken, TaskChanged
 from dovecote.tasks.reads import Pages
+from dovecote.tasks.storage import created_order
 from dovecote.tasks.unit_of_work import Outcome, UnitOfWork, commit_of, replay
 
-# A claim tries this many candidates (oldest first) before answering that nothing is claimable;
-# each lost CAS race moves on to the next one.
+# A claim reads this many candidates (oldest first) of a claimable shard; each lost CAS race moves
+# on to another one of them.
 CLAIM_CANDIDATES = 16
+# With several shards, a claim picks at random among the oldest this many candidates of the page it
+# took, so concurrent claimers rarely race for one task; with one shard it takes strictly the oldest.
+CLAIM_PICK = 8
 # A long-poll claim re-checks with backoff between these bounds (seconds).
 CLAIM_BACKOFF = (0.25, 2.0)
 
@@ -52,6 +58,9 @@ class Leases:
     _: KW_ONLY
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
+    # Which shards and candidates a claim tries. The OS's randomness: two containers restored from
+    # one SnapStart snapshot must not make the same choices.
+    rng: random.Random = field(default_factory=random.SystemRandom)
 
     def acquire(self, principal: Principal, command: Acquire) -> Outcome:
         """Lease this task: fence = previous fence + 1."""
@@ -67,9 +76,10 @@ class Leases:
         )
 
     def claim(self, principal: Principal, command: Claim) -> Outcome:
-        """The oldest claimable task. With `wait_seconds`, a claim that finds nothing waits,
-        re-checking with backoff, and answers as soon as a task becomes claimable (or 404 at the
-        deadline). The wait is not part of the command: a retry with another wait replays."""
+        """A claimable task, close to the oldest (with one shard, strictly the oldest; see
+        `_candidates`). With `wait_seconds`, a claim that finds nothing waits, re-checking with
+        backoff, and answers as soon as a task becomes claimable (or 404 at the deadline). The wait
+        is not part of the command: a retry with another wait replays."""
         worker = worker_id(principal)
         digest = intent_digest("claim_lease", {"worker": worker})
         replayed = replay(
@@ -89,14 +99,33 @@ class Leases:
                 self.sleep(min(pause, left))
                 pause = min(pause * 2, CLAIM_BACKOFF[1])
 
+    def _candidates(self, authority: str) -> Iterator[Task]:
+        """The claim's candidates. Two random shards are read, and the one whose oldest task is older
+        goes first: two choices keep the shards' heads level, so how far a claim lands from the
+        oldest task stays bounded (bench/claims.py measures it). Within a page, a random pick among
+        its oldest CLAIM_PICK, then another on a lost race. Then the other of the two, then every
+        other shard in random order, each read only once the pages before it are used up: a claim
+        that finds nothing has read every shard. One shard: strictly the oldest first."""
+        store = self.work.store
+        shards = self.rng.sample(range(store.claim_shards), store.claim_shards)
+        pick = CLAIM_PICK if store.claim_shards > 1 else 1
+        chosen = [store.claimable(authority, shard, CLAIM_CANDIDATES) for shard in shards[:2]]
+        chosen.sort(key=lambda page: created_order(page[0]) if page else ("~",))  # an empty page last
+        rest = (store.claimable(authority, shard, CLAIM_CANDIDATES) for shard in shards[2:])  # read lazily
+        for page in itertools.chain(chosen, rest):
+            while page:
+                yield page.pop(self.rng.randrange(min(pick, len(page))))
+
     def _claim_once(self, principal: Principal, worker: str, command_id: str, digest: str) -> Outcome:
         store = self.work.store
-        for candidate in store.claimable(principal.authority, CLAIM_CANDIDATES):
+        # At most CLAIM_CANDIDATES tries, whichever shards they come from: under contention a long-poll
+        # backs off rather than spending one transaction per lost race without bound.
+        for candidate in itertools.islice(self._candidates(principal.authority), CLAIM_CANDIDATES):
             try:
                 decided = self._grant(candidate, worker, candidate.id)
             except (LeaseUnavailable, TerminalTask):
-                # A stale index entry (the task was leased or ended since): try the next oldest.
-                # An exhausted fence is not skipped: the oldest candidate answers it (SEMANTICS §2).
+                # A stale index entry (the task was leased or ended since): try another.
+                # An exhausted fence is not skipped: the candidate answers it (SEMANTICS §2).
                 continue
             commit = Commit(
                 receipt=Receipt(principal.authority, command_id, "claim_lease", digest, 200, decided.receipt.result),
@@ -107,7 +136,7 @@ class Leases:
             try:
                 store.commit(commit)
             except TaskChanged:
-                continue  # another worker won this one; try the next oldest
+                continue  # another worker won this one; try another
             except ReceiptTaken:
                 replayed = replay(store.read(principal.authority, command_id, None).receipt, "claim_lease", digest)
                 if replayed is not None:

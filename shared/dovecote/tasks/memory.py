@@ -40,8 +40,10 @@ from dovecote.tasks.ports import (
     TaskPage,
 )
 from dovecote.tasks.storage import (
+    CLAIM_SHARDS,
     apply_checks,
     check_upload,
+    claim_shard,
     commit_checks,
     commit_failure,
     created_order,
@@ -56,7 +58,8 @@ from dovecote.tasks.storage import (
 
 
 class InMemoryTaskStore:
-    def __init__(self) -> None:
+    def __init__(self, *, claim_shards: int = CLAIM_SHARDS) -> None:
+        self.claim_shards = claim_shards  # as the DynamoDB store: a claim reads one shard at a time
         self._lock = threading.RLock()
         self.tasks: dict[tuple[str, str], Task] = {}
         self.receipts: dict[tuple[str, str], Receipt] = {}
@@ -232,9 +235,13 @@ class InMemoryTaskStore:
             ]
         return [t for _, t in sorted(due, key=lambda pair: (pair[0], pair[1].authority, pair[1].id))][:limit]
 
-    def claimable(self, authority: str, limit: int) -> list[Task]:
+    def claimable(self, authority: str, shard: int, limit: int) -> list[Task]:
         with self._lock:
-            tasks = [t for (a, _), t in self.tasks.items() if a == authority and is_claimable(t)]
+            tasks = [
+                t
+                for (a, _), t in self.tasks.items()
+                if a == authority and is_claimable(t) and claim_shard(a, t.id, self.claim_shards) == shard
+            ]
         return sorted(tasks, key=created_order)[:limit]
 
     def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:

@@ -201,9 +201,12 @@ class TaskStore(Protocol):
 
     def commit(self, commit: Commit) -> None: ...
 
-    def claimable(self, authority: str, limit: int) -> list[Task]:
-        """Oldest first by (created_at, workspace, id): non-terminal, unowned. May be slightly
-        stale (a sparse index); the commit's CAS is what makes a claim safe."""
+    # The claimable index's partitions per authority (storage.claim_shard places each task).
+    claim_shards: int
+
+    def claimable(self, authority: str, shard: int, limit: int) -> list[Task]:
+        """One claimable shard, oldest first by (created_at, workspace, id): non-terminal, unowned.
+        May be slightly stale (a sparse index); the commit's CAS is what makes a claim safe."""
         ...
 
     def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:

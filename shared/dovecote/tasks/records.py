@@ -22,7 +22,7 @@ class Claimable(_Index):
         index_name = "claimable"
         projection = AllProjection()
 
-    claim_pk = UnicodeAttribute(hash_key=True)  # authority
+    claim_pk = UnicodeAttribute(hash_key=True)  # authority#shard (storage.claim_key)
     claim_sk = UnicodeAttribute(range_key=True)  # created_at#workspace#task: oldest first
 
 

@@ -2,7 +2,8 @@
 (tasks/dynamo.py) and the in-memory fake (tasks/memory.py) both call these, and differ only in how
 they keep the records.
 
-- the orders the lists promise (SEMANTICS §2) and which tasks each index holds;
+- the orders the lists promise (SEMANTICS §2) and which tasks each index holds, and in which
+  claimable shard;
 - which preconditions a commit carries, in which order, and the typed failure each one raises;
 - what a heartbeat requires of the lease;
 - what a part and an uploaded payload look like once stored.
@@ -17,6 +18,11 @@ from dovecote.platform.errors import InvalidArgument, NotFound, PayloadTooLarge
 from dovecote.tasks import machine, ports
 from dovecote.tasks.model import Message, Part, Task, WorkspaceHead
 from dovecote.tasks.ports import ApplyCommit, Commit, HeadChanged, TaskChanged
+
+# The claimable index's partitions per authority, unless the deployment says otherwise
+# (settings.claim_shards): concurrent claims spread over them instead of all racing for the one oldest
+# task (bench/claims.py models it). One shard is the seed's rule, strictly the oldest first.
+CLAIM_SHARDS = 16
 
 # Parts up to this size live in the message item; larger ones in S3 by digest. Items are capped at
 # 400 KB and a message may carry 2 MiB.
@@ -50,6 +56,18 @@ def lease_order(task: Task) -> tuple[str, ...]:
 def is_claimable(task: Task) -> bool:
     """Non-terminal and unowned: what a claim may lease."""
     return not task.owner and not machine.is_terminal(task.state)
+
+
+def claim_shard(authority: str, task_id: str, shards: int) -> int:
+    """The claimable shard of a task: a hash of its id, so tasks spread evenly whatever their ids
+    look like, and a task keeps its shard for as long as the shard count stays the same."""
+    digest = hashlib.sha256(f"{authority}#{task_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % shards
+
+
+def claim_key(authority: str, shard: int) -> str:
+    """The claimable index's partition key: one partition per (authority, shard)."""
+    return f"{authority}#{shard}"
 
 
 # ---- commits -------------------------------------------------------------------------------------------

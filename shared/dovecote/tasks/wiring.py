@@ -23,6 +23,7 @@ def task_service(*, sealed: bool = True) -> TaskService:
         dynamodb=aws.client("dynamodb"),
         s3=aws.lazy_client("s3"),
         protector=protector(settings) if sealed else None,
+        claim_shards=settings.claim_shards,
     )
     return TaskService(
         store,
