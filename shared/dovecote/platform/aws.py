@@ -1,7 +1,10 @@
-"""Cached boto3 clients: created lazily, once per container, and shared by every adapter.
+"""Cached AWS SDK clients: created lazily, once per container, and shared by every adapter.
 
-boto3 is imported on first use, not at module import, so a handler's import time stays low and a
-function that never reaches AWS on a request path (health) never pays for it.
+The clients are botocore's, made by its session directly: a `boto3.client(...)` is the same botocore
+client, and importing boto3 also loads s3transfer and multiprocessing for its resource and transfer
+layers, which no function uses (about a sixth of a notes cold start). The SDK is imported on first
+use, not at module import, so a function that never reaches AWS on a request path (health) never
+pays for it.
 """
 
 from __future__ import annotations
@@ -39,15 +42,11 @@ def _loader() -> Any:
 def _session() -> Any:
     """One session for every client until reset_clients: its handlers are registered once, not once
     per client, and its service models come from the shared loader."""
-    import boto3
     import botocore.session
 
     core = botocore.session.get_session()
     core.register_component("data_loader", _loader())
-    session = boto3.session.Session(botocore_session=core)
-    paths = _loader().search_paths
-    paths[:] = dict.fromkeys(paths)  # boto3 appends its own data path to each session's loader
-    return session
+    return core
 
 
 @cache
@@ -69,7 +68,7 @@ def client(service: str) -> Any:
             # S3 presigned URLs must use SigV4 (KMS-encrypted objects refuse SigV2).
             signature_version="s3v4" if service == "s3" else None,
         )
-        return _session().client(service, config=config)
+        return _session().create_client(service, config=config)
 
 
 class LazyClient:
