@@ -437,7 +437,7 @@ def cold_start(report: dict[str, Any], run: Run) -> None:
 
 
 def cost(report: dict[str, Any], run: Run) -> None:
-    from bench.cost import PRICES, PRICES_AS_OF, capacity_per_command, price_per_million
+    from bench.cost import LEVERS, PRICES, PRICES_AS_OF, capacity_per_command, folded_wru, price_per_million
     from infra.routes import FUNCTIONS
 
     local = report.get("local_runtime")
@@ -468,6 +468,23 @@ def cost(report: dict[str, Any], run: Run) -> None:
             f"{price['total']:.2f}",
         )
     console.print(table)
+    # What folding items into the task item would save (computed from the items written, not built).
+    levers = Table("task command", *LEVERS, title="WRU / all-in $ per million, by layout")
+    report["cost"]["levers"] = {}
+    for label, cap in capacity.items():
+        if not label.startswith("task") or not cap["transactions"]:
+            continue
+        duration = report["cost"]["commands"][label]["duration_ms"]
+        row = {}
+        for lever, (folded, short_names) in LEVERS.items():
+            units = folded_wru(cap["transactions"], folded, short_names)
+            price = price_per_million(
+                {**cap, "wru": units}, memory_mb=FUNCTIONS["tasks_api"].memory_mb, duration_ms=duration
+            )
+            row[lever] = {"wru": units, "usd_per_million": price["total"]}
+        report["cost"]["levers"][label] = row
+        levers.add_row(label, *(f"{v['wru']:.0f} / {v['usd_per_million']:.2f}" for v in row.values()))
+    console.print(levers)
     transition = PRICES["stepfunctions_standard_transition"] * 1e6
     console.print(f"for comparison: one Step Functions Standard state transition is ${transition:.2f} per million")
     console.print(f"prices: {PRICES_AS_OF}")

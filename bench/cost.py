@@ -76,6 +76,9 @@ class Meter:
     s3_put: int = 0
     s3_get: int = 0
     items_written: list[int] = field(default_factory=list)
+    # Each TransactWriteItems as (what the item is, its size, the bytes of its attribute names past
+    # 2 characters each): the cost levers below fold them.
+    transactions: list[list[tuple[str, int, int]]] = field(default_factory=list)
 
     def _before(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         name = model.name
@@ -84,16 +87,20 @@ class Meter:
             self.items_written.append(size)
             self.wru += wru(size)
         elif name == "TransactWriteItems":
+            written: list[tuple[str, int, int]] = []
             for entry in params["TransactItems"]:
                 ((kind, op),) = entry.items()
                 if kind == "Put":
                     size = item_size(op["Item"])
                     self.items_written.append(size)
-                elif kind == "Delete":
-                    size = self._stored_size(op["TableName"], op["Key"])
-                else:  # Update / ConditionCheck: priced on the item as stored
+                else:  # Delete / Update / ConditionCheck: priced on the item as stored
                     size = self._stored_size(op["TableName"], op["Key"])
                 self.wru += 2 * wru(size)
+                item = op.get("Item") or op["Key"]
+                # The bytes its attribute names take beyond 2 characters each (the `attr_name` lever).
+                names = sum(max(0, len(name.encode()) - 2) for name in (item if kind == "Put" else {}))
+                written.append((item_role(item), size, names))
+            self.transactions.append(written)
         elif name == "UpdateItem" or name == "DeleteItem":
             self.wru += wru(self._stored_size(params["TableName"], params["Key"]))
 
@@ -149,7 +156,46 @@ class _ShardFirst(random.Random):
         return [self.shard, *(s for s in population if s != self.shard)][:k]
 
 
-def capacity_per_command() -> dict[str, dict[str, float]]:
+def item_role(item: dict[str, Any]) -> str:
+    """What a task-table item is, from its key: the task, a receipt, an event, a message, or one of
+    the uniqueness guards (a message id, a submission id)."""
+    pk, sk = item.get("pk", {}).get("S", ""), item.get("sk", {}).get("S", "")
+    if pk.startswith("C#"):
+        return "receipt"
+    if pk.startswith(("MID#", "S#")):
+        return "guard"
+    if pk.startswith("T#"):
+        # A grant ("G#", the lease history) is the claim's event.
+        return {"T": "task", "E": "event", "G": "event", "M": "message"}.get(sk[:1], "other")
+    return "other"
+
+
+# The cost levers of issue [16/16], each a layout that folds some items of a command's transaction
+# into the task item it already writes (a transaction costs 2 WRU per item per started KB, however
+# small the item): what each would save, computed from the items the commands really write.
+EVERYTHING = frozenset({"receipt", "event", "message", "guard"})
+LEVERS: dict[str, tuple[frozenset[str], bool]] = {
+    "as today": (frozenset(), False),
+    "receipt in the task item": (frozenset({"receipt"}), False),
+    "receipt and event in the task item": (frozenset({"receipt", "event"}), False),
+    "everything in the task item": (EVERYTHING, False),
+    "everything, 2-character attribute names": (EVERYTHING, True),
+}
+
+
+def folded_wru(transactions: list[list[tuple[str, int, int]]], folded: frozenset[str], short_names: bool) -> float:
+    """The WRU of these transactions if the items whose role is in `folded` lived in the task item,
+    and (`short_names`) every attribute name were 2 characters (PynamoDB's `attr_name`)."""
+    total = 0.0
+    for items in transactions:
+        sizes = [(role, size - names if short_names else size) for role, size, names in items]
+        task = sum(size for role, size in sizes if role == "task" or role in folded)
+        kept = [size for role, size in sizes if role != "task" and role not in folded]
+        total += sum(2 * wru(size) for size in kept + ([task] if task else []))
+    return total
+
+
+def capacity_per_command() -> dict[str, dict[str, Any]]:
     """WRU, RRU and S3 requests for the commands the README prices, on moto with real item sizes."""
     from bench.common import moto_resources
     from dovecote.notes.dynamo import DynamoNoteStore
@@ -161,7 +207,7 @@ def capacity_per_command() -> dict[str, dict[str, float]]:
     from dovecote.tasks.storage import claim_shard
     from infra.local.resources import DEFAULT_NAMES
 
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, Any]] = {}
     caller, worker = Principal("bench", "caller"), Principal("bench", "worker", "w1")
     signer = CursorSigner(b"cost-key-0123456789abcdefghijklm")
     with moto_resources() as aws:
@@ -184,6 +230,7 @@ def capacity_per_command() -> dict[str, dict[str, float]]:
                 "s3_put": meter.s3_put,
                 "s3_get": meter.s3_get,
                 "largest_item_bytes": max(meter.items_written, default=0),
+                "transactions": meter.transactions,
             }
             return result
 
