@@ -78,6 +78,10 @@ class SqliteVectors:
         self._db = db
         self._lock = lock
         self.sqlite_vec = load_sqlite_vec(db)  # its version, or '' (numpy scores instead)
+        # (model, authority) → the connection's total_changes when a pass found nothing pending: the
+        # engine's one connection makes every write in this process, so an unchanged count means
+        # nothing new to embed, and the local runtime's backfill can poll often for free.
+        self._settled: dict[tuple[str, str | None], int] = {}
 
     # ---- writes ---------------------------------------------------------------------------------
 
@@ -113,6 +117,9 @@ class SqliteVectors:
         info = embedder.info
         model = model_key(info.model_id, info.dimension)
         where, params = self._pending_where(model, authority)
+        with self._lock:
+            if self._settled.get((model, authority)) == self._db.total_changes:
+                return 0
         after, seen, done = 0, 0, 0
         while limit is None or seen < limit:
             size = batch if limit is None else min(batch, limit - seen)
@@ -122,6 +129,8 @@ class SqliteVectors:
                     f"WHERE {where} AND m.id > ? ORDER BY m.id LIMIT ?",
                     [*params, after, size],
                 ).fetchall()
+                if not rows and after == 0:
+                    self._settled[(model, authority)] = self._db.total_changes
             if not rows:
                 break
             after, seen = rows[-1][0], seen + len(rows)
