@@ -174,3 +174,34 @@ def test_sqlite_vec_and_numpy_agree(engine: SqliteSearchIndex) -> None:
     without = numpy_only.nearest(scope, MODEL, vector, 10)
     assert [r.session for r in with_vec] == [r.session for r in without]
     assert [round(r.score, 5) for r in with_vec] == [round(r.score, 5) for r in without]
+
+
+class GatedEmbedder(HashingEmbedder):
+    """Holds its first batch until released: a pass that is running, for real threads to meet."""
+
+    def __init__(self) -> None:
+        super().__init__(dimension=64)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.entered.set()
+        assert self.release.wait(30)
+        return super().embed(texts)
+
+
+def test_a_second_pass_while_one_runs_returns_at_once_and_nothing_is_embedded_twice(
+    engine: SqliteSearchIndex,
+) -> None:
+    embedder = GatedEmbedder()
+    results: list[int] = []
+    first = threading.Thread(target=lambda: results.append(engine.embed_pending(embedder)))
+    first.start()
+    assert embedder.entered.wait(30)
+    assert engine.embed_pending(embedder) == 0  # the running pass owns the work
+    assert engine.search("acme", semantic_query("lease")).hits  # searches are not blocked by the embedder
+    embedder.release.set()
+    first.join(30)
+    assert results == [4]
+    assert embedder.texts == 4  # each once (a text shared by two authorities is embedded for each: no sharing)
+    assert engine.pending_vectors(MODEL) == 0

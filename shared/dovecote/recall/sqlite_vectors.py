@@ -82,6 +82,9 @@ class SqliteVectors:
         # engine's one connection makes every write in this process, so an unchanged count means
         # nothing new to embed, and the local runtime's backfill can poll often for free.
         self._settled: dict[tuple[str, str | None], int] = {}
+        # One pass at a time (the indexer and the local runtime's backfill may both start one): a second
+        # would embed the same rows again. It returns at once; the running pass embeds them.
+        self._passing = threading.Lock()
 
     # ---- writes ---------------------------------------------------------------------------------
 
@@ -113,7 +116,16 @@ class SqliteVectors:
     ) -> int:
         """Embed messages lacking a vector of the embedder's model, oldest first, `batch` texts per call
         to the embedder, until none is left (or `limit` messages were looked at). Returns how many
-        messages got a vector. An embedder failure propagates; what was written before it stays."""
+        messages got a vector (0 at once when another pass is running). An embedder failure propagates;
+        what was written before it stays."""
+        if not self._passing.acquire(blocking=False):
+            return 0
+        try:
+            return self._embed_pending(embedder, authority, limit, batch)
+        finally:
+            self._passing.release()
+
+    def _embed_pending(self, embedder: Embedder, authority: str | None, limit: int | None, batch: int) -> int:
         info = embedder.info
         model = model_key(info.model_id, info.dimension)
         where, params = self._pending_where(model, authority)
