@@ -229,7 +229,7 @@ class SqliteVectors:
 
     def nearest(self, scope: Scope, model: str, vector: Sequence[float], k: int) -> list[Ranked]:
         """The k sessions holding the messages closest to `vector` (cosine), each with its closest
-        message, best first (ties: lower row id)."""
+        message, best first (sessions tied: the lower row id first)."""
         if k <= 0 or not any(vector):
             return []
         where = " AND ".join([*scope.where, CONVERSATION])
@@ -237,8 +237,10 @@ class SqliteVectors:
             rows = self._db.execute(
                 "WITH scored AS (SELECT m.id AS id, m.session_id AS sid, "  # noqa: S608
                 f"1.0 - vec_distance_cosine(e.vec, ?) AS cos FROM messages m {_JOIN} {scope.joins} WHERE {where}), "
-                "best AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY sid ORDER BY cos DESC, id) AS rn FROM scored) "
-                "SELECT sid, id, cos FROM best WHERE rn = 1 AND cos > ? ORDER BY cos DESC, id LIMIT ?",
+                # One row per session, its closest (SQLite's documented bare column of MAX()): no window
+                # over every message. Ties between a session's messages go to either; its score is the same.
+                "best AS (SELECT sid, id, MAX(cos) AS cos FROM scored GROUP BY sid) "
+                "SELECT sid, id, cos FROM best WHERE cos > ? ORDER BY cos DESC, id LIMIT ?",
                 [pack(vector), model, *scope.params, MIN_COSINE, k],
             ).fetchall()
             return [Ranked(sid, rowid, float(cos)) for sid, rowid, cos in rows]
