@@ -91,6 +91,8 @@ FUNCTIONS: dict[str, Function] = {
                 "opensearch_url",
                 "opensearch_aws_service",
                 "recall_sqlite_path",
+                "embedder",
+                "embed_dimension",
             ),
         ),
         # A2A 1.0 (dovecote.a2a): its own function, so no other function's cold start loads a2a-sdk.
@@ -128,7 +130,15 @@ TRANSCRIPT_INDEXER = Function(
     "transcript_indexer",
     memory_mb=2048,
     timeout_s=300,
-    settings=("recall_table", "bucket", "opensearch_url", "opensearch_aws_service", "recall_sqlite_path"),
+    settings=(
+        "recall_table",
+        "bucket",
+        "opensearch_url",
+        "opensearch_aws_service",
+        "recall_sqlite_path",
+        "embedder",
+        "embed_dimension",
+    ),
 )
 TRANSCRIPT_INDEXER_BATCH_SIZE = 1  # one file per invocation: a failure retries that file alone
 TRANSCRIPT_UPLOADS_PREFIX = "uploads/transcripts/"  # dovecote.recall.memory names the same prefix

@@ -27,6 +27,7 @@ from dovecote.recall.model import (
     RANKERS,
     READ_WINDOW,
     ROLES,
+    SEMANTIC_SWITCH,
     SORTS,
     gate_outline,
     gate_read,
@@ -161,6 +162,14 @@ def search(
     ranker: Annotated[
         str, Query(json_schema_extra=one_of("", *RANKERS), description="fused by default; message, top2, session")
     ] = "",
+    semantic: Annotated[
+        str,
+        Query(
+            json_schema_extra=one_of("", *SEMANTIC_SWITCH),
+            description="the semantic tier (vectors fused with the words) for this relevance search: on or off; "
+            "absent: the deployment's default. vector_coverage says whether it ran",
+        ),
+    ] = "",
 ) -> Response[SearchEnvelopeOut | str]:
     """Search transcripts: ranked refs, one per session, with warnings and a completeness report (or
     one line per result with `format=oneline`)."""
@@ -181,6 +190,7 @@ def search(
         include_subagents=include_subagents,
         format=output,
         ranker=ranker,
+        semantic=semantic,
     )
     envelope = service().search(current_principal(app), params)
     if params.oneline:

@@ -169,6 +169,13 @@ class ScopeReportOut(BaseModel):
     detail: str = ""
 
 
+class VectorCoverageOut(BaseModel):
+    ran: bool = Field(description="whether the semantic tier ran (all counts are 0 when it did not)")
+    candidate_msgs: int = Field(description="conversation messages the search's filters select")
+    vectored_msgs: int = Field(description="of those, the ones with a vector of the configured model")
+    missing_msgs: int = Field(description="not embedded yet: a match there by meaning alone is not found")
+
+
 class SearchEnvelopeOut(BaseModel):
     query: str
     results: list[SearchRefOut]
@@ -183,6 +190,7 @@ class SearchEnvelopeOut(BaseModel):
     excluded_current_turn: int
     store: str
     store_note: str = ""
+    vector_coverage: VectorCoverageOut
 
 
 class MessageOut(BaseModel):

@@ -3,6 +3,12 @@
 it and clears the ledger entry (RecallService.index_upload, safe to repeat). Powertools
 BatchProcessor reports partial batch failures, so one failing upload is retried alone; S3's
 `s3:TestEvent` and keys outside `uploads/transcripts/` are acknowledged and ignored.
+
+The semantic tier's embedding runs here, off the request path, after the lexical index is written
+(RecallService.embed_pending: nothing when the embedder is off or the engine keeps no vectors). A
+scheduled event embeds whatever is still pending in every authority (the local runtime schedules it
+while an embedder is on: transcripts posted inline never pass through the queue). An embedder failure
+is logged and does not fail the upload: it is indexed, and the next run embeds what is left.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from urllib.parse import unquote_plus
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from dovecote.platform.errors import Unavailable
 from dovecote.platform.observability import logger
 from dovecote.recall.archive import parse_upload_key
 from dovecote.recall.service import RecallService
@@ -57,9 +64,23 @@ def index_record(record: SQSRecord) -> None:
                 "unchanged": result.unchanged if result else None,
             },
         )
+        embed(authority)
+
+
+def embed(authority: str | None) -> int:
+    try:
+        embedded = service().embed_pending(authority)
+    except Unavailable as exc:
+        logger.warning("embedding failed; the messages stay pending", extra={"authority": authority, "code": exc.code})
+        return 0
+    if embedded:
+        logger.info("messages embedded", extra={"authority": authority, "messages": embedded})
+    return embedded
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    if event.get("detail-type") == "Scheduled Event":
+        return {"embedded": embed(None)}
     response = process_partial_response(event=event, record_handler=index_record, processor=processor, context=context)
     return dict(response)

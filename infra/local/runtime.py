@@ -41,6 +41,8 @@ TOKENS_FILE = "dev-tokens.json"
 IDLE_POLL_S = 5.0
 # The lease dispatcher runs at least this often, whatever its gate says (see `start`).
 DISPATCH_ANYWAY_S = 600.0
+# Seconds between the semantic tier's backfill passes (only with an embedder, see `start`).
+EMBED_BACKFILL_S = 2.0
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -67,6 +69,7 @@ class LocalRuntime:
     a2a_unauthenticated: bool = False
     _dispatcher: Any = None
     _indexer: Any = None
+    _embed_backfill: Any = None
     _memory_worker: Any = None
     # `--data DIR`: keep state across restarts there; `fresh` wipes DIR first.
     data_dir: Path | None = None
@@ -249,6 +252,14 @@ class LocalRuntime:
                 function=DISPATCHER, interval_s=self.dispatch_interval, gate=gate, at_least_every_s=DISPATCH_ANYWAY_S
             ).start()
 
+        if get_settings().embedder != "off":
+            # The semantic tier's backfill (DOVECOTE_EMBEDDER, `dovecote dev --embedder`): the indexer
+            # embeds what is pending, transcripts posted inline included (they never pass through its
+            # queue). A tick with nothing written since the last pass costs one counter read.
+            from infra.routes import TRANSCRIPT_INDEXER as INDEXER
+
+            self._embed_backfill = Schedule(function=INDEXER, interval_s=EMBED_BACKFILL_S).start()
+
         if self._store is not None:
             # Snapshots in the background once the journal grows or ages, so a restart after a crash
             # replays a bounded journal whatever the uptime (persistence.CompactionPolicy). Started
@@ -365,7 +376,15 @@ class LocalRuntime:
     def stop(self) -> None:
         # What runs functions first, then the servers they call, then the data directory; a part
         # this start never reached is None.
-        for worker in (self._metrics_log, self._dispatcher, self._memory_worker, self._janitor, self._indexer):
+        workers = (
+            self._metrics_log,
+            self._embed_backfill,
+            self._dispatcher,
+            self._memory_worker,
+            self._janitor,
+            self._indexer,
+        )
+        for worker in workers:
             if worker is not None:
                 worker.stop()
         for server in (self._server, self._moto):

@@ -5,6 +5,7 @@ injected at botocore level; and the AWS round trips of each command."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -354,3 +355,68 @@ def test_round_trips(aws_recall: tuple[RecallService, dict[str, Any]]) -> None:
         "dynamodb.DeleteItem": 1,
         "s3.DeleteObject": 1,
     }
+
+
+def _inline(session_id: str, text: str) -> dict[str, Any]:
+    """A one-message transcript in the generic form, as POST /v1/transcripts takes it."""
+    message = {"uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, session_id)), "role": "user", "text": text}
+    return {
+        "source": "t",
+        "project": "p",
+        "session_id": session_id,
+        "messages": [{**message, "timestamp": "2026-01-01T00:00:00Z"}],
+    }
+
+
+def test_the_indexer_embeds_after_indexing_and_a_scheduled_run_embeds_the_rest(
+    moto_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """DOVECOTE_EMBEDDER on: the upload's messages get vectors right after the lexical write; one posted
+    inline (never on the queue) gets them from the scheduled run; an embedder failure fails nothing."""
+    from dovecote.platform.errors import Unavailable
+    from dovecote.platform.settings import get_settings
+    from dovecote.recall.fusion import model_key
+    from functions.transcript_indexer import handler as indexer
+
+    sqs = aws.client("sqs")
+    queue = create_transcript_queue(
+        s3=moto_env["s3"], sqs=sqs, bucket=moto_env["settings"].bucket, queue=DEFAULT_NAMES["transcripts_queue"]
+    )
+    monkeypatch.setenv("DOVECOTE_RECALL_SQLITE_PATH", str(tmp_path / "indexer.sqlite3"))
+    monkeypatch.setenv("DOVECOTE_EMBEDDER", "hashing")
+    get_settings.cache_clear()
+    indexer.service.cache_clear()
+    try:
+        service = indexer.service()
+        assert service.embedder is not None
+        key = model_key(service.embedder.info.model_id, service.embedder.info.dimension)
+        created = service.create_upload(ACME, {"format": "claude-code-jsonl"})
+        requests.put(created.upload_url, data=SESSION_FILE.read_bytes(), timeout=30)
+        messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]
+        records = [
+            {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"], "attributes": {},
+             "messageAttributes": {}, "md5OfBody": m["MD5OfBody"], "eventSource": "aws:sqs",
+             "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:dovecote-transcripts", "awsRegion": "us-east-1"}
+            for m in messages
+        ]  # fmt: skip
+        assert indexer.handler({"Records": records}, _Context()) == {"batchItemFailures": []}
+        index: Any = service.index
+        assert index.pending_vectors(key, "acme") == 0  # embedded right after the lexical write
+        service.ingest(ACME, _inline("inline-1", "posted inline"))
+        assert index.pending_vectors(key, "acme") == 1
+        scheduled = {"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
+        assert indexer.handler(scheduled, _Context()) == {"embedded": 1}
+        assert index.pending_vectors(key, "acme") == 0
+        envelope = service.search(ACME, gate_search(q="inline", semantic="on"))
+        assert envelope.vector_coverage.ran and envelope.vector_coverage.missing_msgs == 0
+
+        def down(texts: Any) -> Any:
+            raise Unavailable("the embedder is down")
+
+        monkeypatch.setattr(service.embedder, "embed", down)
+        service.ingest(ACME, _inline("inline-2", "another"))
+        assert indexer.handler(scheduled, _Context()) == {"embedded": 0}  # logged, not raised
+        assert index.pending_vectors(key, "acme") == 1  # still pending: the next run embeds it
+    finally:
+        indexer.service.cache_clear()
+        get_settings.cache_clear()

@@ -1013,3 +1013,27 @@ def test_concurrent_ingests_of_different_sessions_all_land(recall: RecallService
     assert errors == []
     envelope = search(recall, "parallel ingest marker", limit=50)
     assert envelope.total_matches == 30 and envelope.complete
+
+
+def test_semantic_on_says_whether_the_tier_ran(
+    index_engine: SearchIndex, archive: InMemoryArchive, ledger: InMemoryLedger
+) -> None:
+    """Every engine answers `semantic=on`: one with a vector tier runs it and reports its coverage;
+    one without (OpenSearch today) answers with the words and says the tier did not run."""
+    from dovecote.embedding.fakes import HashingEmbedder
+    from dovecote.recall.ports import VectorTier
+
+    recall = RecallService(index_engine, archive, ledger, clock=lambda: NOW, embedder=HashingEmbedder())
+    put(recall, "vec-1", ["the lease fence check raced", "patched it"])
+    put(recall, "vec-2", ["an unrelated cache warmup", "fine"])
+    recall.embed_pending()
+    on = search(recall, "lease fence", semantic="on")
+    off = search(recall, "lease fence", semantic="off")
+    assert sessions_of(on)[0] == sessions_of(off)[0] == "vec-1"
+    c = on.vector_coverage
+    if isinstance(index_engine, VectorTier):
+        assert (c.ran, c.candidate_msgs, c.vectored_msgs, c.missing_msgs) == (True, 4, 4, 0)
+    else:
+        assert (c.ran, c.candidate_msgs, c.vectored_msgs, c.missing_msgs) == (False, 0, 0, 0)
+    assert not off.vector_coverage.ran
+    assert "vector_gap" not in codes(on)

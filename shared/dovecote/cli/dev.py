@@ -12,6 +12,7 @@ under it. The runtime is the checkout's (`infra/` is not installed): its root go
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -83,6 +84,13 @@ def dev(
             "that cannot send one, such as the A2A TCK)."
         ),
     ] = False,
+    embedder: Annotated[
+        str,
+        typer.Option(
+            help="Recall's semantic tier: off, or local (all-MiniLM-L6-v2 from its PyPI wheel; messages are "
+            "embedded in the background). Default: DOVECOTE_EMBEDDER, else off."
+        ),
+    ] = "",
 ) -> None:
     """Run the whole service locally over moto, with API Gateway emulated (`make dev ARGS="--port 9000"`).
     `dovecote dev token --authority A` mints a token of any authority from the running one."""
@@ -92,6 +100,10 @@ def dev(
     import signal
 
     checkout()
+    if embedder:
+        if embedder not in ("off", "local"):
+            raise CliError(f"--embedder must be off or local, got {embedder!r}", EXIT_USAGE)
+        os.environ["DOVECOTE_EMBEDDER"] = embedder  # the functions read their settings from the environment
     from infra.local.runtime import DataDirBusy, LocalRuntime
 
     # One line per request (method, path, status, code, ms) and the emulators' own notices. Its own
@@ -128,6 +140,8 @@ def dev(
         path, names = write_profiles(write_profile, tokens_file)
         say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory)")
     say(f"data: {data} (kept across restarts; --fresh starts empty)")
+    if os.environ.get("DOVECOTE_EMBEDDER", "off") not in ("", "off"):
+        say(f"recall: semantic tier on ({os.environ['DOVECOTE_EMBEDDER']} embedder; messages embed in the background)")
     if a2a_unauthenticated:
         card = f"{runtime.endpoint}/.well-known/agent-card.json"
         say(f"A2A: requests without a token run as the dev caller (card: {card})")

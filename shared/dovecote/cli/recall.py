@@ -228,6 +228,7 @@ def search(
     include_tools: IncludeTools = False,
     include_subagents: Annotated[bool, typer.Option(help="Also search subagent threads.")] = False,
     ranker: Annotated[str, typer.Option(help="message, top2, session or fused")] = "",
+    semantic: Annotated[str, typer.Option(help="on or off: the semantic tier (default: the deployment's)")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the SearchEnvelope.")] = False,
     oneline: Annotated[bool, typer.Option("--oneline", help="<ref>\\t<ISO>\\t<project>\\t<snippet> per hit.")] = False,
 ) -> None:
@@ -248,6 +249,7 @@ def search(
         "include_tools": include_tools,
         "include_subagents": include_subagents,
         "ranker": ranker,
+        "semantic": semantic,
     }
     sdk = client()
     if oneline:
@@ -266,6 +268,9 @@ def search(
     more = "at least " if envelope["total_is_lower_bound"] else ""
     status = "complete" if envelope["complete"] else "INCOMPLETE"
     say(f"{envelope['count']} of {more}{envelope['total_matches']} conversations; {status}")
+    vectors = envelope.get("vector_coverage") or {}
+    if vectors.get("ran"):
+        say(f"semantic tier: {vectors['vectored_msgs']} of {vectors['candidate_msgs']} messages embedded")
     for warning in envelope["warnings"]:
         note(f"{warning['code']}: {warning['message']}")
     if envelope["next_command"]:

@@ -112,8 +112,9 @@ class RecallMixin:
 
     def recall_search(self, q: str, **options: Any) -> dict[str, Any]:
         """The SearchEnvelope. Options: limit, role, sort, since, before, min_messages, project,
-        source, include_path, exclude_path, current_session, include_tools, include_subagents, ranker.
-        sort is relevance (absent), newest or oldest."""
+        source, include_path, exclude_path, current_session, include_tools, include_subagents, ranker,
+        semantic. sort is relevance (absent), newest or oldest; semantic is on or off (absent: the
+        deployment's default), and the envelope's vector_coverage says whether the tier ran."""
         return dict(self.request("GET", "/v1/recall/search", params=_params(q=q, **options)))
 
     def recall_search_oneline(self, q: str, **options: Any) -> str:

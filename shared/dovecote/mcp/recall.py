@@ -40,6 +40,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         current_session: Annotated[str, Field(description="Your live session id, left out of the results.")] = "",
         include_tools: IncludeTools = False,
         include_subagents: Annotated[bool, Field(description="Also search subagent threads.")] = False,
+        semantic: Annotated[Literal["", "on", "off"], Field(description="The semantic tier (absent: default).")] = "",
     ) -> dict[str, Any]:
         """Search past agent conversations (transcripts): ranked hits, one per session, each with a
         `read_ref` for recall_read. Check `complete` and `warnings`: an incomplete or stale scope
@@ -56,6 +57,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             current_session=current_session,
             include_tools=include_tools,
             include_subagents=include_subagents,
+            semantic=semantic,
         )
 
     @server.tool(name="recall_read", annotations=hints("recall_read"))

@@ -50,6 +50,7 @@ def open_search_index(settings: Settings) -> SearchIndex:
 
 def recall_service(settings: Settings) -> RecallService:
     """The composition root shared by the recall API and the transcript indexer."""
+    from dovecote.embedding.engines import open_embedder
     from dovecote.platform import aws
     from dovecote.recall.archive import S3Archive
     from dovecote.recall.digests import DynamoIngestedDigests
@@ -62,4 +63,5 @@ def recall_service(settings: Settings) -> RecallService:
         DynamoIngestLedger(table=settings.recall_table, dynamodb=aws.client("dynamodb")),
         presign_seconds=settings.presign_seconds,
         digests=DynamoIngestedDigests(table=settings.recall_table, dynamodb=aws.client("dynamodb")),
+        embedder=open_embedder(settings),
     )

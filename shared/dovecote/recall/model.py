@@ -79,7 +79,9 @@ WARN_SCOPE_INCOMPLETE = "scope_incomplete"
 WARN_NOT_CONSOLIDATED = "not_consolidated"  # never raised: one index per authority
 WARN_STORE_FALLBACK = "store_fallback"  # never raised: no second reader exists
 WARN_PROJECT_SPREAD = "project_spread"
+WARN_VECTOR_GAP = "vector_gap"  # the semantic tier ran with partial vector coverage (the seed's order)
 WARN_RAW_HISTORY = "raw_history"
+SEMANTIC_SWITCH = ("on", "off")  # search's `semantic`; absent: the deployment's default (fusion.py)
 WARNING_ORDER = (
     WARN_RECENCY_SKEW,
     WARN_BROAD_QUERY,
@@ -88,6 +90,7 @@ WARNING_ORDER = (
     WARN_NOT_CONSOLIDATED,
     WARN_STORE_FALLBACK,
     WARN_PROJECT_SPREAD,
+    WARN_VECTOR_GAP,
     WARN_RAW_HISTORY,
 )
 
@@ -427,6 +430,7 @@ class SearchParams:
     include_subagents: bool = False
     oneline: bool = False
     ranker: str = DEFAULT_RANKER
+    semantic: str = ""  # on | off | "" (the deployment's default)
     # The caller's own spelling of each argument, for next_command.
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -449,6 +453,7 @@ def gate_search(
     include_subagents: bool = False,
     format: Any = "",  # noqa: A002 - the API's parameter name
     ranker: Any = "",
+    semantic: Any = "",
 ) -> SearchParams:
     """The one gate for search parameters."""
     query = _text_arg(q, "q", MAX_QUERY_CHARS)
@@ -481,6 +486,9 @@ def gate_search(
     ranker_ = _text_arg(ranker, "ranker", 16) or DEFAULT_RANKER
     if ranker_ not in RANKERS:
         raise InvalidArgument(f"ranker must be one of {', '.join(RANKERS)}", field="ranker")
+    semantic_ = _text_arg(semantic, "semantic", 8)
+    if semantic_ and semantic_ not in SEMANTIC_SWITCH:
+        raise InvalidArgument(f"semantic must be 'on', 'off' or absent, got {semantic_!r}", field="semantic")
     raw = {
         "q": query,
         "limit": limit or None,
@@ -496,6 +504,7 @@ def gate_search(
         "current_session": current,
         "include_tools": include_tools,
         "include_subagents": include_subagents,
+        "semantic": semantic_,
     }
     return SearchParams(
         q=query,
@@ -514,6 +523,7 @@ def gate_search(
         include_subagents=bool(include_subagents),
         oneline=fmt == "oneline",
         ranker=ranker_,
+        semantic=semantic_,
         raw=raw,
     )
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from dovecote.recall.model import (
     MAX_CANDIDATES,
@@ -59,6 +59,10 @@ from dovecote.recall.model import (
     Visibility,
 )
 from dovecote.recall.query import Query
+from dovecote.recall.results import VectorCoverage
+
+if TYPE_CHECKING:
+    from dovecote.embedding.ports import Embedder
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,17 @@ class Withhold:
 
 
 @dataclass(frozen=True, slots=True)
+class SemanticQuery:
+    """The semantic tier's part of a relevance search: the question's vector, the model key the
+    stored vectors must carry (model_key), and how the two rankings are fused (dovecote.recall.fusion)."""
+
+    vector: tuple[float, ...]
+    model: str
+    fusion: str
+    weight: float  # the lexical share of a weighted fusion
+
+
+@dataclass(frozen=True, slots=True)
 class IndexQuery:
     query: Query
     filter: SearchFilter
@@ -113,6 +128,7 @@ class IndexQuery:
     ranker: str = "message"
     withhold: Withhold | None = None
     max_candidates: int = MAX_CANDIDATES
+    semantic: SemanticQuery | None = None  # only an engine with a VectorTier reads it
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +150,9 @@ class SearchPage:
     newest: str = ""
     withheld: int = 0
     tier: str = "word"
+    # The semantic tier's coverage when the engine ran it (None: it did not, as for an engine
+    # without a VectorTier). tier is then "vector" when only the vectors found something.
+    vectors: VectorCoverage | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +255,23 @@ class SearchIndex(Protocol):
         ...
 
     def delete_authority(self, authority: str) -> None: ...
+
+
+@runtime_checkable
+class VectorTier(Protocol):
+    """An engine that keeps vectors beside its lexical index (the SQLite engine; the OpenSearch engine
+    has none yet, and its searches report that the tier did not run).
+
+    - embed_pending embeds the conversation messages (text and thinking rows, not tool rows or
+      envelopes, not blank) that have no vector of the embedder's model yet, in batches, outside the
+      engine's lock; returns how many messages got one. A vector is stored with its model key, so a
+      change of model makes every message pending again (re-embedding). Called off the request path.
+    - search with IndexQuery.semantic set (and no sort) fuses the lexical ranking with the vector one
+      and reports SearchPage.vectors."""
+
+    def embed_pending(self, embedder: Embedder, *, authority: str | None = None, limit: int | None = None) -> int: ...
+
+    def pending_vectors(self, model: str, authority: str | None = None) -> int: ...
 
 
 # ---- the archive (S3): canonical transcripts ---------------------------------------------------------

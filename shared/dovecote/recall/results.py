@@ -38,6 +38,18 @@ class ScopeReport:
 
 
 @dataclass(frozen=True, slots=True)
+class VectorCoverage:
+    """The semantic tier's coverage of the searched corpus (the seed's shape): the conversation
+    messages the search's filters select (`candidate_msgs`), how many of them have a vector of the
+    configured model, and whether the tier ran. When it did not run, nothing was measured: all zero."""
+
+    ran: bool = False
+    candidate_msgs: int = 0
+    vectored_msgs: int = 0
+    missing_msgs: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class SearchEnvelope:
     query: str
     results: list[SearchRef]
@@ -52,6 +64,7 @@ class SearchEnvelope:
     excluded_current_turn: int
     store: str
     store_note: str = ""
+    vector_coverage: VectorCoverage = field(default_factory=VectorCoverage)
 
     @staticmethod
     def empty(query: str, store: str) -> SearchEnvelope:

@@ -20,13 +20,14 @@ import shlex
 import uuid as uuidlib
 from dataclasses import KW_ONLY, dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dovecote.platform.clock import Clock, utc_now
-from dovecote.platform.errors import AmbiguousRef, InvalidArgument, NotFound, PayloadTooLarge
+from dovecote.platform.errors import AmbiguousRef, InvalidArgument, NotFound, PayloadTooLarge, Unavailable
 from dovecote.platform.principal import Principal
 from dovecote.recall import formats
 from dovecote.recall.digests import IngestedDigests, gate_check, unknown_digests
+from dovecote.recall.fusion import DEFAULT_FUSION, LEXICAL_SHARE, SEMANTIC_DEFAULT, model_key
 from dovecote.recall.model import (
     BROAD_QUERY_MATCHES,
     FORMATS,
@@ -49,6 +50,7 @@ from dovecote.recall.model import (
     WARN_RAW_HISTORY,
     WARN_RECENCY_SKEW,
     WARN_SCOPE_INCOMPLETE,
+    WARN_VECTOR_GAP,
     WIDEN_FLOOR,
     IngestRequest,
     OutlineParams,
@@ -74,9 +76,11 @@ from dovecote.recall.ports import (
     PendingUpload,
     SearchFilter,
     SearchIndex,
+    SemanticQuery,
     TopicEntry,
     TopicRow,
     TranscriptArchive,
+    VectorTier,
     Withhold,
 )
 from dovecote.recall.query import parse_query
@@ -93,9 +97,13 @@ from dovecote.recall.results import (
     TopicHit,
     TopicsResult,
     Upload,
+    VectorCoverage,
     Warning,
     fit_budget,
 )
+
+if TYPE_CHECKING:
+    from dovecote.embedding.ports import Embedder
 
 STORE_NOTE_TRIGRAM = "the word index found nothing; these hits come from the substring (trigram) index"
 STORE_NOTE_NOTHING = "neither the word index nor the substring (trigram) index found a match"
@@ -144,6 +152,12 @@ class RecallService:
     presign_seconds: int = 900
     max_candidates: int = MAX_CANDIDATES
     digests: IngestedDigests | None = None
+    # The semantic tier: an embedder (None: off), whether a search without `semantic` runs it, and
+    # how it is fused (dovecote.recall.fusion; the defaults are the bench's verdict).
+    embedder: Embedder | None = None
+    semantic_default: bool = SEMANTIC_DEFAULT
+    fusion: str = DEFAULT_FUSION
+    lexical_share: float = LEXICAL_SHARE
 
     # ---- ingest -------------------------------------------------------------------------------------
 
@@ -303,6 +317,7 @@ class RecallService:
                 ranker=p.ranker,
                 withhold=self._withhold(authority, p.current_session),
                 max_candidates=self.max_candidates,
+                semantic=self._semantic(p),
             ),
         )
         results = [
@@ -323,7 +338,8 @@ class RecallService:
         next_command = ""
         if has_more and widened > p.limit:
             next_command = _search_command(p, widened)
-        warnings = self._warnings(p, page, results, reports, stale, pending)
+        coverage = page.vectors or VectorCoverage()
+        warnings = self._warnings(p, page, results, reports, stale, pending, coverage)
         return SearchEnvelope(
             query=p.q,
             results=results,
@@ -338,7 +354,31 @@ class RecallService:
             excluded_current_turn=page.withheld,
             store=self.index.name,
             store_note=(STORE_NOTE_TRIGRAM if page.hits else STORE_NOTE_NOTHING) if page.tier == "trigram" else "",
+            vector_coverage=coverage,
         )
+
+    def _semantic(self, p: SearchParams) -> SemanticQuery | None:
+        """The tier's part of the query, or None when it does not run: no embedder, an engine without
+        vectors, a sorted search (not a relevance order), `semantic=off` (or absent, when the default is
+        off), or an embedder that fails now (the search still answers, lexically, and says the tier did
+        not run)."""
+        wanted = p.semantic == "on" or (not p.semantic and self.semantic_default)
+        if not wanted or p.sort or self.embedder is None or not isinstance(self.index, VectorTier):
+            return None
+        info = self.embedder.info
+        try:
+            vector = self.embedder.embed([p.q])[0]
+        except Unavailable:
+            return None
+        return SemanticQuery(tuple(vector), model_key(info.model_id, info.dimension), self.fusion, self.lexical_share)
+
+    def embed_pending(self, authority: str | None = None, *, limit: int | None = None) -> int:
+        """Off the request path (the transcript indexer): vectors for the messages that have none of
+        the configured model, as VectorTier.embed_pending. 0 when the tier is off or the engine keeps no
+        vectors."""
+        if self.embedder is None or not isinstance(self.index, VectorTier):
+            return 0
+        return self.index.embed_pending(self.embedder, authority=authority, limit=limit)
 
     def _pending(self, authority: str, project: str) -> list[PendingUpload]:
         """Uploads the answer may be missing: a URL still usable, or one that expired in the last
@@ -385,6 +425,7 @@ class RecallService:
         reports: list[ScopeReport],
         stale: list[ScopeReport],
         pending: list[PendingUpload],
+        coverage: VectorCoverage,
     ) -> list[Warning]:
         out: list[Warning] = []
         if results and not p.sort and page.newest:
@@ -440,6 +481,20 @@ class RecallService:
                     WARN_PROJECT_SPREAD,
                     f"the hits span {len(projects)} projects ({', '.join(sample)}); narrow with --project",
                     {"projects": len(projects), "sample": sample},
+                )
+            )
+        if coverage.ran and coverage.missing_msgs:
+            out.append(
+                Warning(
+                    WARN_VECTOR_GAP,
+                    f"the semantic tier saw vectors for {coverage.vectored_msgs} of {coverage.candidate_msgs} "
+                    f"messages: {coverage.missing_msgs} are not embedded yet, and a match there by meaning alone "
+                    "is not found; their words still are",
+                    {
+                        "candidate_msgs": coverage.candidate_msgs,
+                        "vectored_msgs": coverage.vectored_msgs,
+                        "missing_msgs": coverage.missing_msgs,
+                    },
                 )
             )
         if results:
@@ -683,4 +738,5 @@ def _search_command(p: SearchParams, limit: int) -> str:
         current_session=raw.get("current_session"),
         include_tools=raw.get("include_tools"),
         include_subagents=raw.get("include_subagents"),
+        semantic=raw.get("semantic"),
     )

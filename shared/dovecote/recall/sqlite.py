@@ -29,10 +29,9 @@ is gone.
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +60,7 @@ from dovecote.recall.ports import (
     Resolution,
     ScopeRow,
     SearchPage,
+    SemanticQuery,
     SessionHit,
     TopicRow,
     Window,
@@ -68,12 +68,16 @@ from dovecote.recall.ports import (
 )
 from dovecote.recall.query import Or, Query, to_fts5
 from dovecote.recall.ranking import Candidate
+from dovecote.recall.results import VectorCoverage
+from dovecote.recall.sqlite_driver import OperationalError, connect
 from dovecote.recall.sqlite_schema import check_sqlite, create_schema
+from dovecote.recall.sqlite_vectors import Scope, SqliteVectors, VectorTierMethods
 
 SNIPPET_TOKENS = 24
 MMAP_BYTES = 1 << 30
 CACHE_KIB = 64 * 1024
 _TOP = "\U0010ffff"
+FUSION_DEPTH = 50  # lexical sessions read for a fusion (a page is at most MAX_SEARCH_LIMIT; default 8)
 # The row a sort picks per session, and the order of sessions under it (ranking.rank_sessions).
 _PICK = {"newest": "ts DESC, id", "oldest": "ts != '', ts, id"}
 _ORDER = {"newest": "pts = '', pts DESC, rel", "oldest": "pts != '', pts, rel"}
@@ -99,6 +103,7 @@ class _Ranked:
     truncated: bool  # the candidate ceiling was hit
     withheld: int
     newest: str
+    tier: str = ""  # set by the fusion when only the vectors found something
 
 
 _SESSION_FIELDS = tuple(f.name for f in fields(SessionInfo))  # the sessions columns of the same names
@@ -126,6 +131,13 @@ _FILTER_SQL = (
 )
 
 
+def _sessions_join(query: IndexQuery) -> str:
+    f = query.filter
+    if f.min_messages or f.project or f.source or f.places is not None:
+        return " JOIN sessions s ON s.authority = m.authority AND s.session_id = m.session_id"
+    return ""
+
+
 def _session_info(row: tuple[Any, ...]) -> SessionInfo:
     values = dict(zip(_SESSION_FIELDS, row, strict=True))
     values["spawn_keys"] = tuple(json.loads(values["spawn_keys"] or "[]"))
@@ -136,7 +148,7 @@ def _row(row: tuple[Any, ...]) -> Row:
     return Row(*row[:7], *map(bool, row[7:9]))  # _ROW_COLUMNS fill Row's fields in order; the last two are flags
 
 
-class SqliteSearchIndex:
+class SqliteSearchIndex(VectorTierMethods):
     name = "sqlite-fts5"
 
     def __init__(self, path: str | Path = ":memory:") -> None:
@@ -145,7 +157,7 @@ class SqliteSearchIndex:
         if target != ":memory:":
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        self._db = connect(target)
         if target != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -154,6 +166,7 @@ class SqliteSearchIndex:
             self._db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         create_schema(self._db)
+        self.vectors = SqliteVectors(self._db, self._lock)
 
     def close(self) -> None:
         with self._lock:
@@ -232,7 +245,7 @@ class SqliteSearchIndex:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                for table in ("messages", "sessions", "topics"):
+                for table in ("messages", "sessions", "topics", "embeddings"):
                     self._db.execute(f"DELETE FROM {table} WHERE authority = ?", (authority,))  # noqa: S608
                 self._db.execute("COMMIT")
             except BaseException:
@@ -390,15 +403,21 @@ class SqliteSearchIndex:
     # ---- search ---------------------------------------------------------------------------------
 
     def search(self, authority: str, query: IndexQuery) -> SearchPage:
+        semantic = query.semantic if not query.sort else None
+        # Fused, the lexical list is read deeper than the page: a session low in it may rise.
+        lexical = replace(query, limit=max(query.limit, FUSION_DEPTH)) if semantic else query
         with self._lock:
             expression = to_fts5(query.query.root)
             table = "messages_fts"
-            found = self._ranked(authority, query, table, expression)
+            found = self._ranked(authority, lexical, table, expression)
             if not found.shown and not found.withheld:
                 trigram = to_fts5(query.query.root, trigram_leaf)
                 if trigram is not None:
                     table = "messages_tri"
-                    found = self._ranked(authority, query, table, trigram)
+                    found = self._ranked(authority, lexical, table, trigram)
+            coverage = None
+            if semantic is not None:
+                found, coverage = self._fused(authority, query, semantic, found)
             ids = [rowid for _, rowid, _, _ in found.shown]
             rows = self._rows_by_id(ids)
             sessions = self._sessions(authority, [sid for sid, _, _, _ in found.shown])
@@ -423,14 +442,33 @@ class SqliteSearchIndex:
                 total_is_lower_bound=found.truncated,
                 newest=found.newest,
                 withheld=found.withheld,
-                tier="word" if table == "messages_fts" else "trigram",
+                tier=found.tier or ("word" if table == "messages_fts" else "trigram"),
+                vectors=coverage,
             )
 
-    def _where(self, authority: str, query: IndexQuery, table: str, expression: str) -> tuple[list[str], list[Any]]:
-        """The filter pushed down: SearchFilter.matches as SQL."""
+    def _fused(
+        self, authority: str, query: IndexQuery, semantic: SemanticQuery, found: _Ranked
+    ) -> tuple[_Ranked, VectorCoverage]:
+        where, params = self._where(authority, query, "", None)
+        if query.withhold is not None:
+            where.append("NOT (m.session_id = ? AND m.pos >= ?)")
+            params += [query.withhold.session_id, query.withhold.from_pos]
+        page = self.vectors.fused_page(
+            Scope(_sessions_join(query), where, params), semantic, query.limit, found.shown, found.total
+        )
+        lower = found.truncated or page.lower_bound
+        return _Ranked(page.shown, page.total, lower, found.withheld, found.newest, page.tier), page.coverage
+
+    def _where(
+        self, authority: str, query: IndexQuery, table: str, expression: str | None
+    ) -> tuple[list[str], list[Any]]:
+        """The filter pushed down: SearchFilter.matches as SQL (with the MATCH when an expression is given)."""
         f = query.filter
-        where = [f"{table} MATCH ?", "m.authority = ?", _visibility_sql(f.visibility)]
-        params: list[Any] = [expression, authority]
+        where = ["m.authority = ?", _visibility_sql(f.visibility)]
+        params: list[Any] = [authority]
+        if expression is not None:
+            where.insert(0, f"{table} MATCH ?")
+            params.insert(0, expression)
         if not f.subagents:
             where.append("m.sub = 0")
         for name, clause in _FILTER_SQL:
@@ -450,16 +488,12 @@ class SqliteSearchIndex:
     def _source(table: str, query: IndexQuery) -> str:
         """The sessions table is joined only for a session-level filter: the lookup per match costs
         as much as the bm25 ranking itself on a common word."""
-        f = query.filter
-        source = f"FROM {table} JOIN messages m ON m.id = {table}.rowid"
-        if f.min_messages or f.project or f.source or f.places is not None:
-            source += " JOIN sessions s ON s.authority = m.authority AND s.session_id = m.session_id"
-        return source
+        return f"FROM {table} JOIN messages m ON m.id = {table}.rowid{_sessions_join(query)}"
 
     def _execute(self, sql: str, params: list[Any]) -> list[Any]:
         try:
             return self._db.execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
+        except OperationalError as exc:
             raise InvalidArgument(f"the query cannot be searched: {exc}", field="q") from None
 
     def _ranked(self, authority: str, query: IndexQuery, table: str, expression: str | None) -> _Ranked:

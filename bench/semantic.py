@@ -1,0 +1,232 @@
+"""The semantic tier (issue 20) on the SQLite engine: does it earn its place?
+
+- Quality: the labelled sets of bench/recall.py (paraphrased questions; distractors sharing their
+  words; with and without rivals; the unseen draw, seed 29, that no choice was made on), every
+  lexical ranker beside the vectors alone (max cosine per session) and both fusions of the default
+  ranker with them: the seed's RRF (k = 60) and the weighted fusion of normalised scores at several
+  lexical shares (the share is chosen on the seen sets, seed 11). The local model embeds: all-MiniLM-
+  L6-v2, the issue's own.
+- Embedding throughput of the local model on this machine (messages per second, wall and CPU), from
+  embedding those sets (real bench messages, 6-40 words).
+- Search latency with the tier on against off, at 10k and 100k messages (bench/recall.py's corpus):
+  the vector scan's cost depends on the dimension and the count, not on the model, so the corpus is
+  filled with 384-dimension vectors from the hashing fake (embedding 100k messages with the local
+  model would take over an hour here); the local model's time to embed one question is measured
+  apart and adds to every search with the tier on.
+
+`python -m bench.semantic [--quick]` (or `make bench` section `semantic`): bench/results/semantic.json.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from bench.common import latency_ms, run_alone
+from bench.recall import QUALITY_SETS, generate_corpus, labelled_set
+
+SHARES = (0.5, 0.6, 0.7, 0.8, 0.9)
+# Filler messages per session (bench/recall.py draws up to 30): fewer here, because the local model
+# embeds a few messages per second on this shared 2-core machine. The lexical rankers are measured
+# on the same sets, so every row of a table compares like with like.
+FILLER = 10
+
+
+class Remembering:
+    """An embedder that remembers the vectors of texts it embedded (every variant asks the same
+    questions; the model is slow here)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.info = inner.info
+        self._seen: dict[str, list[float]] = {}
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        if missing:
+            self._seen.update(zip(missing, self.inner.embed(missing), strict=True))
+        return [self._seen[t] for t in texts]
+
+
+def _service(index: Any, embedder: Any) -> Any:
+    from dovecote.recall.memory import InMemoryArchive, InMemoryLedger
+    from dovecote.recall.service import RecallService
+
+    return RecallService(index, InMemoryArchive(), InMemoryLedger(), embedder=embedder)
+
+
+def _scores(ranks: list[int | None]) -> dict[str, float]:
+    return {
+        "recall@1": sum(1 for r in ranks if r == 1) / len(ranks),
+        "recall@3": sum(1 for r in ranks if r is not None and r <= 3) / len(ranks),
+        "mrr": sum(1 / r for r in ranks if r is not None) / len(ranks),
+    }
+
+
+def quality_figures(facts: int, filler: int = FILLER) -> dict[str, Any]:
+    from dovecote.embedding.local import LocalEmbedder
+    from dovecote.platform.principal import Principal
+    from dovecote.recall.fusion import model_key
+    from dovecote.recall.model import DEFAULT_RANKER, RANKERS, gate_search
+    from dovecote.recall.sqlite import SqliteSearchIndex
+    from dovecote.recall.sqlite_vectors import Scope
+
+    who = Principal("bench", "caller")
+    embedder = Remembering(LocalEmbedder())
+    key = model_key(embedder.info.model_id, embedder.info.dimension)
+    out: dict[str, Any] = {"facts": facts, "filler": filler, "model": embedder.info.model_id, "embedding": {}}
+    for variant, seed, rivals in QUALITY_SETS:
+        bodies, questions = labelled_set(facts, seed=seed, filler=filler, rivals=rivals)
+        index = SqliteSearchIndex(":memory:")
+        service = _service(index, embedder)
+        for body in bodies:
+            service.ingest(who, body)
+        wall, cpu = time.perf_counter(), time.process_time()
+        embedded = service.embed_pending()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        out["embedding"][variant] = {
+            "messages": embedded,
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "per_s": embedded / wall,
+            "load_average": os.getloadavg()[0],
+        }
+        embedder.embed([q for q, _ in questions])
+
+        def ranks_of(
+            svc: Any, semantic: str, ranker: str = DEFAULT_RANKER, questions: list[tuple[str, str]] = questions
+        ) -> list[int | None]:
+            ranks: list[int | None] = []
+            for question, target in questions:
+                envelope = svc.search(who, gate_search(q=question, limit=10, ranker=ranker, semantic=semantic))
+                ids = [r.session_id for r in envelope.results]
+                ranks.append(ids.index(target) + 1 if target in ids else None)
+            return ranks
+
+        rows: dict[str, Any] = {f"lexical {r}": _scores(ranks_of(service, "off", r)) for r in RANKERS}
+        alone: list[int | None] = []
+        for question, target in questions:
+            near = index.vectors.nearest(
+                Scope("", ["m.authority = ?"], ["bench"]), key, embedder.embed([question])[0], 10
+            )
+            ids = [r.session for r in near]
+            alone.append(ids.index(target) + 1 if target in ids else None)
+        rows["vectors alone (max cosine per session)"] = _scores(alone)
+        rows[f"rrf k=60 ({DEFAULT_RANKER} + vectors)"] = _scores(ranks_of(replace(service, fusion="rrf"), "on"))
+        for share in SHARES:
+            weighted = replace(service, fusion="weighted", lexical_share=share)
+            rows[f"weighted {share:.1f} ({DEFAULT_RANKER} + vectors)"] = _scores(ranks_of(weighted, "on"))
+        out[variant] = {"sessions": len(bodies), "messages": sum(len(b["messages"]) for b in bodies), "rankers": rows}
+        index.close()
+    return out
+
+
+def latency_figures(sizes: Sequence[int], queries: int) -> dict[str, Any]:
+    from dovecote.embedding.fakes import HashingEmbedder
+    from dovecote.embedding.local import LocalEmbedder
+    from dovecote.platform.principal import Principal
+    from dovecote.recall.model import gate_search
+    from dovecote.recall.sqlite import SqliteSearchIndex
+
+    who = Principal("bench", "caller")
+    local = LocalEmbedder()
+    rng = random.Random(5)
+    question_times = []
+    for _ in range(queries):
+        words = " ".join(
+            rng.choice(["lease", "deploy", "cache", "timeout", "retry", "queue", "fence"]) for _ in range(4)
+        )
+        start = time.perf_counter()
+        local.embed([words])
+        question_times.append(time.perf_counter() - start)
+    out: dict[str, Any] = {"question_embed": {"n": queries, **latency_ms(question_times)}, "corpora": []}
+    fake = HashingEmbedder(dimension=local.info.dimension, model_id="bench.hashing-384")
+    for size in sizes:
+        bodies = generate_corpus(size)
+        index = SqliteSearchIndex(":memory:")
+        service = _service(index, fake)
+        for body in bodies:
+            service.ingest(who, body)
+        service.embed_pending()
+        texts = [m["text"] for b in bodies for m in b["messages"]]
+        qrng = random.Random(size)
+        asked = [" ".join(qrng.choice(texts).split()[:3]) for _ in range(queries)]
+        row: dict[str, Any] = {"messages": size}
+        for semantic in ("off", "on"):
+            wall, cpu = [], []
+            for q in asked:
+                w, c = time.perf_counter(), time.process_time()
+                service.search(who, gate_search(q=q, semantic=semantic))
+                wall.append(time.perf_counter() - w)
+                cpu.append(time.process_time() - c)
+            row[semantic] = {**latency_ms(wall), **{"cpu_" + k: v for k, v in latency_ms(cpu).items()}}
+        row["load_average"] = os.getloadavg()[0]
+        out["corpora"].append(row)
+        index.close()
+    return out
+
+
+def semantic_report(quick: bool = False) -> dict[str, Any]:
+    return {
+        "sqlite_vec": _sqlite_vec(),
+        "quality": quality_figures(20 if quick else 40),
+        "latency": latency_figures((2_000,) if quick else (10_000, 100_000), 20 if quick else 50),
+    }
+
+
+def _sqlite_vec() -> str:
+    from dovecote.recall.sqlite import SqliteSearchIndex
+
+    index = SqliteSearchIndex(":memory:")
+    try:
+        return index.vectors.sqlite_vec or "not loaded (numpy)"
+    finally:
+        index.close()
+
+
+def print_report(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"sqlite-vec: {report['sqlite_vec']}")
+    quality = report["quality"]
+    for variant, row in quality["embedding"].items():
+        console.print(
+            f"embedding ({quality['model']}), {variant}: {row['messages']:,} messages in {row['wall_s']:.1f} s wall, "
+            f"{row['cpu_s']:.1f} s CPU: {row['per_s']:.1f} messages/s (load average {row['load_average']:.1f})"
+        )
+    for variant, _, _ in QUALITY_SETS:
+        console.print(
+            f"[bold]{variant}[/bold]: {quality['facts']} facts, {quality[variant]['sessions']} sessions, "
+            f"{quality[variant]['messages']:,} messages"
+        )
+        table = Table("ranker", "recall@1", "recall@3", "MRR")
+        for name, row in quality[variant]["rankers"].items():
+            table.add_row(name, f"{row['recall@1']:.3f}", f"{row['recall@3']:.3f}", f"{row['mrr']:.3f}")
+        console.print(table)
+    latency = report["latency"]
+    q = latency["question_embed"]
+    console.print(f"local model, one question: median {q['median_ms']:.1f} ms, p95 {q['p95_ms']:.1f} ms")
+    table = Table("messages", "tier", "median ms", "p95 ms", "CPU median ms", "load")
+    for row in latency["corpora"]:
+        for tier in ("off", "on"):
+            figures = row[tier]
+            table.add_row(
+                f"{row['messages']:,}",
+                tier,
+                f"{figures['median_ms']:.1f}",
+                f"{figures['p95_ms']:.1f}",
+                f"{figures['cpu_median_ms']:.1f}",
+                f"{row['load_average']:.1f}",
+            )
+    console.print(table)
+    console.print(f"(with the tier on, add the question's embedding: {q['median_ms']:.1f} ms)")
+
+
+if __name__ == "__main__":
+    run_alone("python -m bench.semantic", semantic_report, print_report, "semantic.json")
