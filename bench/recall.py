@@ -703,10 +703,17 @@ def print_report(report: dict[str, Any]) -> None:
                 f"[bold]{quality['engine']}: retrieval quality, {variant}[/bold]: {quality['facts']} planted facts "
                 f"in {quality[variant]['sessions']} sessions (paraphrased questions, distractors sharing their words)"
             )
-            table = Table("ranker", "recall@1", "recall@3", "MRR")
-            for ranker, row in quality[variant]["rankers"].items():
-                table.add_row(ranker, f"{row['recall@1']:.3f}", f"{row['recall@3']:.3f}", f"{row['mrr']:.3f}")
-            console.print(table)
+            console.print(ranker_table(quality[variant]["rankers"]))
+
+
+def ranker_table(rankers: dict[str, dict[str, float]]) -> Any:
+    """Recall@1, recall@3 and MRR by ranker, as every quality section prints them (a rich Table)."""
+    from rich.table import Table
+
+    table = Table("ranker", "recall@1", "recall@3", "MRR")
+    for ranker, row in rankers.items():
+        table.add_row(ranker, f"{row['recall@1']:.3f}", f"{row['recall@3']:.3f}", f"{row['mrr']:.3f}")
+    return table
 
 
 def corpus_report(engine: str, messages: int, queries: int) -> dict[str, Any]:

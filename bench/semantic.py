@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from bench.common import latency_ms, run_alone
-from bench.recall import QUALITY_SETS, generate_corpus, labelled_set
+from bench.recall import QUALITY_SETS, generate_corpus, labelled_set, ranker_table
 
 SHARES = (0.5, 0.6, 0.7, 0.8, 0.9)
 # Filler messages per session (bench/recall.py draws up to 30): fewer here, because the local model
@@ -205,10 +205,7 @@ def print_report(report: dict[str, Any]) -> None:
             f"[bold]{variant}[/bold]: {quality['facts']} facts, {quality[variant]['sessions']} sessions, "
             f"{quality[variant]['messages']:,} messages"
         )
-        table = Table("ranker", "recall@1", "recall@3", "MRR")
-        for name, row in quality[variant]["rankers"].items():
-            table.add_row(name, f"{row['recall@1']:.3f}", f"{row['recall@3']:.3f}", f"{row['mrr']:.3f}")
-        console.print(table)
+        console.print(ranker_table(quality[variant]["rankers"]))
     latency = report["latency"]
     q = latency["question_embed"]
     console.print(f"local model, one question: median {q['median_ms']:.1f} ms, p95 {q['p95_ms']:.1f} ms")

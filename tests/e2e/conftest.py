@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -129,24 +128,6 @@ def other_authority(dev_runtime: dict[str, Any]) -> dict[str, dict[str, str]]:
     return {
         "caller": bearer(mint_dev_token(dev_runtime, "other", "caller")),
         "worker": bearer(mint_dev_token(dev_runtime, "other", "worker", "w-other")),
-    }
-
-
-def transcript(session_id: str, texts: list[str], project: str = "e2e") -> dict[str, Any]:
-    """A generic-format transcript: `texts` alternate user and assistant, a minute apart."""
-    return {
-        "source": "e2e",
-        "project": project,
-        "session_id": session_id,
-        "messages": [
-            {
-                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{i}")),
-                "role": "user" if i % 2 == 0 else "assistant",
-                "text": text,
-                "timestamp": f"2025-06-01T00:{i:02d}:00Z",
-            }
-            for i, text in enumerate(texts)
-        ],
     }
 
 

@@ -17,8 +17,9 @@ from typing import Any
 import httpx
 
 from tests.conftest import ROOT
-from tests.e2e.conftest import bearer, start_dev, transcript
+from tests.e2e.conftest import bearer, start_dev
 from tests.support.notes import put_uploaded_note
+from tests.support.transcripts import transcript
 
 
 def uid(prefix: str) -> str:

@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from tests.conftest import SHARED_DATA
-from tests.e2e.conftest import bearer, transcript
+from tests.e2e.conftest import bearer
+from tests.support.transcripts import transcript
 
 SAMPLES = SHARED_DATA / "transcripts"
 

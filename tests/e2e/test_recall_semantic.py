@@ -5,7 +5,6 @@ sharing no word with the message that answers it is found only with `semantic=on
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import bearer, start_dev
+from tests.support.transcripts import transcript
 
 pytestmark = pytest.mark.e2e
 
@@ -30,23 +30,6 @@ SESSIONS = {
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with start_dev(tmp_path_factory.mktemp("semantic"), "--embedder", "local") as started:
         yield started
-
-
-def transcript(session_id: str, texts: list[str]) -> dict[str, Any]:
-    return {
-        "source": "e2e",
-        "project": "semantic",
-        "session_id": session_id,
-        "messages": [
-            {
-                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{i}")),
-                "role": "user" if i % 2 == 0 else "assistant",
-                "text": text,
-                "timestamp": f"2026-01-0{i + 1}T00:00:00Z",
-            }
-            for i, text in enumerate(texts)
-        ],
-    }
 
 
 def test_a_paraphrase_sharing_no_word_is_found_only_with_the_tier_on(runtime: dict[str, Any]) -> None:

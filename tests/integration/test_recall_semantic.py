@@ -6,7 +6,6 @@ the local model."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,25 +19,13 @@ from dovecote.recall.model import WARNING_ORDER, gate_search
 from dovecote.recall.ports import SearchIndex
 from dovecote.recall.service import RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
+from tests.support.transcripts import transcript
 
 ACME = Principal("acme", "caller")
 
 
 def body(session_id: str, texts: list[str], project: str = "alpha") -> dict[str, Any]:
-    return {
-        "source": "test",
-        "project": project,
-        "session_id": session_id,
-        "messages": [
-            {
-                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{i}")),
-                "role": "user" if i % 2 == 0 else "assistant",
-                "text": text,
-                "timestamp": f"2025-06-01T00:{i:02d}:00Z",
-            }
-            for i, text in enumerate(texts)
-        ],
-    }
+    return transcript(session_id, texts, project, source="test")
 
 
 class SynonymEmbedder(HashingEmbedder):
