@@ -33,6 +33,7 @@ from a2a.types import (
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 
 from tests.conftest import ROOT
+from tests.e2e.conftest import TLS
 from tests.support.authorities import Authority, fresh_authority
 
 WORKER = str(ROOT / "examples" / "a2a_worker.py")
@@ -64,7 +65,7 @@ def run(call: Callable[[], Any]) -> Any:
 async def with_client(endpoint: str, token: str, binding: str, use: Callable[[Any], Any], **headers: str) -> Any:
     """a2a-sdk's client for `binding`, from the public Agent Card, with the caller's bearer token."""
     auth = {"Authorization": f"Bearer {token}", **headers}
-    async with httpx.AsyncClient(headers=auth, timeout=40) as http:
+    async with httpx.AsyncClient(headers=auth, timeout=40, verify=TLS) as http:  # TLS: conftest's shared context
         card = await A2ACardResolver(http, endpoint).get_agent_card()
         config = ClientConfig(streaming=False, httpx_client=http, supported_protocol_bindings=[binding])
         client = ClientFactory(config).create(card)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from infra.routes import ROUTES
 from tests.conftest import examples
-from tests.e2e.conftest import bearer
+from tests.e2e.conftest import bearer, local_http
 
 BODY_ROUTES = [r for r in ROUTES if r.method in ("POST", "PUT") and r.authorized]
 QUERY_ROUTES = [r for r in ROUTES if r.method == "GET" and r.authorized and "{" not in r.path]
@@ -185,7 +185,7 @@ def test_hostile_text_in_note_fields_is_refused_or_round_trips(dev_runtime: dict
     caller = roles(dev_runtime)["caller"]
     key = f"hostile-{uuid.uuid4().hex}"
     payload = json.dumps({"key": key, "run": 1, "name": text, "author": "", "text": text})
-    with httpx.Client(base_url=dev_runtime["endpoint"], timeout=30) as http:
+    with local_http(dev_runtime["endpoint"], timeout=30) as http:
         response = http.put("/v1/notes", content=payload, headers={**caller, "Content-Type": "application/json"})
         stored = http.get("/v1/notes", params={"key": key}, headers=caller).json()["items"]
     if _has_surrogate(text):
@@ -209,7 +209,7 @@ def test_hostile_text_as_a_task_id_is_400_and_stores_nothing(dev_runtime: dict[s
         "context": context,
         "message": {"id": f"m-{uuid.uuid4().hex}", "parts": [{"media_type": "text/plain", "text": text}]},
     }
-    with httpx.Client(base_url=dev_runtime["endpoint"], timeout=30) as http:
+    with local_http(dev_runtime["endpoint"], timeout=30) as http:
         response = http.post(
             "/v1/tasks", content=json.dumps(body), headers={**caller, "Content-Type": "application/json"}
         )

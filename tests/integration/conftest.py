@@ -12,6 +12,7 @@ from dovecote.platform import aws
 from dovecote.platform.settings import get_settings
 from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
 from infra.local.resources import create_everything
+from tests.support.moto_env import kept_clients, shared_symmetric_rsa
 from tests.support.tasks import Clock
 
 serialize_dynamodb()
@@ -26,8 +27,9 @@ def clock() -> Clock:
 
 @pytest.fixture
 def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    with mock_aws():
-        aws.reset_clients()
+    """Fresh, empty moto resources of the test's own, reached through the worker's kept clients
+    (tests/support/moto_env.py: their hooks are reset after each test)."""
+    with mock_aws(), shared_symmetric_rsa(), kept_clients():
         get_settings.cache_clear()
         # A failed memory message is seen again after 1 s (tests of retries and dead letters).
         env = create_everything(memory_visibility_s=1)
@@ -40,5 +42,4 @@ def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "sqs": aws.client("sqs"),
             "settings": get_settings(),
         }
-    aws.reset_clients()
     get_settings.cache_clear()

@@ -34,13 +34,21 @@ from dovecote.recall.ports import PendingUpload, SearchIndex
 from dovecote.recall.results import SearchEnvelope
 from dovecote.recall.service import STORE_NOTE_TRIGRAM, RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
-from tests.conftest import SHARED_DATA
+from tests.conftest import CI, SHARED_DATA
+from tests.support.opensearch_indices import IndexPool, index_pool
 
 ACME = Principal("acme", "caller")
 GLOBEX = Principal("globex", "caller")
 NOW = datetime(2026, 1, 10, tzinfo=UTC)
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 SAMPLES = SHARED_DATA / "transcripts"
+
+
+@pytest.fixture(scope="module")
+def opensearch_pool(opensearch_url: str) -> Iterator[IndexPool]:
+    """Each test's own new indices, created while the test before runs."""
+    with index_pool(opensearch_url, "conformance") as pool:
+        yield pool
 
 
 @pytest.fixture(params=["sqlite", "opensearch"])
@@ -54,17 +62,18 @@ def index_engine(request: pytest.FixtureRequest) -> Iterator[SearchIndex]:
 
         from dovecote.recall.opensearch import OpenSearchIndex
 
-        # A real node shared by the run (tests/opensearch_fixture.py); indices of this test's own.
+        # A real node shared by the run (tests/opensearch_fixture.py); indices of this test's own,
+        # made ahead (tests/support/opensearch_indices.py).
         # refresh="true": the same contract as the default "wait_for" (a write that returned is
         # searchable) without waiting out the 1 s refresh interval on every ingest;
         # tests/integration/test_recall_opensearch.py holds the default to it.
-        url = request.getfixturevalue("opensearch_url")
-        search = OpenSearchIndex(
-            OpenSearch(hosts=[url], timeout=60), index_prefix=f"conformance-{uuid.uuid4().hex[:12]}", refresh="true"
-        )
+        pool: IndexPool = request.getfixturevalue("opensearch_pool")
+        prefix = pool.take()
+        client = OpenSearch(hosts=[request.getfixturevalue("opensearch_url")], timeout=60)
+        search = OpenSearchIndex(client, index_prefix=prefix, refresh="true")
         yield search
-        search.drop_indices()
         search.close()
+        pool.give_back(prefix)
 
 
 @pytest.fixture
@@ -961,10 +970,11 @@ def test_replace_is_atomic_under_concurrent_readers(index_engine: SearchIndex) -
     start = threading.Barrier(4)
     stop = threading.Event()
     problems: list[str] = []
+    flips = 60 if CI else 20  # a desk run samples fewer interleavings
 
     def writer() -> None:
         start.wait()
-        for i in range(60):
+        for i in range(flips):
             index_engine.replace_session("acme", version("banana" if i % 2 == 0 else "apple"), sha256=str(i))
         stop.set()
 
@@ -988,7 +998,7 @@ def test_replace_is_atomic_under_concurrent_readers(index_engine: SearchIndex) -
         thread.join(timeout=60)
     assert problems == []
     final = index_engine.session("acme", "flip")
-    assert final is not None and final.message_count == 12 and final.sha256 == "59"
+    assert final is not None and final.message_count == 12 and final.sha256 == str(flips - 1)
 
 
 def test_concurrent_ingests_of_different_sessions_all_land(recall: RecallService) -> None:
