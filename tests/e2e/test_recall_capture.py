@@ -22,12 +22,14 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = SHARED_DATA / "transcripts"
 TINY = SAMPLES / "claude-code" / "obra-episodic-memory__tiny-conversation.jsonl"
 AGENT = SAMPLES / "claude-code" / "lanegrid-agtrace__claude_agent.jsonl"
+AGENT_SESSION = "7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9"
 CODEX = SAMPLES / "codex" / "daaain-claude-code-log__rollout-44444444-legacy.synthetic.jsonl"
 
 
-def fresh_copy(sample: Path, dest: Path, old_session: str | None = None) -> str:
-    """The sample under a new session id, so this test's session is told apart from other tests'."""
-    session = str(uuid.uuid4())
+def fresh_copy(sample: Path, dest: Path, old_session: str | None = None, session: str | None = None) -> str:
+    """The sample under a new session id (or `session`), so this test's files are told apart from other
+    tests' on the shared runtime: the same bytes pushed by another test would be `unchanged` here."""
+    session = session or str(uuid.uuid4())
     text = sample.read_text()
     if old_session:
         text = text.replace(old_session, session)
@@ -73,8 +75,9 @@ def sessions_found(dev_runtime: dict[str, Any], query: str) -> set[str]:
 def test_the_claude_code_hook_pushes_once_and_search_finds_it(dev_runtime: dict[str, Any], tmp_path: Path) -> None:
     transcript = tmp_path / ".claude" / "projects" / "-Users-testuser-example" / "tiny.jsonl"
     session = fresh_copy(TINY, transcript, old_session="67a8478e-78dc-44ab-82ea-f65c8ead85f6")
-    # A subagent's transcript beside the session, where Claude Code keeps them.
-    fresh_copy(AGENT, transcript.with_suffix("") / "subagents" / "agent-1.jsonl")
+    # A subagent's transcript beside the session, where Claude Code keeps them (under the session's id:
+    # test_recall_http and test_recall_cli push the sample as it is to the same runtime and authority).
+    fresh_copy(AGENT, transcript.with_suffix("") / "subagents" / "agent-1.jsonl", AGENT_SESSION, session)
     payload = json.dumps(
         {
             "session_id": session,
