@@ -134,7 +134,7 @@ def test_minting_a_token_is_not_resent_once_it_may_have_arrived() -> None:
 
 def test_retry_after_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     slept: list[float] = []
-    monkeypatch.setattr("dovecote.client.time.sleep", slept.append)
+    monkeypatch.setattr("dovecote.client.core.time.sleep", slept.append)
     throttled = httpx.Response(429, headers={"Retry-After": "2"}, json={"message": "Too Many Requests"})
     script = Script(throttled, httpx.Response(200, json={"task": TASK}))
     assert client(script).get_task("t1") == TASK
@@ -143,8 +143,8 @@ def test_retry_after_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_backoff_grows_and_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     slept: list[float] = []
-    monkeypatch.setattr("dovecote.client.time.sleep", slept.append)
-    monkeypatch.setattr("dovecote.client.random.uniform", lambda low, high: high)
+    monkeypatch.setattr("dovecote.client.core.time.sleep", slept.append)
+    monkeypatch.setattr("dovecote.client.core.random.uniform", lambda low, high: high)
     script = Script(*[envelope(503, "unavailable")] * 6)
     with pytest.raises(DovecoteError):
         client(script, max_attempts=6, backoff=0.5, max_backoff=3.0).get_task("t1")

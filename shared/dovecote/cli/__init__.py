@@ -2,8 +2,8 @@
 tools (README: "One vocabulary").
 
 Layout:
-- here, `main`: the console script. `dovecote --version` answers without importing typer; every other
-  command goes to `root.run`.
+- here, `main`: the console script. `dovecote --version` answers without importing typer, and so does a
+  plain `notes get` (`quick.py`: the standard library alone); every other command goes to `root.run`.
 - `root.py`: the root command (`--version`, `--profile`); `groups.py`: how groups are built, the table
   of groups loaded lazily (a command imports only its own group's module), and the one error handler;
   `errors.py`: how a failure is reported (one `error:` line, or JSON with `--json`) and its exit code.
@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.stdout.write(f"dovecote {__version__}\n")
         return
+    if argv is None and "get" in args[:4]:
+        _quick(args)
     from dovecote.cli.root import run
 
     if argv is not None:
@@ -39,6 +41,22 @@ def main(argv: list[str] | None = None) -> None:
     except SystemExit as done:
         leave(done.code)
     leave(0)
+
+
+def _quick(args: list[str]) -> None:
+    """`notes get` without typer or httpx when it can (`dovecote.cli.quick`); the process ends here
+    when it did."""
+    from dovecote.cli.quick import notes_get
+
+    try:
+        code = notes_get(args)
+    except KeyboardInterrupt:
+        from dovecote.cli.errors import EXIT_API, CliError, report
+
+        leave(report(CliError("aborted", EXIT_API, code="aborted"), as_json="--json" in args))
+        return
+    if code is not None:
+        leave(code)
 
 
 def leave(code: str | int | None) -> None:
