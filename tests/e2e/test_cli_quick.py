@@ -164,3 +164,18 @@ def test_an_unreachable_endpoint_is_reported_once_by_the_full_command(
 )
 def test_only_the_plain_forms_parse(args: list[str], parsed: object) -> None:
     assert _parse(args) == parsed
+
+
+def test_a_stdout_that_refuses_the_body_is_one_error_line_either_way(
+    env: dict[str, str], notes: dict[str, Any]
+) -> None:
+    said_by = []
+    for argv in (
+        [sys.executable, "-m", "dovecote.cli", "notes", "get", notes["text"]],
+        [sys.executable, "-c", FULL, "notes", "get", notes["text"]],
+    ):
+        with open("/dev/full", "wb") as full_disk:
+            done = subprocess.run(argv, stdout=full_disk, stderr=subprocess.PIPE, env=env, cwd=ROOT, timeout=120)
+        said_by.append((done.returncode, done.stderr.decode()))
+    assert said_by[0] == said_by[1]
+    assert said_by[0][0] == 1 and said_by[0][1].startswith("error:") and said_by[0][1].count("\n") == 1

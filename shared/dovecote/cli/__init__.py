@@ -50,10 +50,11 @@ def _quick(args: list[str]) -> None:
 
     try:
         code = notes_get(args)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, OSError) as exc:  # Ctrl-C, or stdout refused the body (a full disk)
         from dovecote.cli.errors import EXIT_API, CliError, report
 
-        leave(report(CliError("aborted", EXIT_API, code="aborted"), as_json="--json" in args))
+        failure = CliError("aborted", EXIT_API, code="aborted") if isinstance(exc, KeyboardInterrupt) else exc
+        leave(report(failure, as_json="--json" in args))
         return
     if code is not None:
         leave(code)
