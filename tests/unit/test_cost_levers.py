@@ -3,7 +3,7 @@ from the items the commands really write (issue [16/16], "levers to measure, not
 
 from __future__ import annotations
 
-from bench.cost import EVERYTHING, folded_wru, item_role, wru
+from bench.cost import EVERYTHING, LEVERS, folded_wru, item_role, wru
 
 # A task complete as it is written today: (role, bytes, bytes of attribute names past 2 characters).
 COMPLETE = [
@@ -24,6 +24,13 @@ def test_folding_merges_items_into_the_task_item_and_can_cross_a_kilobyte() -> N
     # With 2-character attribute names it is 1,205 bytes: still two KB.
     assert folded_wru(COMPLETE, EVERYTHING, True) == 4
     assert folded_wru([[("receipt", 600, 100), ("task", 600, 200)]], frozenset({"receipt"}), True) == 2
+
+
+def test_keeping_the_id_guards_keeps_an_item_per_guard() -> None:
+    folded, short_names = LEVERS["all but the id guards in the task item"]
+    assert "guard" not in folded and folded < EVERYTHING
+    # task + receipt + message + event = 1,461 bytes (two started KB), beside the guard's own item.
+    assert folded_wru(COMPLETE, folded, short_names) == 6
 
 
 def test_item_roles_come_from_the_keys() -> None:
