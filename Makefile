@@ -26,7 +26,7 @@ dev: $(STAMP)
 	$(BIN)/dovecote dev $(ARGS)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile $(ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)

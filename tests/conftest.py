@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.support.schedule import weights
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 LAYERS = ("unit", "integration", "infra", "e2e")
@@ -37,6 +39,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
         if parts and parts[0] in LAYERS:
             item.add_marker(getattr(pytest.mark, parts[0]))
+    # The slowest files first, so xdist's workers finish together (tests/support/schedule.py); the
+    # sort is stable, so a file's own tests keep their order.
+    seconds = weights()
+    items.sort(key=lambda item: -seconds.get(item.nodeid.partition("::")[0], 0.0))
 
 
 @pytest.fixture(autouse=True)
