@@ -134,14 +134,18 @@ def push(
 
 def _watch(pusher: TranscriptPusher, roots: list[Path], interval: float, log: Path, as_json: bool) -> None:
     """Poll until interrupted. A failure is logged and retried at the next poll; nothing here ends the
-    loop but Ctrl-C or SIGTERM, so the agent beside it is never held up."""
+    loop but Ctrl-C or SIGTERM, so the agent beside it is never held up. SIGTERM lets a pass in
+    progress finish and report what it pushed (it was reported lost when the signal cut the pass);
+    Ctrl-C stops at once."""
     import signal
+    import threading
 
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     watcher = Watcher(pusher, roots)
     note(f"watching {', '.join(str(r) for r in roots)} every {interval:g}s (Ctrl-C stops)")
     try:
-        while True:
+        while not stop.is_set():
             outcomes = watcher.poll()
             log_outcomes(log, "watch", outcomes)
             for outcome in outcomes:
@@ -150,7 +154,7 @@ def _watch(pusher: TranscriptPusher, roots: list[Path], interval: float, log: Pa
                 elif outcome.status in ("pushed", "failed"):
                     detail = f"{outcome.messages} messages" if outcome.status == "pushed" else outcome.reason
                     note(f"{outcome.status} {outcome.path}: {detail}")
-            time.sleep(interval)
+            stop.wait(interval)
     except KeyboardInterrupt:
         return
 
