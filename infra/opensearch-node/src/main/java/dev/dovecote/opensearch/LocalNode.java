@@ -5,6 +5,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -29,8 +30,8 @@ import org.opensearch.transport.Netty4Plugin;
  *
  * <p>The distribution's modules are loaded as classpath plugins (the way OpenSearch's own test
  * framework runs a node), so the Maven dependency tree is the whole install: no tarball, no
- * plugin directories. Only the three modules Dovecote relies on are present: HTTP (netty4), the
- * analyzers (analysis-common: english stemming, ngram tokenizers) and painless scripts.
+ * plugin directories. Only what Dovecote relies on is present: HTTP (netty4), the analyzers
+ * (analysis-common: english stemming, ngram tokenizers), painless scripts, and the k-NN plugin.
  *
  * <p>Bootstrap checks (heap, mmap count, file descriptors, seccomp) belong to
  * {@code org.opensearch.bootstrap.Bootstrap}, which this launcher does not use: the node binds
@@ -52,12 +53,24 @@ public final class LocalNode {
         CommonAnalysisPlugin.class,
         PainlessPlugin.class
     );
+    /**
+     * The k-NN plugin (recall's semantic tier: knn_vector fields, the Lucene HNSW engine, which
+     * needs no native library). Its jars come unpacked from its Maven Central zip (pom.xml), so
+     * it is loaded by name rather than compiled against.
+     */
+    private static final String KNN_PLUGIN = "org.opensearch.knn.plugin.KNNPlugin";
 
     /** Node's constructor that takes classpath plugins is protected: this subclass opens it. */
     private static final class ClasspathNode extends Node {
-        ClasspathNode(Environment environment) {
-            super(environment, MODULES, true);
+        ClasspathNode(Environment environment, Collection<Class<? extends Plugin>> plugins) {
+            super(environment, plugins, true);
         }
+    }
+
+    private static Collection<Class<? extends Plugin>> plugins() throws ClassNotFoundException {
+        List<Class<? extends Plugin>> all = new ArrayList<>(MODULES);
+        all.add(Class.forName(KNN_PLUGIN).asSubclass(Plugin.class));
+        return all;
     }
 
     private LocalNode() {}
@@ -111,7 +124,7 @@ public final class LocalNode {
         LogConfigurator.setNodeName(NODE_NAME);
         LogConfigurator.configure(environment);
 
-        Node node = new ClasspathNode(environment);
+        Node node = new ClasspathNode(environment, plugins());
         CountDownLatch closed = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             try {
