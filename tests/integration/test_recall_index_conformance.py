@@ -1029,7 +1029,7 @@ def test_semantic_on_says_whether_the_tier_ran(
     index_engine: SearchIndex, archive: InMemoryArchive, ledger: InMemoryLedger
 ) -> None:
     """Every engine answers `semantic=on`: one with a vector tier runs it and reports its coverage;
-    one without (OpenSearch today) answers with the words and says the tier did not run."""
+    one without answers with the words and says the tier did not run (both engines have one now)."""
     from dovecote.embedding.fakes import HashingEmbedder
     from dovecote.recall.ports import VectorTier
 

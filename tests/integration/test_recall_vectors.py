@@ -1,13 +1,16 @@
-"""The SQLite engine's vector tier (dovecote.recall.sqlite_vectors) with the hashing embedder: what is
-embedded, coverage under the search's filters, re-ingest and model change, the fusion's page, and
-sqlite-vec's cosine against numpy's (the fallback when the extension cannot load)."""
+"""Each engine's vector tier (dovecote.recall.sqlite_vectors, dovecote.recall.opensearch_vectors) with the
+hashing embedder: what is embedded, coverage under the search's filters, re-ingest and model change,
+the fusion's page, one pass at a time; and sqlite-vec's cosine against numpy's (the SQLite fallback
+when the extension cannot load). The OpenSearch engine runs on the real test node, whose k-NN plugin
+holds the vectors in a knn_vector field (tests/opensearch_fixture.py)."""
 
 from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -18,6 +21,7 @@ from dovecote.recall.ports import IndexQuery, SearchFilter, SemanticQuery, Vecto
 from dovecote.recall.query import parse_query
 from dovecote.recall.sqlite import SqliteSearchIndex
 from dovecote.recall.sqlite_vectors import Scope, SqliteVectors
+from tests.support.opensearch_indices import IndexPool, index_pool
 
 EMBEDDER = HashingEmbedder(dimension=64)
 MODEL = model_key(EMBEDDER.info.model_id, EMBEDDER.info.dimension)
@@ -49,9 +53,7 @@ def semantic_query(q: str, *, fusion: str = "rrf", limit: int = 8, project: str 
     )
 
 
-@pytest.fixture
-def engine() -> SqliteSearchIndex:
-    index = SqliteSearchIndex(":memory:")
+def fill(index: Any) -> Any:
     index.replace_session("acme", session("s1", ["the lease fence check raced", "ok", "   "]), sha256="a")
     tool_rows = (message("s2", 0, "deploy the cache", kind="tool"), message("s2", 1, "cache warmed after deploy"))
     index.replace_session("acme", Session("s2", "t", "q", "", tool_rows), sha256="b")
@@ -59,7 +61,42 @@ def engine() -> SqliteSearchIndex:
     return index
 
 
-def test_the_engine_is_a_vector_tier_and_embeds_conversation_rows_only(engine: SqliteSearchIndex) -> None:
+@pytest.fixture(scope="module")
+def opensearch_pool(opensearch_url: str) -> Iterator[IndexPool]:
+    with index_pool(opensearch_url, "vectors") as pool:
+        yield pool
+
+
+@pytest.fixture(params=["sqlite", "opensearch"])
+def engine(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Either engine, holding s1 and s2 (acme) and s9 (other). OpenSearch: this test's own indices on
+    the shared node, refresh="true" as in the conformance suite."""
+    if request.param == "sqlite":
+        index = SqliteSearchIndex(":memory:")
+        yield fill(index)
+        index.close()
+        return
+    from opensearchpy import OpenSearch
+
+    from dovecote.recall.opensearch import OpenSearchIndex
+
+    pool: IndexPool = request.getfixturevalue("opensearch_pool")
+    prefix = pool.take()
+    client = OpenSearch(hosts=[request.getfixturevalue("opensearch_url")], timeout=60)
+    search = OpenSearchIndex(client, index_prefix=prefix, refresh="true")
+    yield fill(search)
+    search.close()
+    pool.give_back(prefix)
+
+
+@pytest.fixture
+def sqlite_engine() -> Iterator[SqliteSearchIndex]:
+    index = fill(SqliteSearchIndex(":memory:"))
+    yield index
+    index.close()
+
+
+def test_the_engine_is_a_vector_tier_and_embeds_conversation_rows_only(engine: Any) -> None:
     assert isinstance(engine, VectorTier)
     # s1: two non-blank text rows (the blank one has nothing to embed); s2: the text row, not the tool row.
     assert engine.pending_vectors(MODEL, "acme") == 3
@@ -73,7 +110,7 @@ def test_the_engine_is_a_vector_tier_and_embeds_conversation_rows_only(engine: S
     assert embedder.calls == 1
 
 
-def test_a_reingest_finds_unchanged_texts_by_digest_and_embeds_only_the_new_one(engine: SqliteSearchIndex) -> None:
+def test_a_reingest_finds_unchanged_texts_by_digest_and_embeds_only_the_new_one(engine: Any) -> None:
     embedder = HashingEmbedder(dimension=64)
     engine.embed_pending(embedder)
     before = embedder.texts
@@ -84,7 +121,7 @@ def test_a_reingest_finds_unchanged_texts_by_digest_and_embeds_only_the_new_one(
     assert engine.pending_vectors(MODEL) == 0
 
 
-def test_a_change_of_model_makes_every_message_pending_and_reembeds(engine: SqliteSearchIndex) -> None:
+def test_a_change_of_model_makes_every_message_pending_and_reembeds(engine: Any) -> None:
     engine.embed_pending(HashingEmbedder(dimension=64))
     other = HashingEmbedder(dimension=32, model_id="dovecote.hashing-v2")
     other_key = model_key(other.info.model_id, other.info.dimension)
@@ -92,10 +129,12 @@ def test_a_change_of_model_makes_every_message_pending_and_reembeds(engine: Sqli
     assert engine.embed_pending(other) == 4
     assert other.texts == 4
     assert engine.pending_vectors(other_key) == 0
-    assert engine.pending_vectors(MODEL) == 0  # the old model's vectors are still there, unused
+    # SQLite keeps the old model's vectors beside (unused); an OpenSearch message holds one model's
+    # vector, replaced: going back to the old model re-embeds there.
+    assert engine.pending_vectors(MODEL) == (0 if isinstance(engine, SqliteSearchIndex) else 4)
 
 
-def test_coverage_follows_the_filters_and_counts_missing_vectors(engine: SqliteSearchIndex) -> None:
+def test_coverage_follows_the_filters_and_counts_missing_vectors(engine: Any) -> None:
     page = engine.search("acme", semantic_query("lease"))
     assert page.vectors is not None
     assert (page.vectors.ran, page.vectors.candidate_msgs, page.vectors.vectored_msgs) == (True, 3, 0)
@@ -109,7 +148,7 @@ def test_coverage_follows_the_filters_and_counts_missing_vectors(engine: SqliteS
     assert (narrowed.vectors.candidate_msgs, narrowed.vectors.vectored_msgs) == (1, 0)
 
 
-def test_the_tier_runs_only_when_asked_and_never_reads_another_authority(engine: SqliteSearchIndex) -> None:
+def test_the_tier_runs_only_when_asked_and_never_reads_another_authority(engine: Any) -> None:
     engine.embed_pending(HashingEmbedder(dimension=64))
     fused = engine.search("acme", semantic_query("raced"))
     lexical = engine.search("acme", replace(semantic_query("raced"), semantic=None))
@@ -131,7 +170,7 @@ class SynonymEmbedder(HashingEmbedder):
         return super().embed([t.replace("automobile", "car") for t in texts])
 
 
-def test_only_the_vectors_find_a_question_with_no_indexed_word(engine: SqliteSearchIndex) -> None:
+def test_only_the_vectors_find_a_question_with_no_indexed_word(engine: Any) -> None:
     embedder = SynonymEmbedder(dimension=64)
     engine.replace_session("acme", session("s3", ["the car would not start"]), sha256="e")
     engine.embed_pending(embedder)
@@ -149,7 +188,7 @@ def test_only_the_vectors_find_a_question_with_no_indexed_word(engine: SqliteSea
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "weighted"])
-def test_both_fusions_keep_one_hit_per_session_and_the_page_limit(engine: SqliteSearchIndex, fusion: str) -> None:
+def test_both_fusions_keep_one_hit_per_session_and_the_page_limit(engine: Any, fusion: str) -> None:
     for n in range(12):
         engine.replace_session("acme", session(f"x{n:02d}", [f"lease number {n} fence", "more"]), sha256=f"x{n}")
     engine.embed_pending(HashingEmbedder(dimension=64))
@@ -160,7 +199,8 @@ def test_both_fusions_keep_one_hit_per_session_and_the_page_limit(engine: Sqlite
     assert page.total_sessions >= 13
 
 
-def test_sqlite_vec_and_numpy_agree(engine: SqliteSearchIndex) -> None:
+def test_sqlite_vec_and_numpy_agree(sqlite_engine: SqliteSearchIndex) -> None:
+    engine = sqlite_engine
     if not engine.vectors.sqlite_vec:
         pytest.skip("sqlite-vec did not load in this environment (the numpy path is the one in use)")
     for n in range(20):
@@ -191,7 +231,7 @@ class GatedEmbedder(HashingEmbedder):
 
 
 def test_a_second_pass_while_one_runs_returns_at_once_and_nothing_is_embedded_twice(
-    engine: SqliteSearchIndex,
+    engine: Any,
 ) -> None:
     embedder = GatedEmbedder()
     results: list[int] = []

@@ -66,7 +66,7 @@ ANALYSIS = {
 }
 _KEYWORD = {"type": "keyword"}
 _STORED = {"type": "keyword", "index": False, "doc_values": False}
-MESSAGE_MAPPING = {
+MESSAGE_MAPPING: dict[str, Any] = {
     "dynamic": "strict",
     "properties": {
         "authority": _KEYWORD,
@@ -91,8 +91,46 @@ MESSAGE_MAPPING = {
         "cwd": _KEYWORD,
         "message_count": {"type": "integer"},
         "subagent": {"type": "boolean"},  # absent on documents written before it: a main session
+        # The semantic tier (opensearch_vectors.py): the SHA-256 of the text, on conversation messages
+        # only (what the tier embeds and counts), and the model key of the vector the message carries.
+        "digest": _KEYWORD,
+        "vector_model": _KEYWORD,
     },
 }
+# The messages index is a k-NN index (a static setting: it cannot be turned on later), so a vector
+# field can be added when an embedder is first used; every OpenSearch Service domain has the plugin,
+# and the test node loads it (infra/opensearch-node).
+MESSAGE_SETTINGS = {"index": {"knn": True}}
+# Lucene's HNSW (no native library; filtered searches are exact when the filter selects fewer
+# messages than k), cosine similarity. m and ef_construction are the plugin's defaults, written out.
+VECTOR_METHOD = {
+    "name": "hnsw",
+    "engine": "lucene",
+    "space_type": "cosinesimil",
+    "parameters": {"m": 16, "ef_construction": 100},
+}
+
+
+def vector_field(dimension: int) -> str:
+    """One knn_vector field per dimension (a field's dimension is fixed): a model of another
+    dimension writes its own field, and `vector_model` says which model wrote what a message holds."""
+    return f"vector_{dimension}"
+
+
+def vector_mapping(dimension: int) -> dict[str, Any]:
+    """The mapping that adds a dimension's field to the messages index (PUT _mapping)."""
+    field = {"type": "knn_vector", "dimension": dimension, "method": VECTOR_METHOD}
+    return {"properties": {vector_field(dimension): field}}
+
+
+def message_mapping(dimension: int | None) -> dict[str, Any]:
+    """The messages index's mapping at creation: with the configured embedder's vector field, if any."""
+    if not dimension:
+        return MESSAGE_MAPPING
+    properties = {**MESSAGE_MAPPING["properties"], **vector_mapping(dimension)["properties"]}
+    return {**MESSAGE_MAPPING, "properties": properties}
+
+
 SESSION_MAPPING = {
     "dynamic": "strict",
     "properties": {

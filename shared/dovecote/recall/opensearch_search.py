@@ -17,6 +17,7 @@ from dovecote.recall.engine_rules import (
     trigram_leaf,
     unique_length,
 )
+from dovecote.recall.fusion import Ranked, fuse
 from dovecote.recall.model import (
     AMBIGUITY_CANDIDATES,
     REF_PREFIX,
@@ -33,6 +34,8 @@ from dovecote.recall.ports import (
 )
 from dovecote.recall.query import Term
 from dovecote.recall.ranking import Candidate, rank_sessions
+from dovecote.recall.ranking import Ranked as RankedSession
+from dovecote.recall.results import VectorCoverage
 
 if TYPE_CHECKING:
     pass
@@ -54,13 +57,17 @@ from dovecote.recall.opensearch_mapping import (
     leaf,
 )
 from dovecote.recall.opensearch_store import (
-    OpenSearchStore,
     Snapshot,
     _message_id,
 )
+from dovecote.recall.opensearch_vectors import OpenSearchVectors
+
+# Lexical sessions a fusion reads, as the SQLite engine's sqlite.FUSION_DEPTH (the weighted fusion
+# normalises over the list read, so both engines read the same depth).
+FUSION_DEPTH = 50
 
 
-class OpenSearchSearch(OpenSearchStore):
+class OpenSearchSearch(OpenSearchVectors):
     # ---- search -----------------------------------------------------------------------------------
 
     def search(self, authority: str, query: IndexQuery) -> SearchPage:
@@ -71,31 +78,58 @@ class OpenSearchSearch(OpenSearchStore):
             tier, field, keep = "trigram", "text.tri", trigram_leaf
             candidates, truncated, withheld, newest = self._candidates(authority, snap, query, field, keep)
         ranked = rank_sessions(candidates, ranker=query.ranker, sort=query.sort)
-        shown = ranked[: query.limit]
+        coverage = None
+        if query.semantic is not None and not query.sort:
+            fused = self._fused(authority, snap, query, ranked)
+            shown, total, coverage = fused.shown, fused.total, fused.coverage
+            reported = "vector" if not ranked and shown else tier
+        else:
+            shown, total, reported = [(r.best, r.score, r.coverage) for r in ranked[: query.limit]], len(ranked), tier
         hits: list[SessionHit] = []
         if shown:
-            page = self._details(authority, snap, query, [r.best for r in shown], tier)
-            for entry in shown:
-                row = page.rows[entry.best.rowid]
+            page = self._details(authority, snap, query, [best for best, _, _ in shown], tier)
+            for best, score, matched in shown:
+                row = page.rows[best.rowid]
                 hits.append(
                     SessionHit(
                         session=page.sessions[row.session_id],
                         row=row,
-                        snippet=page.snippets[entry.best.rowid],
-                        score=entry.score,
-                        coverage=entry.coverage,
-                        ref=page.refs[entry.best.rowid],
+                        snippet=page.snippets[best.rowid],
+                        score=score,
+                        coverage=matched,
+                        ref=page.refs[best.rowid],
                         topic=topic_at(page.topics.get(row.session_id, ()), row.pos),
                     )
                 )
         return SearchPage(
             hits=hits,
-            total_sessions=len(ranked),
+            total_sessions=total,
             total_is_lower_bound=truncated,
             newest=newest,
             withheld=withheld,
-            tier=tier,
+            tier=reported,
+            vectors=coverage,
         )
+
+    def _fused(self, authority: str, snap: Snapshot, query: IndexQuery, ranked: list[RankedSession]) -> _FusedPage:
+        """The lexical ranking (FUSION_DEPTH deep, as the SQLite engine reads it) fused with the
+        `limit` nearest sessions (dovecote.recall.fusion), cut to the page. The total adds the
+        sessions only the vectors found (exact: every matching session is ranked here)."""
+        semantic = query.semantic
+        assert semantic is not None
+        coverage, nearest = self.vector_anchors(authority, snap, query, query.limit)
+        lexical = [
+            Ranked(r.best.session_id, r.best, r.score, r.coverage) for r in ranked[: max(query.limit, FUSION_DEPTH)]
+        ]
+        anchors = [
+            Ranked(n.session_id, Candidate(n.rowid, n.session_id, n.pos, "", n.cosine, frozenset()), n.cosine)
+            for n in nearest
+        ]
+        fused = fuse(lexical, anchors, method=semantic.fusion, lexical_share=semantic.weight)
+        matched = {r.best.session_id for r in ranked}
+        only_vectors = sum(1 for n in nearest if n.session_id not in matched)
+        shown = [(f.row, f.score, f.coverage) for f in fused[: query.limit]]
+        return _FusedPage(shown, len(ranked) + only_vectors, coverage)
 
     def _candidates(
         self,
@@ -459,6 +493,13 @@ def _starts_from(found: dict[str, Any], wanted: Iterable[tuple[str, str]]) -> di
     return {
         (s["session_id"], s["uuid"]): int(s["pos"]) for s in _sources(found) if (s["session_id"], s["uuid"]) in want
     }
+
+
+@dataclass(frozen=True, slots=True)
+class _FusedPage:
+    shown: list[tuple[Candidate, float, int]]  # (the row shown, fused score, coverage), best first
+    total: int
+    coverage: VectorCoverage
 
 
 @dataclass(frozen=True, slots=True)

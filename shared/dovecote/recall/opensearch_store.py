@@ -29,7 +29,7 @@ from dovecote.recall.opensearch_mapping import (
     BULK_DOCS,
     GRACE_SECONDS,
     MAX_WINDOW,
-    MESSAGE_MAPPING,
+    MESSAGE_SETTINGS,
     POS_LIMIT,
     REFRESH_POLICIES,
     SCROLL_PAGE,
@@ -39,6 +39,7 @@ from dovecote.recall.opensearch_mapping import (
     _errors,
     _sources,
     make_client,
+    message_mapping,
 )
 
 # ---- the state document's scripts (painless: each is one atomic update of one document) -----------
@@ -119,6 +120,16 @@ def _session_doc_id(authority: str, gen: int) -> str:
     return f"{authority}|{gen}|s"
 
 
+def conversation(kind: str, envelope: bool, text: str) -> bool:
+    """What the semantic tier embeds and counts, as the SQLite engine's CONVERSATION: text and
+    thinking rows, not envelopes, not blank (SQLite's trim() strips spaces only)."""
+    return kind in ("text", "thinking") and not envelope and text.strip(" ") != ""
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _topic_id(authority: str, session_id: str, start_uuid: str) -> str:
     # Session ids reach 400 characters and `_id` holds 512 bytes: a digest of the coordinates.
     return hashlib.sha256(f"{authority}\x00{session_id}\x00{start_uuid}".encode()).hexdigest()
@@ -135,6 +146,7 @@ class OpenSearchStore:
         refresh: str = "wait_for",
         shards: int = 1,
         clock: Callable[[], float] = time.time,
+        vector_dimension: int | None = None,
     ) -> None:
         if refresh not in REFRESH_POLICIES:
             raise ValueError(f"refresh must be one of {REFRESH_POLICIES}")
@@ -148,10 +160,14 @@ class OpenSearchStore:
         self._clock = clock
         self._ready = False
         self._ready_lock = threading.Lock()
+        # The configured embedder's dimension: its knn_vector field is in the mapping from the start
+        # (another dimension's is added by the first embedding pass that needs it).
+        self.vector_dimension = vector_dimension
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Self:
-        return cls(make_client(settings), index_prefix=settings.opensearch_index_prefix)
+        dimension = settings.embed_dimension if settings.embedder == "bedrock" else None
+        return cls(make_client(settings), index_prefix=settings.opensearch_index_prefix, vector_dimension=dimension)
 
     def close(self) -> None:
         self._client.close()
@@ -172,16 +188,16 @@ class OpenSearchStore:
                 return
             from opensearchpy.exceptions import RequestError
 
-            for index, mapping in (
-                (self.messages, MESSAGE_MAPPING),
-                (self.sessions, SESSION_MAPPING),
-                (self.topics, TOPIC_MAPPING),
+            for index, mapping, extra in (
+                (self.messages, message_mapping(self.vector_dimension), MESSAGE_SETTINGS),
+                (self.sessions, SESSION_MAPPING, {}),
+                (self.topics, TOPIC_MAPPING, {}),
             ):
                 with _errors():
                     if self._client.indices.exists(index=index):
                         continue
                     body = {
-                        "settings": {"number_of_shards": self._shards, "analysis": ANALYSIS},
+                        "settings": {"number_of_shards": self._shards, "analysis": ANALYSIS, **extra},
                         "mappings": mapping,
                     }
                     try:
@@ -410,6 +426,8 @@ class OpenSearchStore:
             }
             if m.timestamp:
                 doc["ts"] = m.timestamp
+            if conversation(m.kind, m.envelope, m.text):
+                doc["digest"] = text_digest(m.text)
             yield (
                 {"index": {"_index": self.messages, "_id": _message_id(authority, gen, pos), "routing": authority}},
                 doc,

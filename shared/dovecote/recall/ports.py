@@ -259,8 +259,8 @@ class SearchIndex(Protocol):
 
 @runtime_checkable
 class VectorTier(Protocol):
-    """An engine that keeps vectors beside its lexical index (the SQLite engine; the OpenSearch engine
-    has none yet, and its searches report that the tier did not run).
+    """An engine that keeps vectors beside its lexical index (both engines: sqlite_vectors.py,
+    opensearch_vectors.py).
 
     - embed_pending embeds the conversation messages (text and thinking rows, not tool rows or
       envelopes, not blank) that have no vector of the embedder's model yet, in batches, outside the
