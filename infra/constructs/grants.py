@@ -88,3 +88,8 @@ class Grants:
         arn = self._data.cursor_secret.secret_arn
         self.allow(name, ["secretsmanager:GetSecretValue"], [arn])
         self.key(name, "secretsmanager", ["kms:Decrypt"], {"StringEquals": {"kms:EncryptionContext:SecretARN": arn}})
+
+    def foundation_model(self, name: str, model_arn: str) -> None:
+        """Invoking one Bedrock foundation model (the semantic tier's embedder), nothing else: not
+        other models, not streaming, not provisioned throughput."""
+        self.allow(name, ["bedrock:InvokeModel"], [model_arn])

@@ -18,6 +18,13 @@ bucket's notifications for `uploads/transcripts/`), and the recall functions' ac
 - Access, per function (`connect`), in the shape of infra/constructs/api.py's grants: the recall
   table (the actions each one's ledger calls use), its own S3 prefixes, the domain's recall indices,
   and the data key only through DynamoDB or S3 and only for this table's or this bucket's context.
+- The semantic tier (context `embedder=bedrock`, `embedding_dimension=256|512|1024`; off by
+  default): both recall functions may invoke exactly one model, Titan Text Embeddings V2, in the
+  stack's region (the API embeds the question, the indexer the messages), and an hourly schedule
+  runs the indexer over every authority's messages still without a vector (those indexed before the
+  embedder was turned on, or while Bedrock failed). The messages index's knn_vector field is made
+  by the engine (dovecote/recall/opensearch_vectors.py): every OpenSearch Service domain has the
+  k-NN plugin.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -35,6 +44,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from dovecote.embedding.bedrock import DIMENSIONS, TITAN_V2
 from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
 from infra.constructs.grants import Grants, private_queue, sqs_source
@@ -48,6 +58,21 @@ ES_ROOT_PATHS = ("_bulk", "_msearch", "_search/scroll")
 RECEIVES_BEFORE_DLQ = 5
 INDEXER_CONCURRENCY = 4  # parallel indexers: enough for bursts, gentle on a small domain
 QUEUE_AGE_ALARM_SECONDS = 900
+EMBEDDERS = ("off", "bedrock")  # the cloud's: the local model and the hashing fake are for one machine
+BACKFILL_EVERY = Duration.hours(1)
+
+
+def embedder_context(scope: Construct) -> tuple[str, int]:
+    """The `embedder` and `embedding_dimension` context options, checked (a wrong value fails the
+    synth rather than the first search)."""
+    embedder = str(scope.node.try_get_context("embedder") or "off").lower()
+    if embedder not in EMBEDDERS:
+        raise ValueError(f"context embedder must be one of {EMBEDDERS}, got {embedder!r}")
+    raw = scope.node.try_get_context("embedding_dimension")
+    dimension = int(raw) if raw is not None else int(Settings.model_fields["embed_dimension"].default)
+    if dimension not in DIMENSIONS:
+        raise ValueError(f"context embedding_dimension must be one of {DIMENSIONS}, got {raw!r}")
+    return embedder, dimension
 
 
 class Search(Construct):
@@ -59,6 +84,11 @@ class Search(Construct):
         removal = RemovalPolicy.RETAIN if production else RemovalPolicy.DESTROY
         self._data = data
         self.index_prefix = str(Settings.model_fields["opensearch_index_prefix"].default)
+        self.embedder, self.embedding_dimension = embedder_context(self)
+        # Titan V2 in this stack's region, nothing else: foundation models have no account in their ARN.
+        self.embedding_model_arn = stack.format_arn(
+            service="bedrock", account="", resource="foundation-model", resource_name=TITAN_V2
+        )
         # A fixed name: the access policy names the domain's ARN, which it cannot read from itself.
         self.domain_name = f"{stack.stack_name.lower()}-recall"[:28]
         self.domain_arn = stack.format_arn(service="es", resource="domain", resource_name=self.domain_name)
@@ -169,7 +199,10 @@ class Search(Construct):
     @property
     def settings(self) -> dict[str, str]:
         """The settings the recall functions read (infra/routes.py names which each receives)."""
-        return {"opensearch_url": self.url, "opensearch_aws_service": "es"}
+        settings = {"opensearch_url": self.url, "opensearch_aws_service": "es"}
+        if self.embedder != "off":
+            settings |= {"embedder": self.embedder, "embed_dimension": str(self.embedding_dimension)}
+        return settings
 
     def connect(self, functions: Mapping[str, lambda_.Function]) -> None:
         """The indexer's event source, and each recall function's least privilege."""
@@ -218,6 +251,17 @@ class Search(Construct):
         )
         grants.bucket_key(name, write=True)
         allow(name, ES_ACTIONS, index_paths)
+
+        if self.embedder == "bedrock":
+            for function in ("recall_api", name):
+                grants.foundation_model(function, self.embedding_model_arn)
+            # The backfill: the indexer's scheduled run embeds what is still pending everywhere.
+            events.Rule(
+                self,
+                "EmbeddingBackfill",
+                schedule=events.Schedule.rate(BACKFILL_EVERY),
+                targets=[targets.LambdaFunction(functions[name], retry_attempts=0)],
+            )
 
         # The domain's own policy admits exactly these two roles (set on the L1: CDK's
         # add_access_policies would deploy a custom-resource function to apply it).
