@@ -70,6 +70,12 @@ def cosine_of(score: float) -> float:
     return 2.0 * float(score) - 1.0
 
 
+def compact(x: float) -> float:
+    """A component at float32's precision (7 significant digits), which is what the k-NN index keeps:
+    the vector's JSON in `_source` is then about 11 bytes a dimension, not a double's 20."""
+    return float(f"{float(x):.7g}")
+
+
 def conversation_clause() -> dict[str, Any]:
     return {"exists": {"field": "digest"}}
 
@@ -244,7 +250,7 @@ class OpenSearchVectors(OpenSearchStore):
         for hit in hits:
             vector = known[hit["_source"]["digest"]]
             # A zero vector (nothing to embed) has no cosine: the message is done, and never near.
-            doc = {"vector_model": model, field: [float(x) for x in vector] if any(vector) else None}
+            doc = {"vector_model": model, field: [compact(x) for x in vector] if any(vector) else None}
             actions.append((hit["_id"], doc))
         return self._update_vectors(authority, actions)
 
