@@ -275,3 +275,23 @@ def test_both_engines_fuse_the_same_data_to_the_same_page(
                 assert ids[0][0] == ids[1][0], q
     finally:
         sqlite.close()
+
+
+def test_an_index_made_before_the_tier_says_it_cannot_hold_vectors_and_fails_nothing(
+    make_engine: Callable[..., OpenSearchIndex],
+) -> None:
+    """An index without index.knn (made by an earlier version): embedding is `unavailable` (the
+    indexer logs it and the upload stands), and a semantic search still answers, with the words."""
+    from dovecote.platform.errors import Unavailable
+    from dovecote.recall.opensearch_mapping import ANALYSIS, MESSAGE_MAPPING
+
+    engine = make_engine(fresh=True)
+    old = {"settings": {"analysis": ANALYSIS}, "mappings": MESSAGE_MAPPING}  # no index.knn
+    engine._client.indices.create(index=engine.messages, body=old)
+    engine.replace_session("acme", session("s1", ["lease fence", "ok"]), sha256="a")
+    with pytest.raises(Unavailable, match="cannot hold vectors"):
+        engine.embed_pending(EMBEDDER)
+    page = engine.search("acme", query("lease"))
+    assert [h.session.session_id for h in page.hits] == ["s1"]
+    assert page.vectors is not None
+    assert (page.vectors.candidate_msgs, page.vectors.vectored_msgs, page.vectors.missing_msgs) == (2, 0, 2)

@@ -137,8 +137,20 @@ class OpenSearchVectors(OpenSearchStore):
         self._ensure()
         if dimension in self._vector_fields:
             return
-        with _errors(write=True):
-            self._client.indices.put_mapping(index=self.messages, body=vector_mapping(dimension))
+        from opensearchpy.exceptions import RequestError
+
+        try:
+            with _errors(write=True):
+                self._client.indices.put_mapping(index=self.messages, body=vector_mapping(dimension))
+        except RequestError as exc:
+            # An index made before the tier (no index.knn, a static setting), or a node without the
+            # k-NN plugin: the tier cannot run here, which must not fail the indexer's upload.
+            raise Unavailable(
+                "the messages index cannot hold vectors (made without index.knn, or no k-NN plugin): "
+                "delete the recall indices and rebuild them",
+                index=self.messages,
+                error=str(exc.error)[:300],
+            ) from exc
         self._vector_fields.add(dimension)
 
     def _pending_scope(self, authority: str, snap: Snapshot, model: str) -> dict[str, Any]:
