@@ -13,6 +13,9 @@
   filled with 384-dimension vectors from the hashing fake (embedding 100k messages with the local
   model would take over an hour here); the local model's time to embed one question is measured
   apart and adds to every search with the tier on.
+- The same on the OpenSearch engine (its k-NN index, Lucene HNSW) at 10k messages, on the node
+  bench/recall.py uses (DOVECOTE_OPENSEARCH_URL, or one started from infra/opensearch-node; without
+  Java the rows are left out, saying why). Wall time only: the work is in the node.
 
 `python -m bench.semantic [--quick]` (or `make bench` section `semantic`): bench/results/semantic.json.
 """
@@ -22,10 +25,12 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
+from bench import recall as bench_recall
 from bench.common import latency_ms, run_alone
 from bench.recall import QUALITY_SETS, generate_corpus, labelled_set, ranker_table
 
@@ -34,6 +39,7 @@ SHARES = (0.5, 0.6, 0.7, 0.8, 0.9)
 # embeds a few messages per second on this shared 2-core machine. The lexical rankers are measured
 # on the same sets, so every row of a table compares like with like.
 FILLER = 10
+WARMUP = 5  # searches of each tier before the timed ones
 
 
 class Remembering:
@@ -125,12 +131,28 @@ def quality_figures(facts: int, filler: int = FILLER) -> dict[str, Any]:
     return out
 
 
-def latency_figures(sizes: Sequence[int], queries: int) -> dict[str, Any]:
+@contextmanager
+def _index(engine: str) -> Iterator[Any]:
+    """A fresh index: SQLite in memory, or OpenSearch indices of its own on bench_recall's node
+    (refresh=true: the corpus goes in from several threads, as bench/recall.py ingests it)."""
+    if engine == "sqlite":
+        from dovecote.recall.sqlite import SqliteSearchIndex
+
+        index = SqliteSearchIndex(":memory:")
+        try:
+            yield index
+        finally:
+            index.close()
+        return
+    with bench_recall.search_index(engine, refresh="true") as (index, _):
+        yield index
+
+
+def latency_figures(sizes: Sequence[int], queries: int, engine: str = "sqlite") -> dict[str, Any]:
     from dovecote.embedding.fakes import HashingEmbedder
     from dovecote.embedding.local import LocalEmbedder
     from dovecote.platform.principal import Principal
     from dovecote.recall.model import gate_search
-    from dovecote.recall.sqlite import SqliteSearchIndex
 
     who = Principal("bench", "caller")
     local = LocalEmbedder()
@@ -147,27 +169,43 @@ def latency_figures(sizes: Sequence[int], queries: int) -> dict[str, Any]:
     fake = HashingEmbedder(dimension=local.info.dimension, model_id="bench.hashing-384")
     for size in sizes:
         bodies = generate_corpus(size)
-        index = SqliteSearchIndex(":memory:")
-        service = _service(index, fake)
-        for body in bodies:
-            service.ingest(who, body)
-        service.embed_pending()
-        texts = [m["text"] for b in bodies for m in b["messages"]]
-        qrng = random.Random(size)
-        asked = [" ".join(qrng.choice(texts).split()[:3]) for _ in range(queries)]
-        row: dict[str, Any] = {"messages": size}
-        for semantic in ("off", "on"):
-            wall, cpu = [], []
-            for q in asked:
-                w, c = time.perf_counter(), time.process_time()
-                service.search(who, gate_search(q=q, semantic=semantic))
-                wall.append(time.perf_counter() - w)
-                cpu.append(time.process_time() - c)
-            row[semantic] = {**latency_ms(wall), **{"cpu_" + k: v for k, v in latency_ms(cpu).items()}}
-        row["load_average"] = os.getloadavg()[0]
-        out["corpora"].append(row)
-        index.close()
+        with _index(engine) as index:
+            service = _service(index, fake)
+            bench_recall._ingest_all(service, who, bodies, 1 if engine == "sqlite" else bench_recall.INGEST_WORKERS)
+            started = time.perf_counter()
+            embedded = service.embed_pending()
+            embed_s = time.perf_counter() - started
+            texts = [m["text"] for b in bodies for m in b["messages"]]
+            qrng = random.Random(size)
+            asked = [" ".join(qrng.choice(texts).split()[:3]) for _ in range(queries)]
+            row: dict[str, Any] = {"messages": size, "vectors_written": embedded, "vectors_write_s": embed_s}
+            for q in asked[:WARMUP]:  # a JVM (or a cold page cache) would bill its warm-up to the first tier
+                for semantic in ("off", "on"):
+                    service.search(who, gate_search(q=q, semantic=semantic))
+            times: dict[str, tuple[list[float], list[float]]] = {"off": ([], []), "on": ([], [])}
+            for q in asked:  # the tiers alternate, so a change of load falls on both
+                for semantic, (wall, cpu) in times.items():
+                    w, c = time.perf_counter(), time.process_time()
+                    service.search(who, gate_search(q=q, semantic=semantic))
+                    wall.append(time.perf_counter() - w)
+                    cpu.append(time.process_time() - c)
+            for semantic, (wall, cpu) in times.items():
+                row[semantic] = {**latency_ms(wall), **{"cpu_" + k: v for k, v in latency_ms(cpu).items()}}
+            row["load_average"] = os.getloadavg()[0]
+            out["corpora"].append(row)
     return out
+
+
+def opensearch_latency(sizes: Sequence[int], queries: int) -> dict[str, Any]:
+    """latency_figures on the OpenSearch engine, or why there are none."""
+    with bench_recall.opensearch_node() as (url, origin):
+        if url is None:
+            return {"node": origin}
+        bench_recall.OPENSEARCH_URL = url
+        try:
+            return {"node": origin, **latency_figures(sizes, queries, engine="opensearch")}
+        finally:
+            bench_recall.OPENSEARCH_URL = None
 
 
 def semantic_report(quick: bool = False) -> dict[str, Any]:
@@ -175,6 +213,7 @@ def semantic_report(quick: bool = False) -> dict[str, Any]:
         "sqlite_vec": _sqlite_vec(),
         "quality": quality_figures(20 if quick else 40),
         "latency": latency_figures((2_000,) if quick else (10_000, 100_000), 20 if quick else 50),
+        "latency_opensearch": opensearch_latency((2_000,) if quick else (10_000,), 20 if quick else 50),
     }
 
 
@@ -194,6 +233,9 @@ def print_report(report: dict[str, Any]) -> None:
 
     console = Console()
     console.print(f"sqlite-vec: {report['sqlite_vec']}")
+    if "quality" not in report:  # --opensearch-only
+        _print_latency(console, Table, "OpenSearch", report["latency_opensearch"])
+        return
     quality = report["quality"]
     for variant, row in quality["embedding"].items():
         console.print(
@@ -206,14 +248,25 @@ def print_report(report: dict[str, Any]) -> None:
             f"{quality[variant]['messages']:,} messages"
         )
         console.print(ranker_table(quality[variant]["rankers"]))
-    latency = report["latency"]
+    _print_latency(console, Table, "SQLite", report["latency"])
+    if "latency_opensearch" in report:
+        _print_latency(console, Table, "OpenSearch", report["latency_opensearch"])
+
+
+def _print_latency(console: Any, table_class: Any, engine: str, latency: dict[str, Any]) -> None:
+    if "corpora" not in latency:
+        console.print(f"{engine}: {latency.get('node')}")
+        return
+    if "node" in latency:
+        console.print(f"{engine}: {latency['node']}")
     q = latency["question_embed"]
     console.print(f"local model, one question: median {q['median_ms']:.1f} ms, p95 {q['p95_ms']:.1f} ms")
-    table = Table("messages", "tier", "median ms", "p95 ms", "CPU median ms", "load")
+    table = table_class("engine", "messages", "tier", "median ms", "p95 ms", "CPU median ms", "load")
     for row in latency["corpora"]:
         for tier in ("off", "on"):
             figures = row[tier]
             table.add_row(
+                engine,
                 f"{row['messages']:,}",
                 tier,
                 f"{figures['median_ms']:.1f}",
@@ -222,8 +275,27 @@ def print_report(report: dict[str, Any]) -> None:
                 f"{row['load_average']:.1f}",
             )
     console.print(table)
+    for row in latency["corpora"]:
+        written, seconds = row["vectors_written"], row["vectors_write_s"]
+        console.print(f"{engine} {row['messages']:,}: {written:,} vectors written in {seconds:.1f} s")
     console.print(f"(with the tier on, add the question's embedding: {q['median_ms']:.1f} ms)")
 
 
+def opensearch_report(quick: bool = False) -> dict[str, Any]:
+    """Only the OpenSearch latency rows (`python -m bench.semantic --opensearch-only`)."""
+    return {
+        "sqlite_vec": _sqlite_vec(),
+        "latency_opensearch": opensearch_latency((2_000,) if quick else (10_000,), 20 if quick else 50),
+    }
+
+
 if __name__ == "__main__":
-    run_alone("python -m bench.semantic", semantic_report, print_report, "semantic.json")
+    import sys
+
+    if "--opensearch-only" in sys.argv:
+        sys.argv.remove("--opensearch-only")
+        run_alone(
+            "python -m bench.semantic --opensearch-only", opensearch_report, print_report, "semantic-opensearch.json"
+        )
+    else:
+        run_alone("python -m bench.semantic", semantic_report, print_report, "semantic.json")
