@@ -295,3 +295,33 @@ def test_an_index_made_before_the_tier_says_it_cannot_hold_vectors_and_fails_not
     assert [h.session.session_id for h in page.hits] == ["s1"]
     assert page.vectors is not None
     assert (page.vectors.candidate_msgs, page.vectors.vectored_msgs, page.vectors.missing_msgs) == (2, 0, 2)
+
+
+def test_a_vector_write_the_node_does_not_answer_is_unavailable_and_the_next_pass_completes(
+    make_engine: Callable[..., OpenSearchIndex],
+) -> None:
+    """The indexer treats `unavailable` as "try later" (the upload stands): a lost bulk of vectors,
+    which may have landed, is reported so; the next pass writes whatever is still pending."""
+    from opensearchpy.exceptions import ConnectionError as OSConnectionError
+
+    from dovecote.platform.errors import Unavailable
+
+    engine = make_engine()
+    engine.replace_session("acme", session("s1", ["lease fence", "ok", "third"]), sha256="a")
+    transport = engine._client.transport
+    real = transport.perform_request
+
+    def lose_the_bulk(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if url == "/_bulk":
+            raise OSConnectionError("N/A", "injected fault", None)
+        return real(method, url, *args, **kwargs)
+
+    transport.perform_request = lose_the_bulk  # type: ignore[method-assign]
+    try:
+        with pytest.raises(Unavailable, match="did not take the vectors"):
+            engine.embed_pending(EMBEDDER)
+    finally:
+        transport.perform_request = real  # type: ignore[method-assign]
+    assert engine.pending_vectors(MODEL, "acme") == 3  # nothing was written
+    assert engine.embed_pending(EMBEDDER) == 3
+    assert engine.pending_vectors(MODEL, "acme") == 0

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dovecote.platform.errors import Throttled, Unavailable
+from dovecote.platform.errors import CommitUnknown, Throttled, Unavailable
 from dovecote.recall.fusion import Ranked, model_key
 from dovecote.recall.opensearch_mapping import _errors, _filter_clauses, vector_field, vector_mapping
 from dovecote.recall.opensearch_store import OpenSearchStore, Snapshot
@@ -192,19 +192,26 @@ class OpenSearchVectors(OpenSearchStore):
         if not self._passing.acquire(blocking=False):
             return 0
         try:
-            info = embedder.info
-            self._ensure_vector_field(info.dimension)
-            model = model_key(info.model_id, info.dimension)
-            done, seen = 0, 0
-            for who in [authority] if authority is not None else self._authorities():
-                if limit is not None and seen >= limit:
-                    break
-                left = None if limit is None else limit - seen
-                looked, written = self._embed_authority(embedder, model, who, left)
-                seen, done = seen + looked, done + written
-            return done
+            return self._embed_pending(embedder, authority, limit)
+        except (CommitUnknown, Throttled) as exc:
+            # Off the request path a write that may have landed is no different from one that did not:
+            # a vector written twice is the same vector. The caller retries later, as for an embedder.
+            raise Unavailable(f"the search engine did not take the vectors: {exc}", cause=exc.code) from exc
         finally:
             self._passing.release()
+
+    def _embed_pending(self, embedder: Embedder, authority: str | None, limit: int | None) -> int:
+        info = embedder.info
+        self._ensure_vector_field(info.dimension)
+        model = model_key(info.model_id, info.dimension)
+        done, seen = 0, 0
+        for who in [authority] if authority is not None else self._authorities():
+            if limit is not None and seen >= limit:
+                break
+            left = None if limit is None else limit - seen
+            looked, written = self._embed_authority(embedder, model, who, left)
+            seen, done = seen + looked, done + written
+        return done
 
     def _embed_authority(self, embedder: Embedder, model: str, authority: str, limit: int | None) -> tuple[int, int]:
         snap = self._snapshot(authority)
