@@ -68,6 +68,8 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
   a refresh) + 1 flip + 1 topic lookup (+ 1 bulk delete when topics go) (+ garbage collection
   when a dead generation is older than the grace: 1 scroll per 1,000 documents + 1 bulk delete
   each + 1 state update);
+- search with the semantic tier (opensearch_vectors.py: a knn_vector field per dimension, written after
+  the lexical index): + 1 msearch (the coverage count and the filtered knn query);
 - search: 1 msearch (candidates, and the withheld count when asked) (+ 1 for the trigram tier) + 1
   msearch (the returned rows with highlighted snippets, their sessions, their sessions' topics) + 1
   msearch (the page's printed-ref neighbours, which need each row's uuid: one search of each index;
