@@ -38,6 +38,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_opensearchservice as opensearch
 from aws_cdk import aws_s3 as s3
@@ -255,13 +256,7 @@ class Search(Construct):
         if self.embedder == "bedrock":
             for function in ("recall_api", name):
                 grants.foundation_model(function, self.embedding_model_arn)
-            # The backfill: the indexer's scheduled run embeds what is still pending everywhere.
-            events.Rule(
-                self,
-                "EmbeddingBackfill",
-                schedule=events.Schedule.rate(BACKFILL_EVERY),
-                targets=[targets.LambdaFunction(functions[name], retry_attempts=0)],
-            )
+            self._backfill(functions[name])
 
         # The domain's own policy admits exactly these two roles (set on the L1: CDK's
         # add_access_policies would deploy a custom-resource function to apply it).
@@ -277,6 +272,25 @@ class Search(Construct):
                 }
             ],
         }
+
+    def _backfill(self, indexer: lambda_.Function) -> None:
+        """The indexer's scheduled run embeds what is still pending everywhere. Invoked
+        asynchronously without retries (the next hour repeats the work, which is idempotent); a run
+        that fails lands in the transcript dead-letter queue, which is alarmed (a redrive of it to
+        the upload queue ignores such an event: it names no upload)."""
+        indexer.configure_async_invoke(
+            retry_attempts=0, max_event_age=Duration.hours(1), on_failure=destinations.SqsDestination(self.dlq)
+        )
+        for child in indexer.node.find_all():
+            if isinstance(child, lambda_.CfnEventInvokeConfig):
+                # By ARN, as the schedule's permission names it (cfn-lint compares the two literally).
+                child.function_name = indexer.function_arn
+        events.Rule(
+            self,
+            "EmbeddingBackfill",
+            schedule=events.Schedule.rate(BACKFILL_EVERY),
+            targets=[targets.LambdaFunction(indexer, dead_letter_queue=self.dlq, retry_attempts=0)],
+        )
 
 
 def _gp3() -> Any:

@@ -25,7 +25,7 @@ def synth(outdir: Path, **context: object) -> dict[str, Any]:
     app.synth()
     raw = json.loads((outdir / "Dovecote.template.json").read_text())
     report = json.loads((outdir / "validation-report.json").read_text())
-    return {"raw": raw, "report": report}
+    return {"raw": raw, "report": report, "template": outdir / "Dovecote.template.json"}
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +91,15 @@ def test_an_hourly_schedule_runs_the_indexers_backfill(with_bedrock: dict[str, A
     )
     assert target["Arn"] == {"Fn::GetAtt": [indexer, "Arn"]}
     assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0  # the next hour retries
+    dlq = next(k for k in resources(raw, "AWS::SQS::Queue") if k.startswith("SearchTranscriptFailures"))
+    assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": [dlq, "Arn"]}  # alarmed (transcript-failures)
+    (invoke,) = [
+        v
+        for v in resources(raw, "AWS::Lambda::EventInvokeConfig").values()
+        if v["Properties"]["FunctionName"] == {"Fn::GetAtt": [indexer, "Arn"]}
+    ]
+    assert invoke["Properties"]["MaximumRetryAttempts"] == 0
+    assert invoke["Properties"]["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [dlq, "Arn"]}
     permissions = [
         p["Properties"]
         for p in resources(raw, "AWS::Lambda::Permission").values()
@@ -104,6 +113,13 @@ def test_cdk_nag_passes_with_the_tier_on(with_bedrock: dict[str, Any]) -> None:
     violations = [v for p in report["pluginReports"] for v in p.get("violations", [])]
     assert violations == []
     assert all(p["conclusion"] == "success" for p in report["pluginReports"])
+
+
+def test_cfn_lint_finds_nothing_with_the_tier_on(with_bedrock: dict[str, Any]) -> None:
+    from infra.cfn_lint import lint
+
+    result = lint(str(with_bedrock["template"]))
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr
 
 
 def test_by_default_no_role_may_call_bedrock_and_nothing_is_scheduled(lexical_only: dict[str, Any]) -> None:
