@@ -14,28 +14,25 @@ import pytest
 
 from infra.app import build_app
 from infra.routes import TRANSCRIPT_INDEXER
+from tests.infra.conftest import OPTIONS
 from tests.infra.test_recall_opensearch_stack import RECALL_FUNCTIONS, text
 from tests.infra.test_stack import _actions, _policy_for, resources
 
 TITAN_V2_ARN = "arn:<AWS::Partition>:bedrock:<AWS::Region>::foundation-model/amazon.titan-embed-text-v2:0"
 
 
-def synth(outdir: Path, **context: object) -> dict[str, Any]:
-    app, _ = build_app(outdir=str(outdir), context=dict(context))
-    app.synth()
-    raw = json.loads((outdir / "Dovecote.template.json").read_text())
+@pytest.fixture(scope="module")
+def with_bedrock(options_synth: dict[str, Any]) -> dict[str, Any]:
+    """The options synthesis (tests/infra/conftest.py), which turns the tier on at 256 dimensions."""
+    assert (OPTIONS["embedder"], OPTIONS["embedding_dimension"]) == ("bedrock", 256)
+    outdir = options_synth["outdir"]
     report = json.loads((outdir / "validation-report.json").read_text())
-    return {"raw": raw, "report": report, "template": outdir / "Dovecote.template.json"}
+    return {"raw": options_synth["raw"], "report": report, "template": outdir / "Dovecote.template.json"}
 
 
 @pytest.fixture(scope="module")
-def with_bedrock(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return synth(tmp_path_factory.mktemp("bedrock"), embedder="bedrock", embedding_dimension="256")
-
-
-@pytest.fixture(scope="module")
-def lexical_only(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return synth(tmp_path_factory.mktemp("off"))
+def lexical_only(default_synth: dict[str, Any]) -> dict[str, Any]:
+    return default_synth
 
 
 def bedrock_statements(raw: dict[str, Any], function: str) -> list[dict[str, Any]]:
