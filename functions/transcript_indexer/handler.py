@@ -67,9 +67,14 @@ def index_record(record: SQSRecord) -> None:
         embed(authority)
 
 
-def embed(authority: str | None) -> int:
+# A scheduled backfill embeds at most this many messages per run: a large backlog is worked down an
+# hour at a time instead of timing out the function (and firing its error alarm) every hour.
+BACKFILL_LIMIT = 5_000
+
+
+def embed(authority: str | None, limit: int | None = None) -> int:
     try:
-        embedded = service().embed_pending(authority)
+        embedded = service().embed_pending(authority, limit=limit)
     except Unavailable as exc:
         logger.warning("embedding failed; the messages stay pending", extra={"authority": authority, "code": exc.code})
         return 0
@@ -81,6 +86,6 @@ def embed(authority: str | None) -> int:
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if event.get("detail-type") == "Scheduled Event":
-        return {"embedded": embed(None)}
+        return {"embedded": embed(None, BACKFILL_LIMIT)}
     response = process_partial_response(event=event, record_handler=index_record, processor=processor, context=context)
     return dict(response)

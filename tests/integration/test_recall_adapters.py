@@ -409,6 +409,15 @@ def test_the_indexer_embeds_after_indexing_and_a_scheduled_run_embeds_the_rest(
         assert index.pending_vectors(key, "acme") == 0
         envelope = service.search(ACME, gate_search(q="inline", semantic="on"))
         assert envelope.vector_coverage.ran and envelope.vector_coverage.missing_msgs == 0
+        # A backlog is worked down a bounded number of messages per scheduled run.
+        monkeypatch.setattr(indexer, "BACKFILL_LIMIT", 1)
+        service.ingest(ACME, _inline("inline-3", "first of two"))
+        service.ingest(ACME, _inline("inline-4", "second of two"))
+        assert index.pending_vectors(key, "acme") == 2
+        assert indexer.handler(scheduled, _Context()) == {"embedded": 1}
+        assert index.pending_vectors(key, "acme") == 1
+        assert indexer.handler(scheduled, _Context()) == {"embedded": 1}
+        assert index.pending_vectors(key, "acme") == 0
 
         def down(texts: Any) -> Any:
             raise Unavailable("the embedder is down")
