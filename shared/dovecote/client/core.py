@@ -37,27 +37,16 @@ from urllib.parse import urlsplit
 import httpx
 
 from dovecote.client.artifacts import ArtifactsMixin
-from dovecote.client.config import DEV_TOKENS_FILE, ClientConfig, resolve
-from dovecote.client.errors import BAD_RESPONSE, UNAVAILABLE, DovecoteError, WaitTimeout
+from dovecote.client.config import ClientConfig, resolve
+from dovecote.client.errors import BAD_RESPONSE, UNAVAILABLE, DovecoteError
 from dovecote.client.memory import MemoryMixin
-from dovecote.client.notes import Note, NotesMixin
+from dovecote.client.notes import NotesMixin
 from dovecote.client.paging import keyset_items, query
 from dovecote.client.paths import path
 from dovecote.client.recall import RecallMixin
-from dovecote.client.tasks import TERMINAL_STATES, TasksMixin, new_id, text_message
-from dovecote.notes.refs import note_ref
+from dovecote.client.tasks import TasksMixin
 
-__all__ = [
-    "DEV_TOKENS_FILE",
-    "TERMINAL_STATES",
-    "DovecoteClient",
-    "DovecoteError",
-    "Note",
-    "WaitTimeout",
-    "new_id",
-    "note_ref",
-    "text_message",
-]
+__all__ = ["DovecoteClient", "error_from_response"]  # the package (`dovecote.client`) exports the rest
 
 # Codes of the gateway's own answers, which carry only {"message"}.
 GATEWAY_CODES = {401: "unauthenticated", 403: "forbidden", 404: "not_found", 413: "payload_too_large", 429: "throttled"}
