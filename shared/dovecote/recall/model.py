@@ -47,9 +47,12 @@ TOOL_INPUT_CAP = 500
 TOOL_RESULT_CAP = 1000
 # The engine ranks at most this many candidate messages per query (the best by bm25); past it the
 # distinct-session total is reported as a lower bound, never as exact. bench/recall.py, SQLite at
-# 100k messages, CPU ms per search (p95, 1 / 2 / 3 words): ceiling 20,000: 100 / 56 / 102; 5,000:
-# 70 / 51 / 68; 2,000: 41 / 40 / 49 (the window functions and coverage flags run on the ranked rows).
-MAX_CANDIDATES = 2_000
+# 100k messages, CPU ms per search (median / p95, 40 queries each, load 7.8-10 on the 2 cores),
+# ceiling 2,000 -> 1,000 -> 500: 1 word 60 / 98 -> 41 / 49 -> 32 / 40; 2 words 32 / 79 -> 30 / 60 -> 22 /
+# 44; 3 words 53 / 76 -> 38 / 57 -> 28 / 45 (what scales with it: reading, grouping and ranking the
+# candidates; bm25 for every match does not). The labelled sets rank alike at 500 (the passage
+# ranker's recall@1 on the unseen set 0.685 at 2,000, 0.690 at 500).
+MAX_CANDIDATES = 500
 MAX_SESSION_ID_CHARS = 200
 MAX_PROJECT_CHARS = 200
 MAX_SOURCE_CHARS = 64
