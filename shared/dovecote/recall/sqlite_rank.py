@@ -16,6 +16,7 @@ from dovecote.recall.query import to_fts5
 from dovecote.recall.ranking import Candidate, rank_sessions
 
 Execute = Callable[[str, list[Any]], list[Any]]
+SCAN_FACTOR = 2  # a broad search scores this many times the ceiling from the word index before the lookups
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +122,35 @@ def ranked(execute: Execute, authority: str, query: IndexQuery, table: str, expr
             flags.append(f"((h.id IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)) << {bit})")  # noqa: S608
             flag_params.append(term_expression)
     ceiling = query.max_candidates
-    sql = (
-        f"WITH hits_all AS (SELECT m.id AS id, m.session_id AS sid, m.pos AS pos, m.ts AS ts, "  # noqa: S608
-        f"bm25({table}) AS score {source} WHERE {' AND '.join(where)} ORDER BY score, m.id LIMIT ?), "
-        "hits AS (SELECT * FROM hits_all ORDER BY score, id LIMIT ?) "
-        f"SELECT h.id, h.sid, h.pos, h.ts, h.score, {' | '.join(flags) or '0'}, (SELECT COUNT(*) FROM hits_all) "
-        "FROM hits h ORDER BY h.score, h.id"
+    read = (
+        "hits AS (SELECT * FROM hits_all ORDER BY score, id LIMIT ?) "  # noqa: S608
+        f"SELECT h.id, h.sid, h.pos, h.ts, h.score, {' | '.join(flags) or '0'}, (SELECT COUNT(*) FROM hits_all), "
+        "{scanned} FROM hits h ORDER BY h.score, h.id"
     )
-    rows = execute(sql, [*params, ceiling + 1, ceiling, *flag_params])
+    rows: list[Any] = []
+    if _broad(query):
+        # The best `scan` matches by bm25 from the word index alone, then the row lookup and the
+        # filter for those only: when more than the ceiling of them pass, they are exactly the best
+        # filtered matches (one total order: score, then rowid), at a lookup per kept row instead
+        # of one per match (at 1M messages a common word matches 50k+).
+        scan = SCAN_FACTOR * (ceiling + 1)
+        head = (
+            f"WITH top AS (SELECT rowid AS id, bm25({table}) AS score FROM {table} WHERE {where[0]} "  # noqa: S608
+            "ORDER BY score, rowid LIMIT ?), hits_all AS (SELECT m.id AS id, m.session_id AS sid, m.pos AS pos, "
+            f"m.ts AS ts, top.score AS score FROM top JOIN messages m ON m.id = top.id "
+            f"WHERE {' AND '.join(where[1:])} ORDER BY score, m.id LIMIT ?), "
+        )
+        sql = head + read.replace("{scanned}", "(SELECT COUNT(*) FROM top)")
+        rows = execute(sql, [params[0], scan, *params[1:], ceiling + 1, ceiling, *flag_params])
+        if rows and rows[0][7] == scan and rows[0][6] <= ceiling:
+            rows = []  # the filter kept too few of them: every match, below
+    if not rows:
+        head = (
+            f"WITH hits_all AS (SELECT m.id AS id, m.session_id AS sid, m.pos AS pos, m.ts AS ts, "  # noqa: S608
+            f"bm25({table}) AS score {source} WHERE {' AND '.join(where)} ORDER BY score, m.id LIMIT ?), "
+        )
+        sql = head + read.replace("{scanned}", "0")
+        rows = execute(sql, [*params, ceiling + 1, ceiling, *flag_params])
     if not rows:
         return Ranked([], 0, False, withheld, "")
     term_sets = {mask: frozenset(i for i in range(len(terms)) if mask >> i & 1) for mask in {r[5] for r in rows}}
@@ -136,3 +158,11 @@ def ranked(execute: Execute, authority: str, query: IndexQuery, table: str, expr
     order = rank_sessions(candidates, ranker=query.ranker, sort=query.sort)
     shown = [(r.best.session_id, r.best.rowid, r.coverage, r.score) for r in order[: query.limit]]
     return Ranked(shown, len(order), rows[0][6] > ceiling, withheld, max(r[3] for r in rows))
+
+
+def _broad(query: IndexQuery) -> bool:
+    """A filter that keeps most matches (visibility, subagents and the authority only), for which the
+    two-step read rarely falls back to joining every match."""
+    f = query.filter
+    narrow = (f.role, f.since, f.before, f.min_messages, f.project, f.source)
+    return not any(narrow) and f.places is None and query.withhold is None
