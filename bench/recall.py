@@ -12,11 +12,14 @@ ingests from one thread (its writes are serialized by one lock anyway).
 
 Run alone: `python -m bench.recall [--quick]` (writes bench/results/recall.json); `recall_report()`
 is the entry the main bench calls. One engine at one size, in about a minute:
-`python -m bench.recall --engine sqlite --messages 100000` (corpus latency only; `--messages
-1000000` is the 1M corpus, on demand; `--queries N` per kind). OpenSearch rows also give requests
-per search and the time spent in each request (`--engine opensearch`; pin the node to a core of its
-own with `taskset`, its heap fixed and C2 on: `taskset -c 1 python -m infra.local.opensearch start
---heap 512m --full-jit`, see bench/README or the Benchmarks section of the README).
+`python -m bench.recall --engine sqlite --size 100000` (corpus latency only; `--size 1000000` is the
+1M corpus, on demand, not in `make bench`; `--queries N` per kind). SQLite builds each corpus once
+into `--cache` (default /tmp/dovecote-bench-recall, printing its progress) and reuses it while the
+schema, the write path and the generator are unchanged; `--no-cache` ingests a fresh one. OpenSearch
+rows also give requests per search and the time spent in each request (`--engine opensearch`; pin
+the node to a core of its own with `taskset`, its heap fixed and C2 on: `taskset -c 1 python -m
+infra.local.opensearch start --heap 512m --full-jit`, see bench/README or the Benchmarks section of
+the README).
 
 The corpora and the labelled set are generated, deterministic (seeded): bench/recall_corpus.py.
 """

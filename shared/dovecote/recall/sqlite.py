@@ -16,9 +16,10 @@ session or the new one, never a mix. File databases use WAL, so another process'
 block on a writer.
 
 Cost of a search (profiled at 100k messages, bench/recall.py): one statement (sqlite_rank.py) reads
-the candidates: the FTS5 MATCH joined to the filters with bm25 for every match (about 3-4 µs of CPU
-per match: the docsize and position-list reads, and the row lookup for the filter), the best
-MAX_CANDIDATES kept, one posting-list read per query term for the bits of coverage; then
+the candidates: bm25 for every match of the FTS5 MATCH (about 3 µs of CPU per match: the docsize
+and position-list reads), the row lookup for the filter (1-2 µs; a broad search looks up only the
+best 2 × MAX_CANDIDATES), the best MAX_CANDIDATES kept, one posting-list read per query term for
+the bits of coverage; then
 ranking.rank_sessions groups them in Python (the window functions that did it in SQL cost more
 than the dict and the sort); then one statement each for the page's rows, sessions, snippets, refs
 and topics (not a few per hit).
