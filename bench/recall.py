@@ -12,26 +12,22 @@ ingests from one thread (its writes are serialized by one lock anyway).
 
 Run alone: `python -m bench.recall [--quick]` (writes bench/results/recall.json); `recall_report()`
 is the entry the main bench calls. One engine at one size, in about a minute:
-`python -m bench.recall --engine sqlite --messages 100000` (corpus latency only; `--messages
-1000000` is the 1M corpus, on demand; `--queries N` per kind). OpenSearch rows also give requests
-per search and the time spent in each request (`--engine opensearch`; pin the node to a core of its
-own with `taskset`, its heap fixed and C2 on: `taskset -c 1 python -m infra.local.opensearch start
---heap 512m --full-jit`, see bench/README or the Benchmarks section of the README).
+`python -m bench.recall --engine sqlite --size 100000` (corpus latency only; `--size 1000000` is the
+1M corpus, on demand, not in `make bench`; `--queries N` per kind). SQLite builds each corpus once
+into `--cache` (default /tmp/dovecote-bench-recall, printing its progress) and reuses it while the
+schema, the write path and the generator are unchanged; `--no-cache` ingests a fresh one. OpenSearch
+rows also give requests per search and the time spent in each request (`--engine opensearch`; pin
+the node to a core of its own with `taskset`, its heap fixed and C2 on: `taskset -c 1 python -m
+infra.local.opensearch start --heap 512m --full-jit`, see bench/README or the Benchmarks section of
+the README).
 
-The corpora are generated, deterministic (seeded): sessions of developer-chat-like messages whose
-words follow a Zipf law over a vocabulary of common English, software words and rare made-up names,
-so bm25 sees realistic document frequencies. The labelled set plants one fact per target session as
-a short exchange, asks for it with a paraphrased question (different wording: synonyms, another
-word order, stems that differ), and adds distractor sessions that share the question's words: the
-fact's subject in an unrelated context, the attribute about another subject, both words in
-different messages of one session, and a rival: a stale passing mention holding as many of the
-question's words as the fact (in a conversation that also names the subject), so relevance, not
-coverage, has to decide.
+The corpora and the labelled set are generated, deterministic (seeded): bench/recall_corpus.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -40,242 +36,16 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, latency_ms, write_results
+from bench.recall_corpus import SOFTWARE, Vocabulary, generate_corpus, iter_corpus, labelled_set
 
-COMMON = """the a to and of in is it that for on with this we be you i not are was have but
-can if as at so do just like should will what there would about then when our all so maybe need think
-""".split()
-SOFTWARE = """deploy build test error config service database query cache index request response
-server client timeout retry queue worker lease token auth user session file path branch commit merge
-release version docker image container cluster node pod network port proxy gateway route handler
-function lambda bucket table schema migration column row log metric alert dashboard latency memory
-cpu disk thread lock race fix bug patch review module package dependency import install script
-shell command output input parse json yaml env variable secret key certificate tls dns domain
-endpoint api call payload header status code exception stack trace debug local remote staging
-production rollback backup restore snapshot replica shard partition stream event consumer producer
-topic subscription webhook cron job schedule pipeline ci lint format type check coverage benchmark
-profile flame graph allocation leak garbage collector heap pointer buffer socket connection pool
-""".split()
-SYLLABLES = "ka lo mi nu re sa ti vo zen dar kel mor pax quin rul tor vex wyn xan yor".split()
-
-
-def _made_up(rng: random.Random, n: int) -> list[str]:
-    words: set[str] = set()
-    while len(words) < n:
-        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))))
-    return sorted(words)
-
-
-class Vocabulary:
-    def __init__(self, rng: random.Random, size: int = 4000) -> None:
-        self.words = COMMON + SOFTWARE + _made_up(rng, size - len(COMMON) - len(SOFTWARE))
-        self.weights = [1.0 / (rank + 1) ** 1.05 for rank in range(len(self.words))]
-        self._rng = rng
-
-    def sentence(self, low: int = 6, high: int = 40) -> str:
-        return " ".join(self._rng.choices(self.words, self.weights, k=self._rng.randint(low, high)))
-
-
-def _message(session_id: str, index: int, role: str, text: str, start: datetime, kind: str = "text") -> dict[str, Any]:
-    return {
-        "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session_id}/{index}")),
-        "role": role,
-        "text": text,
-        "timestamp": (start + timedelta(seconds=30 * index)).isoformat().replace("+00:00", "Z"),
-        "kind": kind,
-    }
-
-
-def generate_corpus(messages: int, seed: int = 7, per_session: int = 50) -> list[dict[str, Any]]:
-    """Generic-form session bodies holding `messages` messages in total (about 10 % tool calls)."""
-    rng = random.Random(seed)
-    vocab = Vocabulary(rng)
-    bodies = []
-    made = 0
-    n = 0
-    base = datetime(2025, 1, 1, tzinfo=UTC)
-    while made < messages:
-        count = min(messages - made, max(2, int(rng.gauss(per_session, per_session / 3))))
-        session_id = f"bench-{seed}-{n:06d}"
-        start = base + timedelta(hours=n * 3)
-        rows = []
-        for i in range(count):
-            kind = "tool" if rng.random() < 0.1 else "text"
-            role = "user" if i % 2 == 0 else "assistant"
-            rows.append(_message(session_id, i, role, vocab.sentence(), start, kind))
-        bodies.append({"source": "bench", "project": f"proj{n % 12}", "session_id": session_id, "messages": rows})
-        made += count
-        n += 1
-    return bodies
-
-
-# ---- the labelled set -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FactKind:
-    plant: tuple[str, ...]  # the exchange, in order; {s} subject, {v} value
-    question: str  # a paraphrase: not a copy of any planted sentence
-    subject_elsewhere: str  # the subject in an unrelated context
-    attribute_elsewhere: str  # the attribute about another subject
-    rival: str  # the question's words in a passing, stale mention: as much coverage as the fact
-
-
-FACT_KINDS = (
-    FactKind(
-        (
-            "we moved the {s} service to listen on port {v} after it collided with the metrics exporter",
-            "ok, restarting {s} with the new listener now",
-            "{s} is up again and healthy",
-        ),
-        "which port is {s} listening on these days",
-        "the {s} dashboard looks odd after the redesign",
-        "the {o} sidecar exposes port {v2} for health checks",
-        "a year ago {s} was still listening on port {v2} in the old datacenter",
-    ),
-    FactKind(
-        (
-            "the {s} job was timing out, so I raised its timeout to {v} seconds",
-            "good, the {s} runs finish well under that limit now",
-        ),
-        "what did we set the {s} time limit to when it kept timing out",
-        "{s} produced a noisy log line during the rollout",
-        "the {o} request timeout stays at {v2} seconds",
-        "before the rewrite the {s} job had a timeout of {v2} seconds and kept timing out",
-    ),
-    FactKind(
-        (
-            "we rotate the {s} credentials every {v} days with the vault sync cron",
-            "and rotation of {s} secrets alerts on failure, right",
-            "yes, the rotation job pages on-call",
-        ),
-        "how often are the {s} secrets rotated",
-        "someone renamed the {s} repository yesterday",
-        "the {o} certificate rotates every {v2} days too",
-        "the {s} secrets were rotated by hand back when we had no cron",
-    ),
-    FactKind(
-        (
-            "the root cause in {s} was a race between the lease renewal and the fence check",
-            "so {s} needs the fence compared inside the same transaction",
-            "patched {s}, the race is gone",
-        ),
-        "what caused the {s} bug with renewing leases",
-        "{s} got a new owner in the platform team",
-        "the {o} worker also renews its lease every few seconds",
-        "an old ticket blamed {s} lease renewal bugs on clock skew",
-    ),
-    FactKind(
-        (
-            "we pinned {s} to version {v} because the next release broke the parser",
-            "noted, {s} stays pinned until upstream fixes the parser regression",
-        ),
-        "why is {s} held back to an older release",
-        "the {s} readme needs a refresh",
-        "the {o} library moved to version {v2} last week",
-        "{s} was held back to an older release once, long before this",
-    ),
-    FactKind(
-        (
-            "the {s} cache evicts entries after {v} minutes, the ttl lives in the shared config",
-            "keep the {s} ttl there so staging and production agree",
-        ),
-        "how long do entries survive in the {s} cache",
-        "{s} showed up in the incident retro",
-        "the {o} cache is sized to {v2} megabytes",
-        "entries in the {s} cache used to survive for {v2} minutes in the prototype",
-    ),
-    FactKind(
-        (
-            "backups of {s} go to the cold bucket nightly and are kept for {v} weeks",
-            "restores of {s} were tested last sprint",
-        ),
-        "how many weeks of {s} backups do we retain",
-        "the {s} migration script finished without errors",
-        "the {o} bucket lifecycle keeps objects for {v2} weeks",
-        "we once retained {v2} weeks of {s} backups on the old cluster",
-    ),
-    FactKind(
-        (
-            "{s} retries failed deliveries {v} times with exponential backoff, then parks them in the dlq",
-            "the dead letter queue (dlq) for {s} is drained by hand",
-        ),
-        "how many attempts does {s} make before a message goes to the dlq",
-        "{s} deploys are slow on mondays",
-        "the {o} consumer backs off for {v2} seconds",
-        "the legacy {s} made a single attempt before dropping messages, no dlq",
-    ),
-)
-
-
-def labelled_set(
-    facts: int, seed: int = 11, filler: int = 30, rivals: bool = True
-) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    """Sessions (generic form) and (question, target session id) pairs."""
-    rng = random.Random(seed)
-    vocab = Vocabulary(rng)
-    names = _made_up(random.Random(seed + 1), facts * 3)
-    rng.shuffle(names)
-    subjects, others = names[:facts], names[facts:]
-    bodies: list[dict[str, Any]] = []
-    questions: list[tuple[str, str]] = []
-    base = datetime(2025, 3, 1, tzinfo=UTC)
-    counter = 0
-
-    def session(rows_text: list[tuple[str, str]]) -> str:
-        nonlocal counter
-        session_id = f"fact-{seed}-{counter:05d}"
-        counter += 1
-        start = base + timedelta(hours=counter)
-        rows = [_message(session_id, i, role, text, start) for i, (role, text) in enumerate(rows_text)]
-        bodies.append({"source": "bench", "project": f"team{counter % 5}", "session_id": session_id, "messages": rows})
-        return session_id
-
-    def fill(n: int) -> list[tuple[str, str]]:
-        return [("user" if i % 2 == 0 else "assistant", vocab.sentence()) for i in range(n)]
-
-    for index, subject in enumerate(subjects):
-        kind = FACT_KINDS[index % len(FACT_KINDS)]
-        values = {"s": subject, "v": str(rng.randint(2, 99)), "o": rng.choice(others), "v2": str(rng.randint(2, 99))}
-        target_rows = fill(rng.randint(5, filler))
-        at = rng.randint(1, len(target_rows))
-        for offset, line in enumerate(kind.plant):
-            target_rows.insert(
-                at + offset * rng.randint(1, 2), ("assistant" if offset % 2 == 0 else "user", line.format(**values))
-            )
-        target = session(target_rows)
-        questions.append((kind.question.format(**values), target))
-        # Distractors share the question's words: the subject elsewhere (twice), the attribute about
-        # another subject, and both in different messages of one session.
-        for _ in range(2):
-            rows = fill(rng.randint(5, filler))
-            rows.insert(rng.randint(0, len(rows)), ("user", kind.subject_elsewhere.format(**values)))
-            session(rows)
-        rows = fill(rng.randint(5, filler))
-        rows.insert(rng.randint(0, len(rows)), ("assistant", kind.attribute_elsewhere.format(**values)))
-        session(rows)
-        rows = fill(rng.randint(6, filler))
-        rows.insert(1, ("user", kind.subject_elsewhere.format(**values)))
-        rows.insert(len(rows) - 1, ("assistant", kind.attribute_elsewhere.format(**{**values, "o": subject})))
-        session(rows)
-        # The rival: a stale mention matching as many of the question's words as the fact does, in a
-        # conversation that also names the subject elsewhere.
-        if not rivals:
-            continue
-        rows = fill(rng.randint(5, filler))
-        rows.insert(rng.randint(0, len(rows)), ("assistant", kind.rival.format(**values)))
-        rows.insert(rng.randint(0, len(rows)), ("user", kind.subject_elsewhere.format(**values)))
-        session(rows)
-    return bodies, questions
-
+__all__ = ["QUALITY_SETS", "generate_corpus", "labelled_set", "ranker_table"]  # bench/semantic.py's imports
 
 # ---- measurements -----------------------------------------------------------------------------------
 
@@ -356,10 +126,24 @@ def _service(index: Any) -> Any:
     return RecallService(index, InMemoryArchive(), InMemoryLedger())
 
 
-def _ingest_all(service: Any, who: Any, bodies: list[dict[str, Any]], workers: int) -> None:
+PROGRESS_FROM = 50_000  # corpora of at least this many messages report their ingest as it goes
+
+
+def _ingest_all(service: Any, who: Any, bodies: Iterable[dict[str, Any]], workers: int, total: int = 0) -> None:
+    """Ingest every body; one writer prints its progress when `total` (messages) is large."""
     if workers <= 1:
+        done, started, step, last = 0, time.perf_counter(), max(1, total // 20), 0
         for body in bodies:
             service.ingest(who, body)
+            done += len(body["messages"])
+            if total >= PROGRESS_FROM and (done - last >= step or done == total):
+                last = done
+                rate = done / (time.perf_counter() - started)
+                print(
+                    f"  ingest {done:,}/{total:,} messages, {rate:,.0f}/s, {(total - done) / rate:.0f} s left",
+                    file=sys.stderr,
+                    flush=True,
+                )
         return
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(lambda body: service.ingest(who, body), bodies))
@@ -369,24 +153,101 @@ def _engines() -> tuple[str, ...]:
     return ENGINES if OPENSEARCH_URL else ("sqlite",)
 
 
-def corpus_figures(messages: int, queries: int, rng_seed: int = 3, engine: str = "sqlite") -> dict[str, Any]:
-    """Ingest a generated corpus into a fresh index, then time search, read and outline."""
+CORPUS_SEED = 7
+CORPUS_CACHE = Path(tempfile.gettempdir()) / "dovecote-bench-recall"
+
+
+def corpus_key(messages: int) -> str:
+    """The name of a cached SQLite corpus: its size, seed and a digest of what decides its bytes (the
+    schema and the engine's write path), so a change to either builds it again."""
+    import hashlib
+    import inspect
+
+    from dovecote.recall import sqlite, sqlite_schema
+
+    digest = hashlib.sha256()
+    digest.update(sqlite_schema.SCHEMA.encode())
+    digest.update(inspect.getsource(sqlite.SqliteSearchIndex.replace_session).encode())
+    digest.update(inspect.getsource(iter_corpus).encode())
+    return f"sqlite-{messages}-seed{CORPUS_SEED}-{digest.hexdigest()[:12]}"
+
+
+@contextmanager
+def cached_sqlite(messages: int, cache: Path) -> Iterator[tuple[Any, Callable[[], int], dict[str, Any]]]:
+    """(index, size, build) of the generated corpus in `cache`: built (and timed) on the first run,
+    opened as it is on the next ones; `build` is kept beside it: its ingest seconds and sessions. A
+    corpus whose build did not finish is built again."""
+    from dovecote.recall.sqlite import SqliteSearchIndex
+
+    cache.mkdir(parents=True, exist_ok=True)
+    key = corpus_key(messages)
+    path, done = cache / f"{key}.sqlite3", cache / f"{key}.done"
+    if not done.exists():
+        for stale in cache.glob(f"{key}.sqlite3*"):
+            stale.unlink()
+        print(f"building the {messages:,}-message corpus in {path}", file=sys.stderr, flush=True)
+        index = SqliteSearchIndex(path)
+        started, sessions = time.perf_counter(), [0]
+
+        def counted() -> Iterator[dict[str, Any]]:
+            for body in iter_corpus(messages, seed=CORPUS_SEED):
+                sessions[0] += 1
+                yield body
+
+        _ingest_all(_service(index), _caller(), counted(), 1, messages)
+        index.close()
+        done.write_text(json.dumps({"ingest_s": time.perf_counter() - started, "sessions": sessions[0]}) + "\n")
+    else:
+        print(f"reusing the {messages:,}-message corpus in {path}", file=sys.stderr, flush=True)
+    index = SqliteSearchIndex(path)
+    try:
+        yield index, lambda: sum(p.stat().st_size for p in cache.glob(f"{key}.sqlite3*")), json.loads(done.read_text())
+    finally:
+        index.close()
+
+
+def _caller() -> Any:
+    from dovecote.platform.principal import Principal
+
+    return Principal("bench", "caller")
+
+
+def corpus_figures(
+    messages: int, queries: int, rng_seed: int = 3, engine: str = "sqlite", cache: Path | None = None
+) -> dict[str, Any]:
+    """Ingest a generated corpus into a fresh index (or, SQLite with `cache`, reuse the one built
+    there), then time search, read and outline."""
+    if engine == "sqlite" and cache is not None:
+        with cached_sqlite(messages, cache) as (index, size, build):
+            return _corpus_figures(_service(index), size, messages, queries, rng_seed, engine, build)
     with search_index(engine) as (index, size):
         return _corpus_figures(_service(index), size, messages, queries, rng_seed, engine)
 
 
 def _corpus_figures(
-    service: Any, size: Callable[[], int], messages: int, queries: int, rng_seed: int, engine: str
+    service: Any,
+    size: Callable[[], int],
+    messages: int,
+    queries: int,
+    rng_seed: int,
+    engine: str,
+    build: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    from dovecote.platform.principal import Principal
+    """Without `build` the corpus is ingested here and timed; with it, it is already in the index (a
+    cached corpus: its ingest seconds and sessions)."""
     from dovecote.recall.model import gate_outline, gate_read, gate_search
 
-    who = Principal("bench", "caller")
-    bodies = generate_corpus(messages)
+    who = _caller()
     workers = INGEST_WORKERS if engine == "opensearch" else 1
-    started = time.perf_counter()
-    _ingest_all(service, who, bodies, workers)
-    ingest_s = time.perf_counter() - started
+    if build is not None:
+        ingest_s, sessions = build["ingest_s"], build["sessions"]
+    else:
+        bodies = generate_corpus(messages, seed=CORPUS_SEED)
+        sessions = len(bodies)
+        started = time.perf_counter()
+        _ingest_all(service, who, bodies, workers, messages)
+        ingest_s = time.perf_counter() - started
+        del bodies
     rng = random.Random(rng_seed)
     vocab = Vocabulary(random.Random(7))
     kinds: dict[str, Callable[[], str]] = {
@@ -425,7 +286,7 @@ def _corpus_figures(
         "engine": engine,
         "load_average": os.getloadavg()[0],
         "messages": messages,
-        "sessions": len(bodies),
+        "sessions": sessions,
         "ingest_workers": workers,
         "ingest_messages_per_s": messages / ingest_s,
         "ingest_s": ingest_s,
@@ -716,11 +577,12 @@ def ranker_table(rankers: dict[str, dict[str, float]]) -> Any:
     return table
 
 
-def corpus_report(engine: str, messages: int, queries: int) -> dict[str, Any]:
-    """One engine at one corpus size (the --engine/--messages run)."""
+def corpus_report(engine: str, messages: int, queries: int, cache: Path | None = None) -> dict[str, Any]:
+    """One engine at one corpus size (the --engine/--size run); SQLite reuses a corpus cached in `cache`."""
     global OPENSEARCH_URL
     if engine == "sqlite":
-        return {"opensearch": "not used", "corpora": [corpus_figures(messages, queries, engine="sqlite")]}
+        figures = corpus_figures(messages, queries, engine="sqlite", cache=cache)
+        return {"opensearch": "not used", "corpora": [figures]}
     with opensearch_node() as (url, origin):
         if url is None:
             raise SystemExit(origin)
@@ -735,7 +597,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.recall")
     parser.add_argument("--quick", action="store_true", help="a 2,000-message corpus and 40 facts (smoke run)")
     parser.add_argument("--engine", choices=ENGINES, help="only corpus latency, on this engine")
-    parser.add_argument("--messages", type=int, default=100_000, help="corpus size with --engine (1000000: the 1M)")
+    parser.add_argument(
+        "--size",
+        "--messages",
+        dest="messages",
+        type=int,
+        default=100_000,
+        help="corpus size with --engine (1000000: the 1M corpus, on demand)",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=CORPUS_CACHE,
+        help="SQLite: build the corpus here once and reuse it (a key per size, schema and generator)",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="SQLite: ingest a fresh corpus (timing the ingest)")
     parser.add_argument("--queries", type=int, default=100, help="queries per kind with --engine")
     parser.add_argument("--quality", action="store_true", help="with --engine: the labelled sets instead")
     parser.add_argument("--facts", type=int, default=200, help="planted facts per labelled set (--quality)")
@@ -744,7 +620,7 @@ def main() -> None:
         report = {"opensearch": "not used", "corpora": [], "quality": [quality_figures(args.facts, args.engine)]}
         name = f"recall-quality-{args.engine}.json"
     elif args.engine:
-        report = corpus_report(args.engine, args.messages, args.queries)
+        report = corpus_report(args.engine, args.messages, args.queries, None if args.no_cache else args.cache)
         name = f"recall-{args.engine}-{args.messages}.json"
     else:
         report = recall_report(args.quick)

@@ -160,7 +160,10 @@ def search(
         str, Query(alias="format", json_schema_extra=one_of("", "json", "oneline"), description="json or oneline")
     ] = "",
     ranker: Annotated[
-        str, Query(json_schema_extra=one_of("", *RANKERS), description="fused by default; message, top2, session")
+        str,
+        Query(
+            json_schema_extra=one_of("", *RANKERS), description="passage by default; or message, top2, session, fused"
+        ),
     ] = "",
     semantic: Annotated[
         str,

@@ -11,7 +11,9 @@ from dovecote.recall.ports import Resolution
 from dovecote.recall.query import Term
 
 # How many of a session's best rows each ranker reads (ranking.py); the engines keep no more.
-RANKER_ROWS = {"message": 1, "top2": 2, "session": 3, "fused": 2}
+# `passage` reads a stretch of rows: OpenSearch keeps 10 per session (exact for sessions with fewer
+# candidates; SQLite ranks every candidate).
+RANKER_ROWS = {"message": 1, "top2": 2, "session": 3, "fused": 2, "passage": 10}
 SNIPPET_CHARS = 240
 
 

@@ -47,9 +47,12 @@ TOOL_INPUT_CAP = 500
 TOOL_RESULT_CAP = 1000
 # The engine ranks at most this many candidate messages per query (the best by bm25); past it the
 # distinct-session total is reported as a lower bound, never as exact. bench/recall.py, SQLite at
-# 100k messages, CPU ms per search (p95, 1 / 2 / 3 words): ceiling 20,000: 100 / 56 / 102; 5,000:
-# 70 / 51 / 68; 2,000: 41 / 40 / 49 (the window functions and coverage flags run on the ranked rows).
-MAX_CANDIDATES = 2_000
+# 100k messages, CPU ms per search (median / p95, 40 queries each, load 7.8-10 on the 2 cores),
+# ceiling 2,000 -> 1,000 -> 500: 1 word 60 / 98 -> 41 / 49 -> 32 / 40; 2 words 32 / 79 -> 30 / 60 -> 22 /
+# 44; 3 words 53 / 76 -> 38 / 57 -> 28 / 45 (what scales with it: reading, grouping and ranking the
+# candidates; bm25 for every match does not). The labelled sets rank alike at 500 (the passage
+# ranker's recall@1 on the unseen set 0.685 at 2,000, 0.690 at 500).
+MAX_CANDIDATES = 500
 MAX_SESSION_ID_CHARS = 200
 MAX_PROJECT_CHARS = 200
 MAX_SOURCE_CHARS = 64
@@ -59,12 +62,15 @@ ROLES = ("user", "assistant", "system")
 KINDS = ("text", "tool", "thinking")
 FORMATS = ("claude-code-jsonl", "codex-jsonl")
 SORTS = ("", "relevance", "newest", "oldest")
-RANKERS = ("message", "top2", "session", "fused")
+RANKERS = ("message", "top2", "session", "fused", "passage")
 FUSION_WEIGHT = 0.3  # `fused`: the weight of the message hits (top2) against the session's summed score
-# bench/recall.py, 200 planted facts with rivals, on the unseen set (seed 29; FUSION_WEIGHT was tuned on
-# seed 11): recall@1 / MRR fused 0.490 / 0.646, session 0.375 / 0.541, top2 0.375 / 0.535, message
-# 0.250 / 0.407. Without rivals fused finds 0.965 first (top2 1.0): the price of no coverage key.
-DEFAULT_RANKER = "fused"
+PASSAGE_SPAN = 3  # `passage`: a stretch is a matching message and the PASSAGE_SPAN positions after it
+PASSAGE_TURN_BONUS = 0.1  # `passage`: each further matching turn of a stretch adds this share of its sum
+# bench/recall.py, 200 planted facts with rivals, on the unseen set (seed 29; FUSION_WEIGHT, PASSAGE_SPAN
+# and PASSAGE_TURN_BONUS were chosen on seed 11): recall@1 / MRR passage 0.685 / 0.777, fused 0.490 /
+# 0.646, session 0.375 / 0.541, top2 0.375 / 0.535, message 0.250 / 0.407. Without rivals passage finds
+# 0.995 first (fused 0.965, top2 1.0).
+DEFAULT_RANKER = "passage"
 
 Role = Literal["user", "assistant", "system"]
 Kind = Literal["text", "tool", "thinking"]

@@ -15,15 +15,14 @@ threads). replace_session is one transaction (`BEGIN IMMEDIATE … COMMIT`), so 
 session or the new one, never a mix. File databases use WAL, so another process's readers do not
 block on a writer.
 
-Cost of a search (profiled at 100k messages, bench/recall.py): one statement does it all: the FTS5
-MATCH joined to the filters with bm25 for every match (about 3.5 µs of CPU per match: the docsize
-and position-list reads), the best MAX_CANDIDATES kept, one posting-list read per query term for
-coverage, then the ranking itself in window functions (per session its best rows and the ranker's
-aggregate, the order, the distinct total), so only the `limit` shown sessions reach Python; then one
-statement each for the page's rows, sessions, snippets, refs and topics (not a few per hit). Without
-the ceiling, a 3-word query of common words (14k matches) spent 61 ms CPU in bm25 + join and 117 ms
-in the flags and windows; Python's per-row work (60 % of a search before the ranking moved into SQL)
-is gone.
+Cost of a search (profiled at 100k messages, bench/recall.py): one statement (sqlite_rank.py) reads
+the candidates: bm25 for every match of the FTS5 MATCH (about 3 µs of CPU per match: the docsize
+and position-list reads), the row lookup for the filter (1-2 µs; a broad search looks up only the
+best 2 × MAX_CANDIDATES), the best MAX_CANDIDATES kept, one posting-list read per query term for
+the bits of coverage; then
+ranking.rank_sessions groups them in Python (the window functions that did it in SQL cost more
+than the dict and the sort); then one statement each for the page's rows, sessions, snippets, refs
+and topics (not a few per hit).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,6 @@ from dovecote.recall.engine_rules import (
 )
 from dovecote.recall.model import (
     AMBIGUITY_CANDIDATES,
-    FUSION_WEIGHT,
     Row,
     Session,
     SessionInfo,
@@ -70,6 +68,7 @@ from dovecote.recall.query import Or, Query, to_fts5
 from dovecote.recall.ranking import Candidate
 from dovecote.recall.results import VectorCoverage
 from dovecote.recall.sqlite_driver import OperationalError, connect
+from dovecote.recall.sqlite_rank import Ranked, match_source, ranked, sessions_join, visibility_sql, where_clause
 from dovecote.recall.sqlite_schema import check_sqlite, create_schema
 from dovecote.recall.sqlite_vectors import Scope, SqliteVectors, VectorTierMethods
 
@@ -78,64 +77,9 @@ MMAP_BYTES = 1 << 30
 CACHE_KIB = 64 * 1024
 _TOP = "\U0010ffff"
 FUSION_DEPTH = 50  # lexical sessions read for a fusion (a page is at most MAX_SEARCH_LIMIT; default 8)
-# The row a sort picks per session, and the order of sessions under it (ranking.rank_sessions).
-_PICK = {"newest": "ts DESC, id", "oldest": "ts != '', ts, id"}
-_ORDER = {"newest": "pts = '', pts DESC, rel", "oldest": "pts != '', pts, rel"}
-# Per ranker: the session's aggregate score and the relevance order (coverage of the best row first).
-_AGGREGATE = {
-    "message": "s1",
-    "top2": "s1 + COALESCE(s2 / 2.0, 0.0)",
-    "session": "s1 + COALESCE(s2, 0.0) + COALESCE(s3, 0.0)",
-    "fused": f"ROUND({FUSION_WEIGHT} * (s1 + COALESCE(s2 / 2.0, 0.0)) + {1 - FUSION_WEIGHT} * tot, 6)",
-}
-_RELEVANCE = {
-    "message": "stream",
-    "top2": "cov DESC, agg DESC, stream",
-    "session": "cov DESC, uni DESC, agg DESC, stream",
-    "fused": "agg DESC, stream",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class _Ranked:
-    shown: list[tuple[str, int, int, float]]  # (session, rowid of its hit, coverage, score), best first
-    total: int  # distinct sessions
-    truncated: bool  # the candidate ceiling was hit
-    withheld: int
-    newest: str
-    tier: str = ""  # set by the fusion when only the vectors found something
-
-
 _SESSION_FIELDS = tuple(f.name for f in fields(SessionInfo))  # the sessions columns of the same names
 _SESSION_COLUMNS = ", ".join(_SESSION_FIELDS)
 _ROW_COLUMNS = "session_id, pos, uuid, role, kind, text, ts, envelope, human"
-
-
-def _visibility_sql(visibility: Visibility, alias: str = "m") -> str:
-    clauses = [f"({alias}.kind = 'text' AND {alias}.envelope = 0)"]
-    if visibility.thinking:
-        clauses.append(f"({alias}.kind = 'thinking' AND {alias}.envelope = 0)")
-    if visibility.tools:
-        clauses.append(f"({alias}.kind = 'tool' OR {alias}.envelope = 1)")
-    return "(" + " OR ".join(clauses) + ")"
-
-
-# SearchFilter fields pushed down as SQL, each with its value as the one parameter (when set).
-_FILTER_SQL = (
-    ("role", "m.role = ?"),
-    ("since", "m.ts != '' AND m.ts >= ?"),
-    ("before", "m.ts != '' AND m.ts <= ?"),
-    ("min_messages", "s.message_count >= ?"),
-    ("project", "s.project = ?"),
-    ("source", "s.source = ?"),
-)
-
-
-def _sessions_join(query: IndexQuery) -> str:
-    f = query.filter
-    if f.min_messages or f.project or f.source or f.places is not None:
-        return " JOIN sessions s ON s.authority = m.authority AND s.session_id = m.session_id"
-    return ""
 
 
 def _session_info(row: tuple[Any, ...]) -> SessionInfo:
@@ -409,12 +353,12 @@ class SqliteSearchIndex(VectorTierMethods):
         with self._lock:
             expression = to_fts5(query.query.root)
             table = "messages_fts"
-            found = self._ranked(authority, lexical, table, expression)
+            found = ranked(self._execute, authority, lexical, table, expression)
             if not found.shown and not found.withheld:
                 trigram = to_fts5(query.query.root, trigram_leaf)
                 if trigram is not None:
                     table = "messages_tri"
-                    found = self._ranked(authority, lexical, table, trigram)
+                    found = ranked(self._execute, authority, lexical, table, trigram)
             coverage = None
             if semantic is not None:
                 found, coverage = self._fused(authority, query, semantic, found)
@@ -447,48 +391,17 @@ class SqliteSearchIndex(VectorTierMethods):
             )
 
     def _fused(
-        self, authority: str, query: IndexQuery, semantic: SemanticQuery, found: _Ranked
-    ) -> tuple[_Ranked, VectorCoverage]:
-        where, params = self._where(authority, query, "", None)
+        self, authority: str, query: IndexQuery, semantic: SemanticQuery, found: Ranked
+    ) -> tuple[Ranked, VectorCoverage]:
+        where, params = where_clause(authority, query, "", None)
         if query.withhold is not None:
             where.append("NOT (m.session_id = ? AND m.pos >= ?)")
             params += [query.withhold.session_id, query.withhold.from_pos]
         page = self.vectors.fused_page(
-            Scope(_sessions_join(query), where, params), semantic, query.limit, found.shown, found.total
+            Scope(sessions_join(query), where, params), semantic, query.limit, found.shown, found.total
         )
         lower = found.truncated or page.lower_bound
-        return _Ranked(page.shown, page.total, lower, found.withheld, found.newest, page.tier), page.coverage
-
-    def _where(
-        self, authority: str, query: IndexQuery, table: str, expression: str | None
-    ) -> tuple[list[str], list[Any]]:
-        """The filter pushed down: SearchFilter.matches as SQL (with the MATCH when an expression is given)."""
-        f = query.filter
-        where = ["m.authority = ?", _visibility_sql(f.visibility)]
-        params: list[Any] = [authority]
-        if expression is not None:
-            where.insert(0, f"{table} MATCH ?")
-            params.insert(0, expression)
-        if not f.subagents:
-            where.append("m.sub = 0")
-        for name, clause in _FILTER_SQL:
-            value = getattr(f, name)
-            if value:
-                where.append(clause)
-                params.append(value)
-        if f.places is not None:
-            where.append(
-                "(s.project, s.cwd) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
-                "FROM json_each(?))"
-            )
-            params.append(json.dumps(sorted(f.places)))
-        return where, params
-
-    @staticmethod
-    def _source(table: str, query: IndexQuery) -> str:
-        """The sessions table is joined only for a session-level filter: the lookup per match costs
-        as much as the bm25 ranking itself on a common word."""
-        return f"FROM {table} JOIN messages m ON m.id = {table}.rowid{_sessions_join(query)}"
+        return Ranked(page.shown, page.total, lower, found.withheld, found.newest, page.tier), page.coverage
 
     def _execute(self, sql: str, params: list[Any]) -> list[Any]:
         try:
@@ -496,89 +409,18 @@ class SqliteSearchIndex(VectorTierMethods):
         except OperationalError as exc:
             raise InvalidArgument(f"the query cannot be searched: {exc}", field="q") from None
 
-    def _ranked(self, authority: str, query: IndexQuery, table: str, expression: str | None) -> _Ranked:
-        """The matches ranked in SQL, to the same order as ranking.rank_sessions over every match
-        (tests/integration/test_recall_sqlite.py checks it): per session its best row in coverage
-        order and the aggregate its ranker reads (message: that row's score; top2: s1 + s2/2;
-        session: the terms any row matched, then s1 + s2 + s3), for sort=newest|oldest the row the
-        sort picks; only the top `limit` sessions leave SQLite, with the distinct-session total,
-        whether the ceiling was hit and the newest matching timestamp. The matches withheld as the
-        caller's live turn are counted apart."""
-        if expression is None:
-            return _Ranked([], 0, False, 0, "")
-        where, params = self._where(authority, query, table, expression)
-        source = self._source(table, query)
-        withheld = 0
-        if query.withhold is not None:
-            hold = [query.withhold.session_id, query.withhold.from_pos]
-            withheld = self._execute(
-                f"SELECT COUNT(*) {source} WHERE {' AND '.join(where)} AND m.session_id = ? AND m.pos >= ?",  # noqa: S608
-                [*params, *hold],
-            )[0][0]
-            where = [*where, "NOT (m.session_id = ? AND m.pos >= ?)"]
-            params = [*params, *hold]
-        keep = trigram_leaf if table == "messages_tri" else None
-        flags: list[str] = []
-        flag_params: list[Any] = []
-        terms = query.query.terms
-        for term in terms:
-            term_expression = to_fts5(term, keep) if len(terms) > 1 else expression
-            if term_expression is None:
-                flags.append("0")
-            elif len(terms) == 1:
-                flags.append("1")
-            else:
-                flags.append(f"(h.id IN (SELECT rowid FROM {table} WHERE {table} MATCH ?))")  # noqa: S608
-                flag_params.append(term_expression)
-        # Identifiers below are this module's own (table names, t0…); every value is bound.
-        term_flags = ", ".join(f"{flag} AS t{i}" for i, flag in enumerate(flags))
-        cover = " + ".join(f"t{i}" for i in range(len(flags)))
-        union = " + ".join(f"MAX(t{i})" for i in range(len(flags)))
-        picked = _PICK.get(query.sort, "")
-        pick_window = f", ROW_NUMBER() OVER (PARTITION BY sid ORDER BY {picked}) AS rp" if picked else ""
-        if picked:
-            pick_columns = (
-                "MAX(CASE WHEN rp = 1 THEN id END) AS pid, MAX(CASE WHEN rp = 1 THEN ts END) AS pts, "
-                "MAX(CASE WHEN rp = 1 THEN cov END) AS pcov, -MAX(CASE WHEN rp = 1 THEN score END) AS pscore"
-            )
-            shown_columns = "pid, pcov, pscore"
-        else:
-            pick_columns = "'' AS pts"
-            shown_columns = "best, cov, agg"
-        sql = (
-            f"WITH hits_all AS (SELECT m.id AS id, m.session_id AS sid, m.ts AS ts, "  # noqa: S608
-            f"bm25({table}) AS score {source} WHERE {' AND '.join(where)} ORDER BY score, m.id LIMIT ?), "
-            "hits AS (SELECT * FROM hits_all ORDER BY score, id LIMIT ?), "
-            f"flagged AS (SELECT *, ({cover}) AS cov FROM (SELECT h.*, {term_flags} FROM hits h)), "
-            "ranked AS (SELECT f.*, ROW_NUMBER() OVER (PARTITION BY sid ORDER BY cov DESC, score, id) AS rn, "
-            f"ROW_NUMBER() OVER (ORDER BY cov DESC, score, id) AS stream{pick_window} FROM flagged f), "
-            "grouped AS (SELECT sid, MIN(stream) AS stream, MAX(CASE WHEN rn = 1 THEN cov END) AS cov, "
-            "MAX(CASE WHEN rn = 1 THEN id END) AS best, -MAX(CASE WHEN rn = 1 THEN score END) AS s1, "
-            "-MAX(CASE WHEN rn = 2 THEN score END) AS s2, -MAX(CASE WHEN rn = 3 THEN score END) AS s3, "
-            f"{union} AS uni, -SUM(score) AS tot, {pick_columns} FROM ranked GROUP BY sid), "
-            f"scored AS (SELECT *, ROW_NUMBER() OVER (ORDER BY {_RELEVANCE[query.ranker]}) AS rel "
-            f"FROM (SELECT g.*, {_AGGREGATE[query.ranker]} AS agg FROM grouped g)) "
-            f"SELECT sid, {shown_columns}, (SELECT COUNT(*) FROM grouped), (SELECT COUNT(*) FROM hits_all), "
-            f"(SELECT MAX(ts) FROM hits) FROM scored ORDER BY {_ORDER.get(query.sort, 'rel')} LIMIT ?"
-        )
-        rows = self._execute(sql, [*params, query.max_candidates + 1, query.max_candidates, *flag_params, query.limit])
-        if not rows:
-            return _Ranked([], 0, False, withheld, "")
-        shown = [(r[0], r[1], r[2], r[3]) for r in rows]
-        return _Ranked(shown, rows[0][4], rows[0][5] > query.max_candidates, withheld, rows[0][6] or "")
-
     def reference_candidates(self, authority: str, query: IndexQuery) -> list[Candidate]:
         """Every match of the word index, unreduced, with its coverage computed in Python: the
         slow, obvious definition the reduced `_candidates` is checked against (tests only)."""
         expression = to_fts5(query.query.root)
         assert expression is not None  # noqa: S101 - a test helper
-        where, params = self._where(authority, query, "messages_fts", expression)
+        where, params = where_clause(authority, query, "messages_fts", expression)
         if query.withhold is not None:
             where.append("NOT (m.session_id = ? AND m.pos >= ?)")
             params += [query.withhold.session_id, query.withhold.from_pos]
         rows = self._execute(
             "SELECT m.id, m.session_id, m.pos, m.ts, bm25(messages_fts) AS score "  # noqa: S608
-            f"{self._source('messages_fts', query)} WHERE {' AND '.join(where)} ORDER BY score, m.id",
+            f"{match_source('messages_fts', query)} WHERE {' AND '.join(where)} ORDER BY score, m.id",
             params,
         )
         coverage = self._coverage("messages_fts", query.query, {r[0] for r in rows})
@@ -671,7 +513,7 @@ class SqliteSearchIndex(VectorTierMethods):
     def window(
         self, authority: str, session_id: str, anchor_pos: int, *, radius: int, around: int, visibility: Visibility
     ) -> Window:
-        shown = f"({_visibility_sql(visibility)} OR m.pos = ?)"
+        shown = f"({visibility_sql(visibility)} OR m.pos = ?)"
         base = f"FROM messages m WHERE m.authority = ? AND m.session_id = ? AND {shown}"  # noqa: S608
         args = (authority, session_id, anchor_pos)
         with self._lock:
