@@ -19,7 +19,7 @@ from dovecote.platform.schema import (
     utf8_text,
     with_schema,
 )
-from dovecote.tasks.commands import (
+from dovecote.tasks.limits import (
     DIGEST,
     FILENAME_CHARS,
     HOST_MISSING,
