@@ -23,6 +23,7 @@ def _package(root: Path) -> None:
             sys.modules[__name__].RAN = True
             from .light import Light
             from lazypkg.heavy import Heavy
+            from lazypkg import light
             EXTRA = "only the real __init__ defines me"
             """
         )
@@ -62,11 +63,12 @@ def test_an_absolute_export_and_a_submodule_import_as_usual(tmp_path: Path) -> N
         from dovecote.platform.lazy import lazy_package
         lazy_package("lazypkg")
         from lazypkg import Heavy
+        from lazypkg import light
         import lazypkg.light
-        print(Heavy.__module__, lazypkg.light.Light.__name__, "RAN" in vars(sys.modules["lazypkg"]))
+        print(Heavy.__module__, light.__name__, lazypkg.light.Light.__name__, "RAN" in vars(sys.modules["lazypkg"]))
         """,
     )
-    assert out == "lazypkg.heavy Light False"
+    assert out == "lazypkg.heavy lazypkg.light Light False"
 
 
 def test_any_other_name_runs_the_real_init_once(tmp_path: Path) -> None:
@@ -82,6 +84,24 @@ def test_any_other_name_runs_the_real_init_once(tmp_path: Path) -> None:
         """,
     )
     assert out == "only the real __init__ defines me True lazypkg.light"
+
+
+def test_a_nested_package_is_its_parents_attribute(tmp_path: Path) -> None:
+    _package(tmp_path)
+    (tmp_path / "lazypkg" / "inner").mkdir()
+    (tmp_path / "lazypkg" / "inner" / "__init__.py").write_text("import sys\nsys.modules[__name__].RAN = True\n")
+    (tmp_path / "lazypkg" / "inner" / "leaf.py").write_text("LEAF = 1\n")
+    out = _run(
+        tmp_path,
+        """
+        import sys
+        from dovecote.platform.lazy import lazy_package
+        lazy_package("lazypkg.inner")
+        import lazypkg.inner.leaf
+        print(lazypkg.inner.leaf.LEAF, "RAN" in vars(sys.modules["lazypkg.inner"]))
+        """,
+    )
+    assert out == "1 False"
 
 
 def test_a_package_already_imported_or_missing_is_left_alone() -> None:

@@ -46,7 +46,10 @@ def lazy_package(name: str) -> None:
     def __getattr__(attr: str) -> Any:  # noqa: N807 - PEP 562 module __getattr__
         module = exports().get(attr)
         if module is not None:
-            value = getattr(importlib.import_module(module), attr)
+            if module == name:  # `from <package> import <submodule>` in the package's own __init__
+                value = importlib.import_module(f"{name}.{attr}")
+            else:
+                value = getattr(importlib.import_module(module), attr)
             setattr(package, attr, value)
             return value
         if not attr.startswith("__") and importlib.util.find_spec(f"{name}.{attr}") is not None:
@@ -59,3 +62,6 @@ def lazy_package(name: str) -> None:
 
     package.__getattr__ = __getattr__  # type: ignore[method-assign]
     sys.modules[name] = package
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, package)  # as an import would: `import a.b` then `a.b`
