@@ -132,6 +132,12 @@ class TaskService:
         setattr(self, name, method)
         return method
 
+    def prime(self) -> None:
+        """Every capability built now (before a SnapStart snapshot: platform/http.prime), so the
+        snapshot holds their modules rather than the first command after each restore loading them."""
+        for capability in ("gate", *SERVED_BY.values()):
+            getattr(self, capability)
+
     @property
     def signer(self) -> CursorSigner:
         return self.pages.signer
