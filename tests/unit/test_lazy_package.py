@@ -32,9 +32,11 @@ def _package(root: Path) -> None:
     (pkg / "heavy.py").write_text("class Heavy: ...\n")
 
 
-def _run(root: Path, code: str) -> str:
+def _run(root: Path, package: str, code: str) -> str:
+    """`code` in a fresh interpreter, after `lazy_package(package)`; what it prints."""
+    script = f"import sys\nfrom dovecote.platform.lazy import lazy_package\nlazy_package({package!r})\n"
     out = subprocess.run(  # noqa: S603 - this interpreter, fixed code
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=root, check=True
+        [sys.executable, "-c", script + textwrap.dedent(code)], capture_output=True, text=True, cwd=root, check=True
     )
     return out.stdout.strip()
 
@@ -43,10 +45,8 @@ def test_a_relative_export_loads_only_its_module(tmp_path: Path) -> None:
     _package(tmp_path)
     out = _run(
         tmp_path,
+        "lazypkg",
         """
-        import sys
-        from dovecote.platform.lazy import lazy_package
-        lazy_package("lazypkg")
         from lazypkg import Light
         print(Light.__module__, "lazypkg.heavy" in sys.modules, "RAN" in vars(sys.modules["lazypkg"]))
         """,
@@ -58,10 +58,8 @@ def test_an_absolute_export_and_a_submodule_import_as_usual(tmp_path: Path) -> N
     _package(tmp_path)
     out = _run(
         tmp_path,
+        "lazypkg",
         """
-        import sys
-        from dovecote.platform.lazy import lazy_package
-        lazy_package("lazypkg")
         from lazypkg import Heavy
         from lazypkg import light
         import lazypkg.light
@@ -75,10 +73,8 @@ def test_any_other_name_runs_the_real_init_once(tmp_path: Path) -> None:
     _package(tmp_path)
     out = _run(
         tmp_path,
+        "lazypkg",
         """
-        import sys
-        from dovecote.platform.lazy import lazy_package
-        lazy_package("lazypkg")
         import lazypkg
         print(lazypkg.EXTRA, lazypkg.RAN, lazypkg.Light.__module__)
         """,
@@ -93,10 +89,8 @@ def test_a_nested_package_is_its_parents_attribute(tmp_path: Path) -> None:
     (tmp_path / "lazypkg" / "inner" / "leaf.py").write_text("LEAF = 1\n")
     out = _run(
         tmp_path,
+        "lazypkg.inner",
         """
-        import sys
-        from dovecote.platform.lazy import lazy_package
-        lazy_package("lazypkg.inner")
         import lazypkg.inner.leaf
         print(lazypkg.inner.leaf.LEAF, "RAN" in vars(sys.modules["lazypkg.inner"]))
         """,
