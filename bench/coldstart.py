@@ -8,6 +8,11 @@ interpreter's own start (identical for both) is left out. Samples are interleave
 hits both alike; the report is the median of `rounds` runs each and their ratio. The child's CPU
 time is reported beside the wall time: on a shared machine it moves less with other processes' load.
 
+The first probe of each case writes its bytecode and is not counted: a deployed function ships its
+modules compiled (infra/build.py), as the floor's boto3 is in the runtime, so PYTHONDONTWRITEBYTECODE
+is dropped for the children (with it, each sample compiled the project's own modules from source,
+and the warm-up warmed nothing).
+
 Every API function is measured, each in the environment the stack deploys it with
 (`infra.routes.Function.environment`). `python -m bench.coldstart [FUNCTION...]` runs this section
 alone; `--profile FUNCTION` prints the `-X importtime` profile of that function's first request.
@@ -225,7 +230,11 @@ def prepared(*, tracing: bool = False) -> Iterator[tuple[dict[str, dict[str, Any
         os.environ.update(env)
         get_settings.cache_clear()
         cases = _seed(env)
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_XRAY", "_X_AMZN"))}
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("POWERTOOLS_", "AWS_XRAY", "_X_AMZN")) and k != "PYTHONDONTWRITEBYTECODE"
+        }
         if tracing:
             # As in Lambda with active tracing: a sampled trace header and a daemon (a dead port).
             base.update(
@@ -251,6 +260,7 @@ def measure(rounds: int = 9, *, tracing: bool = False, only: set[str] | None = N
     """Median first-request time per function and the floor, with tracing off (the shipped
     configuration: Lambda's active tracing still records each invocation) or on (Powertools Tracer
     with X-Ray subsegments for every AWS call)."""
+    load = os.getloadavg()[0]
     with prepared(tracing=tracing) as (cases, floor_env):
         cases = {name: case for name, case in cases.items() if only is None or name in only}
         samples: dict[str, list[tuple[float, float]]] = {"floor": [], **{name: [] for name in cases}}
@@ -269,6 +279,7 @@ def measure(rounds: int = 9, *, tracing: bool = False, only: set[str] | None = N
         "floor_cpu_ms": floor_cpu * 1000,
         "rounds": rounds,
         "tracing": tracing,
+        "load": load,
         "functions": {},
     }
     for name, case in cases.items():
@@ -289,6 +300,7 @@ def profile(name: str, *, tracing: bool = False) -> str:
     microseconds (the tool for deciding what to load later)."""
     with prepared(tracing=tracing) as (cases, _):
         case = cases[name]
+        _sample(FIRST_REQUEST, [case["module"], json.dumps(case["event"])], case["env"])  # writes the bytecode
         out = subprocess.run(  # noqa: S603 - this interpreter, fixed code
             [sys.executable, "-X", "importtime", "-c", FIRST_REQUEST, case["module"], json.dumps(case["event"])],
             capture_output=True,
@@ -313,6 +325,7 @@ def main() -> None:
         print(profile(args.profile, tracing=args.tracing), end="")
         return
     result = measure(args.rounds, tracing=args.tracing, only=set(args.functions) or None)
+    print(f"load average {result['load']:.2f}, median of {result['rounds']} rounds")
     print(f"floor        {result['floor_ms']:6.0f} ms         CPU {result['floor_cpu_ms']:6.0f} ms")
     for name, row in result["functions"].items():
         print(

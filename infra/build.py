@@ -9,6 +9,12 @@
   path and its own IAM role).
 
 A stamp (a hash of the pins and the sources) makes a second build instant.
+
+Both are shipped compiled for the runtime's Python (`compileall`, unchecked-hash .pyc files: a zip
+keeps no source mtimes to check them against): Lambda's code directories are read-only, so a module
+without its bytecode is compiled from source on every cold start. That needs a Python 3.12
+interpreter (`python3.12` on PATH, or DOVECOTE_RUNTIME_PYTHON); without one the assets ship as
+source, and the build says so.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -56,6 +63,7 @@ LAYER_REQUIREMENTS = (
     "protobuf==7.36.2",
     "googleapis-common-protos==1.76.0",
 )
+RUNTIME_PYTHON = (3, 12)
 # The SDK and the CLI are client-side; the layer ships only what handlers import.
 LAYER_EXCLUDES = ("cli", "client", "mcp")
 
@@ -88,6 +96,34 @@ def _copy_package(src: Path, dest: Path, exclude: tuple[str, ...] = ()) -> None:
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *exclude))
 
 
+def _runtime_python() -> str | None:
+    """An interpreter of the Lambda runtime's version, or None."""
+    major, minor = RUNTIME_PYTHON
+    for candidate in (os.environ.get("DOVECOTE_RUNTIME_PYTHON"), shutil.which(f"python{major}.{minor}")):
+        if not candidate:
+            continue
+        probe = subprocess.run(  # noqa: S603 - an interpreter path, a fixed probe
+            [candidate, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, check=False
+        )
+        if probe.returncode == 0 and probe.stdout.split() == [str(major), str(minor)]:
+            return candidate
+    return None
+
+
+def _compile(root: Path, *, quiet: bool) -> None:
+    """The runtime's bytecode beside every module under `root` (see the module docstring)."""
+    python = _runtime_python()
+    if python is None:
+        if not quiet:
+            print(f"no Python {'.'.join(map(str, RUNTIME_PYTHON))}: {root.name} ships without bytecode", flush=True)
+        return
+    subprocess.run(  # noqa: S603 - the runtime's interpreter, the standard library's compileall
+        [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(root)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
 def build_layer(*, quiet: bool = False) -> Path:
     with _locked():
         return _build_layer(quiet=quiet)
@@ -95,12 +131,12 @@ def build_layer(*, quiet: bool = False) -> Path:
 
 def _build_layer(*, quiet: bool) -> Path:
     stamp = LAYER / ".stamp"
-    want = _sources_digest(ROOT / "shared" / "dovecote")
+    want = _sources_digest(ROOT / "shared" / "dovecote") + ("+pyc" if _runtime_python() else "")
     if stamp.exists() and stamp.read_text() == want:
         return LAYER
     site = LAYER / "python"
     deps_stamp = LAYER / ".deps"
-    deps_want = hashlib.sha256("\n".join(LAYER_REQUIREMENTS).encode()).hexdigest()[:16]
+    deps_want = hashlib.sha256("\n".join(LAYER_REQUIREMENTS).encode()).hexdigest()[:16] + want[16:]
     if not (deps_stamp.exists() and deps_stamp.read_text() == deps_want):
         if LAYER.exists():
             shutil.rmtree(LAYER)
@@ -115,6 +151,8 @@ def _build_layer(*, quiet: bool) -> Path:
                 "install",
                 "--quiet",
                 "--no-deps",
+                # pip would compile for this interpreter, not the runtime's: _compile does that.
+                "--no-compile",
                 "--platform",
                 "manylinux2014_aarch64",
                 "--implementation",
@@ -128,8 +166,10 @@ def _build_layer(*, quiet: bool) -> Path:
             ],
             check=True,
         )
+        _compile(site, quiet=quiet)
         deps_stamp.write_text(deps_want)
     _copy_package(ROOT / "shared" / "dovecote", site / "dovecote", LAYER_EXCLUDES)
+    _compile(site / "dovecote", quiet=quiet)
     stamp.write_text(want)
     return LAYER
 
@@ -141,11 +181,13 @@ def build_functions() -> Path:
 
 def _build_functions() -> Path:
     stamp = FUNCTIONS / ".stamp"
-    want = _sources_digest(ROOT / "functions")
+    # A build with bytecode is not the same as one without: an interpreter found later rebuilds.
+    want = _sources_digest(ROOT / "functions") + ("+pyc" if _runtime_python() else "")
     if stamp.exists() and stamp.read_text() == want:
         return FUNCTIONS
     FUNCTIONS.mkdir(parents=True, exist_ok=True)
     _copy_package(ROOT / "functions", FUNCTIONS / "functions")
+    _compile(FUNCTIONS / "functions", quiet=True)
     stamp.write_text(want)
     return FUNCTIONS
 

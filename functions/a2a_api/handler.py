@@ -25,6 +25,7 @@ from dovecote.a2a.card import agent_card
 from dovecote.a2a.errors import A2AError, error
 from dovecote.a2a.mapping import as_json
 from dovecote.a2a.service import A2AService
+from dovecote.platform import snapstart
 from dovecote.platform.errors import DomainError
 from dovecote.platform.observability import logger, metrics
 from dovecote.platform.principal import principal_from_event
@@ -53,6 +54,15 @@ def service() -> A2AService:
     from dovecote.tasks.wiring import task_service
 
     return A2AService(task_service())
+
+
+def _prime() -> None:
+    """Before a SnapStart snapshot: the composition root and every task capability built (no AWS
+    request); after each restore the root is rebuilt, with new clients (platform/snapstart.py)."""
+    service().tasks.prime()
+
+
+snapstart.register(prime=_prime, forget=(service,))
 
 
 def _answer(status: int, body: dict[str, Any], **headers: str) -> dict[str, Any]:

@@ -45,7 +45,9 @@ def service() -> MemoryService:
 
     settings = get_settings()
     store = DynamoMemoryStore(table=settings.memory_table, dynamodb=aws.client("dynamodb"))
-    queue = SqsMemoryQueue(queue_url=settings.memory_queue_url, dlq_url=settings.memory_dlq_url, sqs=aws.client("sqs"))
+    queue = SqsMemoryQueue(
+        queue_url=settings.memory_queue_url, dlq_url=settings.memory_dlq_url, sqs=aws.lazy_client("sqs")
+    )
     return MemoryService(store, queue, signer_factory=lambda: CursorSigner(aws.cursor_key()))
 
 

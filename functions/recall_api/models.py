@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field, StrictStr
+from pydantic import AfterValidator, Field, StrictStr
 
-from dovecote.platform.schema import RequestModel, instant_pattern, one_of, with_schema
+from dovecote.platform.schema import EdgeModel, RequestModel, instant_pattern, one_of, with_schema
 from dovecote.recall.digests import MAX_CHECK_DIGESTS
 from dovecote.recall.model import (
     FORMATS,
@@ -92,20 +92,20 @@ class TranscriptBody(_Strict):
     )
 
 
-class IngestedSessionOut(BaseModel):
+class IngestedSessionOut(EdgeModel):
     session_id: str
     messages: int
     unchanged: bool
     parent_session: str | None = None
 
 
-class ParseWarningOut(BaseModel):
+class ParseWarningOut(EdgeModel):
     code: str
     line: int
     message: str
 
 
-class IngestOut(BaseModel):
+class IngestOut(EdgeModel):
     session_id: str
     messages_indexed: int
     sessions: list[IngestedSessionOut]
@@ -125,7 +125,7 @@ class TranscriptUploadBody(_Strict):
     )
 
 
-class TranscriptUploadOut(BaseModel):
+class TranscriptUploadOut(EdgeModel):
     upload_id: str
     upload_url: str
     expires_at: str
@@ -142,17 +142,17 @@ class TranscriptCheckBody(_Strict):
     )
 
 
-class TranscriptCheckOut(BaseModel):
+class TranscriptCheckOut(EdgeModel):
     unknown: list[str] = Field(description="the digests asked about that this authority has not ingested")
 
 
-class WarningOut(BaseModel):
+class WarningOut(EdgeModel):
     code: str
     message: str
     facts: dict[str, Any] = {}
 
 
-class SearchRefOut(BaseModel):
+class SearchRefOut(EdgeModel):
     project: str
     session_id: str
     iso: str
@@ -161,7 +161,7 @@ class SearchRefOut(BaseModel):
     topic: str = ""
 
 
-class ScopeReportOut(BaseModel):
+class ScopeReportOut(EdgeModel):
     project: str
     status: str
     sessions: int
@@ -169,14 +169,14 @@ class ScopeReportOut(BaseModel):
     detail: str = ""
 
 
-class VectorCoverageOut(BaseModel):
+class VectorCoverageOut(EdgeModel):
     ran: bool = Field(description="whether the semantic tier ran (all counts are 0 when it did not)")
     candidate_msgs: int = Field(description="conversation messages the search's filters select")
     vectored_msgs: int = Field(description="of those, the ones with a vector of the configured model")
     missing_msgs: int = Field(description="not embedded yet: a match there by meaning alone is not found")
 
 
-class SearchEnvelopeOut(BaseModel):
+class SearchEnvelopeOut(EdgeModel):
     query: str
     results: list[SearchRefOut]
     scopes_report: list[ScopeReportOut]
@@ -193,7 +193,7 @@ class SearchEnvelopeOut(BaseModel):
     vector_coverage: VectorCoverageOut
 
 
-class MessageOut(BaseModel):
+class MessageOut(EdgeModel):
     uuid: str
     role: str
     kind: str
@@ -201,7 +201,7 @@ class MessageOut(BaseModel):
     text: str
 
 
-class ReadOut(BaseModel):
+class ReadOut(EdgeModel):
     project: str
     session_id: str
     read_ref: str = Field(description="the ref as asked")
@@ -218,13 +218,13 @@ class ReadOut(BaseModel):
     next_command: str
 
 
-class SubagentOut(BaseModel):
+class SubagentOut(EdgeModel):
     session_id: str
     message_count: int
     title: str = ""
 
 
-class OutlineOut(BaseModel):
+class OutlineOut(EdgeModel):
     project: str
     session_id: str
     iso: str
@@ -254,20 +254,20 @@ class TopicBody(_Strict):
     )
 
 
-class TopicHitOut(BaseModel):
+class TopicHitOut(EdgeModel):
     topic: str
     project: str
     read_ref: str
     session_id: str
 
 
-class TopicsOut(BaseModel):
+class TopicsOut(EdgeModel):
     query: str
     hits: list[TopicHitOut]
     note: str = ""
 
 
-class RebuildOut(BaseModel):
+class RebuildOut(EdgeModel):
     transcripts: int
     sessions: int
     messages: int

@@ -19,18 +19,7 @@ from dovecote.platform.schema import (
     utf8_text,
     with_schema,
 )
-from dovecote.tasks.commands import (
-    DIGEST,
-    FILENAME_CHARS,
-    HOST_MISSING,
-    MAX_CLAIM_WAIT,
-    NOT_FILENAMES,
-    PART_FORMS,
-    REVISION_CHARS,
-    SHA256_HEX,
-    URL_CHARS,
-    WORKER_EVENT_KINDS,
-)
+from dovecote.tasks import limits
 from dovecote.tasks.model import (
     ARTIFACT_HARD_MAX,
     ARTIFACT_STATES,
@@ -67,7 +56,7 @@ class PartIn(_In):
 
     model_config = with_schema(
         {
-            "oneOf": [{"required": [form]} for form in PART_FORMS],
+            "oneOf": [{"required": [form]} for form in limits.PART_FORMS],
             "anyOf": [{"required": ["media_type"]}, {"required": ["data"]}],
         }
     )
@@ -78,8 +67,8 @@ class PartIn(_In):
     url: StrictStr | None = Field(
         default=None,
         json_schema_extra={
-            "pattern": f"^{URL_CHARS}$",
-            "not": {"pattern": f"^{HOST_MISSING}"},
+            "pattern": f"^{limits.URL_CHARS}$",
+            "not": {"pattern": f"^{limits.HOST_MISSING}"},
             "maxLength": MAX_URL_CHARS,
         },
         description="an absolute URL (http(s) with a host), no whitespace or control characters",
@@ -87,8 +76,8 @@ class PartIn(_In):
     filename: StrictStr | None = Field(
         default=None,
         json_schema_extra={
-            "pattern": f"^{FILENAME_CHARS}$",
-            "not": {"enum": list(NOT_FILENAMES)},
+            "pattern": f"^{limits.FILENAME_CHARS}$",
+            "not": {"enum": list(limits.NOT_FILENAMES)},
             "minLength": 1,
             "maxLength": MAX_FILENAME_CHARS,
         },
@@ -155,7 +144,7 @@ class ClaimIn(_In):
     command_id: StrictStr = _id()
     wait_seconds: JsonInt = Field(
         default=0,
-        json_schema_extra=bounded(0, MAX_CLAIM_WAIT),
+        json_schema_extra=bounded(0, limits.MAX_CLAIM_WAIT),
         description="long-poll: wait up to this long for a claimable task (billed as Lambda duration)",
     )
 
@@ -288,9 +277,9 @@ class LeaseListOut(ApiModel):
 
 # Byte limits declared as such (platform/schema.py utf8_text); patterns are the gates' own
 # (dovecote.tasks.commands), anchored.
-REVISION_TEXT: dict[str, Any] = utf8_text(MAX_REVISION_BYTES, minLength=1, pattern=f"^{REVISION_CHARS}$")
-SHA256_TEXT: dict[str, Any] = {"pattern": f"^{SHA256_HEX}$"}
-DIGEST_TEXT: dict[str, Any] = {"pattern": f"^{DIGEST}$"}
+REVISION_TEXT: dict[str, Any] = utf8_text(MAX_REVISION_BYTES, minLength=1, pattern=f"^{limits.REVISION_CHARS}$")
+SHA256_TEXT: dict[str, Any] = {"pattern": f"^{limits.SHA256_HEX}$"}
+DIGEST_TEXT: dict[str, Any] = {"pattern": f"^{limits.DIGEST}$"}
 
 
 class PayloadIn(_In):
@@ -435,7 +424,7 @@ class WorkerEventIn(_In):
     does not use must be absent."""
 
     event_id: StrictStr = _id("the command id: the same event retried is the same command")
-    kind: StrictStr = Field(json_schema_extra={"enum": list(WORKER_EVENT_KINDS)})
+    kind: StrictStr = Field(json_schema_extra={"enum": list(limits.WORKER_EVENT_KINDS)})
     task: StrictStr = _id("the task id")
     fence: JsonInt = FENCE
     expected_revision: JsonInt = REVISION

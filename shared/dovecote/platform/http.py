@@ -369,7 +369,9 @@ def prime(app: APIGatewayHttpResolver, service: snapstart.Composition | None = N
     composition root built (adapters imported, clients created: no AWS request), every route's
     parameters resolved and every edge model's validator built."""
     if service is not None:
-        service()
+        built = service()
+        # A service that builds its parts on first use (the task service) builds them all now.
+        getattr(built, "prime", lambda: None)()
     for route in app._static_routes + app._dynamic_routes:
         route.dependant  # noqa: B018 - a cached property: resolving it is the point
     pending = [EdgeModel]

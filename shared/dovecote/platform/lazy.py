@@ -6,8 +6,8 @@ function here uses one resolver (API Gateway HTTP), but any import of a submodul
 `__init__` first. `lazy_package` puts the package in `sys.modules` unexecuted: its submodules import
 as usual, and a name read from the package itself (`from aws_lambda_powertools.event_handler import
 Response`) is imported from the module its `__init__` takes it from, found by reading that
-`__init__`'s `from X import name` lines. A name not found that way runs the real `__init__`, so
-nothing the package offers is lost. The standard library's `importlib.util.LazyLoader` cannot do
+`__init__`'s `from X import name` (or `from .x import name`) lines. A name not found that way runs
+the real `__init__`, so nothing the package offers is lost. The standard library's `importlib.util.LazyLoader` cannot do
 this: it executes the whole module on the first attribute the import system reads (`__path__`,
 to find a submodule).
 """
@@ -37,14 +37,19 @@ def lazy_package(name: str) -> None:
             with open(origin, encoding="utf-8") as file:
                 tree = ast.parse(file.read(), origin)
             for node in tree.body:
-                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                    sources.update({alias.asname or alias.name: node.module for alias in node.names})
+                if isinstance(node, ast.ImportFrom) and node.module and node.level <= 1:
+                    # `from .x import y` in the package's own __init__ is `from <name>.x import y`.
+                    module = node.module if node.level == 0 else f"{name}.{node.module}"
+                    sources.update({alias.asname or alias.name: module for alias in node.names})
         return sources
 
     def __getattr__(attr: str) -> Any:  # noqa: N807 - PEP 562 module __getattr__
         module = exports().get(attr)
         if module is not None:
-            value = getattr(importlib.import_module(module), attr)
+            if module == name:  # `from <package> import <submodule>` in the package's own __init__
+                value = importlib.import_module(f"{name}.{attr}")
+            else:
+                value = getattr(importlib.import_module(module), attr)
             setattr(package, attr, value)
             return value
         if not attr.startswith("__") and importlib.util.find_spec(f"{name}.{attr}") is not None:
@@ -57,3 +62,6 @@ def lazy_package(name: str) -> None:
 
     package.__getattr__ = __getattr__  # type: ignore[method-assign]
     sys.modules[name] = package
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, package)  # as an import would: `import a.b` then `a.b`

@@ -59,7 +59,7 @@ def recall_service(settings: Settings) -> RecallService:
 
     return RecallService(
         cast(SearchIndex, IndexOnFirstUse(settings)),
-        S3Archive(bucket=settings.bucket, s3=aws.client("s3")),
+        S3Archive(bucket=settings.bucket, s3=aws.lazy_client("s3")),
         DynamoIngestLedger(table=settings.recall_table, dynamodb=aws.client("dynamodb")),
         presign_seconds=settings.presign_seconds,
         digests=DynamoIngestedDigests(table=settings.recall_table, dynamodb=aws.client("dynamodb")),

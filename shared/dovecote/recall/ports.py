@@ -58,11 +58,11 @@ from dovecote.recall.model import (
     SessionInfo,
     Visibility,
 )
-from dovecote.recall.query import Query
 from dovecote.recall.results import VectorCoverage
 
 if TYPE_CHECKING:
     from dovecote.embedding.ports import Embedder
+    from dovecote.recall.query import Query
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from dovecote.platform.clock import Clock, utc_now
 from dovecote.platform.errors import AmbiguousRef, InvalidArgument, NotFound, PayloadTooLarge, Unavailable
 from dovecote.platform.principal import Principal
-from dovecote.recall import formats
 from dovecote.recall.digests import IngestedDigests, gate_check, unknown_digests
 from dovecote.recall.fusion import DEFAULT_FUSION, LEXICAL_SHARE, SEMANTIC_DEFAULT, model_key
 from dovecote.recall.model import (
@@ -83,7 +82,6 @@ from dovecote.recall.ports import (
     VectorTier,
     Withhold,
 )
-from dovecote.recall.query import parse_query
 from dovecote.recall.results import (
     IngestedSession,
     IngestResult,
@@ -173,6 +171,8 @@ class RecallService:
     def ingest_file(self, authority: str, request: IngestRequest, raw: bytes) -> IngestResult:
         """Archive first, then index: the archive is canonical, so an index write that fails after it
         is repaired by the retry (or a rebuild); nothing is indexed that the archive lacks."""
+        from dovecote.recall import formats  # the transcript parsers: only an ingest loads them
+
         parsed = formats.parse(request)
         details: dict[str, Any] = {
             "lines": parsed.lines,
@@ -285,6 +285,8 @@ class RecallService:
     def search(self, principal: Principal, p: SearchParams) -> SearchEnvelope:
         principal.require("caller", "worker")
         authority = principal.authority
+        from dovecote.recall.query import parse_query  # its tokenizer's patterns: only a search compiles them
+
         query = parse_query(p.q)
         if query is None:
             return self._empty(p.q)
@@ -656,6 +658,8 @@ class RecallService:
     def topics(self, principal: Principal, p: TopicsParams) -> TopicsResult:
         principal.require("caller", "worker")
         authority = principal.authority
+        from dovecote.recall.query import parse_query  # its tokenizer's patterns: only a search compiles them
+
         query = parse_query(p.q) if p.q.strip() else None
         rows: list[TopicRow]
         if p.q.strip() and query is None:

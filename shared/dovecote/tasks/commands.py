@@ -24,6 +24,18 @@ from dovecote.platform.ids import check_id
 from dovecote.platform.media import validate_media_type
 from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
+from dovecote.tasks.limits import (
+    DIGEST,
+    FILENAME_CHARS,
+    HOST_MISSING,
+    MAX_CLAIM_WAIT,
+    NOT_FILENAMES,
+    PART_FORMS,
+    REVISION_CHARS,
+    SHA256_HEX,
+    URL_CHARS,
+    WORKER_EVENT_KINDS,
+)
 from dovecote.tasks.model import (
     DECISIONS,
     MAX_ACCEPT_TIMEOUT,
@@ -45,25 +57,9 @@ from dovecote.tasks.model import (
     intent_digest,
 )
 
-# Long-poll claim: at most this long.
-MAX_CLAIM_WAIT = 20
-# Written once, for the gates and (anchored) for the OpenAPI document.
-SHA256_HEX = r"(sha256:)?[0-9a-f]{64}"  # an upload's SHA-256, with or without its prefix
-DIGEST = r"sha256:[0-9a-f]{64}"  # an artifact digest
-REVISION_CHARS = r"[^\x00-\x1f\x7f]+"  # a workspace revision: no control characters
 _SHA256_HEX, _DIGEST, _REVISION = re.compile(SHA256_HEX), re.compile(DIGEST), re.compile(REVISION_CHARS)
-# A part's filename: no control characters (C0, DEL, C1) and no path separator; "." and ".." are
-# refused beside it (NOT_FILENAMES), so a filename is never a path.
-FILENAME_CHARS = r"[^\x00-\x1f\x7f-\x9f/\\]+"
-NOT_FILENAMES = (".", "..")
-# A URL part's URL: a scheme, then no whitespace (str.isspace) and no control characters. An
-# http(s) URL also names its host (`HOST_MISSING` is what it must not look like, anchored at the
-# start): written without lookahead, so the OpenAPI document can state it as `not`.
-URL_CHARS = r"[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
-HOST_MISSING = r"[Hh][Tt][Tt][Pp][Ss]?:([^/]|/[^/]|//[/?#]|/?/?$)"
 _FILENAME, _URL, _HOST_MISSING = re.compile(FILENAME_CHARS), re.compile(URL_CHARS), re.compile(HOST_MISSING)
 
-WORKER_EVENT_KINDS = ("accept_task", "reject_task", "request_input", "fail_task", "freeze_artifact", "complete_task")
 _EVENT_FIELDS: dict[str, set[str]] = {
     "accept_task": set(),
     "reject_task": set(),
@@ -329,7 +325,6 @@ def gate_message(raw: Any) -> MessageInput:
     return MessageInput(message_id, tuple(parts), gate_metadata(raw.get("metadata")))
 
 
-PART_FORMS = ("text", "data_b64", "data", "url")
 DATA_MEDIA_TYPE = "application/json"  # a `data` part's media type unless it names one
 
 
