@@ -77,7 +77,10 @@ def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 def test_served_document_is_the_fuzzed_one(dev_runtime: dict[str, Any]) -> None:
     import httpx
 
-    assert httpx.get(dev_runtime["endpoint"] + "/v1/openapi.json").json() == openapi_document()
+    # The runtime builds the document on the first request (every function's routes and models: a few
+    # seconds on a loaded machine, more than httpx's 5 s default when this file runs first).
+    served = httpx.get(dev_runtime["endpoint"] + "/v1/openapi.json", timeout=120)
+    assert served.json() == openapi_document()
 
 
 TOKEN: dict[str, str] = {}  # "current": the token of the role being fuzzed
