@@ -315,8 +315,9 @@ class _RequestMeter:
         def timed(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
             kind = url.rsplit("/", 1)[-1] or url
             body = kwargs.get("body")
-            if kind == "_msearch" and '"sampler"' in (body if isinstance(body, str) else str(body)):
-                kind = "_msearch candidates"  # the sampler + terms aggregation, timed apart
+            text = body if isinstance(body, str) else str(body)
+            if kind == "_msearch" and ('"sampler"' in text or '"track_scores"' in text):
+                kind = "_msearch candidates"  # the candidates' request (opensearch_search), timed apart
             t0 = time.perf_counter()
             try:
                 return self._real(method, url, *args, **kwargs)
