@@ -55,13 +55,16 @@ measures both). State updates need none: readers GET the state in real time.
 Ranking is ranking.py's, as for every engine. The search asks for what it reads: the bool query
 filters by the boolean tree (non-scoring) and scores each positive term in its own named clause,
 bm25 + COVERAGE_WEIGHT, so the score orders by coverage then relevance, and `matched_queries` gives
-each hit's exact terms. A `sampler` keeps the best `max_candidates` messages (SQLite's candidate
-ceiling); a `terms` aggregation over them gives every matching session (an exact distinct-session
-total: one shard) with `top_hits` of the rows its ranker reads (message 1, top2 2, session 3), the
-newest matching row for sort=newest, and per-term counts for the session ranker's union.
-`track_total_hits` = ceiling + 1 says whether the ceiling was hit (then the total is a lower
-bound). The relevance handed to the ranker is the score minus the coverage weight: bm25 rounded to
-float32 precision (about 1e-4 at coverage 1), a tie within that falls to insertion order.
+each hit's exact terms. The candidates are the best `max_candidates` messages (SQLite's candidate
+ceiling) as plain hits (score desc, rowid asc), grouped by session here: every matching session
+(an exact distinct-session total while the ceiling is not hit), the rows its ranker reads, the
+newest matching row for sort=newest, and per-term counts for the session ranker's union; a
+filter-only search beside it gives the newest matching timestamp. (A ceiling above the search
+window, 10,000, takes a sampler + terms aggregation with top_hits per session: the same rows, one
+top_hits fetch per session, 3-4x slower at 500.) `track_total_hits` = ceiling + 1 says whether the
+ceiling was hit (then the total is a lower bound). The relevance handed to the ranker is the score
+minus the coverage weight: bm25 rounded to float32 precision (about 1e-4 at coverage 1), a tie
+within that falls to insertion order.
 
 Round trips (each reading method but session_topics without topics: + 1 real-time GET of the state):
 - replace_session: 1 allocate + 1 lookup of the live version + 1 bulk per ~4 MB (the last waits for

@@ -1,6 +1,6 @@
-"""OpenSearch recall engine, part 3: search. One msearch asks for the candidates (a sampler of the
-best messages, a terms aggregation of their sessions with the rows each ranker reads), then one
-msearch for the shown rows, their highlighted snippets and their sessions."""
+"""OpenSearch recall engine, part 3: search. One msearch asks for the candidates (the best messages
+as plain hits, grouped by session here, and the newest matching timestamp), then one msearch for
+the shown rows, their highlighted snippets and their sessions."""
 
 from __future__ import annotations
 
@@ -142,6 +142,141 @@ class OpenSearchSearch(OpenSearchVectors):
         """The sessions matching the query, each with the rows its ranker reads (see the module
         docstring), whether the candidate ceiling was hit, the matches withheld as the caller's
         live turn, and the newest matching timestamp."""
+        if query.max_candidates > MAX_WINDOW:
+            return self._sampled_candidates(authority, snap, query, field, keep)
+        root = compile_node(query.query.root, field, keep)
+        if root is None:
+            return [], False, 0, ""
+        terms = query.query.terms
+        clauses = [_term_clause(i, t, field) for i, t in enumerate(terms) if keep is None or keep(t)]
+        matching = self._visible(authority, snap, root, *_filter_clauses(query.filter))
+        searches: list[tuple[str, dict[str, Any]]] = []
+        held: dict[str, Any] | None = None
+        if query.withhold is not None:
+            held = {
+                "bool": {
+                    "filter": [
+                        {"term": {"session_id": query.withhold.session_id}},
+                        {"range": {"pos": {"gte": query.withhold.from_pos}}},
+                    ]
+                }
+            }
+            searches.append(
+                (
+                    self.messages,
+                    {"query": {"bool": {"filter": [matching, held]}}, "size": 0, "track_total_hits": True},
+                )
+            )
+        scored: dict[str, Any] = {"bool": {"filter": [matching], "should": clauses}}
+        if held is not None:
+            scored["bool"]["must_not"] = [held]
+        # The newest matching timestamp, filter-only (no scoring); then the best max_candidates rows
+        # as plain hits, grouped by session here. A sampler + terms aggregation with top_hits per
+        # session read the same rows, at the cost of one top_hits fetch per session (see README).
+        searches.append(
+            (
+                self.messages,
+                {
+                    "query": {"bool": {"filter": [matching], "must_not": [held] if held is not None else []}},
+                    "size": 0,
+                    "track_total_hits": False,
+                    "aggs": {"newest": {"terms": {"field": "ts", "size": 1, "order": {"_key": "desc"}}}},
+                },
+            )
+        )
+        searches.append(
+            (
+                self.messages,
+                {
+                    "query": scored,
+                    "size": query.max_candidates,
+                    "sort": [{"_score": "desc"}, {"rowid": "asc"}],
+                    "track_scores": True,
+                    "track_total_hits": query.max_candidates + 1,
+                    "_source": False,
+                    "docvalue_fields": ["rowid", "pos", "ts", "session_id"],
+                },
+            )
+        )
+        responses = self._msearch(authority, searches, query=True)
+        withheld = _total(responses[0]) if held is not None else 0
+        found = responses[-1]
+        truncated = _total(found) > query.max_candidates
+        newest_buckets = responses[-2]["aggregations"]["newest"]["buckets"]
+        newest = newest_buckets[0]["key"] if newest_buckets else ""
+        term_sets: dict[tuple[str, ...], frozenset[int]] = {}
+
+        def terms_of(names: list[str]) -> frozenset[int]:
+            key = tuple(names)
+            if key not in term_sets:
+                term_sets[key] = frozenset(int(n[1:]) for n in names if n.startswith("t"))
+            return term_sets[key]
+
+        # The hits come best first (score desc, rowid asc): each session's rows in ranker order.
+        sessions: dict[str, list[tuple[float, int, int, str, frozenset[int]]]] = {}
+        for hit in found["hits"]["hits"]:
+            values = hit["fields"]
+            sessions.setdefault(values["session_id"][0], []).append(
+                (
+                    float(hit["_score"]),
+                    int(values["rowid"][0]),
+                    int(values["pos"][0]),
+                    (values.get("ts") or [""])[0],
+                    terms_of(hit.get("matched_queries") or []),
+                )
+            )
+        rows_read = RANKER_ROWS[query.ranker]
+        scored_rows: list[tuple[float, Candidate]] = []
+        # Sessions in a terms aggregation's order (rows desc, id asc): rowids repeat across the
+        # sessions of one generation, so equal (score, rowid) pairs keep this order.
+        for sid, rows in sorted(sessions.items(), key=lambda item: (-len(item[1]), item[0])):
+            union = None
+            if query.ranker == "session" and len(terms) > 1:
+                union = frozenset().union(*(r[4] for r in rows))
+            session_score = None
+            if query.ranker == "fused":
+                # Every row's score, less the coverage weight of every (row, term) match.
+                matches = sum(len(r[4]) for r in rows) if len(terms) > 1 else len(rows)
+                session_score = sum(r[0] for r in rows) - matches * COVERAGE_WEIGHT
+            picked = list(rows[:rows_read])
+            if query.sort in ("newest", "oldest"):  # the row the sort picks per session (ranking.py)
+                # ts then rowid ascending; a missing ts is last for newest, first for oldest.
+                dated = [r for r in rows if r[3]]
+                if query.sort == "newest" and dated:
+                    latest = max(r[3] for r in dated)
+                    pick = min((r for r in dated if r[3] == latest), key=lambda r: r[1])
+                else:
+                    pick = min(rows, key=lambda r: (r[3], r[1]))
+                if pick not in picked:
+                    picked.append(pick)
+            for encoded, rowid, pos, ts, matched in picked:
+                candidate = Candidate(
+                    rowid=rowid,
+                    session_id=sid,
+                    pos=pos,
+                    timestamp=ts,
+                    score=encoded - len(matched) * COVERAGE_WEIGHT,
+                    terms=matched,
+                    session_terms=union,
+                    session_score=session_score,
+                )
+                scored_rows.append((encoded, candidate))
+        # The engine's relevance order (coverage, then bm25), ties in insertion order.
+        scored_rows.sort(key=lambda pair: (-pair[0], pair[1].rowid))
+        candidates = [c for _, c in scored_rows]
+        return candidates, truncated, withheld, newest
+
+    def _sampled_candidates(
+        self,
+        authority: str,
+        snap: Snapshot,
+        query: IndexQuery,
+        field: str,
+        keep: Callable[[Term], bool] | None,
+    ) -> tuple[list[Candidate], bool, int, str]:
+        """_candidates for a ceiling above MAX_WINDOW (a search returns at most that many hits): a
+        sampler of the best max_candidates messages, a terms aggregation of their sessions with
+        top_hits of the rows each ranker reads (one top_hits fetch per session: slower)."""
         root = compile_node(query.query.root, field, keep)
         if root is None:
             return [], False, 0, ""
