@@ -80,12 +80,12 @@ class Api(Construct):
             "tasks_table": data.tasks.table_name,
             "bucket": data.bucket.bucket_name,
             "cursor_secret_arn": data.cursor_secret.secret_arn,
-            "lease_timeout_seconds": str(Settings.model_fields["lease_timeout_seconds"].default),
+            "lease_timeout_seconds": str(Settings.default("lease_timeout_seconds")),
             # Protected payloads: data keys under the stack's key (grants: _grant, tasks_api).
             "data_key_id": data.key.key_arn,
             **memory.settings,
             "recall_table": data.recall.table_name,
-            "presign_seconds": str(Settings.model_fields["presign_seconds"].default),
+            "presign_seconds": str(Settings.default("presign_seconds")),
             **search.settings,
         }
         # Context overrides an operator may need: plaintext reads only while migrating old data; the

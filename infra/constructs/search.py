@@ -70,7 +70,7 @@ def embedder_context(scope: Construct) -> tuple[str, int]:
     if embedder not in EMBEDDERS:
         raise ValueError(f"context embedder must be one of {EMBEDDERS}, got {embedder!r}")
     raw = scope.node.try_get_context("embedding_dimension")
-    dimension = int(raw) if raw is not None else int(Settings.model_fields["embed_dimension"].default)
+    dimension = int(raw) if raw is not None else int(Settings.default("embed_dimension"))
     if dimension not in DIMENSIONS:
         raise ValueError(f"context embedding_dimension must be one of {DIMENSIONS}, got {raw!r}")
     return embedder, dimension
@@ -84,7 +84,7 @@ class Search(Construct):
         stack = Stack.of(self)
         removal = RemovalPolicy.RETAIN if production else RemovalPolicy.DESTROY
         self._data = data
-        self.index_prefix = str(Settings.model_fields["opensearch_index_prefix"].default)
+        self.index_prefix = str(Settings.default("opensearch_index_prefix"))
         self.embedder, self.embedding_dimension = embedder_context(self)
         # Titan V2 in this stack's region, nothing else: foundation models have no account in their ARN.
         self.embedding_model_arn = stack.format_arn(

@@ -235,11 +235,10 @@ def test_a_batch_is_sent_concurrently_and_answered_in_order(stub: str) -> None:
 
 
 def test_the_configured_embedder(monkeypatch: pytest.MonkeyPatch, stub: str) -> None:
-    from pydantic import ValidationError
-
+    
     from dovecote.embedding.engines import open_embedder
     from dovecote.platform import aws
-    from dovecote.platform.settings import Settings
+    from dovecote.platform.settings import Settings, SettingsError
 
     assert open_embedder(Settings()) is None  # off by default: the search stays lexical
     try:
@@ -263,7 +262,7 @@ def test_the_configured_embedder(monkeypatch: pytest.MonkeyPatch, stub: str) -> 
         ]
     finally:
         aws.reset_clients()
-    with pytest.raises(ValidationError):
+    with pytest.raises(SettingsError):
         Settings(embedder="bedrock", embed_dimension=384)  # type: ignore[arg-type]
 
 

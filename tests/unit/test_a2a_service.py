@@ -5,6 +5,7 @@ events on a fake clock, and the errors are the spec's."""
 from __future__ import annotations
 
 import itertools
+from datetime import datetime, timedelta
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ from google.protobuf import json_format
 
 from dovecote.a2a.errors import A2AError
 from dovecote.a2a.service import BLOCK_SECONDS, A2AService
+from dovecote.platform.clock import utc_now
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.principal import Principal
 from dovecote.tasks.memory import InMemoryTaskStore
@@ -50,9 +52,21 @@ class Clock:
         return self.now
 
 
+def _strictly_later() -> Callable[[], datetime]:
+    """The wall clock, a millisecond (the stored precision) past the last reading at least: on a quick
+    machine two commands land in one millisecond, and the order by latest update would be a tie."""
+    last = [utc_now() - timedelta(seconds=1)]
+
+    def now() -> datetime:
+        last[0] = max(utc_now(), last[0] + timedelta(milliseconds=1))
+        return last[0]
+
+    return now
+
+
 class World:
     def __init__(self) -> None:
-        self.tasks = TaskService(InMemoryTaskStore(), CursorSigner(KEY))
+        self.tasks = TaskService(InMemoryTaskStore(), CursorSigner(KEY), clock=_strictly_later())
         self.edge = Edge(self.tasks)
         self.clock = Clock()
         self.a2a = A2AService(self.tasks, sleep=self.clock.sleep, monotonic=self.clock.monotonic)

@@ -8,9 +8,8 @@ import base64
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
-from dovecote.platform.settings import Settings
+from dovecote.platform.settings import Settings, SettingsError
 from dovecote.recall.engines import open_search_index
 from dovecote.recall.opensearch import OpenSearchIndex
 from dovecote.recall.opensearch_mapping import _fragment_snippet, compile_node, make_client
@@ -63,10 +62,10 @@ def test_sigv4_signs_for_a_domain_or_a_serverless_collection(service: str) -> No
 
 
 def test_settings_refuse_an_unknown_signing_service_and_a_bad_prefix() -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(SettingsError):
         Settings(opensearch_url="https://x", opensearch_aws_service="s3")  # type: ignore[arg-type]
     for prefix in ("Upper", "-dash", "a\n", "a b"):
-        with pytest.raises(ValidationError):
+        with pytest.raises(SettingsError):
             Settings(opensearch_index_prefix=prefix)
 
 
@@ -78,7 +77,7 @@ def test_the_engine_seam_picks_opensearch_when_a_url_is_set() -> None:
 
 PROBE = """
 import sys
-from dovecote.platform.settings import Settings
+from dovecote.platform.settings import Settings, SettingsError
 from dovecote.recall.engines import recall_service
 service = recall_service(Settings(opensearch_url="http://127.0.0.1:9", opensearch_aws_service="es"))
 before = "opensearchpy" in sys.modules
