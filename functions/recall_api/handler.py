@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -36,7 +36,6 @@ from dovecote.recall.model import (
     gate_topics,
 )
 from dovecote.recall.patterns import MAX_PATTERN_CHARS, MAX_PATTERN_PROGRAM
-from dovecote.recall.service import RecallService
 from functions.recall_api.models import (
     IngestOut,
     OutlineOut,
@@ -52,6 +51,10 @@ from functions.recall_api.models import (
     TranscriptUploadBody,
     TranscriptUploadOut,
 )
+
+if TYPE_CHECKING:
+    from dovecote.recall.digests import TranscriptCheck
+    from dovecote.recall.service import RecallService
 
 app = new_resolver()
 
@@ -90,6 +93,16 @@ def service() -> RecallService:
     return recall_service(get_settings())
 
 
+@lru_cache(maxsize=1)
+def checker() -> TranscriptCheck:
+    """A transcript check's own composition root: `recall push` starts with a check, and it needs
+    neither the search engine nor the archive."""
+    from dovecote.platform.settings import get_settings
+    from dovecote.recall.engines import transcript_check
+
+    return transcript_check(get_settings())
+
+
 @app.post("/v1/transcripts", tags=["recall"], responses=responses(200, IngestOut, 400, 401, 403, 413, 429, 503))
 def ingest(body: Annotated[TranscriptBody, Body()]) -> IngestOut:
     """Index a transcript: re-ingesting a session replaces it; an unchanged file is skipped."""
@@ -113,7 +126,7 @@ def create_upload(body: Annotated[TranscriptUploadBody, Body()]) -> TranscriptUp
 def check(body: Annotated[TranscriptCheckBody, Body()]) -> TranscriptCheckOut:
     """Which of these transcript files (by SHA-256) this authority has not ingested: what `recall push`
     sends. A server started afresh, or another authority, lacks them all."""
-    unknown = service().unknown_transcripts(current_principal(app), body.model_dump())
+    unknown = checker().unknown_transcripts(current_principal(app), body.model_dump())
     return TranscriptCheckOut(unknown=unknown)
 
 
@@ -197,7 +210,7 @@ def search(
     )
     envelope = service().search(current_principal(app), params)
     if params.oneline:
-        return Response(status_code=200, content_type=TEXT, body=RecallService.oneline(envelope))
+        return Response(status_code=200, content_type=TEXT, body=type(service()).oneline(envelope))
     return Response(status_code=200, content_type=JSON, body=SearchEnvelopeOut.model_validate(asdict(envelope)))
 
 
@@ -284,4 +297,4 @@ def rebuild() -> RebuildOut:
     return RebuildOut.model_validate(asdict(service().rebuild(current_principal(app))))
 
 
-handler = lambda_entry(app, service)
+handler = lambda_entry(app, service, checker)

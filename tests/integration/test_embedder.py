@@ -235,7 +235,7 @@ def test_a_batch_is_sent_concurrently_and_answered_in_order(stub: str) -> None:
 
 
 def test_the_configured_embedder(monkeypatch: pytest.MonkeyPatch, stub: str) -> None:
-    
+
     from dovecote.embedding.engines import open_embedder
     from dovecote.platform import aws
     from dovecote.platform.settings import Settings, SettingsError

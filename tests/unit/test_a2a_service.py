@@ -5,8 +5,8 @@ events on a fake clock, and the errors are the spec's."""
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timedelta
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest

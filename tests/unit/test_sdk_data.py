@@ -29,7 +29,9 @@ def _plain(data: Any) -> Any:
 def test_each_model_the_functions_load_is_botocores_own(service: str) -> None:
     ours, theirs = QuickLoader(), Loader()
     for type_name in ("service-2", "endpoint-rule-set-1"):
-        assert _plain(ours.load_service_model(service, type_name)) == _plain(theirs.load_service_model(service, type_name))
+        assert _plain(ours.load_service_model(service, type_name)) == _plain(
+            theirs.load_service_model(service, type_name)
+        )
     for name in ("endpoints", "partitions", "sdk-default-configuration", "_retry"):
         assert _plain(ours.load_data(name)) == _plain(theirs.load_data(name))
 

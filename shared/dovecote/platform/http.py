@@ -364,11 +364,11 @@ def current_principal(app: APIGatewayHttpResolver) -> Principal:
     return principal_from_event(app.current_event.raw_event)
 
 
-def prime(app: APIGatewayHttpResolver, service: snapstart.Composition | None = None) -> None:
+def prime(app: APIGatewayHttpResolver, *services: snapstart.Composition) -> None:
     """The loading a first request does, without a request (before a SnapStart snapshot): the
-    composition root built (adapters imported, clients created: no AWS request), every route's
+    composition roots built (adapters imported, clients created: no AWS request), every route's
     parameters resolved and every edge model's validator built."""
-    if service is not None:
+    for service in services:
         built = service()
         # A service that builds its parts on first use (the task service) builds them all now.
         getattr(built, "prime", lambda: None)()
@@ -383,14 +383,14 @@ def prime(app: APIGatewayHttpResolver, service: snapstart.Composition | None = N
 
 
 def lambda_entry(
-    app: APIGatewayHttpResolver, service: snapstart.Composition | None = None
+    app: APIGatewayHttpResolver, *services: snapstart.Composition
 ) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The one decorator stack, in the same order on every entry point: logger context with the
     correlation id, metrics, tracer; then the request gate, then the resolver. The Tracer (X-Ray SDK,
-    which loads botocore) is built on the first invocation so that import stays cheap. `service`,
-    the function's composition root, is primed before a SnapStart snapshot and rebuilt after each
+    which loads botocore) is built on the first invocation so that import stays cheap. `services`,
+    the function's composition roots, are primed before a SnapStart snapshot and rebuilt after each
     restore (platform/snapstart.py)."""
-    snapstart.register(prime=functools.partial(prime, app, service), forget=(service,) if service else ())
+    snapstart.register(prime=functools.partial(prime, app, *services), forget=services)
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     @metrics.log_metrics

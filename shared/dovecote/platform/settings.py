@@ -130,7 +130,7 @@ def _check(name: str, value: Any, hint: Any) -> None:
             raise SettingsError(f"{where} must be between {low} and {high}, not {value}")
     elif not isinstance(value, str) and not (value is None and typing.get_origin(hint) is not None):
         raise SettingsError(f"{where} must be text, not {value!r}")
-    elif name in PATTERNS and not PATTERNS[name].fullmatch(value):
+    elif name in PATTERNS and not PATTERNS[name].fullmatch(value or ""):
         raise SettingsError(f"{where} must match {PATTERNS[name].pattern}, not {value!r}")
 
 

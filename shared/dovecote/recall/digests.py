@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from dovecote.platform.dynamo import bind, pynamodb_errors
 from dovecote.platform.errors import InvalidArgument
+from dovecote.platform.principal import Principal
 from dovecote.recall.records import DIGEST_PREFIX, DigestRecord, ledger_partition
 
 MAX_CHECK_DIGESTS = 1000
@@ -49,6 +50,24 @@ def gate_check(body: Any) -> list[str]:
                 f"sha256[{index}] must be a SHA-256 digest in 64 lowercase hex digits", field=f"sha256[{index}]"
             )
     return list(dict.fromkeys(digests))
+
+
+class TranscriptCheck:
+    """The verb of `POST /v1/transcripts/check` on its own. RecallService answers it through this, and
+    the recall API builds only this for a check: `recall push` starts with one, and a function whose
+    first request is a check then loads none of search's modules (their dataclasses were about a tenth
+    of its cold start)."""
+
+    def __init__(self, digests: IngestedDigests | None) -> None:
+        self.digests = digests
+
+    def unknown_transcripts(self, principal: Principal, body: Any) -> list[str]:
+        """Of the SHA-256 digests asked about, those this authority has not ingested (all of them when
+        no digest ledger is wired)."""
+        principal.require("caller", "worker")
+        if self.digests is None:
+            return gate_check(body)
+        return unknown_digests(self.digests, principal.authority, body)
 
 
 def unknown_digests(ledger: IngestedDigests, authority: str, body: Any) -> list[str]:

@@ -12,9 +12,10 @@ import threading
 from typing import TYPE_CHECKING, Any, cast
 
 from dovecote.platform.settings import Settings
-from dovecote.recall.ports import SearchIndex
 
 if TYPE_CHECKING:
+    from dovecote.recall.digests import TranscriptCheck
+    from dovecote.recall.ports import SearchIndex
     from dovecote.recall.service import RecallService
 
 
@@ -58,10 +59,18 @@ def recall_service(settings: Settings) -> RecallService:
     from dovecote.recall.service import RecallService
 
     return RecallService(
-        cast(SearchIndex, IndexOnFirstUse(settings)),
+        cast("SearchIndex", IndexOnFirstUse(settings)),
         S3Archive(bucket=settings.bucket, s3=aws.lazy_client("s3")),
         DynamoIngestLedger(table=settings.recall_table, dynamodb=aws.client("dynamodb")),
         presign_seconds=settings.presign_seconds,
         digests=DynamoIngestedDigests(table=settings.recall_table, dynamodb=aws.client("dynamodb")),
         embedder=open_embedder(settings),
     )
+
+
+def transcript_check(settings: Settings) -> TranscriptCheck:
+    """The composition root of a transcript check alone (the recall API's `POST /v1/transcripts/check`)."""
+    from dovecote.platform import aws
+    from dovecote.recall.digests import DynamoIngestedDigests, TranscriptCheck
+
+    return TranscriptCheck(DynamoIngestedDigests(table=settings.recall_table, dynamodb=aws.client("dynamodb")))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from dovecote.platform.clock import Clock, utc_now
 from dovecote.platform.errors import AmbiguousRef, InvalidArgument, NotFound, PayloadTooLarge, Unavailable
 from dovecote.platform.principal import Principal
-from dovecote.recall.digests import IngestedDigests, gate_check, unknown_digests
+from dovecote.recall.digests import IngestedDigests, TranscriptCheck
 from dovecote.recall.fusion import DEFAULT_FUSION, LEXICAL_SHARE, SEMANTIC_DEFAULT, model_key
 from dovecote.recall.model import (
     BROAD_QUERY_MATCHES,
@@ -220,10 +220,7 @@ class RecallService:
     def unknown_transcripts(self, principal: Principal, body: Any) -> list[str]:
         """`POST /v1/transcripts/check`: of the SHA-256 digests asked about, those this authority has
         not ingested (all of them when no digest ledger is wired)."""
-        principal.require("caller", "worker")
-        if self.digests is None:
-            return gate_check(body)
-        return unknown_digests(self.digests, principal.authority, body)
+        return TranscriptCheck(self.digests).unknown_transcripts(principal, body)
 
     def create_upload(self, principal: Principal, body: Any) -> Upload:
         principal.require("caller", "worker")

@@ -77,6 +77,20 @@ def part_identity(authority: str, task_id: str, message_id: str, index: int, dig
     return f"part|{authority}|{task_id}|{message_id}|{index}|{digest}"
 
 
+_KINDS: dict[str, type[Any]] = {
+    "_artifacts": ArtifactItem,
+    "_heads": HeadItem,
+    "_apply_receipts": ApplyReceiptItem,
+    "_deliveries": DeliveryItem,
+    "_tasks": TaskItem,
+    "_messages": MessageItem,
+    "_events": EventItem,
+    "_grants": GrantItem,
+    "_receipts": ReceiptItem,
+    "_claims": ClaimItem,
+}
+
+
 class TaskItems:
     """One tasks table: its item models bound to it, the S3 bucket beside it, and the mapping
     between items and records."""
@@ -100,16 +114,28 @@ class TaskItems:
         # Seals inline message parts and artifact payloads (platform/protection.py); the fakes and
         # the tests that do not test protection store bytes as they are.
         self._protector = protector or Unprotected()
-        self._artifacts = bind(ArtifactItem, table=table, client=dynamodb)
-        self._heads = bind(HeadItem, table=table, client=dynamodb)
-        self._apply_receipts = bind(ApplyReceiptItem, table=table, client=dynamodb)
-        self._deliveries = bind(DeliveryItem, table=table, client=dynamodb)
-        self._tasks = bind(TaskItem, table=table, client=dynamodb)
-        self._messages = bind(MessageItem, table=table, client=dynamodb)
-        self._events = bind(EventItem, table=table, client=dynamodb)
-        self._grants = bind(GrantItem, table=table, client=dynamodb)
-        self._receipts = bind(ReceiptItem, table=table, client=dynamodb)
-        self._claims = bind(ClaimItem, table=table, client=dynamodb)
+        self._table = table
+
+    # Each item kind bound to the table on first use (`__getattr__`): a read binds the one or two
+    # kinds it touches, not all ten (each bind is a PynamoDB model class and connection).
+    _artifacts: type[ArtifactItem]
+    _heads: type[HeadItem]
+    _apply_receipts: type[ApplyReceiptItem]
+    _deliveries: type[DeliveryItem]
+    _tasks: type[TaskItem]
+    _messages: type[MessageItem]
+    _events: type[EventItem]
+    _grants: type[GrantItem]
+    _receipts: type[ReceiptItem]
+    _claims: type[ClaimItem]
+
+    def __getattr__(self, name: str) -> Any:
+        kind = _KINDS.get(name)
+        if kind is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        bound = bind(kind, table=self._table, client=self._ddb)
+        setattr(self, name, bound)  # two threads may both bind: either class serves
+        return bound
 
     def _get_many(self, keys: list[tuple[Any, str, str]]) -> list[Any]:
         """The items at `keys` (model, pk, sk) from one strongly consistent read: a GetItem for one
