@@ -32,12 +32,10 @@ with mock_aws():
                            "stage": "$default", "authorizer": {"lambda": principal}},
         "body": json.dumps({"sha256": ["1" * 64, "2" * 64, "1" * 64]}), "isBase64Encoded": False,
     }
-    class Context:
-        function_name = "c"; memory_limit_in_mb = 1024; aws_request_id = "r"
-        invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:c"
-        log_group_name = "g"; log_stream_name = "s"
-        def get_remaining_time_in_millis(self): return 29000
-    response = handler.handler(event, Context())
+    from types import SimpleNamespace
+    context = SimpleNamespace(function_name="c", memory_limit_in_mb=1024, aws_request_id="r",
+                              invoked_function_arn="arn:aws:lambda:us-east-1:000000000000:function:c")
+    response = handler.handler(event, context)
     loaded = sorted(m for m in ("dovecote.recall.service", "dovecote.recall.results", "dovecote.recall.ports")
                     if m in sys.modules)
     print(json.dumps({"status": response["statusCode"], "body": json.loads(response["body"]), "loaded": loaded}))

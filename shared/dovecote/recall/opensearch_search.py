@@ -144,32 +144,11 @@ class OpenSearchSearch(OpenSearchVectors):
         live turn, and the newest matching timestamp."""
         if query.max_candidates > MAX_WINDOW:
             return self._sampled_candidates(authority, snap, query, field, keep)
-        root = compile_node(query.query.root, field, keep)
-        if root is None:
+        start = self._start(authority, snap, query, field, keep)
+        if start is None:
             return [], False, 0, ""
+        matching, held, searches, scored = start
         terms = query.query.terms
-        clauses = [_term_clause(i, t, field) for i, t in enumerate(terms) if keep is None or keep(t)]
-        matching = self._visible(authority, snap, root, *_filter_clauses(query.filter))
-        searches: list[tuple[str, dict[str, Any]]] = []
-        held: dict[str, Any] | None = None
-        if query.withhold is not None:
-            held = {
-                "bool": {
-                    "filter": [
-                        {"term": {"session_id": query.withhold.session_id}},
-                        {"range": {"pos": {"gte": query.withhold.from_pos}}},
-                    ]
-                }
-            }
-            searches.append(
-                (
-                    self.messages,
-                    {"query": {"bool": {"filter": [matching, held]}}, "size": 0, "track_total_hits": True},
-                )
-            )
-        scored: dict[str, Any] = {"bool": {"filter": [matching], "should": clauses}}
-        if held is not None:
-            scored["bool"]["must_not"] = [held]
         # The newest matching timestamp, filter-only (no scoring); then the best max_candidates rows
         # as plain hits, grouped by session here. A sampler + terms aggregation with top_hits per
         # session read the same rows, at the cost of one top_hits fetch per session (see README).
@@ -266,20 +245,20 @@ class OpenSearchSearch(OpenSearchVectors):
         candidates = [c for _, c in scored_rows]
         return candidates, truncated, withheld, newest
 
-    def _sampled_candidates(
+    def _start(
         self,
         authority: str,
         snap: Snapshot,
         query: IndexQuery,
         field: str,
         keep: Callable[[Term], bool] | None,
-    ) -> tuple[list[Candidate], bool, int, str]:
-        """_candidates for a ceiling above MAX_WINDOW (a search returns at most that many hits): a
-        sampler of the best max_candidates messages, a terms aggregation of their sessions with
-        top_hits of the rows each ranker reads (one top_hits fetch per session: slower)."""
+    ) -> tuple[dict[str, Any], dict[str, Any] | None, list[tuple[str, dict[str, Any]]], dict[str, Any]] | None:
+        """What both candidate shapes start from, or None when no term is left to match: the visible
+        matching filter, the caller's live turn (held out, and counted by the first search) and the
+        scored query."""
         root = compile_node(query.query.root, field, keep)
         if root is None:
-            return [], False, 0, ""
+            return None
         terms = query.query.terms
         clauses = [_term_clause(i, t, field) for i, t in enumerate(terms) if keep is None or keep(t)]
         matching = self._visible(authority, snap, root, *_filter_clauses(query.filter))
@@ -294,15 +273,29 @@ class OpenSearchSearch(OpenSearchVectors):
                     ]
                 }
             }
-            searches.append(
-                (
-                    self.messages,
-                    {"query": {"bool": {"filter": [matching, held]}}, "size": 0, "track_total_hits": True},
-                )
-            )
+            count_held = {"query": {"bool": {"filter": [matching, held]}}, "size": 0, "track_total_hits": True}
+            searches.append((self.messages, count_held))
         scored: dict[str, Any] = {"bool": {"filter": [matching], "should": clauses}}
         if held is not None:
             scored["bool"]["must_not"] = [held]
+        return matching, held, searches, scored
+
+    def _sampled_candidates(
+        self,
+        authority: str,
+        snap: Snapshot,
+        query: IndexQuery,
+        field: str,
+        keep: Callable[[Term], bool] | None,
+    ) -> tuple[list[Candidate], bool, int, str]:
+        """_candidates for a ceiling above MAX_WINDOW (a search returns at most that many hits): a
+        sampler of the best max_candidates messages, a terms aggregation of their sessions with
+        top_hits of the rows each ranker reads (one top_hits fetch per session: slower)."""
+        start = self._start(authority, snap, query, field, keep)
+        if start is None:
+            return [], False, 0, ""
+        matching, held, searches, scored = start
+        terms = query.query.terms
         per_session: dict[str, Any] = {
             "top": {
                 "top_hits": {
