@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from dovecote.recall.engine_rules import (
@@ -183,14 +184,6 @@ class OpenSearchSearch(OpenSearchVectors):
         truncated = _total(found) > query.max_candidates
         newest_buckets = responses[-2]["aggregations"]["newest"]["buckets"]
         newest = newest_buckets[0]["key"] if newest_buckets else ""
-        term_sets: dict[tuple[str, ...], frozenset[int]] = {}
-
-        def terms_of(names: list[str]) -> frozenset[int]:
-            key = tuple(names)
-            if key not in term_sets:
-                term_sets[key] = frozenset(int(n[1:]) for n in names if n.startswith("t"))
-            return term_sets[key]
-
         # The hits come best first (score desc, rowid asc): each session's rows in ranker order.
         sessions: dict[str, list[tuple[float, int, int, str, frozenset[int]]]] = {}
         for hit in found["hits"]["hits"]:
@@ -201,7 +194,7 @@ class OpenSearchSearch(OpenSearchVectors):
                     int(values["rowid"][0]),
                     int(values["pos"][0]),
                     (values.get("ts") or [""])[0],
-                    terms_of(hit.get("matched_queries") or []),
+                    _terms_of(tuple(hit.get("matched_queries") or [])),
                 )
             )
         rows_read = RANKER_ROWS[query.ranker]
@@ -229,21 +222,8 @@ class OpenSearchSearch(OpenSearchVectors):
                 if pick not in picked:
                     picked.append(pick)
             for encoded, rowid, pos, ts, matched in picked:
-                candidate = Candidate(
-                    rowid=rowid,
-                    session_id=sid,
-                    pos=pos,
-                    timestamp=ts,
-                    score=encoded - len(matched) * COVERAGE_WEIGHT,
-                    terms=matched,
-                    session_terms=union,
-                    session_score=session_score,
-                )
-                scored_rows.append((encoded, candidate))
-        # The engine's relevance order (coverage, then bm25), ties in insertion order.
-        scored_rows.sort(key=lambda pair: (-pair[0], pair[1].rowid))
-        candidates = [c for _, c in scored_rows]
-        return candidates, truncated, withheld, newest
+                scored_rows.append((encoded, _candidate(encoded, rowid, sid, pos, ts, matched, union, session_score)))
+        return _engine_order(scored_rows), truncated, withheld, newest
 
     def _start(
         self,
@@ -354,14 +334,6 @@ class OpenSearchSearch(OpenSearchVectors):
         truncated = _total(found) > query.max_candidates
         newest_buckets = found["aggregations"]["newest"]["buckets"]
         newest = newest_buckets[0]["key"] if newest_buckets else ""
-        term_sets: dict[tuple[str, ...], frozenset[int]] = {}
-
-        def terms_of(names: list[str]) -> frozenset[int]:
-            key = tuple(names)
-            if key not in term_sets:
-                term_sets[key] = frozenset(int(n[1:]) for n in names if n.startswith("t"))
-            return term_sets[key]
-
         scored_rows: list[tuple[float, Candidate]] = []
         for bucket in found["aggregations"]["sample"]["sessions"]["buckets"]:
             sid = bucket["key"]
@@ -382,23 +354,11 @@ class OpenSearchSearch(OpenSearchVectors):
                 if rowid in seen:
                     continue
                 seen.add(rowid)
-                matched = terms_of(hit.get("matched_queries") or [])
+                matched = _terms_of(tuple(hit.get("matched_queries") or []))
                 encoded = float(hit["_score"] if hit.get("_score") is not None else hit["sort"][0])
-                candidate = Candidate(
-                    rowid=rowid,
-                    session_id=sid,
-                    pos=int(values["pos"][0]),
-                    timestamp=(values.get("ts") or [""])[0],
-                    score=encoded - len(matched) * COVERAGE_WEIGHT,
-                    terms=matched,
-                    session_terms=union,
-                    session_score=session_score,
-                )
-                scored_rows.append((encoded, candidate))
-        # The engine's relevance order (coverage, then bm25), ties in insertion order.
-        scored_rows.sort(key=lambda pair: (-pair[0], pair[1].rowid))
-        candidates = [c for _, c in scored_rows]
-        return candidates, truncated, withheld, newest
+                pos, ts = int(values["pos"][0]), (values.get("ts") or [""])[0]
+                scored_rows.append((encoded, _candidate(encoded, rowid, sid, pos, ts, matched, union, session_score)))
+        return _engine_order(scored_rows), truncated, withheld, newest
 
     def _details(self, authority: str, snap: Snapshot, query: IndexQuery, best: list[Candidate], tier: str) -> _Details:
         """What the page prints, in one msearch: the returned rows with their highlighted snippets,
@@ -639,3 +599,38 @@ class _Details:
     sessions: dict[str, SessionInfo]
     refs: dict[int, str]
     topics: dict[str, list[tuple[int, str]]]  # (start position, label) of the sessions' live topics
+
+
+def _candidate(
+    encoded: float,
+    rowid: int,
+    session_id: str,
+    pos: int,
+    timestamp: str,
+    matched: frozenset[int],
+    union: frozenset[int] | None,
+    session_score: float | None,
+) -> Candidate:
+    """A row for the ranker: its engine score (`encoded`) less the coverage weight of its matches."""
+    return Candidate(
+        rowid=rowid,
+        session_id=session_id,
+        pos=pos,
+        timestamp=timestamp,
+        score=encoded - len(matched) * COVERAGE_WEIGHT,
+        terms=matched,
+        session_terms=union,
+        session_score=session_score,
+    )
+
+
+def _engine_order(scored_rows: list[tuple[float, Candidate]]) -> list[Candidate]:
+    """The engine's relevance order (coverage, then bm25), ties in insertion order."""
+    scored_rows.sort(key=lambda pair: (-pair[0], pair[1].rowid))
+    return [c for _, c in scored_rows]
+
+
+@lru_cache(maxsize=4096)
+def _terms_of(names: tuple[str, ...]) -> frozenset[int]:
+    """The query terms a hit matched, from its `matched_queries` names (`t<i>`): many rows share a set."""
+    return frozenset(int(n[1:]) for n in names if n.startswith("t"))
