@@ -295,6 +295,44 @@ def measure(rounds: int = 9, *, tracing: bool = False, only: set[str] | None = N
     return report
 
 
+def instructions(*, only: set[str] | None = None) -> dict[str, float]:
+    """Each probe's executed instructions (valgrind callgrind, less a bare interpreter's) as a ratio to
+    the floor's: a count that does not move with the machine's load (about 15 s a probe)."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind on PATH")
+
+    def count(args: list[str], env: dict[str, str]) -> int:
+        out = subprocess.run(  # noqa: S603 - valgrind on this interpreter, fixed code
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, *args],  # noqa: S607
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            check=False,
+        )
+        found = re.search(r"Collected : (\d+)", out.stderr)
+        if out.returncode != 0 or found is None:
+            raise RuntimeError(f"callgrind probe failed: {out.stderr[-2000:]}")
+        return int(found.group(1))
+
+    with prepared() as (cases, floor_env):
+        table = floor_env["DOVECOTE_TOKENS_TABLE"]
+        _sample(FLOOR, [table], floor_env)  # bytecode written, as in measure()
+        bare = count(["-c", "pass"], floor_env)
+        floor = count(["-c", FLOOR, table], floor_env) - bare
+        ratios = {"floor_instructions": float(floor)}
+        for name, case in cases.items():
+            if only is not None and name not in only:
+                continue
+            args = [case["module"], json.dumps(case["event"])]
+            _sample(FIRST_REQUEST, args, case["env"])
+            ratios[name] = (count(["-c", FIRST_REQUEST, *args], case["env"]) - bare) / floor
+    return ratios
+
+
 def profile(name: str, *, tracing: bool = False) -> str:
     """`python -X importtime` of one function's first request: the modules it loads, by cumulative
     microseconds (the tool for deciding what to load later)."""
@@ -320,7 +358,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--tracing", action="store_true", help="with X-Ray subsegments")
     parser.add_argument("--profile", metavar="FUNCTION", help="print the import profile of its first request")
+    parser.add_argument("--instructions", action="store_true", help="count instructions instead (valgrind)")
     args = parser.parse_args()
+    if args.instructions:
+        ratios = instructions(only=set(args.functions) or None)
+        print(f"floor        {ratios.pop('floor_instructions') / 1e6:,.0f} million instructions")
+        for name, ratio in ratios.items():
+            print(f"{name:<12} {ratio:.2f}x")
+        return
     if args.profile:
         print(profile(args.profile, tracing=args.tracing), end="")
         return
