@@ -79,6 +79,8 @@ class Part:
 
 @dataclass(frozen=True, slots=True)
 class MessageInput:
+    """A message as a command gives it: its id, parts and metadata, before the task numbers it."""
+
     id: str
     parts: tuple[Part, ...]
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -94,6 +96,8 @@ TASK_FIELDS = ("id", "workspace", "context", "state", "revision", "message_count
 
 @dataclass(frozen=True, slots=True)
 class Task:
+    """The task aggregate: its state, revision, counters, lease and the fields every command checks."""
+
     authority: str
     id: str
     workspace: str
@@ -136,6 +140,8 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class Message:
+    """A message of a task's conversation, numbered in the order it was appended."""
+
     task: str
     id: str
     sequence: int
@@ -172,6 +178,8 @@ def _render_part(part: Part) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Event:
+    """A state change of a task, numbered: the stream `GET /v1/tasks/{id}/events` pages through."""
+
     task: str
     sequence: int
     type: str
@@ -190,6 +198,8 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Grant:
+    """A lease granted to a worker on a task: its fence and when it was granted."""
+
     task: str
     worker: str
     fence: int
@@ -326,6 +336,8 @@ _ARTIFACT_JSON = (
 
 @dataclass(frozen=True, slots=True)
 class Artifact:
+    """A task's output in a workspace: frozen, then published or discarded."""
+
     authority: str
     workspace: str
     id: str
@@ -351,6 +363,8 @@ class Artifact:
 
 @dataclass(frozen=True, slots=True)
 class WorkspaceHead:
+    """The revision a workspace has confirmed: the compare-and-swap point of apply receipts."""
+
     authority: str
     workspace: str
     confirmed_revision: str
@@ -362,6 +376,8 @@ class WorkspaceHead:
 
 @dataclass(frozen=True, slots=True)
 class ApplyReceipt:
+    """What applying an artifact to its workspace decided, recorded once per artifact."""
+
     authority: str
     workspace: str
     artifact: str

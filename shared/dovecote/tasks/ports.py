@@ -69,6 +69,8 @@ class ArtifactChange:
 
 @dataclass(frozen=True, slots=True)
 class Commit:
+    """One command's writes, committed in one transaction: its receipt, the task and what it appends."""
+
     receipt: Receipt
     task: Task
     expect: Expect | None  # None: insert a new task
@@ -89,6 +91,8 @@ class Commit:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
+    """What a command reads before it decides: its receipt (a replay), the task and a delivery."""
+
     receipt: Receipt | None
     task: Task | None
     delivery: Delivery | None = None
@@ -112,6 +116,9 @@ class Delivery:
 
 @dataclass(frozen=True, slots=True)
 class ApplySnapshot:
+    """What an apply receipt command reads: its command receipt, the artifact, the artifact's apply
+    receipt and the workspace head."""
+
     receipt: Receipt | None
     artifact: Artifact | None
     apply_receipt: ApplyReceipt | None
@@ -120,6 +127,8 @@ class ApplySnapshot:
 
 @dataclass(frozen=True, slots=True)
 class ApplyCommit:
+    """An apply receipt's writes: the receipts, and the head's compare-and-swap on success."""
+
     receipt: Receipt
     apply_receipt: ApplyReceipt
     # success: the head moves from `head_from` to `head_to` by compare-and-swap.
@@ -173,6 +182,8 @@ class DeliveryTaken(Exception):
 
 @dataclass(frozen=True, slots=True)
 class TaskFilter:
+    """A task list's filters: context, state and updated since (empty: any)."""
+
     context: str = ""
     state: str = ""
     updated_since: str = ""
@@ -180,6 +191,8 @@ class TaskFilter:
 
 @dataclass(frozen=True, slots=True)
 class TaskPage:
+    """A page of tasks, where to continue after it, and the total when counted."""
+
     items: list[Task]
     after: tuple[str, ...] | None  # keyset position to continue after; None when done
     total_size: int | None = None
@@ -188,6 +201,8 @@ class TaskPage:
 
 @dataclass(frozen=True, slots=True)
 class LeasePage:
+    """A page of a worker's leased tasks and where to continue after it."""
+
     items: list[Task] = field(default_factory=list)
     after: tuple[str, ...] | None = None
 
