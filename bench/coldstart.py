@@ -235,11 +235,12 @@ def prepared(*, tracing: bool = False) -> Iterator[tuple[dict[str, dict[str, Any
             for k, v in os.environ.items()
             if not k.startswith(("POWERTOOLS_", "AWS_XRAY", "_X_AMZN")) and k != "PYTHONDONTWRITEBYTECODE"
         }
+        # Lambda names the function in every environment it runs (dovecote.platform.gc_pause reads it).
+        base["AWS_LAMBDA_FUNCTION_NAME"] = "cold"
         if tracing:
             # As in Lambda with active tracing: a sampled trace header and a daemon (a dead port).
             base.update(
                 LAMBDA_TASK_ROOT=str(ROOT),
-                AWS_LAMBDA_FUNCTION_NAME="cold",
                 AWS_XRAY_DAEMON_ADDRESS="127.0.0.1:9",
                 AWS_XRAY_CONTEXT_MISSING="IGNORE_ERROR",
                 _X_AMZN_TRACE_ID="Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",

@@ -25,7 +25,7 @@ from dovecote.a2a.card import agent_card
 from dovecote.a2a.errors import A2AError, error
 from dovecote.a2a.mapping import as_json
 from dovecote.a2a.service import A2AService
-from dovecote.platform import snapstart
+from dovecote.platform import gc_pause, snapstart
 from dovecote.platform.errors import DomainError
 from dovecote.platform.observability import logger, metrics
 from dovecote.platform.principal import principal_from_event
@@ -141,6 +141,7 @@ def route(event: dict[str, Any]) -> dict[str, Any]:
     return _answer(status, body)
 
 
+@gc_pause.resumes_gc
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from dovecote.admin.model import claimed_id
 from dovecote.admin.service import TokenService
-from dovecote.platform import snapstart
+from dovecote.platform import gc_pause, snapstart
 from dovecote.platform.observability import logger
 
 
@@ -50,6 +50,7 @@ def refuse(reason: str, token: str | None) -> dict[str, Any]:
     return {"isAuthorized": False}
 
 
+@gc_pause.resumes_gc
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     token = bearer_token(event.get("headers"))

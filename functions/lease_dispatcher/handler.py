@@ -19,6 +19,7 @@ import hmac
 from functools import lru_cache
 from typing import Any
 
+from dovecote.platform import gc_pause
 from dovecote.platform.observability import logger, metrics
 from dovecote.tasks.model import EXPIRY_SHARDS, Task
 
@@ -58,6 +59,7 @@ def dispatch(tasks: Any, *, time_left_ms: Any = lambda: 10**9) -> dict[str, int]
     return totals
 
 
+@gc_pause.resumes_gc
 @logger.inject_lambda_context
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, int]:

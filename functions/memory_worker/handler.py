@@ -20,6 +20,7 @@ from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, proce
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from dovecote.memory.worker import WriteWorker
+from dovecote.platform import gc_pause
 from dovecote.platform.observability import logger
 
 
@@ -53,6 +54,7 @@ def process_batch(event: dict[str, Any], context: Any, consumer: WriteWorker) ->
     )
 
 
+@gc_pause.resumes_gc
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return process_batch(event, context, worker())

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from dovecote.notes.janitor import BodyStore, unreferenced_body
+from dovecote.platform import gc_pause
 from dovecote.platform.observability import logger
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
@@ -35,6 +36,7 @@ def sweep_record(record: DynamoDBRecord) -> None:
         logger.info("deleted unreferenced body version", extra={"key": body.key, "version": body.version})
 
 
+@gc_pause.resumes_gc
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     response = process_partial_response(event=event, record_handler=sweep_record, processor=processor, context=context)

@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from dovecote.notes.reconcile import orphans
+from dovecote.platform import gc_pause
 from dovecote.platform.observability import logger
 
 # Stop paging with this much of the invocation left, so the last deletions finish.
@@ -42,6 +43,7 @@ def reconcile(notes: Any, now: datetime, time_left_ms: Any = lambda: 10**9) -> d
             return {"versions_seen": seen, "versions_deleted": deleted, "complete": int(marker is None)}
 
 
+@gc_pause.resumes_gc
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     summary = reconcile(store(), datetime.now(UTC), context.get_remaining_time_in_millis)

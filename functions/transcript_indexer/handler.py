@@ -21,6 +21,7 @@ from urllib.parse import unquote_plus
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from dovecote.platform import gc_pause
 from dovecote.platform.errors import Unavailable
 from dovecote.platform.observability import logger
 from dovecote.recall.archive import parse_upload_key
@@ -83,6 +84,7 @@ def embed(authority: str | None, limit: int | None = None) -> int:
     return embedded
 
 
+@gc_pause.resumes_gc
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if event.get("detail-type") == "Scheduled Event":

@@ -18,7 +18,7 @@ from pydantic import BaseModel, GetJsonSchemaHandler, model_serializer
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from dovecote.platform import snapstart
+from dovecote.platform import gc_pause, snapstart
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound
 from dovecote.platform.observability import logger, metrics
 from dovecote.platform.principal import Principal, principal_from_event
@@ -392,6 +392,7 @@ def lambda_entry(
     restore (platform/snapstart.py)."""
     snapstart.register(prime=functools.partial(prime, app, *services), forget=services)
 
+    @gc_pause.resumes_gc
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
