@@ -10,6 +10,7 @@ a restart serves the same data to the same tokens."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
@@ -90,6 +91,18 @@ class LocalRuntime:
         # Before anything is written: the snapshot, journal, recall index and tokens are created
         # 0600 in 0700 directories (SQLite gives its -wal and -shm the database's mode).
         self._umask = os.umask(PRIVATE_UMASK)
+        created = self.data_dir is not None and not self.data_dir.exists()
+        if self.data_dir is not None:
+            self._lock_data_dir()  # first: a second runtime on the same DIR is told so, whatever its port
+        try:
+            _check_port(self.host, self.port)
+        except PortInUse:
+            if self.data_dir is not None:
+                os.close(self._dir_fd)
+                if created and not any(self.data_dir.iterdir()):
+                    self.data_dir.rmdir()  # leave no empty DIR behind a start that never ran
+            os.umask(self._umask)
+            raise
 
         from infra.local.moto_patches import serialize_dynamodb, serialize_sqs
 
@@ -116,7 +129,6 @@ class LocalRuntime:
         moto_host, moto_port = self._moto.server_address[:2]
         moto_endpoint = f"http://{moto_host}:{moto_port}"
         if self.data_dir is not None:
-            self._lock_data_dir()
             if self.fresh:
                 _empty(self.data_dir)
             recall_path = str(self.data_dir / RECALL_FILE)
@@ -399,6 +411,29 @@ class LocalRuntime:
 
 class DataDirBusy(RuntimeError):
     """`--data DIR` is held by another running `dovecote dev`."""
+
+
+class PortInUse(RuntimeError):
+    """The API port is taken by another program (another `dovecote dev` with another DIR, say)."""
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse early, before anything is written, a port the API server could not bind: werkzeug's own
+    answer to that is two lines on stderr and `sys.exit(1)`. Bound as werkzeug binds it (address
+    reuse on), so a port left in TIME_WAIT by a runtime just stopped is not refused."""
+    import socket
+
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise PortInUse(f"port {port} on {host} is in use by another program") from None
+            raise
 
 
 def _empty(directory: Path) -> None:

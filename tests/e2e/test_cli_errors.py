@@ -100,6 +100,11 @@ def test_no_configuration_says_where_it_looked(tmp_path: Path) -> None:
     assert f"no profile in {NO_PROFILES}/dovecote/config.toml" in line
     half = one_line(run(clean_env(DOVECOTE_ENDPOINT="http://127.0.0.1:1"), "tasks", "ls", cwd=tmp_path), 4)
     assert "DOVECOTE_TOKEN is not" in half
+    other_half = one_line(run(clean_env(DOVECOTE_TOKEN="dvc_x"), "tasks", "ls", cwd=tmp_path), 4)
+    assert other_half.startswith("DOVECOTE_TOKEN is set but DOVECOTE_ENDPOINT is not")
+    for endpoint in ("127.0.0.1:8787", "not-a-url", "ftp://host", "http://"):
+        bad = one_line(run(clean_env(DOVECOTE_ENDPOINT=endpoint, DOVECOTE_TOKEN="x"), "whoami", cwd=tmp_path), 4)
+        assert bad.startswith(f"the endpoint {endpoint!r} (from DOVECOTE_ENDPOINT) is not an http:// or https://")
     broken = tmp_path / "broken.json"
     broken.write_text("{")
     unreadable = one_line(run(clean_env(DOVECOTE_TOKENS_FILE=str(broken)), "tasks", "ls", cwd=tmp_path), 4)
@@ -137,6 +142,19 @@ def test_an_api_error_is_one_line_with_exit_1(tmp_path: Path, dev_runtime: dict[
     env = clean_env(DOVECOTE_TOKENS_FILE=str(dev_runtime["tokens_file"]))
     line = one_line(run(env, "tasks", "get", "no-such-task", cwd=tmp_path), 1)
     assert line == '404 not_found: task not found {"task":"no-such-task"}'
+
+
+def test_a_refused_token_says_so_and_where_it_came_from(tmp_path: Path, dev_runtime: dict[str, Any]) -> None:
+    """The gateway's authorizer answers a bad token 403 {"message": "Forbidden"} before any function:
+    the CLI names what was refused instead of printing that word alone; a function's 403 is its own."""
+    env = clean_env(DOVECOTE_ENDPOINT=dev_runtime["endpoint"], DOVECOTE_TOKEN="dvc_bogus")
+    line = one_line(run(env, "whoami", cwd=tmp_path), 1)
+    assert line.startswith("403 forbidden: the token was refused (the token from DOVECOTE_ENDPOINT): it is unknown")
+    assert line.endswith("the gateway said 'Forbidden'") and "dvc_bogus" not in line
+    assert json_error(run(env, "whoami", "--json", cwd=tmp_path), 1)["code"] == "forbidden"
+    caller = clean_env(DOVECOTE_ENDPOINT=dev_runtime["endpoint"], DOVECOTE_TOKEN=dev_runtime["tokens"]["caller"])
+    own = one_line(run(caller, "worker", "claim", "--wait", "0", cwd=tmp_path), 1)  # a caller on a worker route
+    assert own.startswith("403 forbidden:") and "the token was refused" not in own
 
 
 def test_bootstrap_without_an_aws_region(tmp_path: Path) -> None:

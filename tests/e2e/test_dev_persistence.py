@@ -188,6 +188,19 @@ def test_fresh_starts_empty(tmp_path: Path) -> None:
         )
         assert second.returncode == 2 and b"another dovecote dev is using" in second.stderr
         assert httpx.get(f"{dev['endpoint']}/v1/notes/{ref}", headers=caller).status_code == 200
+        # Another DIR on the same port: one error line naming the way out, and no DIR left behind.
+        port = int(dev["endpoint"].rsplit(":", 1)[1])
+        third = subprocess.run(
+            [sys.executable, "-m", "dovecote.cli", "dev", "--port", str(port), "--data", str(tmp_path / "third")]
+            + ["--tokens-file", str(tmp_path / "third.json"), "--write-profile", ""],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+        assert third.returncode == 4 and third.stderr.count("\n") == 1, third.stderr
+        assert third.stderr.startswith(f"error: port {port} on 127.0.0.1 is in use") and "--port" in third.stderr
+        assert not (tmp_path / "third").exists() and not (tmp_path / "third.json").exists()
     with start_dev(tmp_path, "--data", str(data), "--fresh") as fresh:
         assert fresh["tokens"] != tokens
         assert (

@@ -44,9 +44,9 @@ def test_the_check_answers_what_this_authority_lacks(dev_runtime: dict[str, Any]
     assert http.post("/v1/transcripts/check", json={"sha256": [digest]}).status_code == 401
 
 
-def push(runtime: dict[str, Any], tree: Path, state: Path) -> dict[str, Any]:
+def push(runtime: dict[str, Any], tree: Path, state: Path, token: str = "") -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DOVECOTE_", "AWS_"))}
-    env |= {"DOVECOTE_ENDPOINT": runtime["endpoint"], "DOVECOTE_TOKEN": runtime["tokens"]["caller"]}
+    env |= {"DOVECOTE_ENDPOINT": runtime["endpoint"], "DOVECOTE_TOKEN": token or runtime["tokens"]["caller"]}
     done = subprocess.run(
         [sys.executable, "-m", "dovecote.cli", "recall", "push", str(tree), "--state", str(state), "--json"],
         capture_output=True,
@@ -80,3 +80,20 @@ def test_push_after_a_fresh_start_sends_everything_again(tmp_path: Path) -> None
             timeout=30,
         )
         assert found.json()["count"] == 1
+
+
+def test_the_sample_transcript_the_readme_offers_is_found(
+    dev_runtime: dict[str, Any], http: httpx.Client, tmp_path: Path
+) -> None:
+    """README: `recall push examples/transcripts` for a reader with no transcripts of their own, then
+    its search block (`recall search "flaky test retry" --since 2026-01-01`) finds the session."""
+    own = fresh_authority(dev_runtime, "sample")
+    sent = push(dev_runtime, ROOT / "examples" / "transcripts", tmp_path / "state.json", own.token("caller"))
+    assert sent["pushed"] == 1, sent
+    found = http.get(
+        "/v1/recall/search",
+        params={"q": "flaky test retry", "since": "2026-01-01"},
+        headers=bearer(own.token("caller")),
+    )
+    assert found.status_code == 200 and found.json()["count"] == 1, found.text
+    assert found.json()["results"][0]["session_id"].startswith("5f0c1e2a")

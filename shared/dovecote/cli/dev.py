@@ -104,7 +104,7 @@ def dev(
         if embedder not in ("off", "local"):
             raise CliError(f"--embedder must be off or local, got {embedder!r}", EXIT_USAGE)
         os.environ["DOVECOTE_EMBEDDER"] = embedder  # the functions read their settings from the environment
-    from infra.local.runtime import DataDirBusy, LocalRuntime
+    from infra.local.runtime import DataDirBusy, LocalRuntime, PortInUse
 
     # One line per request (method, path, status, code, ms) and the emulators' own notices. Its own
     # logger and handler: the functions' Powertools loggers ("dovecote", JSON) stay as in Lambda.
@@ -134,12 +134,20 @@ def dev(
         ) from None
     except DataDirBusy as exc:
         raise CliError(f"{exc}: stop it first, or pass another --data", EXIT_USAGE) from None
+    except PortInUse as exc:
+        raise CliError(
+            f"{exc}: stop it, or pass another port (`dovecote dev --port {port + 1}`, "
+            f'`make dev ARGS="--port {port + 1}"`)',
+            EXIT_UNREACHABLE,
+            code="unavailable",
+        ) from None
     say(f"Dovecote dev runtime ready at {runtime.endpoint}")
     say(f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker)")
     if write_profile:
         path, names = write_profiles(write_profile, tokens_file)
         say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory)")
     say(f"data: {data} (kept across restarts; --fresh starts empty)")
+    say("try: .venv/bin/dovecote whoami    stop: Ctrl-C")
     if os.environ.get("DOVECOTE_EMBEDDER", "off") not in ("", "off"):
         say(f"recall: semantic tier on ({os.environ['DOVECOTE_EMBEDDER']} embedder; messages embed in the background)")
     if a2a_unauthenticated:

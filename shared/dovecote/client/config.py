@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from dovecote.client.errors import CONFIGURATION, DovecoteError
 
@@ -214,7 +215,21 @@ def _shown(path: Path) -> str:
 
 
 def resolve(role: str = "caller", tokens_file: Path | None = None, *, profile: str | None = None) -> ClientConfig:
-    """The endpoint and the token of `role`, in the order of the module docstring."""
+    """The endpoint and the token of `role`, in the order of the module docstring; an endpoint that is
+    not an http(s) URL with a host is a configuration error, named by where it came from."""
+    config = _resolve(role, tokens_file, profile=profile)
+    parts = urlsplit(config.endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _fail(
+            f"the endpoint {config.endpoint!r} (from {config.source}) is not an http:// or https:// URL with a host: "
+            "give one such as http://127.0.0.1:8787",
+            endpoint=config.endpoint,
+            source=config.source,
+        )
+    return config
+
+
+def _resolve(role: str, tokens_file: Path | None, *, profile: str | None) -> ClientConfig:
     env_endpoint = os.environ.get("DOVECOTE_ENDPOINT") or ""
     env_token = os.environ.get("DOVECOTE_TOKEN") or ""
     path = config_path()
@@ -251,6 +266,8 @@ def resolve(role: str = "caller", tokens_file: Path | None = None, *, profile: s
         where = "; ".join(looked)
         if env_endpoint:
             raise _fail(f"DOVECOTE_ENDPOINT is set but DOVECOTE_TOKEN is not ({where})", looked=looked)
+        if env_token:
+            raise _fail(f"DOVECOTE_TOKEN is set but DOVECOTE_ENDPOINT is not ({where})", looked=looked)
         raise _fail(
             "no Dovecote configuration: set DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, run `dovecote login --endpoint URL "
             f"--token TOKEN`, or run `make dev` in the clone ({where})",

@@ -95,6 +95,15 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+def _from_gateway(response: httpx.Response) -> bool:
+    """An answer of API Gateway itself ({"message"}), not of a function (the error envelope)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return True
+    return not (isinstance(body, dict) and isinstance(body.get("error"), dict))
+
+
 def error_from_response(response: httpx.Response, *, attempts: int = 1, command_id: str | None = None) -> DovecoteError:
     """The error envelope as an exception; the gateway's `{"message"}` answers get a code by status."""
     try:
@@ -254,7 +263,22 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
             if retry and attempt < self.max_attempts:
                 self._pause(attempt, _retry_after(response))
                 continue
-            raise error_from_response(response, attempts=attempt, command_id=command_id)
+            error = error_from_response(response, attempts=attempt, command_id=command_id)
+            raise self._refused(error) if status in (401, 403) and _from_gateway(response) else error
+
+    def _refused(self, error: DovecoteError) -> DovecoteError:
+        """The gateway's own 401/403 (its authorizer ran before any function: {"message"} only) says
+        what was refused and where the token came from, instead of a bare "Forbidden"."""
+        where = f" (the token from {self.source})" if self.source else ""
+        if error.status == 401:
+            error.message = f"the gateway wants a token and got none{where}: {error.message}"
+        else:
+            error.message = (
+                f"the token was refused{where}: it is unknown, expired or revoked, or not for this "
+                f"endpoint ({self.endpoint}); the gateway said {error.message!r}"
+            )
+        error.args = (f"{error.status} {error.code}: {error.message}",)
+        return error
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """`send`, then the JSON answer (None for 204 or an empty body)."""
