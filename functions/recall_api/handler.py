@@ -210,7 +210,7 @@ def search(
     )
     envelope = service().search(current_principal(app), params)
     if params.oneline:
-        return Response(status_code=200, content_type=TEXT, body=type(service()).oneline(envelope))
+        return Response(status_code=200, content_type=TEXT, body=service().oneline(envelope))
     return Response(status_code=200, content_type=JSON, body=SearchEnvelopeOut.model_validate(asdict(envelope)))
 
 

@@ -3,7 +3,7 @@
 A cold start creates tens of thousands of long-lived objects (modules, classes, botocore's service
 models), and CPython's collector runs every 700 allocations, each full pass walking everything made so
 far: about 8% of a cold start's instructions (`python -m bench.coldstart --instructions`: tasks_api
-1.57x -> 1.49x the floor). What a cold start frees, reference counting frees; about 800 objects are
+1.57x -> 1.39x the floor). What a cold start frees, reference counting frees; about 800 objects are
 left in cycles by the end of a first request (measured on every API function).
 
 `pause()` (called by the `functions` package, which every handler's import runs first) turns the
