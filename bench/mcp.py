@@ -27,7 +27,7 @@ from rich.table import Table
 from bench.workers import DevProcess
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = Path("/work/shared/data/transcripts/claude-code/obra-episodic-memory__short-conversation.jsonl")
+SAMPLE = ROOT / "tests" / "data" / "transcripts" / "claude-code" / "obra-episodic-memory__short-conversation.jsonl"
 QUERY = "Employee dataclass"
 
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+from tests.support import confinement
 from tests.support.schedule import weights
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# Fixtures live in the repo (tests/data, with their sources and licenses): a fresh clone has
+# nothing beside it, and tests/unit/test_repo_confinement.py holds every test to that.
+DATA = ROOT / "tests" / "data"
 LAYERS = ("unit", "integration", "infra", "e2e")
 CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
@@ -27,6 +31,18 @@ settings.load_profile("ci" if CI else "desk")
 def examples(ci: int) -> int:
     """A property's example count: `ci` under CI=true, a quarter of it (at least 10) otherwise."""
     return ci if CI else max(10, ci // DESK_SHARE)
+
+
+confinement.install()
+
+
+@pytest.fixture(autouse=True)
+def _reads_nothing_beside_the_clone() -> Iterator[None]:
+    """A test that opens or lists anything beside the clone fails (tests/support/confinement.py)."""
+    confinement.take()
+    yield
+    if seen := confinement.take():
+        pytest.fail(f"read beside the clone, which a fresh clone does not have: {seen[:5]}", pytrace=False)
 
 
 # The shared OpenSearch node (`opensearch_url`): a plugin so its configure/unconfigure hooks run in

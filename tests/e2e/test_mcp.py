@@ -22,11 +22,11 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from dovecote.client import DovecoteClient
-from tests.conftest import ROOT
+from tests.conftest import DATA, ROOT
 from tests.e2e.conftest import start_dev
 from tests.unit.test_mcp import READ_ONLY
 
-TRANSCRIPTS = Path("/work/shared/data/transcripts")
+TRANSCRIPTS = DATA / "transcripts"
 SAMPLE = TRANSCRIPTS / "claude-code" / "obra-episodic-memory__short-conversation.jsonl"
 
 # A caller's tools: every read-only one (the unit suite's list), and the caller's writes.

@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import SHARED_DATA
+from tests.conftest import DATA
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = SHARED_DATA / "transcripts"
+SAMPLES = DATA / "transcripts"
 TINY = SAMPLES / "claude-code" / "obra-episodic-memory__tiny-conversation.jsonl"
 AGENT = SAMPLES / "claude-code" / "lanegrid-agtrace__claude_agent.jsonl"
 AGENT_SESSION = "7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9"

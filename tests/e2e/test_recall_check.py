@@ -15,11 +15,11 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import ROOT, SHARED_DATA
+from tests.conftest import DATA, ROOT
 from tests.e2e.conftest import bearer, start_dev
 from tests.support.authorities import fresh_authority
 
-SESSION = SHARED_DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
+SESSION = DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
 
 
 def test_the_check_answers_what_this_authority_lacks(dev_runtime: dict[str, Any], http: httpx.Client) -> None:

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from dovecote.cli import app
 from dovecote.cli.recall import project_folder, sniff_format
-from tests.conftest import SHARED_DATA
+from tests.conftest import DATA
 
-SAMPLES = SHARED_DATA / "transcripts"
+SAMPLES = DATA / "transcripts"
 
 
 @pytest.fixture

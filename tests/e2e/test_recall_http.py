@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import SHARED_DATA
+from tests.conftest import DATA
 from tests.e2e.conftest import bearer
 from tests.support.transcripts import transcript
 
-SAMPLES = SHARED_DATA / "transcripts"
+SAMPLES = DATA / "transcripts"
 
 
 @pytest.fixture

@@ -27,13 +27,13 @@ from dovecote.recall.service import UPLOAD_GRACE, RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
 from infra.local.metering import count_round_trips
 from infra.local.resources import DEFAULT_NAMES, create_transcript_queue
-from tests.conftest import SHARED_DATA
+from tests.conftest import DATA
 from tests.support.faults import heal, inject, server_error
 from tests.support.stores import fake_or_moto
 
 ACME = Principal("acme", "caller")
 NOW = datetime(2026, 1, 10, tzinfo=UTC)
-SESSION_FILE = SHARED_DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
+SESSION_FILE = DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
 
 
 def recall_table(env: dict[str, Any]) -> dict[str, Any]:

@@ -18,12 +18,12 @@ from dovecote.recall.digests import DynamoIngestedDigests, IngestedDigests, InMe
 from dovecote.recall.service import RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
 from infra.local.metering import count_round_trips
-from tests.conftest import SHARED_DATA
+from tests.conftest import DATA
 from tests.integration.test_recall_adapters import recall_on_moto, recall_table
 from tests.support.stores import fake_or_moto
 
 ACME, OTHER = Principal("acme", "caller"), Principal("other", "worker", "w1")
-SESSION_FILE = SHARED_DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
+SESSION_FILE = DATA / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
 A, B, C = ("a" * 64), ("b" * 64), ("c" * 64)
 
 

@@ -34,14 +34,14 @@ from dovecote.recall.ports import PendingUpload, SearchIndex
 from dovecote.recall.results import SearchEnvelope
 from dovecote.recall.service import STORE_NOTE_TRIGRAM, RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
-from tests.conftest import CI, SHARED_DATA
+from tests.conftest import CI, DATA
 from tests.support.opensearch_indices import IndexPool, index_pool
 
 ACME = Principal("acme", "caller")
 GLOBEX = Principal("globex", "caller")
 NOW = datetime(2026, 1, 10, tzinfo=UTC)
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
-SAMPLES = SHARED_DATA / "transcripts"
+SAMPLES = DATA / "transcripts"
 
 
 @pytest.fixture(scope="module")

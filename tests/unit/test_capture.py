@@ -13,9 +13,9 @@ from typing import Any
 
 from dovecote.client import DovecoteError
 from dovecote.client.capture import MAX_LOG_BYTES, TranscriptPusher, Watcher, hook_files, log_line
-from tests.conftest import SHARED_DATA
+from tests.conftest import DATA
 
-SAMPLE = (SHARED_DATA / "transcripts" / "claude-code" / "obra-episodic-memory__tiny-conversation.jsonl").read_text()
+SAMPLE = (DATA / "transcripts" / "claude-code" / "obra-episodic-memory__tiny-conversation.jsonl").read_text()
 
 
 class RecordingClient:

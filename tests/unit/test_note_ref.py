@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dovecote.notes.model import note_ref, ref_preimage
-from tests.conftest import SHARED_DATA
+from tests.conftest import DATA
 
-# The shared vectors (../shared/data) when they are beside the repo; else the committed copy.
-_SHARED = SHARED_DATA / "note-ref-vectors.json"
-_COPY = Path(__file__).resolve().parent.parent / "data" / "note-ref-vectors.json"
-VECTORS = json.loads((_SHARED if _SHARED.exists() else _COPY).read_text())["vectors"]
-
-
-def test_committed_copy_matches_the_shared_vectors() -> None:
-    if _SHARED.exists():
-        assert json.loads(_SHARED.read_text()) == json.loads(_COPY.read_text())
-    assert json.loads(_COPY.read_text())["vectors"]
+# The seed's Ref vectors, committed with the tests (tests/data).
+VECTORS = json.loads((DATA / "note-ref-vectors.json").read_text())["vectors"]
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: f"{v['key']!r}/{v['run']}/{v['name']!r}/{v['author']!r}")

@@ -1,5 +1,5 @@
-"""The transcript parsers against every sample in shared/data/transcripts (read in place, never
-copied): message counts, kinds, envelopes, human turns, sidechain linkage, stable uuids, and the
+"""The transcript parsers against every sample in tests/data/transcripts (third-party fixtures
+kept with their licenses): message counts, kinds, envelopes, human turns, sidechain linkage, stable uuids, and the
 malformed-line rule. The expected figures were read off the files by hand (see SOURCES.md)."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from dovecote.recall.model import (
     canonical_uuid,
     gate_ingest,
 )
-from tests.conftest import SHARED_DATA
+from tests.conftest import DATA
 
-SAMPLES = SHARED_DATA / "transcripts"
+SAMPLES = DATA / "transcripts"
 CLAUDE = SAMPLES / "claude-code"
 CODEX = SAMPLES / "codex"
 

@@ -1,7 +1,7 @@
 """Transcript parsers: Claude Code session JSONL, OpenAI Codex CLI rollout JSONL (the current
 `{timestamp, type, payload}` envelope and the legacy direct shape), and the generic JSON form of
-API.md. Each maps a file to `Session`s of `Message`s (see the data notes in
-shared/data/transcripts/SOURCES.md):
+API.md. Each maps a file to `Session`s of `Message`s (the samples the tests read, and what they
+show of each format, are in tests/data/transcripts/SOURCES.md):
 
 - user and assistant text → kind `text`; tool calls and tool results → kind `tool` (a call's input
   capped at 500 characters, a result at 1,000, in every form: in the generic form an assistant's
