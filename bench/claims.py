@@ -1,9 +1,10 @@
 """Claim throughput per authority on real DynamoDB, modelled (issue 21): a discrete-event simulation of
-the claim's real request sequence, extending ../shared/research/claim_contention.py; beside it, a moto
+the claim's real request sequence (grown from the team's first contention model); beside it, a moto
 bench with 32 real threads that checks the code's claims are exactly-once and counts their requests.
 
 What one claim does (dovecote/tasks/leases.py, `Leases.claim`, strategy `claim` here), with the sparse
-`claimable` index keyed authority#<shard> (S = settings.claim_shards, 16 by default):
+`claimable` index keyed authority#<shard> (S = settings.claim_shards: 1 by default, the seed's strict
+order; a large fleet sets more, and 16 is the count modelled here):
 1. GetItem of the command's receipt (a replay answers from it);
 2. Query of a random shard, then Query of another (one after the other), one page of CLAIM_CANDIDATES
    (16) each, oldest first; the index is eventually consistent: it shows commits older than LAG;
@@ -204,7 +205,7 @@ def moto_drain(workers: int, tasks: int, shards: int, *, wait_seconds: int = 1) 
     from dovecote.tasks.commands import Claim
     from dovecote.tasks.dynamo import DynamoTaskStore
     from dovecote.tasks.service import TaskService
-    from dovecote.tasks.storage import CLAIM_SHARDS
+    from dovecote.tasks.storage import FLEET_CLAIM_SHARDS
     from infra.local.moto_patches import serialize_dynamodb
     from infra.local.resources import DEFAULT_NAMES
 
@@ -216,7 +217,7 @@ def moto_drain(workers: int, tasks: int, shards: int, *, wait_seconds: int = 1) 
             bucket=DEFAULT_NAMES["bucket"],
             dynamodb=aws.ddb,
             s3=aws.s3,
-            claim_shards=shards or CLAIM_SHARDS,
+            claim_shards=shards or FLEET_CLAIM_SHARDS,
         )
         service = TaskService(store, CursorSigner(CURSOR_KEY))
         caller = Principal(authority, "caller")

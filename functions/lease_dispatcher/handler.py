@@ -10,6 +10,11 @@ fence command, conditioned on the heartbeat it saw, or on the grant still being 
 heartbeat, accept or worker command wins cleanly, and the worker of a fenced lease gets
 `stale_lease` on its next command. Command ids are an HMAC of (authority, task, fence) under the
 service's cursor key: a retried run replays, and no one in an authority can take the id first.
+
+Before that, each run keeps the claimable index under the deployment's shard count
+(`TaskService.reshard_claimable`): one GetItem when the layout is current; after a deploy that
+changed `claim_shards`, a scan of the claimable entries that moves the ones written under the old
+count, resumed run after run until a whole pass moves nothing.
 """
 
 from __future__ import annotations
@@ -65,8 +70,12 @@ def dispatch(tasks: Any, *, time_left_ms: Any = lambda: 10**9) -> dict[str, int]
 def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     from aws_lambda_powertools.metrics import MetricUnit
 
-    totals = dispatch(service(), time_left_ms=context.get_remaining_time_in_millis)
+    tasks = service()
+    layout = tasks.reshard_claimable(time_left_ms=context.get_remaining_time_in_millis)
+    if layout["moved"] or not layout["done"]:
+        logger.info("claimable index resharded", extra=layout)
+    totals = dispatch(tasks, time_left_ms=context.get_remaining_time_in_millis)
     metrics.add_metric(name="LeasesFenced", unit=MetricUnit.Count, value=totals["fenced"])
     if totals["fenced"]:
         logger.info("silent leases fenced", extra=totals)
-    return totals
+    return {**totals, "resharded": layout["moved"]}

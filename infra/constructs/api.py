@@ -294,11 +294,15 @@ class Api(Construct):
         g.table_key("tasks_api", d.tasks, write=True)
         # The dispatcher: the expiry index (Query), then the ordinary fence command's read and
         # TransactWriteItems (GetItem/PutItem), and the cursor key its command ids are keyed by.
+        # After a change of claim_shards: a Scan of the sparse claimable index and one UpdateItem per
+        # entry it moves (TaskService.reshard_claimable); the layout item is a GetItem/PutItem.
         g.allow(
             DISPATCHER.name,
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
             [d.tasks.table_arn, f"{d.tasks.table_arn}/index/expiring"],
         )
+        g.allow(DISPATCHER.name, ["dynamodb:UpdateItem"], [d.tasks.table_arn])
+        g.allow(DISPATCHER.name, ["dynamodb:Scan"], [f"{d.tasks.table_arn}/index/claimable"])
         g.table_key(DISPATCHER.name, d.tasks, write=True)
         g.cursor_secret(DISPATCHER.name)
         # Large message parts and artifact payloads (content-addressed), and the expiring uploads

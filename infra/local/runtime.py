@@ -169,11 +169,14 @@ class LocalRuntime:
             from infra.local.persistence import DataDir
 
             self._store = DataDir(self.data_dir, moto_app, lock_fd=self._dir_fd)
-            if self._store.initialized:
+            restoring = self._store.initialized
+            if restoring:
                 self._restore(moto_endpoint)
             else:
                 self._first_start(moto_endpoint)
             self._store.open_journal()
+            if restoring:
+                self._reshard_claimable()
         get_settings.cache_clear()
         if get_settings().opensearch_url:
             # DOVECOTE_OPENSEARCH_URL: recall uses that OpenSearch instead of SQLite FTS5. A node that
@@ -319,6 +322,30 @@ class LocalRuntime:
         write_atomically(self.data_dir / ENV_FILE, lambda f: f.write(json.dumps(state, indent=2).encode()))
         write_atomically(self.data_dir / TOKENS_FILE, lambda f: f.write(json.dumps(self.tokens, indent=2).encode()))
         self._store.compact()
+
+    def _reshard_claimable(self) -> None:
+        """A DIR written under another claim shard count (DOVECOTE_CLAIM_SHARDS; 16 was the default
+        until it became 1) is brought under this start's before the API serves, by the dispatcher's
+        own pass (TaskService.reshard_claimable), run to its end: nothing else writes yet, so the
+        pass after the one that moved entries finds none."""
+        import logging
+
+        from dovecote.platform.settings import get_settings
+        from dovecote.tasks.wiring import task_service
+
+        tasks = task_service(sealed=False)
+        moved = 0
+        for _ in range(3):
+            result = tasks.reshard_claimable()
+            moved += result["moved"]
+            if result["done"]:
+                break
+        if moved:
+            logging.getLogger("dovecote-dev").info(
+                "claimable index: %d task(s) moved to the layout of %d claim shard(s)",
+                moved,
+                get_settings().claim_shards,
+            )
 
     def _restore(self, moto_endpoint: str) -> None:
         """Snapshot + journal into moto; the settings and tokens of the first start. Queue URLs

@@ -272,3 +272,32 @@ def test_kill_9_during_and_after_background_compactions_loses_nothing(tmp_path: 
         # Only what came after the last compaction (the janitor catching up on the burst's stream
         # records, here): the burst itself is in the snapshot.
         assert replayed < len(burst.acknowledged) // 2, restored
+
+
+def test_a_data_dir_written_under_another_claim_shard_count_claims_oldest_first(tmp_path: Path) -> None:
+    """A DIR written when the default was 16 claim shards (or with DOVECOTE_CLAIM_SHARDS=16), restarted
+    with the default of 1: every claimable task is still claimed, strictly oldest first, because
+    the start moves the claimable entries to the new layout before it serves."""
+    from dovecote.tasks.storage import FLEET_CLAIM_SHARDS, claim_shard
+
+    data = tmp_path / "state"
+    prefix = uid("old")
+    ids = [f"{prefix}-{n}" for n in range(5)]
+    with start_dev(tmp_path, "--data", str(data), settings={"DOVECOTE_CLAIM_SHARDS": str(FLEET_CLAIM_SHARDS)}) as dev:
+        caller = bearer(dev["tokens"]["caller"])
+        authority = httpx.get(dev["endpoint"] + "/v1/whoami", headers=caller, timeout=30).json()["authority"]
+        with httpx.Client(base_url=dev["endpoint"], timeout=30, headers=caller) as http:
+            for task_id in ids:
+                body = {"command_id": uid("c"), "workspace": "ws", "id": task_id, "context": "c", "message": msg("go")}
+                assert http.post("/v1/tasks", json=body).status_code == 201
+    assert sum(claim_shard(authority, t, FLEET_CLAIM_SHARDS) != 0 for t in ids) >= 2  # most lie outside shard 0
+    with start_dev(tmp_path, "--data", str(data)) as again:
+        worker = bearer(again["tokens"]["worker"])
+        with httpx.Client(base_url=again["endpoint"], timeout=30, headers=worker) as http:
+            claimed = []
+            for _ in ids:
+                response = http.post("/v1/leases/claim", json={"command_id": uid("c")})
+                assert response.status_code == 200, response.text
+                claimed.append(response.json()["assignment"]["task"]["id"])
+            assert http.post("/v1/leases/claim", json={"command_id": uid("c")}).status_code == 404
+    assert claimed == ids

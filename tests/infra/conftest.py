@@ -34,7 +34,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # Every stack option the tests turn on, in one synthesis: each option's test reads its own effect
 # from it, and "off unless asked" is read from the default synthesis.
-OPTIONS: dict[str, object] = {"snapstart": True, "claim_shards": 1, "embedder": "bedrock", "embedding_dimension": 256}
+OPTIONS: dict[str, object] = {"snapstart": True, "claim_shards": 16, "embedder": "bedrock", "embedding_dimension": 256}
 
 
 @contextmanager

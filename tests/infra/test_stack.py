@@ -171,6 +171,23 @@ def test_tasks_role_touches_only_the_tasks_table(synthesized: dict[str, Any]) ->
         assert not {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:*"} & set(_actions(statement))
 
 
+def test_the_dispatcher_scans_only_the_claimable_index_and_updates_only_the_tasks_table(
+    synthesized: dict[str, Any],
+) -> None:
+    """Its reshard pass (after a change of claim_shards) scans the sparse claimable index and moves
+    entries with UpdateItem; nothing else of the table is scanned, nothing is deleted."""
+    raw = synthesized["raw"]
+    tables = resources(raw, "AWS::DynamoDB::Table")
+    tasks = next(k for k in tables if k.startswith("DataTasks"))
+    statements = [s for s in _policy_for(raw, DISPATCHER.name) if any(a.startswith("dynamodb:") for a in _actions(s))]
+    scans = [s for s in statements if "dynamodb:Scan" in _actions(s)]
+    assert scans and all(json.dumps(s["Resource"]).count("/index/claimable") == 1 for s in scans), scans
+    assert all("/index/*" not in json.dumps(s["Resource"]) for s in statements)
+    for statement in statements:
+        assert _logical_ids(statement["Resource"]) & set(tables) == {tasks}
+        assert not {"dynamodb:DeleteItem", "dynamodb:*"} & set(_actions(statement))
+
+
 def test_a2a_role_is_the_callers_side_of_the_tasks_only(synthesized: dict[str, Any]) -> None:
     # The A2A function creates, replies, cancels and reads: no UpdateItem (a worker's heartbeat), no
     # delete, no scan; message parts read and written by digest, artifact payloads only read.
@@ -556,7 +573,7 @@ def test_the_claim_shards_context_reaches_every_function_that_writes_task_items(
     """`-c claim_shards=N`: the claimable index's layout, so the tasks API, A2A and the dispatcher (a
     fence rewrites the task item) must all agree on it; without the context none is told (the code's
     default)."""
-    assert OPTIONS["claim_shards"] == 1
+    assert OPTIONS["claim_shards"] == 16  # the default is 1 (the seed's strict order): a fleet's option
     raw = options_synth["raw"]
 
     def told(template: dict[str, Any]) -> dict[str, str]:
@@ -567,5 +584,5 @@ def test_the_claim_shards_context_reaches_every_function_that_writes_task_items(
         }
 
     writers = {FUNCTIONS["tasks_api"].handler, FUNCTIONS["a2a_api"].handler, DISPATCHER.handler}
-    assert told(raw) == dict.fromkeys(writers, "1")
+    assert told(raw) == dict.fromkeys(writers, "16")
     assert told(synthesized["raw"]) == {}

@@ -1,6 +1,6 @@
 """Claims across the claimable index's shards on DynamoDB (moto), with real threads (issue 21): a
 backlog drained by workers claiming at once is leased exactly once and none of it is lost, with the
-default shards and with the seed's one shard; long-polling workers take tasks created while they
+fleet's shards and with the seed's one shard (the default); long-polling workers take tasks created while they
 wait, whatever shard each lands in."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import NotFound
 from dovecote.platform.principal import Principal
-from dovecote.tasks.storage import CLAIM_SHARDS, claim_shard
+from dovecote.tasks.storage import FLEET_CLAIM_SHARDS, claim_shard
 from tests.support.tasks import Edge, Flow, dynamo_store, edge, uid
 from tests.support.threads import together
 
@@ -63,7 +63,7 @@ def assert_leased_exactly_once(service: Edge, created: set[str], claimed: list[t
     assert all(not store.claimable("acme", shard, 100) for shard in range(store.claim_shards))
 
 
-@pytest.mark.parametrize("shards", [CLAIM_SHARDS, 1])
+@pytest.mark.parametrize("shards", [FLEET_CLAIM_SHARDS, 1])
 def test_sixteen_workers_drain_a_backlog_leasing_each_task_exactly_once(moto_env: dict[str, Any], shards: int) -> None:
     service = edge(dynamo_store(moto_env, claim_shards=shards), CursorSigner(KEY))
     created = {Flow(service, task_id=f"drain-{i:03d}").create().body["id"] for i in range(48)}
@@ -75,7 +75,7 @@ def test_sixteen_workers_drain_a_backlog_leasing_each_task_exactly_once(moto_env
 
 
 def test_long_polling_workers_take_tasks_created_while_they_wait_in_any_shard(moto_env: dict[str, Any]) -> None:
-    service = edge(dynamo_store(moto_env), CursorSigner(KEY))
+    service = edge(dynamo_store(moto_env, claim_shards=FLEET_CLAIM_SHARDS), CursorSigner(KEY))
     created: set[str] = set()
 
     def produce() -> None:
@@ -87,5 +87,5 @@ def test_long_polling_workers_take_tasks_created_while_they_wait_in_any_shard(mo
     producer.start()  # the workers start on an empty backlog: their first claims wait
     claimed = drain(service, 8, wait_seconds=2, done=lambda: not producer.is_alive())
     producer.join()
-    assert len({claim_shard("acme", task, CLAIM_SHARDS) for task in created}) > 8
+    assert len({claim_shard("acme", task, FLEET_CLAIM_SHARDS) for task in created}) > 8
     assert_leased_exactly_once(service, created, claimed)

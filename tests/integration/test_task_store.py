@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, DomainError, Throttled
-from dovecote.tasks.storage import CLAIM_SHARDS, claim_shard
+from dovecote.tasks.storage import FLEET_CLAIM_SHARDS, claim_shard
 from infra.local.metering import count_round_trips
 from tests.support.faults import failing
 from tests.support.tasks import (
@@ -314,24 +314,26 @@ def test_round_trips(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     with count_round_trips(*clients) as meter:
         service.accept(WORKER, flow.task_id, body)  # exact replay
     assert meter.total == 1, meter.calls
-    # A claim: the receipt's GetItem, one Query in each of two shards, the TransactWriteItems (the
-    # shards' order forced so that the task's shard is one of the two).
-    task_id = Flow(service).create().body["id"]
-    service.leases.rng = ShardOrder(claim_shard("acme", task_id, CLAIM_SHARDS))
-    with count_round_trips(*clients) as meter:
-        service.claim(WORKER, {"command_id": uid("claim")})
-    assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.Query": 2, "dynamodb.TransactWriteItems": 1}
-    # Nothing claimable: every shard is read once.
-    with count_round_trips(*clients) as meter:
-        code_of(lambda: service.claim(WORKER, {"command_id": uid("claim")}))
-    assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.Query": CLAIM_SHARDS}, meter.calls
-    # One shard (the seed's rule): one Query.
-    service.store.claim_shards = 1
-    service.leases.rng = ShardOrder()
+    # A claim, one shard (the default, the seed's rule): the receipt's GetItem, one Query, the
+    # TransactWriteItems; nothing claimable: the GetItem and the Query.
     Flow(service).create()
     with count_round_trips(*clients) as meter:
         service.claim(WORKER, {"command_id": uid("claim")})
-    assert meter.total == 3, meter.calls
+    assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.Query": 1, "dynamodb.TransactWriteItems": 1}
+    with count_round_trips(*clients) as meter:
+        code_of(lambda: service.claim(WORKER, {"command_id": uid("claim")}))
+    assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.Query": 1}, meter.calls
+    # A fleet's shards: one Query in each of two shards (their order forced so that the task's shard
+    # is one of the two); nothing claimable: every shard read once.
+    service.store.claim_shards = FLEET_CLAIM_SHARDS
+    task_id = Flow(service).create().body["id"]
+    service.leases.rng = ShardOrder(claim_shard("acme", task_id, FLEET_CLAIM_SHARDS))
+    with count_round_trips(*clients) as meter:
+        service.claim(WORKER, {"command_id": uid("claim")})
+    assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.Query": 2, "dynamodb.TransactWriteItems": 1}
+    with count_round_trips(*clients) as meter:
+        code_of(lambda: service.claim(WORKER, {"command_id": uid("claim")}))
+    assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.Query": FLEET_CLAIM_SHARDS}, meter.calls
 
 
 def test_a_failed_part_upload_commits_nothing_and_the_retry_converges(

@@ -19,7 +19,7 @@ from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import EXPIRY_SHARDS
 from dovecote.tasks.ports import TaskStore
 from dovecote.tasks.service import TaskService
-from dovecote.tasks.storage import CLAIM_SHARDS, claim_shard
+from dovecote.tasks.storage import FLEET_CLAIM_SHARDS, claim_shard
 from dovecote.tasks.unit_of_work import Outcome
 from tests.support.stores import fake_or_moto
 
@@ -125,7 +125,7 @@ class ShardOrder(random.Random):
         return 0
 
 
-def ids_in_distinct_shards(count: int, shards: int = CLAIM_SHARDS, authority: str = "acme") -> list[str]:
+def ids_in_distinct_shards(count: int, shards: int = FLEET_CLAIM_SHARDS, authority: str = "acme") -> list[str]:
     """Task ids, in increasing order, each in a shard of its own."""
     found: dict[int, str] = {}
     for n in range(10_000):

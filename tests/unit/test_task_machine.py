@@ -15,7 +15,7 @@ from dovecote.platform.errors import DomainError
 from dovecote.tasks import machine
 from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import MAX_FENCE
-from dovecote.tasks.storage import CLAIM_SHARDS, claim_shard
+from dovecote.tasks.storage import CLAIM_SHARDS, FLEET_CLAIM_SHARDS, claim_shard
 from tests.conftest import examples
 from tests.support.tasks import (
     CALLER,
@@ -298,9 +298,9 @@ def test_fence_exhausted(service: Edge) -> None:
 
 
 def test_claim_takes_the_oldest_claimable(service: Edge) -> None:
-    """The seed's rule, kept for small fleets: with one claimable shard (settings.claim_shards = 1)
-    a claim takes strictly the oldest claimable task."""
-    service.store.claim_shards = 1  # before any task is written: the shard count is the layout
+    """The seed's rule, and the default layout (one claimable shard): a claim takes strictly the
+    oldest claimable task."""
+    assert service.store.claim_shards == CLAIM_SHARDS == 1
     flows = [Flow(service).to_state("submitted") for _ in range(3)]
     Flow(service).to_state("canceled")
     claimed = [service.claim(WORKER, {"command_id": uid("c")}).body["assignment"]["task"]["id"] for _ in range(3)]
@@ -311,12 +311,12 @@ def test_claim_takes_the_oldest_claimable(service: Edge) -> None:
 
 
 def test_a_sharded_claim_takes_every_claimable_task_exactly_once(service: Edge) -> None:
-    """The default layout (CLAIM_SHARDS shards): tasks spread over the shards, and claims until
+    """A fleet's layout (FLEET_CLAIM_SHARDS shards): tasks spread over the shards, and claims until
     "nothing claimable" take each claimable task once, from every shard, and nothing else."""
-    assert service.store.claim_shards == CLAIM_SHARDS > 1
+    service.store.claim_shards = FLEET_CLAIM_SHARDS  # before any task is written: the count is the layout
     created = [Flow(service, task_id=f"spread-{i:02d}").to_state("submitted").task_id for i in range(24)]
     Flow(service).to_state("canceled")
-    assert len({claim_shard("acme", t, CLAIM_SHARDS) for t in created}) >= 8
+    assert len({claim_shard("acme", t, FLEET_CLAIM_SHARDS) for t in created}) >= 8
     claimed = []
     while (outcome := code_of(lambda: claimed.append(service.claim(WORKER, {"command_id": uid("c")})))) == "ok":
         pass
@@ -328,10 +328,11 @@ def test_a_sharded_claim_takes_every_claimable_task_exactly_once(service: Edge) 
 
 def test_a_claim_reads_every_shard_before_it_finds_nothing(service: Edge) -> None:
     """The one claimable task is in the shard a claim reads last: the claim still finds it."""
+    service.store.claim_shards = FLEET_CLAIM_SHARDS
     (task_id,) = ids_in_distinct_shards(1)
-    shard = claim_shard("acme", task_id, CLAIM_SHARDS)
+    shard = claim_shard("acme", task_id, FLEET_CLAIM_SHARDS)
     Flow(service, task_id=task_id).to_state("submitted")
-    others = [s for s in range(CLAIM_SHARDS) if s != shard]
+    others = [s for s in range(FLEET_CLAIM_SHARDS) if s != shard]
     service.leases.rng = ShardOrder(*others)
     assert service.claim(WORKER, {"command_id": uid("c")}).body["assignment"]["task"]["id"] == task_id
     assert code_of(lambda: service.claim(WORKER, {"command_id": uid("c")})) == "not_found"
@@ -340,10 +341,11 @@ def test_a_claim_reads_every_shard_before_it_finds_nothing(service: Edge) -> Non
 def test_a_claim_takes_from_the_older_head_of_its_two_shards(service: Edge) -> None:
     """Two choices: of the two shards a claim reads, the one whose oldest task is older goes first,
     whichever was read first; the other follows once that page is used up."""
+    service.store.claim_shards = FLEET_CLAIM_SHARDS
     older, newer = ids_in_distinct_shards(2)
     for task_id in (older, newer):
         Flow(service, task_id=task_id).to_state("submitted")
-    shards = [claim_shard("acme", t, CLAIM_SHARDS) for t in (newer, older)]
+    shards = [claim_shard("acme", t, FLEET_CLAIM_SHARDS) for t in (newer, older)]
     service.leases.rng = ShardOrder(*shards)  # the newer task's shard is read first
     first = service.claim(WORKER, {"command_id": uid("c")}).body["assignment"]["task"]["id"]
     second = service.claim(WORKER, {"command_id": uid("c")}).body["assignment"]["task"]["id"]
@@ -352,7 +354,7 @@ def test_a_claim_takes_from_the_older_head_of_its_two_shards(service: Edge) -> N
 
 def test_a_sharded_claim_answers_an_exhausted_fence_it_picks() -> None:
     """An exhausted fence is never skipped, in any shard: the candidate answers it."""
-    store = InMemoryTaskStore()
+    store = InMemoryTaskStore(claim_shards=FLEET_CLAIM_SHARDS)
     svc = edge(store, CursorSigner(b"k" * 32))
     flow = Flow(svc).to_state("submitted")
     key = ("acme", flow.task_id)

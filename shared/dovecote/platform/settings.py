@@ -71,11 +71,12 @@ class Settings:
     # How long a grant may stay unaccepted before the dispatcher fences it, when a create does not
     # say: a worker that dies between its claim and its accept strands the task for this long.
     accept_timeout_seconds: int = 30
-    # The claimable index's partitions per authority: claims spread over them (bench/claims.py models
-    # the throughput and the order skew). 1 is the seed's rule, strictly the oldest task first, for
-    # small fleets. Part of the data layout: raising it is safe at any time, lowering it leaves the
-    # claimable tasks of the dropped shards unclaimable until their next write.
-    claim_shards: int = 16
+    # The claimable index's partitions per authority. 1, the default, is the seed's rule: a claim
+    # takes strictly the oldest claimable task. More spread a large fleet's concurrent claims over
+    # them, at the price of claiming close to, not at, the oldest (bench/claims.py models both). Part
+    # of the data layout: after a change the dispatcher moves the entries written under the old
+    # count (TaskService.reshard_claimable), and `dovecote dev` does it before it serves.
+    claim_shards: int = 1
     # Protected payloads (platform/protection.py): the KMS key whose data keys seal message parts and
     # artifact payloads at rest. `allow_plaintext_reads` exists only to migrate data written before
     # protection: with it off (the default) a plaintext record where a sealed one belongs is refused.

@@ -15,6 +15,7 @@ One table. Items (pk, sk):
 - head        W#<authority>#<workspace>, "-"                                         HeadItem
 - apply       R#<authority>#<workspace>#<artifact>, "-"  the one apply receipt       ApplyReceiptItem
 - delivery    D#<authority>#<worker>#<delivery>, "-"  a worker event's settlement    DeliveryItem
+- layout      L#claimable, "-"               the claimable index's shard count       LayoutItem
 IDs match ^[A-Za-z0-9][A-Za-z0-9._:-]*$, so "#" cannot occur inside one: the keys are injective.
 
 GSIs on the task item (sparse where it matters):
@@ -35,16 +36,19 @@ conditional PutObject each, before the transaction (content-addressed, If-None-M
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
-from dovecote.platform.dynamo import committing, connection, failed_condition, pynamodb_errors
+from dovecote.platform.dynamo import attributes, committing, connection, failed_condition, one_page, pynamodb_errors
 from dovecote.platform.errors import CommitUnknown
 from dovecote.tasks.dynamo_items import (
+    LAYOUT_PK,
     apply_pk,
     artifact_identity,
     artifact_pk,
     delivery_pk,
+    get_item,
     head_pk,
     message_id_pk,
     part_identity,
@@ -58,13 +62,14 @@ from dovecote.tasks.model import Task, expiry_shard, lease_deadline
 from dovecote.tasks.ports import (
     ApplyCommit,
     ApplySnapshot,
+    ClaimableLayout,
     Commit,
     Delivery,
     DeliveryKey,
     DeliveryTaken,
     Snapshot,
 )
-from dovecote.tasks.storage import INLINE_PART_BYTES, commit_failure, heartbeat
+from dovecote.tasks.storage import INLINE_PART_BYTES, claim_key, claim_shard, commit_failure, heartbeat
 
 __all__ = [
     "INLINE_PART_BYTES",
@@ -271,3 +276,40 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
             return self._task(item)
         # Still current but changing under every beat: nothing was written, the worker beats again.
         raise CommitUnknown("the task kept changing under this heartbeat; send it again", task=task_id)
+
+    # ---- the claimable index's layout ------------------------------------------------------------
+
+    def reshard_claimable(self, resume: str | None, limit: int) -> tuple[int, str | None]:
+        """One Scan page of the sparse claimable index (only claimable tasks are in it), then one
+        UpdateItem per entry to move, conditioned on the key the scan saw."""
+        from pynamodb.exceptions import UpdateError
+
+        t = self._tasks
+        start = json.loads(resume) if resume else None
+        with pynamodb_errors(write=False):
+            items, last = one_page(t, t.claimable.scan(page_size=limit, last_evaluated_key=start))
+        moved = 0
+        for item in items:
+            wanted = claim_key(item.authority, claim_shard(item.authority, item.id, self.claim_shards))
+            if item.claim_pk == wanted:
+                continue
+            with pynamodb_errors(write=True):
+                try:
+                    t(item.pk, item.sk).update(actions=[t.claim_pk.set(wanted)], condition=t.claim_pk == item.claim_pk)
+                except UpdateError as exc:
+                    if exc.cause_response_code != "ConditionalCheckFailedException":
+                        raise
+                    continue  # written since (by a writer that keys it itself) or no longer claimable
+            moved += 1
+        return moved, json.dumps(last, sort_keys=True) if last else None
+
+    def claimable_layout(self) -> ClaimableLayout:
+        with pynamodb_errors(write=False):
+            item = get_item(self._layouts, LAYOUT_PK, "-")
+        if item is None:
+            return ClaimableLayout()
+        return ClaimableLayout(int(item.shards or 0), int(item.target or 0), item.resume, int(item.moved or 0))
+
+    def record_claimable_layout(self, layout: ClaimableLayout) -> None:
+        with pynamodb_errors(write=True):
+            self._layouts(LAYOUT_PK, "-", **attributes(layout)).save()

@@ -34,6 +34,7 @@ from dovecote.tasks.records import (
     EventItem,
     GrantItem,
     HeadItem,
+    LayoutItem,
     MessageItem,
     PartAttribute,
     ReceiptItem,
@@ -65,6 +66,7 @@ artifact_pk = partial(key, "A")  # (authority, workspace, artifact)
 head_pk = partial(key, "W")  # (authority, workspace)
 apply_pk = partial(key, "R")  # (authority, workspace, artifact): the artifact's apply receipt
 delivery_pk = partial(key, "D")  # (authority, worker, delivery id)
+LAYOUT_PK = "L#claimable"  # the claimable index's layout: one item per table (ports.ClaimableLayout)
 
 
 def artifact_identity(artifact: Artifact) -> str:
@@ -88,6 +90,7 @@ _KINDS: dict[str, type[Any]] = {
     "_grants": GrantItem,
     "_receipts": ReceiptItem,
     "_claims": ClaimItem,
+    "_layouts": LayoutItem,
 }
 
 
@@ -128,6 +131,7 @@ class TaskItems:
     _grants: type[GrantItem]
     _receipts: type[ReceiptItem]
     _claims: type[ClaimItem]
+    _layouts: type[LayoutItem]
 
     def __getattr__(self, name: str) -> Any:
         kind = _KINDS.get(name)

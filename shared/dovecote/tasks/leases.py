@@ -9,7 +9,7 @@ import itertools
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 from dovecote.platform.errors import (
@@ -35,7 +35,7 @@ from dovecote.tasks.model import (
     page_limit,
     silence_deadline,
 )
-from dovecote.tasks.ports import Commit, Expect, ReceiptTaken, TaskChanged
+from dovecote.tasks.ports import ClaimableLayout, Commit, Expect, ReceiptTaken, TaskChanged
 from dovecote.tasks.reads import Pages
 from dovecote.tasks.storage import created_order
 from dovecote.tasks.unit_of_work import Outcome, UnitOfWork, commit_of, replay
@@ -48,6 +48,10 @@ CLAIM_CANDIDATES = 16
 CLAIM_PICK = 8
 # A long-poll claim re-checks with backoff between these bounds (seconds).
 CLAIM_BACKOFF = (0.25, 2.0)
+# A reshard pass scans the claimable index this many entries a page, and stops for the next run
+# while less than this much of its time is left (milliseconds).
+RESHARD_PAGE = 100
+RESHARD_MARGIN_MS = 5_000
 
 
 @dataclass(eq=False)
@@ -248,6 +252,35 @@ class Leases:
             except (StaleLease, NotFound, RevisionConflict):
                 lost += 1
         return {"fenced": fenced, "lost": lost}
+
+    def reshard_claimable(self, *, time_left_ms: Callable[[], int] = lambda: 10**9) -> dict[str, Any]:
+        """Bring the claimable index under the store's shard count once the count has changed (the
+        dispatcher's first step each run, and `dovecote dev`'s as it starts): one pass scans every
+        entry and moves the ones written under another count, resuming where the last run stopped.
+        A pass that moved something is followed by another, in the next run: an entry a writer
+        still on the old count wrote meanwhile (a deployment rolling out) is caught by it. The
+        layout is current once a whole pass moved nothing; until then a claim may miss a task not
+        moved yet. When the layout is current this is one read."""
+        store = self.work.store
+        layout = store.claimable_layout()
+        want = store.claim_shards
+        if layout.shards == want and layout.target in (0, want):
+            return {"moved": 0, "done": True}
+        if layout.target != want:  # a first pass, or passes toward a count the deployment left
+            layout = ClaimableLayout(shards=layout.shards, target=want)
+        resume, moved = layout.resume, layout.moved
+        while True:
+            count, resume = store.reshard_claimable(resume, RESHARD_PAGE)
+            moved += count
+            if resume is None:
+                done = moved == 0
+                store.record_claimable_layout(
+                    ClaimableLayout(shards=want) if done else replace(layout, resume=None, moved=0)
+                )
+                return {"moved": moved - layout.moved, "done": done}
+            if time_left_ms() < RESHARD_MARGIN_MS:
+                store.record_claimable_layout(replace(layout, resume=resume, moved=moved))
+                return {"moved": moved - layout.moved, "done": False}
 
     # ---- reads ----------------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from dovecote.tasks.model import (
 from dovecote.tasks.ports import (
     ApplyCommit,
     ApplySnapshot,
+    ClaimableLayout,
     Commit,
     Delivery,
     DeliveryKey,
@@ -60,6 +61,10 @@ from dovecote.tasks.storage import (
 class InMemoryTaskStore:
     def __init__(self, *, claim_shards: int = CLAIM_SHARDS) -> None:
         self.claim_shards = claim_shards  # as the DynamoDB store: a claim reads one shard at a time
+        # The shard count each task's claimable entry was written under, as the DynamoDB store's key
+        # records it: a store opened with another count finds an entry only once it is resharded.
+        self.indexed_under: dict[tuple[str, str], int] = {}
+        self.layout = ClaimableLayout()
         self._lock = threading.RLock()
         self.tasks: dict[tuple[str, str], Task] = {}
         self.receipts: dict[tuple[str, str], Receipt] = {}
@@ -121,6 +126,7 @@ class InMemoryTaskStore:
             # every precondition holds: apply all of it
             self.receipts[(authority, commit.receipt.id)] = commit.receipt
             self.tasks[key] = commit.task
+            self.indexed_under[key] = self.claim_shards
             for message in commit.messages:
                 self.message_ids.add((authority, message.id))
                 self.messages_by_task[key].append(message)
@@ -237,12 +243,32 @@ class InMemoryTaskStore:
 
     def claimable(self, authority: str, shard: int, limit: int) -> list[Task]:
         with self._lock:
-            tasks = [
-                t
-                for (a, _), t in self.tasks.items()
-                if a == authority and is_claimable(t) and claim_shard(a, t.id, self.claim_shards) == shard
-            ]
+            tasks = [t for (a, _), t in self.tasks.items() if a == authority and self._entry(t) == shard]
         return sorted(tasks, key=created_order)[:limit]
+
+    def _entry(self, t: Task) -> int | None:
+        """The claimable shard a task is indexed in, or None when it is not claimable."""
+        if not is_claimable(t):
+            return None
+        return claim_shard(t.authority, t.id, self.indexed_under.get((t.authority, t.id), self.claim_shards))
+
+    def reshard_claimable(self, resume: str | None, limit: int) -> tuple[int, str | None]:
+        with self._lock:
+            entries = sorted(key for key, t in self.tasks.items() if is_claimable(t))
+            start = int(resume or 0)
+            moved = 0
+            for key in entries[start : start + limit]:
+                t = self.tasks[key]
+                if self._entry(t) != claim_shard(t.authority, t.id, self.claim_shards):
+                    moved += 1
+                self.indexed_under[key] = self.claim_shards
+            return moved, str(start + limit) if start + limit < len(entries) else None
+
+    def claimable_layout(self) -> ClaimableLayout:
+        return self.layout
+
+    def record_claimable_layout(self, layout: ClaimableLayout) -> None:
+        self.layout = layout
 
     def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
         with self._lock:

@@ -207,6 +207,19 @@ class LeasePage:
     after: tuple[str, ...] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimableLayout:
+    """The claimable index's layout as the last reshard pass left it: the shard count every entry is
+    known to be under (0: unknown, a table no pass has run on), and, while passes toward `target`
+    are under way, where the scan of the current one stopped (`resume`, opaque; None: at the start)
+    and how many entries it has moved so far."""
+
+    shards: int = 0
+    target: int = 0
+    resume: str | None = None
+    moved: int = 0
+
+
 class TaskStore(Protocol):
     def read(
         self, authority: str, command_id: str | None, task_id: str | None, *, delivery: DeliveryKey | None = None
@@ -223,6 +236,17 @@ class TaskStore(Protocol):
         """One claimable shard, oldest first by (created_at, workspace, id): non-terminal, unowned.
         May be slightly stale (a sparse index); the commit's CAS is what makes a claim safe."""
         ...
+
+    def reshard_claimable(self, resume: str | None, limit: int) -> tuple[int, str | None]:
+        """One page of a scan of the whole claimable index (every authority, from `resume`): each
+        entry under another shard count than `claim_shards` is moved to its shard, by one write
+        conditioned on the entry it saw (a task written since keeps what its writer gave it).
+        Returns how many moved and where the next page starts (None: the scan is done)."""
+        ...
+
+    def claimable_layout(self) -> ClaimableLayout: ...
+
+    def record_claimable_layout(self, layout: ClaimableLayout) -> None: ...
 
     def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
         """Oldest first. Parts stored out of line (over INLINE_PART_BYTES) come back remote: their

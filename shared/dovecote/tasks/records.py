@@ -102,6 +102,16 @@ class TaskItem(KeyedItem):
     expiring = Expiring()
 
 
+class LayoutItem(KeyedItem):
+    """pk "L#claimable", sk "-": the claimable index's layout as the last reshard pass left it
+    (ports.ClaimableLayout); absent on a table no pass has run on."""
+
+    shards = NumberAttribute(default=0)
+    target = NumberAttribute(default=0)
+    resume = UnicodeAttribute(null=True)  # the Scan's LastEvaluatedKey (JSON) of a pass under way
+    moved = NumberAttribute(default=0)
+
+
 class PartAttribute(MapAttribute[str, object]):
     """A message part: its bytes inline, or (over INLINE_PART_BYTES) its S3 digest and size, or (a
     URL part) its URL, sealed as inline bytes are (a URL may carry a token). Its filename if any."""

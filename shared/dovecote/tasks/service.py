@@ -48,7 +48,17 @@ SERVED_BY: dict[str, str] = {
     "create": "lifecycle",
     **{name: "lifecycle" for name in TRANSITIONS},
     **dict.fromkeys(
-        ("acquire", "claim", "fence", "heartbeat", "expire_silent_leases", "get_lease", "list_leases"), "leases"
+        (
+            "acquire",
+            "claim",
+            "fence",
+            "heartbeat",
+            "expire_silent_leases",
+            "reshard_claimable",
+            "get_lease",
+            "list_leases",
+        ),
+        "leases",
     ),
     **dict.fromkeys(
         ("create_artifact_upload", "record_apply_receipt", "get_apply_receipt", "get_artifact", "get_head"),

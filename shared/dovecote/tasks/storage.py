@@ -20,9 +20,12 @@ from dovecote.tasks.model import Message, Part, Task, WorkspaceHead
 from dovecote.tasks.ports import ApplyCommit, Commit, HeadChanged, TaskChanged
 
 # The claimable index's partitions per authority, unless the deployment says otherwise
-# (settings.claim_shards): concurrent claims spread over them instead of all racing for the one oldest
-# task (bench/claims.py models it). One shard is the seed's rule, strictly the oldest first.
-CLAIM_SHARDS = 16
+# (settings.claim_shards). One shard is the seed's rule and the default: a claim takes strictly the
+# oldest claimable task (SEMANTICS §2, leases). A large fleet may spread its claims over more shards
+# (bench/claims.py models the throughput it buys and the order it costs); FLEET_CLAIM_SHARDS is the
+# count the model and the docs quote.
+CLAIM_SHARDS = 1
+FLEET_CLAIM_SHARDS = 16
 
 # Parts up to this size live in the message item; larger ones in S3 by digest. Items are capped at
 # 400 KB and a message may carry 2 MiB.
