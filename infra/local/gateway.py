@@ -41,6 +41,7 @@ from urllib.parse import parse_qsl, quote_from_bytes, unquote_to_bytes, urlsplit
 
 from werkzeug.wrappers import Request, Response
 
+from infra.local.log_lines import printable
 from infra.routes import ALL_ROUTES, AUTHORIZER, FUNCTIONS, Function, Route
 
 LAMBDA_PAYLOAD_LIMIT = 6 * 1024 * 1024
@@ -140,21 +141,6 @@ def _bind(template: list[tuple[str | None, str | None]], parts: list[str]) -> di
         else:
             found[variable] = given
     return found
-
-
-def printable(data: bytes | str) -> str:
-    """Text for a log line: printable ASCII as it is, `\\` doubled, every other byte escaped
-    (`\\n`, `\\r`, `\\t`, else `\\xNN`), so no input can end the line or reach the terminal."""
-    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
-    out = []
-    for byte in raw:
-        if byte == 0x5C:
-            out.append("\\\\")
-        elif 0x20 <= byte < 0x7F:
-            out.append(chr(byte))
-        else:
-            out.append({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}.get(byte, f"\\x{byte:02x}"))
-    return "".join(out)
 
 
 # `dovecote dev --faults` only: a request carrying this header is served in full (the command

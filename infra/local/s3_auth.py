@@ -45,7 +45,13 @@ from urllib.parse import quote, unquote, unquote_to_bytes
 
 from werkzeug.wrappers import Response
 
+from infra.local.log_lines import printable
+
 ALGORITHM = "AWS4-HMAC-SHA256"
+# The runtime's other services, by the signing name in a credential scope, lowercased as moto reads
+# it to route the request: these pass to moto unchecked. Every other name is S3's to check: moto
+# routes "S3" (any case) to S3 as well, and S3 itself accepts only "s3".
+OTHER_SERVICES = frozenset({"dynamodb", "sqs", "kms", "secretsmanager", "bedrock"})
 # S3's limits: a presigned URL lives at most a week; a header-signed request may be 15 minutes off.
 MAX_EXPIRES = 7 * 24 * 3600
 MAX_SKEW = 15 * 60
@@ -166,7 +172,8 @@ class S3Auth:
             self.check(environ)
         except Refused as refused:
             path = _canonical_path(environ)
-            log.info("s3 %s %s %d %s", environ.get("REQUEST_METHOD"), path, refused.status, refused.code)
+            method = printable(str(environ.get("REQUEST_METHOD") or ""))  # a client's bytes: escaped
+            log.info("s3 %s %s %d %s", method, printable(path), refused.status, refused.code)
             return refused.response()(environ, start_response)
         return self.app(environ, start_response)
 
@@ -180,8 +187,8 @@ class S3Auth:
             presigned = True
         elif authorization.startswith(ALGORITHM):
             signed = self._header_signature(authorization)
-            if signed.service != "s3":
-                return  # the runtime's DynamoDB, SQS, KMS and Secrets Manager calls
+            if signed.service.lower() in OTHER_SERVICES:
+                return  # the runtime's DynamoDB, SQS, KMS, Secrets Manager and Bedrock calls
             presigned = False
         elif authorization or {"AWSAccessKeyId", "Signature"} <= names:
             raise Refused(
@@ -191,6 +198,13 @@ class S3Auth:
             )
         else:
             raise Refused(403, "AccessDenied", "Access Denied")
+        if signed.service != "s3":
+            raise Refused(
+                400,
+                "AuthorizationQueryParametersError" if presigned else "AuthorizationHeaderMalformed",
+                f'The authorization header is malformed; incorrect service "{signed.service}". '
+                'This endpoint belongs to "s3".',
+            )
         if signed.access_key != self.access_key:
             raise Refused(
                 403,

@@ -39,7 +39,7 @@ SNAPSHOT = "moto.snapshot"
 PART_PREFIX = "moto.state."
 BLOBS = "moto.blobs"
 FORMAT = 2
-_BLOB_NAME = re.compile(r"^[0-9a-f]{64}$")
+_BLOB_NAME = re.compile(r"[0-9a-f]{64}")  # fullmatch: a name with a final newline is not a blob
 # The files of DIR (the module docstring); `make_private` touches nothing else a user keeps there.
 OWN_FILES = re.compile(
     r"^\.?(moto\.snapshot|moto\.journal\.\d+|moto\.state\.[a-z0-9]+\.\d+|moto\.blobs|env\.json|dev-tokens\.json)(\.tmp)?$"
@@ -108,7 +108,7 @@ class Blobs:
         self.referenced.add(digest)
         if self._existing is None:
             self.directory.mkdir(mode=PRIVATE_DIR, exist_ok=True)
-            self._existing = {p.name for p in self.directory.iterdir() if _BLOB_NAME.match(p.name)}
+            self._existing = {p.name for p in self.directory.iterdir() if _BLOB_NAME.fullmatch(p.name)}
         path = self.directory / digest
         # A name alone is not proof: a blob renamed into place but never synced (a power cut before
         # the manifest that would have named it) may be short.

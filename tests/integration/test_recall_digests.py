@@ -61,8 +61,9 @@ def test_more_than_one_batch(digests: IngestedDigests) -> None:
         {"sha256": ["a" * 63]},
         {"sha256": [7]},
         {"sha256": ["a" * 64] * 1001},
+        {"sha256": ["a" * 64 + "\n"]},  # `$` matches before a final newline; the digest must be whole
     ],
-    ids=["null", "array", "no-field", "empty", "not-a-list", "upper", "short", "number", "too-many"],
+    ids=["null", "array", "no-field", "empty", "not-a-list", "upper", "short", "number", "too-many", "newline"],
 )
 def test_the_gate_refuses_bad_bodies(body: Any) -> None:
     with pytest.raises(InvalidArgument):

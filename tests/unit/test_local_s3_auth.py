@@ -147,6 +147,42 @@ def test_header_signed_s3_requests_are_verified_and_others_pass() -> None:
     assert [body for _, _, body in behind.seen] == [BODY, b"{}"]
 
 
+@pytest.mark.parametrize("service", ["S3", "S3-Object-Lambda", "sdb", "s3express"])
+def test_a_scope_naming_s3_in_another_spelling_is_checked_not_passed(service: str) -> None:
+    """moto routes a credential scope's service case-insensitively ("S3" reaches its S3), so anything
+    but the runtime's own other services is S3's to check; S3 accepts only "s3". A forged signature
+    under such a scope never reaches moto, for any verb."""
+    client, behind = checked()
+    forged = header_signed(service, BODY, secret="wrong")
+    for method in ("GET", "PUT", "DELETE"):
+        refused = client.open("/b/k%20x", method=method, query_string="tagging", headers=forged, data=BODY)
+        assert refused.status_code in (400, 403), (method, refused.status_code)
+    listing = client.get("/b", headers=forged)
+    assert listing.status_code in (400, 403)
+    assert behind.seen == []
+
+
+@pytest.mark.parametrize("service", ["dynamodb", "DynamoDB", "sqs", "kms", "secretsmanager", "bedrock"])
+def test_the_runtimes_other_services_pass_in_any_case(service: str) -> None:
+    client, behind = checked()
+    other = header_signed(service.lower(), b"{}", secret="wrong")
+    other["Authorization"] = other["Authorization"].replace(f"/{service.lower()}/", f"/{service}/")
+    assert client.post("/", headers=other, data=b"{}").status_code == 200
+    assert len(behind.seen) == 1
+
+
+def test_a_refusal_line_escapes_what_the_client_sent(caplog: pytest.LogCaptureFixture) -> None:
+    """The local S3's refusal line reaches dev.log and a terminal: a method or path carrying escape
+    sequences or a newline is written escaped, as the gateway's request line is."""
+    client, _ = checked()
+    with caplog.at_level("INFO", logger="dovecote-dev"):
+        client.open("/b/\x1b[2J", method="GET\x1b[31m\nFAKE", data=b"")
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("s3 ")]
+    assert lines, caplog.records
+    assert all("\x1b" not in line and "\n" not in line for line in lines), lines
+    assert "\\x1b[31m\\nFAKE" in lines[-1]
+
+
 def test_unsigned_and_sigv2_requests_are_refused() -> None:
     client, behind = checked()
     anonymous = client.put("/b/notes/dev/r", data=b"forged")

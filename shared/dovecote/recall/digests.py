@@ -23,7 +23,7 @@ from dovecote.platform.principal import Principal
 from dovecote.recall.records import DIGEST_PREFIX, DigestRecord, ledger_partition
 
 MAX_CHECK_DIGESTS = 1000
-SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")  # always fullmatch: `$` lets a final "\n" through
 
 
 class IngestedDigests(Protocol):
@@ -45,7 +45,7 @@ def gate_check(body: Any) -> list[str]:
             f"sha256 must be a list of 1 to {MAX_CHECK_DIGESTS} digests", field="sha256", maximum=MAX_CHECK_DIGESTS
         )
     for index, digest in enumerate(digests):
-        if not isinstance(digest, str) or not SHA256_HEX.match(digest):
+        if not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest):
             raise InvalidArgument(
                 f"sha256[{index}] must be a SHA-256 digest in 64 lowercase hex digits", field=f"sha256[{index}]"
             )
