@@ -173,6 +173,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/tasks/{id}/messages", "tasks_api"),
     Route("GET", "/v1/tasks/{id}/messages/{message_id}", "tasks_api"),
     Route("GET", "/v1/tasks/{id}/events", "tasks_api"),
+    Route("GET", "/v1/tasks/{id}/grants", "tasks_api"),
     Route("GET", "/v1/tasks/{id}/snapshot", "tasks_api"),
     # tasks: worker
     Route("POST", "/v1/leases/claim", "tasks_api"),

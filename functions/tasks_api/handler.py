@@ -32,6 +32,7 @@ from functions.tasks_api.models import (
     FenceIn,
     FreezeIn,
     FreezeOut,
+    GrantPage,
     HeadOut,
     HeartbeatIn,
     LeaseListOut,
@@ -45,6 +46,7 @@ from functions.tasks_api.models import (
     SnapshotOut,
     TaskEnvelope,
     TaskListOut,
+    TaskReadOut,
     WorkerCommandIn,
     WorkerDeliveryIn,
 )
@@ -67,6 +69,7 @@ MessagesAfter = Annotated[
     int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="message_count"))
 ]
 EventsAfter = Annotated[int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="event_count"))]
+GrantsAfter = Annotated[int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="fence"))]
 
 
 def _stream_responses(page: type[BaseModel], count: str) -> dict[int, Any]:
@@ -115,10 +118,12 @@ def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]
     return Response(status_code=outcome.status, content_type=JSON, body=TaskEnvelope.model_validate(_task(outcome)))
 
 
-@app.get("/v1/tasks/<task_id>", tags=["tasks"], responses=responses(200, TaskEnvelope, *READ_ERRORS))
-def get_task(task_id: TaskId) -> TaskEnvelope:
-    """Read a task (strongly consistent). Callers and workers of the authority."""
-    return TaskEnvelope.model_validate(service().get(current_principal(app), task_id))
+@app.get("/v1/tasks/<task_id>", tags=["tasks"], responses=responses(200, TaskReadOut, *READ_ERRORS))
+def get_task(task_id: TaskId) -> TaskReadOut:
+    """Read a task (strongly consistent), with its current lease (who holds it, its last sign of
+    life, when the dispatcher will fence it) and how the last lease that ended did end. Callers and
+    workers of the authority."""
+    return TaskReadOut.model_validate(service().get(current_principal(app), task_id))
 
 
 @app.get("/v1/tasks", tags=["tasks"], responses=responses(200, TaskListOut, *READ_ERRORS))
@@ -184,6 +189,13 @@ def get_message(task_id: TaskId, message_id: Annotated[str, Path(json_schema_ext
 def list_events(task_id: TaskId, after: EventsAfter = None, limit: Limit = None) -> EventPage:
     """The task's events after sequence `after`, oldest first; `next` continues the stream."""
     return EventPage.model_validate(service().events(current_principal(app), task_id, after, limit))
+
+
+@app.get("/v1/tasks/<task_id>/grants", tags=["tasks"], responses=_stream_responses(GrantPage, "fence"))
+def list_grants(task_id: TaskId, after: GrantsAfter = None, limit: Limit = None) -> GrantPage:
+    """The task's grant history after fence `after`, oldest first: each lease generation with its
+    worker, grant, acceptance, last sign of life, and when, why and by whom it ended."""
+    return GrantPage.model_validate(service().grants(current_principal(app), task_id, after, limit))
 
 
 @app.get("/v1/tasks/<task_id>/snapshot", tags=["tasks"], responses=responses(200, SnapshotOut, *READ_ERRORS))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, StrictStr
 
@@ -248,9 +248,73 @@ class EventPage(ApiModel):
     has_more: bool
 
 
-class SnapshotOut(ApiModel):
+class LeaseOut(ApiModel):
+    """The current lease, as a task read shows it."""
+
+    worker: str
+    fence: int
+    state: Literal["granted", "accepted"]
+    granted_at: str
+    accepted_at: str | None = None
+    heartbeat_at: str = Field(description="the last sign of life: the grant, a heartbeat or a worker command")
+    lease_timeout_seconds: int
+    accept_timeout_seconds: int
+    fenced_after: str | None = Field(
+        default=None,
+        description="when the dispatcher fences this lease if nothing changes (the accept deadline while "
+        "unaccepted, else the last sign of life + the lease timeout); null when no timeout applies",
+    )
+
+
+class LeaseEndOut(ApiModel):
+    """How a lease generation ended."""
+
+    fence: int
+    worker: str
+    granted_at: str
+    accepted_at: str = Field(description="empty: the grant was never accepted")
+    heartbeat_at: str = Field(description="its last sign of life")
+    ended_at: str
+    reason: Literal["released", "fenced", "expired", "unaccepted", "task_ended"] = Field(
+        description="released by its worker; fenced by an admin; expired (fenced by the dispatcher for silence "
+        "past the lease timeout); unaccepted (fenced by the dispatcher past the accept timeout); task_ended "
+        "(the task reached a terminal state)"
+    )
+    by: str = Field(description="a worker id, admin, dispatcher or caller")
+
+
+class TaskReadOut(ApiModel):
     task: TaskOut
+    lease: LeaseOut | None = None
+    last_lease: LeaseEndOut | None = Field(default=None, description="how the last lease that ended did end")
+
+
+class SnapshotOut(TaskReadOut):
     event_cursor: int
+
+
+class GrantOut(ApiModel):
+    """One generation of a task's lease (the grant history, by fence)."""
+
+    sequence: int = Field(description="the fence: the history is a stream by fence")
+    fence: int
+    worker: str
+    state: Literal["granted", "accepted", "ended"]
+    granted_at: str
+    accepted_at: str | None = None
+    heartbeat_at: str | None = None
+    lease_timeout_seconds: int | None = None
+    accept_timeout_seconds: int | None = None
+    fenced_after: str | None = None
+    ended_at: str | None = Field(default=None, description="null while current (or when unrecorded)")
+    reason: Literal["released", "fenced", "expired", "unaccepted", "task_ended"] | None = None
+    by: str | None = None
+
+
+class GrantPage(ApiModel):
+    items: list[GrantOut]
+    next: int
+    has_more: bool
 
 
 class AssignmentOut(ApiModel):

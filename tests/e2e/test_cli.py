@@ -226,7 +226,13 @@ def test_tasks_and_worker_commands(own: Authority, tmp_path: Path) -> None:
     assert as_json(run(caller, "tasks", "ls", "--context", "cli", "--state", "completed", "--json")) == listed
     in_context = as_json(run(caller, "tasks", "context", "cli", "--all", "--json"))
     assert [t["id"] for t in in_context["items"]] == [task_id]
-    assert as_json(run(caller, "tasks", "get", task_id, "--json"))["task"]["state"] == "completed"
+    read = as_json(run(caller, "tasks", "get", task_id, "--json"))  # the HTTP answer: {task, last_lease}
+    assert read["task"]["state"] == "completed" and "lease" not in read
+    assert (read["last_lease"]["reason"], read["last_lease"]["by"]) == ("task_ended", "w-cli")
+    grants = as_json(run(caller, "tasks", "grants", task_id, "--json"))
+    assert [(g["fence"], g["worker"], g["reason"]) for g in grants["items"]] == [(int(fence), "w-cli", "task_ended")]
+    grant_table = run(caller, "tasks", "grants", task_id)
+    assert grant_table.returncode == 0 and b"task_ended" in grant_table.stdout
     waited = as_json(run(caller, "tasks", "wait", task_id, "--state", "completed", "--timeout", "5", "--json"))
     assert waited["task"]["id"] == task_id
     human = run(caller, "tasks", "ls", "--all")

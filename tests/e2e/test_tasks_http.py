@@ -227,3 +227,28 @@ def test_claim_and_lease_listing(http: httpx.Client, roles: dict[str, dict[str, 
         if not cursor:
             break
     assert set(claimed) <= set(listed)
+
+
+def test_a_task_read_shows_its_lease_and_the_grants_say_how_each_ended(
+    http: httpx.Client, roles: dict[str, dict[str, str]]
+) -> None:
+    """A worker that stops mid-task leaves a visible lease on the task read (holder, fence, last
+    heartbeat, when it will be fenced), and the grant history says how each lease ended."""
+    caller, worker, admin = roles["caller"], roles["worker"], roles["admin"]
+    tid = create(http, caller, lease_timeout_seconds=600)["id"]
+    assert "lease" not in http.get(f"/v1/tasks/{tid}", headers=caller).json()
+    lease = http.post(f"/v1/tasks/{tid}/lease", json={"command_id": uid("c")}, headers=worker)
+    assert lease.status_code == 200, lease.text
+    read = http.get(f"/v1/tasks/{tid}", headers=caller).json()
+    assert read["lease"]["fence"] == 1 and read["lease"]["worker"] == lease.json()["assignment"]["worker"]
+    assert read["lease"]["fenced_after"] and "last_lease" not in read
+    fenced = http.post(f"/v1/tasks/{tid}/lease/fence", json={"command_id": uid("c"), "fence": 1}, headers=admin)
+    assert fenced.status_code == 204, fenced.text
+    read = http.get(f"/v1/tasks/{tid}/snapshot", headers=caller).json()
+    assert "lease" not in read and (read["last_lease"]["reason"], read["last_lease"]["by"]) == ("fenced", "admin")
+    grants = http.get(f"/v1/tasks/{tid}/grants", headers=caller).json()
+    assert [(g["fence"], g["state"], g["reason"]) for g in grants["items"]] == [(1, "ended", "fenced")]
+    # The worker's view of it: its lease is gone, and it is told why on its next command.
+    assert http.get(f"/v1/tasks/{tid}/lease", headers=worker).status_code == 404
+    assert (grants["next"], grants["has_more"]) == (1, False)
+    assert http.get(f"/v1/tasks/{tid}/grants", params={"after": 2}, headers=caller).status_code == 400

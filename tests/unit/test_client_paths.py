@@ -114,6 +114,7 @@ CASES = [
     Case("download_note", "GET /v1/notes/{ref}", lambda c, v: c.download_note(v["ref"], io.BytesIO())),
     Case("delete_note", "DELETE /v1/notes/{ref}", lambda c, v: c.delete_note(v["ref"])),
     Case("get_task", "GET /v1/tasks/{id}", lambda c, v: c.get_task(v["id"])),
+    Case("read_task", "GET /v1/tasks/{id}", lambda c, v: c.read_task(v["id"])),
     Case(
         "context_tasks",
         "GET /v1/contexts/{context}/tasks",
@@ -136,6 +137,8 @@ CASES = [
     ),
     Case("events", "GET /v1/tasks/{id}/events", lambda c, v: c.events(v["id"], 3, 10), frozenset({"after", "limit"})),
     Case("iter_events", "GET /v1/tasks/{id}/events", lambda c, v: list(c.iter_events(v["id"])), frozenset({"after"})),
+    Case("grants", "GET /v1/tasks/{id}/grants", lambda c, v: c.grants(v["id"], 3, 10), frozenset({"after", "limit"})),
+    Case("iter_grants", "GET /v1/tasks/{id}/grants", lambda c, v: list(c.iter_grants(v["id"])), frozenset({"after"})),
     Case("snapshot", "GET /v1/tasks/{id}/snapshot", lambda c, v: c.snapshot(v["id"])),
     Case("wait_for", "GET /v1/tasks/{id}/snapshot", lambda c, v: c.wait_for(v["id"], timeout=1)),
     Case("acquire", TASK + "lease", lambda c, v: c.acquire(v["id"])),

@@ -46,7 +46,7 @@ def described(prop: dict[str, Any]) -> bool:
 
 def test_every_parameter_of_every_tool_is_typed_and_described() -> None:
     tools = schemas(worker_tools=True)
-    assert len(tools) == 27
+    assert len(tools) == 28
     for name, schema in tools.items():
         assert schema["type"] == "object", name
         for field, prop in schema["properties"].items():
@@ -178,6 +178,7 @@ READ_ONLY = {
     "tasks_list",
     "tasks_messages",
     "tasks_events",
+    "tasks_grants",
     "recall_search",
     "recall_read",
     "recall_outline",
@@ -192,7 +193,7 @@ NOT_IDEMPOTENT = {"tasks_create", "tasks_claim", "memory_submit"}
 
 def test_every_tool_states_every_hint() -> None:
     hints = annotations()
-    assert len(hints) == 27
+    assert len(hints) == 28
     for name, hint in hints.items():
         assert hint is not None, name
         for field in ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"):

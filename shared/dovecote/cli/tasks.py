@@ -106,8 +106,14 @@ EVENT_COLUMNS = [
 ]
 
 
+GRANT_COLUMNS = [
+    *fields("fence", "worker", "state", "granted_at", "accepted_at", "heartbeat_at"),
+    *fields("ended_at", "reason", "by"),
+]
+
+
 def _stream(name: str, columns: list[Column]) -> Verb:
-    """A task's messages or events: a sequence stream read with --after, by the SDK method of its name."""
+    """A task's messages, events or grants: a stream read with --after, by the SDK method of its name."""
     return Verb(
         name,
         f"GET /v1/tasks/{{id}}/{name}",
@@ -157,7 +163,14 @@ VERBS = (
         ),
         Show("task"),
     ),
-    Verb("get", "GET /v1/tasks/{id}", "One task.", (TASK,), lambda c, v: c.get_task(v["task_id"]), Show("task")),
+    Verb(
+        "get",
+        "GET /v1/tasks/{id}",
+        "One task, with its current lease (who holds it, its last heartbeat, when it will be fenced) and "
+        "how the last lease ended.",
+        (TASK,),
+        lambda c, v: c.read_task(v["task_id"]),
+    ),
     Verb(
         "list",
         "GET /v1/tasks",
@@ -204,6 +217,7 @@ VERBS = (
     ),
     _stream("messages", MESSAGE_COLUMNS),
     _stream("events", EVENT_COLUMNS),
+    _stream("grants", GRANT_COLUMNS),
     Verb(
         "snapshot",
         "GET /v1/tasks/{id}/snapshot",

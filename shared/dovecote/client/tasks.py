@@ -107,6 +107,12 @@ class TasksMixin:
     def get_task(self, task_id: str) -> dict[str, Any]:
         return dict(self.request("GET", path("tasks", task_id))["task"])
 
+    def read_task(self, task_id: str) -> dict[str, Any]:
+        """`{task, lease, last_lease}`: the task with its current lease (worker, fence, last sign of
+        life, `fenced_after`: when the dispatcher fences it) and how the last lease that ended did
+        end (each absent when there is none)."""
+        return dict(self.request("GET", path("tasks", task_id)))
+
     def list_tasks(
         self,
         *,
@@ -153,6 +159,15 @@ class TasksMixin:
 
     def iter_events(self, task_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
         return stream_items(lambda start: self.events(task_id, start), after)
+
+    def grants(self, task_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        """One page `{items, next, has_more}` of the task's grant history after fence `after`: each
+        lease generation, who held it, and when, why (`reason`) and by whom it ended."""
+        params = {"after": after, **({"limit": limit} if limit else {})}
+        return dict(self.request("GET", path("tasks", task_id, "grants"), params=params))
+
+    def iter_grants(self, task_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
+        return stream_items(lambda start: self.grants(task_id, start), after)
 
     def snapshot(self, task_id: str) -> dict[str, Any]:
         """`{task, event_cursor}` from one read: events after `event_cursor` follow it without a gap."""

@@ -48,6 +48,7 @@ TOOLS: dict[str, ToolAnnotations] = {
     "tasks_cancel": DESTRUCTIVE,
     "tasks_messages": READ,
     "tasks_events": READ,
+    "tasks_grants": READ,
     "tasks_claim": EACH_CALL_ADDS,
     "tasks_accept": ADDITIVE,
     "tasks_request_input": ADDITIVE,

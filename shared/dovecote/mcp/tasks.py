@@ -82,9 +82,12 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
     @server.tool(name="tasks_get", annotations=hints("tasks_get"))
     @guarded
     def tasks_get(task_id: TaskId) -> dict[str, Any]:
-        """One task: {task: {id, state, revision, message_count, ...}}. Use its `revision` as the
-        `expected_revision` of your next command on it."""
-        return {"task": client.get_task(task_id)}
+        """One task: {task: {id, state, revision, message_count, ...}, lease, last_lease}. Use its
+        `revision` as the `expected_revision` of your next command on it. `lease` is who holds it
+        now (worker, fence, heartbeat_at, fenced_after: when it is taken back if silent); absent when
+        unleased. `last_lease` says how the last lease ended (reason: released, fenced, expired,
+        unaccepted, task_ended)."""
+        return client.read_task(task_id)
 
     @server.tool(name="tasks_list", annotations=hints("tasks_list"))
     @guarded
@@ -127,6 +130,14 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         """The task's history of state changes, oldest first: {items: [{sequence, type, state,
         revision}], next, has_more}. For more (or to follow it), call again with after = `next`."""
         return client.events(task_id, after, limit)
+
+    @server.tool(name="tasks_grants", annotations=hints("tasks_grants"))
+    @guarded
+    def tasks_grants(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
+        """The task's lease history, oldest first: {items: [{fence, worker, state, granted_at,
+        accepted_at, heartbeat_at, ended_at, reason, by}], next, has_more}: who held it and how each
+        lease ended. For more, call again with after = `next`."""
+        return client.grants(task_id, after, limit)
 
 
 TRANSITIONS = {

@@ -145,10 +145,7 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
         for ev in commit.events:
             ops.append(_Op("record", self._event_item(authority, ev), self._events.pk.does_not_exist()))
         if commit.grant:
-            g = commit.grant
-            grant = self._grants(
-                task_pk(authority, g.task), f"G#{g.fence:020d}", worker=g.worker, granted_at=g.granted_at
-            )
+            grant = self._grant_item(authority, commit.grant)
             ops.append(_Op("record", grant, self._grants.pk.does_not_exist()))
         if commit.submission:
             claim = claims(submission_pk(authority, commit.submission), "-", task=commit.task.id)

@@ -17,6 +17,8 @@ from dovecote.tasks.model import (
     ApplyReceipt,
     Artifact,
     Event,
+    Grant,
+    LeaseEnd,
     Message,
     Part,
     Receipt,
@@ -159,6 +161,7 @@ class TaskItems:
     def _task_item(self, t: Task) -> TaskItem:
         values = attributes(t, absent_when_empty=("artifact",))
         values["submission"] = json.dumps(t.submission, sort_keys=True) if t.submission else None
+        values["last_end"] = _lease_end_text(t.last_end)
         item = self._tasks(
             task_pk(t.authority, t.id),
             "T",
@@ -184,7 +187,21 @@ class TaskItems:
     @staticmethod
     def _task(item: TaskItem) -> Task:
         submission = json.loads(item.submission) if item.submission else None
-        return record(Task, item, numbers=TASK_NUMBERS, submission=submission)
+        last_end = _lease_end(item.last_end)
+        return record(Task, item, numbers=TASK_NUMBERS, submission=submission, last_end=last_end)
+
+    def _grant_item(self, authority: str, g: Grant) -> GrantItem:
+        return self._grants(
+            task_pk(authority, g.task),
+            f"G#{g.fence:020d}",
+            worker=g.worker,
+            granted_at=g.granted_at,
+            previous=_lease_end_text(g.previous),
+        )
+
+    @staticmethod
+    def _grant(task_id: str, fence: int, item: GrantItem) -> Grant:
+        return Grant(task_id, item.worker, fence, item.granted_at, previous=_lease_end(item.previous))
 
     # ---- receipts and deliveries -------------------------------------------------------------------
 
@@ -341,6 +358,14 @@ def record(kind: type[R], item: Any, *, numbers: tuple[str, ...] = (), **known: 
             value = getattr(item, f.name)
             values[f.name] = int(value or 0) if f.name in numbers else ("" if value is None else value)
     return kind(**values)
+
+
+def _lease_end_text(end: LeaseEnd | None) -> str | None:
+    return json.dumps(end.to_json(), sort_keys=True, separators=(",", ":")) if end is not None else None
+
+
+def _lease_end(text: str | None) -> LeaseEnd | None:
+    return LeaseEnd.from_json(json.loads(text)) if text else None
 
 
 def get_item(model: Any, pk: str, sk: str) -> Any:

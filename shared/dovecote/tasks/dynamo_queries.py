@@ -28,7 +28,13 @@ class TaskQueries(TaskItems):
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
         with pynamodb_errors(write=False):
             item = get_item(self._grants, task_pk(authority, task_id), f"G#{fence:020d}")
-        return Grant(task_id, item.worker, fence, item.granted_at) if item is not None else None
+        return self._grant(task_id, fence, item) if item is not None else None
+
+    def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
+        return [
+            self._grant(task_id, int(i.sk[2:]), i)
+            for i in self._stream(self._grants, authority, task_id, "G", after, limit)
+        ]
 
     def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
         (item,) = self._get_many([(self._heads, head_pk(authority, workspace), "-")])

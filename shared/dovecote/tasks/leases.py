@@ -166,7 +166,7 @@ class Leases:
             Expect(task.revision, "", task.fence),
             200,
             {"assignment": assignment_json(after, worker, fence, now)},
-            grant=Grant(task.id, worker, fence, now),
+            grant=Grant(task.id, worker, fence, now, previous=task.last_end),
         )
 
     def fence(
@@ -207,7 +207,11 @@ class Leases:
             expect = Expect(
                 task.revision, task.owner, task.fence, heartbeat_at=if_silent_since, unaccepted=if_unaccepted
             )
-            return commit_of(after, expect, 204, {})
+            if if_silent_since is not None or if_unaccepted:
+                reason = "expired" if if_silent_since is not None else "unaccepted"
+            else:
+                reason = "released" if task.owner == principal.worker else "fenced"
+            return commit_of(after, expect, 204, {}, ends_lease=reason)
 
         return self.work.run(principal, "fence_lease", command.command_id, command.task, intent, decide)
 

@@ -285,6 +285,11 @@ class InMemoryTaskStore:
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
         return self.grants.get((authority, task_id, fence))
 
+    def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
+        with self._lock:
+            found = [g for (a, t, fence), g in self.grants.items() if a == authority and t == task_id and fence > after]
+        return sorted(found, key=lambda g: g.fence)[:limit]
+
     def part_url(self, authority: str, sha256: str, expires_in: int) -> str:
         return f"memory://parts/{authority}/{sha256}"
 

@@ -124,6 +124,9 @@ class Task:
     artifact: str = ""
     # The published submission: {"id", "final_message", "published_at"}, set on completion.
     submission: dict[str, str] | None = None
+    # How the last lease generation that ended did end (kept until the next one ends): what the
+    # lease history reads, beside the event log and never in it (the log's events are the seed's).
+    last_end: LeaseEnd | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = fields_json(self, (*TASK_FIELDS, "updated_at"))
@@ -136,6 +139,42 @@ class Task:
 
     def evolve(self, **changes: Any) -> Task:
         return replace(self, **changes)
+
+
+# Why a lease generation ended: its owner released it; an admin fenced it; the dispatcher fenced it
+# for silence past its lease timeout, or for a grant not accepted within its accept timeout; or the
+# task reached a terminal state (completed, failed, rejected by the worker, canceled by the caller).
+LEASE_END_REASONS = ("released", "fenced", "expired", "unaccepted", "task_ended")
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseEnd:
+    """How one lease generation ended: the grant, what it did (accepted, last sign of life), when
+    it ended, why (LEASE_END_REASONS) and by whom (a worker id, `admin`, `dispatcher`, `caller`)."""
+
+    fence: int
+    worker: str
+    granted_at: str
+    accepted_at: str
+    heartbeat_at: str
+    ended_at: str
+    reason: str
+    by: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in LEASE_END_FIELDS}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LeaseEnd:
+        return cls(**{name: data[name] for name in LEASE_END_FIELDS})
+
+
+LEASE_END_FIELDS = ("fence", "worker", "granted_at", "accepted_at", "heartbeat_at", "ended_at", "reason", "by")
+
+
+def lease_end(task: Task, reason: str, by: str, at: str) -> LeaseEnd:
+    """The end of `task`'s current lease, as the commit that ends it sees it."""
+    return LeaseEnd(task.fence, task.owner, task.granted_at, task.accepted_at, task.heartbeat_at, at, reason, by)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,12 +237,15 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Grant:
-    """A lease granted to a worker on a task: its fence and when it was granted."""
+    """A lease granted to a worker on a task: its fence and when it was granted. A grant record is
+    written once; it also carries how the generation before it ended (`previous`), which the task
+    held until then, so the lease history costs no item of its own."""
 
     task: str
     worker: str
     fence: int
     granted_at: str
+    previous: LeaseEnd | None = None
 
 
 def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:
@@ -217,6 +259,46 @@ def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dic
     if task.accepted_at:  # absent while the grant is not accepted (its accept deadline runs)
         out["accepted_at"] = task.accepted_at
     return out
+
+
+def lease_json(task: Task) -> dict[str, Any] | None:
+    """The current lease as a task read shows it (None: unleased): who holds it, its fence, its
+    grant, acceptance and last sign of life, its timeouts, and when the dispatcher will fence it
+    if nothing changes (`fenced_after`; absent when no timeout applies). Fields with no value are
+    absent, as the API leaves them out."""
+    if not task.owner:
+        return None
+    return _present(
+        {
+            "worker": task.owner,
+            "fence": task.fence,
+            "state": "accepted" if task.accepted_at else "granted",
+            "granted_at": task.granted_at,
+            "accepted_at": task.accepted_at or None,
+            "heartbeat_at": task.heartbeat_at or task.granted_at,
+            "lease_timeout_seconds": task.lease_timeout,
+            "accept_timeout_seconds": task.accept_timeout,
+            "fenced_after": lease_deadline(task),
+        }
+    )
+
+
+def grant_json(grant: Grant, task: Task, ended: LeaseEnd | None) -> dict[str, Any]:
+    """One generation of the lease history, by fence (`sequence`): the grant, and how it ended. With
+    `ended` None it is the current lease (shown as the task holds it), or a generation that ended
+    before its end was recorded (only the grant is known)."""
+    if ended is None and task.owner and task.fence == grant.fence:
+        return {"sequence": grant.fence, **(lease_json(task) or {})}
+    out = {"sequence": grant.fence, "fence": grant.fence, "worker": grant.worker, "state": "ended"}
+    out["granted_at"] = grant.granted_at
+    if ended is not None:
+        out |= {"accepted_at": ended.accepted_at or None, "heartbeat_at": ended.heartbeat_at or None}
+        out |= {"ended_at": ended.ended_at, "reason": ended.reason, "by": ended.by}
+    return _present(out)
+
+
+def _present(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def lease_deadline(task: Task) -> str | None:

@@ -87,6 +87,9 @@ class Commit:
     artifact_change: ArtifactChange | None = None
     # A worker event's settlement, stored with the command it settles (see worker events).
     delivery: Delivery | None = None
+    # Why this commit ends the current lease, when it is a fence (model.LEASE_END_REASONS); a commit
+    # that ends one without saying (a terminal transition) ends it as "task_ended".
+    ends_lease: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +272,10 @@ class TaskStore(Protocol):
 
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
         """The grant history's record for one lease generation, or None."""
+        ...
+
+    def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
+        """The grant history after fence `after`, oldest first (one strongly consistent Query)."""
         ...
 
     def part_url(self, authority: str, sha256: str, expires_in: int) -> str:

@@ -14,7 +14,15 @@ from dovecote.platform.errors import InvalidArgument, NotFound
 from dovecote.platform.ids import check_id
 from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
-from dovecote.tasks.model import MESSAGE_PAGE_BYTES, Message, message_violations, page_limit
+from dovecote.tasks.model import (
+    MESSAGE_PAGE_BYTES,
+    Message,
+    Task,
+    grant_json,
+    lease_json,
+    message_violations,
+    page_limit,
+)
 from dovecote.tasks.ports import TaskFilter
 from dovecote.tasks.unit_of_work import UnitOfWork
 
@@ -50,13 +58,32 @@ class Reads:
         self.presign_seconds = presign_seconds
 
     def get(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        """The task, its current lease (who holds it, its last sign of life, when the dispatcher will
+        fence it) and how the last lease that ended did end: a caller sees a stranded task at once."""
         principal.require("caller", "worker")
-        return {"task": self.work.load(principal, task_id).to_json()}
+        task = self.work.load(principal, task_id)
+        return {"task": task.to_json(), **_leases_json(task)}
 
     def snapshot(self, principal: Principal, task_id: str) -> dict[str, Any]:
         principal.require("caller", "worker")
         task = self.work.load(principal, task_id)
-        return {"task": task.to_json(), "event_cursor": task.event_count}
+        return {"task": task.to_json(), "event_cursor": task.event_count, **_leases_json(task)}
+
+    def grants(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
+        """The task's grant history after fence `after`, oldest first: each lease generation, who
+        held it, when it was granted and accepted, its last sign of life, and when, why and by whom
+        it ended (the current one: as the task holds it). A stream by fence, paged like events; kept
+        beside the event log, never in it. One read of the task, one Query of its grants."""
+        principal.require("caller", "worker")
+        task = self.work.load(principal, task_id)
+        start, size = _stream_args(after, limit, task.fence)
+        # One grant more than the page: a generation's end is carried by the grant after it.
+        found = self.work.store.grant_history(principal.authority, task_id, start, size + 1)
+        items = []
+        for grant, following in zip(found[:size], [*found[1:], None], strict=False):
+            ended = following.previous if following is not None else task.last_end
+            items.append(grant_json(grant, task, ended if ended is not None and ended.fence == grant.fence else None))
+        return _stream_page(items, start, task.fence)
 
     def messages(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
         """A page of messages after `after`: at most `limit`, and it also stops before its inline parts
@@ -143,6 +170,13 @@ class Reads:
             "total_size": page.total_size or 0,
             "total_is_lower_bound": page.total_is_lower_bound,
         }
+
+
+def _leases_json(task: Task) -> dict[str, Any]:
+    """`lease` and `last_lease` of a task read, each absent when there is none (as the API omits a
+    field with no value)."""
+    out = {"lease": lease_json(task), "last_lease": task.last_end.to_json() if task.last_end else None}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _stream_args(after: int | None, limit: int | None, count: int) -> tuple[int, int]:

@@ -83,6 +83,7 @@ class TaskItem(KeyedItem):
     lease_timeout = NumberAttribute(default=0)
     accept_timeout = NumberAttribute(default=0)  # absent (never) on items written before them
     submission = UnicodeAttribute(null=True)  # JSON {id, final_message, published_at}
+    last_end = UnicodeAttribute(null=True)  # JSON model.LeaseEnd: how the last lease that ended did
     artifact = UnicodeAttribute(null=True)
     ctx_pk = UnicodeAttribute()
     ctx_sk = UnicodeAttribute()
@@ -151,6 +152,7 @@ class GrantItem(KeyedItem):
 
     worker = UnicodeAttribute()
     granted_at = UnicodeAttribute()
+    previous = UnicodeAttribute(null=True)  # JSON model.LeaseEnd: how fence - 1 ended (absent: unknown)
 
 
 class ReceiptItem(KeyedItem):

@@ -65,7 +65,9 @@ SERVED_BY: dict[str, str] = {
         "artifacts",
     ),
     "worker_event": "worker_events",
-    **dict.fromkeys(("get", "snapshot", "messages", "message", "events", "list_context", "list_tasks"), "reads"),
+    **dict.fromkeys(
+        ("get", "snapshot", "messages", "message", "events", "grants", "list_context", "list_tasks"), "reads"
+    ),
 }
 
 

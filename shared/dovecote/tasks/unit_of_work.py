@@ -34,7 +34,7 @@ from dovecote.platform.errors import (
 )
 from dovecote.platform.ids import check_id
 from dovecote.platform.principal import Principal
-from dovecote.tasks.model import Event, Grant, Message, Receipt, Task, intent_digest, task_violations
+from dovecote.tasks.model import Event, Grant, Message, Receipt, Task, intent_digest, lease_end, task_violations
 from dovecote.tasks.ports import (
     ApplyCommit,
     ApplyReceiptTaken,
@@ -95,9 +95,22 @@ def commit_of(
     events: tuple[Event, ...] = (),
     grant: Grant | None = None,
     submission: str = "",
+    ends_lease: str = "",
 ) -> Commit:
     """A decided commit; its receipt's authority, id, kind and digest are filled in by `run`."""
-    return Commit(Receipt("", "", "", "", status, result), task, expect, messages, events, grant, submission)
+    receipt = Receipt("", "", "", "", status, result)
+    return Commit(receipt, task, expect, messages, events, grant, submission, ends_lease=ends_lease)
+
+
+def ending_lease(before: Task | None, commit: Commit, principal: Principal, now: Callable[[], str]) -> Commit:
+    """A commit that takes the lease from its owner records how that generation ended on the task
+    (`last_end`, read by the lease history; the next grant record keeps it). The one place it is
+    decided, whichever command ends the lease."""
+    if before is None or not before.owner or commit.task.owner:
+        return commit
+    reason = commit.ends_lease or "task_ended"
+    by = "dispatcher" if reason in ("expired", "unaccepted") else principal.worker or principal.role
+    return replace(commit, task=commit.task.evolve(last_end=lease_end(before, reason, by, now())))
 
 
 def report_corrupt(kind: str, facts: dict[str, Any]) -> None:
@@ -158,7 +171,9 @@ class UnitOfWork:
             receipt = Receipt(
                 principal.authority, command_id, kind, digest, decided.receipt.status, decided.receipt.result
             )
-            commit = replace(decided, receipt=receipt, delivery=delivery)
+            commit = ending_lease(
+                snapshot.task, replace(decided, receipt=receipt, delivery=delivery), principal, self.now
+            )
             try:
                 self.store.commit(commit)
             except ReceiptTaken:
