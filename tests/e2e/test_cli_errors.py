@@ -149,7 +149,7 @@ def test_a_refused_token_says_so_and_where_it_came_from(tmp_path: Path, dev_runt
     the CLI names what was refused instead of printing that word alone; a function's 403 is its own."""
     env = clean_env(DOVECOTE_ENDPOINT=dev_runtime["endpoint"], DOVECOTE_TOKEN="dvc_bogus")
     line = one_line(run(env, "whoami", cwd=tmp_path), 1)
-    assert line.startswith("403 forbidden: the token was refused (the token from DOVECOTE_ENDPOINT): it is unknown")
+    assert line.startswith("403 forbidden: the token was refused (the token from DOVECOTE_TOKEN): it is unknown")
     assert line.endswith("the gateway said 'Forbidden'") and "dvc_bogus" not in line
     assert json_error(run(env, "whoami", "--json", cwd=tmp_path), 1)["code"] == "forbidden"
     caller = clean_env(DOVECOTE_ENDPOINT=dev_runtime["endpoint"], DOVECOTE_TOKEN=dev_runtime["tokens"]["caller"])
@@ -203,3 +203,53 @@ def test_with_json_every_kind_of_failure_is_json_on_stdout(tmp_path: Path, dev_r
     assert unconfigured["code"] == "configuration" and unconfigured["message"].startswith("no Dovecote configuration")
     timed_out = json_error(run(env, "tasks", "wait", "no-such-task", "--timeout", "1", "--json", cwd=tmp_path), 1)
     assert timed_out["code"] == "not_found"
+
+
+def test_a_planted_tokens_file_receives_nothing(tmp_path: Path) -> None:
+    """A `.dovecote/dev-tokens.json` that others can write (planted in a shared directory such as
+    /tmp) is refused with one line naming it and why: no command and no `recall hook` sends anything
+    to the endpoint it names."""
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server spelling
+            seen.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        do_POST = do_GET  # noqa: N815
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        shared = tmp_path / "shared"
+        (shared / ".dovecote").mkdir(parents=True)
+        shared.chmod(0o1777)
+        planted = shared / ".dovecote" / "dev-tokens.json"
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        planted.write_text(json.dumps({"endpoint": endpoint, "tokens": {"caller": "dvc_a_b", "worker": "dvc_c_d"}}))
+        work = shared / "project"
+        work.mkdir()
+        for folder, file, why in (
+            (0o777, 0o644, f"its directory {planted.parent} (mode 0777)"),
+            (0o755, 0o666, "it (mode 0666)"),
+        ):
+            (shared / ".dovecote").chmod(folder)
+            planted.chmod(file)
+            line = one_line(run(clean_env(), "tasks", "ls", cwd=work), 4)
+            assert line.startswith(f"the tokens file {planted} is not used: others can write {why}. A token goes")
+        transcript = work / "session.jsonl"
+        transcript.write_text(json.dumps({"type": "user", "sessionId": "s1", "message": {"content": "hi"}}) + "\n")
+        payload = json.dumps({"transcript_path": str(transcript), "hook_event_name": "SessionEnd"}).encode()
+        log = tmp_path / "push.log"
+        hook = run(clean_env(HOME=str(tmp_path)), "recall", "hook", "--log", str(log), cwd=work, stdin=payload)
+        assert hook.returncode == 0 and "is not used" in log.read_text()
+        assert seen == []
+    finally:
+        server.shutdown()

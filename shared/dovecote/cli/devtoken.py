@@ -51,7 +51,11 @@ def dev_token(
 
     from dovecote.client import DovecoteError
 
+    from dovecote.client.config import check_tokens_file
+
     path = running_tokens_file(tokens_file)
+    if path.is_file():
+        check_tokens_file(path)  # a file others could plant: its endpoint would get the mint request
     try:
         document = json.loads(path.read_text())
         endpoint, secret = str(document["endpoint"]), str(document["control"])

@@ -29,9 +29,10 @@ coercion.install()  # plain values without pydantic (dovecote.cli.coercion)
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 the API answered an error; 2 usage (bad arguments, a missing file); "
     "3 nothing claimable, or a wait timed out; 4 Dovecote unreachable or not configured. "
-    "Endpoint and token: --profile NAME, else DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, else the "
-    "DOVECOTE_PROFILE, default or dev profile of ~/.config/dovecote/config.toml (`dovecote login`, "
-    "`dovecote dev`), else the nearest .dovecote/dev-tokens.json. With --json errors are JSON on stdout. "
+    "Endpoint and token (both from one place): --profile NAME, else DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, "
+    "else the DOVECOTE_PROFILE or default profile of ~/.config/dovecote/config.toml (`dovecote login`), "
+    "else the nearest .dovecote/dev-tokens.json (yours, writable by no one else), else the dev profile "
+    "(`dovecote dev`); `dovecote whoami` says which. With --json errors are JSON on stdout. "
     "DOVECOTE_DEBUG=1 shows tracebacks."
 )
 

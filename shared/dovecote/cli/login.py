@@ -50,5 +50,8 @@ def login(
 
 @health_app.command("health")
 def health(as_json: Json = False) -> None:
-    """Is the endpoint up? (`GET /v1/health`, no token needed.)"""
-    emit(client().health(), as_json)
+    """Is the endpoint up? (`GET /v1/health`, no token needed.) Prints the endpoint that answered and
+    where the settings came from, as `whoami` does (--json: the HTTP answer alone)."""
+    sdk = client()
+    answer = sdk.health()
+    emit(answer if as_json else {**answer, "endpoint": sdk.endpoint, "settings": sdk.settings}, as_json)

@@ -38,10 +38,13 @@ def whoami(
     ] = "caller",
     as_json: Json = False,
 ) -> None:
-    """Who the token is (`GET /v1/whoami`): authority, role, worker, agent claim, token id, expiry.
-    A refused token is `403 forbidden`; the authorizer's log line says why (malformed, unknown,
-    expired, revoked)."""
-    emit(client(role).whoami(), as_json)
+    """Who the token is (`GET /v1/whoami`): authority, role, worker, agent claim, token id, expiry,
+    then the endpoint that answered and where the settings came from (the environment, a profile, a
+    tokens file; --json prints the HTTP answer alone). A refused token is `403 forbidden`; the
+    authorizer's log line says why (malformed, unknown, expired, revoked)."""
+    sdk = client(role)
+    answer = sdk.whoami()
+    emit(answer if as_json else {**answer, "endpoint": sdk.endpoint, "settings": sdk.settings}, as_json)
 
 
 register(
