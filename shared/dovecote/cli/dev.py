@@ -186,7 +186,10 @@ def dev(
             code="unavailable",
         ) from None
     say(f"Dovecote dev runtime ready at {runtime.endpoint}")
-    say(f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker)")
+    say(
+        f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker; the admin token lasts 7 days, "
+        "renewed at a start when less than a day is left; the others 365)"
+    )
     if write_profile:
         path, names, why = write_profiles(write_profile, tokens_file)
         if why:

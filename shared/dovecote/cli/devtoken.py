@@ -38,7 +38,7 @@ def dev_token(
     role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
     worker: TokenWorker = None,
     agent: TokenAgent = None,
-    expires_in_days: Annotated[int | None, typer.Option(help="Lifetime in days (default 365, as dev tokens).")] = None,
+    expires_in_days: Annotated[int | None, typer.Option(help="Lifetime in days (default 365; admin tokens 7).")] = None,
     tokens_file: Annotated[
         Path | None,
         typer.Option(help="The running runtime's tokens file (default: DOVECOTE_TOKENS_FILE, else the dev one)."),
@@ -50,7 +50,6 @@ def dev_token(
     import httpx
 
     from dovecote.client import DovecoteError
-
     from dovecote.client.config import check_tokens_file
 
     path = running_tokens_file(tokens_file)
