@@ -253,3 +253,13 @@ def test_a_planted_tokens_file_receives_nothing(tmp_path: Path) -> None:
         assert seen == []
     finally:
         server.shutdown()
+
+
+def test_recall_push_of_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+    """It printed "0 pushed" and exited 0; the server is not needed to say so (none is configured)."""
+    missing = tmp_path / "no" / "such" / "dir"
+    assert one_line(run(clean_env(), "recall", "push", str(missing), cwd=tmp_path), 2) == (
+        f"no such file or directory: {missing}"
+    )
+    error = json_error(run(clean_env(), "recall", "push", str(missing), "--json", cwd=tmp_path), 2)
+    assert error["code"] == "usage" and error["details"] == {"file": str(missing)}

@@ -96,6 +96,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "artifacts receipt get",
     ),
     Operation("transcript check", "POST /v1/transcripts/check", "check_transcripts"),
+    # `recall push` sends both (a client command: it walks files and asks the check first).
+    Operation("transcript ingest (JSONL)", "POST /v1/transcripts", "ingest_transcript"),
+    Operation("transcript ingest (generic form)", "POST /v1/transcripts", "ingest_messages"),
     Operation("recall search", "GET /v1/recall/search", "recall_search", "recall search", "recall_search"),
     Operation("recall read", "GET /v1/recall/read/{ref}", "recall_read", "recall read", "recall_read"),
     Operation(
