@@ -263,3 +263,21 @@ def test_recall_push_of_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     )
     error = json_error(run(clean_env(), "recall", "push", str(missing), "--json", cwd=tmp_path), 2)
     assert error["code"] == "usage" and error["details"] == {"file": str(missing)}
+
+
+def test_a_note_missed_by_its_coordinates_says_the_author_is_one(tmp_path: Path, dev_runtime: dict[str, Any]) -> None:
+    """`notes get KEY RUN NAME` without --author asks for the shared scope: a note written by an
+    author is not there, and the bare 404 did not say why nor how to find it."""
+    env = clean_env(DOVECOTE_TOKENS_FILE=str(dev_runtime["tokens_file"]))
+    key = f"coords-{os.getpid()}-{tmp_path.name[-6:]}"
+    put = run(env, "notes", "put", key, "1", "plan", "--author", "claude", cwd=tmp_path, stdin=b"the plan")
+    assert put.returncode == 0, put.stderr
+    for verb in ("get", "delete"):
+        line = one_line(run(env, "notes", verb, key, "1", "plan", cwd=tmp_path), 1)
+        assert line.startswith(f"404 not_found: no note at key {key!r}, run 1, name 'plan', author '' (the shared"), (
+            line
+        )
+        assert "the author is part of a note's coordinates: give --author AUTHOR" in line
+        assert f"`dovecote notes list --key {key} --run 1`" in line
+    found = run(env, "notes", "get", key, "1", "plan", "--author", "claude", cwd=tmp_path)
+    assert (found.returncode, found.stdout) == (0, "the plan")

@@ -4,8 +4,10 @@ and to files. `get` is the command agents run most: it imports neither rich nor 
 
 from __future__ import annotations
 
+import shlex
 import sys
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -28,6 +30,7 @@ from dovecote.cli.common import (
 )
 from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Pages, Verb, param, register
+from dovecote.client.errors import DovecoteError
 from dovecote.notes.refs import INLINE_LIMIT, is_ref, note_ref
 
 app = new_app("Notes: pass work between agents by (key, run, name, author).")
@@ -52,6 +55,27 @@ def resolve_ref(args: list[str], author: str) -> str:
             raise CliError(f"RUN must be an integer, got {run!r}", EXIT_USAGE) from None
         return note_ref(key, number, name, author)
     raise CliError(f"give a ref, or KEY RUN NAME ({len(args)} arguments given)", EXIT_USAGE)
+
+
+@contextmanager
+def named_by_coordinates(args: list[str], author: str) -> Iterator[None]:
+    """A 404 for a note named by KEY RUN NAME says what was asked for: the author is part of the
+    coordinates (no --author is the shared scope, not any author), and how to list the run's notes."""
+    try:
+        yield
+    except DovecoteError as exc:
+        if len(args) != 3 or exc.status != 404 or exc.code != "not_found":
+            raise
+        key, run, name = args
+        scope = " (the shared scope)" if not author else ""
+        listing = f"dovecote notes list --key {shlex.quote(key)} --run {run}"
+        raise DovecoteError(
+            exc.status,
+            exc.code,
+            f"no note at key {key!r}, run {run}, name {name!r}, author {author!r}{scope}: the author is part of a "
+            f"note's coordinates: give --author AUTHOR, or see the run's notes and their authors with `{listing}`",
+            {**exc.details, "key": key, "run": int(run), "name": name, "author": author},
+        ) from None
 
 
 @app.command("put")
@@ -95,6 +119,11 @@ def notes_get(
 
     --json prints the HTTP answer (metadata and text, body_b64 or download_url) instead."""
     wanted = resolve_ref(ref, author)
+    with named_by_coordinates(ref, author):
+        _get(wanted, output, meta, as_json)
+
+
+def _get(wanted: str, output: Path | None, meta: bool, as_json: bool) -> None:
     c = client()
     if as_json or meta:
         answer = c.get_note_meta(wanted)
@@ -148,5 +177,6 @@ register(
 def notes_delete(ref: NoteArgs, author: Author = "", as_json: Json = False) -> None:
     """Delete exactly one note, by ref or by KEY RUN NAME."""
     wanted = resolve_ref(ref, author)
-    client().delete_note(wanted)
+    with named_by_coordinates(ref, author):
+        client().delete_note(wanted)
     done(as_json, {"ref": wanted, "deleted": True}, f"deleted {wanted}")
