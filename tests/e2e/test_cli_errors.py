@@ -281,3 +281,50 @@ def test_a_note_missed_by_its_coordinates_says_the_author_is_one(tmp_path: Path,
         assert f"`dovecote notes list --key {key} --run 1`" in line
     found = run(env, "notes", "get", key, "1", "plan", "--author", "claude", cwd=tmp_path)
     assert (found.returncode, found.stdout) == (0, "the plan")
+
+
+def test_a_caller_token_on_a_worker_command_is_told_what_to_use(tmp_path: Path, dev_runtime: dict[str, Any]) -> None:
+    """"role 'caller' may not run this command" said nothing of the worker token it needs, nor of the
+    profile NAME-worker a worker command takes when it exists."""
+    caller = dev_runtime["tokens"]["caller"]
+    env = clean_env(DOVECOTE_ENDPOINT=dev_runtime["endpoint"], DOVECOTE_TOKEN=caller)
+    line = one_line(run(env, "worker", "claim", "--wait", "0", cwd=tmp_path), 1)
+    assert line.startswith("403 forbidden: role 'caller' may not run this command: this command needs a worker")
+    assert "the token from DOVECOTE_TOKEN is a caller token (DOVECOTE_TOKEN is the token of every role" in line
+    config = tmp_path / "xdg" / "dovecote"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text(
+        f'[profiles.default]\nendpoint = "{dev_runtime["endpoint"]}"\ntoken = "{caller}"\n'
+    )
+    logged_in = clean_env(XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    line = one_line(run(logged_in, "worker", "leases", cwd=tmp_path), 1)
+    assert f"is a caller token (no profile default-worker in {config / 'config.toml'}, so the token of" in line
+    assert "`dovecote login --endpoint URL --token TOKEN --profile default-worker`" in line
+
+
+def test_logout_removes_a_profile_and_its_role_profiles(tmp_path: Path) -> None:
+    config = tmp_path / "xdg" / "dovecote"
+    config.mkdir(parents=True)
+    path = config / "config.toml"
+    path.write_text(
+        "".join(
+            f'[profiles.{name}]\nendpoint = "http://127.0.0.1:9"\ntoken = "t-{name}"\n\n'
+            for name in ("dev", "dev-worker", "dev-admin", "ops", "development")
+        )
+    )
+    env = clean_env(XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    done = run(env, "logout", "--profile", "dev", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"removed the profiles dev, dev-admin, dev-worker from {path}")
+    assert "the tokens stay valid until they expire or are revoked" in done.stdout
+    import tomllib
+
+    assert set(tomllib.loads(path.read_text())["profiles"]) == {"ops", "development"}
+    assert one_line(run(env, "logout", "--profile", "dev", cwd=tmp_path), 2) == (
+        f"no profile 'dev' in {path} (profiles: development, ops)"
+    )
+    assert json.loads(run(env, "logout", "--profile", "ops", "--json", cwd=tmp_path).stdout) == {
+        "removed": ["ops"],
+        "config": str(path),
+    }
+    assert one_line(run(env, "logout", "--profile", "../x", cwd=tmp_path), 2).startswith("'../x' is not a profile")

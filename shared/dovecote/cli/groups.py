@@ -83,6 +83,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "tokens": ("dovecote.cli.tokens", "app", "Bearer tokens: mint, list, revoke (admin); bootstrap."),
     "whoami": ("dovecote.cli.tokens", "whoami_app", "Who the token is: authority, role, worker, agent, expiry."),
     "login": ("dovecote.cli.login", "app", "Verify an endpoint and a token, and keep them as a profile."),
+    "logout": ("dovecote.cli.login", "logout_app", "Remove a profile (and its -worker, -admin profiles)."),
     "health": ("dovecote.cli.login", "health_app", "Is the endpoint up? (no token needed)"),
     "dev": ("dovecote.cli.dev", "app", "Run the whole service locally (moto, the API Gateway emulator)."),
     "mcp": ("dovecote.cli.mcp", "app", "Serve the tools over the Model Context Protocol (stdio or HTTP)."),

@@ -157,6 +157,21 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _write(path: Path, profiles: Mapping[str, Mapping[str, Any]]) -> None:
+    """The whole file, atomically (a temporary file renamed over it), 0600; under `_locked`."""
+    text = render_profiles(profiles)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), PRIVATE_FILE)  # a token: the user's only
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def save_profiles(updates: Mapping[str, Mapping[str, Any]], path: Path | None = None) -> Path:
     """Write (or replace) these profiles, keeping the others; returns the file's path."""
     path = path or config_path()
@@ -165,18 +180,24 @@ def save_profiles(updates: Mapping[str, Mapping[str, Any]], path: Path | None = 
     with _locked(path):
         profiles = load_profiles(path)
         profiles.update({name: dict(body) for name, body in updates.items()})
-        text = render_profiles(profiles)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                os.fchmod(handle.fileno(), PRIVATE_FILE)  # a token: the user's only
-                handle.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        _write(path, profiles)
     return path
+
+
+def remove_profiles(name: str, path: Path | None = None) -> tuple[Path, list[str]]:
+    """Remove the profile `name` and its role profiles (`name-worker`, `name-admin`), keeping the
+    others: (the file, the names removed). No profile `name` is a configuration error naming the file
+    and the profiles it has."""
+    path = path or config_path()
+    check_profile_name(name)
+    with _locked(path):
+        profiles = load_profiles(path)
+        if name not in profiles:
+            known = ", ".join(sorted(profiles)) or "none"
+            raise _fail(f"no profile {name!r} in {path} (profiles: {known})", profile=name, config=str(path))
+        removed = sorted(n for n in (name, *(f"{name}-{role}" for role in ROLES if role != "caller")) if n in profiles)
+        _write(path, {n: body for n, body in profiles.items() if n not in removed})
+    return path, removed
 
 
 # ---- resolution -----------------------------------------------------------------------------------
@@ -359,6 +380,7 @@ __all__ = [
     "config_path",
     "load_profiles",
     "nearest_tokens_file",
+    "remove_profiles",
     "resolve",
     "save_profiles",
     "toml_string",

@@ -164,7 +164,17 @@ CLIENT_ONLY: dict[str, frozenset[str]] = {
     "mcp": frozenset(),
 }
 # CLI commands that are not one HTTP route: composed or local.
-CLIENT_COMMANDS = ("tasks wait", "recall push", "recall hook", "tokens bootstrap", "login", "dev", "dev token", "mcp")
+CLIENT_COMMANDS = (
+    "tasks wait",
+    "recall push",
+    "recall hook",
+    "tokens bootstrap",
+    "login",
+    "logout",
+    "dev",
+    "dev token",
+    "mcp",
+)
 
 
 def render() -> list[str]:
