@@ -1,8 +1,8 @@
 """`dovecote tasks …`: the caller's verbs, one per route of API.md § Tasks (the worker's are in
 `worker.py`), built from one table (`dovecote.cli.verbs`).
 
-Options are the HTTP fields: `--expected-revision` (alias `--rev`), `--lease-timeout-seconds`,
-`--command-id`; the task id is the positional TASK. A message is TEXT, or `--file FILE` (`-` reads
+Options are the HTTP fields: `--expected-revision` (alias `--rev`; optional for a person: omitted, the
+task is read and its revision sent, `--verbose` says so), `--lease-timeout-seconds`, `--command-id`; the task id is the positional TASK. A message is TEXT, or `--file FILE` (`-` reads
 stdin). `--command-id` makes a retry the same command: the message id is derived from it, so the retry
 replays instead of conflicting. `--json` prints the HTTP answer: `{"task": …}` for a command."""
 
@@ -27,6 +27,7 @@ from dovecote.cli.common import (
     emit,
     field,
     fields,
+    note,
 )
 from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Pages, Show, Values, Verb, param, register
@@ -48,6 +49,22 @@ TASK_COLUMNS = [
 ]
 TASK = param("task_id", TaskId)
 REVISION = param("expected_revision", ExpectedRevision)
+# A caller's commands: a person need not look the revision up (`revision_of`). The SDK and HTTP keep it
+# required: a program that read the task holds the revision it decided on.
+CALLER_REVISION = param(
+    "expected_revision",
+    Annotated[
+        int | None,
+        typer.Option(
+            "--expected-revision",
+            "--rev",
+            help="The task revision you expect (a compare-and-swap). Omitted: the task is read and its "
+            "current revision sent (--verbose says which).",
+        ),
+    ],
+    None,
+)
+VERBOSE = param("verbose", Annotated[bool, typer.Option("--verbose", help="Say what was read and sent.")], False)
 COMMAND = param("command_id", CommandId, None)
 MESSAGE = (param("text", Text, None), param("file", FileOpt, None), param("media_type", MediaType, None))
 
@@ -77,6 +94,16 @@ def message_input(text: str | None, file: str | None, media_type: str | None) ->
     if not data:
         raise CliError("the message is empty", EXIT_USAGE)
     return bytes_message(data, media_type, filename=name)
+
+
+def revision_of(c: Any, values: Values) -> int:
+    """--rev as given; else the task's current revision, read now (said on stderr with --verbose)."""
+    if values["expected_revision"] is not None:
+        return int(values["expected_revision"])
+    task = c.get_task(values["task_id"])
+    if values.get("verbose"):
+        note(f"--rev not given: read task {task['id']} at revision {task['revision']} ({task['state']}); sent it")
+    return int(task["revision"])
 
 
 def message_of(values: Values) -> dict[str, Any] | str:
@@ -190,16 +217,16 @@ VERBS = (
         "reply",
         "POST /v1/tasks/{id}/reply",
         "Answer input_required: the task goes back to working.",
-        (TASK, REVISION, *MESSAGE, COMMAND),
-        lambda c, v: c.reply(v["task_id"], v["expected_revision"], message_of(v), v["command_id"]),
+        (TASK, CALLER_REVISION, *MESSAGE, COMMAND, VERBOSE),
+        lambda c, v: c.reply(v["task_id"], revision_of(c, v), message_of(v), v["command_id"]),
         Show("task"),
     ),
     Verb(
         "cancel",
         "POST /v1/tasks/{id}/cancel",
         "Cancel a task that is not terminal yet.",
-        (TASK, REVISION, COMMAND),
-        lambda c, v: c.cancel(v["task_id"], v["expected_revision"], v["command_id"]),
+        (TASK, CALLER_REVISION, COMMAND, VERBOSE),
+        lambda c, v: c.cancel(v["task_id"], revision_of(c, v), v["command_id"]),
         Show("task"),
     ),
     _stream("messages", MESSAGE_COLUMNS),

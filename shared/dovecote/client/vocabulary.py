@@ -158,9 +158,10 @@ ALIASES: tuple[Alias, ...] = (
 # Names with no HTTP field behind them: how a client reads input, prints, pages, waits or picks a token.
 CLIENT_ONLY: dict[str, frozenset[str]] = {
     "sdk": frozenset({"progress", "timeout"}),
-    # --json, --all (every page), --output / --meta (a note's body), --role (which token), and
-    # `memory submit --wait` (then reads the write's status with its `wait`).
-    "cli": frozenset({"json", "all", "output", "meta", "role", "wait"}),
+    # --json, --all (every page), --output / --meta (a note's body), --role (which token),
+    # `memory submit --wait` (then reads the write's status with its `wait`), and --verbose (what a
+    # caller command read: the revision it sent when --rev was omitted).
+    "cli": frozenset({"json", "all", "output", "meta", "role", "wait", "verbose"}),
     "mcp": frozenset(),
 }
 # CLI commands that are not one HTTP route: composed or local.
