@@ -177,8 +177,10 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
         (("notes", "ls", "--bogus"), "No such option: --bogus (see `dovecote notes ls --help`)"),
         (("tasks", "create", "t1", "x", "--lease-timeout-seconds", "soon"), None),
         (("nope",), "No such command 'nope' (see `dovecote --help`)"),
+        (("note", "list"), "No such command 'note'. Did you mean 'notes'? (see `dovecote --help`)"),
+        (("taks", "get", "t1"), "No such command 'taks'. Did you mean 'tasks'? (see `dovecote --help`)"),
     ],
-    ids=["missing argument", "missing option", "unknown option", "bad value", "unknown command"],
+    ids=["missing argument", "missing option", "unknown option", "bad value", "unknown command", "typo", "typo 2"],
 )
 def test_a_usage_error_is_one_line_not_a_box(args: tuple[str, ...], expected: str | None, tmp_path: Path) -> None:
     line = one_line(run(clean_env(), *args, cwd=tmp_path), 2)
@@ -284,7 +286,7 @@ def test_a_note_missed_by_its_coordinates_says_the_author_is_one(tmp_path: Path,
 
 
 def test_a_caller_token_on_a_worker_command_is_told_what_to_use(tmp_path: Path, dev_runtime: dict[str, Any]) -> None:
-    """"role 'caller' may not run this command" said nothing of the worker token it needs, nor of the
+    """ "role 'caller' may not run this command" said nothing of the worker token it needs, nor of the
     profile NAME-worker a worker command takes when it exists."""
     caller = dev_runtime["tokens"]["caller"]
     env = clean_env(DOVECOTE_ENDPOINT=dev_runtime["endpoint"], DOVECOTE_TOKEN=caller)
@@ -328,3 +330,43 @@ def test_logout_removes_a_profile_and_its_role_profiles(tmp_path: Path) -> None:
         "config": str(path),
     }
     assert one_line(run(env, "logout", "--profile", "../x", cwd=tmp_path), 2).startswith("'../x' is not a profile")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ("notes", "get", "1", "plan", "fix"),
+            "RUN (the second of KEY RUN NAME) must be an integer, got 'plan'; the first, '1', is one: "
+            "did you mean `dovecote notes get plan 1 fix`?",
+        ),
+        (("notes", "rm", "k", "one", "n"), "RUN (the second of KEY RUN NAME) must be an integer, got 'one'"),
+        (
+            ("notes", "put", "1", "plan", "fix"),
+            "RUN (the second of KEY RUN NAME) must be an integer, got 'plan'; the first, '1', is one: "
+            "did you mean `dovecote notes put plan 1 fix`?",
+        ),
+        (
+            ("tasks", "create", "fix the widget", "T1"),
+            "TASK 'fix the widget' is not a task id (letters, digits and . _ : -, at most 128); 'T1' is one: "
+            "did you swap TASK and TEXT? (`dovecote tasks create T1 'fix the widget'`)",
+        ),
+        (
+            ("memory", "judge", "confirmed", "rel-1"),
+            "RELATION 'confirmed' is a decision: the order is RELATION DECISION "
+            "(`dovecote memory judge rel-1 confirmed`)",
+        ),
+        (
+            ("tokens", "revoke", "dvc_0123456789abcdef_c2VjcmV0c2VjcmV0c2VjcmV0"),
+            "TOKEN_ID is a token's id (16 hex digits, as `dovecote tokens list` shows), not the token: this "
+            "token's id is 0123456789abcdef",
+        ),
+    ],
+    ids=["notes get", "notes rm", "notes put", "tasks create", "memory judge", "tokens revoke"],
+)
+def test_swapped_arguments_are_caught_before_any_request(args: tuple[str, ...], expected: str, tmp_path: Path) -> None:
+    """Checked here, not sent: the endpoint is a closed port (a request would be exit 4)."""
+    env = clean_env(DOVECOTE_ENDPOINT=f"http://127.0.0.1:{closed_port()}", DOVECOTE_TOKEN="dvc_x_y")
+    line = one_line(run(env, *args, cwd=tmp_path, stdin=b"body"), 2)
+    assert line == expected
+    assert "c2VjcmV0c2VjcmV0" not in line

@@ -117,6 +117,22 @@ class RootGroup(VerbGroup):
             self.add_command(found, cmd_name)
         return found
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """An unknown command suggests the nearest ones (`note` → `notes`). typer suggests only among
+        the groups already loaded, and here they load on first use: the table's names are the list."""
+        from difflib import get_close_matches
+
+        from typer._click.exceptions import UsageError
+
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            if args and "Did you mean" not in exc.message:
+                matches = get_close_matches(args[0], self.list_commands(ctx), cutoff=0.75)
+                if matches:
+                    exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
+
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         # The short help from the table: `dovecote --help` imports none of the groups.
         with formatter.section("Commands"):

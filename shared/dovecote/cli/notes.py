@@ -39,7 +39,26 @@ NoteArgs = Annotated[list[str], typer.Argument(metavar="REF | KEY RUN NAME", hel
 Author = Annotated[str, typer.Option(help="Author; empty is the shared scope.")]
 
 
-def resolve_ref(args: list[str], author: str) -> str:
+def _integer(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def run_number(key: str, run: str, name: str, verb: str) -> int:
+    """RUN of KEY RUN NAME as an integer; a RUN that is not one is a usage error that names it, and
+    when KEY is an integer instead (the two swapped) shows the command in the right order."""
+    number = _integer(run)
+    if number is not None:
+        return number
+    message = f"RUN (the second of KEY RUN NAME) must be an integer, got {run!r}"
+    if _integer(key) is not None:
+        message += f"; the first, {key!r}, is one: did you mean `dovecote notes {verb} {shlex.join([run, key, name])}`?"
+    raise CliError(message, EXIT_USAGE, details={"argument": "RUN", "value": run})
+
+
+def resolve_ref(args: list[str], author: str, verb: str = "get") -> str:
     """REF, or KEY RUN NAME (+ author) → the ref, as every agent computes it."""
     if len(args) == 1:
         if not is_ref(args[0]):
@@ -49,11 +68,7 @@ def resolve_ref(args: list[str], author: str) -> str:
         return args[0]
     if len(args) == 3:
         key, run, name = args
-        try:
-            number = int(run)
-        except ValueError:
-            raise CliError(f"RUN must be an integer, got {run!r}", EXIT_USAGE) from None
-        return note_ref(key, number, name, author)
+        return note_ref(key, run_number(key, run, name, verb), name, author)
     raise CliError(f"give a ref, or KEY RUN NAME ({len(args)} arguments given)", EXIT_USAGE)
 
 
@@ -81,7 +96,7 @@ def named_by_coordinates(args: list[str], author: str) -> Iterator[None]:
 @app.command("put")
 def notes_put(
     key: str,
-    run: int,
+    run: Annotated[str, typer.Argument(metavar="RUN", help="The run number (an integer).", show_default=False)],
     name: str,
     file: FileOpt = None,
     author: Author = "",
@@ -91,16 +106,17 @@ def notes_put(
     as_json: Json = False,
 ) -> None:
     """Store a note body from a file (--file) or stdin. Large bodies stream through a presigned upload."""
+    number = run_number(key, run, name, "put")
     c = client()
     if file is not None and file != "-":
         path = checked_path(file)
         size = path.stat().st_size
         with transfer(f"upload {path.name}") if size > INLINE_LIMIT else nullcontext(None) as progress:
-            answer = c.put_note(key, run, name, path, author=author, content_type=content_type, progress=progress)
+            answer = c.put_note(key, number, name, path, author=author, content_type=content_type, progress=progress)
     else:
         with transfer("upload stdin") as progress:
             answer = c.put_note(
-                key, run, name, open_input(file), author=author, content_type=content_type, progress=progress
+                key, number, name, open_input(file), author=author, content_type=content_type, progress=progress
             )
     emit(answer, as_json)
 
@@ -176,7 +192,7 @@ register(
 @app.command("delete")
 def notes_delete(ref: NoteArgs, author: Author = "", as_json: Json = False) -> None:
     """Delete exactly one note, by ref or by KEY RUN NAME."""
-    wanted = resolve_ref(ref, author)
+    wanted = resolve_ref(ref, author, "delete")
     with named_by_coordinates(ref, author):
         client().delete_note(wanted)
     done(as_json, {"ref": wanted, "deleted": True}, f"deleted {wanted}")

@@ -2,12 +2,14 @@
 `worker.py`), built from one table (`dovecote.cli.verbs`).
 
 Options are the HTTP fields: `--expected-revision` (alias `--rev`; optional for a person: omitted, the
-task is read and its revision sent, `--verbose` says so), `--lease-timeout-seconds`, `--command-id`; the task id is the positional TASK. A message is TEXT, or `--file FILE` (`-` reads
-stdin). `--command-id` makes a retry the same command: the message id is derived from it, so the retry
-replays instead of conflicting. `--json` prints the HTTP answer: `{"task": …}` for a command."""
+task is read and its revision sent, `--verbose` says so), `--lease-timeout-seconds`, `--command-id`;
+the task id is the positional TASK (a TASK that cannot be an id while TEXT can is a swap, refused
+before sending). A message is TEXT, or `--file FILE` (`-` reads stdin). `--command-id` makes a retry
+the same command: the message id is derived from it, so the retry replays instead of conflicting. `--json` prints the HTTP answer: `{"task": …}` for a command."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from typing import Annotated, Any
 
@@ -32,6 +34,7 @@ from dovecote.cli.common import (
 from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Pages, Show, Values, Verb, param, register
 from dovecote.client.tasks import ALL_STATES, TERMINAL_STATES, bytes_message
+from dovecote.platform.ids import is_id
 from dovecote.tasks.model import MAX_MESSAGE_BYTES
 
 app = new_app("Tasks, as a caller: create, read, reply, cancel, wait.")
@@ -94,6 +97,20 @@ def message_input(text: str | None, file: str | None, media_type: str | None) ->
     if not data:
         raise CliError("the message is empty", EXIT_USAGE)
     return bytes_message(data, media_type, filename=name)
+
+
+def task_of(values: Values, verb: str) -> str:
+    """TASK, unless it cannot be a task id while TEXT can: then the two were swapped, and the usage
+    error shows the command in the right order (an id that is simply wrong is the API's to refuse)."""
+    task, text = values["task_id"], values.get("text")
+    if not is_id(task) and text is not None and is_id(text):
+        raise CliError(
+            f"TASK {task!r} is not a task id (letters, digits and . _ : -, at most 128); {text!r} is one: "
+            f"did you swap TASK and TEXT? (`dovecote tasks {verb} {shlex.join([text, task])}`)",
+            EXIT_USAGE,
+            details={"argument": "TASK", "value": task},
+        )
+    return str(task)
 
 
 def revision_of(c: Any, values: Values) -> int:
@@ -174,7 +191,7 @@ VERBS = (
             COMMAND,
         ),
         lambda c, v: c.create_task(
-            v["task_id"],
+            task_of(v, "create"),
             message_of(v),
             workspace=v["workspace"],
             context=v["context"],
@@ -218,7 +235,7 @@ VERBS = (
         "POST /v1/tasks/{id}/reply",
         "Answer input_required: the task goes back to working.",
         (TASK, CALLER_REVISION, *MESSAGE, COMMAND, VERBOSE),
-        lambda c, v: c.reply(v["task_id"], revision_of(c, v), message_of(v), v["command_id"]),
+        lambda c, v: c.reply(task_of(v, "reply"), revision_of(c, v), message_of(v), v["command_id"]),
         Show("task"),
     ),
     Verb(
