@@ -5,7 +5,8 @@ Options are the HTTP fields: `--expected-revision` (alias `--rev`; optional for 
 task is read and its revision sent, `--verbose` says so), `--lease-timeout-seconds`, `--command-id`;
 the task id is the positional TASK (a TASK that cannot be an id while TEXT can is a swap, refused
 before sending). A message is TEXT, or `--file FILE` (`-` reads stdin). `--command-id` makes a retry
-the same command: the message id is derived from it, so the retry replays instead of conflicting. `--json` prints the HTTP answer: `{"task": …}` for a command."""
+the same command: the message id is derived from it, so the retry replays instead of conflicting.
+`--json` prints the HTTP answer: `{"task": …}` for a command."""
 
 from __future__ import annotations
 
