@@ -1,6 +1,8 @@
 """`dovecote notes …`: put, get, list (`ls`), delete (`rm`). A note is named by its ref (64 hex) or by
 its coordinates KEY RUN NAME (+ --author), from which the ref is computed locally. Bodies stream from
-and to files. `get` is the command agents run most: it imports neither rich nor the other groups."""
+and to files. `get` is the command agents run most: it imports neither rich nor the other groups. On a
+terminal a body that does not end with a newline gets one (the prompt on its own line); piped, the
+bytes are exact."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 
@@ -156,9 +158,29 @@ def _get(wanted: str, output: Path | None, meta: bool, as_json: bool) -> None:
         note(f"wrote {output}")
         return
     # No bar over a body that is itself being written to the terminal.
-    with transfer("download") if not sys.stdout.isatty() else nullcontext(None) as progress:
-        c.download_note(wanted, sys.stdout.buffer, progress=progress)
+    terminal = sys.stdout.isatty()
+    written = LastByte(sys.stdout.buffer)
+    with transfer("download") if not terminal else nullcontext(None) as progress:
+        c.download_note(wanted, written, progress=progress)  # type: ignore[arg-type]  # it writes, as IO[bytes]
+    if terminal and written.last not in (b"", b"\n"):
+        written.write(b"\n")  # the prompt on a line of its own; piped, the bytes stay exact
     sys.stdout.flush()
+
+
+class LastByte:
+    """A binary stream that remembers the last byte written through it."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self.last = b""
+
+    def write(self, data: bytes) -> int:
+        if data:
+            self.last = bytes(data[-1:])
+        return self._stream.write(data)
+
+    def flush(self) -> None:
+        self._stream.flush()
 
 
 register(
