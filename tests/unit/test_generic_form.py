@@ -62,8 +62,9 @@ def test_a_header_line_and_the_document_form(tmp_path: Path) -> None:
         (({"role": "user", "content": "a", "mood": "x"},), "line 1: mood is not a message field"),
         (({"session_id": "has space"}, {"role": "user", "content": "a"}), "session_id must be 1 to"),
         (({"session_id": "s"},), "the file holds no message"),
+        (({"type": "user", "sessionId": "s", "message": {}},), "line 1 is a Claude Code or Codex record"),
     ],
-    ids=["role", "content", "timestamp", "unknown field", "session id", "no message"],
+    ids=["role", "content", "timestamp", "unknown field", "session id", "no message", "claude code"],
 )
 def test_a_bad_line_is_named(tmp_path: Path, records: tuple[dict[str, object], ...], expected: str) -> None:
     path = lines(tmp_path / "bad.jsonl", *records)

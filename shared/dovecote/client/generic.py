@@ -111,6 +111,12 @@ def read_generic(path: Path, data: bytes, *, project: str | None = None, mtime: 
         raw_messages = [(i + 1, m) for i, m in enumerate(document["messages"])]
         where = "message"
     else:
+        if lines and not looks_generic(lines[0][1]) and {"type", "sessionId", "payload"} & set(lines[0][1]):
+            raise GenericFormError(
+                "line 1 is a Claude Code or Codex record, not the generic form: push it without --format "
+                "(its format is sniffed)",
+                1,
+            )
         if lines and "role" not in lines[0][1]:
             header = lines.pop(0)[1]
             unknown = sorted(set(header) - set(HEADER_FIELDS))
