@@ -107,9 +107,10 @@ class LocalControl:
         return _answer(start_response, 200, minted)
 
 
-def mint_any_authority(expires_in_days: int) -> Mint:
+def mint_any_authority(expires_in_days: int, *, admin_days: int | None = None) -> Mint:
     """The runtime's mint: the bootstrap path of TokenService (no admin principal), against the
-    runtime's own tokens table. Fields are checked by its gate; unknown fields are refused."""
+    runtime's own tokens table. Fields are checked by its gate; unknown fields are refused. Without
+    `expires_in_days` a token lasts `expires_in_days` days, an admin token `admin_days`."""
 
     def mint(body: dict[str, Any]) -> dict[str, Any]:
         from dovecote.admin.dynamo import DynamoTokenStore
@@ -124,7 +125,8 @@ def mint_any_authority(expires_in_days: int) -> Mint:
         for name in ("authority", "role", "worker", "agent"):
             if body.get(name) is not None and not isinstance(body[name], str):
                 raise InvalidArgument(f"{name} must be a string", field=name)
-        days = body.get("expires_in_days", expires_in_days)
+        default = admin_days if body.get("role") == "admin" and admin_days is not None else expires_in_days
+        days = body.get("expires_in_days", default)
         if not isinstance(days, int) or isinstance(days, bool):
             raise InvalidArgument("expires_in_days must be an integer", field="expires_in_days")
         service = TokenService(DynamoTokenStore(table=get_settings().tokens_table, dynamodb=aws.client("dynamodb")))

@@ -17,6 +17,7 @@ import secrets
 import shutil
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,11 @@ if TYPE_CHECKING:
 
 DEV_AUTHORITY = "dev"
 DEV_WORKER = "dev-worker"
-DEV_TOKEN_DAYS = 365
+DEV_TOKEN_DAYS = 365  # the caller and worker tokens: they outlive any dev session
+# The admin token mints and revokes every token of the authority: a week, renewed at a start that
+# finds less than a day left (with --data the tokens are kept across restarts).
+DEV_ADMIN_TOKEN_DAYS = 7
+ADMIN_RENEWAL_HOURS = 24
 # moto's credentials; its local S3 verifies signatures against them (infra/local/s3_auth.py).
 AWS_ACCESS_KEY = "testing"
 AWS_SECRET_KEY = "testing"  # noqa: S105 - moto's well-known stand-in, not a secret
@@ -200,7 +205,11 @@ class LocalRuntime:
         # `dovecote dev token`: a local-only route in front of the gateway (infra/local/control.py); its
         # secret is new at each start and reaches the CLI through the tokens file only.
         self._control_secret = secrets.token_urlsafe(32)
-        served_api = LocalControl(gateway, secret=self._control_secret, mint=mint_any_authority(DEV_TOKEN_DAYS))
+        served_api = LocalControl(
+            gateway,
+            secret=self._control_secret,
+            mint=mint_any_authority(DEV_TOKEN_DAYS, admin_days=DEV_ADMIN_TOKEN_DAYS),
+        )
         self._server = make_server(self.host, self.port, served_api, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
@@ -363,6 +372,7 @@ class LocalRuntime:
             {k: moto_endpoint + v[len(old) :] if v.startswith(old) else v for k, v in state["env"].items()}
         )
         self.tokens = json.loads((self.data_dir / TOKENS_FILE).read_text())
+        self._renew_admin_token()
         restore = self._store.restore
         loads = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in restore["load_s"].items())
         logging.getLogger("dovecote-dev").info(
@@ -399,9 +409,32 @@ class LocalRuntime:
 
         tokens = TokenService(DynamoTokenStore(table=get_settings().tokens_table, dynamodb=aws.client("dynamodb")))
         for role, worker in (("admin", ""), ("caller", ""), ("worker", DEV_WORKER)):
-            # Local tokens outlive any dev session; deployed ones get the settings' defaults.
-            token, _ = tokens.mint(None, DEV_AUTHORITY, role, worker, expires_in_days=DEV_TOKEN_DAYS)
+            # Local tokens outlive any dev session (the admin's a week); deployed ones get the settings' defaults.
+            days = DEV_ADMIN_TOKEN_DAYS if role == "admin" else DEV_TOKEN_DAYS
+            token, _ = tokens.mint(None, DEV_AUTHORITY, role, worker, expires_in_days=days)
             self.tokens[role] = token
+
+    def _renew_admin_token(self) -> None:
+        """A kept admin token (`--data DIR`) with less than a day left, or gone, is replaced by a new
+        one of a week, recorded in DIR: the tokens file and the profiles get it at this start."""
+        from dovecote.admin.dynamo import DynamoTokenStore
+        from dovecote.admin.model import parse_token
+        from dovecote.admin.service import TokenService
+        from dovecote.platform import aws
+        from dovecote.platform.clock import utc_now
+        from dovecote.platform.settings import get_settings
+        from infra.local.snapshot import write_atomically
+
+        assert self.data_dir is not None
+        store = DynamoTokenStore(table=get_settings().tokens_table, dynamodb=aws.client("dynamodb"))
+        token_id = parse_token(self.tokens.get("admin", ""))
+        record = store.get(token_id) if token_id else None
+        expires = record.expires_at if record is not None and not record.revoked_at else None
+        if not admin_renewal_due(expires, utc_now()):
+            return
+        token, _ = TokenService(store).mint(None, DEV_AUTHORITY, "admin", "", expires_in_days=DEV_ADMIN_TOKEN_DAYS)
+        self.tokens["admin"] = token
+        write_atomically(self.data_dir / TOKENS_FILE, lambda f: f.write(json.dumps(self.tokens, indent=2).encode()))
 
     def _write_tokens_file(self) -> None:
         self.tokens_file.parent.mkdir(parents=True, exist_ok=True)
@@ -434,6 +467,16 @@ class LocalRuntime:
         if self._umask is not None:
             os.umask(self._umask)  # an in-process runtime (bench) gives its process its umask back
             self._umask = None
+
+
+def admin_renewal_due(expires_at: str | None, now: datetime) -> bool:
+    """Whether a kept admin token (its `expires_at`, None when it is gone or revoked) is to be
+    replaced at this start: less than ADMIN_RENEWAL_HOURS left."""
+    if expires_at is None:
+        return True
+    from dovecote.platform.clock import rfc3339
+
+    return expires_at <= rfc3339(now + timedelta(hours=ADMIN_RENEWAL_HOURS))
 
 
 class DataDirBusy(RuntimeError):

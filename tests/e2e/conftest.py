@@ -22,6 +22,7 @@ from dovecote.client.worker import Worker
 from tests.conftest import ROOT
 
 READY_SECONDS = 120
+READY_LINE = "stop: Ctrl-C"  # the last line of `dovecote dev`'s banner
 
 
 def _free_port() -> int:
@@ -31,9 +32,12 @@ def _free_port() -> int:
 
 
 @contextmanager
-def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
+def start_dev(
+    directory: Path, *extra: str, settings: dict[str, str] | None = None, config_home: Path | None = None
+) -> Iterator[dict[str, Any]]:
     """`dovecote dev` as a real process on a free port, its log in `directory`; yields the endpoint,
-    the tokens, the log file and the process. `settings`: DOVECOTE_* variables the runtime starts with.
+    the tokens, the log file and the process. `settings`: DOVECOTE_* variables the runtime starts with;
+    `config_home`: the XDG_CONFIG_HOME it writes its profiles to (default `directory/config`).
     Its state goes to `directory/data` unless `extra` names a `--data` (never the shared default
     `.dovecote/data`)."""
     if "--data" not in extra:
@@ -43,7 +47,9 @@ def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = No
     log_file = directory / "dev.log"
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))} | (settings or {})
-    env["XDG_CONFIG_HOME"] = str(directory / "config")  # its `dev` profiles: never the user's config
+    config_home = config_home or directory / "config"
+    env["XDG_CONFIG_HOME"] = str(config_home)  # its `dev` profiles: never the user's config
+    directory.mkdir(parents=True, exist_ok=True)
     log = log_file.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "dovecote.cli", "dev", "--port", str(port), "--tokens-file", str(tokens_file), *extra],
@@ -61,7 +67,8 @@ def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = No
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise RuntimeError(f"dovecote dev exited early:\n{log_file.read_text()}")
-            if tokens_file.exists():
+            # Ready: serving, and its banner printed (the profiles are written before it).
+            if tokens_file.exists() and READY_LINE in log_file.read_text(errors="replace"):
                 try:
                     if httpx.get(endpoint + "/v1/health", timeout=1).status_code == 200:
                         break
@@ -77,7 +84,7 @@ def start_dev(directory: Path, *extra: str, settings: dict[str, str] | None = No
             "endpoint": data["endpoint"],
             "tokens": data["tokens"],
             "tokens_file": tokens_file,
-            "config_home": directory / "config",
+            "config_home": config_home,
             "log": log_file,
             "process": process,
         }

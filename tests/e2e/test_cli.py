@@ -287,3 +287,30 @@ def test_revision_and_fence_are_named_options(own: Authority) -> None:
     assert positional.returncode == 2  # usage: bare numbers are not accepted
     missing = run(worker, "worker", "accept", "t1", "--rev", "1")
     assert missing.returncode == 2 and b"--fence" in missing.stderr
+
+
+def test_a_caller_command_reads_the_revision_when_rev_is_omitted(own: Authority) -> None:
+    """People need not look up a revision to cancel or reply: without --rev the command reads the task
+    and sends its revision (--verbose says so). The SDK and HTTP keep expected_revision required."""
+    caller, worker = as_role(own, "caller"), as_role(own, "worker", "w-rev")
+    asked = uid("rev")
+    as_json(run(caller, "tasks", "create", asked, "question?", "--json"))
+    fence = str(as_json(run(worker, "worker", "acquire", asked, "--json"))["assignment"]["fence"])
+    as_json(run(worker, "worker", "accept", asked, "--rev", "1", "--fence", fence, "--json"))
+    as_json(run(worker, "worker", "request-input", asked, "which one?", "--rev", "2", "--fence", fence, "--json"))
+    replied = run(caller, "tasks", "reply", asked, "the blue one", "--verbose", "--json")
+    assert as_json(replied)["task"]["state"] == "working"
+    assert replied.stderr.decode() == f"--rev not given: read task {asked} at revision 3 (input_required); sent it\n"
+    cancelled = run(caller, "tasks", "cancel", asked)
+    assert cancelled.returncode == 0 and b"canceled" in cancelled.stdout and cancelled.stderr == b""
+    # A stale revision given by hand is still the compare-and-swap's conflict.
+    other = uid("rev")
+    as_json(run(caller, "tasks", "create", other, "x", "--json"))
+    stale = run(caller, "tasks", "cancel", other, "--rev", "7")
+    assert stale.returncode == 1 and stale.stderr.startswith(b"error: 409 revision_conflict")
+    import inspect
+
+    from dovecote.client import DovecoteClient
+
+    for method in (DovecoteClient.cancel, DovecoteClient.reply):
+        assert inspect.signature(method).parameters["expected_revision"].default is inspect.Parameter.empty

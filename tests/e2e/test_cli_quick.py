@@ -179,3 +179,58 @@ def test_a_stdout_that_refuses_the_body_is_one_error_line_either_way(
         said_by.append((done.returncode, done.stderr.decode()))
     assert said_by[0] == said_by[1]
     assert said_by[0][0] == 1 and said_by[0][1].startswith("error:") and said_by[0][1].count("\n") == 1
+
+
+def on_a_terminal(env: dict[str, str], *args: str) -> bytes:
+    """What `dovecote ARGS` writes to stdout when stdout is a terminal (a pseudo-terminal here; its
+    line discipline writes each \\n as \\r\\n)."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dovecote.cli", *args], stdout=follower, stderr=subprocess.PIPE, env=env, cwd=ROOT
+    )
+    os.close(follower)
+    shown = bytearray()
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            process.kill()
+            raise AssertionError("no output in 60 s")
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other side is closed, the command is done
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert process.wait(timeout=60) == 0, process.stderr.read() if process.stderr else b""
+    return bytes(shown)
+
+
+def test_a_body_without_a_final_newline_gets_one_on_a_terminal_only(dev_runtime: dict[str, Any]) -> None:
+    """On a terminal the prompt came right after the body; piped, the bytes stay exact. Both paths: the
+    quick one (an inline body) and the full command (a body behind a download URL)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")} | {
+        "DOVECOTE_ENDPOINT": dev_runtime["endpoint"],
+        "DOVECOTE_TOKEN": dev_runtime["tokens"]["caller"],
+    }
+    key = f"tty-{uuid.uuid4().hex[:8]}"
+    large = b"x" * (INLINE_LIMIT + 10)
+    for name, body in (("small", b"no newline"), ("lines", b"one\ntwo\n"), ("large", large)):
+        put = subprocess.run(
+            [sys.executable, "-m", "dovecote.cli", "notes", "put", key, "1", name],
+            input=body, capture_output=True, env=env, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert put.returncode == 0, put.stderr
+    assert on_a_terminal(env, "notes", "get", key, "1", "small") == b"no newline\r\n"
+    assert on_a_terminal(env, "notes", "get", key, "1", "lines") == b"one\r\ntwo\r\n"  # none added
+    assert on_a_terminal(env, "notes", "get", key, "1", "large") == large + b"\r\n"
+    for name, body in (("small", b"no newline"), ("large", large)):
+        piped = subprocess.run(
+            [sys.executable, "-m", "dovecote.cli", "notes", "get", key, "1", name],
+            capture_output=True, env=env, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert piped.stdout == body

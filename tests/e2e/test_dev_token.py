@@ -136,3 +136,25 @@ def test_bootstrap_takes_its_region_from_aws_region(tmp_path: Path) -> None:
     # The region was found: what fails now is the (closed) endpoint.
     assert result.returncode != 0 and "no AWS region" not in result.stderr, result.stderr
     assert "storage dependency failed" in result.stderr or "cannot reach AWS" in result.stderr
+
+
+def test_dev_admin_tokens_are_short_lived_and_the_banner_says_so(dev_runtime: dict[str, Any]) -> None:
+    """Admin tokens mint and revoke every token of the authority: the dev runtime's lasts 7 days (it
+    is renewed at a start that finds it due), as does one from `dovecote dev token --role admin`; the
+    caller and worker tokens keep their year."""
+    from datetime import UTC, datetime, timedelta
+
+    def lifetime(token: str) -> timedelta:
+        expires = whoami(dev_runtime["endpoint"], token)["expires_at"]
+        return datetime.fromisoformat(expires.replace("Z", "+00:00")) - datetime.now(UTC)
+
+    assert timedelta(days=6) < lifetime(dev_runtime["tokens"]["admin"]) <= timedelta(days=7)
+    assert lifetime(dev_runtime["tokens"]["caller"]) > timedelta(days=300)
+    assert lifetime(dev_runtime["tokens"]["worker"]) > timedelta(days=300)
+    minted = dovecote(
+        "dev", "token", "--authority", "short-" + uuid.uuid4().hex[:6], "--role", "admin",
+        "--tokens-file", str(dev_runtime["tokens_file"]),
+    )  # fmt: skip
+    assert minted.returncode == 0, minted.stderr
+    assert lifetime(minted.stdout.strip()) <= timedelta(days=7)
+    assert "the admin token lasts 7 days" in dev_runtime["log"].read_text()

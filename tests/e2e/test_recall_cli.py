@@ -183,3 +183,30 @@ def test_push_sends_again_what_another_authority_lacks(dev_runtime: dict[str, An
         assert (again["pushed"], again["unchanged"]) == (0, 2), again
         found = json.loads(runner.invoke(app, ["recall", "search", "hoge python3", "--json"], env=env).stdout)
         assert found["count"] >= 1
+
+
+def test_push_sends_a_generic_conversation(own_cli: Any, tmp_path: Path) -> None:
+    """A conversation of any other tool, `{"role", "content"}` per line, is pushed in the generic form
+    (sniffed, or with --format generic), found by search, and not sent again while unchanged; a bad
+    line fails that file with its line number and sends nothing of it."""
+    marker = "gen" + uuid.uuid4().hex[:10]
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(
+        json.dumps({"role": "user", "content": f"where is the {marker} config?"})
+        + "\n"
+        + json.dumps({"role": "assistant", "content": "in etc, next to the others"})
+        + "\n"
+    )
+    state = str(tmp_path / "state.json")
+    first = own_cli("push", str(chat), "--state", state, "--json")
+    assert first.exit_code == 0, first.output
+    assert (json.loads(first.stdout)["pushed"], json.loads(first.stdout)["messages"]) == (1, 2)
+    found = json.loads(own_cli("search", marker, "--source", "generic", "--json").stdout)
+    assert found["count"] == 1 and found["results"][0]["session_id"].startswith("chat-")
+    again = json.loads(own_cli("push", str(chat), "--state", state, "--format", "generic", "--json").stdout)
+    assert (again["pushed"], again["unchanged"]) == (0, 1)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"role": "user", "content": "a"}) + "\n" + json.dumps({"role": "bot", "content": "b"}))
+    refused = own_cli("push", str(bad), "--state", state, "--json")
+    assert refused.exit_code == 1
+    assert json.loads(refused.stdout)["failures"][0]["error"].startswith("not the generic form: line 2: role")

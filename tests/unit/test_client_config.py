@@ -1,11 +1,13 @@
 """Where the SDK, the CLI and the MCP server find an endpoint and a token (dovecote.client.config), from
 a working directory outside any clone, with HOME and XDG_CONFIG_HOME in temporary directories: an
 explicit profile, then DOVECOTE_ENDPOINT / DOVECOTE_TOKEN (or DOVECOTE_TOKENS_FILE), then the
-DOVECOTE_PROFILE / default / dev profile, then the nearest .dovecote/dev-tokens.json up the tree."""
+DOVECOTE_PROFILE / default profile, then the nearest .dovecote/dev-tokens.json up the tree, then the
+dev profile."""
 
 from __future__ import annotations
 
 import json
+import os
 import stat
 import threading
 import tomllib
@@ -57,8 +59,7 @@ def test_the_nearest_tokens_file_up_the_tree(place: Path) -> None:
     assert (found.endpoint, found.token, found.source) == ("http://near", "a", str(nearer))
 
 
-def test_a_profile_comes_before_the_tokens_file_and_roles_pick_their_profile(place: Path) -> None:
-    tokens_file(place / "work", "http://file")
+def test_roles_pick_their_profile(place: Path) -> None:
     save_profiles(
         {
             "dev": {"endpoint": "http://dev", "token": "dev-caller"},
@@ -90,12 +91,9 @@ def test_environment_and_explicit_choices(place: Path, monkeypatch: pytest.Monke
     with pytest.raises(DovecoteError) as bad:
         resolve(profile="../x")
     assert bad.value.code == "invalid_argument"
-    # Half the environment: the token of the profile found, at the endpoint named.
-    monkeypatch.delenv("DOVECOTE_TOKEN")
-    monkeypatch.delenv("DOVECOTE_PROFILE")
-    assert (resolve().endpoint, resolve().token) == ("http://env", "t-dev")
-    # DOVECOTE_TOKENS_FILE is explicit: it beats the profiles.
+    # DOVECOTE_TOKENS_FILE is explicit: it beats the profiles (half the environment is an error: below).
     named = tokens_file(place / "elsewhere", "http://named")
+    monkeypatch.delenv("DOVECOTE_TOKEN")
     monkeypatch.delenv("DOVECOTE_ENDPOINT")
     monkeypatch.setenv("DOVECOTE_TOKENS_FILE", str(named))
     assert resolve("worker").endpoint == "http://named"
@@ -156,3 +154,90 @@ def test_a_broken_file_is_a_configuration_error(place: Path) -> None:
 @given(st.text())
 def test_any_string_round_trips_through_toml(value: str) -> None:
     assert tomllib.loads(f"v = {toml_string(value)}")["v"] == value
+
+
+# ---- issue 29: planted tokens files, one source per token, the clone's runtime first ------------------
+
+
+def test_a_profile_name_with_a_trailing_newline_is_refused(place: Path) -> None:
+    for name in ("dev\n", "dev\r", "a b"):
+        with pytest.raises(DovecoteError) as caught:
+            resolve(profile=name)
+        assert caught.value.code == "invalid_argument"
+    with pytest.raises(DovecoteError):
+        save_profiles({"dev\n": {"endpoint": "http://a", "token": "t"}})
+
+
+def test_a_tokens_file_others_can_write_is_refused(place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `.dovecote/dev-tokens.json` in a directory anyone can write (planted under /tmp, say) would
+    receive the user's token and transcripts: it is used only when the user owns it and no one else
+    can write it or its directory."""
+    planted = tokens_file(place / "work", "http://planted")
+    planted.chmod(0o666)
+    with pytest.raises(DovecoteError) as writable:
+        resolve()
+    assert writable.value.code == "configuration" and str(planted) in writable.value.message
+    assert "others can write it" in writable.value.message
+    planted.chmod(0o600)
+    planted.parent.chmod(0o777)
+    with pytest.raises(DovecoteError) as folder:
+        resolve()
+    assert f"others can write its directory {planted.parent}" in folder.value.message
+    planted.parent.chmod(0o700)
+    assert resolve().endpoint == "http://planted"
+    # Owned by someone else (root may chown; here the user's id is made to differ).
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(planted).st_uid + 1)
+    with pytest.raises(DovecoteError) as owner:
+        resolve()
+    assert "it belongs to uid" in owner.value.message
+    # The rule holds for a file named by DOVECOTE_TOKENS_FILE too.
+    monkeypatch.setenv("DOVECOTE_TOKENS_FILE", str(planted))
+    with pytest.raises(DovecoteError):
+        resolve()
+
+
+def test_half_the_environment_is_never_paired_with_another_source(place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token goes only to an endpoint from the same source: DOVECOTE_TOKEN alone is not sent to a
+    profile's or a tokens file's endpoint, nor DOVECOTE_ENDPOINT given a profile's token."""
+    save_profiles({"dev": {"endpoint": "http://dev", "token": "t-dev"}})
+    tokens_file(place / "work", "http://file")
+    monkeypatch.setenv("DOVECOTE_TOKEN", "t-env")
+    with pytest.raises(DovecoteError) as token_only:
+        resolve()
+    message = token_only.value.message
+    assert token_only.value.code == "configuration"
+    assert message.startswith("DOVECOTE_TOKEN is set but DOVECOTE_ENDPOINT is not") and "same place" in message
+    monkeypatch.delenv("DOVECOTE_TOKEN")
+    monkeypatch.setenv("DOVECOTE_ENDPOINT", "http://env")
+    with pytest.raises(DovecoteError) as endpoint_only:
+        resolve()
+    assert endpoint_only.value.message.startswith("DOVECOTE_ENDPOINT is set but DOVECOTE_TOKEN is not")
+    # --profile names one source whole: the environment's half is not mixed in.
+    chosen = resolve(profile="dev")
+    assert (chosen.endpoint, chosen.token) == ("http://dev", "t-dev")
+
+
+def test_each_source_names_where_the_token_came_from(place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOVECOTE_ENDPOINT", "http://env")
+    monkeypatch.setenv("DOVECOTE_TOKEN", "t-env")
+    env = resolve()
+    assert (env.source, env.token_source) == ("DOVECOTE_ENDPOINT", "DOVECOTE_TOKEN")
+    assert env.settings == "the environment (DOVECOTE_ENDPOINT, DOVECOTE_TOKEN)"
+    monkeypatch.delenv("DOVECOTE_ENDPOINT")
+    monkeypatch.delenv("DOVECOTE_TOKEN")
+    path = save_profiles({"dev": {"endpoint": "http://dev", "token": "t"}})
+    dev = resolve("worker")
+    assert dev.settings == f"profile dev in {path}" and dev.token_source == dev.source
+    assert "no profile dev-worker" in dev.role_hint and "--profile dev-worker" in dev.role_hint
+    assert resolve("caller").role_hint == ""
+
+
+def test_the_clones_own_runtime_comes_before_the_dev_profile(place: Path) -> None:
+    """A second `dovecote dev` elsewhere rewrites the `dev` profile: inside a clone, the clone's own
+    tokens file answers. `default` (written by `dovecote login`, a choice of the user's) stays first."""
+    save_profiles({"dev": {"endpoint": "http://other-clone", "token": "t-other"}})
+    own = tokens_file(place / "work", "http://this-clone")
+    found = resolve()
+    assert (found.endpoint, found.token, found.settings) == ("http://this-clone", "c", f"file {own}")
+    save_profiles({"default": {"endpoint": "https://cloud", "token": "login"}})
+    assert resolve().endpoint == "https://cloud"

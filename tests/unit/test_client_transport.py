@@ -330,3 +330,28 @@ def test_undeclared_utf8_text_is_text_on_the_upload_path_too_and_a_corrupt_downl
         c.download_note("r", tmp_path / "x")
     assert caught.value.code == "integrity"
     assert not (tmp_path / "x").exists()  # a failed download leaves nothing
+
+
+def test_a_refused_or_wrong_role_token_is_blamed_on_where_the_token_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bad DOVECOTE_TOKEN is DOVECOTE_TOKEN's fault, not DOVECOTE_ENDPOINT's; a token of the wrong
+    role says which role the command needs and how to give it one."""
+    for name in ("DOVECOTE_TOKENS_FILE", "DOVECOTE_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("DOVECOTE_ENDPOINT", "http://dovecote.test")
+    monkeypatch.setenv("DOVECOTE_TOKEN", "dvc_t_bad")
+    gateway = httpx.MockTransport(lambda request: httpx.Response(403, json={"message": "Forbidden"}))
+    with DovecoteClient.from_env(transport=gateway, max_attempts=1) as sdk, pytest.raises(DovecoteError) as refused:
+        sdk.whoami()
+    assert "the token was refused (the token from DOVECOTE_TOKEN)" in refused.value.message
+    wrong = envelope(403, "forbidden", role="caller", allowed=["worker"])
+    wrong_role = httpx.MockTransport(lambda request: wrong)
+    with DovecoteClient.from_env("worker", transport=wrong_role, max_attempts=1) as sdk:
+        with pytest.raises(DovecoteError) as caught:
+            sdk.claim("c1")
+    message = caught.value.message
+    assert caught.value.code == "forbidden" and caught.value.details == {"role": "caller", "allowed": ["worker"]}
+    assert "this command needs a worker token; the token from DOVECOTE_TOKEN is a caller token" in message
+    assert "DOVECOTE_TOKEN is the token of every role: set it to a worker token" in message

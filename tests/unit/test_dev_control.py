@@ -65,3 +65,15 @@ def test_a_domain_error_is_its_envelope_and_the_rest_goes_to_the_gateway(client:
     assert too_big.status_code == 400
     assert client.get("/v1/health", environ_overrides={"REMOTE_ADDR": "10.0.0.7"}).data == b"from the gateway"
     assert MINTED == []
+
+
+def test_the_dev_admin_token_is_renewed_when_it_has_less_than_a_day_left() -> None:
+    from datetime import UTC, datetime
+
+    from infra.local.runtime import admin_renewal_due
+
+    now = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
+    assert admin_renewal_due(None, now)  # not found (a DIR from before, or revoked and gone)
+    assert admin_renewal_due("2026-01-11T11:59:59Z", now)
+    assert not admin_renewal_due("2026-01-11T12:00:01Z", now)
+    assert admin_renewal_due("2026-01-09T00:00:00Z", now)

@@ -3,7 +3,11 @@
 Once the runtime is ready it writes the tokens file (`.dovecote/dev-tokens.json`, the runtime's) and a
 profile per role into ~/.config/dovecote/config.toml (0600): `dev` (the caller token), `dev-worker`
 and `dev-admin`, so the CLI and the MCP server reach it from any directory (`--write-profile NAME`
-picks another name, `--write-profile ''` writes none).
+picks another name, `--write-profile ''` writes none). A second runtime (another clone, another port)
+never takes those names over from a first one that still answers: it writes `dev-PORT`,
+`dev-PORT-worker` and `dev-PORT-admin` instead and says so (and writes none, saying why, when those
+too point at another live runtime). Inside a clone the CLI uses the clone's own tokens file before
+the `dev` profile (dovecote.client.config).
 
 `dev` is a group that runs the runtime when no subcommand is given, so local-only subcommands can sit
 under it. The runtime is the checkout's (`infra/` is not installed): its root goes on the path.
@@ -15,15 +19,17 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 
 from dovecote.cli.common import EXIT_UNREACHABLE, EXIT_USAGE, CliError, say
 from dovecote.cli.devtoken import dev_token
 from dovecote.cli.groups import new_app
-from dovecote.client.config import save_profiles
+from dovecote.client.config import load_profiles, save_profiles
 
 app = new_app("Run the whole service locally.", no_args_is_help=False, invoke_without_command=True)
 ROLES = ("caller", "worker", "admin")
@@ -40,15 +46,53 @@ def checkout() -> Path:
     return root
 
 
-def write_profiles(name: str, tokens_file: Path) -> tuple[Path, list[str]]:
-    """`name` (the caller token), `name-worker` and `name-admin`, from the tokens file the runtime wrote."""
+def answers(endpoint: str) -> bool:
+    """Whether a Dovecote answers at `endpoint` now (`GET /v1/health`, one second at most)."""
+    import httpx
+
+    try:
+        return httpx.get(endpoint.rstrip("/") + "/v1/health", timeout=1.0).status_code == 200
+    except (httpx.HTTPError, ValueError):
+        return False
+
+
+def _names(name: str) -> list[str]:
+    return [name if role == "caller" else f"{name}-{role}" for role in ROLES]
+
+
+def _held_elsewhere(name: str, endpoint: str, live: Callable[[str], bool]) -> str:
+    """The endpoint of another live runtime that profile `name` (or its -worker, -admin) points at, or ''."""
+    existing = load_profiles()
+    for profile in _names(name):
+        other = existing.get(profile, {}).get("endpoint")
+        if isinstance(other, str) and other.rstrip("/") != endpoint.rstrip("/") and live(other):
+            return other
+    return ""
+
+
+def write_profiles(
+    name: str, tokens_file: Path, *, live: Callable[[str], bool] = answers
+) -> tuple[Path | None, list[str], str]:
+    """`name` (the caller token), `name-worker` and `name-admin`, from the tokens file the runtime
+    wrote: (the config file, the profiles written, why they are not `name`'s). Profiles that point at
+    another runtime that still answers are never overwritten: `name-PORT` is written instead, or
+    nothing when that is taken too."""
     written = json.loads(tokens_file.read_text())
+    endpoint = str(written["endpoint"])
+    chosen, why = name, ""
+    other = _held_elsewhere(name, endpoint, live)
+    if other:
+        chosen = f"{name}-{urlsplit(endpoint).port}"
+        why = f"the profiles {', '.join(_names(name))} point at another running dovecote dev ({other}), kept"
+        taken = _held_elsewhere(chosen, endpoint, live)
+        if taken:
+            return None, [], f"{why}; so do {', '.join(_names(chosen))} ({taken}): no profile written"
     profiles = {
-        (name if role == "caller" else f"{name}-{role}"): {"endpoint": written["endpoint"], "token": token}
+        (chosen if role == "caller" else f"{chosen}-{role}"): {"endpoint": endpoint, "token": token}
         for role, token in written["tokens"].items()
         if role in ROLES
     }
-    return save_profiles(profiles), sorted(profiles)
+    return save_profiles(profiles), sorted(profiles), why
 
 
 @app.callback()
@@ -142,10 +186,17 @@ def dev(
             code="unavailable",
         ) from None
     say(f"Dovecote dev runtime ready at {runtime.endpoint}")
-    say(f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker)")
+    say(
+        f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker; the admin token lasts 7 days, "
+        "renewed at a start when less than a day is left; the others 365)"
+    )
     if write_profile:
-        path, names = write_profiles(write_profile, tokens_file)
-        say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory)")
+        path, names, why = write_profiles(write_profile, tokens_file)
+        if why:
+            say(f"profiles: {why}")
+        if path is not None:
+            use = f"; use `--profile {names[0]}`" if why else ""
+            say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory{use})")
     say(f"data: {data} (kept across restarts; --fresh starts empty)")
     say("try: .venv/bin/dovecote whoami    stop: Ctrl-C")
     if os.environ.get("DOVECOTE_EMBEDDER", "off") not in ("", "off"):

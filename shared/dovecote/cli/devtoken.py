@@ -38,7 +38,7 @@ def dev_token(
     role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
     worker: TokenWorker = None,
     agent: TokenAgent = None,
-    expires_in_days: Annotated[int | None, typer.Option(help="Lifetime in days (default 365, as dev tokens).")] = None,
+    expires_in_days: Annotated[int | None, typer.Option(help="Lifetime in days (default 365; admin tokens 7).")] = None,
     tokens_file: Annotated[
         Path | None,
         typer.Option(help="The running runtime's tokens file (default: DOVECOTE_TOKENS_FILE, else the dev one)."),
@@ -50,8 +50,11 @@ def dev_token(
     import httpx
 
     from dovecote.client import DovecoteError
+    from dovecote.client.config import check_tokens_file
 
     path = running_tokens_file(tokens_file)
+    if path.is_file():
+        check_tokens_file(path)  # a file others could plant: its endpoint would get the mint request
     try:
         document = json.loads(path.read_text())
         endpoint, secret = str(document["endpoint"]), str(document["control"])

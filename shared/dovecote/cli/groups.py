@@ -29,9 +29,10 @@ coercion.install()  # plain values without pydantic (dovecote.cli.coercion)
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 the API answered an error; 2 usage (bad arguments, a missing file); "
     "3 nothing claimable, or a wait timed out; 4 Dovecote unreachable or not configured. "
-    "Endpoint and token: --profile NAME, else DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, else the "
-    "DOVECOTE_PROFILE, default or dev profile of ~/.config/dovecote/config.toml (`dovecote login`, "
-    "`dovecote dev`), else the nearest .dovecote/dev-tokens.json. With --json errors are JSON on stdout. "
+    "Endpoint and token (both from one place): --profile NAME, else DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, "
+    "else the DOVECOTE_PROFILE or default profile of ~/.config/dovecote/config.toml (`dovecote login`), "
+    "else the nearest .dovecote/dev-tokens.json (yours, writable by no one else), else the dev profile "
+    "(`dovecote dev`); `dovecote whoami` says which. With --json errors are JSON on stdout. "
     "DOVECOTE_DEBUG=1 shows tracebacks."
 )
 
@@ -82,6 +83,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "tokens": ("dovecote.cli.tokens", "app", "Bearer tokens: mint, list, revoke (admin); bootstrap."),
     "whoami": ("dovecote.cli.tokens", "whoami_app", "Who the token is: authority, role, worker, agent, expiry."),
     "login": ("dovecote.cli.login", "app", "Verify an endpoint and a token, and keep them as a profile."),
+    "logout": ("dovecote.cli.login", "logout_app", "Remove a profile (and its -worker, -admin profiles)."),
     "health": ("dovecote.cli.login", "health_app", "Is the endpoint up? (no token needed)"),
     "dev": ("dovecote.cli.dev", "app", "Run the whole service locally (moto, the API Gateway emulator)."),
     "mcp": ("dovecote.cli.mcp", "app", "Serve the tools over the Model Context Protocol (stdio or HTTP)."),
@@ -114,6 +116,22 @@ class RootGroup(VerbGroup):
             found = load(cmd_name)
             self.add_command(found, cmd_name)
         return found
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """An unknown command suggests the nearest ones (`note` → `notes`). typer suggests only among
+        the groups already loaded, and here they load on first use: the table's names are the list."""
+        from difflib import get_close_matches
+
+        from typer._click.exceptions import UsageError
+
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            if args and "Did you mean" not in exc.message:
+                matches = get_close_matches(args[0], self.list_commands(ctx), cutoff=0.75)
+                if matches:
+                    exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         # The short help from the table: `dovecote --help` imports none of the groups.

@@ -1,5 +1,5 @@
 """`dovecote login` (verify an endpoint and a token with `GET /v1/whoami`, then keep them as a profile
-of ~/.config/dovecote/config.toml, 0600) and `dovecote health`."""
+of ~/.config/dovecote/config.toml, 0600), `dovecote logout` (remove a profile) and `dovecote health`."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ import typer
 from dovecote.cli.common import EXIT_USAGE, CliError, Json, client, emit, note, print_json, say
 from dovecote.cli.groups import new_app
 from dovecote.client import DovecoteClient
-from dovecote.client.config import check_profile_name, save_profiles
+from dovecote.client.config import check_profile_name, remove_profiles, save_profiles
+from dovecote.client.errors import DovecoteError
 
 app = new_app("Keep an endpoint and a token as a profile.", no_args_is_help=False)
 health_app = new_app("Is the endpoint up?", no_args_is_help=False)
+logout_app = new_app("Remove a profile.", no_args_is_help=False)
 
 
 def who(answer: dict[str, str | None]) -> str:
@@ -48,7 +50,35 @@ def login(
     say(f"profile {profile} written to {path}")
 
 
+@logout_app.command("logout")
+def logout(
+    profile: Annotated[str, typer.Option("--profile", help="The profile to remove (with its -worker, -admin).")] = (
+        "default"
+    ),
+    as_json: Json = False,
+) -> None:
+    """Remove a profile from ~/.config/dovecote/config.toml, with its role profiles NAME-worker and
+    NAME-admin (`dovecote logout --profile dev` removes what `dovecote dev` wrote). The tokens
+    themselves stay valid until they expire or an admin revokes them (`dovecote tokens revoke`)."""
+    try:
+        path, removed = remove_profiles(profile)
+    except DovecoteError as exc:
+        raise CliError(exc.message, EXIT_USAGE, details=exc.details) from None
+    if as_json:
+        print_json({"removed": removed, "config": str(path)})
+        return
+    say(
+        f"removed the profiles {', '.join(removed)} from {path}"
+        if len(removed) > 1
+        else f"removed the profile {removed[0]} from {path}"
+    )
+    say("the tokens stay valid until they expire or are revoked (`dovecote tokens revoke TOKEN_ID`)")
+
+
 @health_app.command("health")
 def health(as_json: Json = False) -> None:
-    """Is the endpoint up? (`GET /v1/health`, no token needed.)"""
-    emit(client().health(), as_json)
+    """Is the endpoint up? (`GET /v1/health`, no token needed.) Prints the endpoint that answered and
+    where the settings came from, as `whoami` does (--json: the HTTP answer alone)."""
+    sdk = client()
+    answer = sdk.health()
+    emit(answer if as_json else {**answer, "endpoint": sdk.endpoint, "settings": sdk.settings}, as_json)

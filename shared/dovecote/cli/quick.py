@@ -152,4 +152,6 @@ def notes_get(args: list[str]) -> int | None:
     if data is None:
         return None
     sys.stdout.buffer.write(data)
+    if data and not data.endswith(b"\n") and sys.stdout.isatty():
+        sys.stdout.buffer.write(b"\n")  # the prompt on a line of its own, as `notes get` does (notes.py)
     return 0

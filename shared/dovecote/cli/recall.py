@@ -1,10 +1,12 @@
 """`dovecote recall …`: push transcripts and recall them.
 
-push walks `~/.claude/projects` (Claude Code) and `~/.codex/sessions` (Codex CLI) style trees, sniffs
-each `.jsonl` file's format, asks the server which files it lacks (`POST /v1/transcripts/check`) and
-sends those (dovecote.client.capture). Small files are indexed inline; large ones go through a
-presigned upload and are indexed asynchronously. `--json` prints the HTTP answer of the read verbs
-(search, read, outline, topics, rebuild) and a summary of push.
+push walks `~/.claude/projects` (Claude Code) and `~/.codex/sessions` (Codex CLI) style trees (or the
+files and trees named; a name that does not exist is a usage error), sniffs each `.jsonl` file's
+format (Claude Code, Codex, or the generic form of any other tool: dovecote.client.generic), asks
+the server which files it lacks (`POST /v1/transcripts/check`) and sends those
+(dovecote.client.capture). Small files are indexed inline; large ones go through a presigned upload
+and are indexed asynchronously. `--json` prints the HTTP answer of the read verbs (search, read,
+outline, topics, rebuild) and a summary of push.
 """
 
 from __future__ import annotations
@@ -66,7 +68,15 @@ def push(
     paths: Annotated[
         list[Path] | None, typer.Argument(help="Files or trees (default: ~/.claude/projects ~/.codex/sessions).")
     ] = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="Force a format instead of sniffing each file.")] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="Force a format instead of sniffing each file: claude-code-jsonl, codex-jsonl, or generic (any "
+            'other tool\'s conversation: JSON lines {"role", "text" or "content", "timestamp"?}, or the '
+            "POST /v1/transcripts body; README, Recall).",
+        ),
+    ] = None,
     project: Annotated[str | None, typer.Option(help="Project label for every file (default: from the cwd).")] = None,
     state: Annotated[
         Path, typer.Option(help="Where the SHA-256 of pushed files is kept (used when the server cannot say).")
@@ -86,7 +96,12 @@ def push(
     private_umask()  # the state and the log are the user's only
     if fmt is not None and fmt not in FORMATS:
         raise CliError(f"--format must be one of {', '.join(FORMATS)}", EXIT_USAGE)
+    for given in paths or []:
+        if not given.expanduser().exists():
+            raise CliError(f"no such file or directory: {given}", EXIT_USAGE, details={"file": str(given)})
     roots = paths or [Path("~/.claude/projects"), Path("~/.codex/sessions")]
+    if not paths and not any(root.expanduser().exists() for root in roots):
+        note("no ~/.claude/projects or ~/.codex/sessions here: name files or trees to push")
     pusher = TranscriptPusher(client(), state, fmt=fmt, project=project, force=force)
     if watch:
         _watch(pusher, roots, interval, log, as_json)

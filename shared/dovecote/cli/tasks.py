@@ -1,13 +1,16 @@
 """`dovecote tasks …`: the caller's verbs, one per route of API.md § Tasks (the worker's are in
 `worker.py`), built from one table (`dovecote.cli.verbs`).
 
-Options are the HTTP fields: `--expected-revision` (alias `--rev`), `--lease-timeout-seconds`,
-`--command-id`; the task id is the positional TASK. A message is TEXT, or `--file FILE` (`-` reads
-stdin). `--command-id` makes a retry the same command: the message id is derived from it, so the retry
-replays instead of conflicting. `--json` prints the HTTP answer: `{"task": …}` for a command."""
+Options are the HTTP fields: `--expected-revision` (alias `--rev`; optional for a person: omitted, the
+task is read and its revision sent, `--verbose` says so), `--lease-timeout-seconds`, `--command-id`;
+the task id is the positional TASK (a TASK that cannot be an id while TEXT can is a swap, refused
+before sending). A message is TEXT, or `--file FILE` (`-` reads stdin). `--command-id` makes a retry
+the same command: the message id is derived from it, so the retry replays instead of conflicting.
+`--json` prints the HTTP answer: `{"task": …}` for a command."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from typing import Annotated, Any
 
@@ -27,10 +30,12 @@ from dovecote.cli.common import (
     emit,
     field,
     fields,
+    note,
 )
 from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Pages, Show, Values, Verb, param, register
 from dovecote.client.tasks import ALL_STATES, TERMINAL_STATES, bytes_message
+from dovecote.platform.ids import is_id
 from dovecote.tasks.model import MAX_MESSAGE_BYTES
 
 app = new_app("Tasks, as a caller: create, read, reply, cancel, wait.")
@@ -48,6 +53,22 @@ TASK_COLUMNS = [
 ]
 TASK = param("task_id", TaskId)
 REVISION = param("expected_revision", ExpectedRevision)
+# A caller's commands: a person need not look the revision up (`revision_of`). The SDK and HTTP keep it
+# required: a program that read the task holds the revision it decided on.
+CALLER_REVISION = param(
+    "expected_revision",
+    Annotated[
+        int | None,
+        typer.Option(
+            "--expected-revision",
+            "--rev",
+            help="The task revision you expect (a compare-and-swap). Omitted: the task is read and its "
+            "current revision sent (--verbose says which).",
+        ),
+    ],
+    None,
+)
+VERBOSE = param("verbose", Annotated[bool, typer.Option("--verbose", help="Say what was read and sent.")], False)
 COMMAND = param("command_id", CommandId, None)
 MESSAGE = (param("text", Text, None), param("file", FileOpt, None), param("media_type", MediaType, None))
 
@@ -77,6 +98,30 @@ def message_input(text: str | None, file: str | None, media_type: str | None) ->
     if not data:
         raise CliError("the message is empty", EXIT_USAGE)
     return bytes_message(data, media_type, filename=name)
+
+
+def task_of(values: Values, verb: str) -> str:
+    """TASK, unless it cannot be a task id while TEXT can: then the two were swapped, and the usage
+    error shows the command in the right order (an id that is simply wrong is the API's to refuse)."""
+    task, text = values["task_id"], values.get("text")
+    if not is_id(task) and text is not None and is_id(text):
+        raise CliError(
+            f"TASK {task!r} is not a task id (letters, digits and . _ : -, at most 128); {text!r} is one: "
+            f"did you swap TASK and TEXT? (`dovecote tasks {verb} {shlex.join([text, task])}`)",
+            EXIT_USAGE,
+            details={"argument": "TASK", "value": task},
+        )
+    return str(task)
+
+
+def revision_of(c: Any, values: Values) -> int:
+    """--rev as given; else the task's current revision, read now (said on stderr with --verbose)."""
+    if values["expected_revision"] is not None:
+        return int(values["expected_revision"])
+    task = c.get_task(values["task_id"])
+    if values.get("verbose"):
+        note(f"--rev not given: read task {task['id']} at revision {task['revision']} ({task['state']}); sent it")
+    return int(task["revision"])
 
 
 def message_of(values: Values) -> dict[str, Any] | str:
@@ -153,7 +198,7 @@ VERBS = (
             COMMAND,
         ),
         lambda c, v: c.create_task(
-            v["task_id"],
+            task_of(v, "create"),
             message_of(v),
             workspace=v["workspace"],
             context=v["context"],
@@ -203,16 +248,16 @@ VERBS = (
         "reply",
         "POST /v1/tasks/{id}/reply",
         "Answer input_required: the task goes back to working.",
-        (TASK, REVISION, *MESSAGE, COMMAND),
-        lambda c, v: c.reply(v["task_id"], v["expected_revision"], message_of(v), v["command_id"]),
+        (TASK, CALLER_REVISION, *MESSAGE, COMMAND, VERBOSE),
+        lambda c, v: c.reply(task_of(v, "reply"), revision_of(c, v), message_of(v), v["command_id"]),
         Show("task"),
     ),
     Verb(
         "cancel",
         "POST /v1/tasks/{id}/cancel",
         "Cancel a task that is not terminal yet.",
-        (TASK, REVISION, COMMAND),
-        lambda c, v: c.cancel(v["task_id"], v["expected_revision"], v["command_id"]),
+        (TASK, CALLER_REVISION, COMMAND, VERBOSE),
+        lambda c, v: c.cancel(v["task_id"], revision_of(c, v), v["command_id"]),
         Show("task"),
     ),
     _stream("messages", MESSAGE_COLUMNS),

@@ -12,6 +12,7 @@ import typer
 from dovecote.cli.common import (
     EXIT_API,
     EXIT_UNREACHABLE,
+    EXIT_USAGE,
     CliError,
     Json,
     TokenAgent,
@@ -31,6 +32,21 @@ whoami_app = new_app("Who the token is.", no_args_is_help=False)
 Role = Annotated[str, typer.Option(help="caller, worker or admin.")]
 
 
+def token_id_of(value: str) -> str:
+    """TOKEN_ID; a whole token given instead is a usage error that names its id (never the secret)."""
+    from dovecote.admin.model import TOKEN_ID, claimed_id
+
+    token_id = claimed_id(value)
+    if not TOKEN_ID.fullmatch(value) and token_id is not None:
+        raise CliError(
+            "TOKEN_ID is a token's id (16 hex digits, as `dovecote tokens list` shows), not the token: this "
+            f"token's id is {token_id}",
+            EXIT_USAGE,
+            details={"argument": "TOKEN_ID", "token_id": token_id},
+        )
+    return value
+
+
 @whoami_app.command("whoami")
 def whoami(
     role: Annotated[
@@ -38,10 +54,13 @@ def whoami(
     ] = "caller",
     as_json: Json = False,
 ) -> None:
-    """Who the token is (`GET /v1/whoami`): authority, role, worker, agent claim, token id, expiry.
-    A refused token is `403 forbidden`; the authorizer's log line says why (malformed, unknown,
-    expired, revoked)."""
-    emit(client(role).whoami(), as_json)
+    """Who the token is (`GET /v1/whoami`): authority, role, worker, agent claim, token id, expiry,
+    then the endpoint that answered and where the settings came from (the environment, a profile, a
+    tokens file; --json prints the HTTP answer alone). A refused token is `403 forbidden`; the
+    authorizer's log line says why (malformed, unknown, expired, revoked)."""
+    sdk = client(role)
+    answer = sdk.whoami()
+    emit(answer if as_json else {**answer, "endpoint": sdk.endpoint, "settings": sdk.settings}, as_json)
 
 
 register(
@@ -78,7 +97,7 @@ register(
             "DELETE /v1/admin/tokens/{token_id}",
             "Revoke a token. It stops working once the authorizer's cache expires (5 minutes by default).",
             (param("token_id", Annotated[str, typer.Argument(help="The token's id (from `tokens list`).")]),),
-            lambda c, v: c.revoke_token(v["token_id"]),
+            lambda c, v: c.revoke_token(token_id_of(v["token_id"])),
             Did(lambda v: {"token_id": v["token_id"], "revoked": True}, lambda v: f"revoked {v['token_id']}"),
             role="admin",
         ),

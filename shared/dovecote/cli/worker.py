@@ -230,7 +230,8 @@ def worker_freeze_artifact(
         typer.Option(
             "--expected-base-revision",
             "--base",
-            help="The workspace revision it applies to (the first freeze in a workspace sets its head).",
+            help="The workspace revision it applies to: the head's confirmed_revision (`dovecote artifacts "
+            "head WS`); a workspace's first freeze names any revision (rev-0, say), which becomes the head's.",
         ),
     ],
     file: Annotated[

@@ -9,6 +9,10 @@ What is sent is decided by the server, not by a local memory of it: before pushi
 Dovecote cannot be reached, every file fails with that reason (nothing is taken as unchanged).
 Re-ingesting a changed file replaces its session on the server (idempotent by session id).
 
+Formats: Claude Code and Codex JSONL files go as they are; a file in the generic form (any other
+tool's conversation: dovecote.client.generic) goes as the generic JSON body, and the digest asked
+about is that body's, as the server keeps it.
+
 Three callers share it: `dovecote recall push` (a tree, once), `dovecote recall push --watch`
 (a tree, polled) and `dovecote recall hook` (the one file a Claude Code hook names). The last two
 run beside an agent, so they never raise: every failure is an outcome with a reason, kept in a log.
@@ -29,7 +33,11 @@ from typing import Any
 
 DEFAULT_STATE = Path("~/.dovecote/recall-push.json")
 DEFAULT_LOG = Path("~/.dovecote/recall-push.log")
-FORMATS = ("claude-code-jsonl", "codex-jsonl")
+FORMATS = ("claude-code-jsonl", "codex-jsonl", "generic")
+# The generic form is sent inline only (POST /v1/transcripts); this much JSON at most.
+MAX_GENERIC_BYTES = 4 * 1024 * 1024
+# A `.json` file is read whole to sniff it (the generic form's document); up to this size.
+MAX_SNIFF_DOCUMENT = 64 * 1024 * 1024
 # The log is for a person reading why a push failed: it is cut back to its newest half past this.
 MAX_LOG_BYTES = 1024 * 1024
 # The state names the endpoint and the log names files and failures: the user's only. `dovecote
@@ -61,16 +69,25 @@ def redact_urls(text: str) -> str:
 
 
 def sniff_format(path: Path) -> str | None:
-    """The transcript format from the first JSON line (None when it is neither)."""
+    """The transcript format from the first JSON line, or from the whole of a `.json` document (None
+    when it is none of Claude Code, Codex and the generic form)."""
+    from dovecote.client.generic import GENERIC, looks_generic
+
+    first: Any = None
     try:
         with path.open("rb") as handle:
             for raw in handle:
                 if not raw.strip():
                     continue
-                first = json.loads(raw)
+                try:
+                    first = json.loads(raw)
+                except ValueError:
+                    first = None
                 break
             else:
                 return None
+        if first is None and path.suffix == ".json" and path.stat().st_size <= MAX_SNIFF_DOCUMENT:
+            first = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(first, dict):
@@ -81,6 +98,8 @@ def sniff_format(path: Path) -> str | None:
         return "codex-jsonl"  # the legacy rollout header
     if "sessionId" in first or first.get("type") in ("summary", "user", "assistant", "system", "file-history-snapshot"):
         return "claude-code-jsonl"
+    if looks_generic(first):
+        return GENERIC
     return None
 
 
@@ -153,15 +172,27 @@ class TranscriptPusher:
         self._on_server: set[str] | None = None  # digests the server has (None: it cannot say)
         self._refused: Any = None  # the DovecoteError every push fails with (a refused token, no server)
 
+    def _prepare(self, path: Path, data: bytes) -> tuple[str | None, str, dict[str, Any] | None]:
+        """(the file's format or None, the digest the server keeps for it, the generic body or None).
+        Raises GenericFormError for a generic-form file that is wrong."""
+        from dovecote.client.generic import GENERIC, body_digest, read_generic
+
+        file_format = self.fmt or sniff_format(path)
+        if file_format != GENERIC:
+            return file_format, hashlib.sha256(data).hexdigest(), None
+        body = read_generic(path, data, project=self.project)
+        return file_format, body_digest(body), body
+
     def check(self, paths: Iterable[Path]) -> None:
         """Ask who the token is and which of these files the server lacks, before pushing them. A
         refusal or an unreachable server makes every push fail with its reason."""
         from dovecote.client import DovecoteError
+        from dovecote.client.generic import GenericFormError
 
         digests = set()
         for path in paths:
-            with contextlib.suppress(OSError):
-                digests.add(hashlib.sha256(path.read_bytes()).hexdigest())
+            with contextlib.suppress(OSError, GenericFormError):
+                digests.add(self._prepare(path, path.read_bytes())[1])
         try:
             if self._known is None:
                 authority = self.client.whoami()["authority"]
@@ -184,15 +215,22 @@ class TranscriptPusher:
 
     def push(self, path: Path) -> Outcome:
         from dovecote.client import DovecoteError
+        from dovecote.client.generic import GenericFormError
 
         try:
             data = path.read_bytes()
         except OSError as exc:
             return Outcome(str(path), "failed", reason=f"cannot read: {exc.strerror or exc}")
-        digest = hashlib.sha256(data).hexdigest()
-        file_format = self.fmt or sniff_format(path)
+        try:
+            file_format, digest, body = self._prepare(path, data)
+        except GenericFormError as exc:
+            return Outcome(str(path), "failed", reason=f"not the generic form: {exc}", size=len(data))
         if file_format is None:
-            return Outcome(str(path), "skipped", reason="not a Claude Code or Codex transcript", size=len(data))
+            reason = "not a Claude Code, Codex or generic-form transcript"
+            return Outcome(str(path), "skipped", reason=reason, size=len(data))
+        if body is not None and len(json.dumps(body)) > MAX_GENERIC_BYTES:
+            reason = f"the generic form goes inline, at most {MAX_GENERIC_BYTES} bytes of JSON: split it into sessions"
+            return Outcome(str(path), "failed", reason=reason, size=len(data))
         if self._known is None and self._refused is None:
             self.check([path])
         if self._refused is not None:
@@ -204,9 +242,14 @@ class TranscriptPusher:
             if self._on_server is None and known.get(str(path)) == digest:
                 return Outcome(str(path), "unchanged", size=len(data))
         try:
-            result = self.client.push_transcript(
-                path, file_format, project=self.project, project_folder=project_folder(path) or None, data=data
-            )
+            if body is not None:
+                result = self.client.ingest_messages(
+                    body["session_id"], body["messages"], source=body["source"], project=body["project"]
+                )
+            else:
+                result = self.client.push_transcript(
+                    path, file_format, project=self.project, project_folder=project_folder(path) or None, data=data
+                )
         except DovecoteError as exc:
             return self._failed(path, len(data), exc)
         if self._on_server is not None:

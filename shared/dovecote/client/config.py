@@ -1,20 +1,25 @@
 """Where a client finds its endpoint and token: the one resolution the SDK (`DovecoteClient.from_env`),
 the CLI and the MCP server share, so all three work from any directory. In this order:
 
-1. A profile named on the command line (`dovecote --profile NAME …`, `from_env(profile=NAME)`).
-2. `DOVECOTE_ENDPOINT` and `DOVECOTE_TOKEN`; or a tokens file named explicitly (`DOVECOTE_TOKENS_FILE`,
-   `from_env(tokens_file=…)`).
+1. A profile named on the command line (`dovecote --profile NAME …`, `from_env(profile=NAME)`), or a
+   tokens file named to the SDK (`from_env(tokens_file=…)`).
+2. `DOVECOTE_ENDPOINT` and `DOVECOTE_TOKEN`, both; or a tokens file named by `DOVECOTE_TOKENS_FILE`.
 3. A profile in `$XDG_CONFIG_HOME/dovecote/config.toml` (default `~/.config/dovecote/config.toml`): the
-   one `DOVECOTE_PROFILE` names, else `default` (written by `dovecote login`), else `dev` (written by
-   `dovecote dev`).
+   one `DOVECOTE_PROFILE` names, else `default` (written by `dovecote login`).
 4. The nearest `.dovecote/dev-tokens.json` up the directory tree from the working directory (what
-   `dovecote dev` writes in the clone).
+   `dovecote dev` writes in the clone): inside a clone its own runtime answers.
+5. The profile `dev` (written by the latest `dovecote dev`, whichever clone it ran in).
+
+One source gives both halves: a token is only ever sent to an endpoint from the same place. Only one
+of DOVECOTE_ENDPOINT and DOVECOTE_TOKEN set is an error that names the other, never paired with a
+profile's or a file's other half. A tokens file is used only when the current user owns it and no
+one else can write it or its directory (one planted in /tmp would otherwise receive the user's token,
+and `dovecote recall hook` whole transcripts); otherwise the error says why.
 
 A profile holds one endpoint and one token. A command that needs another role (a worker verb, an admin
 verb) uses the profile `<name>-<role>` when it exists: `dovecote dev` writes `dev` (its caller token),
 `dev-worker` and `dev-admin`, so `dovecote worker claim` finds the worker token as it does in the
-tokens file. When only one of DOVECOTE_ENDPOINT and DOVECOTE_TOKEN is set, it overrides that half of
-what steps 3 and 4 find. Every failure names what was looked at, in one sentence.
+tokens file. Every failure names what was looked at, in one sentence.
 
 The file is written by hand (a few string keys; tomllib reads it): atomically (a temporary file
 renamed over it), 0600 in a 0700 directory, under a lock, since parallel `dovecote dev` processes
@@ -27,6 +32,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -37,11 +43,15 @@ from urllib.parse import urlsplit
 from dovecote.client.errors import CONFIGURATION, DovecoteError
 
 DEV_TOKENS_FILE = Path(".dovecote/dev-tokens.json")
-DEFAULT_PROFILES = ("default", "dev")
+LOGIN_PROFILE = "default"  # what `dovecote login` writes: before the clone's tokens file
+DEV_PROFILE = "dev"  # what `dovecote dev` writes: after it
 ROLES = ("caller", "worker", "admin")
-PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+
+
+ENV_SETTINGS = "the environment (DOVECOTE_ENDPOINT, DOVECOTE_TOKEN)"
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,14 @@ class ClientConfig:
     endpoint: str
     token: str
     source: str  # where the endpoint came from, for messages: "DOVECOTE_ENDPOINT", a profile, a file
+    token_source: str = ""  # where the token came from ("DOVECOTE_TOKEN"); the source when empty
+    settings: str = ""  # both, as `dovecote whoami` prints them; the source when empty
+    # When the role's own token was not found (no profile NAME-worker): what was used, and how to add it.
+    role_hint: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "token_source", self.token_source or self.source)
+        object.__setattr__(self, "settings", self.settings or self.source)
 
 
 def config_path() -> Path:
@@ -83,7 +101,7 @@ def load_profiles(path: Path | None = None) -> dict[str, dict[str, Any]]:
 
 
 def check_profile_name(name: str) -> str:
-    if not PROFILE_NAME.match(name):
+    if not PROFILE_NAME.fullmatch(name):
         raise DovecoteError(
             0,
             "invalid_argument",
@@ -121,7 +139,7 @@ def render_profiles(profiles: Mapping[str, Mapping[str, Any]]) -> str:
     for name in sorted(profiles):
         lines += ["", f"[profiles.{check_profile_name(name)}]"]
         for key, value in profiles[name].items():
-            if isinstance(value, str | int | float | bool) and PROFILE_NAME.match(key):
+            if isinstance(value, str | int | float | bool) and PROFILE_NAME.fullmatch(key):
                 lines.append(f"{key} = {_toml_value(value)}")
     return "\n".join(lines) + "\n"
 
@@ -139,6 +157,21 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _write(path: Path, profiles: Mapping[str, Mapping[str, Any]]) -> None:
+    """The whole file, atomically (a temporary file renamed over it), 0600; under `_locked`."""
+    text = render_profiles(profiles)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), PRIVATE_FILE)  # a token: the user's only
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def save_profiles(updates: Mapping[str, Mapping[str, Any]], path: Path | None = None) -> Path:
     """Write (or replace) these profiles, keeping the others; returns the file's path."""
     path = path or config_path()
@@ -147,25 +180,32 @@ def save_profiles(updates: Mapping[str, Mapping[str, Any]], path: Path | None = 
     with _locked(path):
         profiles = load_profiles(path)
         profiles.update({name: dict(body) for name, body in updates.items()})
-        text = render_profiles(profiles)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                os.fchmod(handle.fileno(), PRIVATE_FILE)  # a token: the user's only
-                handle.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        _write(path, profiles)
     return path
+
+
+def remove_profiles(name: str, path: Path | None = None) -> tuple[Path, list[str]]:
+    """Remove the profile `name` and its role profiles (`name-worker`, `name-admin`), keeping the
+    others: (the file, the names removed). No profile `name` is a configuration error naming the file
+    and the profiles it has."""
+    path = path or config_path()
+    check_profile_name(name)
+    with _locked(path):
+        profiles = load_profiles(path)
+        if name not in profiles:
+            known = ", ".join(sorted(profiles)) or "none"
+            raise _fail(f"no profile {name!r} in {path} (profiles: {known})", profile=name, config=str(path))
+        removed = sorted(n for n in (name, *(f"{name}-{role}" for role in ROLES if role != "caller")) if n in profiles)
+        _write(path, {n: body for n, body in profiles.items() if n not in removed})
+    return path, removed
 
 
 # ---- resolution -----------------------------------------------------------------------------------
 
 
 def _from_profile(name: str, role: str, profiles: dict[str, dict[str, Any]], path: Path) -> ClientConfig:
-    chosen = f"{name}-{role}" if role != "caller" and f"{name}-{role}" in profiles else name
+    own = f"{name}-{role}"
+    chosen = own if role != "caller" and own in profiles else name
     body = profiles.get(chosen)
     if body is None:
         known = ", ".join(sorted(profiles)) or "none"
@@ -178,10 +218,56 @@ def _from_profile(name: str, role: str, profiles: dict[str, dict[str, Any]], pat
     endpoint, token = body.get("endpoint"), body.get("token")
     if not isinstance(endpoint, str) or not endpoint or not isinstance(token, str) or not token:
         raise _fail(f"the profile {chosen!r} in {path} needs an endpoint and a token", profile=chosen)
-    return ClientConfig(endpoint, token, f"profile {chosen} in {path}")
+    hint = ""
+    if role != "caller" and chosen != own:
+        hint = (
+            f"no profile {own} in {path}, so the token of profile {name} was used: add a {role} token with "
+            f"`dovecote login --endpoint URL --token TOKEN --profile {own}`"
+        )
+    source = f"profile {chosen} in {path}"
+    return ClientConfig(endpoint, token, source, role_hint=hint)
 
 
-def _from_tokens_file(path: Path, role: str, shown: str) -> ClientConfig:
+def untrusted(path: Path) -> str:
+    """Why a tokens file must not be used ('' when it may): the current user must own it, and no one
+    else may write it or its directory (else anyone could plant one and receive the user's token)."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:  # no POSIX ownership to check (Windows)
+        return ""
+    me = geteuid()
+    try:
+        file, folder, link = os.stat(path), os.stat(path.parent), os.lstat(path.parent)
+    except OSError as exc:
+        return f"it cannot be checked ({exc.strerror or exc})"
+    if file.st_uid != me:
+        return f"it belongs to uid {file.st_uid}, not to you (uid {me})"
+    if file.st_mode & 0o022:
+        return f"others can write it (mode {stat.S_IMODE(file.st_mode):04o})"
+    for entry in (folder, link):
+        if entry.st_uid not in (me, 0):
+            return f"its directory {path.parent} belongs to uid {entry.st_uid}, not to you (uid {me})"
+        if entry.st_mode & 0o022 and not stat.S_ISLNK(entry.st_mode):
+            return f"others can write its directory {path.parent} (mode {stat.S_IMODE(entry.st_mode):04o})"
+    return ""
+
+
+def check_tokens_file(path: Path, named_by: str = "") -> Path:
+    """`path` when it may be used (see `untrusted`); a configuration error that says why otherwise."""
+    reason = untrusted(path)
+    if reason:
+        by = f" (named by {named_by})" if named_by else ""
+        raise _fail(
+            f"the tokens file {path.absolute()}{by} is not used: {reason}. A token goes only to an endpoint "
+            "from a file you own that no one else can write: remove it, or fix its owner and mode "
+            "(`dovecote dev` writes it 0600 in a 0700 directory)",
+            tokens_file=str(path.absolute()),
+            reason=reason,
+        )
+    return path
+
+
+def _from_tokens_file(path: Path, role: str, shown: str, named_by: str = "") -> ClientConfig:
+    check_tokens_file(path, named_by)
     try:
         dev = json.loads(path.read_text())
         endpoint = str(dev["endpoint"])
@@ -193,7 +279,7 @@ def _from_tokens_file(path: Path, role: str, shown: str) -> ClientConfig:
             else f"cannot be read ({exc})"
         )
         raise _fail(f"the tokens file {path} {reason}: run `make dev` again, or set DOVECOTE_TOKEN") from None
-    return ClientConfig(endpoint, token, shown)
+    return ClientConfig(endpoint, token, shown, settings=f"file {path.absolute()}")
 
 
 def nearest_tokens_file(start: Path | None = None) -> Path | None:
@@ -229,62 +315,72 @@ def resolve(role: str = "caller", tokens_file: Path | None = None, *, profile: s
     return config
 
 
+def _half_environment(env_endpoint: str, env_token: str) -> DovecoteError:
+    given, missing = (
+        ("DOVECOTE_ENDPOINT", "DOVECOTE_TOKEN") if env_endpoint else ("DOVECOTE_TOKEN", "DOVECOTE_ENDPOINT")
+    )
+    return _fail(
+        f"{given} is set but {missing} is not: a token is sent only to an endpoint from the same place, "
+        f"never paired with a profile's or a tokens file's other half; set {missing} too, or unset {given} "
+        "to use a profile or the dev tokens file",
+        set=given,
+        missing=missing,
+    )
+
+
 def _resolve(role: str, tokens_file: Path | None, *, profile: str | None) -> ClientConfig:
     env_endpoint = os.environ.get("DOVECOTE_ENDPOINT") or ""
     env_token = os.environ.get("DOVECOTE_TOKEN") or ""
     path = config_path()
     if profile:
         return _from_profile(check_profile_name(profile), role, load_profiles(path), path)
-    if env_endpoint and env_token and tokens_file is None:
-        return ClientConfig(env_endpoint, env_token, "DOVECOTE_ENDPOINT")
+    if tokens_file is not None:
+        return _from_tokens_file(tokens_file, role, str(tokens_file))
+    if env_endpoint and env_token:
+        hint = "" if role == "caller" else f"DOVECOTE_TOKEN is the token of every role: set it to a {role} token"
+        return ClientConfig(
+            env_endpoint, env_token, "DOVECOTE_ENDPOINT", "DOVECOTE_TOKEN", ENV_SETTINGS, role_hint=hint
+        )
+    if env_endpoint or env_token:
+        raise _half_environment(env_endpoint, env_token)
     named = os.environ.get("DOVECOTE_TOKENS_FILE") or ""
-    named_file = tokens_file or (Path(named) if named else None)
-    found: ClientConfig | None = None
-    looked: list[str] = []
-    if named_file is not None:
+    if named:
+        named_file = Path(named)
         if not named_file.is_file():
             raise _fail(f"the tokens file {named_file.absolute()} does not exist (named by DOVECOTE_TOKENS_FILE)")
-        found = _from_tokens_file(named_file, role, str(named_file))
-    else:
-        profiles = load_profiles(path)
-        wanted = os.environ.get("DOVECOTE_PROFILE") or ""
-        if wanted:
-            found = _from_profile(check_profile_name(wanted), role, profiles, path)
-        else:
-            name = next((n for n in DEFAULT_PROFILES if n in profiles), None)
-            if name is not None:
-                found = _from_profile(name, role, profiles, path)
-            else:
-                looked.append(f"no profile in {path}")
-        if found is None:
-            nearest = nearest_tokens_file()
-            if nearest is not None:
-                found = _from_tokens_file(nearest, role, _shown(nearest))
-            else:
-                looked.append(f"no {DEV_TOKENS_FILE} in {Path.cwd().absolute()} or a parent")
-    if found is None:
-        where = "; ".join(looked)
-        if env_endpoint:
-            raise _fail(f"DOVECOTE_ENDPOINT is set but DOVECOTE_TOKEN is not ({where})", looked=looked)
-        if env_token:
-            raise _fail(f"DOVECOTE_TOKEN is set but DOVECOTE_ENDPOINT is not ({where})", looked=looked)
-        raise _fail(
-            "no Dovecote configuration: set DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, run `dovecote login --endpoint URL "
-            f"--token TOKEN`, or run `make dev` in the clone ({where})",
-            looked=looked,
-            config=str(path),
-        )
-    if env_endpoint:
-        return ClientConfig(env_endpoint, env_token or found.token, "DOVECOTE_ENDPOINT")
-    return ClientConfig(found.endpoint, env_token or found.token, found.source)
+        return _from_tokens_file(named_file, role, named, "DOVECOTE_TOKENS_FILE")
+    profiles = load_profiles(path)
+    wanted = os.environ.get("DOVECOTE_PROFILE") or ""
+    if wanted:
+        return _from_profile(check_profile_name(wanted), role, profiles, path)
+    if LOGIN_PROFILE in profiles:
+        return _from_profile(LOGIN_PROFILE, role, profiles, path)
+    nearest = nearest_tokens_file()
+    if nearest is not None:
+        return _from_tokens_file(nearest, role, _shown(nearest))
+    if DEV_PROFILE in profiles:
+        return _from_profile(DEV_PROFILE, role, profiles, path)
+    others = f"no {LOGIN_PROFILE} or {DEV_PROFILE} profile in {path} (profiles: {', '.join(sorted(profiles))}: pick one"
+    looked = [
+        f"{others} with --profile or DOVECOTE_PROFILE)" if profiles else f"no profile in {path}",
+        f"no {DEV_TOKENS_FILE} in {Path.cwd().absolute()} or a parent",
+    ]
+    raise _fail(
+        "no Dovecote configuration: set DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, run `dovecote login --endpoint URL "
+        f"--token TOKEN`, or run `make dev` in the clone ({'; '.join(looked)})",
+        looked=looked,
+        config=str(path),
+    )
 
 
 __all__ = [
     "DEV_TOKENS_FILE",
     "ClientConfig",
+    "check_tokens_file",
     "config_path",
     "load_profiles",
     "nearest_tokens_file",
+    "remove_profiles",
     "resolve",
     "save_profiles",
     "toml_string",

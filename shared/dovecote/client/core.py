@@ -171,18 +171,35 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
         )
         self._transport = transport
         self._blobs: httpx.Client | None = None
+        # Where `from_env` found the endpoint and token (None for a client built by hand): what
+        # `dovecote whoami` prints, and what a refused token or a token of the wrong role is blamed on.
+        self.config: ClientConfig | None = None
 
     @classmethod
     def from_env(
         cls, role: str = "caller", tokens_file: Path | None = None, *, profile: str | None = None, **options: Any
     ) -> DovecoteClient:
         """The endpoint and the token of `role` as the CLI and the MCP server find them
-        (`dovecote.client.config`): `profile` when given; DOVECOTE_ENDPOINT / DOVECOTE_TOKEN (or
-        DOVECOTE_TOKENS_FILE); the DOVECOTE_PROFILE, `default` or `dev` profile of
+        (`dovecote.client.config`): `profile` (or `tokens_file`) when given; DOVECOTE_ENDPOINT and
+        DOVECOTE_TOKEN (or DOVECOTE_TOKENS_FILE); the DOVECOTE_PROFILE or `default` profile of
         `~/.config/dovecote/config.toml`; the nearest `.dovecote/dev-tokens.json` up from the working
-        directory. Raises a `DovecoteError` with code `configuration` that says where it looked."""
+        directory (one you own that no one else can write); the `dev` profile. Endpoint and token
+        always come from the same place. Raises a `DovecoteError` with code `configuration` that
+        says where it looked, or why a tokens file or half of the environment was not used."""
         config: ClientConfig = resolve(role, tokens_file, profile=profile)
-        return cls(config.endpoint, config.token, source=config.source, **options)
+        client = cls(config.endpoint, config.token, source=config.source, **options)
+        client.config = config
+        return client
+
+    @property
+    def settings(self) -> str:
+        """Where the endpoint and the token came from: `the environment (…)`, `profile NAME in PATH`,
+        `file PATH`, or the `source` a client built by hand was given."""
+        return self.config.settings if self.config is not None else self.source
+
+    @property
+    def token_source(self) -> str:
+        return self.config.token_source if self.config is not None else self.source
 
     def close(self) -> None:
         self._http.close()
@@ -264,12 +281,14 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
                 self._pause(attempt, _retry_after(response))
                 continue
             error = error_from_response(response, attempts=attempt, command_id=command_id)
-            raise self._refused(error) if status in (401, 403) and _from_gateway(response) else error
+            if status in (401, 403) and _from_gateway(response):
+                raise self._refused(error)
+            raise self._wrong_role(error) if status == 403 else error
 
     def _refused(self, error: DovecoteError) -> DovecoteError:
         """The gateway's own 401/403 (its authorizer ran before any function: {"message"} only) says
         what was refused and where the token came from, instead of a bare "Forbidden"."""
-        where = f" (the token from {self.source})" if self.source else ""
+        where = f" (the token from {self.token_source})" if self.token_source else ""
         if error.status == 401:
             error.message = f"the gateway wants a token and got none{where}: {error.message}"
         else:
@@ -277,6 +296,20 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
                 f"the token was refused{where}: it is unknown, expired or revoked, or not for this "
                 f"endpoint ({self.endpoint}); the gateway said {error.message!r}"
             )
+        error.args = (f"{error.status} {error.code}: {error.message}",)
+        return error
+
+    def _wrong_role(self, error: DovecoteError) -> DovecoteError:
+        """A function's `role 'caller' may not run this command` says which role the command needs,
+        whose token was sent, and (when the configuration had no token of that role) how to add one."""
+        role, allowed = error.details.get("role"), error.details.get("allowed")
+        if error.code != "forbidden" or not isinstance(role, str) or not isinstance(allowed, list) or not allowed:
+            return error
+        needed = " or ".join(str(name) for name in allowed)
+        whose = f"the token from {self.token_source}" if self.token_source else "this token"
+        error.message += f": this command needs a {needed} token; {whose} is a {role} token"
+        if self.config is not None and self.config.role_hint:
+            error.message += f" ({self.config.role_hint})"
         error.args = (f"{error.status} {error.code}: {error.message}",)
         return error
 

@@ -98,6 +98,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "artifacts receipt get",
     ),
     Operation("transcript check", "POST /v1/transcripts/check", "check_transcripts"),
+    # `recall push` sends both (a client command: it walks files and asks the check first).
+    Operation("transcript ingest (JSONL)", "POST /v1/transcripts", "ingest_transcript"),
+    Operation("transcript ingest (generic form)", "POST /v1/transcripts", "ingest_messages"),
     Operation("recall search", "GET /v1/recall/search", "recall_search", "recall search", "recall_search"),
     Operation("recall read", "GET /v1/recall/read/{ref}", "recall_read", "recall read", "recall_read"),
     Operation(
@@ -157,13 +160,24 @@ ALIASES: tuple[Alias, ...] = (
 # Names with no HTTP field behind them: how a client reads input, prints, pages, waits or picks a token.
 CLIENT_ONLY: dict[str, frozenset[str]] = {
     "sdk": frozenset({"progress", "timeout"}),
-    # --json, --all (every page), --output / --meta (a note's body), --role (which token), and
-    # `memory submit --wait` (then reads the write's status with its `wait`).
-    "cli": frozenset({"json", "all", "output", "meta", "role", "wait"}),
+    # --json, --all (every page), --output / --meta (a note's body), --role (which token),
+    # `memory submit --wait` (then reads the write's status with its `wait`), and --verbose (what a
+    # caller command read: the revision it sent when --rev was omitted).
+    "cli": frozenset({"json", "all", "output", "meta", "role", "wait", "verbose"}),
     "mcp": frozenset(),
 }
 # CLI commands that are not one HTTP route: composed or local.
-CLIENT_COMMANDS = ("tasks wait", "recall push", "recall hook", "tokens bootstrap", "login", "dev", "dev token", "mcp")
+CLIENT_COMMANDS = (
+    "tasks wait",
+    "recall push",
+    "recall hook",
+    "tokens bootstrap",
+    "login",
+    "logout",
+    "dev",
+    "dev token",
+    "mcp",
+)
 
 
 def render() -> list[str]:
