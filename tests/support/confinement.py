@@ -32,6 +32,8 @@ def _allowed_roots() -> tuple[str, ...]:
 
 
 _ALLOWED = _allowed_roots()
+# What tempfile and pytest name their entries in a temporary directory.
+TEMPORARY = ("tmp", "pytest-of-")
 
 
 def beside_the_clone(path: str, root: Path = ROOT, allowed: tuple[str, ...] = _ALLOWED) -> bool:
@@ -39,15 +41,23 @@ def beside_the_clone(path: str, root: Path = ROOT, allowed: tuple[str, ...] = _A
     does not have. Dot-entries of the parent (a home directory's .cache, .pyenv) and the allowed
     roots (the interpreter, the temporary directory) are not 'beside' it."""
     absolute = os.path.normpath(os.path.abspath(path))
-    parent = str(root.parent)
+    parent = str(root.parent).rstrip(os.sep)
     if absolute == str(root) or absolute.startswith(str(root) + os.sep):
         return False
-    if not absolute.startswith(parent.rstrip(os.sep) + os.sep):
+    if not absolute.startswith(parent + os.sep):
         return False
-    if any(absolute == a or absolute.startswith(a + os.sep) for a in allowed):
+    first = absolute[len(parent) + 1 :].split(os.sep, 1)[0]
+    if first.startswith("."):
         return False
-    first = absolute[len(parent.rstrip(os.sep)) + 1 :].split(os.sep, 1)[0]
-    return not first.startswith(".")
+    for place in allowed:
+        if place == parent or parent.startswith(place + os.sep):
+            # The clone lives inside this place (a clone under /tmp): its siblings are still beside
+            # it; only what the place itself makes there is not (a temporary directory's entries).
+            if place == parent and first.startswith(TEMPORARY):
+                return False
+        elif absolute == place or absolute.startswith(place + os.sep):
+            return False
+    return True
 
 
 def _hook(event: str, args: tuple) -> None:

@@ -142,3 +142,15 @@ def test_the_run_time_guard_sees_an_open_beside_the_clone() -> None:
 )
 def test_beside_the_clone(path: str, beside: bool) -> None:
     assert beside_the_clone(path, allowed=()) is beside
+
+
+def test_a_clone_inside_the_temporary_directory_still_has_siblings() -> None:
+    """A new user's clone under /tmp: the temporary directory is an allowed place, but it holds the
+    clone, so what sits beside the clone is still beside it; a temporary file is not."""
+    root = Path("/tmp/fresh/dovecote")
+    assert beside_the_clone("/tmp/fresh/shared/data/x.json", root, allowed=("/tmp",))
+    assert not beside_the_clone("/tmp/pytest-of-root/x", root, allowed=("/tmp",))
+    direct = Path("/tmp/dovecote")  # cloned straight into /tmp
+    assert beside_the_clone("/tmp/shared/data/x.json", direct, allowed=("/tmp",))
+    assert not beside_the_clone("/tmp/tmpab12cd/x", direct, allowed=("/tmp",))
+    assert not beside_the_clone("/tmp/pytest-of-root/pytest-3/x", direct, allowed=("/tmp",))
