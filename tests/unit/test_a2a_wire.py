@@ -282,3 +282,13 @@ def test_the_cloud_stack_has_no_such_switch() -> None:
 def test_bindings_name_every_streaming_and_push_method_of_the_spec() -> None:
     assert bindings.STREAMING_METHODS == {"SendStreamingMessage", "SubscribeToTask"}
     assert len(bindings.PUSH_METHODS) == 4
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "data:text/plain,hi"])
+def test_a_url_part_of_another_scheme_than_http_is_invalid_params_and_stores_nothing(
+    url: str, service: A2AService
+) -> None:
+    params = {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"url": url, "mediaType": "text/plain"}]}}
+    answer = rpc("SendMessage", params)
+    assert answer["id"] == 7 and rpc_error(answer) == (-32602, "INVALID_PARAMS")
+    assert service.tasks.store.tasks == {}  # type: ignore[attr-defined]

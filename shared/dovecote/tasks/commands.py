@@ -390,13 +390,13 @@ def gate_filename(value: Any, field_name: str) -> str:
 
 
 def gate_url(value: Any, field_name: str) -> str:
-    """An absolute URL of at most 2,048 characters: a scheme, no whitespace or control characters,
-    and a host for http(s); and one urllib.parse can split (it refuses, e.g., an unclosed IPv6 host)."""
+    """An absolute http(s) URL of at most 2,048 characters with a host, no whitespace or control
+    characters, and one urllib.parse can split (it refuses, e.g., an unclosed IPv6 host). The one
+    validator of a URL part, for /v1 and A2A alike."""
     _short_string(value, field_name, MAX_URL_CHARS)
     if not _URL.fullmatch(value) or _HOST_MISSING.match(value):
         raise InvalidArgument(
-            f"{field_name} must be an absolute URL (scheme:..., http(s) with a host), without whitespace or "
-            "control characters",
+            f"{field_name} must be an absolute http(s) URL with a host, without whitespace or control characters",
             field=field_name,
         )
     try:
