@@ -292,3 +292,80 @@ def test_a_url_part_of_another_scheme_than_http_is_invalid_params_and_stores_not
     answer = rpc("SendMessage", params)
     assert answer["id"] == 7 and rpc_error(answer) == (-32602, "INVALID_PARAMS")
     assert service.tasks.store.tasks == {}  # type: ignore[attr-defined]
+
+
+# ---- inputs protobuf JSON cannot hold: InvalidParams with the request's id (issue 29) -------------------
+
+BIG = "1" + "0" * 400  # beyond a double's range: protobuf's parse overflows
+
+
+def raw_send(message_json: str, request_id: int = 41) -> dict[str, Any]:
+    """A JSON-RPC SendMessage whose message is given as JSON text (Python's json writes no 1e999)."""
+    body = (
+        f'{{"jsonrpc":"2.0","id":{request_id},"method":"SendMessage",'
+        f'"params":{{"configuration":{{"returnImmediately":true}},"message":{message_json}}}}}'
+    )
+    answer = a2a_handler.route(event("POST /", body))
+    assert answer["statusCode"] == 200
+    return dict(json.loads(answer["body"]))
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        *[f'{{"messageId":"m","role":"ROLE_USER","parts":[{{"data":{v}}}]}}' for v in ("1e999", "NaN", BIG)],
+        '{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"a":[1,-Infinity]}}]}',
+        *[
+            f'{{"messageId":"m","role":"ROLE_USER","parts":[{{"text":"x"}}],"metadata":{{"k":{v}}}}}'
+            for v in ("1e999", "NaN", BIG)
+        ],
+        *[
+            f'{{"messageId":"m","role":"ROLE_USER","parts":[{{"text":"x","metadata":{{"k":{v}}}}}]}}'
+            for v in ("NaN", BIG)
+        ],
+        *[f'{{"messageId":"m","role":{r},"parts":[{{"text":"x"}}]}}' for r in ("5", "-1", '"-5"', '"ROLE_BOGUS"')],
+    ],
+)
+def test_what_protobuf_json_cannot_hold_is_invalid_params_with_the_request_id(
+    message: str, service: A2AService
+) -> None:
+    answer = raw_send(message)
+    assert answer["id"] == 41 and rpc_error(answer) == (-32602, "INVALID_PARAMS")
+    assert service.tasks.store.tasks == {}  # type: ignore[attr-defined]
+
+
+def test_the_http_json_binding_refuses_them_as_400() -> None:
+    body = '{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":NaN}]}}'
+    answer = a2a_handler.route(event("POST /a2a/{method}", body, pathParameters={"method": "message:send"}))
+    error = json.loads(answer["body"])["error"]
+    assert (answer["statusCode"], error["details"][0]["reason"]) == (400, "INVALID_PARAMS")
+
+
+def test_a_status_filter_that_names_no_state_is_refused_not_ignored() -> None:
+    rest = a2a_handler.route(event("GET /a2a/tasks", queryStringParameters={"status": "BOGUS"}))
+    assert rest["statusCode"] == 400
+    assert json.loads(rest["body"])["error"]["details"][0]["reason"] == "INVALID_PARAMS"
+    assert rpc_error(rpc("ListTasks", {"status": "BOGUS"})) == (-32602, "INVALID_PARAMS")
+    assert rpc_error(rpc("ListTasks", {"status": 99})) == (-32602, "INVALID_PARAMS")
+    assert "result" in rpc("ListTasks", {"status": "TASK_STATE_WORKING"})
+
+
+def test_a_version_that_is_no_version_is_refused_without_being_echoed() -> None:
+    junk = "1.0" + "<script>" * 2000
+    answer = rpc("GetTask", {"id": "x"}, {"a2a-version": junk})
+    assert rpc_error(answer) == (-32009, "VERSION_NOT_SUPPORTED")
+    assert "<script>" not in json.dumps(answer) and len(json.dumps(answer)) < 1000
+
+
+def test_a_message_over_the_part_limit_is_refused_before_it_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 300,000 parts cost seconds of protobuf parsing before the task gate refused them: the limit
+    # is checked on the raw request, and the parse never runs.
+    from google.protobuf import json_format
+
+    parsed: list[Any] = []
+    real = json_format.ParseDict
+    monkeypatch.setattr(json_format, "ParseDict", lambda *a, **k: parsed.append(a) or real(*a, **k))
+    parts = ",".join(['{"text":"x"}'] * 300_000)
+    answer = raw_send(f'{{"messageId":"m","role":"ROLE_USER","parts":[{parts}]}}')
+    assert rpc_error(answer) == (-32602, "INVALID_PARAMS") and answer["id"] == 41
+    assert "32" in answer["error"]["message"] and parsed == []

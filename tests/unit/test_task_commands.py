@@ -483,3 +483,17 @@ def test_a_url_part_is_http_or_https_only(url: str) -> None:
         commands.gate_message({"id": "m", "parts": [{"url": url, "media_type": "text/plain"}]})
     assert info.value.details["field"] == "message.parts[0].url"
     assert not _url_declared(url)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 10**400, [1, {"k": 10**309}]])
+def test_message_values_every_binding_can_carry(value: Any) -> None:
+    # A2A serves messages as protobuf JSON (numbers are doubles): what it cannot hold is refused at
+    # the write, in metadata and in a data part alike, so no read meets it afterwards.
+    with pytest.raises(InvalidArgument) as info:
+        commands.gate_message({**MESSAGE, "metadata": {"k": value}})
+    assert info.value.details["field"] == "message.metadata"
+    with pytest.raises(InvalidArgument) as info:
+        commands.gate_message({"id": "m", "parts": [{"data": {"k": value}}]})
+    assert info.value.details["field"] == "message.parts[0].data"
+    # The largest doubles are fine
+    commands.gate_message({"id": "m", "parts": [{"data": [10**308, 1.5e308, -(2**1023)]}], "metadata": {"k": 10**300}})

@@ -101,7 +101,12 @@ def message_body(message: Message, message_id: str) -> dict[str, Any]:
     if not message.message_id:
         raise error("INVALID_PARAMS", "message.messageId is required")
     if message.role not in (Role.ROLE_USER, Role.ROLE_UNSPECIFIED):
-        raise error("INVALID_PARAMS", "a client's message has role ROLE_USER", role=Role.Name(message.role))
+        known = message.role in Role.values()
+        raise error(
+            "INVALID_PARAMS",
+            "a client's message has role ROLE_USER",
+            role=Role.Name(message.role) if known else str(message.role),
+        )
     if not message.parts:
         raise error("INVALID_PARAMS", "message.parts must hold at least one part")
     parts: list[dict[str, Any]] = []

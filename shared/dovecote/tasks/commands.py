@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeGuard
 from urllib.parse import urlsplit
 
+from dovecote.platform import jsonvalues
 from dovecote.platform.errors import DomainError, Forbidden, InvalidArgument, PayloadTooLarge
 from dovecote.platform.ids import check_id
 from dovecote.platform.media import validate_media_type
@@ -348,6 +349,9 @@ def _gate_part(part: Any, where: str) -> Part:
             raise InvalidArgument(f"{where}.text must be a string", field=f"{where}.text")
         data = _utf8(value, f"{where}.text")
     elif form == "data":
+        unheld = jsonvalues.problem(value, f"{where}.data")
+        if unheld:
+            raise InvalidArgument(unheld, field=f"{where}.data")
         try:
             text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError):
@@ -408,11 +412,15 @@ def gate_url(value: Any, field_name: str) -> str:
 
 def gate_metadata(value: Any) -> dict[str, Any]:
     """A message's metadata: absent, or a JSON object of at most MAX_METADATA_BYTES as canonical
-    JSON. Stored and returned as given; the service never reads it."""
+    JSON, whose numbers every binding can carry (platform/jsonvalues.py). Stored and returned as
+    given; the service never reads it."""
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise InvalidArgument("message.metadata must be an object", field="message.metadata")
+    unheld = jsonvalues.problem(value, "message.metadata")
+    if unheld:
+        raise InvalidArgument(unheld, field="message.metadata")
     size = len(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
     if size > MAX_METADATA_BYTES:
         raise InvalidArgument(
