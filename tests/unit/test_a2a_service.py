@@ -345,3 +345,56 @@ def test_a_send_is_parsed_from_protobuf_json(world: World) -> None:
         CALLER, SendMessageRequest(message=message, configuration={"return_immediately": True})
     )
     assert state(answer.task) == "TASK_STATE_SUBMITTED"
+
+
+# ---- what a worker stored that protobuf JSON cannot hold (issue 29) --------------------------------------
+
+
+def unheld_message() -> dict[str, Any]:
+    """A worker's message the task gate accepts (a text part, valid JSON to Python) that A2A reads as
+    data (its hint says so) and protobuf JSON cannot hold."""
+    return {
+        "id": f"w-m{next(_ids)}",
+        "parts": [
+            {"media_type": "application/json", "text": "[1e999, NaN]"},
+            {"media_type": "text/plain", "text": "and the rest"},
+        ],
+        "metadata": {"a2a": {"partsVersion": 2, "parts": [{"kind": "data"}, {}]}},
+    }
+
+
+def test_a_reply_that_committed_is_answered_though_the_history_holds_what_protobuf_cannot(world: World) -> None:
+    from dovecote.a2a import mapping
+
+    # Given a task whose worker asked for input with a part protobuf JSON cannot hold
+    world.script(
+        lambda t: world.worker(t, "accept"), lambda t: world.worker(t, "request_input", message=unheld_message())
+    )
+    first = world.send("start").task
+    assert state(first) == "TASK_STATE_INPUT_REQUIRED"
+    # When the caller replies (the reply commits), the answer, GetTask and a ListTasks page serialize
+    world.clock.during_sleep.append(lambda: world.worker(first.id, "complete", message=say("ok"), submission_id="s"))
+    answer = json_format.MessageToDict(world.send("here", taskId=first.id))
+    assert answer["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    got = json_format.MessageToDict(world.a2a.get_task(CALLER, GetTaskRequest(id=first.id)))
+    listed = json_format.MessageToDict(world.a2a.list_tasks(CALLER, ListTasksRequest(history_length=10)))
+    for task in (answer["task"], got, listed["tasks"][0]):
+        asked = task["history"][1]
+        # Then the part is its bytes, marked, and the rest of the message is as stored
+        assert asked["parts"][0]["metadata"][mapping.UNREPRESENTABLE].startswith("data[0] is Infinity")
+        assert asked["parts"][1]["text"] == "and the rest"
+    assert world.task(first.id)["state"] == "completed"
+
+
+def test_an_artifact_that_is_no_a2a_artifact_does_not_fail_the_task_or_its_list_page(world: World) -> None:
+    from dovecote.a2a import mapping
+
+    done, other = (world.send(configuration={"returnImmediately": True}).task for _ in range(2))
+    world.worker(done.id, "accept")
+    payload = {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": '{"parts": [{"data": NaN}]}'}
+    world.worker(done.id, "freeze", artifact_id="a-bad", expected_base_revision="empty", payload=payload)
+    world.worker(done.id, "complete", message=say("done"), submission_id="s", artifact_id="a-bad")
+    got = json_format.MessageToDict(world.a2a.get_task(CALLER, GetTaskRequest(id=done.id)))
+    assert mapping.UNREPRESENTABLE in got["artifacts"][0]["metadata"]
+    page = json_format.MessageToDict(world.a2a.list_tasks(CALLER, ListTasksRequest(include_artifacts=True)))
+    assert {t["id"] for t in page["tasks"]} == {done.id, other.id}

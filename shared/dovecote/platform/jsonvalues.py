@@ -15,7 +15,7 @@ from typing import Any
 
 
 def unrepresentable(value: Any) -> tuple[str, str] | None:
-    """The first number in `value` that protobuf JSON cannot hold, as (where, what): `where` a
+    """The first number (in document order) in `value` that protobuf JSON cannot hold, as (where, what): `where` a
     JSON path below `value` ("" for `value` itself, else like `.a[2].b`), `what` the number's kind
     (NaN, Infinity, -Infinity, or an integer beyond a double's range). None when there is none."""
     stack: list[tuple[Any, str]] = [(value, "")]
@@ -32,9 +32,9 @@ def unrepresentable(value: Any) -> tuple[str, str] | None:
             except OverflowError:
                 return where, f"an integer of {len(str(abs(node)))} digits (beyond a double's range)"
         elif isinstance(node, dict):
-            stack.extend((child, f"{where}.{key}") for key, child in node.items())
+            stack.extend(reversed([(child, f"{where}.{key}") for key, child in node.items()]))
         elif isinstance(node, list):
-            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(node))
+            stack.extend(reversed([(child, f"{where}[{i}]") for i, child in enumerate(node)]))
     return None
 
 
