@@ -398,3 +398,43 @@ def test_an_artifact_that_is_no_a2a_artifact_does_not_fail_the_task_or_its_list_
     assert mapping.UNREPRESENTABLE in got["artifacts"][0]["metadata"]
     page = json_format.MessageToDict(world.a2a.list_tasks(CALLER, ListTasksRequest(include_artifacts=True)))
     assert {t["id"] for t in page["tasks"]} == {done.id, other.id}
+
+
+# ---- a reply under an Idempotency-Key (issue 29) ----------------------------------------------------------
+
+
+def waiting_task(world: World) -> Any:
+    world.script(lambda t: world.worker(t, "accept"), lambda t: world.worker(t, "request_input", message=say("more?")))
+    task = world.send("start").task
+    assert state(task) == "TASK_STATE_INPUT_REQUIRED"
+    return task
+
+
+def test_an_exact_retry_of_a_keyed_reply_replays_after_the_task_moved_on(world: World) -> None:
+    task = waiting_task(world)
+    reply = {"taskId": task.id, "messageId": "m-reply", "configuration": {"returnImmediately": True}}
+    first = world.send("here", key="reply-key-1", **reply).task
+    world.worker(task.id, "complete", message=say("done"), submission_id="s")
+    again = world.send("here", key="reply-key-1", **reply).task  # the same request: the answer was lost
+    assert again.id == first.id and state(again) == "TASK_STATE_COMPLETED"
+    assert world.task(task.id)["message_count"] == 4  # start, more?, here, done: one reply
+
+
+@pytest.mark.parametrize("change", ["another text", "another task", "the create's key"])
+def test_another_body_under_a_used_key_is_an_idempotency_conflict(world: World, change: str) -> None:
+    task = waiting_task(world)
+    reply = {"taskId": task.id, "messageId": "m-reply", "configuration": {"returnImmediately": True}}
+    if change == "the create's key":
+        created = world.send("created", key="create-key-1", configuration={"returnImmediately": True}).task
+        world.worker(created.id, "accept")
+        world.worker(created.id, "request_input", message=say("more?"))
+        target, key, text = created.id, "create-key-1", "a reply"
+    else:
+        world.send("here", key="reply-key-2", **reply)
+        other = waiting_task(world) if change == "another task" else task
+        target, key, text = other.id, "reply-key-2", "here" if change == "another task" else "another text"
+    revision = world.task(target)["revision"]
+    with pytest.raises(A2AError) as info:
+        world.send(text, key=key, **{**reply, "taskId": target})
+    assert info.value.reason == "IDEMPOTENCY_CONFLICT" and info.value.http()[0] == 409
+    assert world.task(target)["revision"] == revision  # nothing stored

@@ -6,12 +6,15 @@ so fencing, receipts and revision CAS hold unchanged (no rule of the task lifecy
   terminal task is UnsupportedOperation. Then, unless returnImmediately, it follows the task's event
   stream until a terminal or interrupted state, or BLOCK_SECONDS, and answers the task as it stands.
 - An Idempotency-Key is the command id (hashed into one when it is not a Dovecote id); the task,
-  context and message ids derive from it, so a retried SendMessage replays the one create.
+  context and message ids derive from it, so a retried SendMessage replays the one create. A reply
+  under a key already used is that command rebuilt (its receipt says its revision): an exact retry
+  replays, any other body is IDEMPOTENCY_CONFLICT (409), as on create.
 - CancelTask: cancel_task at the revision it read, read again and retried on a revision conflict
   (CAS, at most CANCEL_ATTEMPTS times); a task already canceled answers as it is (idempotent).
 - GetTask / ListTasks: the task reads, mapped (dovecote.a2a.mapping).
 
-Round trips: a create or reply is one task transaction; the wait reads the event stream (one query
+Round trips: a create or reply is one task transaction (a reply under an Idempotency-Key reads its
+receipt first: one more read); the wait reads the event stream (one query
 per poll, backing off from POLL_FIRST to POLL_MAX); the answer reads the task, its messages (one
 query per 100) and, once completed with an artifact, the artifact (one read, S3 past 8 KiB).
 """
@@ -127,8 +130,10 @@ class A2AService:
                 taskId=task_id,
                 contextId=request.message.context_id,
             )
-        if ids.keyed and self._has_message(principal, task_id, ids.message):
-            return record  # this Idempotency-Key's reply committed before: a replay answers the task
+        if ids.keyed:
+            used = self.tasks.command_receipt(principal, ids.command)
+            if used is not None:
+                return self._again(principal, record, ids, body, used)
         if machine.is_terminal(record["state"]):
             raise error(
                 "UNSUPPORTED_OPERATION",
@@ -148,12 +153,21 @@ class A2AService:
         )
         return dict(self.tasks.reply(principal, command).body)
 
-    def _has_message(self, principal: Principal, task_id: str, message_id: str) -> bool:
-        try:
-            self.tasks.message(principal, task_id, message_id)
-        except NotFound:
-            return False
-        return True
+    def _again(
+        self, principal: Principal, record: dict[str, Any], ids: _Ids, body: dict[str, Any], used: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A reply under an Idempotency-Key some command already used: that command rebuilt as it
+        was first sent (a reply's expected revision is the one before its answer's), so the task
+        service's own replay rule decides. An exact retry replays; another message, another task,
+        or a key the create used is its IdempotencyConflict (409), as on create."""
+        first = used.get("result")
+        revision = first.get("revision") if isinstance(first, dict) and used.get("kind") == "reply_task" else None
+        expected = int(revision) - 1 if isinstance(revision, int) and revision > 1 else int(record["revision"])
+        command = self.tasks.gate.reply(
+            principal, record["id"], {"command_id": ids.command, "expected_revision": expected, "message": body}
+        )
+        self.tasks.reply(principal, command)
+        return self._get(principal, record["id"])
 
     def _wait(self, principal: Principal, record: dict[str, Any], started: float) -> dict[str, Any]:
         """Follow the task's events from its current revision until a terminal or interrupted state,

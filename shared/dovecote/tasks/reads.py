@@ -88,6 +88,17 @@ class Reads:
             raise NotFound("message not found", task=task_id, message_id=message_id)
         return {"message": self._message_json(principal, found)}
 
+    def command_receipt(self, principal: Principal, command_id: str) -> dict[str, Any] | None:
+        """A committed command of the authority by its id: its kind, status and answer (what an exact
+        retry of it replays), or None when no command used the id. One read. For a binding that
+        rebuilds a retried command as it was first sent (an A2A reply under an Idempotency-Key)."""
+        principal.require("caller", "worker")
+        check_id(command_id, "command_id")
+        found = self.work.store.read(principal.authority, command_id, None).receipt
+        if found is None:
+            return None
+        return {"kind": found.kind, "status": found.status, "result": found.result}
+
     def _message_json(self, principal: Principal, message: Message) -> dict[str, Any]:
         violations = message_violations(message)
         if violations:

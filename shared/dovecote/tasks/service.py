@@ -55,7 +55,9 @@ SERVED_BY: dict[str, str] = {
         "artifacts",
     ),
     "worker_event": "worker_events",
-    **dict.fromkeys(("get", "snapshot", "messages", "message", "events", "list_context", "list_tasks"), "reads"),
+    **dict.fromkeys(
+        ("get", "snapshot", "messages", "message", "events", "list_context", "list_tasks", "command_receipt"), "reads"
+    ),
 }
 
 
