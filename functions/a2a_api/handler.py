@@ -74,14 +74,6 @@ def _answer(status: int, body: dict[str, Any], **headers: str) -> dict[str, Any]
     }
 
 
-def _base_url(event: dict[str, Any], headers: dict[str, str]) -> str:
-    """The deployment's URL as the client reached it (API Gateway sets X-Forwarded-Proto; the domain
-    is the custom domain when one is mapped)."""
-    host = (event.get("requestContext") or {}).get("domainName") or headers.get("host", "")
-    scheme = headers.get("x-forwarded-proto", "http").split(",")[0].strip() or "http"
-    return f"{scheme}://{host}"
-
-
 def _text(event: dict[str, Any], headers: dict[str, str]) -> str:
     """The request body: JSON (the bindings' one content type, `application/json` or a `+json` type
     such as `application/a2a+json`), as UTF-8 text."""
@@ -103,8 +95,16 @@ def _text(event: dict[str, Any], headers: dict[str, str]) -> str:
 
 def _card(event: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     """The public card, cacheable (A2A v1.0 §8.6): Cache-Control and a strong ETag of its bytes; a
-    client that already holds them (If-None-Match) gets 304."""
-    answer = _answer(200, as_json(agent_card(_base_url(event, headers), dovecote.__version__)))
+    client that already holds them (If-None-Match) gets 304. Its URLs are the configured endpoint's
+    (DOVECOTE_PUBLIC_URL), never a request's Host or X-Forwarded-Proto: a cached card must not name
+    whatever a client sent (`javascript://…`)."""
+    from dovecote.platform.settings import get_settings
+
+    endpoint = get_settings().public_url
+    if not endpoint:
+        logger.error("the agent card needs DOVECOTE_PUBLIC_URL, the deployment's endpoint")
+        return _answer(*error("INTERNAL", "internal error").http())
+    answer = _answer(200, as_json(agent_card(endpoint, dovecote.__version__)))
     etag = '"' + hashlib.sha256(answer["body"].encode("utf-8")).hexdigest()[:32] + '"'
     answer["headers"].update({"Cache-Control": "public, max-age=300", "ETag": etag})
     if etag in [tag.strip() for tag in headers.get("if-none-match", "").split(",")]:

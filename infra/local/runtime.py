@@ -201,6 +201,9 @@ class LocalRuntime:
         self._server = make_server(self.host, self.port, served_api, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
+        # The A2A Agent Card names this endpoint (as CDK sets the API's), never a request's Host.
+        os.environ["DOVECOTE_PUBLIC_URL"] = self.endpoint
+        get_settings.cache_clear()
         self._write_tokens_file()
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

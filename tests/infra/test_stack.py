@@ -423,6 +423,19 @@ def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str
     assert authorizer["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
 
 
+def test_the_agent_card_names_the_apis_own_endpoint(synthesized: dict[str, Any]) -> None:
+    # Configured from the HttpApi itself, never from a request's Host or X-Forwarded-Proto.
+    raw = synthesized["raw"]
+    a2a = next(
+        f["Properties"]
+        for f in resources(raw, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == FUNCTIONS["a2a_api"].handler
+    )
+    url = a2a["Environment"]["Variables"]["DOVECOTE_PUBLIC_URL"]
+    assert _logical_ids(url) & set(resources(raw, "AWS::ApiGatewayV2::Api")), url
+    assert "execute-api" in json.dumps(url)
+
+
 def test_functions_run_with_the_environment_the_cold_start_bench_measures(synthesized: dict[str, Any]) -> None:
     """bench/coldstart.py runs each probe with Function.environment: the deployed values must be those."""
     functions = resources(synthesized["raw"], "AWS::Lambda::Function").values()

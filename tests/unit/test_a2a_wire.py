@@ -6,6 +6,7 @@ local gateway has."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -188,19 +189,48 @@ def test_what_no_store_could_keep_is_invalid_params_and_stores_nothing(
     assert service.tasks.store.tasks == {}  # type: ignore[attr-defined]
 
 
-def test_the_card_names_the_url_the_client_reached() -> None:
+@pytest.fixture
+def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The deployment's configured endpoint (CDK sets the API's; `dovecote dev` its own)."""
+    from dovecote.platform.settings import get_settings
+
+    monkeypatch.setenv("DOVECOTE_PUBLIC_URL", "https://api.example")
+    get_settings.cache_clear()
+    yield "https://api.example"
+    get_settings.cache_clear()
+
+
+def test_the_card_names_the_configured_endpoint_whatever_the_request_says(endpoint: str) -> None:
+    # A forwarded scheme or a Host of the client's choosing never reaches the card (which is cached)
+    for headers, domain in (
+        ({"x-forwarded-proto": "javascript"}, "api.example"),
+        ({"x-forwarded-proto": "https", "host": "evil.example"}, "evil.example"),
+        ({}, ""),
+    ):
+        answer = a2a_handler.route(
+            {
+                "routeKey": "GET /.well-known/agent-card.json",
+                "headers": headers,
+                "requestContext": {"domainName": domain},
+            }
+        )
+        urls = {i["protocolBinding"]: i["url"] for i in json.loads(answer["body"])["supportedInterfaces"]}
+        assert urls == {"JSONRPC": endpoint, "HTTP+JSON": endpoint + "/a2a"}
+
+
+def test_a_card_without_a_configured_endpoint_is_an_internal_error_not_a_guess(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dovecote.platform.settings import get_settings
+
+    monkeypatch.delenv("DOVECOTE_PUBLIC_URL", raising=False)
+    get_settings.cache_clear()
     answer = a2a_handler.route(
-        {
-            "routeKey": "GET /.well-known/agent-card.json",
-            "headers": {"x-forwarded-proto": "https"},
-            "requestContext": {"domainName": "api.example"},
-        }
+        {"routeKey": "GET /.well-known/agent-card.json", "headers": {}, "requestContext": {"domainName": "api.example"}}
     )
-    urls = {i["protocolBinding"]: i["url"] for i in json.loads(answer["body"])["supportedInterfaces"]}
-    assert urls == {"JSONRPC": "https://api.example", "HTTP+JSON": "https://api.example/a2a"}
+    get_settings.cache_clear()
+    assert answer["statusCode"] == 500 and "api.example" not in answer["body"]
 
 
-def test_the_card_is_cacheable_and_revalidates_by_its_etag() -> None:
+def test_the_card_is_cacheable_and_revalidates_by_its_etag(endpoint: str) -> None:
     first = a2a_handler.route({"routeKey": "GET /.well-known/agent-card.json", "headers": {}, "requestContext": {}})
     etag = first["headers"]["ETag"]
     assert first["statusCode"] == 200 and "max-age" in first["headers"]["Cache-Control"]
