@@ -169,6 +169,46 @@ log = logging.getLogger("dovecote-dev")
 A2A_FUNCTION = "a2a_api"
 
 
+def is_loopback(host: str) -> bool:
+    """`localhost` or a loopback address (127.0.0.0/8, ::1), as a bind address or a Host's name."""
+    import ipaddress
+
+    name = host.strip().lower().removeprefix("[").removesuffix("]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(authority: str) -> str:
+    """The host of `host[:port]` (an IPv6 literal in brackets keeps them)."""
+    if authority.startswith("["):
+        return authority.split("]", 1)[0] + "]"
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
+def unauthenticated_refusal(headers: dict[str, str]) -> str:
+    """Why an A2A request without a token is not served as the dev caller, or "" when it may be.
+    The mode trusts whoever reaches the port, so only a client on this machine talking to it by a
+    loopback name: a foreign Host is a DNS-rebinding page (its domain resolved to 127.0.0.1); a
+    foreign Origin, or a cross-site fetch (Sec-Fetch-Site), is another site's page in a browser.
+    A client that is no browser (the A2A TCK) sends no Origin and a loopback Host."""
+    host = headers.get("host", "")
+    if not is_loopback(_host_name(host)):
+        return "dovecote dev --a2a-unauthenticated serves only a loopback Host (localhost, 127.0.0.1, [::1])"
+    origin = headers.get("origin")
+    if origin is not None:
+        parsed = urlsplit(origin) if "://" in origin else None
+        if parsed is None or parsed.scheme not in ("http", "https") or not is_loopback(parsed.hostname or ""):
+            return "dovecote dev --a2a-unauthenticated serves no page of another origin (send a token)"
+    site = headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return "dovecote dev --a2a-unauthenticated serves no cross-site request (send a token)"
+    return ""
+
+
 # One Lambda handler module is imported at a time, by the API's first requests and the event sources
 # alike: two threads importing the same Powertools modules at once can see a partially initialized
 # module. (The event sources start after the API serves, so both happen at a start.)
@@ -236,7 +276,11 @@ class Gateway:
             return _json(413, {"message": "Request Entity Too Large"})
         event = self._event(request, route, path_parameters, body, event_path(parts))
         if route.authorized and route.function == A2A_FUNCTION and self._a2a_caller_token:
-            event["headers"].setdefault("authorization", f"Bearer {self._a2a_caller_token}")
+            if not event["headers"].get("authorization"):
+                refused = unauthenticated_refusal(event["headers"])
+                if refused:
+                    return _json(403, {"message": refused})
+                event["headers"]["authorization"] = f"Bearer {self._a2a_caller_token}"
         if route.authorized:
             if not event["headers"].get("authorization"):
                 return _json(401, {"message": "Unauthorized"})

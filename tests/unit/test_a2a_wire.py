@@ -278,9 +278,15 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> Recorded:
     return seen
 
 
-def call(gateway: local_gateway.Gateway, method: str, path: str, headers: dict[str, str] | None = None) -> int:
-    request = Request(EnvironBuilder(method=method, path=path, headers=headers or {}).get_environ())
-    return int(gateway.dispatch(request, path.encode()).status_code)
+def call(
+    gateway: local_gateway.Gateway,
+    method: str,
+    path: str,
+    headers: dict[str, str] | None = None,
+    host: str = "localhost:8787",
+) -> int:
+    environ = EnvironBuilder(method=method, path=path, headers=headers or {}, base_url=f"http://{host}/").get_environ()
+    return int(gateway.dispatch(Request(environ), path.encode()).status_code)
 
 
 def test_only_the_flag_lets_a2a_requests_without_a_token_in_as_the_dev_caller(recorded: Recorded) -> None:
@@ -297,6 +303,81 @@ def test_only_the_flag_lets_a2a_requests_without_a_token_in_as_the_dev_caller(re
     assert recorded.authorized[-1] == "Bearer mine"
     assert call(flagged, "GET", "/v1/tasks") == 401
     assert all(r.function == "a2a_api" for r in A2A_ROUTES)
+
+
+@pytest.mark.parametrize(
+    ("host", "headers"),
+    [
+        ("evil.example:8787", {}),  # DNS rebinding: a page whose domain resolved to 127.0.0.1
+        ("127.0.0.1.evil.example", {}),
+        ("localhost:8787", {"Origin": "https://evil.example"}),  # another site's page
+        ("localhost:8787", {"Origin": "null"}),  # a sandboxed frame, a file:// page
+        ("localhost:8787", {"Origin": "http://localhost.evil.example:8787"}),
+        ("localhost:8787", {"Sec-Fetch-Site": "cross-site"}),
+        ("localhost:8787", {"Sec-Fetch-Site": "same-site"}),  # another port of this machine
+    ],
+)
+def test_the_flag_serves_no_foreign_host_and_no_other_sites_page(
+    recorded: Recorded, host: str, headers: dict[str, str]
+) -> None:
+    flagged = local_gateway.Gateway(log_requests=False, a2a_caller_token="dev-caller-token")
+    assert call(flagged, "POST", "/", headers, host=host) == 403
+    assert call(flagged, "GET", "/a2a/tasks", headers, host=host) == 403
+    assert recorded.authorized == [] and recorded.ran == []  # neither the authorizer nor the function ran
+
+
+@pytest.mark.parametrize(
+    ("host", "headers"),
+    [
+        ("localhost:8787", {}),
+        ("127.0.0.1:18787", {"Origin": "http://127.0.0.1:18787", "Sec-Fetch-Site": "same-origin"}),
+        ("[::1]:8787", {"Origin": "http://[::1]:8787"}),
+    ],
+)
+def test_the_flag_serves_a_loopback_client(recorded: Recorded, host: str, headers: dict[str, str]) -> None:
+    flagged = local_gateway.Gateway(log_requests=False, a2a_caller_token="dev-caller-token")
+    assert call(flagged, "POST", "/", headers, host=host) == 200
+    # A request with its own token is authorized as any other, whatever its Host
+    assert call(flagged, "POST", "/", {"Authorization": "Bearer mine"}, host="evil.example") == 200
+    assert recorded.authorized == ["Bearer dev-caller-token", "Bearer mine"]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::", "my-laptop.lan"])  # noqa: S104 - refused binds
+def test_the_flag_refuses_to_start_on_an_address_others_reach(host: str, tmp_path: Any) -> None:
+    from infra.local.runtime import LocalRuntime, UnsafeOptions
+
+    runtime = LocalRuntime(host=host, port=0, a2a_unauthenticated=True, data_dir=tmp_path / "data")
+    with pytest.raises(UnsafeOptions, match="loopback"):
+        runtime.start()
+    assert not (tmp_path / "data").exists()  # refused before anything was written or bound
+
+
+def test_a2a_posts_must_say_json_even_without_a_body() -> None:
+    # A browser's cross-site POST carries no Content-Type (or text/plain) without a CORS preflight
+    for headers in ({"content-type": ""}, {"content-type": "text/plain"}):
+        answer = a2a_handler.route(event("POST /", {"jsonrpc": "2.0", "id": 1, "method": "ListTasks"}, headers))
+        assert rpc_error(json.loads(answer["body"])) == (-32005, "CONTENT_TYPE_NOT_SUPPORTED")
+        empty = a2a_handler.route(
+            event("POST /a2a/tasks/{id_action}", headers=headers, pathParameters={"id_action": "t:cancel"})
+        )
+        assert empty["statusCode"] == 415
+
+
+def test_a2a_refuses_a_query_that_is_not_utf8_as_every_route_does() -> None:
+    for raw in ("pageSize=1%FF", "historyLength=%ED%A0%80"):
+        rest = a2a_handler.route(event("GET /a2a/tasks", rawQueryString=raw))
+        assert rest["statusCode"] == 400, rest["body"]
+        assert json.loads(rest["body"])["error"]["details"][0]["reason"] == "INVALID_PARAMS"
+        body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {}})
+        answer = json.loads(a2a_handler.route(event("POST /", body, rawQueryString=raw))["body"])
+        assert answer["id"] == 3 and rpc_error(answer) == (-32602, "INVALID_PARAMS")
+
+
+def test_a2a_refuses_a_body_that_is_not_utf8() -> None:
+    # The local gateway passes a byte that is not UTF-8 (here 0xFF) as a lone surrogate (surrogateescape)
+    body = '{"jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {"contextId": "x\udcff"}}'
+    answer = json.loads(a2a_handler.route(event("POST /", body))["body"])
+    assert rpc_error(answer) == (-32700, "PARSE_ERROR")
 
 
 def test_the_cloud_stack_has_no_such_switch() -> None:

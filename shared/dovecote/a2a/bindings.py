@@ -175,8 +175,9 @@ def _names_a_value(enum: Any, value: Any) -> bool:
 # ---- JSON-RPC 2.0 ---------------------------------------------------------------------------------------
 
 
-def jsonrpc(service: A2AService, call: Call, body: str) -> dict[str, Any]:
-    """One JSON-RPC request → its response object (always HTTP 200, as JSON-RPC over HTTP answers)."""
+def jsonrpc(service: A2AService, call: Call, body: str, *, refused: A2AError | None = None) -> dict[str, Any]:
+    """One JSON-RPC request → its response object (always HTTP 200, as JSON-RPC over HTTP answers).
+    `refused`: what the request's envelope (its query) already failed, answered with its id."""
     try:
         request = json.loads(body)
     except (ValueError, RecursionError):  # RecursionError: nested past the decoder's stack
@@ -194,6 +195,8 @@ def jsonrpc(service: A2AService, call: Call, body: str) -> dict[str, Any]:
         )
     method = request["method"]
     params = request.get("params", {})
+    if refused is not None:
+        return _rpc_error(rpc_id, refused)
     try:
         result = _dispatch(service, call, method, params)
     except A2AError as exc:
