@@ -5,7 +5,10 @@ response, then invokes the real function handler with the same event shape API G
 turns the returned dict into the HTTP response. Behaviour copied from API Gateway on purpose:
 - an authorized route without an Authorization header is answered 401 {"message":"Unauthorized"}
   by the gateway itself (the identity source is missing), before the authorizer runs;
-- a request body over the Lambda payload limit (6 MB) is answered 413 by the gateway.
+- a request body over the Lambda payload limit (6 MB) is answered 413 by the gateway;
+- a function's answer over Lambda's response limit (6 MB, as Lambda measures it: the response
+  object as JSON) fails the invocation, which API Gateway answers 500 {"message":"Internal Server
+  Error"}: so an answer too large for the cloud fails here too, not only once deployed.
 
 Route matching works on the path as received, segment by segment (`RouteMatcher`): the path is split
 at its literal `/` first and each segment percent-decoded after, so `%2F` stays inside its segment
@@ -44,6 +47,7 @@ from werkzeug.wrappers import Request, Response
 from infra.routes import ALL_ROUTES, AUTHORIZER, FUNCTIONS, Function, Route
 
 LAMBDA_PAYLOAD_LIMIT = 6 * 1024 * 1024
+LAMBDA_RESPONSE_LIMIT = 6 * 1024 * 1024  # a synchronous invocation's response, as JSON
 TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded")
 
 
@@ -290,6 +294,12 @@ class Gateway:
             event["requestContext"]["authorizer"] = {"lambda": decision.get("context") or {}}
         function = FUNCTIONS[route.function]
         result = self._handler(function)(event, _context(function))
+        size = response_size(result)
+        if size > LAMBDA_RESPONSE_LIMIT:
+            log.warning(
+                "%s answered %d bytes, over Lambda's response limit (%d)", function.name, size, LAMBDA_RESPONSE_LIMIT
+            )
+            return _json(500, {"message": "Internal Server Error"})
         return _response(result)
 
     @staticmethod
@@ -357,6 +367,15 @@ class Gateway:
             "pathParameters": event.get("pathParameters"),
             "requestContext": event["requestContext"],
         }
+
+
+def response_size(result: dict[str, Any]) -> int:
+    """A function's answer as Lambda measures it against its limit: the response object as JSON
+    (UTF-8, as the Python 3.12 runtime writes it: non-ASCII as itself)."""
+    try:
+        return len(json.dumps(result, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError):
+        return 0  # not JSON: _response fails on it as Lambda would
 
 
 def _code_of(response: Response) -> str:

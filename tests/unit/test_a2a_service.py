@@ -438,3 +438,89 @@ def test_another_body_under_a_used_key_is_an_idempotency_conflict(world: World, 
         world.send(text, key=key, **{**reply, "taskId": target})
     assert info.value.reason == "IDEMPOTENCY_CONFLICT" and info.value.http()[0] == 409
     assert world.task(target)["revision"] == revision  # nothing stored
+
+
+# ---- every answer bounded (issue 29): as /v1's pages, within 4 MiB, far below Lambda's 6 MB --------------
+
+PART = 8000  # inline in a message page (parts over 8 KiB are stored apart, served by URL)
+
+
+def big(letter: str) -> dict[str, Any]:
+    """A message of 32 inline parts: 256,000 bytes, the most a page carries inline per message."""
+    return {"id": f"m-{next(_ids)}", "parts": [{"media_type": "text/plain", "text": letter * PART}] * 32}
+
+
+def grow(world: World, task_id: str, rounds: int, last: str = "q") -> None:
+    """`rounds` questions of the worker, each answered by the caller, then one more question."""
+    for i in range(rounds + 1):
+        world.worker(task_id, "request_input", message=big(last if i == rounds else "q"))
+        if i < rounds:
+            reply = {"command_id": f"r{next(_ids)}", "expected_revision": world.task(task_id)["revision"]}
+            world.edge.reply(CALLER, task_id, {**reply, "message": big("r")})
+
+
+def weight_of(answer: Any) -> int:
+    from dovecote.a2a import mapping
+
+    return mapping.weight(answer)
+
+
+def test_a_list_page_stops_before_its_answer_would_pass_the_bound_and_continues_there(world: World) -> None:
+    from dovecote.a2a import mapping
+
+    # Given six tasks of about 1.5 MB of history each, listed 100 at a time with 100 messages each
+    made = set()
+    for _ in range(6):
+        task = world.send(configuration={"returnImmediately": True}).task
+        world.worker(task.id, "accept")
+        grow(world, task.id, 2)
+        made.add(task.id)
+    seen: list[str] = []
+    token = ""
+    pages = 0
+    while True:
+        page = world.a2a.list_tasks(CALLER, ListTasksRequest(page_size=100, history_length=100, page_token=token))
+        pages += 1
+        # Then every page is within the bound, of whole tasks, and the pages list each task once
+        assert weight_of(page) <= mapping.ANSWER_BYTES and 1 <= len(page.tasks) <= 3
+        assert all(len(t.history) == 6 and mapping.TRUNCATED not in t.metadata for t in page.tasks)
+        seen.extend(t.id for t in page.tasks)
+        token = page.next_page_token
+        if not token:
+            break
+    assert sorted(seen) == sorted(made) and pages == 3  # 9 MB of tasks: two a page
+
+
+def test_a_task_keeps_its_latest_messages_within_the_bound_and_says_what_it_left_out(world: World) -> None:
+    from dovecote.a2a import mapping
+
+    # Given a task of 41 messages, 10 MB of them inline
+    task = world.send(configuration={"returnImmediately": True}).task
+    world.worker(task.id, "accept")
+    grow(world, task.id, 19, last="z")
+    # When it is read with its whole history, and when a reply (that commits) is answered
+    got = world.a2a.get_task(CALLER, GetTaskRequest(id=task.id, history_length=100))
+    world.clock.during_sleep.append(lambda: world.worker(task.id, "request_input", message=big("y")))
+    answer = world.send("and again", taskId=task.id).task
+    # Then each is within the bound with the latest messages, and says what it left out
+    for one, latest in ((got, "z"), (answer, "y")):
+        assert weight_of(one) <= mapping.ANSWER_BYTES
+        assert one.history[-1].parts[0].text[0] == latest and one.status.message.parts[0].text[0] == latest
+        assert 10 < len(one.history) < 20 and "oldest" in one.metadata[mapping.TRUNCATED]
+
+
+def test_an_artifact_with_no_room_inline_is_served_by_its_url(world: World) -> None:
+    import base64
+
+    from dovecote.a2a import mapping
+
+    task = world.send(configuration={"returnImmediately": True}).task
+    world.worker(task.id, "accept")
+    payload = {"media_type": "application/octet-stream", "data_b64": base64.b64encode(b"\x00" * (3900 * 1024)).decode()}
+    world.worker(task.id, "freeze", artifact_id="a-big", expected_base_revision="empty", payload=payload)
+    world.worker(task.id, "complete", message=say("done"), submission_id="s", artifact_id="a-big")
+    got = world.a2a.get_task(CALLER, GetTaskRequest(id=task.id))
+    assert weight_of(got) <= mapping.ANSWER_BYTES
+    part = got.artifacts[0].parts[0]
+    assert part.WhichOneof("content") == "url" and mapping.TRUNCATED in got.artifacts[0].metadata
+    assert [m.parts[0].text for m in got.history][-1] == "done"

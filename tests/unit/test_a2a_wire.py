@@ -480,3 +480,24 @@ def test_a_message_over_the_part_limit_is_refused_before_it_is_parsed(monkeypatc
     answer = raw_send(f'{{"messageId":"m","role":"ROLE_USER","parts":[{parts}]}}')
     assert rpc_error(answer) == (-32602, "INVALID_PARAMS") and answer["id"] == 41
     assert "32" in answer["error"]["message"] and parsed == []
+
+
+def test_the_local_gateway_answers_over_lambdas_response_limit_as_api_gateway_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Lambda refuses a response over 6 MB, measured as JSON (the body's quotes escaped once more);
+    # API Gateway then answers 500. An answer too large for the cloud fails locally too.
+    body = [""]
+
+    def handler(gateway: local_gateway.Gateway, function: Any) -> Any:
+        return lambda _event, _context: {"statusCode": 200, "body": body[0]}
+
+    monkeypatch.setattr(local_gateway.Gateway, "_handler", handler)
+    gateway = local_gateway.Gateway(log_requests=False)
+    for answer, status in (
+        ("x" * (6 * 1024 * 1024 - 1000), 200),
+        ("x" * (6 * 1024 * 1024 + 1), 500),
+        ('"' * (3 * 1024 * 1024 + 10), 500),  # 3 MiB of body, 6 MiB once Lambda escapes it
+    ):
+        body[0] = answer
+        assert call(gateway, "GET", "/v1/health") == status

@@ -43,6 +43,12 @@ A2A_KEY = "a2a"
 # The metadata key (of a Part, a Message or an Artifact) that marks what a read could not serve as
 # stored (a number protobuf JSON cannot hold, an artifact that is no A2A Artifact), and how it served it.
 UNREPRESENTABLE = "dovecote.unrepresentable"
+# The metadata key (of a Task or an Artifact) that says what an answer left out, or served by URL, to
+# stay within its size bound.
+TRUNCATED = "dovecote.truncated"
+# Every A2A answer stays within this many bytes (by `weight`), as /v1 keeps its pages within 4 MiB:
+# far below Lambda's 6 MB response limit, with room for the envelope.
+ANSWER_BYTES = 4 * 1024 * 1024
 # An artifact payload of this type is an A2A Artifact in protobuf JSON (its artifactId is Dovecote's).
 ARTIFACT_MEDIA_TYPE = "application/a2a-artifact+json"
 URL_MEDIA_TYPE = "text/uri-list"  # how the first convention stored a URL part (read only)
@@ -378,8 +384,10 @@ def task(
     *,
     history_length: int | None,
     with_artifacts: bool = True,
+    room: int | None = None,
 ) -> Task:
-    """A Dovecote task (its JSON, its messages oldest first, its published artifact) as an A2A Task."""
+    """A Dovecote task (its JSON, its messages oldest first, its published artifact) as an A2A Task.
+    With `room` (bytes, by `weight`), the history keeps the latest messages that fit in it."""
     task_id, context_id = str(record["id"]), str(record["context"])
     status = TaskStatus(state=STATES[record["state"]])
     status.timestamp.FromJsonString(str(record["updated_at"]))
@@ -387,11 +395,35 @@ def task(
     if current is not None:
         status.message.CopyFrom(message(current, task_id, context_id))
     out = Task(id=task_id, context_id=context_id, status=status)
-    shown = messages if history_length is None else (messages[-history_length:] if history_length > 0 else [])
-    out.history.extend(message(m, task_id, context_id) for m in shown)
     if with_artifacts:
         out.artifacts.extend(artifacts)
+    shown = messages if history_length is None else (messages[-history_length:] if history_length > 0 else [])
+    history = [message(m, task_id, context_id) for m in shown]
+    if room is not None:
+        # The latest messages that fit in what the answer has left; the older ones are left out, marked.
+        room -= weight(out)
+        kept = 0
+        while kept < len(history) and weight(history[-1 - kept]) <= room:
+            room -= weight(history[-1 - kept])
+            kept += 1
+        if kept < len(history):
+            out.metadata.update(
+                {
+                    TRUNCATED: f"history: the {len(history) - kept} oldest of {len(history)} messages are left out "
+                    f"(an A2A answer is at most {ANSWER_BYTES} bytes); ask for fewer with historyLength"
+                }
+            )
+        history = history[len(history) - kept :]
+    out.history.extend(history)
     return out
+
+
+def weight(value: Any) -> int:
+    """What `value` (a protobuf message) adds to an answer, in bytes as Lambda returns it: its
+    protobuf JSON (UTF-8) inside the answer's body, a JSON string in Lambda's response, where each
+    quote and backslash is escaped once more."""
+    text = json.dumps(as_json(value), ensure_ascii=False)
+    return len(text.encode("utf-8")) + text.count('"') + text.count("\\")
 
 
 def answers_with_message(messages: list[dict[str, Any]], state: str) -> bool:

@@ -57,6 +57,8 @@ MAX_PAGE_SIZE = 100
 CANCEL_ATTEMPTS = 5
 # GetTask and SendMessage without historyLength: this many of the latest messages.
 DEFAULT_HISTORY = 100
+# What a ListTasks answer adds beside its tasks (the keys, nextPageToken up to ~1 KiB, the counts).
+LIST_ENVELOPE = 2048
 
 
 @dataclass(eq=False)
@@ -200,7 +202,7 @@ class A2AService:
             answer = mapping.message(messages[-1], "", record["context"])
             answer.ClearField("task_id")  # a Message-only answer: no task for the client to follow
             return answer
-        return mapping.task(record, messages, self._artifacts(principal, record), history_length=history)
+        return self._task(principal, record, messages, history)
 
     # ---- GetTask, ListTasks ----------------------------------------------------------------------------
 
@@ -209,7 +211,31 @@ class A2AService:
         history = _history_length(request.history_length if request.HasField("history_length") else None)
         record = self._get(principal, request.id)
         messages = self._messages(principal, record, history)
-        return mapping.task(record, messages, self._artifacts(principal, record), history_length=history)
+        return self._task(principal, record, messages, history)
+
+    def _task(
+        self,
+        principal: Principal,
+        record: dict[str, Any],
+        messages: list[dict[str, Any]],
+        history: int | None,
+        *,
+        with_artifacts: bool = True,
+        room: int = mapping.ANSWER_BYTES,
+    ) -> Task:
+        """The task as an answer of at most `room` bytes (mapping.weight): its status and artifact,
+        then as many of the latest messages as fit (the rest left out, marked). An artifact with no
+        room beside the task is served by its presigned URL instead, marked."""
+        artifacts = self._artifacts(principal, record) if with_artifacts else []
+        if artifacts:
+            bare = mapping.task(record, messages, [], history_length=0)
+            if mapping.weight(bare) + sum(mapping.weight(a) for a in artifacts) > room:
+                artifacts = self._artifacts(principal, record, inline=False)
+                for one in artifacts:
+                    one.metadata.update({mapping.TRUNCATED: "served by its URL: no room for it inline in this answer"})
+        return mapping.task(
+            record, messages, artifacts, history_length=history, with_artifacts=with_artifacts, room=room
+        )
 
     def list_tasks(self, principal: Principal, request: ListTasksRequest) -> ListTasksResponse:
         size = request.page_size if request.HasField("page_size") else DEFAULT_PAGE_SIZE
@@ -225,21 +251,35 @@ class A2AService:
         if request.HasField("status_timestamp_after"):
             since = request.status_timestamp_after.ToJsonString()
         try:
-            page = self.tasks.list_tasks(
-                principal, TaskFilter(request.context_id, state, since), size, request.page_token or None
-            )
+            listed = TaskFilter(request.context_id, state, since)
+            page = self.tasks.list_tasks(principal, listed, size, request.page_token or None)
         except DomainError as exc:
             raise from_domain(exc) from None
         with_artifacts = request.include_artifacts
         out = ListTasksResponse(
             next_page_token=page.get("cursor") or "", page_size=size, total_size=int(page.get("total_size") or 0)
         )
-        for record in page["items"]:
+        # The page stops before the answer would pass ANSWER_BYTES (as /v1's pages stop at 4 MiB):
+        # its first task always, shaped to fit; any later one only whole, else the page is cut
+        # before it and nextPageToken continues there.
+        room = mapping.ANSWER_BYTES - mapping.weight(out) - LIST_ENVELOPE
+        for i, record in enumerate(page["items"]):
             messages = self._messages(principal, record, history) if history != 0 else []
-            artifacts = self._artifacts(principal, record) if with_artifacts else []
-            out.tasks.append(
-                mapping.task(record, messages, artifacts, history_length=history, with_artifacts=with_artifacts)
+            task = self._task(
+                principal,
+                record,
+                messages,
+                history,
+                with_artifacts=with_artifacts,
+                room=room if i == 0 else mapping.ANSWER_BYTES,
             )
+            used = mapping.weight(task) + 1  # and its comma
+            if i > 0 and used > room:
+                last = page["items"][i - 1]
+                out.next_page_token = self.tasks.list_tasks_after(principal, listed, last)
+                break
+            out.tasks.append(task)
+            room -= used
         return out
 
     # ---- CancelTask ------------------------------------------------------------------------------------
@@ -300,13 +340,13 @@ class A2AService:
             raise from_domain(exc, taskId=record["id"]) from None
         return found
 
-    def _artifacts(self, principal: Principal, record: dict[str, Any]) -> list[Artifact]:
+    def _artifacts(self, principal: Principal, record: dict[str, Any], *, inline: bool = True) -> list[Artifact]:
         """The published artifact (a completed task's), as A2A sees artifacts: a frozen one is not
-        the task's output until the task completes."""
+        the task's output until the task completes. Not `inline`: its payload by presigned URL."""
         if record["state"] != "completed" or not record.get("artifact"):
             return []
         try:
-            found = self.tasks.get_artifact(principal, record["workspace"], record["artifact"])
+            found = self.tasks.get_artifact(principal, record["workspace"], record["artifact"], inline=inline)
         except DomainError as exc:
             raise from_domain(exc, taskId=record["id"]) from None
         return [mapping.artifact(found["artifact"], found["payload"])]

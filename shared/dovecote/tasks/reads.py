@@ -137,14 +137,8 @@ class Reads:
         self, principal: Principal, task_filter: TaskFilter, limit: int | None, cursor: str | None
     ) -> dict[str, Any]:
         principal.require("caller", "worker")
-        if task_filter.context:
-            check_id(task_filter.context, "context")
-        if task_filter.state and task_filter.state not in machine.STATES:
-            raise InvalidArgument(f"state must be one of {', '.join(machine.STATES)}", field="state")
-        if task_filter.updated_since:
-            task_filter = TaskFilter(task_filter.context, task_filter.state, _rfc3339_arg(task_filter.updated_since))
+        task_filter, scope = _tasks_scope(task_filter)
         size = page_limit(limit)
-        scope = "tasks:" + hashlib.sha256(repr(task_filter).encode()).hexdigest()[:24]
         page = self.work.store.authority_tasks(
             principal.authority, task_filter, self.pages.open(principal, cursor, scope), size
         )
@@ -154,6 +148,27 @@ class Reads:
             "total_size": page.total_size or 0,
             "total_is_lower_bound": page.total_is_lower_bound,
         }
+
+    def list_tasks_after(self, principal: Principal, task_filter: TaskFilter, task: dict[str, Any]) -> str:
+        """The cursor of `list_tasks` (same filter) that continues after `task`, one of its items:
+        for a page cut short (an A2A answer bounded in size). No read."""
+        principal.require("caller", "worker")
+        task_filter, scope = _tasks_scope(task_filter)
+        position = self.work.store.authority_position(str(task["updated_at"]), str(task["workspace"]), str(task["id"]))
+        sealed = self.pages.seal(principal, scope, position)
+        assert sealed is not None
+        return sealed
+
+
+def _tasks_scope(task_filter: TaskFilter) -> tuple[TaskFilter, str]:
+    """The filter checked and normalized, and the scope its cursors are bound to."""
+    if task_filter.context:
+        check_id(task_filter.context, "context")
+    if task_filter.state and task_filter.state not in machine.STATES:
+        raise InvalidArgument(f"state must be one of {', '.join(machine.STATES)}", field="state")
+    if task_filter.updated_since:
+        task_filter = TaskFilter(task_filter.context, task_filter.state, _rfc3339_arg(task_filter.updated_since))
+    return task_filter, "tasks:" + hashlib.sha256(repr(task_filter).encode()).hexdigest()[:24]
 
 
 def _stream_args(after: int | None, limit: int | None, count: int) -> tuple[int, int]:

@@ -56,7 +56,18 @@ SERVED_BY: dict[str, str] = {
     ),
     "worker_event": "worker_events",
     **dict.fromkeys(
-        ("get", "snapshot", "messages", "message", "events", "list_context", "list_tasks", "command_receipt"), "reads"
+        (
+            "get",
+            "snapshot",
+            "messages",
+            "message",
+            "events",
+            "list_context",
+            "list_tasks",
+            "list_tasks_after",
+            "command_receipt",
+        ),
+        "reads",
     ),
 }
 
