@@ -52,9 +52,16 @@ ROUTE_KEYS = frozenset({CARD_ROUTE, JSONRPC_ROUTE, *REST_ROUTES})
 @lru_cache(maxsize=1)
 def service() -> A2AService:
     """Composition root: the task service over the deployment's adapters, on the first request."""
+    from dovecote.a2a.waits_dynamo import DynamoWaits
+    from dovecote.platform import aws
+    from dovecote.platform.settings import get_settings
     from dovecote.tasks.wiring import task_service
 
-    return A2AService(task_service())
+    settings = get_settings()
+    waits = DynamoWaits(
+        table=settings.tasks_table, dynamodb=aws.client("dynamodb"), limit=settings.a2a_waits_per_authority
+    )
+    return A2AService(task_service(), waits=waits)
 
 
 def _prime() -> None:

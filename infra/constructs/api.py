@@ -332,6 +332,14 @@ class Api(Construct):
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
             [d.tasks.table_arn, f"{d.tasks.table_arn}/index/by_authority"],
         )
+        # The one update it makes: its authority's blocking-waits item (dovecote/a2a/waits.py), by
+        # its key prefix, so no task item can be changed outside a task transaction.
+        g.allow(
+            "a2a_api",
+            ["dynamodb:UpdateItem"],
+            [d.tasks.table_arn],
+            **{"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["AW#*"]}},
+        )
         g.table_key("a2a_api", d.tasks, write=True)
         g.allow("a2a_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
         g.allow("a2a_api", ["s3:GetObject"], [d.bucket.arn_for_objects("artifacts/*")])

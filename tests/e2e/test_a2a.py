@@ -355,3 +355,45 @@ def test_what_protobuf_json_cannot_hold_is_invalid_params_with_the_request_id(au
         wrong = {"messageId": "m-role", "role": role, "parts": [{"text": "x"}]}
         refused = rpc(authority.endpoint, token, "SendMessage", {"message": wrong}, request_id=78)
         assert refused.json()["id"] == 78 and refused.json()["error"]["code"] == -32602
+
+
+def test_one_authoritys_blocking_sends_are_bounded_the_rest_answer_at_once(dev_runtime: dict[str, Any]) -> None:
+    import threading
+
+    # Given an authority without a worker, and 12 blocking sends of it at once (the bound is 8)
+    owner = fresh_authority(dev_runtime, "a2a-waits")
+    caller = owner.token("caller")
+    answers: list[tuple[float, dict[str, Any]]] = []
+    lock = threading.Lock()
+    started = time.monotonic()
+
+    def send_one(i: int) -> None:
+        sent = {"messageId": f"m-{i}", "role": "ROLE_USER", "parts": [{"text": f"wait {i}"}]}
+        answer = rpc(owner.endpoint, caller, "SendMessage", {"message": sent}, request_id=i)
+        with lock:
+            answers.append((time.monotonic() - started, answer.json()))
+
+    threads = [threading.Thread(target=send_one, args=(i,), daemon=True) for i in range(12)]
+    for thread in threads:
+        thread.start()
+    # Then four answer at once, with the task as it stands, while eight wait
+    deadline = time.monotonic() + 15
+    while len(answers) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    with lock:
+        early = list(answers)
+    assert len(early) == 4, early
+    assert {a["result"]["task"]["status"]["state"] for _, a in early} == {"TASK_STATE_SUBMITTED"}
+    # And another authority is served meanwhile
+    assert rpc(owner.endpoint, dev_runtime["tokens"]["caller"], "ListTasks", {"pageSize": 1}).status_code == 200
+    # When the waiting tasks are canceled, the waits end with them
+    listed = rpc(owner.endpoint, caller, "ListTasks", {"pageSize": 100}).json()["result"]["tasks"]
+    assert len(listed) == 12
+    for task in listed:
+        assert rpc(owner.endpoint, caller, "CancelTask", {"id": task["id"]}).json()["result"]
+    for thread in threads:
+        thread.join(timeout=30)
+    late = answers[4:]
+    assert len(late) == 8 and {a["result"]["task"]["status"]["state"] for _, a in late} == {"TASK_STATE_CANCELED"}
+    assert all(at < 25 for at, _ in answers)

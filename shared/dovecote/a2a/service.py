@@ -4,7 +4,9 @@ so fencing, receipts and revision CAS hold unchanged (no rule of the task lifecy
 - SendMessage without a taskId: create_task in the default workspace (server-generated task id, the
   client's contextId or a generated one). With a taskId: reply_task, from input_required only; a
   terminal task is UnsupportedOperation. Then, unless returnImmediately, it follows the task's event
-  stream until a terminal or interrupted state, or BLOCK_SECONDS, and answers the task as it stands.
+  stream until a terminal or interrupted state, or BLOCK_SECONDS (sooner when reads are slow), and
+  answers the task as it stands; at most `waits` of one authority's sends wait at once (a DynamoDB
+  item per authority, dovecote/a2a/waits.py), the others answer at once, as returnImmediately does.
 - An Idempotency-Key is the command id (hashed into one when it is not a Dovecote id); the task,
   context and message ids derive from it, so a retried SendMessage replays the one create. A reply
   under a key already used is that command rebuilt (its receipt says its revision): an exact retry
@@ -14,9 +16,11 @@ so fencing, receipts and revision CAS hold unchanged (no rule of the task lifecy
 - GetTask / ListTasks: the task reads, mapped (dovecote.a2a.mapping).
 
 Round trips: a create or reply is one task transaction (a reply under an Idempotency-Key reads its
-receipt first: one more read); the wait reads the event stream (one query
-per poll, backing off from POLL_FIRST to POLL_MAX); the answer reads the task, its messages (one
-query per 100) and, once completed with an artifact, the artifact (one read, S3 past 8 KiB).
+receipt first: one more read); a blocking wait takes and gives back a slot of the authority's bound
+(two updates of its waits item; a send past the bound two requests, a refused update and a read) and
+reads the event stream (one query per poll, backing off from POLL_FIRST to POLL_MAX); the answer
+reads the task, its messages (one query per 100) and, once completed with an artifact, the artifact
+(one read, S3 past 8 KiB).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from a2a.types import (
@@ -41,14 +45,21 @@ from a2a.types import (
 
 from dovecote.a2a import mapping
 from dovecote.a2a.errors import A2AError, error, from_domain
+from dovecote.a2a.waits import MemoryWaits, Waits
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, RevisionConflict
 from dovecote.platform.ids import check_id
+from dovecote.platform.observability import logger
 from dovecote.platform.principal import Principal
+from dovecote.platform.settings import Settings
 from dovecote.tasks import machine
 from dovecote.tasks.ports import TaskFilter
 from dovecote.tasks.service import TaskService
 
-BLOCK_SECONDS = 25.0  # the HTTP API's own limit is 30 s
+# A blocking send follows the task this long at most, and stops sooner when its reads are slow: it
+# keeps room for the next poll and the answer's reads (ANSWER_READS, each as slow as the slowest poll
+# so far), so it answers within the function's 29 s and API Gateway's 30 s under load too.
+BLOCK_SECONDS = 20.0
+ANSWER_READS = 3  # the task, its messages, its artifact
 POLL_FIRST = 0.05
 POLL_MAX = 0.5
 DEFAULT_WORKSPACE = "a2a"
@@ -69,6 +80,9 @@ class A2AService:
     block_seconds: float = BLOCK_SECONDS
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
+    # The bound on blocking waits per authority (dovecote/a2a/waits.py): the deployment's is a
+    # DynamoDB item per authority; without one, the same rule in this process.
+    waits: Waits = field(default_factory=lambda: MemoryWaits(int(Settings.default("a2a_waits_per_authority"))))
 
     # ---- SendMessage ---------------------------------------------------------------------------------
 
@@ -90,7 +104,14 @@ class A2AService:
         except DomainError as exc:
             raise from_domain(exc) from None
         if not config.return_immediately:
-            record = self._wait(principal, record, started)
+            # Within the authority's bound it waits; past it, it answers the task as it stands at
+            # once, as returnImmediately does.
+            entry = self._take(principal)
+            if entry is not None:
+                try:
+                    record = self._wait(principal, record, started)
+                finally:
+                    self._give_back(principal, entry)
         answer = self._answer(principal, record, history)
         if isinstance(answer, Task):
             return SendMessageResponse(task=answer)
@@ -171,17 +192,38 @@ class A2AService:
         self.tasks.reply(principal, command)
         return self._get(principal, record["id"])
 
+    def _take(self, principal: Principal) -> str | None:
+        """A slot of the authority's bound, or None: all are held, or the bound could not be read
+        (the send has committed: answering at once beats an error the client would retry)."""
+        try:
+            return self.waits.take(principal.authority)
+        except DomainError as exc:
+            logger.warning("blocking waits unavailable: answering at once", extra={"code": exc.code})
+            return None
+
+    def _give_back(self, principal: Principal, entry: str) -> None:
+        try:
+            self.waits.give_back(principal.authority, entry)
+        except DomainError as exc:  # the entry expires by itself (waits.HOLD_SECONDS)
+            logger.warning("a blocking wait's slot was not given back", extra={"code": exc.code})
+
     def _wait(self, principal: Principal, record: dict[str, Any], started: float) -> dict[str, Any]:
         """Follow the task's events from its current revision until a terminal or interrupted state,
-        or the deadline; then the task as it stands."""
+        or the deadline, less the room the next poll and the answer's reads need; then the task as
+        it stands."""
         state, cursor = record["state"], int(record["revision"])
         delay = POLL_FIRST
         deadline = started + self.block_seconds
+        slowest = 0.0
         while state not in mapping.SETTLED:
+            if deadline - self.monotonic() - slowest * (1 + ANSWER_READS) <= 0:
+                break
+            polled = self.monotonic()
             try:
                 page = self.tasks.events(principal, record["id"], cursor, None)
             except DomainError as exc:
                 raise from_domain(exc, taskId=record["id"]) from None
+            slowest = max(slowest, self.monotonic() - polled)
             for event in page["items"]:
                 state = event["state"]
                 if state in mapping.SETTLED:
@@ -189,7 +231,7 @@ class A2AService:
             cursor = int(page["next"])
             if state in mapping.SETTLED or page["has_more"]:
                 continue
-            remaining = deadline - self.monotonic()
+            remaining = deadline - self.monotonic() - slowest * (1 + ANSWER_READS)
             if remaining <= 0:
                 break
             self.sleep(min(delay, remaining))
