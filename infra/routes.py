@@ -96,8 +96,9 @@ FUNCTIONS: dict[str, Function] = {
             ),
         ),
         # A2A 1.0 (dovecote.a2a): its own function, so no other function's cold start loads a2a-sdk.
-        # A blocking SendMessage follows the task for up to 25 s inside API Gateway's 30 s.
-        Function("a2a_api", settings=TASK_SETTINGS),
+        # A blocking SendMessage follows the task for up to 20 s inside API Gateway's 30 s (dovecote.a2a.service).
+        # public_url: the Agent Card's interfaces (the API's endpoint, set by CDK once the API exists).
+        Function("a2a_api", settings=(*TASK_SETTINGS, "public_url", "a2a_waits_per_authority")),
         # A status read may long-poll up to 20 s (wait ≤ 20) inside API Gateway's 29 s. Redrive
         # (admin) reads the dead-letter queue and sends to the queue.
         Function("memory_api", settings=("memory_table", "memory_queue_url", "memory_dlq_url", "cursor_secret_arn")),

@@ -22,13 +22,14 @@ from aws_lambda_powertools.logging import correlation_paths
 import dovecote
 from dovecote.a2a import bindings
 from dovecote.a2a.card import agent_card
-from dovecote.a2a.errors import A2AError, error
+from dovecote.a2a.errors import A2AError, error, from_domain
 from dovecote.a2a.mapping import as_json
 from dovecote.a2a.service import A2AService
 from dovecote.platform import gc_pause, snapstart
 from dovecote.platform.errors import DomainError
 from dovecote.platform.observability import logger, metrics
 from dovecote.platform.principal import principal_from_event
+from dovecote.platform.request_text import query_refusal
 
 JSON = "application/json"
 CARD_ROUTE = "GET /.well-known/agent-card.json"
@@ -51,9 +52,16 @@ ROUTE_KEYS = frozenset({CARD_ROUTE, JSONRPC_ROUTE, *REST_ROUTES})
 @lru_cache(maxsize=1)
 def service() -> A2AService:
     """Composition root: the task service over the deployment's adapters, on the first request."""
+    from dovecote.a2a.waits_dynamo import DynamoWaits
+    from dovecote.platform import aws
+    from dovecote.platform.settings import get_settings
     from dovecote.tasks.wiring import task_service
 
-    return A2AService(task_service())
+    settings = get_settings()
+    waits = DynamoWaits(
+        table=settings.tasks_table, dynamodb=aws.client("dynamodb"), limit=settings.a2a_waits_per_authority
+    )
+    return A2AService(task_service(), waits=waits)
 
 
 def _prime() -> None:
@@ -74,28 +82,24 @@ def _answer(status: int, body: dict[str, Any], **headers: str) -> dict[str, Any]
     }
 
 
-def _base_url(event: dict[str, Any], headers: dict[str, str]) -> str:
-    """The deployment's URL as the client reached it (API Gateway sets X-Forwarded-Proto; the domain
-    is the custom domain when one is mapped)."""
-    host = (event.get("requestContext") or {}).get("domainName") or headers.get("host", "")
-    scheme = headers.get("x-forwarded-proto", "http").split(",")[0].strip() or "http"
-    return f"{scheme}://{host}"
-
-
 def _text(event: dict[str, Any], headers: dict[str, str]) -> str:
     """The request body: JSON (the bindings' one content type, `application/json` or a `+json` type
-    such as `application/a2a+json`), as UTF-8 text."""
+    such as `application/a2a+json`), as strictly UTF-8 text. Every POST declares it, an empty one
+    too: a browser's cross-site request can carry no Content-Type, or text/plain, without asking
+    first (CORS), so a POST that does not say JSON is never served."""
     body = event.get("body") or ""
     declared = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if body and declared and declared != JSON and not declared.endswith("+json"):
+    post = str(event.get("routeKey") or "").startswith("POST ")
+    if (body or post) and declared != JSON and not declared.endswith("+json"):
         raise error(
             "CONTENT_TYPE_NOT_SUPPORTED",
-            f"requests are JSON: send Content-Type: application/json, not {declared[:100]}",
+            f"requests are JSON: send Content-Type: application/json, not {declared[:100] or 'none'}",
             contentType=declared[:100],
         )
-    if not event.get("isBase64Encoded"):
-        return str(body)
     try:
+        if not event.get("isBase64Encoded"):
+            # A lone surrogate here is the local gateway's surrogateescape of a byte that is not UTF-8.
+            return str(body).encode("utf-8", "surrogatepass").decode("utf-8")
         return base64.b64decode(body).decode("utf-8")
     except (binascii.Error, ValueError):
         raise error("PARSE_ERROR", "the request body is not UTF-8 JSON") from None
@@ -103,8 +107,16 @@ def _text(event: dict[str, Any], headers: dict[str, str]) -> str:
 
 def _card(event: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     """The public card, cacheable (A2A v1.0 §8.6): Cache-Control and a strong ETag of its bytes; a
-    client that already holds them (If-None-Match) gets 304."""
-    answer = _answer(200, as_json(agent_card(_base_url(event, headers), dovecote.__version__)))
+    client that already holds them (If-None-Match) gets 304. Its URLs are the configured endpoint's
+    (DOVECOTE_PUBLIC_URL), never a request's Host or X-Forwarded-Proto: a cached card must not name
+    whatever a client sent (`javascript://…`)."""
+    from dovecote.platform.settings import get_settings
+
+    endpoint = get_settings().public_url
+    if not endpoint:
+        logger.error("the agent card needs DOVECOTE_PUBLIC_URL, the deployment's endpoint")
+        return _answer(*error("INTERNAL", "internal error").http())
+    answer = _answer(200, as_json(agent_card(endpoint, dovecote.__version__)))
     etag = '"' + hashlib.sha256(answer["body"].encode("utf-8")).hexdigest()[:32] + '"'
     answer["headers"].update({"Cache-Control": "public, max-age=300", "ETag": etag})
     if etag in [tag.strip() for tag in headers.get("if-none-match", "").split(",")]:
@@ -126,14 +138,19 @@ def route(event: dict[str, Any]) -> dict[str, Any]:
     call = bindings.Call(
         principal, headers, {str(k): str(v) for k, v in (event.get("queryStringParameters") or {}).items()}
     )
+    # The query's text as every other route checks it (platform/request_text.py): InvalidParams.
+    refused = query_refusal(event)
+    query_error = from_domain(refused) if refused is not None else None
     if route_key == JSONRPC_ROUTE:
         try:
             text = _text(event, headers)
         except A2AError as exc:
             return _answer(200, {"jsonrpc": "2.0", "id": None, "error": exc.jsonrpc()})
-        return _answer(200, bindings.jsonrpc(service(), call, text))
+        return _answer(200, bindings.jsonrpc(service(), call, text, refused=query_error))
     operation = REST_ROUTES.get(route_key, "")
     try:
+        if query_error is not None:
+            raise query_error
         text = _text(event, headers)
     except A2AError as exc:
         return _answer(*exc.http())

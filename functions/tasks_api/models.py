@@ -71,7 +71,7 @@ class PartIn(_In):
             "not": {"pattern": f"^{limits.HOST_MISSING}"},
             "maxLength": MAX_URL_CHARS,
         },
-        description="an absolute URL (http(s) with a host), no whitespace or control characters",
+        description="an absolute http(s) URL with a host, no whitespace or control characters",
     )
     filename: StrictStr | None = Field(
         default=None,

@@ -90,7 +90,7 @@ class Api(Construct):
         }
         # Context overrides an operator may need: plaintext reads only while migrating old data; the
         # claimable index's shards per authority (1: strictly the oldest task first, for small fleets).
-        for name in ("allow_plaintext_reads", "artifact_max_bytes", "claim_shards"):
+        for name in ("allow_plaintext_reads", "artifact_max_bytes", "claim_shards", "a2a_waits_per_authority"):
             value = self.node.try_get_context(name)
             if value is not None:
                 self._settings[name] = str(value).lower() if isinstance(value, bool) else str(value)
@@ -132,6 +132,10 @@ class Api(Construct):
 
         self.access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention, encryption_key=data.key)
         self.http_api = apigw.HttpApi(self, "HttpApi", api_name="dovecote", create_default_stage=True)
+        # The A2A Agent Card names the deployment's URL: the API's endpoint, or (context `public_url`)
+        # the custom domain in front of it. Configured, never taken from a request's headers.
+        public_url = self.node.try_get_context("public_url") or self.http_api.api_endpoint
+        self.functions["a2a_api"].add_environment("DOVECOTE_PUBLIC_URL", str(public_url))
         stage: apigw.CfnStage = self.http_api.default_stage.node.default_child  # type: ignore[union-attr,assignment]
         stage.access_log_settings = apigw.CfnStage.AccessLogSettingsProperty(
             destination_arn=self.access_logs.log_group_arn,
@@ -331,6 +335,14 @@ class Api(Construct):
             "a2a_api",
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
             [d.tasks.table_arn, f"{d.tasks.table_arn}/index/by_authority"],
+        )
+        # The one update it makes: its authority's blocking-waits item (dovecote/a2a/waits.py), by
+        # its key prefix, so no task item can be changed outside a task transaction.
+        g.allow(
+            "a2a_api",
+            ["dynamodb:UpdateItem"],
+            [d.tasks.table_arn],
+            **{"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["AW#*"]}},
         )
         g.table_key("a2a_api", d.tasks, write=True)
         g.allow("a2a_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])

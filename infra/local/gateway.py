@@ -5,7 +5,10 @@ response, then invokes the real function handler with the same event shape API G
 turns the returned dict into the HTTP response. Behaviour copied from API Gateway on purpose:
 - an authorized route without an Authorization header is answered 401 {"message":"Unauthorized"}
   by the gateway itself (the identity source is missing), before the authorizer runs;
-- a request body over the Lambda payload limit (6 MB) is answered 413 by the gateway.
+- a request body over the Lambda payload limit (6 MB) is answered 413 by the gateway;
+- a function's answer over Lambda's response limit (6 MB, as Lambda measures it: the response
+  object as JSON) fails the invocation, which API Gateway answers 500 {"message":"Internal Server
+  Error"}: so an answer too large for the cloud fails here too, not only once deployed.
 
 Route matching works on the path as received, segment by segment (`RouteMatcher`): the path is split
 at its literal `/` first and each segment percent-decoded after, so `%2F` stays inside its segment
@@ -45,6 +48,7 @@ from infra.local.log_lines import printable
 from infra.routes import ALL_ROUTES, AUTHORIZER, FUNCTIONS, Function, Route
 
 LAMBDA_PAYLOAD_LIMIT = 6 * 1024 * 1024
+LAMBDA_RESPONSE_LIMIT = 6 * 1024 * 1024  # a synchronous invocation's response, as JSON
 TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded")
 
 
@@ -155,6 +159,46 @@ log = logging.getLogger("dovecote-dev")
 A2A_FUNCTION = "a2a_api"
 
 
+def is_loopback(host: str) -> bool:
+    """`localhost` or a loopback address (127.0.0.0/8, ::1), as a bind address or a Host's name."""
+    import ipaddress
+
+    name = host.strip().lower().removeprefix("[").removesuffix("]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(authority: str) -> str:
+    """The host of `host[:port]` (an IPv6 literal in brackets keeps them)."""
+    if authority.startswith("["):
+        return authority.split("]", 1)[0] + "]"
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
+def unauthenticated_refusal(headers: dict[str, str]) -> str:
+    """Why an A2A request without a token is not served as the dev caller, or "" when it may be.
+    The mode trusts whoever reaches the port, so only a client on this machine talking to it by a
+    loopback name: a foreign Host is a DNS-rebinding page (its domain resolved to 127.0.0.1); a
+    foreign Origin, or a cross-site fetch (Sec-Fetch-Site), is another site's page in a browser.
+    A client that is no browser (the A2A TCK) sends no Origin and a loopback Host."""
+    host = headers.get("host", "")
+    if not is_loopback(_host_name(host)):
+        return "dovecote dev --a2a-unauthenticated serves only a loopback Host (localhost, 127.0.0.1, [::1])"
+    origin = headers.get("origin")
+    if origin is not None:
+        parsed = urlsplit(origin) if "://" in origin else None
+        if parsed is None or parsed.scheme not in ("http", "https") or not is_loopback(parsed.hostname or ""):
+            return "dovecote dev --a2a-unauthenticated serves no page of another origin (send a token)"
+    site = headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return "dovecote dev --a2a-unauthenticated serves no cross-site request (send a token)"
+    return ""
+
+
 # One Lambda handler module is imported at a time, by the API's first requests and the event sources
 # alike: two threads importing the same Powertools modules at once can see a partially initialized
 # module. (The event sources start after the API serves, so both happen at a start.)
@@ -222,7 +266,11 @@ class Gateway:
             return _json(413, {"message": "Request Entity Too Large"})
         event = self._event(request, route, path_parameters, body, event_path(parts))
         if route.authorized and route.function == A2A_FUNCTION and self._a2a_caller_token:
-            event["headers"].setdefault("authorization", f"Bearer {self._a2a_caller_token}")
+            if not event["headers"].get("authorization"):
+                refused = unauthenticated_refusal(event["headers"])
+                if refused:
+                    return _json(403, {"message": refused})
+                event["headers"]["authorization"] = f"Bearer {self._a2a_caller_token}"
         if route.authorized:
             if not event["headers"].get("authorization"):
                 return _json(401, {"message": "Unauthorized"})
@@ -232,6 +280,12 @@ class Gateway:
             event["requestContext"]["authorizer"] = {"lambda": decision.get("context") or {}}
         function = FUNCTIONS[route.function]
         result = self._handler(function)(event, _context(function))
+        size = response_size(result)
+        if size > LAMBDA_RESPONSE_LIMIT:
+            log.warning(
+                "%s answered %d bytes, over Lambda's response limit (%d)", function.name, size, LAMBDA_RESPONSE_LIMIT
+            )
+            return _json(500, {"message": "Internal Server Error"})
         return _response(result)
 
     @staticmethod
@@ -299,6 +353,15 @@ class Gateway:
             "pathParameters": event.get("pathParameters"),
             "requestContext": event["requestContext"],
         }
+
+
+def response_size(result: dict[str, Any]) -> int:
+    """A function's answer as Lambda measures it against its limit: the response object as JSON
+    (UTF-8, as the Python 3.12 runtime writes it: non-ASCII as itself)."""
+    try:
+        return len(json.dumps(result, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError):
+        return 0  # not JSON: _response fails on it as Lambda would
 
 
 def _code_of(response: Response) -> str:

@@ -51,6 +51,10 @@ DISPATCH_ANYWAY_S = 600.0
 EMBED_BACKFILL_S = 2.0
 
 
+class UnsafeOptions(ValueError):
+    """Options that together would expose what they must not (checked before anything starts)."""
+
+
 class _QuietHandler(WSGIRequestHandler):
     def log_request(self, *args: Any, **kwargs: Any) -> None:
         pass  # the gateway logs one richer line per request (method, path, status, code, ms)
@@ -92,6 +96,16 @@ class LocalRuntime:
 
     def start(self) -> LocalRuntime:
         import logging
+
+        if self.a2a_unauthenticated:
+            from infra.local.gateway import is_loopback
+
+            if not is_loopback(self.host):
+                # Before anything is written or bound: the mode serves whoever reaches the port.
+                raise UnsafeOptions(
+                    f"--a2a-unauthenticated serves A2A without a token to whoever reaches the port: "
+                    f"bind a loopback --host (127.0.0.1, localhost, ::1), not {self.host}"
+                )
 
         # Before anything is written: the snapshot, journal, recall index and tokens are created
         # 0600 in 0700 directories (SQLite gives its -wal and -shm the database's mode).
@@ -213,6 +227,9 @@ class LocalRuntime:
         self._server = make_server(self.host, self.port, served_api, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
+        # The A2A Agent Card names this endpoint (as CDK sets the API's), never a request's Host.
+        os.environ["DOVECOTE_PUBLIC_URL"] = self.endpoint
+        get_settings.cache_clear()
         self._write_tokens_file()
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

@@ -277,3 +277,123 @@ def test_file_and_data_parts_survive_send_and_get_byte_for_byte(a2a: A2A, author
         "filename": "Q3 report.pdf",
     }
     assert [p.get("filename") for p in stored] == ["Q3 report.pdf", "blob.bin", "notes.txt", None]
+
+
+# ---- issue 29: every answer bounded; a keyed reply's conflicts; inputs protobuf JSON cannot hold ----------
+
+RPC_HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+
+
+def rpc(endpoint: str, token: str, method: str, params: Any, request_id: int = 5, **headers: str) -> httpx.Response:
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    return httpx.post(
+        endpoint + "/",
+        json=body,
+        headers={**RPC_HEADERS, "Authorization": f"Bearer {token}", **headers},
+        timeout=60,
+    )
+
+
+def test_a_list_of_large_tasks_stays_within_lambdas_answer_limit(dev_runtime: dict[str, Any]) -> None:
+    # 25 tasks of 256 KB of inline parts each: pageSize=100 with historyLength=100 was 6.4 MB in one
+    # answer, over Lambda's 6 MB (the local gateway answers that 500, as API Gateway does)
+    owner = fresh_authority(dev_runtime, "a2a-big")
+    caller = owner.token("caller")
+    parts = [{"media_type": "text/plain", "text": "p" * 8000}] * 32
+    made = set()
+    with httpx.Client(base_url=owner.endpoint, headers={"Authorization": f"Bearer {caller}"}, timeout=60) as http:
+        for _ in range(25):
+            task_id = f"big-{uuid.uuid4().hex[:8]}"
+            body = {"command_id": f"c-{task_id}", "workspace": "ws", "id": task_id, "context": "big"}
+            created = http.post("/v1/tasks", json={**body, "message": {"id": f"m-{task_id}", "parts": parts}})
+            assert created.status_code == 201, created.text
+            made.add(task_id)
+    seen: list[str] = []
+    token = ""
+    while True:
+        answer = rpc(owner.endpoint, caller, "ListTasks", {"pageSize": 100, "historyLength": 100, "pageToken": token})
+        assert answer.status_code == 200 and len(answer.content) < 4_300_000, (answer.status_code, len(answer.content))
+        page = answer.json()["result"]
+        assert all(len(t["history"]) == 1 for t in page["tasks"])
+        seen.extend(t["id"] for t in page["tasks"])
+        token = page["nextPageToken"]
+        if not token:
+            break
+    assert sorted(seen) == sorted(made)
+
+
+def test_a_reply_under_a_used_key_is_replayed_or_refused_never_dropped(a2a: A2A) -> None:
+    first = a2a.task(message("tck-input-required", "start"), immediately=False)
+    assert state(first) == "TASK_STATE_INPUT_REQUIRED"
+    key = f"reply-{uuid.uuid4().hex}"
+    sent = message("tck-input-required", "the reply", task_id=first.id)
+    assert state(a2a.task(sent, **{"Idempotency-Key": key})) == "TASK_STATE_INPUT_REQUIRED"
+    again = a2a.task(sent, **{"Idempotency-Key": key})  # an exact retry: replays, no second reply
+    assert again.id == first.id and len(a2a.get(first.id).history) == 4
+    other = message("tck-input-required", "another reply", task_id=first.id)
+    with pytest.raises(Exception, match="IDEMPOTENCY_CONFLICT|409|already used"):
+        a2a.send(other, **{"Idempotency-Key": key})
+    assert len(a2a.get(first.id).history) == 4  # nothing stored
+
+
+@pytest.mark.parametrize(
+    "part",
+    ['{"data": 1e999}', '{"data": NaN}', '{"data": ' + "9" * 400 + "}", '{"text": "x", "metadata": {"k": NaN}}'],
+)
+def test_what_protobuf_json_cannot_hold_is_invalid_params_with_the_request_id(authority: Authority, part: str) -> None:
+    body = (
+        '{"jsonrpc": "2.0", "id": 77, "method": "SendMessage", "params": {"configuration": {"returnImmediately": true},'
+        f' "message": {{"messageId": "m-{uuid.uuid4().hex[:8]}", "role": "ROLE_USER", "parts": [{part}]}}}}}}'
+    )
+    token = authority.token("caller")
+    answer = httpx.post(
+        authority.endpoint + "/", content=body, headers={**RPC_HEADERS, "Authorization": f"Bearer {token}"}, timeout=60
+    )
+    assert answer.status_code == 200 and answer.json()["id"] == 77
+    assert answer.json()["error"]["code"] == -32602
+    for role in (5, -1, "-5"):
+        wrong = {"messageId": "m-role", "role": role, "parts": [{"text": "x"}]}
+        refused = rpc(authority.endpoint, token, "SendMessage", {"message": wrong}, request_id=78)
+        assert refused.json()["id"] == 78 and refused.json()["error"]["code"] == -32602
+
+
+def test_one_authoritys_blocking_sends_are_bounded_the_rest_answer_at_once(dev_runtime: dict[str, Any]) -> None:
+    import threading
+
+    # Given an authority without a worker, and 12 blocking sends of it at once (the bound is 8)
+    owner = fresh_authority(dev_runtime, "a2a-waits")
+    caller = owner.token("caller")
+    answers: list[tuple[float, dict[str, Any]]] = []
+    lock = threading.Lock()
+    started = time.monotonic()
+
+    def send_one(i: int) -> None:
+        sent = {"messageId": f"m-{i}", "role": "ROLE_USER", "parts": [{"text": f"wait {i}"}]}
+        answer = rpc(owner.endpoint, caller, "SendMessage", {"message": sent}, request_id=i)
+        with lock:
+            answers.append((time.monotonic() - started, answer.json()))
+
+    threads = [threading.Thread(target=send_one, args=(i,), daemon=True) for i in range(12)]
+    for thread in threads:
+        thread.start()
+    # Then four answer at once, with the task as it stands, while eight wait
+    deadline = time.monotonic() + 15
+    while len(answers) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    with lock:
+        early = list(answers)
+    assert len(early) == 4, early
+    assert {a["result"]["task"]["status"]["state"] for _, a in early} == {"TASK_STATE_SUBMITTED"}
+    # And another authority is served meanwhile
+    assert rpc(owner.endpoint, dev_runtime["tokens"]["caller"], "ListTasks", {"pageSize": 1}).status_code == 200
+    # When the waiting tasks are canceled, the waits end with them
+    listed = rpc(owner.endpoint, caller, "ListTasks", {"pageSize": 100}).json()["result"]["tasks"]
+    assert len(listed) == 12
+    for task in listed:
+        assert rpc(owner.endpoint, caller, "CancelTask", {"id": task["id"]}).json()["result"]
+    for thread in threads:
+        thread.join(timeout=30)
+    late = answers[4:]
+    assert len(late) == 8 and {a["result"]["task"]["status"]["state"] for _, a in late} == {"TASK_STATE_CANCELED"}
+    assert all(at < 25 for at, _ in answers)

@@ -189,16 +189,22 @@ def test_the_dispatcher_scans_only_the_claimable_index_and_updates_only_the_task
 
 
 def test_a2a_role_is_the_callers_side_of_the_tasks_only(synthesized: dict[str, Any]) -> None:
-    # The A2A function creates, replies, cancels and reads: no UpdateItem (a worker's heartbeat), no
-    # delete, no scan; message parts read and written by digest, artifact payloads only read.
+    # The A2A function creates, replies, cancels and reads: no UpdateItem of a task item (a worker's
+    # heartbeat), no delete, no scan; message parts read and written by digest, artifact payloads only
+    # read. Its one UpdateItem is of its blocking-waits items (key prefix AW#, dovecote/a2a/waits.py).
     raw = synthesized["raw"]
     tables = resources(raw, "AWS::DynamoDB::Table")
     tasks = next(k for k in tables if k.startswith("DataTasks"))
     statements = _policy_for(raw, "a2a_api")
     dynamo = [s for s in statements if any(a.startswith("dynamodb:") for a in _actions(s))]
-    assert [sorted(_actions(s)) for s in dynamo] == [["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]]
+    assert [sorted(_actions(s)) for s in dynamo] == [
+        ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+        ["dynamodb:UpdateItem"],
+    ]
     assert _logical_ids(dynamo[0]["Resource"]) & set(tables) == {tasks}
     assert "index/by_authority" in json.dumps(dynamo[0]["Resource"]) and "index/*" not in json.dumps(dynamo[0])
+    assert _logical_ids(dynamo[1]["Resource"]) & set(tables) == {tasks} and "index" not in json.dumps(dynamo[1])
+    assert dynamo[1]["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["AW#*"]}}
     s3 = {
         json.dumps(s["Resource"]): sorted(_actions(s))
         for s in statements
@@ -438,6 +444,19 @@ def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str
         "PYDANTIC_DISABLE_PLUGINS",
     }
     assert authorizer["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
+
+
+def test_the_agent_card_names_the_apis_own_endpoint(synthesized: dict[str, Any]) -> None:
+    # Configured from the HttpApi itself, never from a request's Host or X-Forwarded-Proto.
+    raw = synthesized["raw"]
+    a2a = next(
+        f["Properties"]
+        for f in resources(raw, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == FUNCTIONS["a2a_api"].handler
+    )
+    url = a2a["Environment"]["Variables"]["DOVECOTE_PUBLIC_URL"]
+    api = set(resources(raw, "AWS::ApiGatewayV2::Api"))
+    assert url == {"Fn::GetAtt": [next(iter(api)), "ApiEndpoint"]} and len(api) == 1, url
 
 
 def test_functions_run_with_the_environment_the_cold_start_bench_measures(synthesized: dict[str, Any]) -> None:

@@ -187,3 +187,23 @@ def test_invariants_hold_for_every_state() -> None:
         flow = Flow(service).to_state(state)
         task = service.store.read("acme", None, flow.task_id).task
         assert task_model.task_violations(task) == [], state
+
+
+def test_a_task_list_continues_after_any_of_its_items(backend: Backend) -> None:
+    # An A2A answer bounded in size cuts a page after some task: the cursor after that task, on
+    # either store, continues exactly where the cut left off.
+    from dovecote.tasks.ports import TaskFilter
+
+    svc, context = backend.service, uid("ctx")
+    for _ in range(5):
+        Flow(svc, context=context).create()
+    listed = TaskFilter(context=context)
+    whole = svc.list_tasks(CALLER, listed, 5, None)["items"]
+    assert len(whole) == 5
+    for cut in range(1, 5):
+        cursor = svc.list_tasks_after(CALLER, listed, whole[cut - 1])
+        rest = svc.list_tasks(CALLER, listed, 5, cursor)["items"]
+        assert [t["id"] for t in rest] == [t["id"] for t in whole[cut:]]
+    # The cursor is bound to its list: another filter refuses it
+    with pytest.raises(Exception, match="cursor"):
+        svc.list_tasks(CALLER, TaskFilter(context=context, state="working"), 5, cursor)

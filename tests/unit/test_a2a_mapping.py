@@ -262,9 +262,10 @@ def test_an_a2a_artifact_payload_is_the_artifact_itself() -> None:
     assert artifact.artifact_id == "a2a-t-1"
     part = artifact.parts[0]
     assert (part.url, part.media_type, part.filename) == ("https://example.com/output.txt", "text/plain", "output.txt")
-    with pytest.raises(A2AError) as info:
-        mapping.artifact(ARTIFACT, {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": "{not json"})
-    assert info.value.reason == "INVALID_AGENT_RESPONSE"
+    # A payload that is no A2A Artifact is its bytes, the artifact marked: never a failed read
+    broken = mapping.artifact(ARTIFACT, {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": "{not json"})
+    assert broken.artifact_id == "a2a-t-1" and broken.parts[0].raw == b"{not json"
+    assert "not an A2A Artifact" in broken.metadata[mapping.UNREPRESENTABLE]
 
 
 # ---- tasks ----------------------------------------------------------------------------------------------
@@ -341,3 +342,43 @@ def test_a_dovecote_error_without_an_a2a_type_keeps_its_code_and_status() -> Non
     unknown = from_domain(CommitUnknown("retry the exact command", table="secret-table"))
     assert unknown.http()[0] == 503 and unknown.jsonrpc()["code"] == -32603
     assert "metadata" not in unknown.error_info()  # a server-side failure's facts stay in the log
+
+
+# ---- stored values protobuf JSON cannot hold (issue 29): served, marked, never a failed read ----------
+
+BIG = "1" + "0" * 400
+
+
+@pytest.mark.parametrize("text", ["NaN", "[1, Infinity]", '{"n": 1e999}', BIG])
+def test_a_data_part_protobuf_cannot_hold_is_its_bytes_marked(text: str) -> None:
+    stored_part = {"media_type": "application/json", "text": text}
+    for hints in ({"partsVersion": 2, "parts": [{"kind": "data"}]}, {"parts": [{"kind": "data"}]}):  # both conventions
+        back = mapping.message(record("m-9", "agent", stored_part, metadata={"a2a": hints}), "t-1", "c-1")
+        wire = mapping.as_json(back)  # serializes: no ValueError
+        assert back.parts[0].raw == text.encode() and "raw" in wire["parts"][0]
+        assert "double" in back.parts[0].metadata[mapping.UNREPRESENTABLE]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 10**400])
+def test_metadata_protobuf_cannot_hold_is_left_out_and_marked(value: Any) -> None:
+    metadata = {"a2a": {"metadata": {"k": value}, "partsVersion": 2, "parts": [{"metadata": {"p": value}}]}}
+    back = mapping.message(
+        record("m-9", "agent", {"media_type": "text/plain", "text": "hi"}, metadata=metadata), "t", "c"
+    )
+    wire = mapping.as_json(back)
+    assert wire["parts"][0]["text"] == "hi"  # the rest is served
+    assert list(wire["metadata"]) == [mapping.UNREPRESENTABLE]
+    assert list(wire["parts"][0]["metadata"]) == [mapping.UNREPRESENTABLE]
+
+
+def test_an_artifact_protobuf_cannot_hold_is_its_bytes_marked() -> None:
+    for payload in (
+        {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": '{"parts": [{"data": NaN}]}'},
+        {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": '{"metadata": {"n": ' + BIG + "}}"},
+        {"media_type": "application/json", "text": "[1e999]"},
+    ):
+        artifact = mapping.artifact(ARTIFACT, payload)
+        wire = mapping.as_json(artifact)
+        assert base64.b64decode(wire["parts"][0]["raw"]) == payload["text"].encode()
+        marks = {**wire.get("metadata", {}), **wire["parts"][0].get("metadata", {})}
+        assert mapping.UNREPRESENTABLE in marks

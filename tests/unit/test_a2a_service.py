@@ -345,3 +345,236 @@ def test_a_send_is_parsed_from_protobuf_json(world: World) -> None:
         CALLER, SendMessageRequest(message=message, configuration={"return_immediately": True})
     )
     assert state(answer.task) == "TASK_STATE_SUBMITTED"
+
+
+# ---- what a worker stored that protobuf JSON cannot hold (issue 29) --------------------------------------
+
+
+def unheld_message() -> dict[str, Any]:
+    """A worker's message the task gate accepts (a text part, valid JSON to Python) that A2A reads as
+    data (its hint says so) and protobuf JSON cannot hold."""
+    return {
+        "id": f"w-m{next(_ids)}",
+        "parts": [
+            {"media_type": "application/json", "text": "[1e999, NaN]"},
+            {"media_type": "text/plain", "text": "and the rest"},
+        ],
+        "metadata": {"a2a": {"partsVersion": 2, "parts": [{"kind": "data"}, {}]}},
+    }
+
+
+def test_a_reply_that_committed_is_answered_though_the_history_holds_what_protobuf_cannot(world: World) -> None:
+    from dovecote.a2a import mapping
+
+    # Given a task whose worker asked for input with a part protobuf JSON cannot hold
+    world.script(
+        lambda t: world.worker(t, "accept"), lambda t: world.worker(t, "request_input", message=unheld_message())
+    )
+    first = world.send("start").task
+    assert state(first) == "TASK_STATE_INPUT_REQUIRED"
+    # When the caller replies (the reply commits), the answer, GetTask and a ListTasks page serialize
+    world.clock.during_sleep.append(lambda: world.worker(first.id, "complete", message=say("ok"), submission_id="s"))
+    answer = json_format.MessageToDict(world.send("here", taskId=first.id))
+    assert answer["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    got = json_format.MessageToDict(world.a2a.get_task(CALLER, GetTaskRequest(id=first.id)))
+    listed = json_format.MessageToDict(world.a2a.list_tasks(CALLER, ListTasksRequest(history_length=10)))
+    for task in (answer["task"], got, listed["tasks"][0]):
+        asked = task["history"][1]
+        # Then the part is its bytes, marked, and the rest of the message is as stored
+        assert asked["parts"][0]["metadata"][mapping.UNREPRESENTABLE].startswith("data[0] is Infinity")
+        assert asked["parts"][1]["text"] == "and the rest"
+    assert world.task(first.id)["state"] == "completed"
+
+
+def test_an_artifact_that_is_no_a2a_artifact_does_not_fail_the_task_or_its_list_page(world: World) -> None:
+    from dovecote.a2a import mapping
+
+    done, other = (world.send(configuration={"returnImmediately": True}).task for _ in range(2))
+    world.worker(done.id, "accept")
+    payload = {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": '{"parts": [{"data": NaN}]}'}
+    world.worker(done.id, "freeze", artifact_id="a-bad", expected_base_revision="empty", payload=payload)
+    world.worker(done.id, "complete", message=say("done"), submission_id="s", artifact_id="a-bad")
+    got = json_format.MessageToDict(world.a2a.get_task(CALLER, GetTaskRequest(id=done.id)))
+    assert mapping.UNREPRESENTABLE in got["artifacts"][0]["metadata"]
+    page = json_format.MessageToDict(world.a2a.list_tasks(CALLER, ListTasksRequest(include_artifacts=True)))
+    assert {t["id"] for t in page["tasks"]} == {done.id, other.id}
+
+
+# ---- a reply under an Idempotency-Key (issue 29) ----------------------------------------------------------
+
+
+def waiting_task(world: World) -> Any:
+    world.script(lambda t: world.worker(t, "accept"), lambda t: world.worker(t, "request_input", message=say("more?")))
+    task = world.send("start").task
+    assert state(task) == "TASK_STATE_INPUT_REQUIRED"
+    return task
+
+
+def test_an_exact_retry_of_a_keyed_reply_replays_after_the_task_moved_on(world: World) -> None:
+    task = waiting_task(world)
+    reply = {"taskId": task.id, "messageId": "m-reply", "configuration": {"returnImmediately": True}}
+    first = world.send("here", key="reply-key-1", **reply).task
+    world.worker(task.id, "complete", message=say("done"), submission_id="s")
+    again = world.send("here", key="reply-key-1", **reply).task  # the same request: the answer was lost
+    assert again.id == first.id and state(again) == "TASK_STATE_COMPLETED"
+    assert world.task(task.id)["message_count"] == 4  # start, more?, here, done: one reply
+
+
+@pytest.mark.parametrize("change", ["another text", "another task", "the create's key"])
+def test_another_body_under_a_used_key_is_an_idempotency_conflict(world: World, change: str) -> None:
+    task = waiting_task(world)
+    reply = {"taskId": task.id, "messageId": "m-reply", "configuration": {"returnImmediately": True}}
+    if change == "the create's key":
+        created = world.send("created", key="create-key-1", configuration={"returnImmediately": True}).task
+        world.worker(created.id, "accept")
+        world.worker(created.id, "request_input", message=say("more?"))
+        target, key, text = created.id, "create-key-1", "a reply"
+    else:
+        world.send("here", key="reply-key-2", **reply)
+        other = waiting_task(world) if change == "another task" else task
+        target, key, text = other.id, "reply-key-2", "here" if change == "another task" else "another text"
+    revision = world.task(target)["revision"]
+    with pytest.raises(A2AError) as info:
+        world.send(text, key=key, **{**reply, "taskId": target})
+    assert info.value.reason == "IDEMPOTENCY_CONFLICT" and info.value.http()[0] == 409
+    assert world.task(target)["revision"] == revision  # nothing stored
+
+
+# ---- every answer bounded (issue 29): as /v1's pages, within 4 MiB, far below Lambda's 6 MB --------------
+
+PART = 8000  # inline in a message page (parts over 8 KiB are stored apart, served by URL)
+
+
+def big(letter: str) -> dict[str, Any]:
+    """A message of 32 inline parts: 256,000 bytes, the most a page carries inline per message."""
+    return {"id": f"m-{next(_ids)}", "parts": [{"media_type": "text/plain", "text": letter * PART}] * 32}
+
+
+def grow(world: World, task_id: str, rounds: int, last: str = "q") -> None:
+    """`rounds` questions of the worker, each answered by the caller, then one more question."""
+    for i in range(rounds + 1):
+        world.worker(task_id, "request_input", message=big(last if i == rounds else "q"))
+        if i < rounds:
+            reply = {"command_id": f"r{next(_ids)}", "expected_revision": world.task(task_id)["revision"]}
+            world.edge.reply(CALLER, task_id, {**reply, "message": big("r")})
+
+
+def weight_of(answer: Any) -> int:
+    from dovecote.a2a import mapping
+
+    return mapping.weight(answer)
+
+
+def test_a_list_page_stops_before_its_answer_would_pass_the_bound_and_continues_there(world: World) -> None:
+    from dovecote.a2a import mapping
+
+    # Given six tasks of about 1.5 MB of history each, listed 100 at a time with 100 messages each
+    made = set()
+    for _ in range(6):
+        task = world.send(configuration={"returnImmediately": True}).task
+        world.worker(task.id, "accept")
+        grow(world, task.id, 2)
+        made.add(task.id)
+    seen: list[str] = []
+    token = ""
+    pages = 0
+    while True:
+        page = world.a2a.list_tasks(CALLER, ListTasksRequest(page_size=100, history_length=100, page_token=token))
+        pages += 1
+        # Then every page is within the bound, of whole tasks, and the pages list each task once
+        assert weight_of(page) <= mapping.ANSWER_BYTES and 1 <= len(page.tasks) <= 3
+        assert all(len(t.history) == 6 and mapping.TRUNCATED not in t.metadata for t in page.tasks)
+        seen.extend(t.id for t in page.tasks)
+        token = page.next_page_token
+        if not token:
+            break
+    assert sorted(seen) == sorted(made) and pages == 3  # 9 MB of tasks: two a page
+
+
+def test_a_task_keeps_its_latest_messages_within_the_bound_and_says_what_it_left_out(world: World) -> None:
+    from dovecote.a2a import mapping
+
+    # Given a task of 41 messages, 10 MB of them inline
+    task = world.send(configuration={"returnImmediately": True}).task
+    world.worker(task.id, "accept")
+    grow(world, task.id, 19, last="z")
+    # When it is read with its whole history, and when a reply (that commits) is answered
+    got = world.a2a.get_task(CALLER, GetTaskRequest(id=task.id, history_length=100))
+    world.clock.during_sleep.append(lambda: world.worker(task.id, "request_input", message=big("y")))
+    answer = world.send("and again", taskId=task.id).task
+    # Then each is within the bound with the latest messages, and says what it left out
+    for one, latest in ((got, "z"), (answer, "y")):
+        assert weight_of(one) <= mapping.ANSWER_BYTES
+        assert one.history[-1].parts[0].text[0] == latest and one.status.message.parts[0].text[0] == latest
+        assert 10 < len(one.history) < 20 and "oldest" in one.metadata[mapping.TRUNCATED]
+
+
+def test_an_artifact_with_no_room_inline_is_served_by_its_url(world: World) -> None:
+    import base64
+
+    from dovecote.a2a import mapping
+
+    task = world.send(configuration={"returnImmediately": True}).task
+    world.worker(task.id, "accept")
+    payload = {"media_type": "application/octet-stream", "data_b64": base64.b64encode(b"\x00" * (3900 * 1024)).decode()}
+    world.worker(task.id, "freeze", artifact_id="a-big", expected_base_revision="empty", payload=payload)
+    world.worker(task.id, "complete", message=say("done"), submission_id="s", artifact_id="a-big")
+    got = world.a2a.get_task(CALLER, GetTaskRequest(id=task.id))
+    assert weight_of(got) <= mapping.ANSWER_BYTES
+    part = got.artifacts[0].parts[0]
+    assert part.WhichOneof("content") == "url" and mapping.TRUNCATED in got.artifacts[0].metadata
+    assert [m.parts[0].text for m in got.history][-1] == "done"
+
+
+# ---- blocking waits: bounded per authority, and within the gateway's limit under load (issue 29) ---------
+
+
+def test_past_the_authoritys_bound_a_blocking_send_answers_at_once(world: World) -> None:
+    from dovecote.a2a.waits import MemoryWaits
+
+    world.a2a.waits = waits = MemoryWaits(2, clock=lambda: 1_900_000_000.0)
+    held = [waits.take("acme"), waits.take("acme")]  # two sends of the authority wait elsewhere
+    answer = world.send()  # blocking, no worker
+    assert state(answer.task) == "TASK_STATE_SUBMITTED" and world.clock.sleeps == 0  # no wait at all
+    # Another authority still waits (its own bound), and gives its slot back when done
+    other = Principal("globex", "caller")
+    world.send(principal=other)
+    assert world.clock.sleeps > 0 and waits.held["globex"] == set()
+    # A slot given back lets the authority's next send wait
+    waits.give_back("acme", str(held[0]))
+    before = world.clock.sleeps
+    world.send()
+    assert world.clock.sleeps > before and len(waits.held["acme"]) == 1
+
+
+def test_when_the_bound_cannot_be_read_a_blocking_send_answers_at_once(world: World) -> None:
+    from dovecote.platform.errors import Unavailable
+
+    class Down:
+        def take(self, authority: str) -> str | None:
+            raise Unavailable("DynamoDB is unavailable")
+
+        def give_back(self, authority: str, entry: str) -> None:
+            raise AssertionError("nothing was taken")
+
+    world.a2a.waits = Down()
+    answer = world.send()  # the create committed: an answer, not an error the client would retry
+    assert state(answer.task) == "TASK_STATE_SUBMITTED" and world.clock.sleeps == 0
+
+
+def test_a_blocking_send_answers_within_the_gateways_limit_when_reads_are_slow(world: World) -> None:
+    # Under load every read of the store takes 2 s: the wait keeps room for its next poll and for
+    # the answer's reads, so the answer comes within BLOCK_SECONDS, far inside API Gateway's 30 s.
+    # (At 25 s and without that room it came at 29.75 s: past the function's 29 s timeout.)
+    slow = 2.0
+    for name in ("events", "get", "messages", "list_tasks"):
+        real = getattr(world.tasks, name)
+
+        def slowed(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            world.clock.now += slow
+            return _real(*args, **kwargs)
+
+        setattr(world.tasks, name, slowed)
+    answer = world.send()
+    assert state(answer.task) == "TASK_STATE_SUBMITTED"
+    assert BLOCK_SECONDS / 2 <= world.clock.now <= BLOCK_SECONDS < 29  # it waited, and answered in time

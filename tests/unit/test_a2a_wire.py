@@ -6,6 +6,7 @@ local gateway has."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -188,19 +189,48 @@ def test_what_no_store_could_keep_is_invalid_params_and_stores_nothing(
     assert service.tasks.store.tasks == {}  # type: ignore[attr-defined]
 
 
-def test_the_card_names_the_url_the_client_reached() -> None:
+@pytest.fixture
+def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The deployment's configured endpoint (CDK sets the API's; `dovecote dev` its own)."""
+    from dovecote.platform.settings import get_settings
+
+    monkeypatch.setenv("DOVECOTE_PUBLIC_URL", "https://api.example")
+    get_settings.cache_clear()
+    yield "https://api.example"
+    get_settings.cache_clear()
+
+
+def test_the_card_names_the_configured_endpoint_whatever_the_request_says(endpoint: str) -> None:
+    # A forwarded scheme or a Host of the client's choosing never reaches the card (which is cached)
+    for headers, domain in (
+        ({"x-forwarded-proto": "javascript"}, "api.example"),
+        ({"x-forwarded-proto": "https", "host": "evil.example"}, "evil.example"),
+        ({}, ""),
+    ):
+        answer = a2a_handler.route(
+            {
+                "routeKey": "GET /.well-known/agent-card.json",
+                "headers": headers,
+                "requestContext": {"domainName": domain},
+            }
+        )
+        urls = {i["protocolBinding"]: i["url"] for i in json.loads(answer["body"])["supportedInterfaces"]}
+        assert urls == {"JSONRPC": endpoint, "HTTP+JSON": endpoint + "/a2a"}
+
+
+def test_a_card_without_a_configured_endpoint_is_an_internal_error_not_a_guess(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dovecote.platform.settings import get_settings
+
+    monkeypatch.delenv("DOVECOTE_PUBLIC_URL", raising=False)
+    get_settings.cache_clear()
     answer = a2a_handler.route(
-        {
-            "routeKey": "GET /.well-known/agent-card.json",
-            "headers": {"x-forwarded-proto": "https"},
-            "requestContext": {"domainName": "api.example"},
-        }
+        {"routeKey": "GET /.well-known/agent-card.json", "headers": {}, "requestContext": {"domainName": "api.example"}}
     )
-    urls = {i["protocolBinding"]: i["url"] for i in json.loads(answer["body"])["supportedInterfaces"]}
-    assert urls == {"JSONRPC": "https://api.example", "HTTP+JSON": "https://api.example/a2a"}
+    get_settings.cache_clear()
+    assert answer["statusCode"] == 500 and "api.example" not in answer["body"]
 
 
-def test_the_card_is_cacheable_and_revalidates_by_its_etag() -> None:
+def test_the_card_is_cacheable_and_revalidates_by_its_etag(endpoint: str) -> None:
     first = a2a_handler.route({"routeKey": "GET /.well-known/agent-card.json", "headers": {}, "requestContext": {}})
     etag = first["headers"]["ETag"]
     assert first["statusCode"] == 200 and "max-age" in first["headers"]["Cache-Control"]
@@ -248,9 +278,15 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> Recorded:
     return seen
 
 
-def call(gateway: local_gateway.Gateway, method: str, path: str, headers: dict[str, str] | None = None) -> int:
-    request = Request(EnvironBuilder(method=method, path=path, headers=headers or {}).get_environ())
-    return int(gateway.dispatch(request, path.encode()).status_code)
+def call(
+    gateway: local_gateway.Gateway,
+    method: str,
+    path: str,
+    headers: dict[str, str] | None = None,
+    host: str = "localhost:8787",
+) -> int:
+    environ = EnvironBuilder(method=method, path=path, headers=headers or {}, base_url=f"http://{host}/").get_environ()
+    return int(gateway.dispatch(Request(environ), path.encode()).status_code)
 
 
 def test_only_the_flag_lets_a2a_requests_without_a_token_in_as_the_dev_caller(recorded: Recorded) -> None:
@@ -269,6 +305,81 @@ def test_only_the_flag_lets_a2a_requests_without_a_token_in_as_the_dev_caller(re
     assert all(r.function == "a2a_api" for r in A2A_ROUTES)
 
 
+@pytest.mark.parametrize(
+    ("host", "headers"),
+    [
+        ("evil.example:8787", {}),  # DNS rebinding: a page whose domain resolved to 127.0.0.1
+        ("127.0.0.1.evil.example", {}),
+        ("localhost:8787", {"Origin": "https://evil.example"}),  # another site's page
+        ("localhost:8787", {"Origin": "null"}),  # a sandboxed frame, a file:// page
+        ("localhost:8787", {"Origin": "http://localhost.evil.example:8787"}),
+        ("localhost:8787", {"Sec-Fetch-Site": "cross-site"}),
+        ("localhost:8787", {"Sec-Fetch-Site": "same-site"}),  # another port of this machine
+    ],
+)
+def test_the_flag_serves_no_foreign_host_and_no_other_sites_page(
+    recorded: Recorded, host: str, headers: dict[str, str]
+) -> None:
+    flagged = local_gateway.Gateway(log_requests=False, a2a_caller_token="dev-caller-token")
+    assert call(flagged, "POST", "/", headers, host=host) == 403
+    assert call(flagged, "GET", "/a2a/tasks", headers, host=host) == 403
+    assert recorded.authorized == [] and recorded.ran == []  # neither the authorizer nor the function ran
+
+
+@pytest.mark.parametrize(
+    ("host", "headers"),
+    [
+        ("localhost:8787", {}),
+        ("127.0.0.1:18787", {"Origin": "http://127.0.0.1:18787", "Sec-Fetch-Site": "same-origin"}),
+        ("[::1]:8787", {"Origin": "http://[::1]:8787"}),
+    ],
+)
+def test_the_flag_serves_a_loopback_client(recorded: Recorded, host: str, headers: dict[str, str]) -> None:
+    flagged = local_gateway.Gateway(log_requests=False, a2a_caller_token="dev-caller-token")
+    assert call(flagged, "POST", "/", headers, host=host) == 200
+    # A request with its own token is authorized as any other, whatever its Host
+    assert call(flagged, "POST", "/", {"Authorization": "Bearer mine"}, host="evil.example") == 200
+    assert recorded.authorized == ["Bearer dev-caller-token", "Bearer mine"]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::", "my-laptop.lan"])  # noqa: S104 - refused binds
+def test_the_flag_refuses_to_start_on_an_address_others_reach(host: str, tmp_path: Any) -> None:
+    from infra.local.runtime import LocalRuntime, UnsafeOptions
+
+    runtime = LocalRuntime(host=host, port=0, a2a_unauthenticated=True, data_dir=tmp_path / "data")
+    with pytest.raises(UnsafeOptions, match="loopback"):
+        runtime.start()
+    assert not (tmp_path / "data").exists()  # refused before anything was written or bound
+
+
+def test_a2a_posts_must_say_json_even_without_a_body() -> None:
+    # A browser's cross-site POST carries no Content-Type (or text/plain) without a CORS preflight
+    for headers in ({"content-type": ""}, {"content-type": "text/plain"}):
+        answer = a2a_handler.route(event("POST /", {"jsonrpc": "2.0", "id": 1, "method": "ListTasks"}, headers))
+        assert rpc_error(json.loads(answer["body"])) == (-32005, "CONTENT_TYPE_NOT_SUPPORTED")
+        empty = a2a_handler.route(
+            event("POST /a2a/tasks/{id_action}", headers=headers, pathParameters={"id_action": "t:cancel"})
+        )
+        assert empty["statusCode"] == 415
+
+
+def test_a2a_refuses_a_query_that_is_not_utf8_as_every_route_does() -> None:
+    for raw in ("pageSize=1%FF", "historyLength=%ED%A0%80"):
+        rest = a2a_handler.route(event("GET /a2a/tasks", rawQueryString=raw))
+        assert rest["statusCode"] == 400, rest["body"]
+        assert json.loads(rest["body"])["error"]["details"][0]["reason"] == "INVALID_PARAMS"
+        body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {}})
+        answer = json.loads(a2a_handler.route(event("POST /", body, rawQueryString=raw))["body"])
+        assert answer["id"] == 3 and rpc_error(answer) == (-32602, "INVALID_PARAMS")
+
+
+def test_a2a_refuses_a_body_that_is_not_utf8() -> None:
+    # The local gateway passes a byte that is not UTF-8 (here 0xFF) as a lone surrogate (surrogateescape)
+    body = '{"jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {"contextId": "x\udcff"}}'
+    answer = json.loads(a2a_handler.route(event("POST /", body))["body"])
+    assert rpc_error(answer) == (-32700, "PARSE_ERROR")
+
+
 def test_the_cloud_stack_has_no_such_switch() -> None:
     # The flag exists in the local gateway only: nothing the CDK app reads names it.
     from pathlib import Path
@@ -282,3 +393,111 @@ def test_the_cloud_stack_has_no_such_switch() -> None:
 def test_bindings_name_every_streaming_and_push_method_of_the_spec() -> None:
     assert bindings.STREAMING_METHODS == {"SendStreamingMessage", "SubscribeToTask"}
     assert len(bindings.PUSH_METHODS) == 4
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "data:text/plain,hi"])
+def test_a_url_part_of_another_scheme_than_http_is_invalid_params_and_stores_nothing(
+    url: str, service: A2AService
+) -> None:
+    params = {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"url": url, "mediaType": "text/plain"}]}}
+    answer = rpc("SendMessage", params)
+    assert answer["id"] == 7 and rpc_error(answer) == (-32602, "INVALID_PARAMS")
+    assert service.tasks.store.tasks == {}  # type: ignore[attr-defined]
+
+
+# ---- inputs protobuf JSON cannot hold: InvalidParams with the request's id (issue 29) -------------------
+
+BIG = "1" + "0" * 400  # beyond a double's range: protobuf's parse overflows
+
+
+def raw_send(message_json: str, request_id: int = 41) -> dict[str, Any]:
+    """A JSON-RPC SendMessage whose message is given as JSON text (Python's json writes no 1e999)."""
+    body = (
+        f'{{"jsonrpc":"2.0","id":{request_id},"method":"SendMessage",'
+        f'"params":{{"configuration":{{"returnImmediately":true}},"message":{message_json}}}}}'
+    )
+    answer = a2a_handler.route(event("POST /", body))
+    assert answer["statusCode"] == 200
+    return dict(json.loads(answer["body"]))
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        *[f'{{"messageId":"m","role":"ROLE_USER","parts":[{{"data":{v}}}]}}' for v in ("1e999", "NaN", BIG)],
+        '{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"a":[1,-Infinity]}}]}',
+        *[
+            f'{{"messageId":"m","role":"ROLE_USER","parts":[{{"text":"x"}}],"metadata":{{"k":{v}}}}}'
+            for v in ("1e999", "NaN", BIG)
+        ],
+        *[
+            f'{{"messageId":"m","role":"ROLE_USER","parts":[{{"text":"x","metadata":{{"k":{v}}}}}]}}'
+            for v in ("NaN", BIG)
+        ],
+        *[f'{{"messageId":"m","role":{r},"parts":[{{"text":"x"}}]}}' for r in ("5", "-1", '"-5"', '"ROLE_BOGUS"')],
+    ],
+)
+def test_what_protobuf_json_cannot_hold_is_invalid_params_with_the_request_id(
+    message: str, service: A2AService
+) -> None:
+    answer = raw_send(message)
+    assert answer["id"] == 41 and rpc_error(answer) == (-32602, "INVALID_PARAMS")
+    assert service.tasks.store.tasks == {}  # type: ignore[attr-defined]
+
+
+def test_the_http_json_binding_refuses_them_as_400() -> None:
+    body = '{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":NaN}]}}'
+    answer = a2a_handler.route(event("POST /a2a/{method}", body, pathParameters={"method": "message:send"}))
+    error = json.loads(answer["body"])["error"]
+    assert (answer["statusCode"], error["details"][0]["reason"]) == (400, "INVALID_PARAMS")
+
+
+def test_a_status_filter_that_names_no_state_is_refused_not_ignored() -> None:
+    rest = a2a_handler.route(event("GET /a2a/tasks", queryStringParameters={"status": "BOGUS"}))
+    assert rest["statusCode"] == 400
+    assert json.loads(rest["body"])["error"]["details"][0]["reason"] == "INVALID_PARAMS"
+    assert rpc_error(rpc("ListTasks", {"status": "BOGUS"})) == (-32602, "INVALID_PARAMS")
+    assert rpc_error(rpc("ListTasks", {"status": 99})) == (-32602, "INVALID_PARAMS")
+    assert "result" in rpc("ListTasks", {"status": "TASK_STATE_WORKING"})
+
+
+def test_a_version_that_is_no_version_is_refused_without_being_echoed() -> None:
+    junk = "1.0" + "<script>" * 2000
+    answer = rpc("GetTask", {"id": "x"}, {"a2a-version": junk})
+    assert rpc_error(answer) == (-32009, "VERSION_NOT_SUPPORTED")
+    assert "<script>" not in json.dumps(answer) and len(json.dumps(answer)) < 1000
+
+
+def test_a_message_over_the_part_limit_is_refused_before_it_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 300,000 parts cost seconds of protobuf parsing before the task gate refused them: the limit
+    # is checked on the raw request, and the parse never runs.
+    from google.protobuf import json_format
+
+    parsed: list[Any] = []
+    real = json_format.ParseDict
+    monkeypatch.setattr(json_format, "ParseDict", lambda *a, **k: parsed.append(a) or real(*a, **k))
+    parts = ",".join(['{"text":"x"}'] * 300_000)
+    answer = raw_send(f'{{"messageId":"m","role":"ROLE_USER","parts":[{parts}]}}')
+    assert rpc_error(answer) == (-32602, "INVALID_PARAMS") and answer["id"] == 41
+    assert "32" in answer["error"]["message"] and parsed == []
+
+
+def test_the_local_gateway_answers_over_lambdas_response_limit_as_api_gateway_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Lambda refuses a response over 6 MB, measured as JSON (the body's quotes escaped once more);
+    # API Gateway then answers 500. An answer too large for the cloud fails locally too.
+    body = [""]
+
+    def handler(gateway: local_gateway.Gateway, function: Any) -> Any:
+        return lambda _event, _context: {"statusCode": 200, "body": body[0]}
+
+    monkeypatch.setattr(local_gateway.Gateway, "_handler", handler)
+    gateway = local_gateway.Gateway(log_requests=False)
+    for answer, status in (
+        ("x" * (6 * 1024 * 1024 - 1000), 200),
+        ("x" * (6 * 1024 * 1024 + 1), 500),
+        ('"' * (3 * 1024 * 1024 + 10), 500),  # 3 MiB of body, 6 MiB once Lambda escapes it
+    ):
+        body[0] = answer
+        assert call(gateway, "GET", "/v1/health") == status

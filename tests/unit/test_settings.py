@@ -48,6 +48,9 @@ def test_every_variable_the_stack_sets_parses(env: pytest.MonkeyPatch) -> None:
         ("DOVECOTE_ALLOW_PLAINTEXT_READS", "maybe"),
         ("DOVECOTE_EMBEDDER", "openai"),
         ("DOVECOTE_OPENSEARCH_INDEX_PREFIX", "team-a\n"),
+        ("DOVECOTE_PUBLIC_URL", "javascript://api.example"),
+        ("DOVECOTE_PUBLIC_URL", "https://api.example/?x=1"),
+        ("DOVECOTE_A2A_WAITS_PER_AUTHORITY", "51"),
     ],
 )
 def test_a_bad_variable_is_refused_by_name(env: pytest.MonkeyPatch, variable: str, text: str) -> None:

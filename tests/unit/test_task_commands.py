@@ -452,7 +452,7 @@ def test_a_part_model_accepts_what_its_gate_accepts() -> None:
         {"data": {"a": 1}},
         {"data": [1], "media_type": "text/csv", "filename": "a.csv"},
         {"data": False},
-        {"url": "urn:isbn:0451450523", "media_type": "text/plain"},
+        {"url": "HTTPS://example.com/isbn/0451450523", "media_type": "text/plain"},
     ):
         body = {"id": "m", "parts": [part]}
         models.MessageIn.model_validate(body)
@@ -462,3 +462,38 @@ def test_a_part_model_accepts_what_its_gate_accepts() -> None:
         models.MessageIn.model_validate({"id": "m", "parts": [{"data": None}]})
     with pytest.raises(InvalidArgument):
         commands.gate_message({"id": "m", "parts": [{"data": None}]})
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(1)",
+        "JavaScript://example.com/%0Aalert(1)",
+        "file:///etc/passwd",
+        "data:text/html,<script>alert(1)</script>",
+        "urn:isbn:0451450523",
+        "ftp://example.com/x",
+        "mailto:a@example.com",
+    ],
+)
+def test_a_url_part_is_http_or_https_only(url: str) -> None:
+    # Any other scheme is one a reader (a browser, an agent) could be made to open: refused by the
+    # one gate every binding's message goes through, and the edge's schema says the same.
+    with pytest.raises(InvalidArgument) as info:
+        commands.gate_message({"id": "m", "parts": [{"url": url, "media_type": "text/plain"}]})
+    assert info.value.details["field"] == "message.parts[0].url"
+    assert not _url_declared(url)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 10**400, [1, {"k": 10**309}]])
+def test_message_values_every_binding_can_carry(value: Any) -> None:
+    # A2A serves messages as protobuf JSON (numbers are doubles): what it cannot hold is refused at
+    # the write, in metadata and in a data part alike, so no read meets it afterwards.
+    with pytest.raises(InvalidArgument) as info:
+        commands.gate_message({**MESSAGE, "metadata": {"k": value}})
+    assert info.value.details["field"] == "message.metadata"
+    with pytest.raises(InvalidArgument) as info:
+        commands.gate_message({"id": "m", "parts": [{"data": {"k": value}}]})
+    assert info.value.details["field"] == "message.parts[0].data"
+    # The largest doubles are fine
+    commands.gate_message({"id": "m", "parts": [{"data": [10**308, 1.5e308, -(2**1023)]}], "metadata": {"k": 10**300}})

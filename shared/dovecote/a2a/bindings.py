@@ -12,6 +12,7 @@ UnsupportedOperation (the card does not declare one).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,10 +24,15 @@ from google.protobuf.message import Message as Proto
 from dovecote.a2a.errors import A2AError, error
 from dovecote.a2a.mapping import as_json
 from dovecote.a2a.service import A2AService
+from dovecote.platform import jsonvalues
 from dovecote.platform.principal import Principal
+from dovecote.tasks.model import MAX_PARTS
 
 JSON = "application/json"
 SUPPORTED_VERSIONS = ("1.0",)
+# What an A2A-Version may look like (Major.Minor[.Patch], a few digits each): anything else is refused
+# without being echoed back.
+_VERSION = re.compile(r"[0-9]{1,4}(\.[0-9]{1,4}){0,2}")
 STREAMING_METHODS = frozenset({"SendStreamingMessage", "SubscribeToTask"})
 PUSH_METHODS = frozenset(
     {
@@ -58,6 +64,14 @@ def check_version(call: Call) -> None:
     """A2A-Version (header, or query parameter): Major.Minor must be one this agent serves. An empty
     one means 0.3 to the spec (A2A v1.0 §3.6), which it does not serve."""
     given = (call.header("a2a-version") or call.query.get("A2A-Version", "")).strip()
+    if given and not _VERSION.fullmatch(given):
+        # Not a version at all: named by its length, never echoed (it may be anything, of any size).
+        raise error(
+            "VERSION_NOT_SUPPORTED",
+            "A2A-Version is not a version (Major.Minor, optionally .Patch); send A2A-Version: 1.0",
+            length=len(given),
+            supported=",".join(SUPPORTED_VERSIONS),
+        )
     major_minor = ".".join(given.split(".")[:2])
     if major_minor not in SUPPORTED_VERSIONS:
         raise error(
@@ -69,21 +83,101 @@ def check_version(call: Call) -> None:
 
 
 def _parse(params: Any, message: Proto) -> Any:
+    """The request's parameters into its protobuf type, each check before the costlier next: the
+    limits a raw request can be held to at once (a message's part count: 300,000 parts otherwise
+    cost seconds of parsing before the gate refused them), numbers protobuf JSON cannot hold
+    (NaN, Infinity, 1e999, a 400-digit integer: jsonvalues), enum values the type does not name
+    (protobuf would drop an unknown name silently, or keep an unknown number), then the parse.
+    Each is InvalidParams: a client's error, answered with its request's id."""
     if not isinstance(params, dict):
         raise error("INVALID_PARAMS", "params must be an object")
+    _check_limits(params, message)
+    unheld = jsonvalues.problem(params, "")
+    if unheld:
+        raise error("INVALID_PARAMS", unheld)
+    _check_enums(params, message.DESCRIPTOR)
     try:
         # Unknown fields are ignored (a newer client's additions), as A2A v1.0's serialization asks.
         json_format.ParseDict(params, message, ignore_unknown_fields=True)
-    except json_format.ParseError as exc:
+    except (json_format.ParseError, ValueError, OverflowError) as exc:
         raise error("INVALID_PARAMS", f"invalid parameters: {str(exc)[:300]}") from None
     return message
+
+
+def _check_limits(params: dict[str, Any], message: Proto) -> None:
+    """What the task gate will refuse anyway, checked on the raw request where it is cheap to see:
+    a SendMessage's parts beyond MAX_PARTS (the gate's own bound, tasks/model.py)."""
+    if not isinstance(message, SendMessageRequest):
+        return
+    sent = params.get("message")
+    parts = sent.get("parts") if isinstance(sent, dict) else None
+    if isinstance(parts, list) and len(parts) > MAX_PARTS:
+        raise error("INVALID_PARAMS", f"message.parts must hold 1 to {MAX_PARTS} parts", parts=len(parts))
+
+
+# Message types whose JSON is free-form (Struct, Value, ...) or a string (Timestamp): no enum inside.
+_OPAQUE = frozenset(
+    {
+        "google.protobuf.Struct",
+        "google.protobuf.Value",
+        "google.protobuf.ListValue",
+        "google.protobuf.Timestamp",
+        "google.protobuf.Duration",
+        "google.protobuf.FieldMask",
+        "google.protobuf.Any",
+    }
+)
+
+
+def _check_enums(params: dict[str, Any], descriptor: Any) -> None:
+    """Every enum field the request sets names a value of its enum: by name, or by number (as
+    protobuf JSON allows). Walks the request beside its descriptor, iteratively; unknown fields are
+    skipped, as the parse ignores them."""
+    stack: list[tuple[Any, Any, str]] = [(params, descriptor, "")]
+    while stack:
+        node, desc, where = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            field = desc.fields_by_camelcase_name.get(key) or desc.fields_by_name.get(key)
+            if field is None:
+                continue
+            name = where + field.json_name
+            values = value if field.is_repeated and isinstance(value, list) else [value]
+            if field.enum_type is not None:
+                for one in values:
+                    if not _names_a_value(field.enum_type, one):
+                        shown = repr(one[:40]) if isinstance(one, str) else str(one)[:40]
+                        raise error(
+                            "INVALID_PARAMS",
+                            f"{name} must be one of {', '.join(field.enum_type.values_by_name)}, not {shown}",
+                            field=name,
+                        )
+            elif field.message_type is not None and field.message_type.full_name not in _OPAQUE:
+                if field.message_type.GetOptions().map_entry:
+                    continue  # no map of this API holds an enum
+                stack.extend((one, field.message_type, name + ".") for one in values)
+
+
+def _names_a_value(enum: Any, value: Any) -> bool:
+    if value is None:
+        return True  # null: the field's default, as protobuf JSON reads it
+    if isinstance(value, str):
+        if value in enum.values_by_name:
+            return True
+        try:
+            value = int(value)
+        except ValueError:
+            return False
+    return isinstance(value, int) and not isinstance(value, bool) and value in enum.values_by_number
 
 
 # ---- JSON-RPC 2.0 ---------------------------------------------------------------------------------------
 
 
-def jsonrpc(service: A2AService, call: Call, body: str) -> dict[str, Any]:
-    """One JSON-RPC request → its response object (always HTTP 200, as JSON-RPC over HTTP answers)."""
+def jsonrpc(service: A2AService, call: Call, body: str, *, refused: A2AError | None = None) -> dict[str, Any]:
+    """One JSON-RPC request → its response object (always HTTP 200, as JSON-RPC over HTTP answers).
+    `refused`: what the request's envelope (its query) already failed, answered with its id."""
     try:
         request = json.loads(body)
     except (ValueError, RecursionError):  # RecursionError: nested past the decoder's stack
@@ -101,6 +195,8 @@ def jsonrpc(service: A2AService, call: Call, body: str) -> dict[str, Any]:
         )
     method = request["method"]
     params = request.get("params", {})
+    if refused is not None:
+        return _rpc_error(rpc_id, refused)
     try:
         result = _dispatch(service, call, method, params)
     except A2AError as exc:

@@ -35,10 +35,20 @@ from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf import json_format
 
 from dovecote.a2a.errors import error
+from dovecote.platform import jsonvalues
 from dovecote.platform.media import is_textual
 
 # The message metadata key under which A2A's own message fields are kept.
 A2A_KEY = "a2a"
+# The metadata key (of a Part, a Message or an Artifact) that marks what a read could not serve as
+# stored (a number protobuf JSON cannot hold, an artifact that is no A2A Artifact), and how it served it.
+UNREPRESENTABLE = "dovecote.unrepresentable"
+# The metadata key (of a Task or an Artifact) that says what an answer left out, or served by URL, to
+# stay within its size bound.
+TRUNCATED = "dovecote.truncated"
+# Every A2A answer stays within this many bytes (by `weight`), as /v1 keeps its pages within 4 MiB:
+# far below Lambda's 6 MB response limit, with room for the envelope.
+ANSWER_BYTES = 4 * 1024 * 1024
 # An artifact payload of this type is an A2A Artifact in protobuf JSON (its artifactId is Dovecote's).
 ARTIFACT_MEDIA_TYPE = "application/a2a-artifact+json"
 URL_MEDIA_TYPE = "text/uri-list"  # how the first convention stored a URL part (read only)
@@ -101,7 +111,12 @@ def message_body(message: Message, message_id: str) -> dict[str, Any]:
     if not message.message_id:
         raise error("INVALID_PARAMS", "message.messageId is required")
     if message.role not in (Role.ROLE_USER, Role.ROLE_UNSPECIFIED):
-        raise error("INVALID_PARAMS", "a client's message has role ROLE_USER", role=Role.Name(message.role))
+        known = message.role in Role.values()
+        raise error(
+            "INVALID_PARAMS",
+            "a client's message has role ROLE_USER",
+            role=Role.Name(message.role) if known else str(message.role),
+        )
     if not message.parts:
         raise error("INVALID_PARAMS", "message.parts must hold at least one part")
     parts: list[dict[str, Any]] = []
@@ -198,7 +213,7 @@ def message(record: dict[str, Any], task_id: str, context_id: str) -> Message:
         hint = hints[i] if i < len(hints) and isinstance(hints[i], dict) else {}
         out.parts.append(read(stored, hint))
     if isinstance(a2a.get("metadata"), dict):
-        out.metadata.update(a2a["metadata"])
+        held_into(out.metadata, a2a["metadata"], "metadata")
     for name, target in (("extensions", out.extensions), ("referenceTaskIds", out.reference_task_ids)):
         values = a2a.get(name)
         if isinstance(values, list):
@@ -226,8 +241,11 @@ def part(stored: dict[str, Any], hint: dict[str, Any]) -> Part:
     elif stored.get("url"):
         out.url = str(stored["url"])
     elif content == "data":
-        if not _parse_data(stored, out):
+        unheld = _parse_data(stored, out)
+        if unheld is not None:
             out.raw, a2a_media_type = _bytes_of(stored), media_type
+            if unheld:
+                out.metadata.update({UNREPRESENTABLE: unheld + "; served as its bytes"})
     elif content == "text":
         out.text = _bytes_of(stored).decode("utf-8", "replace")
     else:
@@ -237,14 +255,33 @@ def part(stored: dict[str, Any], hint: dict[str, Any]) -> Part:
     return _named(out, stored.get("filename"), hint.get("metadata"))
 
 
-def _parse_data(stored: dict[str, Any], out: Part) -> bool:
-    """The stored bytes as JSON into the part's data; False when they are not JSON (the caller
-    keeps them as raw bytes)."""
+def _parse_data(stored: dict[str, Any], out: Part) -> str | None:
+    """The stored bytes as JSON into the part's data: None when they are, else why not ("" when
+    they are not JSON at all, the problem when they are JSON protobuf cannot hold: NaN, Infinity,
+    an integer beyond a double). Either way the caller keeps them as raw bytes."""
     try:
-        json_format.ParseDict(json.loads(_bytes_of(stored)), out.data)
+        value = json.loads(_bytes_of(stored))
+    except ValueError:
+        return ""
+    unheld = jsonvalues.problem(value, "data")
+    if unheld:
+        return unheld
+    try:
+        json_format.ParseDict(value, out.data)
     except (ValueError, json_format.ParseError):
-        return False
-    return True
+        return ""
+    return None
+
+
+def held_into(target: Any, value: dict[str, Any], what: str) -> None:
+    """`value` into a protobuf Struct (an A2A `metadata`), or, when it holds a number protobuf JSON
+    cannot (written before the gates refused them, or by a path that never met one), only the mark
+    that says so: the read answers the rest, never fails on it."""
+    unheld = jsonvalues.problem(value, what)
+    if unheld:
+        target.update({UNREPRESENTABLE: unheld + "; left out"})
+        return
+    target.update(value)
 
 
 def _named(out: Part, filename: Any, metadata: Any) -> Part:
@@ -252,7 +289,7 @@ def _named(out: Part, filename: Any, metadata: Any) -> Part:
     if filename:
         out.filename = str(filename)
     if isinstance(metadata, dict):
-        out.metadata.update(metadata)
+        held_into(out.metadata, metadata, "metadata")
     return out
 
 
@@ -270,9 +307,12 @@ def _legacy_part(stored: dict[str, Any], kind: dict[str, Any]) -> Part:
         if kind.get("mediaType"):
             out.media_type = str(kind["mediaType"])
     elif content == "data":
-        if not _parse_data(stored, out):
+        unheld = _parse_data(stored, out)
+        if unheld is not None:
             out.raw = _bytes_of(stored)
             out.media_type = media_type
+            if unheld:
+                out.metadata.update({UNREPRESENTABLE: unheld + "; served as its bytes"})
         if kind.get("mediaType"):
             out.media_type = str(kind["mediaType"])
     elif content == "text":
@@ -288,15 +328,19 @@ def _legacy_part(stored: dict[str, Any], kind: dict[str, Any]) -> Part:
 def artifact(record: dict[str, Any], payload: dict[str, Any]) -> Artifact:
     """A published Dovecote artifact as an A2A Artifact: the A2A Artifact its payload holds (for
     ARTIFACT_MEDIA_TYPE), else one part by its media type: text/*, JSON as data, bytes, or the
-    presigned URL of a payload too large to answer inline."""
+    presigned URL of a payload too large to answer inline. A payload of ARTIFACT_MEDIA_TYPE that is
+    no A2A Artifact protobuf can hold is one part of its bytes, the artifact marked (UNREPRESENTABLE):
+    a worker's mistake never fails the task's reads, or every page of a list that shows it."""
     media_type = str(payload.get("media_type") or record.get("media_type") or "")
     out = Artifact(artifact_id=str(record["id"]), name=str(record["id"]))
     if essence(media_type) == ARTIFACT_MEDIA_TYPE and payload.get("download_url") is None:
-        try:
-            json_format.ParseDict(json.loads(_bytes_of(payload)), out, ignore_unknown_fields=True)
-        except (ValueError, json_format.ParseError) as exc:
-            raise error("INVALID_AGENT_RESPONSE", f"artifact {record['id']} is not an A2A Artifact: {exc}") from None
-        out.artifact_id = str(record["id"])
+        unheld = _parse_artifact(_bytes_of(payload), out)
+        if unheld is None:
+            out.artifact_id = str(record["id"])
+            return out
+        out = Artifact(artifact_id=str(record["id"]), name=str(record["id"]))
+        out.parts.append(Part(raw=_bytes_of(payload), media_type=media_type))
+        out.metadata.update({UNREPRESENTABLE: f"the payload is not an A2A Artifact ({unheld}); served as its bytes"})
         return out
     if payload.get("download_url"):
         out.parts.append(Part(url=str(payload["download_url"]), media_type=media_type))
@@ -307,6 +351,22 @@ def artifact(record: dict[str, Any], payload: dict[str, Any]) -> Artifact:
     else:
         out.parts.append(Part(raw=_bytes_of(payload), media_type=media_type))
     return out
+
+
+def _parse_artifact(data: bytes, out: Artifact) -> str | None:
+    """The payload as an A2A Artifact into `out`: None when it is one, else why it is not."""
+    try:
+        value = json.loads(data)
+    except ValueError as exc:
+        return f"not JSON: {str(exc)[:200]}"
+    unheld = jsonvalues.problem(value, "artifact")
+    if unheld:
+        return unheld
+    try:
+        json_format.ParseDict(value, out, ignore_unknown_fields=True)
+    except (ValueError, json_format.ParseError) as exc:
+        return str(exc)[:200]
+    return None
 
 
 def status_message(messages: list[dict[str, Any]], state: str) -> dict[str, Any] | None:
@@ -324,8 +384,10 @@ def task(
     *,
     history_length: int | None,
     with_artifacts: bool = True,
+    room: int | None = None,
 ) -> Task:
-    """A Dovecote task (its JSON, its messages oldest first, its published artifact) as an A2A Task."""
+    """A Dovecote task (its JSON, its messages oldest first, its published artifact) as an A2A Task.
+    With `room` (bytes, by `weight`), the history keeps the latest messages that fit in it."""
     task_id, context_id = str(record["id"]), str(record["context"])
     status = TaskStatus(state=STATES[record["state"]])
     status.timestamp.FromJsonString(str(record["updated_at"]))
@@ -333,11 +395,35 @@ def task(
     if current is not None:
         status.message.CopyFrom(message(current, task_id, context_id))
     out = Task(id=task_id, context_id=context_id, status=status)
-    shown = messages if history_length is None else (messages[-history_length:] if history_length > 0 else [])
-    out.history.extend(message(m, task_id, context_id) for m in shown)
     if with_artifacts:
         out.artifacts.extend(artifacts)
+    shown = messages if history_length is None else (messages[-history_length:] if history_length > 0 else [])
+    history = [message(m, task_id, context_id) for m in shown]
+    if room is not None:
+        # The latest messages that fit in what the answer has left; the older ones are left out, marked.
+        room -= weight(out)
+        kept = 0
+        while kept < len(history) and weight(history[-1 - kept]) <= room:
+            room -= weight(history[-1 - kept])
+            kept += 1
+        if kept < len(history):
+            out.metadata.update(
+                {
+                    TRUNCATED: f"history: the {len(history) - kept} oldest of {len(history)} messages are left out "
+                    f"(an A2A answer is at most {ANSWER_BYTES} bytes); ask for fewer with historyLength"
+                }
+            )
+        history = history[len(history) - kept :]
+    out.history.extend(history)
     return out
+
+
+def weight(value: Any) -> int:
+    """What `value` (a protobuf message) adds to an answer, in bytes as Lambda returns it: its
+    protobuf JSON (UTF-8) inside the answer's body, a JSON string in Lambda's response, where each
+    quote and backslash is escaped once more."""
+    text = json.dumps(as_json(value), ensure_ascii=False)
+    return len(text.encode("utf-8")) + text.count('"') + text.count("\\")
 
 
 def answers_with_message(messages: list[dict[str, Any]], state: str) -> bool:

@@ -4,16 +4,23 @@ so fencing, receipts and revision CAS hold unchanged (no rule of the task lifecy
 - SendMessage without a taskId: create_task in the default workspace (server-generated task id, the
   client's contextId or a generated one). With a taskId: reply_task, from input_required only; a
   terminal task is UnsupportedOperation. Then, unless returnImmediately, it follows the task's event
-  stream until a terminal or interrupted state, or BLOCK_SECONDS, and answers the task as it stands.
+  stream until a terminal or interrupted state, or BLOCK_SECONDS (sooner when reads are slow), and
+  answers the task as it stands; at most `waits` of one authority's sends wait at once (a DynamoDB
+  item per authority, dovecote/a2a/waits.py), the others answer at once, as returnImmediately does.
 - An Idempotency-Key is the command id (hashed into one when it is not a Dovecote id); the task,
-  context and message ids derive from it, so a retried SendMessage replays the one create.
+  context and message ids derive from it, so a retried SendMessage replays the one create. A reply
+  under a key already used is that command rebuilt (its receipt says its revision): an exact retry
+  replays, any other body is IDEMPOTENCY_CONFLICT (409), as on create.
 - CancelTask: cancel_task at the revision it read, read again and retried on a revision conflict
   (CAS, at most CANCEL_ATTEMPTS times); a task already canceled answers as it is (idempotent).
 - GetTask / ListTasks: the task reads, mapped (dovecote.a2a.mapping).
 
-Round trips: a create or reply is one task transaction; the wait reads the event stream (one query
-per poll, backing off from POLL_FIRST to POLL_MAX); the answer reads the task, its messages (one
-query per 100) and, once completed with an artifact, the artifact (one read, S3 past 8 KiB).
+Round trips: a create or reply is one task transaction (a reply under an Idempotency-Key reads its
+receipt first: one more read); a blocking wait takes and gives back a slot of the authority's bound
+(two updates of its waits item; a send past the bound two requests, a refused update and a read) and
+reads the event stream (one query per poll, backing off from POLL_FIRST to POLL_MAX); the answer
+reads the task, its messages (one query per 100) and, once completed with an artifact, the artifact
+(one read, S3 past 8 KiB).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from a2a.types import (
@@ -38,14 +45,21 @@ from a2a.types import (
 
 from dovecote.a2a import mapping
 from dovecote.a2a.errors import A2AError, error, from_domain
+from dovecote.a2a.waits import MemoryWaits, Waits
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, RevisionConflict
 from dovecote.platform.ids import check_id
+from dovecote.platform.observability import logger
 from dovecote.platform.principal import Principal
+from dovecote.platform.settings import Settings
 from dovecote.tasks import machine
 from dovecote.tasks.ports import TaskFilter
 from dovecote.tasks.service import TaskService
 
-BLOCK_SECONDS = 25.0  # the HTTP API's own limit is 30 s
+# A blocking send follows the task this long at most, and stops sooner when its reads are slow: it
+# keeps room for the next poll and the answer's reads (ANSWER_READS, each as slow as the slowest poll
+# so far), so it answers within the function's 29 s and API Gateway's 30 s under load too.
+BLOCK_SECONDS = 20.0
+ANSWER_READS = 3  # the task, its messages, its artifact
 POLL_FIRST = 0.05
 POLL_MAX = 0.5
 DEFAULT_WORKSPACE = "a2a"
@@ -54,6 +68,8 @@ MAX_PAGE_SIZE = 100
 CANCEL_ATTEMPTS = 5
 # GetTask and SendMessage without historyLength: this many of the latest messages.
 DEFAULT_HISTORY = 100
+# What a ListTasks answer adds beside its tasks (the keys, nextPageToken up to ~1 KiB, the counts).
+LIST_ENVELOPE = 2048
 
 
 @dataclass(eq=False)
@@ -64,6 +80,9 @@ class A2AService:
     block_seconds: float = BLOCK_SECONDS
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
+    # The bound on blocking waits per authority (dovecote/a2a/waits.py): the deployment's is a
+    # DynamoDB item per authority; without one, the same rule in this process.
+    waits: Waits = field(default_factory=lambda: MemoryWaits(int(Settings.default("a2a_waits_per_authority"))))
 
     # ---- SendMessage ---------------------------------------------------------------------------------
 
@@ -85,7 +104,14 @@ class A2AService:
         except DomainError as exc:
             raise from_domain(exc) from None
         if not config.return_immediately:
-            record = self._wait(principal, record, started)
+            # Within the authority's bound it waits; past it, it answers the task as it stands at
+            # once, as returnImmediately does.
+            entry = self._take(principal)
+            if entry is not None:
+                try:
+                    record = self._wait(principal, record, started)
+                finally:
+                    self._give_back(principal, entry)
         answer = self._answer(principal, record, history)
         if isinstance(answer, Task):
             return SendMessageResponse(task=answer)
@@ -127,8 +153,10 @@ class A2AService:
                 taskId=task_id,
                 contextId=request.message.context_id,
             )
-        if ids.keyed and self._has_message(principal, task_id, ids.message):
-            return record  # this Idempotency-Key's reply committed before: a replay answers the task
+        if ids.keyed:
+            used = self.tasks.command_receipt(principal, ids.command)
+            if used is not None:
+                return self._again(principal, record, ids, body, used)
         if machine.is_terminal(record["state"]):
             raise error(
                 "UNSUPPORTED_OPERATION",
@@ -148,24 +176,54 @@ class A2AService:
         )
         return dict(self.tasks.reply(principal, command).body)
 
-    def _has_message(self, principal: Principal, task_id: str, message_id: str) -> bool:
+    def _again(
+        self, principal: Principal, record: dict[str, Any], ids: _Ids, body: dict[str, Any], used: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A reply under an Idempotency-Key some command already used: that command rebuilt as it
+        was first sent (a reply's expected revision is the one before its answer's), so the task
+        service's own replay rule decides. An exact retry replays; another message, another task,
+        or a key the create used is its IdempotencyConflict (409), as on create."""
+        first = used.get("result")
+        revision = first.get("revision") if isinstance(first, dict) and used.get("kind") == "reply_task" else None
+        expected = int(revision) - 1 if isinstance(revision, int) and revision > 1 else int(record["revision"])
+        command = self.tasks.gate.reply(
+            principal, record["id"], {"command_id": ids.command, "expected_revision": expected, "message": body}
+        )
+        self.tasks.reply(principal, command)
+        return self._get(principal, record["id"])
+
+    def _take(self, principal: Principal) -> str | None:
+        """A slot of the authority's bound, or None: all are held, or the bound could not be read
+        (the send has committed: answering at once beats an error the client would retry)."""
         try:
-            self.tasks.message(principal, task_id, message_id)
-        except NotFound:
-            return False
-        return True
+            return self.waits.take(principal.authority)
+        except DomainError as exc:
+            logger.warning("blocking waits unavailable: answering at once", extra={"code": exc.code})
+            return None
+
+    def _give_back(self, principal: Principal, entry: str) -> None:
+        try:
+            self.waits.give_back(principal.authority, entry)
+        except DomainError as exc:  # the entry expires by itself (waits.HOLD_SECONDS)
+            logger.warning("a blocking wait's slot was not given back", extra={"code": exc.code})
 
     def _wait(self, principal: Principal, record: dict[str, Any], started: float) -> dict[str, Any]:
         """Follow the task's events from its current revision until a terminal or interrupted state,
-        or the deadline; then the task as it stands."""
+        or the deadline, less the room the next poll and the answer's reads need; then the task as
+        it stands."""
         state, cursor = record["state"], int(record["revision"])
         delay = POLL_FIRST
         deadline = started + self.block_seconds
+        slowest = 0.0
         while state not in mapping.SETTLED:
+            if deadline - self.monotonic() - slowest * (1 + ANSWER_READS) <= 0:
+                break
+            polled = self.monotonic()
             try:
                 page = self.tasks.events(principal, record["id"], cursor, None)
             except DomainError as exc:
                 raise from_domain(exc, taskId=record["id"]) from None
+            slowest = max(slowest, self.monotonic() - polled)
             for event in page["items"]:
                 state = event["state"]
                 if state in mapping.SETTLED:
@@ -173,7 +231,7 @@ class A2AService:
             cursor = int(page["next"])
             if state in mapping.SETTLED or page["has_more"]:
                 continue
-            remaining = deadline - self.monotonic()
+            remaining = deadline - self.monotonic() - slowest * (1 + ANSWER_READS)
             if remaining <= 0:
                 break
             self.sleep(min(delay, remaining))
@@ -186,7 +244,7 @@ class A2AService:
             answer = mapping.message(messages[-1], "", record["context"])
             answer.ClearField("task_id")  # a Message-only answer: no task for the client to follow
             return answer
-        return mapping.task(record, messages, self._artifacts(principal, record), history_length=history)
+        return self._task(principal, record, messages, history)
 
     # ---- GetTask, ListTasks ----------------------------------------------------------------------------
 
@@ -195,7 +253,31 @@ class A2AService:
         history = _history_length(request.history_length if request.HasField("history_length") else None)
         record = self._get(principal, request.id)
         messages = self._messages(principal, record, history)
-        return mapping.task(record, messages, self._artifacts(principal, record), history_length=history)
+        return self._task(principal, record, messages, history)
+
+    def _task(
+        self,
+        principal: Principal,
+        record: dict[str, Any],
+        messages: list[dict[str, Any]],
+        history: int | None,
+        *,
+        with_artifacts: bool = True,
+        room: int = mapping.ANSWER_BYTES,
+    ) -> Task:
+        """The task as an answer of at most `room` bytes (mapping.weight): its status and artifact,
+        then as many of the latest messages as fit (the rest left out, marked). An artifact with no
+        room beside the task is served by its presigned URL instead, marked."""
+        artifacts = self._artifacts(principal, record) if with_artifacts else []
+        if artifacts:
+            bare = mapping.task(record, messages, [], history_length=0)
+            if mapping.weight(bare) + sum(mapping.weight(a) for a in artifacts) > room:
+                artifacts = self._artifacts(principal, record, inline=False)
+                for one in artifacts:
+                    one.metadata.update({mapping.TRUNCATED: "served by its URL: no room for it inline in this answer"})
+        return mapping.task(
+            record, messages, artifacts, history_length=history, with_artifacts=with_artifacts, room=room
+        )
 
     def list_tasks(self, principal: Principal, request: ListTasksRequest) -> ListTasksResponse:
         size = request.page_size if request.HasField("page_size") else DEFAULT_PAGE_SIZE
@@ -211,21 +293,35 @@ class A2AService:
         if request.HasField("status_timestamp_after"):
             since = request.status_timestamp_after.ToJsonString()
         try:
-            page = self.tasks.list_tasks(
-                principal, TaskFilter(request.context_id, state, since), size, request.page_token or None
-            )
+            listed = TaskFilter(request.context_id, state, since)
+            page = self.tasks.list_tasks(principal, listed, size, request.page_token or None)
         except DomainError as exc:
             raise from_domain(exc) from None
         with_artifacts = request.include_artifacts
         out = ListTasksResponse(
             next_page_token=page.get("cursor") or "", page_size=size, total_size=int(page.get("total_size") or 0)
         )
-        for record in page["items"]:
+        # The page stops before the answer would pass ANSWER_BYTES (as /v1's pages stop at 4 MiB):
+        # its first task always, shaped to fit; any later one only whole, else the page is cut
+        # before it and nextPageToken continues there.
+        room = mapping.ANSWER_BYTES - mapping.weight(out) - LIST_ENVELOPE
+        for i, record in enumerate(page["items"]):
             messages = self._messages(principal, record, history) if history != 0 else []
-            artifacts = self._artifacts(principal, record) if with_artifacts else []
-            out.tasks.append(
-                mapping.task(record, messages, artifacts, history_length=history, with_artifacts=with_artifacts)
+            task = self._task(
+                principal,
+                record,
+                messages,
+                history,
+                with_artifacts=with_artifacts,
+                room=room if i == 0 else mapping.ANSWER_BYTES,
             )
+            used = mapping.weight(task) + 1  # and its comma
+            if i > 0 and used > room:
+                last = page["items"][i - 1]
+                out.next_page_token = self.tasks.list_tasks_after(principal, listed, last)
+                break
+            out.tasks.append(task)
+            room -= used
         return out
 
     # ---- CancelTask ------------------------------------------------------------------------------------
@@ -286,13 +382,13 @@ class A2AService:
             raise from_domain(exc, taskId=record["id"]) from None
         return found
 
-    def _artifacts(self, principal: Principal, record: dict[str, Any]) -> list[Artifact]:
+    def _artifacts(self, principal: Principal, record: dict[str, Any], *, inline: bool = True) -> list[Artifact]:
         """The published artifact (a completed task's), as A2A sees artifacts: a frozen one is not
-        the task's output until the task completes."""
+        the task's output until the task completes. Not `inline`: its payload by presigned URL."""
         if record["state"] != "completed" or not record.get("artifact"):
             return []
         try:
-            found = self.tasks.get_artifact(principal, record["workspace"], record["artifact"])
+            found = self.tasks.get_artifact(principal, record["workspace"], record["artifact"], inline=inline)
         except DomainError as exc:
             raise from_domain(exc, taskId=record["id"]) from None
         return [mapping.artifact(found["artifact"], found["payload"])]

@@ -148,7 +148,7 @@ def dev(
         if embedder not in ("off", "local"):
             raise CliError(f"--embedder must be off or local, got {embedder!r}", EXIT_USAGE)
         os.environ["DOVECOTE_EMBEDDER"] = embedder  # the functions read their settings from the environment
-    from infra.local.runtime import DataDirBusy, LocalRuntime, PortInUse
+    from infra.local.runtime import DataDirBusy, LocalRuntime, PortInUse, UnsafeOptions
 
     # One line per request (method, path, status, code, ms) and the emulators' own notices. Its own
     # logger and handler: the functions' Powertools loggers ("dovecote", JSON) stay as in Lambda.
@@ -176,6 +176,8 @@ def dev(
         raise CliError(
             f"cannot serve on {host}:{port}: {exc.strerror or exc}", EXIT_UNREACHABLE, code="unavailable"
         ) from None
+    except UnsafeOptions as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
     except DataDirBusy as exc:
         raise CliError(f"{exc}: stop it first, or pass another --data", EXIT_USAGE) from None
     except PortInUse as exc:

@@ -9,7 +9,6 @@ import functools
 import json
 import re
 from typing import Any, Callable, cast
-from urllib.parse import unquote_to_bytes
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
@@ -22,6 +21,7 @@ from dovecote.platform import gc_pause, snapstart
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound
 from dovecote.platform.observability import logger, metrics
 from dovecote.platform.principal import Principal, principal_from_event
+from dovecote.platform.request_text import SURROGATE, bad_text, not_utf8, query_refusal
 from dovecote.platform.schema import EdgeModel
 
 JSON = "application/json"
@@ -148,51 +148,25 @@ def _header(event: dict[str, Any], wanted: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def _bad_text(value: str) -> bool:
-    """A lone surrogate cannot be encoded as UTF-8: it would fail deep inside a store, as a 500."""
-    if value.isascii():
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def _check_json(value: Any) -> DomainError | None:
     """Depth and text checks over a parsed body, iteratively (no recursion to exhaust)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, str):
-            if _bad_text(node):
-                return InvalidArgument("request text must be valid Unicode (a lone surrogate is not)")
+            if bad_text(node):
+                return InvalidArgument(SURROGATE)
         elif isinstance(node, dict | list):
             if depth > MAX_JSON_DEPTH:
                 return InvalidArgument(f"request JSON nests deeper than {MAX_JSON_DEPTH} levels", limit=MAX_JSON_DEPTH)
             if isinstance(node, dict):
                 for key, child in node.items():
-                    if _bad_text(key):
-                        return InvalidArgument("request text must be valid Unicode (a lone surrogate is not)")
+                    if bad_text(key):
+                        return InvalidArgument(SURROGATE)
                     stack.append((child, depth + 1))
             else:
                 stack.extend((child, depth + 1) for child in node)
     return None
-
-
-def _raw_query_bytes(raw: str) -> bytes:
-    """The query string as the client sent it, percent-escapes decoded. API Gateway keeps
-    `rawQueryString` percent-encoded (ASCII); the local gateway passes literal bytes as Latin-1
-    characters, the WSGI convention (PEP 3333), so each character up to U+00FF is one byte."""
-    try:
-        data = raw.encode("latin-1")
-    except UnicodeEncodeError:
-        data = raw.encode("utf-8", "surrogatepass")
-    return unquote_to_bytes(data)
-
-
-def _not_utf8(what: str, exc: UnicodeDecodeError) -> DomainError:
-    return InvalidArgument(f"{what} is not valid UTF-8", offset=exc.start)
 
 
 def gate_request(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -210,14 +184,9 @@ def gate_request(event: dict[str, Any]) -> dict[str, Any] | None:
             principal_from_event(event)
     except DomainError as error:
         return _refusal(error)
-    try:
-        _raw_query_bytes(str(event.get("rawQueryString") or "")).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return _refusal(_not_utf8("the query string", exc))
-    for where in ("queryStringParameters", "pathParameters"):
-        for name, value in (event.get(where) or {}).items():
-            if _bad_text(str(name)) or _bad_text(str(value)):
-                return _refusal(InvalidArgument("request text must be valid Unicode (a lone surrogate is not)"))
+    query = query_refusal(event)
+    if query is not None:
+        return _refusal(query)
     body = event.get("body")
     if not body:
         return None
@@ -236,7 +205,7 @@ def gate_request(event: dict[str, Any]) -> dict[str, Any] | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return _refusal(_not_utf8("request body", exc))
+        return _refusal(not_utf8("request body", exc))
     try:
         parsed = json.loads(text)
     except RecursionError:

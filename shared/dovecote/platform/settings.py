@@ -25,8 +25,13 @@ BOUNDS: dict[str, tuple[int, int]] = {
     "artifact_max_bytes": (1, 64 * 1024 * 1024),
     "token_days": (1, 3650),
     "admin_token_days": (1, 3650),
+    "a2a_waits_per_authority": (0, 50),
 }
-PATTERNS: dict[str, re.Pattern[str]] = {"opensearch_index_prefix": re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")}
+PATTERNS: dict[str, re.Pattern[str]] = {
+    "opensearch_index_prefix": re.compile(r"[a-z0-9][a-z0-9._-]{0,99}"),
+    # http(s), a host (name, IPv4 or [IPv6]) and an optional port and path; no query, no fragment.
+    "public_url": re.compile(r"(https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?)?"),
+}
 # What an environment variable may say for a boolean (pydantic's words, which this replaced).
 TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
 FALSE = frozenset({"0", "false", "f", "no", "n", "off"})
@@ -89,6 +94,13 @@ class Settings:
     # `hashing` the deterministic fake for tests (not semantic).
     embedder: Literal["off", "bedrock", "local", "hashing"] = "off"
     embed_dimension: Literal[256, 512, 1024] = 512
+    # The deployment's own URL as clients reach it (the API's endpoint, or its custom domain): the
+    # A2A Agent Card names its interfaces under it, never under a request's Host or X-Forwarded-Proto.
+    public_url: str = ""
+    # Blocking SendMessage waits one authority may hold at once, across every instance of the A2A
+    # function (a DynamoDB item per authority: dovecote/a2a/waits.py); past it a send answers the
+    # task as it stands, as returnImmediately does. 0: no send blocks.
+    a2a_waits_per_authority: int = 8
     # Token lifetimes when a mint does not say (days). Admin tokens are short on purpose.
     token_days: int = 90
     admin_token_days: int = 7

@@ -156,8 +156,11 @@ class Artifacts:
             raise NotFound("the artifact has no apply receipt", workspace=workspace, artifact=artifact_id)
         return {"receipt": found.to_json()}
 
-    def get_artifact(self, principal: Principal, workspace: str, artifact_id: str) -> dict[str, Any]:
-        """The artifact and its payload: `text` or `data_b64` up to 4 MiB, else a `download_url`."""
+    def get_artifact(
+        self, principal: Principal, workspace: str, artifact_id: str, *, inline: bool = True
+    ) -> dict[str, Any]:
+        """The artifact and its payload: `text` or `data_b64` up to 4 MiB, else a `download_url`;
+        always the `download_url` when not `inline` (an answer with no room for the payload)."""
         principal.require("caller", "worker")
         check_id(workspace, "workspace")
         check_id(artifact_id, "artifact")
@@ -168,7 +171,7 @@ class Artifacts:
             raise NotFound("artifact not found", workspace=workspace, artifact=artifact_id)
         art, data = content
         payload: dict[str, Any] = {"media_type": art.media_type}
-        if data is None:
+        if data is None or not inline:
             payload["download_url"] = self.work.store.artifact_url(art, self.presign_seconds)
         elif is_textual(art.media_type) and _utf8(data):
             payload["text"] = data.decode("utf-8")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeGuard
 from urllib.parse import urlsplit
 
+from dovecote.platform import jsonvalues
 from dovecote.platform.errors import DomainError, Forbidden, InvalidArgument, PayloadTooLarge
 from dovecote.platform.ids import check_id
 from dovecote.platform.media import validate_media_type
@@ -348,6 +349,9 @@ def _gate_part(part: Any, where: str) -> Part:
             raise InvalidArgument(f"{where}.text must be a string", field=f"{where}.text")
         data = _utf8(value, f"{where}.text")
     elif form == "data":
+        unheld = jsonvalues.problem(value, f"{where}.data")
+        if unheld:
+            raise InvalidArgument(unheld, field=f"{where}.data")
         try:
             text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError):
@@ -390,13 +394,13 @@ def gate_filename(value: Any, field_name: str) -> str:
 
 
 def gate_url(value: Any, field_name: str) -> str:
-    """An absolute URL of at most 2,048 characters: a scheme, no whitespace or control characters,
-    and a host for http(s); and one urllib.parse can split (it refuses, e.g., an unclosed IPv6 host)."""
+    """An absolute http(s) URL of at most 2,048 characters with a host, no whitespace or control
+    characters, and one urllib.parse can split (it refuses, e.g., an unclosed IPv6 host). The one
+    validator of a URL part, for /v1 and A2A alike."""
     _short_string(value, field_name, MAX_URL_CHARS)
     if not _URL.fullmatch(value) or _HOST_MISSING.match(value):
         raise InvalidArgument(
-            f"{field_name} must be an absolute URL (scheme:..., http(s) with a host), without whitespace or "
-            "control characters",
+            f"{field_name} must be an absolute http(s) URL with a host, without whitespace or control characters",
             field=field_name,
         )
     try:
@@ -408,11 +412,15 @@ def gate_url(value: Any, field_name: str) -> str:
 
 def gate_metadata(value: Any) -> dict[str, Any]:
     """A message's metadata: absent, or a JSON object of at most MAX_METADATA_BYTES as canonical
-    JSON. Stored and returned as given; the service never reads it."""
+    JSON, whose numbers every binding can carry (platform/jsonvalues.py). Stored and returned as
+    given; the service never reads it."""
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise InvalidArgument("message.metadata must be an object", field="message.metadata")
+    unheld = jsonvalues.problem(value, "message.metadata")
+    if unheld:
+        raise InvalidArgument(unheld, field="message.metadata")
     size = len(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
     if size > MAX_METADATA_BYTES:
         raise InvalidArgument(

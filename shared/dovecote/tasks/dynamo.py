@@ -16,6 +16,7 @@ One table. Items (pk, sk):
 - apply       R#<authority>#<workspace>#<artifact>, "-"  the one apply receipt       ApplyReceiptItem
 - delivery    D#<authority>#<worker>#<delivery>, "-"  a worker event's settlement    DeliveryItem
 - layout      L#claimable, "-"               the claimable index's shard count       LayoutItem
+- a2a waits   AW#<authority>, "-"  A2A's blocking waits in progress (dovecote/a2a/waits.py; TTL'd)
 IDs match ^[A-Za-z0-9][A-Za-z0-9._:-]*$, so "#" cannot occur inside one: the keys are injective.
 
 GSIs on the task item (sparse where it matters):

@@ -132,6 +132,9 @@ class TaskQueries(TaskItems):
         total, more = self._count(authority, upper, filters)
         return TaskPage(items, cursor, total_size=total, total_is_lower_bound=more)
 
+    def authority_position(self, updated_at: str, workspace: str, task_id: str) -> tuple[str, ...]:
+        return ("#".join((invert(updated_at), workspace, task_id)),)  # the item's auth_sk (dynamo_items)
+
     def _count(self, authority: str, upper: str, filters: dict[str, str]) -> tuple[int, bool]:
         """The filtered set's size from one COUNT query over the same index that evaluates at most
         TOTAL_SIZE_CAP items, so a list request's cost stays bounded; past the cap the count is a

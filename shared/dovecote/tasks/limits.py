@@ -15,10 +15,11 @@ REVISION_CHARS = r"[^\x00-\x1f\x7f]+"  # a workspace revision: no control charac
 # refused beside it (NOT_FILENAMES), so a filename is never a path.
 FILENAME_CHARS = r"[^\x00-\x1f\x7f-\x9f/\\]+"
 NOT_FILENAMES = (".", "..")
-# A URL part's URL: a scheme, then no whitespace (str.isspace) and no control characters. An
-# http(s) URL also names its host (`HOST_MISSING` is what it must not look like, anchored at the
-# start): written without lookahead, so the OpenAPI document can state it as `not`.
-URL_CHARS = r"[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
+# A URL part's URL: http or https (any case; never javascript:, file:, data: or another scheme a
+# reader could be made to open), then no whitespace (str.isspace) and no control characters. It also
+# names its host (`HOST_MISSING` is what it must not look like, anchored at the start): written
+# without lookahead, so the OpenAPI document can state it as `not`.
+URL_CHARS = r"[Hh][Tt][Tt][Pp][Ss]?:[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
 HOST_MISSING = r"[Hh][Tt][Tt][Pp][Ss]?:([^/]|/[^/]|//[/?#]|/?/?$)"
 
 WORKER_EVENT_KINDS = ("accept_task", "reject_task", "request_input", "fail_task", "freeze_artifact", "complete_task")

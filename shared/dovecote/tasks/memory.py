@@ -49,6 +49,7 @@ from dovecote.tasks.storage import (
     commit_failure,
     created_order,
     heartbeat,
+    invert,
     is_claimable,
     lease_order,
     no_upload,
@@ -327,6 +328,9 @@ class InMemoryTaskStore:
         page = self._page(tasks, updated_order, after, limit)
         capped = min(len(tasks), TOTAL_SIZE_CAP)
         return TaskPage(page.items, page.after, total_size=capped, total_is_lower_bound=len(tasks) > TOTAL_SIZE_CAP)
+
+    def authority_position(self, updated_at: str, workspace: str, task_id: str) -> tuple[str, ...]:
+        return (invert(updated_at), workspace, task_id)  # storage.updated_order of that task
 
     def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage:
         with self._lock:

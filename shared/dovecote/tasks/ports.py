@@ -264,6 +264,11 @@ class TaskStore(Protocol):
         self, authority: str, task_filter: TaskFilter, after: tuple[str, ...] | None, limit: int
     ) -> TaskPage: ...
 
+    def authority_position(self, updated_at: str, workspace: str, task_id: str) -> tuple[str, ...]:
+        """The keyset position of that task in `authority_tasks`: a page continued after it starts
+        with the task that follows it (a list cut short, e.g. to bound an answer's size)."""
+        ...
+
     def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage: ...
 
     def message(self, authority: str, task_id: str, message_id: str) -> Message | None:

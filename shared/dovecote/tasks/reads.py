@@ -115,6 +115,17 @@ class Reads:
             raise NotFound("message not found", task=task_id, message_id=message_id)
         return {"message": self._message_json(principal, found)}
 
+    def command_receipt(self, principal: Principal, command_id: str) -> dict[str, Any] | None:
+        """A committed command of the authority by its id: its kind, status and answer (what an exact
+        retry of it replays), or None when no command used the id. One read. For a binding that
+        rebuilds a retried command as it was first sent (an A2A reply under an Idempotency-Key)."""
+        principal.require("caller", "worker")
+        check_id(command_id, "command_id")
+        found = self.work.store.read(principal.authority, command_id, None).receipt
+        if found is None:
+            return None
+        return {"kind": found.kind, "status": found.status, "result": found.result}
+
     def _message_json(self, principal: Principal, message: Message) -> dict[str, Any]:
         violations = message_violations(message)
         if violations:
@@ -153,14 +164,8 @@ class Reads:
         self, principal: Principal, task_filter: TaskFilter, limit: int | None, cursor: str | None
     ) -> dict[str, Any]:
         principal.require("caller", "worker")
-        if task_filter.context:
-            check_id(task_filter.context, "context")
-        if task_filter.state and task_filter.state not in machine.STATES:
-            raise InvalidArgument(f"state must be one of {', '.join(machine.STATES)}", field="state")
-        if task_filter.updated_since:
-            task_filter = TaskFilter(task_filter.context, task_filter.state, _rfc3339_arg(task_filter.updated_since))
+        task_filter, scope = _tasks_scope(task_filter)
         size = page_limit(limit)
-        scope = "tasks:" + hashlib.sha256(repr(task_filter).encode()).hexdigest()[:24]
         page = self.work.store.authority_tasks(
             principal.authority, task_filter, self.pages.open(principal, cursor, scope), size
         )
@@ -170,6 +175,27 @@ class Reads:
             "total_size": page.total_size or 0,
             "total_is_lower_bound": page.total_is_lower_bound,
         }
+
+    def list_tasks_after(self, principal: Principal, task_filter: TaskFilter, task: dict[str, Any]) -> str:
+        """The cursor of `list_tasks` (same filter) that continues after `task`, one of its items:
+        for a page cut short (an A2A answer bounded in size). No read."""
+        principal.require("caller", "worker")
+        task_filter, scope = _tasks_scope(task_filter)
+        position = self.work.store.authority_position(str(task["updated_at"]), str(task["workspace"]), str(task["id"]))
+        sealed = self.pages.seal(principal, scope, position)
+        assert sealed is not None
+        return sealed
+
+
+def _tasks_scope(task_filter: TaskFilter) -> tuple[TaskFilter, str]:
+    """The filter checked and normalized, and the scope its cursors are bound to."""
+    if task_filter.context:
+        check_id(task_filter.context, "context")
+    if task_filter.state and task_filter.state not in machine.STATES:
+        raise InvalidArgument(f"state must be one of {', '.join(machine.STATES)}", field="state")
+    if task_filter.updated_since:
+        task_filter = TaskFilter(task_filter.context, task_filter.state, _rfc3339_arg(task_filter.updated_since))
+    return task_filter, "tasks:" + hashlib.sha256(repr(task_filter).encode()).hexdigest()[:24]
 
 
 def _leases_json(task: Task) -> dict[str, Any]:

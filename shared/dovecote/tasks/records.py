@@ -237,6 +237,9 @@ TASKS_TABLE = TableDef(
         ApplyReceiptItem,
         DeliveryItem,
     ),
+    # The one item kind that expires: A2A's blocking-waits item per authority (dovecote/a2a/waits.py,
+    # pk "AW#<authority>"), deleted a day after its last take; no task item carries the attribute.
+    ttl="expires_ttl",
     description="tasks, their messages, events, grants, receipts, id claims, artifacts, heads, apply receipts, "
-    "worker deliveries",
+    "worker deliveries, A2A's blocking waits per authority",
 )

@@ -66,7 +66,19 @@ SERVED_BY: dict[str, str] = {
     ),
     "worker_event": "worker_events",
     **dict.fromkeys(
-        ("get", "snapshot", "messages", "message", "events", "grants", "list_context", "list_tasks"), "reads"
+        (
+            "get",
+            "snapshot",
+            "messages",
+            "message",
+            "events",
+            "grants",
+            "list_context",
+            "list_tasks",
+            "list_tasks_after",
+            "command_receipt",
+        ),
+        "reads",
     ),
 }
 
