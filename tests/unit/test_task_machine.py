@@ -542,7 +542,7 @@ PARTS_OF_EVERY_FORM = [
     {"data": {"key": "välue", "list": [1, None, True]}},
     {"media_type": "text/csv", "data": [1, 2]},
     {"media_type": "image/png", "url": "https://example.com/a%20b.png?x=1#y", "filename": "a b.png"},
-    {"media_type": "application/octet-stream", "url": "s3://bucket/key"},
+    {"media_type": "application/octet-stream", "url": "http://bucket.example:8080/key"},
 ]
 PARTS_READ_BACK = [
     {"media_type": "text/plain", "text": "notes", "filename": "notes.txt"},
@@ -550,7 +550,7 @@ PARTS_READ_BACK = [
     {"media_type": "application/json", "text": '{"key":"välue","list":[1,null,true]}'},
     {"media_type": "text/csv", "text": "[1,2]"},
     {"media_type": "image/png", "url": "https://example.com/a%20b.png?x=1#y", "filename": "a b.png"},
-    {"media_type": "application/octet-stream", "url": "s3://bucket/key"},
+    {"media_type": "application/octet-stream", "url": "http://bucket.example:8080/key"},
 ]
 
 
