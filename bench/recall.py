@@ -393,7 +393,7 @@ def round_trip_figures() -> dict[str, int]:
     from infra.local.resources import DEFAULT_NAMES
 
     who = Principal("bench", "caller")
-    sample = ROOT.parent / "shared" / "data" / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
+    sample = ROOT / "tests" / "data" / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
     out: dict[str, int] = {}
     with moto_resources() as aws:
         ddb, s3 = aws.ddb, aws.s3
@@ -428,7 +428,7 @@ def opensearch_request_figures() -> dict[str, int]:
     from dovecote.recall.model import gate_outline, gate_read, gate_search
 
     who = Principal("bench", "caller")
-    sample = ROOT.parent / "shared" / "data" / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
+    sample = ROOT / "tests" / "data" / "transcripts" / "claude-code" / "lanegrid-agtrace__claude_session.jsonl"
     out: dict[str, int] = {}
     with search_index("opensearch") as (index, _):
         service = _service(index)

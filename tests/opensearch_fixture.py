@@ -111,5 +111,5 @@ def opensearch_url(request: pytest.FixtureRequest) -> str:
         reason = f"no OpenSearch node: {state['unavailable']}; or set {URL_ENV}"
         if _in_ci():
             pytest.fail(f"{reason} (CI=true: these tests must run, never skip)", pytrace=False)
-        pytest.skip(reason)
+        pytest.skip(reason=reason)
     pytest.fail(f"the OpenSearch node did not start: {state['error']}", pytrace=False)

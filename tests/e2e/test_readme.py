@@ -185,7 +185,9 @@ def test_every_block_is_run_or_says_why() -> None:
 def test_what_the_readme_test_does_not_run(mark: Mark) -> None:
     """Reported, not dropped: each line or block marked in the README shows as a skip with its reason."""
     assert mark.why and mark.text.strip()
-    pytest.skip(f"README.md:{mark.line} not run ({'block' if mark.whole_block else 'line'} `{mark.text}`): {mark.why}")
+    pytest.skip(
+        reason=f"README.md:{mark.line} not run ({'block' if mark.whole_block else 'line'} `{mark.text}`): {mark.why}"
+    )
 
 
 # ---- running it --------------------------------------------------------------------------------

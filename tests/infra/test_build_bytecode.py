@@ -18,7 +18,7 @@ def test_the_functions_asset_holds_unchecked_runtime_bytecode_for_every_module()
         reason = "no Python 3.12 interpreter (python3.12 on PATH or DOVECOTE_RUNTIME_PYTHON) to compile with"
         if CI:
             pytest.fail(f"CI=true: {reason}; .ci/run finds one (pyenv) or set DOVECOTE_RUNTIME_PYTHON")
-        pytest.skip(reason)
+        pytest.skip(reason=reason)
     root = build.build_functions() / "functions"
     tag = "cpython-{}{}".format(*build.RUNTIME_PYTHON)
     modules = sorted(root.rglob("*.py"))

@@ -116,7 +116,7 @@ def local() -> Embedder:
     except Unavailable as exc:
         if CI:
             raise
-        pytest.skip(f"the local embedder is not installed: {exc.message}")
+        pytest.skip(reason=f"the local embedder is not installed: {exc.message}")
 
 
 @pytest.fixture(params=["hashing", "bedrock", "local"])

@@ -30,7 +30,7 @@ def test_an_editable_install_prints_no_warning(tmp_path: Path) -> None:
     )
     if done.returncode != 0 and "Could not find a version that satisfies the requirement setuptools" in done.stderr:
         if os.environ.get("CI") != "true":
-            pytest.skip("the build backend (setuptools) cannot be fetched: no package index reachable")
+            pytest.skip(reason="the build backend (setuptools) cannot be fetched: no package index reachable")
     assert done.returncode == 0, done.stderr
     assert "warning" not in (done.stdout + done.stderr).lower(), done.stderr
     site = next((target / "lib").glob("python3.*/site-packages"))

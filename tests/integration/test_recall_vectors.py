@@ -202,7 +202,7 @@ def test_both_fusions_keep_one_hit_per_session_and_the_page_limit(engine: Any, f
 def test_sqlite_vec_and_numpy_agree(sqlite_engine: SqliteSearchIndex) -> None:
     engine = sqlite_engine
     if not engine.vectors.sqlite_vec:
-        pytest.skip("sqlite-vec did not load in this environment (the numpy path is the one in use)")
+        pytest.skip(reason="sqlite-vec did not load in this environment (the numpy path is the one in use)")
     for n in range(20):
         engine.replace_session("acme", session(f"y{n:02d}", [f"cache {n} warm lease", "queue"]), sha256=f"y{n}")
     engine.embed_pending(HashingEmbedder(dimension=64))

@@ -53,8 +53,26 @@ def _chain(node: ast.expr, file: Path, names: dict[str, Path]) -> Path | None:
     return None
 
 
-def reaches_out(source: str, file: Path) -> list[str]:
-    """Every place in `source` (the text of `file`) that names a path beside the clone."""
+def module_name(file: Path) -> str:
+    """The dotted name a repo file is imported by (shared/ is the `dovecote` package's root)."""
+    parts = file.relative_to(ROOT).with_suffix("").parts
+    parts = parts[1:] if parts[0] == "shared" else parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def bound_paths(source: str, file: Path) -> dict[str, Path]:
+    """The names a module binds to a path built from `Path(__file__)` (ROOT and the like)."""
+    names: dict[str, Path] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if (target := _chain(node.value, file, names)) is not None:
+                names[node.targets[0].id] = target
+    return names
+
+
+def reaches_out(source: str, file: Path, modules: dict[str, dict[str, Path]] | None = None) -> list[str]:
+    """Every place in `source` (the text of `file`) that names a path beside the clone. `modules`:
+    the paths other repo modules bind, for a name imported from one (`from bench.common import ROOT`)."""
     found: dict[int, str] = {}  # one finding per line: the outermost expression's
     nodes = list(ast.walk(ast.parse(source)))  # breadth first: a line's outermost expression first
     docstrings = {
@@ -74,6 +92,11 @@ def reaches_out(source: str, file: Path) -> list[str]:
         for arg in node.args
     } | {id(node.right) for node in nodes if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)}
     names: dict[str, Path] = {}
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module and modules and node.module in modules:
+            for alias in node.names:
+                if alias.name in modules[node.module]:
+                    names[alias.asname or alias.name] = modules[node.module][alias.name]
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             if (target := _chain(node.value, file, names)) is not None:
@@ -96,8 +119,19 @@ def reaches_out(source: str, file: Path) -> list[str]:
 
 
 def test_no_source_names_a_path_beside_the_clone() -> None:
-    found = [hit for path in _sources() for hit in reaches_out(path.read_text(), path)]
+    sources = {path: path.read_text() for path in _sources()}
+    modules = {module_name(path): bound_paths(text, path) for path, text in sources.items()}
+    found = [hit for path, text in sources.items() for hit in reaches_out(text, path, modules)]
     assert found == []
+
+
+def test_a_name_imported_from_another_module_is_followed() -> None:
+    """`ROOT.parent / "shared"` where ROOT comes from another module (bench/recall.py did this)."""
+    here = ROOT / "bench" / "planted.py"
+    source = "from bench.common import ROOT\nSAMPLE = ROOT.parent / 'shared' / 'data'\n"
+    modules = {"bench.common": {"ROOT": ROOT}}
+    assert [hit.split(":")[1] for hit in reaches_out(source, here, modules)] == ["2"]
+    assert reaches_out(source, here) == []  # without the other module's bindings it is invisible
 
 
 def test_the_static_guard_finds_each_way_out() -> None:
