@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel
 
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
+from dovecote.platform.principal import Principal
 from dovecote.platform.schema import ID, bounded, instant_pattern, one_of
 from dovecote.tasks.machine import STATES
 from dovecote.tasks.model import MAX_PAGE
@@ -93,12 +94,8 @@ def _body(model: Any) -> dict[str, Any]:
     return dict(model.model_dump(exclude_none=True))
 
 
-def _command(name: str, *path: str, body: Any) -> Any:
-    """The request through its command's one gate (`gate.<name>`: the order of checks SEMANTICS §2
-    gives, the role included), then the command (the service's `<name>`)."""
-    tasks = service()
-    principal = current_principal(app)
-    return getattr(tasks, name)(principal, getattr(tasks.gate, name)(principal, *path, _body(body)))
+def _caller() -> tuple[TaskService, Principal]:
+    return service(), current_principal(app)
 
 
 # ---- caller ----------------------------------------------------------------------------------------
@@ -114,7 +111,8 @@ def _command(name: str, *path: str, body: Any) -> Any:
 )
 def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]:
     """Create a task (revision 1, one caller message). An exact retry answers 200 with the same task."""
-    outcome = _command("create", body=body)
+    tasks, principal = _caller()
+    outcome = tasks.create(principal, tasks.gate.create(principal, _body(body)))
     return Response(status_code=outcome.status, content_type=JSON, body=TaskEnvelope.model_validate(_task(outcome)))
 
 
@@ -161,13 +159,17 @@ def list_context_tasks(
 @app.post("/v1/tasks/<task_id>/reply", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def reply_task(task_id: TaskId, body: Annotated[ReplyIn, Body()]) -> TaskEnvelope:
     """Answer input_required with the caller's message: back to working."""
-    return TaskEnvelope.model_validate(_task(_command("reply", task_id, body=body)))
+    tasks, principal = _caller()
+    return TaskEnvelope.model_validate(_task(tasks.reply(principal, tasks.gate.reply(principal, task_id, _body(body)))))
 
 
 @app.post("/v1/tasks/<task_id>/cancel", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def cancel_task(task_id: TaskId, body: Annotated[CallerCommandIn, Body()]) -> TaskEnvelope:
     """Cancel a task that is not terminal; a frozen artifact is discarded."""
-    return TaskEnvelope.model_validate(_task(_command("cancel", task_id, body=body)))
+    tasks, principal = _caller()
+    return TaskEnvelope.model_validate(
+        _task(tasks.cancel(principal, tasks.gate.cancel(principal, task_id, _body(body))))
+    )
 
 
 @app.get("/v1/tasks/<task_id>/messages", tags=["tasks"], responses=_stream_responses(MessagePage, "message_count"))
@@ -212,13 +214,17 @@ def claim_lease(body: Annotated[ClaimIn, Body()]) -> AssignmentEnvelope:
     """Lease a claimable task of the authority, close to the oldest (strictly the oldest when the
     deployment has one claimable shard); 404 when there is none (after waiting up to `wait_seconds`
     for one)."""
-    return AssignmentEnvelope.model_validate(_command("claim", body=body).body)
+    tasks, principal = _caller()
+    return AssignmentEnvelope.model_validate(tasks.claim(principal, tasks.gate.claim(principal, _body(body))).body)
 
 
 @app.post("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
 def acquire_lease(task_id: TaskId, body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
     """Lease this task (fence = previous fence + 1). Worker tokens; the worker id comes from the token."""
-    return AssignmentEnvelope.model_validate(_command("acquire", task_id, body=body).body)
+    tasks, principal = _caller()
+    return AssignmentEnvelope.model_validate(
+        tasks.acquire(principal, tasks.gate.acquire(principal, task_id, _body(body))).body
+    )
 
 
 @app.get("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *READ_ERRORS))
@@ -230,7 +236,8 @@ def get_lease(task_id: TaskId) -> AssignmentEnvelope:
 @app.post("/v1/tasks/<task_id>/lease/fence", tags=["workers"], responses=responses(204, None, *COMMAND_ERRORS))
 def fence_lease(task_id: TaskId, body: Annotated[FenceIn, Body()]) -> Response[None]:
     """Retire the current lease generation: the owner is cleared, the fence kept. Admin or owner."""
-    _command("fence", task_id, body=body)
+    tasks, principal = _caller()
+    tasks.fence(principal, tasks.gate.fence(principal, task_id, _body(body)))
     return Response(status_code=204)
 
 
@@ -242,7 +249,10 @@ def fence_lease(task_id: TaskId, body: Annotated[FenceIn, Body()]) -> Response[N
 def heartbeat_lease(task_id: TaskId, body: Annotated[HeartbeatIn, Body()]) -> AssignmentEnvelope:
     """A sign of life of the lease (never a revision change); a fence that is not current is
     409 stale_lease. Every worker command counts as one too."""
-    return AssignmentEnvelope.model_validate(_command("heartbeat", task_id, body=body))
+    tasks, principal = _caller()
+    return AssignmentEnvelope.model_validate(
+        tasks.heartbeat(principal, tasks.gate.heartbeat(principal, task_id, _body(body)))
+    )
 
 
 @app.get("/v1/leases", tags=["workers"], responses=responses(200, LeaseListOut, *READ_ERRORS))
@@ -254,26 +264,29 @@ def list_leases(
     return LeaseListOut.model_validate(service().list_leases(current_principal(app), limit, cursor))
 
 
-def _plain_transition(kind: str, doc: str) -> None:
-    """`POST /v1/tasks/{id}/<kind>`: a worker transition that carries the command fields only. The
-    route function is named `<kind>_task` (its OpenAPI operationId) and documented by `doc`."""
-
-    def route(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
-        return TaskEnvelope.model_validate(_task(_command(kind, task_id, body=body)))
-
-    route.__name__ = route.__qualname__ = f"{kind}_task"
-    route.__doc__ = doc
-    responded = responses(200, TaskEnvelope, *COMMAND_ERRORS)
-    app.post(f"/v1/tasks/<task_id>/{kind}", tags=["workers"], responses=responded)(route)
+@app.post("/v1/tasks/<task_id>/accept", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+def accept_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
+    """submitted → working."""
+    tasks, principal = _caller()
+    return TaskEnvelope.model_validate(
+        _task(tasks.accept(principal, tasks.gate.accept(principal, task_id, _body(body))))
+    )
 
 
-# The plain worker transitions, from one table: the command (and route) and what it does.
-for _kind, _doc in (
-    ("accept", "submitted → working."),
-    ("reject", "submitted → rejected."),
-    ("fail", "working or input_required → failed."),
-):
-    _plain_transition(_kind, _doc)
+@app.post("/v1/tasks/<task_id>/reject", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+def reject_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
+    """submitted → rejected."""
+    tasks, principal = _caller()
+    return TaskEnvelope.model_validate(
+        _task(tasks.reject(principal, tasks.gate.reject(principal, task_id, _body(body))))
+    )
+
+
+@app.post("/v1/tasks/<task_id>/fail", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
+def fail_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
+    """working or input_required → failed."""
+    tasks, principal = _caller()
+    return TaskEnvelope.model_validate(_task(tasks.fail(principal, tasks.gate.fail(principal, task_id, _body(body)))))
 
 
 @app.post(
@@ -281,13 +294,19 @@ for _kind, _doc in (
 )
 def request_input_task(task_id: TaskId, body: Annotated[RequestInputIn, Body()]) -> TaskEnvelope:
     """working → input_required, with the agent's message."""
-    return TaskEnvelope.model_validate(_task(_command("request_input", task_id, body=body)))
+    tasks, principal = _caller()
+    return TaskEnvelope.model_validate(
+        _task(tasks.request_input(principal, tasks.gate.request_input(principal, task_id, _body(body))))
+    )
 
 
 @app.post("/v1/tasks/<task_id>/complete", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def complete_task(task_id: TaskId, body: Annotated[CompleteIn, Body()]) -> TaskEnvelope:
     """working → completed, with the agent's final message and a submission."""
-    return TaskEnvelope.model_validate(_task(_command("complete", task_id, body=body)))
+    tasks, principal = _caller()
+    return TaskEnvelope.model_validate(
+        _task(tasks.complete(principal, tasks.gate.complete(principal, task_id, _body(body))))
+    )
 
 
 @app.post("/v1/tasks/<task_id>/artifacts", tags=["workers"], responses=responses(200, FreezeOut, *COMMAND_ERRORS))
@@ -295,7 +314,8 @@ def freeze_artifact(task_id: TaskId, body: Annotated[FreezeIn, Body()]) -> Freez
     """Freeze the task's one artifact (working only): its payload, digests and result revision. The
     first freeze in a workspace creates the head at expected_base_revision; later ones must match
     it (409 workspace_conflict)."""
-    return FreezeOut.model_validate(_command("freeze", task_id, body=body).body)
+    tasks, principal = _caller()
+    return FreezeOut.model_validate(tasks.freeze(principal, tasks.gate.freeze(principal, task_id, _body(body))).body)
 
 
 @app.post(
@@ -307,14 +327,18 @@ def create_artifact_upload(task_id: TaskId, body: Annotated[ArtifactUploadIn, Bo
     """A presigned PUT for a large artifact payload, bound to its size and SHA-256, for the holder of
     the task's current lease (`fence`; else 409 stale_lease, 404 for no such task). Send
     upload_headers with it, then freeze with payload.upload_sha256."""
-    return ArtifactUploadOut.model_validate(_command("create_artifact_upload", task_id, body=body))
+    tasks, principal = _caller()
+    return ArtifactUploadOut.model_validate(
+        tasks.create_artifact_upload(principal, tasks.gate.create_artifact_upload(principal, task_id, _body(body)))
+    )
 
 
 @app.post("/v1/worker/events", tags=["workers"], responses=responses(200, SettlementOut, 400, 401, 403, 429, 503))
 def worker_event(body: Annotated[WorkerDeliveryIn, Body()]) -> SettlementOut:
     """Settle one worker event delivery: ack (committed, or an exact replay) or nack with a stable
     code. A 503 settled nothing: retry the exact delivery."""
-    return SettlementOut.model_validate(_command("worker_event", body=body))
+    tasks, principal = _caller()
+    return SettlementOut.model_validate(tasks.worker_event(principal, tasks.gate.worker_event(principal, _body(body))))
 
 
 # ---- workspaces (caller) ---------------------------------------------------------------------------
@@ -342,7 +366,10 @@ def record_receipt(
 ) -> ReceiptEnvelope:
     """Record the one apply receipt of a published artifact. success moves the head from the
     artifact's base to its result (compare-and-swap); an identical repeat answers the stored one."""
-    outcome = _command("record_apply_receipt", workspace, artifact_id, body=body)
+    tasks, principal = _caller()
+    outcome = tasks.record_apply_receipt(
+        principal, tasks.gate.record_apply_receipt(principal, workspace, artifact_id, _body(body))
+    )
     return ReceiptEnvelope.model_validate(outcome.body)
 
 

@@ -23,15 +23,35 @@ from dovecote.platform.clock import Clock, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
 from dovecote.tasks.limits import MAX_CLAIM_WAIT, WORKER_EVENT_KINDS
 from dovecote.tasks.model import ARTIFACT_DEFAULT_MAX, ARTIFACT_HARD_MAX
-from dovecote.tasks.ports import TaskStore
+from dovecote.tasks.ports import TaskFilter, TaskStore
 from dovecote.tasks.reads import Pages, Reads
 from dovecote.tasks.unit_of_work import OnCorrupt, Outcome, UnitOfWork
 
 if TYPE_CHECKING:
+    from dovecote.platform.principal import Principal
     from dovecote.tasks.artifacts import Artifacts
-    from dovecote.tasks.commands import CommandGate
+    from dovecote.tasks.commands import (
+        Accept,
+        Acquire,
+        Cancel,
+        Claim,
+        CommandGate,
+        Complete,
+        CreateArtifactUpload,
+        CreateTask,
+        Fail,
+        Fence,
+        Freeze,
+        Heartbeat,
+        RecordReceipt,
+        Reject,
+        Reply,
+        RequestInput,
+        WorkerEvent,
+    )
     from dovecote.tasks.leases import Leases
     from dovecote.tasks.lifecycle import Lifecycle
+    from dovecote.tasks.model import Task
     from dovecote.tasks.worker_events import WorkerEvents
 
 __all__ = ["MAX_CLAIM_WAIT", "WORKER_EVENT_KINDS", "Outcome", "TaskService"]
@@ -39,52 +59,13 @@ __all__ = ["MAX_CLAIM_WAIT", "WORKER_EVENT_KINDS", "Outcome", "TaskService"]
 DEFAULT_LEASE_TIMEOUT = 300
 DEFAULT_ACCEPT_TIMEOUT = 30
 
-# The commands and reads by the names the gates and the routes use → the capability that serves each.
-# Every transition, freeze_artifact included, runs through the lifecycle's `transition` (the command's
-# type says which). A freeze (worker, working, at most once per task) commits the artifact, its result
-# revision and the workspace head claim in the task's one transaction, and answers {task, artifact}.
-TRANSITIONS = ("reply", "cancel", "accept", "reject", "fail", "request_input", "complete", "freeze")
-SERVED_BY: dict[str, str] = {
-    "create": "lifecycle",
-    **{name: "lifecycle" for name in TRANSITIONS},
-    **dict.fromkeys(
-        (
-            "acquire",
-            "claim",
-            "fence",
-            "heartbeat",
-            "expire_silent_leases",
-            "reshard_claimable",
-            "get_lease",
-            "list_leases",
-        ),
-        "leases",
-    ),
-    **dict.fromkeys(
-        ("create_artifact_upload", "record_apply_receipt", "get_apply_receipt", "get_artifact", "get_head"),
-        "artifacts",
-    ),
-    "worker_event": "worker_events",
-    **dict.fromkeys(
-        (
-            "get",
-            "snapshot",
-            "messages",
-            "message",
-            "events",
-            "grants",
-            "list_context",
-            "list_tasks",
-            "list_tasks_after",
-            "command_receipt",
-        ),
-        "reads",
-    ),
-}
+# The capabilities, built on first use (and all at once by `prime`).
+CAPABILITIES = ("gate", "lifecycle", "leases", "artifacts", "worker_events")
 
 
 class TaskService:
-    """The capabilities are built on first use, each importing its module then: a cold start whose
+    """One typed method per command and read, each delegating to the capability that serves it.
+    The capabilities are built on first use, each importing its module then: a cold start whose
     first request is a read loads neither the commands' dataclasses nor the lifecycle, leases,
     artifacts and worker-event modules (bench/coldstart.py)."""
 
@@ -146,21 +127,122 @@ class TaskService:
 
         return WorkerEvents(self.work, self.lifecycle)
 
-    def __getattr__(self, name: str) -> Any:
-        """A command or read by its route's name (SERVED_BY), bound once: `service.create` is
-        `service.lifecycle.create`, `service.reply` is `service.lifecycle.transition`."""
-        capability = SERVED_BY.get(name)
-        if capability is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        method = getattr(getattr(self, capability), "transition" if name in TRANSITIONS else name)
-        setattr(self, name, method)
-        return method
-
     def prime(self) -> None:
         """Every capability built now (before a SnapStart snapshot: platform/http.prime), so the
         snapshot holds their modules rather than the first command after each restore loading them."""
-        for capability in ("gate", *SERVED_BY.values()):
+        for capability in CAPABILITIES:
             getattr(self, capability)
+
+    # ---- commands: one typed method each, delegating to its capability ------------------------------
+    # Every transition (freeze included) runs through the lifecycle's `transition`: the command's
+    # type says which. A freeze answers {task, artifact}.
+
+    def create(self, principal: Principal, command: CreateTask) -> Outcome:
+        return self.lifecycle.create(principal, command)
+
+    def reply(self, principal: Principal, command: Reply) -> Outcome:
+        return self.lifecycle.transition(principal, command)
+
+    def cancel(self, principal: Principal, command: Cancel) -> Outcome:
+        return self.lifecycle.transition(principal, command)
+
+    def accept(self, principal: Principal, command: Accept) -> Outcome:
+        return self.lifecycle.transition(principal, command)
+
+    def reject(self, principal: Principal, command: Reject) -> Outcome:
+        return self.lifecycle.transition(principal, command)
+
+    def fail(self, principal: Principal, command: Fail) -> Outcome:
+        return self.lifecycle.transition(principal, command)
+
+    def request_input(self, principal: Principal, command: RequestInput) -> Outcome:
+        return self.lifecycle.transition(principal, command)
+
+    def complete(self, principal: Principal, command: Complete) -> Outcome:
+        return self.lifecycle.transition(principal, command)
+
+    def freeze(self, principal: Principal, command: Freeze) -> Outcome:
+        return self.lifecycle.transition(principal, command)
+
+    def acquire(self, principal: Principal, command: Acquire) -> Outcome:
+        return self.leases.acquire(principal, command)
+
+    def claim(self, principal: Principal, command: Claim) -> Outcome:
+        return self.leases.claim(principal, command)
+
+    def fence(self, principal: Principal, command: Fence) -> Outcome:
+        return self.leases.fence(principal, command)
+
+    def heartbeat(self, principal: Principal, command: Heartbeat) -> dict[str, Any]:
+        return self.leases.heartbeat(principal, command)
+
+    def create_artifact_upload(self, principal: Principal, command: CreateArtifactUpload) -> dict[str, Any]:
+        return self.artifacts.create_artifact_upload(principal, command)
+
+    def record_apply_receipt(self, principal: Principal, command: RecordReceipt) -> Outcome:
+        return self.artifacts.record_apply_receipt(principal, command)
+
+    def worker_event(self, principal: Principal, event: WorkerEvent) -> dict[str, Any]:
+        return self.worker_events.worker_event(principal, event)
+
+    # ---- the dispatcher's passes ------------------------------------------------------------------
+
+    def expire_silent_leases(self, shard: int, *, limit: int, command_id: Callable[[Task], str]) -> dict[str, int]:
+        return self.leases.expire_silent_leases(shard, limit=limit, command_id=command_id)
+
+    def reshard_claimable(self, *, time_left_ms: Callable[[], int] = lambda: 10**9) -> dict[str, Any]:
+        return self.leases.reshard_claimable(time_left_ms=time_left_ms)
+
+    # ---- reads ------------------------------------------------------------------------------------
+
+    def get(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        return self.reads.get(principal, task_id)
+
+    def snapshot(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        return self.reads.snapshot(principal, task_id)
+
+    def messages(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
+        return self.reads.messages(principal, task_id, after, limit)
+
+    def message(self, principal: Principal, task_id: str, message_id: str) -> dict[str, Any]:
+        return self.reads.message(principal, task_id, message_id)
+
+    def events(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
+        return self.reads.events(principal, task_id, after, limit)
+
+    def grants(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
+        return self.reads.grants(principal, task_id, after, limit)
+
+    def list_context(self, principal: Principal, context: str, limit: int | None, cursor: str | None) -> dict[str, Any]:
+        return self.reads.list_context(principal, context, limit, cursor)
+
+    def list_tasks(
+        self, principal: Principal, task_filter: TaskFilter, limit: int | None, cursor: str | None
+    ) -> dict[str, Any]:
+        return self.reads.list_tasks(principal, task_filter, limit, cursor)
+
+    def list_tasks_after(self, principal: Principal, task_filter: TaskFilter, task: dict[str, Any]) -> str:
+        return self.reads.list_tasks_after(principal, task_filter, task)
+
+    def command_receipt(self, principal: Principal, command_id: str) -> dict[str, Any] | None:
+        return self.reads.command_receipt(principal, command_id)
+
+    def get_lease(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        return self.leases.get_lease(principal, task_id)
+
+    def list_leases(self, principal: Principal, limit: int | None, cursor: str | None) -> dict[str, Any]:
+        return self.leases.list_leases(principal, limit, cursor)
+
+    def get_artifact(
+        self, principal: Principal, workspace: str, artifact_id: str, *, inline: bool = True
+    ) -> dict[str, Any]:
+        return self.artifacts.get_artifact(principal, workspace, artifact_id, inline=inline)
+
+    def get_apply_receipt(self, principal: Principal, workspace: str, artifact_id: str) -> dict[str, Any]:
+        return self.artifacts.get_apply_receipt(principal, workspace, artifact_id)
+
+    def get_head(self, principal: Principal, workspace: str) -> dict[str, Any]:
+        return self.artifacts.get_head(principal, workspace)
 
     @property
     def signer(self) -> CursorSigner:
