@@ -14,13 +14,13 @@ import pytest
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
+from dovecote.tasks.command_loop import Outcome
 from dovecote.tasks.dynamo import DynamoTaskStore
 from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import EXPIRY_SHARDS
 from dovecote.tasks.ports import TaskStore
 from dovecote.tasks.service import TaskService
 from dovecote.tasks.storage import FLEET_CLAIM_SHARDS, claim_shard
-from dovecote.tasks.unit_of_work import Outcome
 from tests.support.stores import fake_or_moto
 
 CALLER = Principal("acme", "caller")

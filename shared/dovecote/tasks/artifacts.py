@@ -20,10 +20,10 @@ from dovecote.platform.errors import (
 from dovecote.platform.ids import check_id
 from dovecote.platform.media import is_textual
 from dovecote.platform.principal import Principal
+from dovecote.tasks.command_loop import CommandLoop, Outcome
 from dovecote.tasks.commands import CreateArtifactUpload, Freeze, RecordReceipt, worker_id
 from dovecote.tasks.model import Artifact, Part, Receipt, Task, WorkspaceHead, intent_digest, result_revision
 from dovecote.tasks.ports import ApplyCommit, ApplySnapshot, ArtifactChange
-from dovecote.tasks.unit_of_work import Outcome, UnitOfWork
 
 # The commands that end a task's frozen artifact: complete publishes it, cancel and fail discard it.
 ENDS_ARTIFACT = {"complete_task": "published", "cancel_task": "discarded", "fail_task": "discarded"}
@@ -69,7 +69,7 @@ def frozen(task: Task, freeze: Freeze, now: str) -> tuple[Artifact, WorkspaceHea
 
 
 class Artifacts:
-    def __init__(self, work: UnitOfWork, *, presign_seconds: int) -> None:
+    def __init__(self, work: CommandLoop, *, presign_seconds: int) -> None:
         self.work = work
         self.presign_seconds = presign_seconds
 

@@ -23,6 +23,7 @@ from dovecote.platform.errors import (
 )
 from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
+from dovecote.tasks.command_loop import CommandLoop, Outcome, commit_of, replay
 from dovecote.tasks.commands import Acquire, Claim, CommandGate, Fence, Heartbeat, worker_id
 from dovecote.tasks.model import (
     MAX_FENCE,
@@ -38,7 +39,6 @@ from dovecote.tasks.model import (
 from dovecote.tasks.ports import ClaimableLayout, Commit, Expect, ReceiptTaken, TaskChanged
 from dovecote.tasks.reads import Pages
 from dovecote.tasks.storage import created_order
-from dovecote.tasks.unit_of_work import Outcome, UnitOfWork, commit_of, replay
 
 # A claim reads this many candidates (oldest first) of a claimable shard; each lost CAS race moves
 # on to another one of them.
@@ -56,7 +56,7 @@ RESHARD_MARGIN_MS = 5_000
 
 @dataclass(eq=False)
 class Leases:
-    work: UnitOfWork
+    work: CommandLoop
     pages: Pages
     gate: CommandGate
     _: KW_ONLY

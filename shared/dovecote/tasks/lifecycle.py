@@ -1,6 +1,6 @@
 """The lifecycle commands (SEMANTICS §2): create, and every transition of the state machine (reply,
 cancel, accept, reject, request_input, fail, complete, freeze_artifact). Each is one read and one
-atomic commit through the unit of work; the decisions below are pure."""
+atomic commit through the command loop; the decisions below are pure."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from dovecote.platform.errors import (
 )
 from dovecote.platform.principal import Principal
 from dovecote.tasks import artifacts, machine
+from dovecote.tasks.command_loop import CommandLoop, Outcome, commit_of
 from dovecote.tasks.commands import (
     Complete,
     CreateTask,
@@ -29,11 +30,10 @@ from dovecote.tasks.commands import (
 )
 from dovecote.tasks.model import MAX_COUNTER, Event, Message, MessageInput, Task
 from dovecote.tasks.ports import Commit, Delivery, Expect
-from dovecote.tasks.unit_of_work import Outcome, UnitOfWork, commit_of
 
 
 class Lifecycle:
-    def __init__(self, work: UnitOfWork, *, default_lease_timeout: int, default_accept_timeout: int) -> None:
+    def __init__(self, work: CommandLoop, *, default_lease_timeout: int, default_accept_timeout: int) -> None:
         self.work = work
         self.default_lease_timeout = default_lease_timeout
         self.default_accept_timeout = default_accept_timeout
@@ -128,7 +128,7 @@ class Lifecycle:
 
     @staticmethod
     def _check(command: TaskCommand, task: Task | None, worker: str, fence: int) -> Task:
-        """Steps 2 to 7 of the check order (unit_of_work.py)."""
+        """Steps 2 to 7 of the check order (command_loop.py)."""
         kind, expected = command.KIND, command.expected_revision
         if task is None:
             raise NotFound("task not found", task=command.task)

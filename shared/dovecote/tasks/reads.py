@@ -14,6 +14,7 @@ from dovecote.platform.errors import InvalidArgument, NotFound
 from dovecote.platform.ids import check_id
 from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
+from dovecote.tasks.command_loop import CommandLoop
 from dovecote.tasks.model import (
     MESSAGE_PAGE_BYTES,
     Message,
@@ -24,7 +25,6 @@ from dovecote.tasks.model import (
     page_limit,
 )
 from dovecote.tasks.ports import TaskFilter
-from dovecote.tasks.unit_of_work import UnitOfWork
 
 
 class Pages:
@@ -52,7 +52,7 @@ class Pages:
 
 
 class Reads:
-    def __init__(self, work: UnitOfWork, pages: Pages, *, presign_seconds: int) -> None:
+    def __init__(self, work: CommandLoop, pages: Pages, *, presign_seconds: int) -> None:
         self.work = work
         self.pages = pages
         self.presign_seconds = presign_seconds

@@ -1,7 +1,7 @@
 """The task service: a thin facade over the task capabilities, each in its own module.
 
 - commands.py      the commands as frozen dataclasses, and the one gate per command (`gate`)
-- unit_of_work.py  the shared machinery: load, replay, decide, commit (and the fail-closed load)
+- command_loop.py  the shared machinery: load, replay, decide, commit (and the fail-closed load)
 - lifecycle.py     create and every transition of the state machine
 - leases.py        acquire, claim, heartbeat, fence (release), the dispatcher's expiries, lease reads
 - artifacts.py     freeze decisions, upload URLs, apply receipts, artifact and head reads
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.platform.clock import Clock, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
+from dovecote.tasks.command_loop import CommandLoop, OnCorrupt, Outcome
 from dovecote.tasks.limits import MAX_CLAIM_WAIT, WORKER_EVENT_KINDS
 from dovecote.tasks.model import ARTIFACT_DEFAULT_MAX, ARTIFACT_HARD_MAX
 from dovecote.tasks.ports import TaskFilter, TaskStore
 from dovecote.tasks.reads import Pages, Reads
-from dovecote.tasks.unit_of_work import OnCorrupt, Outcome, UnitOfWork
 
 if TYPE_CHECKING:
     from dovecote.platform.principal import Principal
@@ -87,7 +87,7 @@ class TaskService:
         if not 0 < artifact_max_bytes <= ARTIFACT_HARD_MAX:
             raise ValueError(f"artifact_max_bytes must be between 1 and {ARTIFACT_HARD_MAX}")
         self.store = store
-        self.work = UnitOfWork(store, clock=clock, on_corrupt=on_corrupt)
+        self.work = CommandLoop(store, clock=clock, on_corrupt=on_corrupt)
         self.pages = Pages(LazySigner(signer, signer_factory))
         self.reads = Reads(self.work, self.pages, presign_seconds=presign_seconds)
         self._artifact_max = artifact_max_bytes

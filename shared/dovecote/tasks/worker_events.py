@@ -12,16 +12,16 @@ from typing import Any
 
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
+from dovecote.tasks.command_loop import AlreadySettled, CommandLoop
 from dovecote.tasks.commands import NACK_CODES, WorkerEvent, worker_id
 from dovecote.tasks.lifecycle import Lifecycle
 from dovecote.tasks.ports import Delivery, DeliveryTaken
-from dovecote.tasks.unit_of_work import AlreadySettled, UnitOfWork
 
 CONFLICT = "this delivery id was settled for a different event"
 
 
 class WorkerEvents:
-    def __init__(self, work: UnitOfWork, lifecycle: Lifecycle) -> None:
+    def __init__(self, work: CommandLoop, lifecycle: Lifecycle) -> None:
         self.work = work
         self.lifecycle = lifecycle
 

@@ -124,9 +124,12 @@ def report_corrupt(kind: str, facts: dict[str, Any]) -> None:
     metrics.add_metric(name="CorruptStore", unit=MetricUnit.Count, value=1)
 
 
-class UnitOfWork:
-    """Load, decide, commit, replay over one TaskStore; every capability of the service runs its
-    commands through one of these."""
+class CommandLoop:
+    """A read-decide-commit loop over one TaskStore: read the task (or answer the stored receipt of
+    an exact retry), decide the change, commit it with its receipt in one conditional transaction,
+    and read again on a lost race. Every capability of the service runs its commands through it.
+    (Named for what it does: it is not a unit of work in the repository-pattern sense; it holds no
+    session, tracks no objects, and commits exactly one transaction per decision.)"""
 
     def __init__(self, store: TaskStore, *, clock: Clock, on_corrupt: OnCorrupt | None = None) -> None:
         self.store = store
