@@ -1,5 +1,5 @@
-"""The task scenarios of tests/unit/test_task_machine.py, run through both TaskStores (the fake and
-DynamoDB on moto), then races with real threads, faults at each AWS call, and round trips."""
+"""Beyond the conformance suite (tests/integration/test_task_machine.py, every scenario on both
+TaskStores): races with real threads, faults at each AWS call, and round trips."""
 
 from __future__ import annotations
 
@@ -29,40 +29,6 @@ from tests.support.tasks import (
     uid,
 )
 from tests.support.threads import together
-
-# The conformance suite: these scenarios run here once per store (fixture `service` below).
-from tests.unit.test_task_machine import (  # noqa: F401
-    test_a_claim_reads_every_shard_before_it_finds_nothing,
-    test_a_claim_takes_from_the_older_head_of_its_two_shards,
-    test_a_fence_command_id_reused_by_another_worker_is_an_idempotency_conflict,
-    test_a_large_part_keeps_its_filename_when_it_is_read_by_url,
-    test_a_rejected_command_reserves_nothing,
-    test_a_sharded_claim_takes_every_claimable_task_exactly_once,
-    test_acquire_fence_reacquire,
-    test_acquire_of_a_terminal_task_is_terminal_task,
-    test_an_exact_retry_of_a_message_with_a_filename_replays_and_a_changed_filename_conflicts,
-    test_claim_replay_returns_the_same_assignment,
-    test_claim_takes_the_oldest_claimable,
-    test_create_gives_revision_1_with_one_message_and_event,
-    test_create_replay_is_200_with_the_same_task,
-    test_duplicate_message_id_rolls_back_the_whole_transition,
-    test_duplicate_submission_id_rolls_back,
-    test_every_command_in_every_state,
-    test_exact_replay_returns_the_original_result_after_the_task_moved_on,
-    test_late_worker_command_after_completion_is_stale_lease,
-    test_lists_and_total_size,
-    test_part_validation_stores_nothing,
-    test_parts_keep_their_filename_url_and_json_data,
-    test_replay_after_a_fence,
-    test_request_input_from_submitted_is_invalid_and_changes_nothing,
-    test_same_id_different_intent_is_an_idempotency_conflict,
-    test_stale_lease_details_carry_the_current_fence,
-    test_stream_paging_next_and_has_more,
-    test_total_size_reads_a_bounded_amount_and_says_when_it_is_a_floor,
-    test_two_round_conversation,
-    test_updated_since_and_state_filters_with_paging,
-    test_wrong_revision_is_reported_before_a_bad_state,
-)
 
 KEY = b"task-integration-key-0123456789ab"
 

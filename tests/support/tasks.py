@@ -78,6 +78,20 @@ def service_fixture(key: bytes, *, clocked: bool = False) -> Any:
     return service
 
 
+def force_task(service: Edge, task_id: str, *, authority: str = "acme", **changes: Any) -> None:
+    """Change a stored task behind the service's back, on whichever store the service holds: the
+    states no sequence of commands reaches in a test (a fence or revision at 2^63-1). The fake's
+    record is replaced; DynamoDB's item is rewritten whole through the adapter's own mapping, so its
+    index keys stay consistent with the changed task."""
+    store = service.store
+    if isinstance(store, InMemoryTaskStore):
+        store.tasks[(authority, task_id)] = store.tasks[(authority, task_id)].evolve(**changes)
+        return
+    task = store.read(authority, None, task_id).task
+    assert task is not None, task_id
+    store._task_item(task.evolve(**changes)).save()
+
+
 def code_of(call: Callable[[], Any]) -> str:
     """The stable error code `call` raises, or "ok"."""
     try:

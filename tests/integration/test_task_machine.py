@@ -1,5 +1,8 @@
-"""SEMANTICS §2 over the in-memory store: every (command × state) pair, the check order, the
-two-round conversation, replay and idempotency, leases."""
+"""The task machine's conformance suite: every scenario runs once per TaskStore (the fake, then
+DynamoDB on moto; the `service` fixture is parametrised over both, so a new scenario runs on the
+real adapter without being listed anywhere). Every (command × state) pair, the check order, the
+two-round conversation, replay and idempotency, leases, claims, paging.
+tests/unit/test_conformance_suites.py holds every test here to taking that fixture."""
 
 from __future__ import annotations
 
@@ -10,10 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError
 from dovecote.tasks import machine
-from dovecote.tasks.memory import InMemoryTaskStore
 from dovecote.tasks.model import MAX_FENCE
 from dovecote.tasks.storage import CLAIM_SHARDS, FLEET_CLAIM_SHARDS, claim_shard
 from tests.conftest import examples
@@ -25,20 +26,15 @@ from tests.support.tasks import (
     Flow,
     ShardOrder,
     code_of,
-    edge,
+    force_task,
     ids_in_distinct_shards,
     message,
+    service_fixture,
     uid,
 )
 
-
-def new_service() -> Edge:
-    return edge(InMemoryTaskStore(), CursorSigner(b"task-unit-key-0123456789abcdef"))
-
-
-@pytest.fixture
-def service() -> Edge:
-    return new_service()
+KEY = b"task-conformance-key-0123456789ab"
+service = service_fixture(KEY)
 
 
 COMMANDS = {
@@ -264,14 +260,11 @@ def test_a_fence_command_id_reused_by_another_worker_is_an_idempotency_conflict(
     assert code_of(other) == "idempotency_conflict"
 
 
-def test_a_command_on_a_task_at_the_last_revision_is_a_revision_conflict() -> None:
+def test_a_command_on_a_task_at_the_last_revision_is_a_revision_conflict(service: Edge) -> None:
     """Reference parity: the counters come before any write, and speak of the revision."""
-    store = InMemoryTaskStore()
-    svc = edge(store, CursorSigner(b"k" * 32))
-    flow = Flow(svc).to_state("submitted")
-    key = ("acme", flow.task_id)
+    flow = Flow(service).to_state("submitted")
     top = 2**63 - 1
-    store.tasks[key] = store.tasks[key].evolve(revision=top, event_count=top)
+    force_task(service, flow.task_id, revision=top, event_count=top)
     flow.revision = top
     assert code_of(lambda: flow.caller_cmd("cancel")) == "revision_conflict"
 
@@ -279,21 +272,16 @@ def test_a_command_on_a_task_at_the_last_revision_is_a_revision_conflict() -> No
 def test_a_claim_whose_oldest_candidate_has_an_exhausted_fence_answers_it(service: Edge) -> None:
     """Reference parity (the seed's rule: one claimable shard): the candidate is not skipped for the
     next one."""
-    store = InMemoryTaskStore(claim_shards=1)
-    svc = edge(store, CursorSigner(b"k" * 32))
-    oldest = Flow(svc).to_state("submitted")
-    Flow(svc).to_state("submitted")
-    key = ("acme", oldest.task_id)
-    store.tasks[key] = store.tasks[key].evolve(fence=MAX_FENCE)
-    assert code_of(lambda: svc.claim(WORKER, {"command_id": uid("c")})) == "lease_fence_exhausted"
+    assert service.store.claim_shards == 1
+    oldest = Flow(service).to_state("submitted")
+    Flow(service).to_state("submitted")
+    force_task(service, oldest.task_id, fence=MAX_FENCE)
+    assert code_of(lambda: service.claim(WORKER, {"command_id": uid("c")})) == "lease_fence_exhausted"
 
 
 def test_fence_exhausted(service: Edge) -> None:
-    store = InMemoryTaskStore()
-    svc = edge(store, CursorSigner(b"k" * 32))
-    flow = Flow(svc).to_state("submitted")
-    key = ("acme", flow.task_id)
-    store.tasks[key] = store.tasks[key].evolve(fence=MAX_FENCE)
+    flow = Flow(service).to_state("submitted")
+    force_task(service, flow.task_id, fence=MAX_FENCE)
     assert code_of(flow.acquire) == "lease_fence_exhausted"
 
 
@@ -352,14 +340,12 @@ def test_a_claim_takes_from_the_older_head_of_its_two_shards(service: Edge) -> N
     assert (first, second) == (older, newer)
 
 
-def test_a_sharded_claim_answers_an_exhausted_fence_it_picks() -> None:
+def test_a_sharded_claim_answers_an_exhausted_fence_it_picks(service: Edge) -> None:
     """An exhausted fence is never skipped, in any shard: the candidate answers it."""
-    store = InMemoryTaskStore(claim_shards=FLEET_CLAIM_SHARDS)
-    svc = edge(store, CursorSigner(b"k" * 32))
-    flow = Flow(svc).to_state("submitted")
-    key = ("acme", flow.task_id)
-    store.tasks[key] = store.tasks[key].evolve(fence=MAX_FENCE)
-    assert code_of(lambda: svc.claim(WORKER, {"command_id": uid("c")})) == "lease_fence_exhausted"
+    service.store.claim_shards = FLEET_CLAIM_SHARDS  # before any task is written: the count is the layout
+    flow = Flow(service).to_state("submitted")
+    force_task(service, flow.task_id, fence=MAX_FENCE)
+    assert code_of(lambda: service.claim(WORKER, {"command_id": uid("c")})) == "lease_fence_exhausted"
 
 
 def test_claim_replay_returns_the_same_assignment(service: Edge) -> None:
@@ -483,10 +469,15 @@ def test_lists_and_total_size(service: Edge) -> None:
 ACTIONS = ["acquire", "fence", "accept", "reject", "request_input", "reply", "cancel", "fail", "complete", "stale"]
 
 
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(ACTIONS), max_size=25))
-def test_random_command_sequences_keep_the_invariants(actions: list[str]) -> None:
-    service = new_service()
+# The store is the test's (one moto environment for all its examples): each example drives a task
+# of its own, so what one example leaves behind is not another's input.
+@settings(
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(actions=st.lists(st.sampled_from(ACTIONS), max_size=25))
+def test_random_command_sequences_keep_the_invariants(service: Edge, actions: list[str]) -> None:
     flow = Flow(service)
     flow.create()
     for action in actions:
