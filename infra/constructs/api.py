@@ -24,17 +24,14 @@ from infra.constructs.data import Data
 from infra.constructs.grants import Grants, private_queue
 from infra.constructs.memory import MemoryQueue
 from infra.constructs.search import Search
+from infra.event_sources import schedule_of, stream_of
 from infra.routes import (
     ALL_ROUTES,
     AUTHORIZER,
-    DISPATCH_EVERY_SECONDS,
     DISPATCHER,
     FUNCTIONS,
     JANITOR,
-    JANITOR_BATCH_SIZE,
-    JANITOR_FILTER,
     MEMORY_WORKER,
-    RECONCILE_EVERY_HOURS,
     RECONCILER,
     TRANSCRIPT_INDEXER,
     Function,
@@ -115,20 +112,21 @@ class Api(Construct):
         # the reconciler deletes the body versions those records named. SQS-managed encryption:
         # the messages hold no data, and a KMS key here would only widen the janitor's grants.
         self.janitor_dlq = private_queue(self, "JanitorFailures")
+        janitor = stream_of(JANITOR)
         self.functions[JANITOR.name].add_event_source_mapping(
             "NotesStream",
             event_source_arn=data.notes.table_stream_arn,
             starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-            batch_size=JANITOR_BATCH_SIZE,
+            batch_size=janitor.batch_size,
             bisect_batch_on_error=True,
-            retry_attempts=10,
+            retry_attempts=janitor.retry_attempts,
             report_batch_item_failures=True,
             on_failure=event_sources.SqsDlq(self.janitor_dlq),
-            filters=[{"pattern": json.dumps(JANITOR_FILTER)}],
+            filters=[{"pattern": json.dumps(janitor.filter)}] if janitor.filter else None,
         )
         self._grant_stream_read(JANITOR.name)
-        self.reconcile_failures = self._schedule(RECONCILER, Duration.hours(RECONCILE_EVERY_HOURS), "Reconcile")
-        self.dispatch_failures = self._schedule(DISPATCHER, Duration.seconds(DISPATCH_EVERY_SECONDS), "Dispatch")
+        self.reconcile_failures = self._schedule(RECONCILER, "Reconcile")
+        self.dispatch_failures = self._schedule(DISPATCHER, "Dispatch")
 
         self.access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention, encryption_key=data.key)
         self.http_api = apigw.HttpApi(self, "HttpApi", api_name="dovecote", create_default_stage=True)
@@ -174,10 +172,10 @@ class Api(Construct):
                 authorizer=authorizer if route.authorized else apigw.HttpNoneAuthorizer(),
             )
 
-    def _schedule(self, spec: Function, every: Duration, name: str) -> sqs.Queue:
-        """Run `spec` on a schedule. The schedule invokes asynchronously: two retries, then the event
-        lands in the returned failure queue (alarmed; the next run repeats the work, which is
-        idempotent)."""
+    def _schedule(self, spec: Function, name: str) -> sqs.Queue:
+        """Run `spec` on its schedule (infra/event_sources.py). The schedule invokes asynchronously:
+        two retries, then the event lands in the returned failure queue (alarmed; the next run
+        repeats the work, which is idempotent)."""
         failures = private_queue(self, f"{name}Failures")
         fn = self.functions[spec.name]
         fn.configure_async_invoke(
@@ -191,7 +189,7 @@ class Api(Construct):
         events.Rule(
             self,
             f"{name}Schedule",
-            schedule=events.Schedule.rate(every),
+            schedule=events.Schedule.rate(Duration.seconds(schedule_of(spec).every_s)),
             targets=[targets.LambdaFunction(fn, dead_letter_queue=failures, retry_attempts=2)],
         )
         return failures

@@ -15,6 +15,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.constructs.data import Data
+from infra.event_sources import QueueSource
 
 
 def private_queue(scope: Construct, id: str, **options: Any) -> sqs.Queue:
@@ -24,8 +25,12 @@ def private_queue(scope: Construct, id: str, **options: Any) -> sqs.Queue:
     return sqs.Queue(scope, id, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True, **options)
 
 
-def sqs_source(function: lambda_.Function, queue: sqs.IQueue, **options: Any) -> None:
-    """`function` consumes `queue` in batches, reporting the messages that failed."""
+def sqs_source(function: lambda_.Function, queue: sqs.IQueue, spec: QueueSource) -> None:
+    """`function` consumes `queue` in batches as its row of infra/event_sources.py says, reporting
+    the messages that failed."""
+    options: dict[str, Any] = {"batch_size": spec.batch_size}
+    if spec.max_concurrency is not None:
+        options["max_concurrency"] = spec.max_concurrency
     function.add_event_source(event_sources.SqsEventSource(queue, report_batch_item_failures=True, **options))
     for child in function.node.find_all():
         if isinstance(child, lambda_.CfnEventSourceMapping):

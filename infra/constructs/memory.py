@@ -28,7 +28,8 @@ from constructs import Construct
 from dovecote.memory.worker import REDRIVE_MAX_RECEIVES
 from infra.constructs.data import Data
 from infra.constructs.grants import Grants, private_queue, sqs_source
-from infra.routes import MEMORY_WORKER, MEMORY_WORKER_BATCH_SIZE
+from infra.event_sources import queue_of
+from infra.routes import MEMORY_WORKER
 
 QUEUE_AGE_ALARM_SECONDS = 600
 
@@ -61,7 +62,7 @@ class MemoryQueue(Construct):
         """The worker's event source (the worker itself moves a poison message to the DLQ; the
         RedrivePolicy backs it up), and each memory function's least privilege."""
         d = self._data
-        sqs_source(functions[MEMORY_WORKER.name], self.queue, batch_size=MEMORY_WORKER_BATCH_SIZE)
+        sqs_source(functions[MEMORY_WORKER.name], self.queue, queue_of(MEMORY_WORKER))
         grants = Grants(self, functions, d)
         allow = grants.allow
 

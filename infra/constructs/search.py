@@ -49,7 +49,8 @@ from dovecote.embedding.bedrock import DIMENSIONS, TITAN_V2
 from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
 from infra.constructs.grants import Grants, private_queue, sqs_source
-from infra.routes import TRANSCRIPT_INDEXER, TRANSCRIPT_INDEXER_BATCH_SIZE, TRANSCRIPT_UPLOADS_PREFIX
+from infra.event_sources import queue_of, schedule_of
+from infra.routes import TRANSCRIPT_INDEXER, TRANSCRIPT_UPLOADS_PREFIX
 
 # The HTTP methods the engine sends: GET (the state document), HEAD (index exists), POST (search,
 # msearch, update, bulk, scroll), PUT (create an index, index a topic), DELETE (clear a scroll).
@@ -57,10 +58,8 @@ ES_ACTIONS = ["es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPost", "es:ESHttpPut", 
 # The paths outside the recall indices that the engine calls.
 ES_ROOT_PATHS = ("_bulk", "_msearch", "_search/scroll")
 RECEIVES_BEFORE_DLQ = 5
-INDEXER_CONCURRENCY = 4  # parallel indexers: enough for bursts, gentle on a small domain
 QUEUE_AGE_ALARM_SECONDS = 900
 EMBEDDERS = ("off", "bedrock")  # the cloud's: the local model and the hashing fake are for one machine
-BACKFILL_EVERY = Duration.hours(1)
 
 
 def embedder_context(scope: Construct) -> tuple[str, int]:
@@ -208,12 +207,7 @@ class Search(Construct):
     def connect(self, functions: Mapping[str, lambda_.Function]) -> None:
         """The indexer's event source, and each recall function's least privilege."""
         d = self._data
-        sqs_source(
-            functions[TRANSCRIPT_INDEXER.name],
-            self.queue,
-            batch_size=TRANSCRIPT_INDEXER_BATCH_SIZE,
-            max_concurrency=INDEXER_CONCURRENCY,
-        )
+        sqs_source(functions[TRANSCRIPT_INDEXER.name], self.queue, queue_of(TRANSCRIPT_INDEXER))
         grants = Grants(self, functions, d)
         allow = grants.allow
         index_paths = [f"{self.domain.domain_arn}/{self.index_prefix}-*"] + [
@@ -288,7 +282,7 @@ class Search(Construct):
         events.Rule(
             self,
             "EmbeddingBackfill",
-            schedule=events.Schedule.rate(BACKFILL_EVERY),
+            schedule=events.Schedule.rate(Duration.seconds(schedule_of(TRANSCRIPT_INDEXER).every_s)),
             targets=[targets.LambdaFunction(indexer, dead_letter_queue=self.dlq, retry_attempts=0)],
         )
 

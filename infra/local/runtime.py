@@ -11,6 +11,7 @@ a restart serves the same data to the same tokens."""
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import secrets
@@ -19,12 +20,12 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-if TYPE_CHECKING:
-    from infra.routes import Function
+from infra.event_sources import schedule_of
+from infra.routes import DISPATCHER, Function
 
 DEV_AUTHORITY = "dev"
 DEV_WORKER = "dev-worker"
@@ -47,8 +48,6 @@ TOKENS_FILE = "dev-tokens.json"
 IDLE_POLL_S = 5.0
 # The lease dispatcher runs at least this often, whatever its gate says (see `start`).
 DISPATCH_ANYWAY_S = 600.0
-# Seconds between the semantic tier's backfill passes (only with an embedder, see `start`).
-EMBED_BACKFILL_S = 2.0
 
 
 class UnsafeOptions(ValueError):
@@ -58,6 +57,15 @@ class UnsafeOptions(ValueError):
 class _QuietHandler(WSGIRequestHandler):
     def log_request(self, *args: Any, **kwargs: Any) -> None:
         pass  # the gateway logs one richer line per request (method, path, status, code, ms)
+
+
+def _trim_consumed(trim: Any, table: str, poller: Any) -> None:
+    trim(table, dict(poller.checkpoint))
+
+
+def _local_every(function: Function) -> float:
+    every = schedule_of(function).local_every_s
+    return 0.0 if every is None else every
 
 
 @dataclass
@@ -70,17 +78,15 @@ class LocalRuntime:
     _moto: Any = None
     _server: BaseWSGIServer | None = None
     _thread: threading.Thread | None = None
-    _janitor: Any = None
-    # Seconds between dispatcher runs (EventBridge runs it every minute in the cloud).
-    dispatch_interval: float = 1.0
+    # Seconds between dispatcher runs (EventBridge runs it every minute in the cloud;
+    # infra/event_sources.py). 0: no dispatcher.
+    dispatch_interval: float = field(default_factory=lambda: _local_every(DISPATCHER))
+    # The event sources started (infra/event_sources.py's rows), in start order.
+    sources: list[Any] = field(default_factory=list)
     # `--faults`: honour X-Dovecote-Fault (infra/local/gateway.py) to test retries that replay.
     faults: bool = False
     # `--a2a-unauthenticated`: A2A requests without a token run as the dev caller (local only).
     a2a_unauthenticated: bool = False
-    _dispatcher: Any = None
-    _indexer: Any = None
-    _embed_backfill: Any = None
-    _memory_worker: Any = None
     # `--data DIR`: keep state across restarts there; `fresh` wipes DIR first.
     data_dir: Path | None = None
     fresh: bool = False
@@ -234,72 +240,7 @@ class LocalRuntime:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
-        from infra.local.streams import StreamPoller, streams_client
-        from infra.routes import JANITOR, JANITOR_BATCH_SIZE
-
-        # The event sources poll moto when a write reaches their source (infra/local/wakeups.py),
-        # not on a timer: an idle runtime is idle.
-        notes_table = get_settings().notes_table
-        janitor = self._janitor = (
-            StreamPoller(
-                dynamodb=aws.client("dynamodb"),
-                streams=streams_client(),
-                table=notes_table,
-                function=JANITOR,
-                batch_size=JANITOR_BATCH_SIZE,
-            )
-            .wake_on(self._wakeups.watch_table(notes_table), idle_s=IDLE_POLL_S)
-            .start()
-        )
-        if self._store is not None:
-            from infra.local.streams import trim_consumed
-
-            # A snapshot keeps only the stream records the janitor has not handled yet.
-            self._store.before_cut = lambda: trim_consumed(notes_table, dict(janitor.checkpoint))
-
-        from infra.local.resources import DEFAULT_NAMES
-        from infra.routes import (
-            MEMORY_WORKER,
-            MEMORY_WORKER_BATCH_SIZE,
-            TRANSCRIPT_INDEXER,
-            TRANSCRIPT_INDEXER_BATCH_SIZE,
-        )
-
-        # The transcripts queue has no dead-letter queue locally: a file that keeps failing is given
-        # up after three receives, and kept in the poller's `failures`.
-        queue = aws.client("sqs").get_queue_url(QueueName=DEFAULT_NAMES["transcripts_queue"])["QueueUrl"]
-        # S3 notifies this queue from inside moto (an upload lands): S3 writes wake it too.
-        self._indexer = self._poll_queue(
-            queue, TRANSCRIPT_INDEXER, TRANSCRIPT_INDEXER_BATCH_SIZE, s3_writes=True, give_up_after=3
-        )
-        # Two concurrent invocations, like a Lambda event source mapping with some concurrency:
-        # scopes flow in parallel, each scope stays serialized by its FIFO message group.
-        self._memory_worker = self._poll_queue(
-            get_settings().memory_queue_url, MEMORY_WORKER, MEMORY_WORKER_BATCH_SIZE, concurrency=2
-        )
-
-        from infra.local.schedules import ExpiryGate, Schedule
-        from infra.routes import DISPATCHER
-
-        if self.dispatch_interval > 0:
-            # Every tick still comes (fencing is as prompt as the interval says); the dispatcher runs
-            # when a lease is past its deadline, and every 10 minutes regardless. The gate reads the
-            # index the dispatcher reads, so that run only guards against a gate gone wrong, and it is
-            # not cheap here: moto answers each of its 8 shard Queries by reading the whole table (a
-            # second of CPU with a few hundred tasks, which every minute was most of an idle runtime's).
-            tasks_table = get_settings().tasks_table
-            gate = ExpiryGate(table=tasks_table, changed=self._wakeups.watch_table(tasks_table))
-            self._dispatcher = Schedule(
-                function=DISPATCHER, interval_s=self.dispatch_interval, gate=gate, at_least_every_s=DISPATCH_ANYWAY_S
-            ).start()
-
-        if get_settings().embedder != "off":
-            # The semantic tier's backfill (DOVECOTE_EMBEDDER, `dovecote dev --embedder`): the indexer
-            # embeds what is pending, transcripts posted inline included (they never pass through its
-            # queue). A tick with nothing written since the last pass costs one counter read.
-            from infra.routes import TRANSCRIPT_INDEXER as INDEXER
-
-            self._embed_backfill = Schedule(function=INDEXER, interval_s=EMBED_BACKFILL_S).start()
+        self._start_event_sources()
 
         if self._store is not None:
             # Snapshots in the background once the journal grows or ages, so a restart after a crash
@@ -405,6 +346,65 @@ class LocalRuntime:
             self._store.refused,
         )
 
+    def _start_event_sources(self) -> None:
+        """Every stream, queue and schedule of infra/event_sources.py, as pollers and schedule
+        threads: the rows CDK builds its event source mappings and rules from. The sources poll moto
+        when a write reaches their source (infra/local/wakeups.py), not on a timer: an idle runtime
+        is idle."""
+        from dovecote.platform import aws
+        from dovecote.platform.settings import get_settings
+        from infra.event_sources import QUEUES, SCHEDULES, STREAMS
+        from infra.local.resources import DEFAULT_NAMES
+        from infra.local.schedules import ExpiryGate, Schedule
+        from infra.local.streams import StreamPoller, streams_client
+
+        settings = get_settings()
+        for stream in STREAMS:
+            table = getattr(settings, stream.table)
+            poller = StreamPoller(
+                dynamodb=aws.client("dynamodb"),
+                streams=streams_client(),
+                table=table,
+                function=stream.function,
+                batch_size=stream.batch_size,
+                event_filter=stream.filter,
+            )
+            self.sources.append(poller.wake_on(self._wakeups.watch_table(table), idle_s=IDLE_POLL_S).start())
+            if self._store is not None and stream.function.name == "notes_janitor":
+                from infra.local.streams import trim_consumed
+
+                # A snapshot keeps only the stream records the janitor has not handled yet.
+                self._store.before_cut = functools.partial(_trim_consumed, trim_consumed, table, poller)
+        for queue in QUEUES:
+            url = aws.client("sqs").get_queue_url(QueueName=DEFAULT_NAMES[queue.queue])["QueueUrl"]
+            options: dict[str, Any] = {"concurrency": queue.local_concurrency}
+            if queue.local_give_up_after is not None:
+                options["give_up_after"] = queue.local_give_up_after
+            self.sources.append(
+                self._poll_queue(url, queue.function, queue.batch_size, s3_writes=queue.wake_on_s3_writes, **options)
+            )
+        for schedule in SCHEDULES:
+            if schedule.local_every_s is None:
+                continue
+            if any(getattr(settings, name) == "off" for name in schedule.needs_on):
+                continue  # e.g. the semantic tier's backfill without an embedder
+            if schedule.function is DISPATCHER:
+                if self.dispatch_interval <= 0:
+                    continue
+                # Every tick still comes (fencing is as prompt as the interval says); the dispatcher
+                # runs when a lease is past its deadline, and every 10 minutes regardless. The gate
+                # reads the index the dispatcher reads, so that run only guards against a gate gone
+                # wrong, and it is not cheap here: moto answers each of its 8 shard Queries by reading
+                # the whole table (a second of CPU with a few hundred tasks, which every minute was
+                # most of an idle runtime's).
+                tasks_table = settings.tasks_table
+                gate = ExpiryGate(table=tasks_table, changed=self._wakeups.watch_table(tasks_table))
+                every = self.dispatch_interval
+                started = Schedule(function=DISPATCHER, interval_s=every, gate=gate, at_least_every_s=DISPATCH_ANYWAY_S)
+            else:
+                started = Schedule(function=schedule.function, interval_s=schedule.local_every_s)
+            self.sources.append(started.start())
+
     def _poll_queue(
         self, queue_url: str, function: Function, batch_size: int, *, s3_writes: bool = False, **options: Any
     ) -> Any:
@@ -465,15 +465,7 @@ class LocalRuntime:
     def stop(self) -> None:
         # What runs functions first, then the servers they call, then the data directory; a part
         # this start never reached is None.
-        workers = (
-            self._metrics_log,
-            self._embed_backfill,
-            self._dispatcher,
-            self._memory_worker,
-            self._janitor,
-            self._indexer,
-        )
-        for worker in workers:
+        for worker in (self._metrics_log, *reversed(self.sources)):
             if worker is not None:
                 worker.stop()
         for server in (self._server, self._moto):
