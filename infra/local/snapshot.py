@@ -336,7 +336,13 @@ def save_snapshot(directory: Path, generation: int) -> dict[str, Any]:
         parts[service] = name
         sizes[service] = (directory / name).stat().st_size
     blobs.sync()
-    manifest = {"format": FORMAT, "generation": generation, "parts": parts, "blobs": len(blobs.referenced)}
+    manifest = {
+        "format": FORMAT,
+        "generation": generation,
+        "parts": parts,
+        "blobs": len(blobs.referenced),
+        "moto": moto_version(),
+    }
     write_atomically(directory / SNAPSHOT, lambda f: f.write(json.dumps(manifest).encode()))
     removed = remove_stale(directory, manifest, blobs)
     return {
@@ -347,6 +353,31 @@ def save_snapshot(directory: Path, generation: int) -> dict[str, Any]:
         "blob_bytes_written": blobs.written_bytes,
         "removed": removed,
     }
+
+
+class SnapshotOfAnotherMoto(RuntimeError):
+    """The snapshot's pickles hold moto's own classes as another moto version laid them out: loading
+    them into this one could put objects with missing or renamed fields into its backends (errors
+    far from their cause, or data silently lost). Refused, before anything is loaded."""
+
+
+def moto_version() -> str:
+    from importlib.metadata import version
+
+    return version("moto")
+
+
+def check_moto_version(manifest: dict[str, Any]) -> None:
+    """A snapshot names the moto version that wrote it (since this check; an older one names none
+    and was written by the version the project pinned then, moto 5.2.5). pyproject.toml pins moto
+    exactly, and tests/integration/test_dev_snapshot.py holds the pin to the installed version."""
+    written = manifest.get("moto")
+    if written is not None and written != moto_version():
+        raise SnapshotOfAnotherMoto(
+            f"this data directory's snapshot was written with moto {written}, and moto {moto_version()} is"
+            f" installed: reinstall the version that wrote it (pip install moto[server]=={written}), or start"
+            " with another --data directory"
+        )
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
@@ -369,6 +400,7 @@ def load_snapshot_timed(directory: Path) -> dict[str, Any]:
     from moto.backends import get_backend
 
     manifest = read_manifest(directory)
+    check_moto_version(manifest)
     seconds: dict[str, float] = {}
     if manifest["format"] == 1:
         started = time.perf_counter()

@@ -131,3 +131,43 @@ def test_a_blob_left_short_is_written_again(tmp_path: Path) -> None:
     third = Blobs(tmp_path)
     assert third.put(body) == digest
     assert third.written == 0  # whole now: not written a third time
+
+
+def test_the_moto_pin_is_the_installed_moto() -> None:
+    """The snapshot pickles moto's own classes (a DynamoDB item's LimitedSizeDict, S3's FakeKey and
+    _VersionedKeyStore): the project pins the one moto version it was written against."""
+    import re
+    import tomllib
+
+    from infra.local.snapshot import moto_version
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    extras = pyproject["project"]["optional-dependencies"].values()
+    pins = [d for extra in extras for d in extra if d.startswith("moto")]
+    (pin,) = pins
+    assert re.fullmatch(r"moto\[server\]==[0-9.]+", pin), pin
+    assert pin.split("==")[1] == moto_version()
+    from moto.dynamodb.models.dynamo_type import LimitedSizeDict  # noqa: F401 - the classes the pickler names
+    from moto.s3.models import FakeKey  # noqa: F401
+    from moto.s3.utils import _VersionedKeyStore  # noqa: F401
+
+
+def test_a_snapshot_written_by_another_moto_is_refused_before_anything_loads(
+    moto_env: dict[str, Any], tmp_path: Path
+) -> None:
+    import json
+
+    from moto.backends import get_backend
+
+    from infra.local.snapshot import SnapshotOfAnotherMoto, moto_version, read_manifest
+
+    save_snapshot(tmp_path, 1)
+    manifest = read_manifest(tmp_path)
+    assert manifest["moto"] == moto_version()
+    assert load_snapshot(tmp_path) == 1  # the same version loads
+    manifest["moto"] = "4.0.0"
+    (tmp_path / SNAPSHOT).write_text(json.dumps(manifest))
+    before = dict(get_backend("dynamodb"))  # type: ignore[call-overload]
+    with pytest.raises(SnapshotOfAnotherMoto, match="moto 4.0.0"):
+        load_snapshot(tmp_path)
+    assert dict(get_backend("dynamodb")) == before  # type: ignore[call-overload]

@@ -149,6 +149,7 @@ def dev(
             raise CliError(f"--embedder must be off or local, got {embedder!r}", EXIT_USAGE)
         os.environ["DOVECOTE_EMBEDDER"] = embedder  # the functions read their settings from the environment
     from infra.local.runtime import DataDirBusy, LocalRuntime, PortInUse, UnsafeOptions
+    from infra.local.snapshot import SnapshotOfAnotherMoto
 
     # One line per request (method, path, status, code, ms) and the emulators' own notices. Its own
     # logger and handler: the functions' Powertools loggers ("dovecote", JSON) stay as in Lambda.
@@ -180,6 +181,8 @@ def dev(
         raise CliError(str(exc), EXIT_USAGE) from None
     except DataDirBusy as exc:
         raise CliError(f"{exc}: stop it first, or pass another --data", EXIT_USAGE) from None
+    except SnapshotOfAnotherMoto as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
     except PortInUse as exc:
         raise CliError(
             f"{exc}: stop it, or pass another port (`dovecote dev --port {port + 1}`, "
