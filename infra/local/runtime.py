@@ -25,6 +25,7 @@ from typing import Any
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from infra.event_sources import schedule_of
+from infra.local.snapshot import SnapshotOfAnotherMoto
 from infra.routes import DISPATCHER, Function
 
 DEV_AUTHORITY = "dev"
@@ -486,6 +487,9 @@ def admin_renewal_due(expires_at: str | None, now: datetime) -> bool:
     from dovecote.platform.clock import rfc3339
 
     return expires_at <= rfc3339(now + timedelta(hours=ADMIN_RENEWAL_HOURS))
+
+
+__all__ = ["DataDirBusy", "LocalRuntime", "PortInUse", "SnapshotOfAnotherMoto", "UnsafeOptions"]
 
 
 class DataDirBusy(RuntimeError):

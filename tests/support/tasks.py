@@ -89,7 +89,7 @@ def force_task(service: Edge, task_id: str, *, authority: str = "acme", **change
         return
     task = store.read(authority, None, task_id).task
     assert task is not None, task_id
-    store._task_item(task.evolve(**changes)).save()
+    store.items.task_item(task.evolve(**changes)).save()
 
 
 def code_of(call: Callable[[], Any]) -> str:
@@ -268,7 +268,7 @@ def put_upload(service: Edge, body: bytes, authority: str = "acme") -> str:
     if hasattr(store, "upload"):
         store.upload(authority, body)
     else:
-        store._s3.put_object(Bucket=store._bucket, Key=f"uploads/artifacts/{authority}/{sha}", Body=body)
+        store.items.s3.put_object(Bucket=store.items.bucket, Key=f"uploads/artifacts/{authority}/{sha}", Body=body)
     return sha
 
 

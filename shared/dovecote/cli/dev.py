@@ -148,8 +148,7 @@ def dev(
         if embedder not in ("off", "local"):
             raise CliError(f"--embedder must be off or local, got {embedder!r}", EXIT_USAGE)
         os.environ["DOVECOTE_EMBEDDER"] = embedder  # the functions read their settings from the environment
-    from infra.local.runtime import DataDirBusy, LocalRuntime, PortInUse, UnsafeOptions
-    from infra.local.snapshot import SnapshotOfAnotherMoto
+    from infra.local.runtime import DataDirBusy, LocalRuntime, PortInUse, SnapshotOfAnotherMoto, UnsafeOptions
 
     # One line per request (method, path, status, code, ms) and the emulators' own notices. Its own
     # logger and handler: the functions' Powertools loggers ("dovecote", JSON) stay as in Lambda.

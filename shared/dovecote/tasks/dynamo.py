@@ -43,8 +43,11 @@ from typing import Any
 
 from dovecote.platform.dynamo import attributes, committing, connection, failed_condition, one_page, pynamodb_errors
 from dovecote.platform.errors import CommitUnknown
+from dovecote.platform.protection import Protector, Unprotected
+from dovecote.platform.uploads import PresignedUpload
 from dovecote.tasks.dynamo_items import (
     LAYOUT_PK,
+    TaskItems,
     apply_pk,
     artifact_identity,
     artifact_pk,
@@ -59,7 +62,17 @@ from dovecote.tasks.dynamo_items import (
 )
 from dovecote.tasks.dynamo_objects import TaskObjects
 from dovecote.tasks.dynamo_queries import TaskQueries
-from dovecote.tasks.model import Task, expiry_shard, lease_deadline
+from dovecote.tasks.model import (
+    ApplyReceipt,
+    Artifact,
+    Event,
+    Grant,
+    Message,
+    Task,
+    WorkspaceHead,
+    expiry_shard,
+    lease_deadline,
+)
 from dovecote.tasks.ports import (
     ApplyCommit,
     ApplySnapshot,
@@ -68,9 +81,12 @@ from dovecote.tasks.ports import (
     Delivery,
     DeliveryKey,
     DeliveryTaken,
+    LeasePage,
     Snapshot,
+    TaskFilter,
+    TaskPage,
 )
-from dovecote.tasks.storage import INLINE_PART_BYTES, claim_key, claim_shard, commit_failure, heartbeat
+from dovecote.tasks.storage import CLAIM_SHARDS, INLINE_PART_BYTES, claim_key, claim_shard, commit_failure, heartbeat
 
 __all__ = [
     "INLINE_PART_BYTES",
@@ -101,34 +117,127 @@ class _Op:
     old: bool = False
 
 
-class DynamoTaskStore(TaskQueries, TaskObjects):
+class DynamoTaskStore:
+    """The TaskStore port over one tasks table and its bucket: the item mapping (`items`), the reads
+    beyond a command's own (`queries`) and the S3 side (`objects`) are parts it holds; here, a
+    command's one read and its one atomic commit, apply receipts, settlements, heartbeats and the
+    claimable index's layout."""
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        bucket: str,
+        dynamodb: Any,
+        s3: Any,
+        protector: Protector | Unprotected | None = None,
+        claim_shards: int = CLAIM_SHARDS,
+    ) -> None:
+        self.items = TaskItems(
+            table=table, bucket=bucket, dynamodb=dynamodb, s3=s3, protector=protector, claim_shards=claim_shards
+        )
+        self.queries = TaskQueries(self.items)
+        self.objects = TaskObjects(self.items)
+
+    @property
+    def claim_shards(self) -> int:
+        return self.items.claim_shards
+
+    @claim_shards.setter
+    def claim_shards(self, shards: int) -> None:
+        self.items.claim_shards = shards
+
+    # ---- reads beyond a command's own (TaskQueries) -----------------------------------------------
+
+    def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
+        return self.queries.message(authority, task_id, message_id)
+
+    def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
+        return self.queries.grant(authority, task_id, fence)
+
+    def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
+        return self.queries.grant_history(authority, task_id, after, limit)
+
+    def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
+        return self.queries.head(authority, workspace)
+
+    def apply_receipt(self, authority: str, workspace: str, artifact: str) -> ApplyReceipt | None:
+        return self.queries.apply_receipt(authority, workspace, artifact)
+
+    def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
+        return self.queries.messages(authority, task_id, after, limit)
+
+    def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]:
+        return self.queries.events(authority, task_id, after, limit)
+
+    def expired(self, shard: int, now: str, limit: int) -> list[Task]:
+        return self.queries.expired(shard, now, limit)
+
+    def claimable(self, authority: str, shard: int, limit: int) -> list[Task]:
+        return self.queries.claimable(authority, shard, limit)
+
+    def context_tasks(self, authority: str, context: str, after: tuple[str, ...] | None, limit: int) -> TaskPage:
+        return self.queries.context_tasks(authority, context, after, limit)
+
+    def authority_tasks(
+        self, authority: str, task_filter: TaskFilter, after: tuple[str, ...] | None, limit: int
+    ) -> TaskPage:
+        return self.queries.authority_tasks(authority, task_filter, after, limit)
+
+    def authority_position(self, updated_at: str, workspace: str, task_id: str) -> tuple[str, ...]:
+        return self.queries.authority_position(updated_at, workspace, task_id)
+
+    def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage:
+        return self.queries.leases(authority, worker, after, limit)
+
+    # ---- the S3 side (TaskObjects) --------------------------------------------------------------
+
+    def stage_artifact_upload(self, authority: str, sha256: str, max_bytes: int) -> int:
+        return self.objects.stage_artifact_upload(authority, sha256, max_bytes)
+
+    def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> PresignedUpload:
+        return self.objects.presign_artifact_upload(authority, size, sha256, expires_in)
+
+    def part_url(self, authority: str, sha256: str, expires_in: int) -> str:
+        return self.objects.part_url(authority, sha256, expires_in)
+
+    def artifact_url(self, artifact: Artifact, expires_in: int) -> str:
+        return self.objects.artifact_url(artifact, expires_in)
+
+    def artifact_content(self, authority: str, workspace: str, artifact: str) -> tuple[Artifact, bytes | None] | None:
+        return self.objects.artifact_content(authority, workspace, artifact)
+
+    # ---- a command's read and commit -------------------------------------------------------------
+
     def read(
         self, authority: str, command_id: str | None, task_id: str | None, *, delivery: DeliveryKey | None = None
     ) -> Snapshot:
         wanted: list[tuple[str, tuple[Any, str, str]]] = []
         if command_id:
-            wanted.append(("receipt", (self._receipts, receipt_pk(authority, command_id), "-")))
+            wanted.append(("receipt", (self.items.receipts, receipt_pk(authority, command_id), "-")))
         if task_id:
-            wanted.append(("task", (self._tasks, task_pk(authority, task_id), "T")))
+            wanted.append(("task", (self.items.tasks, task_pk(authority, task_id), "T")))
         if delivery:
-            wanted.append(("delivery", (self._deliveries, delivery_pk(authority, *delivery), "-")))
-        found = dict(zip((w for w, _ in wanted), self._get_many([k for _, k in wanted]), strict=True))
+            wanted.append(("delivery", (self.items.deliveries, delivery_pk(authority, *delivery), "-")))
+        found = dict(zip((w for w, _ in wanted), self.items.get_many([k for _, k in wanted]), strict=True))
         receipt_item, task_item, delivery_item = found.get("receipt"), found.get("task"), found.get("delivery")
         return Snapshot(
-            self._receipt(authority, command_id or "", receipt_item) if receipt_item is not None else None,
-            self._task(task_item) if task_item is not None else None,
-            self._delivery(authority, *delivery, delivery_item) if delivery and delivery_item is not None else None,
+            self.items.receipt(authority, command_id or "", receipt_item) if receipt_item is not None else None,
+            self.items.task(task_item) if task_item is not None else None,
+            self.items.delivery(authority, *delivery, delivery_item)
+            if delivery and delivery_item is not None
+            else None,
         )
 
     def commit(self, commit: Commit) -> None:
         authority = commit.receipt.authority
-        self._store_parts(authority, commit.messages)
+        self.objects.store_parts(authority, commit.messages)
         inline = None
         if commit.artifact is not None and commit.payload is not None:
-            inline = self._store_payload(commit.artifact, commit.payload)
-        tasks, claims = self._tasks, self._claims
-        ops = [_Op("receipt", self._receipt_item(commit.receipt), self._receipts.pk.does_not_exist())]
-        task = self._task_item(commit.task)
+            inline = self.objects.store_payload(commit.artifact, commit.payload)
+        tasks, claims = self.items.tasks, self.items.claims
+        ops = [_Op("receipt", self.items.receipt_item(commit.receipt), self.items.receipts.pk.does_not_exist())]
+        task = self.items.task_item(commit.task)
         if commit.expect is None:
             ops.append(_Op("task_insert", task, tasks.pk.does_not_exist()))
         else:
@@ -142,20 +251,20 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
         for m in commit.messages:
             claim = claims(message_id_pk(authority, m.id), "-", task=m.task, sequence=m.sequence)
             ops.append(_Op("message_id", claim, claims.pk.does_not_exist()))
-            ops.append(_Op("record", self._message_item(authority, m), self._messages.pk.does_not_exist()))
+            ops.append(_Op("record", self.items.message_item(authority, m), self.items.messages.pk.does_not_exist()))
         for ev in commit.events:
-            ops.append(_Op("record", self._event_item(authority, ev), self._events.pk.does_not_exist()))
+            ops.append(_Op("record", self.items.event_item(authority, ev), self.items.events.pk.does_not_exist()))
         if commit.grant:
-            grant = self._grant_item(authority, commit.grant)
-            ops.append(_Op("record", grant, self._grants.pk.does_not_exist()))
+            grant = self.items.grant_item(authority, commit.grant)
+            ops.append(_Op("record", grant, self.items.grants.pk.does_not_exist()))
         if commit.submission:
             claim = claims(submission_pk(authority, commit.submission), "-", task=commit.task.id)
             ops.append(_Op("submission", claim, claims.pk.does_not_exist()))
         if commit.artifact is not None:
-            artifact = self._artifact_item(commit.artifact, inline)
-            ops.append(_Op("artifact", artifact, self._artifacts.pk.does_not_exist()))
+            artifact = self.items.artifact_item(commit.artifact, inline)
+            ops.append(_Op("artifact", artifact, self.items.artifacts.pk.does_not_exist()))
         if commit.head_claim is not None:
-            h, heads = commit.head_claim, self._heads
+            h, heads = commit.head_claim, self.items.heads
             # Inserted by the first freeze in the workspace, else it must be at the claim's revision.
             actions = [
                 heads.authority.set(h.authority),
@@ -166,38 +275,38 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
             condition = heads.pk.does_not_exist() | (heads.confirmed_revision == h.confirmed_revision)
             ops.append(_Op("head", heads(head_pk(authority, h.workspace), "-"), condition, actions, old=True))
         if commit.artifact_change is not None:
-            c, arts = commit.artifact_change, self._artifacts
+            c, arts = commit.artifact_change, self.items.artifacts
             actions = [arts.state.set(c.to_state), getattr(arts, c.stamp).set(c.at)]
             moved = arts(artifact_pk(authority, c.workspace, c.artifact), "-")
             ops.append(_Op("artifact_change", moved, arts.state == c.from_state, actions))
         if commit.delivery is not None:
-            settled = self._delivery_item(commit.delivery)
-            ops.append(_Op("delivery", settled, self._deliveries.pk.does_not_exist()))
+            settled = self.items.delivery_item(commit.delivery)
+            ops.append(_Op("delivery", settled, self.items.deliveries.pk.does_not_exist()))
         self._transact(ops)
 
     def read_apply(self, authority: str, command_id: str, workspace: str, artifact: str) -> ApplySnapshot:
-        receipt_item, artifact_item, apply_item, head_item = self._get_many(
+        receipt_item, artifact_item, apply_item, head_item = self.items.get_many(
             [
-                (self._receipts, receipt_pk(authority, command_id), "-"),
-                (self._artifacts, artifact_pk(authority, workspace, artifact), "-"),
-                (self._apply_receipts, apply_pk(authority, workspace, artifact), "-"),
-                (self._heads, head_pk(authority, workspace), "-"),
+                (self.items.receipts, receipt_pk(authority, command_id), "-"),
+                (self.items.artifacts, artifact_pk(authority, workspace, artifact), "-"),
+                (self.items.apply_receipts, apply_pk(authority, workspace, artifact), "-"),
+                (self.items.heads, head_pk(authority, workspace), "-"),
             ]
         )
         return ApplySnapshot(
-            self._receipt(authority, command_id, receipt_item) if receipt_item is not None else None,
-            self._artifact(artifact_item) if artifact_item is not None else None,
-            self._apply_receipt(authority, workspace, artifact, apply_item) if apply_item is not None else None,
-            self._head(head_item) if head_item is not None else None,
+            self.items.receipt(authority, command_id, receipt_item) if receipt_item is not None else None,
+            self.items.artifact(artifact_item) if artifact_item is not None else None,
+            self.items.apply_receipt(authority, workspace, artifact, apply_item) if apply_item is not None else None,
+            self.items.head(head_item) if head_item is not None else None,
         )
 
     def commit_apply(self, commit: ApplyCommit) -> None:
-        ap, heads = commit.apply_receipt, self._heads
+        ap, heads = commit.apply_receipt, self.items.heads
         authority = commit.receipt.authority
-        record = self._apply_receipt_item(authority, ap)
+        record = self.items.apply_receipt_item(authority, ap)
         ops = [
-            _Op("receipt", self._receipt_item(commit.receipt), self._receipts.pk.does_not_exist()),
-            _Op("apply_receipt", record, self._apply_receipts.pk.does_not_exist()),
+            _Op("receipt", self.items.receipt_item(commit.receipt), self.items.receipts.pk.does_not_exist()),
+            _Op("apply_receipt", record, self.items.apply_receipts.pk.does_not_exist()),
         ]
         if commit.head_to is not None:
             # success: the head moves from the artifact's base to its result by compare-and-swap.
@@ -215,7 +324,7 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
 
         try:
             with committing():
-                with TransactWrite(connection=connection(self._ddb)) as tx:
+                with TransactWrite(connection=connection(self.items.dynamodb)) as tx:
                     for op in ops:
                         old = "ALL_OLD" if op.old else None
                         if op.actions is None:
@@ -227,8 +336,8 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
             if failed is None:
                 raise  # TransactionConflict and friends: the outcome is for the retry to settle
             name, raw = failed
-            task = self._task(self._tasks.from_raw_data(raw)) if name == "task_cas" and raw else None
-            head = self._head(self._heads.from_raw_data(raw)) if name == "head" and raw else None
+            task = self.items.task(self.items.tasks.from_raw_data(raw)) if name == "task_cas" and raw else None
+            head = self.items.head(self.items.heads.from_raw_data(raw)) if name == "head" and raw else None
             raise commit_failure(name, task=task, head=head) from None
 
     def settle(self, delivery: Delivery) -> None:
@@ -236,7 +345,7 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
 
         with pynamodb_errors(write=True):
             try:
-                self._delivery_item(delivery).save(condition=self._deliveries.pk.does_not_exist())
+                self.items.delivery_item(delivery).save(condition=self.items.deliveries.pk.does_not_exist())
             except PutError as exc:
                 if exc.cause_response_code == "ConditionalCheckFailedException":
                     raise DeliveryTaken() from None
@@ -250,7 +359,7 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
         beat written again, so the index never keeps a deadline the task no longer has."""
         from pynamodb.exceptions import UpdateError
 
-        t = self._tasks
+        t = self.items.tasks
         for _ in range(HEARTBEAT_ATTEMPTS):
             task = self.read(authority, None, task_id).task
             after = heartbeat(task, worker, fence, at)
@@ -271,7 +380,7 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
                     if exc.cause_response_code != "ConditionalCheckFailedException":
                         raise
                     continue  # re-read: a lease that is no longer current raises TaskChanged there
-            return self._task(item)
+            return self.items.task(item)
         # Still current but changing under every beat: nothing was written, the worker beats again.
         raise CommitUnknown("the task kept changing under this heartbeat; send it again", task=task_id)
 
@@ -282,7 +391,7 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
         UpdateItem per entry to move, conditioned on the key the scan saw."""
         from pynamodb.exceptions import UpdateError
 
-        t = self._tasks
+        t = self.items.tasks
         start = json.loads(resume) if resume else None
         with pynamodb_errors(write=False):
             items, last = one_page(t, t.claimable.scan(page_size=limit, last_evaluated_key=start))
@@ -303,11 +412,11 @@ class DynamoTaskStore(TaskQueries, TaskObjects):
 
     def claimable_layout(self) -> ClaimableLayout:
         with pynamodb_errors(write=False):
-            item = get_item(self._layouts, LAYOUT_PK, "-")
+            item = get_item(self.items.layouts, LAYOUT_PK, "-")
         if item is None:
             return ClaimableLayout()
         return ClaimableLayout(int(item.shards or 0), int(item.target or 0), item.resume, int(item.moved or 0))
 
     def record_claimable_layout(self, layout: ClaimableLayout) -> None:
         with pynamodb_errors(write=True):
-            self._layouts(LAYOUT_PK, "-", **attributes(layout)).save()
+            self.items.layouts(LAYOUT_PK, "-", **attributes(layout)).save()

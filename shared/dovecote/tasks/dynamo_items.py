@@ -82,17 +82,17 @@ def part_identity(authority: str, task_id: str, message_id: str, index: int, dig
 
 
 _KINDS: dict[str, type[Any]] = {
-    "_artifacts": ArtifactItem,
-    "_heads": HeadItem,
-    "_apply_receipts": ApplyReceiptItem,
-    "_deliveries": DeliveryItem,
-    "_tasks": TaskItem,
-    "_messages": MessageItem,
-    "_events": EventItem,
-    "_grants": GrantItem,
-    "_receipts": ReceiptItem,
-    "_claims": ClaimItem,
-    "_layouts": LayoutItem,
+    "artifacts": ArtifactItem,
+    "heads": HeadItem,
+    "apply_receipts": ApplyReceiptItem,
+    "deliveries": DeliveryItem,
+    "tasks": TaskItem,
+    "messages": MessageItem,
+    "events": EventItem,
+    "grants": GrantItem,
+    "receipts": ReceiptItem,
+    "claims": ClaimItem,
+    "layouts": LayoutItem,
 }
 
 
@@ -113,37 +113,37 @@ class TaskItems:
         # The claimable index's partitions per authority: part of the layout (a task's key names its
         # shard), so every writer and every claim of a deployment must agree on it.
         self.claim_shards = claim_shards
-        self._bucket = bucket
-        self._ddb = dynamodb
-        self._s3 = s3
+        self.bucket = bucket
+        self.dynamodb = dynamodb
+        self.s3 = s3
         # Seals inline message parts and artifact payloads (platform/protection.py); the fakes and
         # the tests that do not test protection store bytes as they are.
-        self._protector = protector or Unprotected()
-        self._table = table
+        self.protector = protector or Unprotected()
+        self.table = table
 
     # Each item kind bound to the table on first use (`__getattr__`): a read binds the one or two
     # kinds it touches, not all ten (each bind is a PynamoDB model class and connection).
-    _artifacts: type[ArtifactItem]
-    _heads: type[HeadItem]
-    _apply_receipts: type[ApplyReceiptItem]
-    _deliveries: type[DeliveryItem]
-    _tasks: type[TaskItem]
-    _messages: type[MessageItem]
-    _events: type[EventItem]
-    _grants: type[GrantItem]
-    _receipts: type[ReceiptItem]
-    _claims: type[ClaimItem]
-    _layouts: type[LayoutItem]
+    artifacts: type[ArtifactItem]
+    heads: type[HeadItem]
+    apply_receipts: type[ApplyReceiptItem]
+    deliveries: type[DeliveryItem]
+    tasks: type[TaskItem]
+    messages: type[MessageItem]
+    events: type[EventItem]
+    grants: type[GrantItem]
+    receipts: type[ReceiptItem]
+    claims: type[ClaimItem]
+    layouts: type[LayoutItem]
 
     def __getattr__(self, name: str) -> Any:
         kind = _KINDS.get(name)
         if kind is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        bound = bind(kind, table=self._table, client=self._ddb)
+        bound = bind(kind, table=self.table, client=self.dynamodb)
         setattr(self, name, bound)  # two threads may both bind: either class serves
         return bound
 
-    def _get_many(self, keys: list[tuple[Any, str, str]]) -> list[Any]:
+    def get_many(self, keys: list[tuple[Any, str, str]]) -> list[Any]:
         """The items at `keys` (model, pk, sk) from one strongly consistent read: a GetItem for one
         key, a TransactGetItems for several. Absent items are None."""
         from pynamodb.transactions import TransactGet
@@ -152,17 +152,17 @@ class TaskItems:
             if len(keys) == 1:
                 model, pk, sk = keys[0]
                 return [get_item(model, pk, sk)]
-            with TransactGet(connection=connection(self._ddb)) as tx:
+            with TransactGet(connection=connection(self.dynamodb)) as tx:
                 futures = [tx.get(model, pk, sk) for model, pk, sk in keys]
             return [_resolved(f) for f in futures]
 
     # ---- the task ----------------------------------------------------------------------------
 
-    def _task_item(self, t: Task) -> TaskItem:
+    def task_item(self, t: Task) -> TaskItem:
         values = attributes(t, absent_when_empty=("artifact",))
         values["submission"] = json.dumps(t.submission, sort_keys=True) if t.submission else None
         values["last_end"] = _lease_end_text(t.last_end)
-        item = self._tasks(
+        item = self.tasks(
             task_pk(t.authority, t.id),
             "T",
             **values,
@@ -185,13 +185,13 @@ class TaskItems:
         return item
 
     @staticmethod
-    def _task(item: TaskItem) -> Task:
+    def task(item: TaskItem) -> Task:
         submission = json.loads(item.submission) if item.submission else None
         last_end = _lease_end(item.last_end)
         return record(Task, item, numbers=TASK_NUMBERS, submission=submission, last_end=last_end)
 
-    def _grant_item(self, authority: str, g: Grant) -> GrantItem:
-        return self._grants(
+    def grant_item(self, authority: str, g: Grant) -> GrantItem:
+        return self.grants(
             task_pk(authority, g.task),
             f"G#{g.fence:020d}",
             worker=g.worker,
@@ -200,13 +200,13 @@ class TaskItems:
         )
 
     @staticmethod
-    def _grant(task_id: str, fence: int, item: GrantItem) -> Grant:
+    def grant(task_id: str, fence: int, item: GrantItem) -> Grant:
         return Grant(task_id, item.worker, fence, item.granted_at, previous=_lease_end(item.previous))
 
     # ---- receipts and deliveries -------------------------------------------------------------------
 
-    def _receipt_item(self, r: Receipt) -> ReceiptItem:
-        return self._receipts(
+    def receipt_item(self, r: Receipt) -> ReceiptItem:
+        return self.receipts(
             receipt_pk(r.authority, r.id),
             "-",
             kind=r.kind,
@@ -216,11 +216,11 @@ class TaskItems:
         )
 
     @staticmethod
-    def _receipt(authority: str, command_id: str, item: ReceiptItem) -> Receipt:
+    def receipt(authority: str, command_id: str, item: ReceiptItem) -> Receipt:
         return Receipt(authority, command_id, item.kind, item.digest, int(item.status), json.loads(item.result))
 
-    def _delivery_item(self, d: Delivery) -> DeliveryItem:
-        return self._deliveries(
+    def delivery_item(self, d: Delivery) -> DeliveryItem:
+        return self.deliveries(
             delivery_pk(d.authority, d.worker, d.id),
             "-",
             digest=d.digest,
@@ -228,28 +228,28 @@ class TaskItems:
         )
 
     @staticmethod
-    def _delivery(authority: str, worker: str, delivery_id: str, item: DeliveryItem) -> Delivery:
+    def delivery(authority: str, worker: str, delivery_id: str, item: DeliveryItem) -> Delivery:
         return Delivery(authority, worker, delivery_id, item.digest, json.loads(item.receipt))
 
     # ---- messages and events ------------------------------------------------------------------------
 
-    def _message_item(self, authority: str, m: Message) -> MessageItem:
+    def message_item(self, authority: str, m: Message) -> MessageItem:
         parts = []
         for index, part in enumerate(m.parts):
             named = {"filename": part.filename} if part.filename else {}
             if part.url:  # a reference, no bytes: its URL sealed, bound to its place
-                sealed = self._protector.seal(part.url.encode(), part_identity(authority, m.task, m.id, index, "url"))
+                sealed = self.protector.seal(part.url.encode(), part_identity(authority, m.task, m.id, index, "url"))
                 parts.append(PartAttribute(media_type=part.media_type, url=sealed, **named))
                 continue
             digest = hashlib.sha256(part.data).hexdigest()
             if len(part.data) <= INLINE_PART_BYTES:
-                sealed = self._protector.seal(part.data, part_identity(authority, m.task, m.id, index, digest))
+                sealed = self.protector.seal(part.data, part_identity(authority, m.task, m.id, index, digest))
                 parts.append(
                     PartAttribute(media_type=part.media_type, data=sealed, sha256=digest, size=len(part.data), **named)
                 )
             else:
                 parts.append(PartAttribute(media_type=part.media_type, sha256=digest, size=len(part.data), **named))
-        return self._messages(
+        return self.messages(
             task_pk(authority, m.task),
             f"M#{m.sequence:020d}",
             id=m.id,
@@ -259,14 +259,14 @@ class TaskItems:
             metadata=json.dumps(m.metadata, sort_keys=True) if m.metadata else None,
         )
 
-    def _message(self, authority: str, task_id: str, item: MessageItem) -> Message:
+    def message(self, authority: str, task_id: str, item: MessageItem) -> Message:
         """Parts stored in S3 come back remote (digest and size): a page carries a URL, never the
         bytes, so reading a page costs no S3 request."""
         parts = []
         for index, part in enumerate(item.parts):
             filename = part.filename or ""
             if part.url is not None:
-                url = self._protector.open(bytes(part.url), part_identity(authority, task_id, item.id, index, "url"))
+                url = self.protector.open(bytes(part.url), part_identity(authority, task_id, item.id, index, "url"))
                 parts.append(Part(part.media_type, b"", filename=filename, url=url.decode()))
                 continue
             if part.data is None:
@@ -274,17 +274,17 @@ class TaskItems:
                 continue
             stored = bytes(part.data)
             if part.sha256:  # sealed inline part: bound to its message, position and digest
-                data = self._protector.open(stored, part_identity(authority, task_id, item.id, index, part.sha256))
+                data = self.protector.open(stored, part_identity(authority, task_id, item.id, index, part.sha256))
                 if hashlib.sha256(data).hexdigest() != part.sha256:
                     raise CorruptStore("a message part does not match its digest", record="message")
             else:
-                data = self._protector.open(stored, "")  # written before protection: plaintext
+                data = self.protector.open(stored, "")  # written before protection: plaintext
             parts.append(Part(part.media_type, data, filename=filename))
         metadata = json.loads(item.metadata) if item.metadata else {}
         return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at, metadata)
 
-    def _event_item(self, authority: str, ev: Event) -> EventItem:
-        return self._events(
+    def event_item(self, authority: str, ev: Event) -> EventItem:
+        return self.events(
             task_pk(authority, ev.task),
             f"E#{ev.sequence:020d}",
             type=ev.type,
@@ -297,7 +297,7 @@ class TaskItems:
         )
 
     @staticmethod
-    def _event(task_id: str, item: EventItem) -> Event:
+    def event(task_id: str, item: EventItem) -> Event:
         return Event(
             task_id,
             int(item.sk[2:]),
@@ -312,27 +312,27 @@ class TaskItems:
 
     # ---- artifacts, heads, apply receipts ------------------------------------------------------------
 
-    def _artifact_item(self, a: Artifact, inline: bytes | None) -> ArtifactItem:
+    def artifact_item(self, a: Artifact, inline: bytes | None) -> ArtifactItem:
         key = artifact_pk(a.authority, a.workspace, a.id)
-        return self._artifacts(
+        return self.artifacts(
             key, "-", payload=inline, **attributes(a, absent_when_empty=("published_at", "discarded_at"))
         )
 
     @staticmethod
-    def _artifact(item: ArtifactItem) -> Artifact:
+    def artifact(item: ArtifactItem) -> Artifact:
         return record(Artifact, item, numbers=("payload_size",))
 
     @staticmethod
-    def _head(item: HeadItem) -> WorkspaceHead:
+    def head(item: HeadItem) -> WorkspaceHead:
         return record(WorkspaceHead, item)
 
-    def _apply_receipt_item(self, authority: str, ap: ApplyReceipt) -> ApplyReceiptItem:
+    def apply_receipt_item(self, authority: str, ap: ApplyReceipt) -> ApplyReceiptItem:
         # The authority, workspace and artifact are the item's key.
         values = attributes(ap, keyed=("authority", "workspace", "artifact"))
-        return self._apply_receipts(apply_pk(authority, ap.workspace, ap.artifact), "-", **values)
+        return self.apply_receipts(apply_pk(authority, ap.workspace, ap.artifact), "-", **values)
 
     @staticmethod
-    def _apply_receipt(authority: str, workspace: str, artifact: str, item: ApplyReceiptItem) -> ApplyReceipt:
+    def apply_receipt(authority: str, workspace: str, artifact: str, item: ApplyReceiptItem) -> ApplyReceipt:
         return record(ApplyReceipt, item, authority=authority, workspace=workspace, artifact=artifact)
 
 

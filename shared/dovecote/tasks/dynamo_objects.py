@@ -22,7 +22,12 @@ def upload_key(authority: str, sha256: str) -> str:
     return f"uploads/artifacts/{authority}/{sha256}"
 
 
-class TaskObjects(TaskItems):
+class TaskObjects:
+    """The store's S3 side, over the table's item mapping (its bucket and client, its sealing)."""
+
+    def __init__(self, items: TaskItems) -> None:
+        self.items = items
+
     def _part_key(self, authority: str, digest: str) -> str:
         return f"parts/{authority}/{digest}"
 
@@ -36,27 +41,27 @@ class TaskObjects(TaskItems):
 
         try:
             with committing():
-                self._s3.put_object(
-                    Bucket=self._bucket, Key=key, Body=data, IfNoneMatch="*", **self._protector.s3_put_args()
+                self.items.s3.put_object(
+                    Bucket=self.items.bucket, Key=key, Body=data, IfNoneMatch="*", **self.items.protector.s3_put_args()
                 )
         except CommitUnknown as exc:
             cause = exc.__cause__
             if not (isinstance(cause, ClientError) and aws_error_code(cause) in ("PreconditionFailed", "412")):
                 raise
 
-    def _store_parts(self, authority: str, messages: tuple[Message, ...]) -> None:
+    def store_parts(self, authority: str, messages: tuple[Message, ...]) -> None:
         for message in messages:
             for part in message.parts:
                 if len(part.data) > INLINE_PART_BYTES:
                     self._put_object(self._part_key(authority, hashlib.sha256(part.data).hexdigest()), part.data)
 
-    def _store_payload(self, artifact: Artifact, payload: PayloadInput) -> bytes | None:
+    def store_payload(self, artifact: Artifact, payload: PayloadInput) -> bytes | None:
         """Inline bytes (sealed) for a small payload; else the payload is in S3 by digest (put
         here for an inline one, already moved there by `stage_artifact_upload` for an upload)."""
         if payload.data is None:
             return None
         if len(payload.data) <= INLINE_PART_BYTES:
-            return self._protector.seal(payload.data, artifact_identity(artifact))
+            return self.items.protector.seal(payload.data, artifact_identity(artifact))
         key = self._artifact_key(artifact.authority, artifact.payload_digest.removeprefix("sha256:"))
         self._put_object(key, payload.data)
         return None
@@ -67,7 +72,7 @@ class TaskObjects(TaskItems):
         source = upload_key(authority, sha256)
         try:
             with aws_errors(write=False):
-                obj = self._s3.get_object(Bucket=self._bucket, Key=source)
+                obj = self.items.s3.get_object(Bucket=self.items.bucket, Key=source)
         except Unavailable as exc:
             if isinstance(exc.__cause__, ClientError) and aws_error_code(exc.__cause__) in ("NoSuchKey", "404"):
                 raise no_upload(sha256) from None
@@ -87,25 +92,27 @@ class TaskObjects(TaskItems):
         finally:
             stream.close()
         check_upload(sha256, digest.hexdigest())
-        copy_source: dict[str, str] = {"Bucket": self._bucket, "Key": source}
+        copy_source: dict[str, str] = {"Bucket": self.items.bucket, "Key": source}
         if obj.get("VersionId") and obj["VersionId"] != "null":
             copy_source["VersionId"] = obj["VersionId"]
         with aws_errors(write=True):
-            self._s3.copy_object(
-                Bucket=self._bucket,
+            self.items.s3.copy_object(
+                Bucket=self.items.bucket,
                 Key=self._artifact_key(authority, sha256),
                 CopySource=copy_source,
-                **self._protector.s3_put_args(),
+                **self.items.protector.s3_put_args(),
             )
         return size
 
     def presign_artifact_upload(self, authority: str, size: int, sha256: str, expires_in: int) -> PresignedUpload:
         key = upload_key(authority, sha256)
-        return presign_put(self._s3, bucket=self._bucket, key=key, size=size, sha256=sha256, expires_in=expires_in)
+        return presign_put(
+            self.items.s3, bucket=self.items.bucket, key=key, size=size, sha256=sha256, expires_in=expires_in
+        )
 
     def _download_url(self, key: str, expires_in: int) -> str:
-        params = {"Bucket": self._bucket, "Key": key}
-        return str(self._s3.generate_presigned_url("get_object", Params=params, ExpiresIn=expires_in))
+        params = {"Bucket": self.items.bucket, "Key": key}
+        return str(self.items.s3.generate_presigned_url("get_object", Params=params, ExpiresIn=expires_in))
 
     def part_url(self, authority: str, sha256: str, expires_in: int) -> str:
         return self._download_url(self._part_key(authority, sha256), expires_in)
@@ -118,17 +125,17 @@ class TaskObjects(TaskItems):
         """The artifact and its plaintext payload: from the item (opened) when inline; from S3 when
         at most ARTIFACT_INLINE_ANSWER; else None (a download URL serves it). A payload that does
         not match the digest its record pins is never served."""
-        (item,) = self._get_many([(self._artifacts, artifact_pk(authority, workspace, artifact), "-")])
+        (item,) = self.items.get_many([(self.items.artifacts, artifact_pk(authority, workspace, artifact), "-")])
         if item is None:
             return None
-        found = self._artifact(item)
+        found = self.items.artifact(item)
         if item.payload is not None:
-            data = self._protector.open(bytes(item.payload), artifact_identity(found))
+            data = self.items.protector.open(bytes(item.payload), artifact_identity(found))
         elif found.payload_size <= ARTIFACT_INLINE_ANSWER:
             key = self._artifact_key(authority, found.payload_digest.removeprefix("sha256:"))
             with aws_errors(write=False):
-                obj = self._s3.get_object(Bucket=self._bucket, Key=key)
-                self._protector.check_s3(obj)
+                obj = self.items.s3.get_object(Bucket=self.items.bucket, Key=key)
+                self.items.protector.check_s3(obj)
                 data = obj["Body"].read()
         else:
             return found, None

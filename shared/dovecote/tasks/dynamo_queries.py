@@ -14,35 +14,40 @@ from dovecote.tasks.ports import LeasePage, TaskFilter, TaskPage
 from dovecote.tasks.storage import claim_key, invert
 
 
-class TaskQueries(TaskItems):
+class TaskQueries:
+    """The store's reads beyond a command's own, over the table's item mapping."""
+
+    def __init__(self, items: TaskItems) -> None:
+        self.items = items
+
     def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
         """Two round trips: the authority-wide id claim names the task and the sequence, then the
         message item itself."""
         with pynamodb_errors(write=False):
-            claim = get_item(self._claims, message_id_pk(authority, message_id), "-")
+            claim = get_item(self.items.claims, message_id_pk(authority, message_id), "-")
             if claim is None or claim.task != task_id or claim.sequence is None:
                 return None
-            item = get_item(self._messages, task_pk(authority, task_id), f"M#{int(claim.sequence):020d}")
-        return self._message(authority, task_id, item) if item is not None else None
+            item = get_item(self.items.messages, task_pk(authority, task_id), f"M#{int(claim.sequence):020d}")
+        return self.items.message(authority, task_id, item) if item is not None else None
 
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
         with pynamodb_errors(write=False):
-            item = get_item(self._grants, task_pk(authority, task_id), f"G#{fence:020d}")
-        return self._grant(task_id, fence, item) if item is not None else None
+            item = get_item(self.items.grants, task_pk(authority, task_id), f"G#{fence:020d}")
+        return self.items.grant(task_id, fence, item) if item is not None else None
 
     def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
         return [
-            self._grant(task_id, int(i.sk[2:]), i)
-            for i in self._stream(self._grants, authority, task_id, "G", after, limit)
+            self.items.grant(task_id, int(i.sk[2:]), i)
+            for i in self._stream(self.items.grants, authority, task_id, "G", after, limit)
         ]
 
     def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
-        (item,) = self._get_many([(self._heads, head_pk(authority, workspace), "-")])
-        return self._head(item) if item is not None else None
+        (item,) = self.items.get_many([(self.items.heads, head_pk(authority, workspace), "-")])
+        return self.items.head(item) if item is not None else None
 
     def apply_receipt(self, authority: str, workspace: str, artifact: str) -> ApplyReceipt | None:
-        (item,) = self._get_many([(self._apply_receipts, apply_pk(authority, workspace, artifact), "-")])
-        return self._apply_receipt(authority, workspace, artifact, item) if item is not None else None
+        (item,) = self.items.get_many([(self.items.apply_receipts, apply_pk(authority, workspace, artifact), "-")])
+        return self.items.apply_receipt(authority, workspace, artifact, item) if item is not None else None
 
     # ---- streams ---------------------------------------------------------------------------------
 
@@ -59,26 +64,28 @@ class TaskQueries(TaskItems):
 
     def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
         return [
-            self._message(authority, task_id, i)
-            for i in self._stream(self._messages, authority, task_id, "M", after, limit)
+            self.items.message(authority, task_id, i)
+            for i in self._stream(self.items.messages, authority, task_id, "M", after, limit)
         ]
 
     def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]:
-        return [self._event(task_id, i) for i in self._stream(self._events, authority, task_id, "E", after, limit)]
+        return [
+            self.items.event(task_id, i) for i in self._stream(self.items.events, authority, task_id, "E", after, limit)
+        ]
 
     # ---- index lists ------------------------------------------------------------------------------
 
     def expired(self, shard: int, now: str, limit: int) -> list[Task]:
-        t = self._tasks
+        t = self.items.tasks
         with pynamodb_errors(write=False):
             items, _ = one_page(t, t.expiring.query(f"X#{shard}", t.exp_sk < now, page_size=limit))
-        return [self._task(i) for i in items]
+        return [self.items.task(i) for i in items]
 
     def claimable(self, authority: str, shard: int, limit: int) -> list[Task]:
         with pynamodb_errors(write=False):
-            query = self._tasks.claimable.query(claim_key(authority, shard), page_size=limit)
-            items, _ = one_page(self._tasks, query)
-        return [self._task(i) for i in items]
+            query = self.items.tasks.claimable.query(claim_key(authority, shard), page_size=limit)
+            items, _ = one_page(self.items.tasks, query)
+        return [self.items.task(i) for i in items]
 
     def _page(
         self,
@@ -101,8 +108,8 @@ class TaskQueries(TaskItems):
             page_size=limit + 1,
         )
         with pynamodb_errors(write=False):
-            items, last_key = one_page(self._tasks, results)
-        page = [self._task(i) for i in items[:limit]]
+            items, last_key = one_page(self.items.tasks, results)
+        page = [self.items.task(i) for i in items[:limit]]
         if len(items) > limit:
             return page, (getattr(items[limit - 1], sk.attr_name),)
         if last_key is not None:  # the evaluated range ended before the matches did
@@ -112,19 +119,19 @@ class TaskQueries(TaskItems):
     def _filter(self, filters: dict[str, str] | None) -> Any:
         condition = None
         for attribute, value in sorted((filters or {}).items()):
-            clause = getattr(self._tasks, attribute) == value
+            clause = getattr(self.items.tasks, attribute) == value
             condition = clause if condition is None else condition & clause
         return condition
 
     def context_tasks(self, authority: str, context: str, after: tuple[str, ...] | None, limit: int) -> TaskPage:
-        t = self._tasks
+        t = self.items.tasks
         items, cursor = self._page(t.by_context, f"{authority}#{context}", t.ctx_sk, after, limit)
         return TaskPage(items, cursor)
 
     def authority_tasks(
         self, authority: str, task_filter: TaskFilter, after: tuple[str, ...] | None, limit: int
     ) -> TaskPage:
-        t = self._tasks
+        t = self.items.tasks
         filters = {k: v for k, v in (("context", task_filter.context), ("state", task_filter.state)) if v}
         # updated_at >= since  ⟺  inverted(updated_at) <= inverted(since); "$" sorts just above "#".
         upper = invert(task_filter.updated_since) + "$" if task_filter.updated_since else "~"
@@ -140,7 +147,7 @@ class TaskQueries(TaskItems):
         TOTAL_SIZE_CAP items, so a list request's cost stays bounded; past the cap the count is a
         lower bound. Not a snapshot: the GSI is eventually consistent (see the README).
         (The table connection's query, because PynamoDB's `count` pages on to the end.)"""
-        t = self._tasks
+        t = self.items.tasks
         with pynamodb_errors(write=False):
             response = t._get_connection().query(
                 authority,
@@ -154,6 +161,6 @@ class TaskQueries(TaskItems):
         return int(response.get("Count", 0)), "LastEvaluatedKey" in response
 
     def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage:
-        t = self._tasks
+        t = self.items.tasks
         items, cursor = self._page(t.leases, f"{authority}#{worker}", t.lease_sk, after, limit)
         return LeasePage(items, cursor)

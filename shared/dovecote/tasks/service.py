@@ -170,8 +170,11 @@ class TaskService:
     def claim(self, principal: Principal, command: Claim) -> Outcome:
         return self.leases.claim(principal, command)
 
-    def fence(self, principal: Principal, command: Fence) -> Outcome:
-        return self.leases.fence(principal, command)
+    def fence(
+        self, principal: Principal, command: Fence, *, if_silent_since: str | None = None, if_unaccepted: bool = False
+    ) -> Outcome:
+        """The dispatcher's fences are conditional (`if_silent_since`, `if_unaccepted`: Leases.fence)."""
+        return self.leases.fence(principal, command, if_silent_since=if_silent_since, if_unaccepted=if_unaccepted)
 
     def heartbeat(self, principal: Principal, command: Heartbeat) -> dict[str, Any]:
         return self.leases.heartbeat(principal, command)
