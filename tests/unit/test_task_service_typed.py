@@ -56,3 +56,23 @@ def test_the_service_answers_every_gate_command() -> None:
 
     gates = {n for n, m in vars(CommandGate).items() if inspect.isfunction(m) and not n.startswith("_")}
     assert gates <= set(_public_methods()), sorted(gates - set(_public_methods()))
+
+
+def test_the_service_says_which_transitions_are_allowed() -> None:
+    """An adapter asks the service (A2A does, for a reply and a cancel), never restates the rule."""
+    from dovecote.tasks import machine
+    from dovecote.tasks.commands import Accept, Cancel, Reply
+    from dovecote.tasks.memory import InMemoryTaskStore
+
+    service = TaskService(InMemoryTaskStore())
+    assert [s for s in machine.STATES if service.allows(Reply, s)] == ["input_required"]
+    assert [s for s in machine.STATES if service.allows(Cancel, s)] == ["submitted", "working", "input_required"]
+    assert [s for s in machine.STATES if service.allows(Accept, s)] == ["submitted"]
+
+
+def test_the_a2a_adapter_builds_commands_not_request_bodies() -> None:
+    """A2A builds the command dataclasses itself (no HTTP-shaped body through a gate) and asks the
+    service which transitions are allowed (no `!= "input_required"` of its own)."""
+    source = (ROOT / "shared/dovecote/a2a/service.py").read_text()
+    assert ".gate." not in source
+    assert '"input_required"' not in source

@@ -52,6 +52,7 @@ from dovecote.platform.observability import logger
 from dovecote.platform.principal import Principal
 from dovecote.platform.settings import Settings
 from dovecote.tasks import machine
+from dovecote.tasks.commands import Cancel, CreateTask, Reply, gate_message
 from dovecote.tasks.ports import TaskFilter
 from dovecote.tasks.service import TaskService
 
@@ -129,16 +130,9 @@ class A2AService:
                 "contextId is not one this agent accepts: 1-128 of A-Z a-z 0-9 . _ : -, a letter or digit first",
                 contextId=context[:128],
             ) from None
-        command = self.tasks.gate.create(
-            principal,
-            {
-                "command_id": ids.command,
-                "workspace": self.workspace,
-                "id": ids.task,
-                "context": context,
-                "message": body,
-            },
-        )
+        # The command built directly: its ids are this adapter's own (checked above, or generated),
+        # its message through the one message validator every binding shares.
+        command = CreateTask(ids.command, ids.task, self.workspace, context, gate_message(body))
         return dict(self.tasks.create(principal, command).body)
 
     def _reply(
@@ -164,16 +158,14 @@ class A2AService:
                 taskId=task_id,
                 state=mapping.TaskState.Name(mapping.STATES[record["state"]]),
             )
-        if record["state"] != "input_required":
+        if not self.tasks.allows(Reply, record["state"]):
             raise error(
                 "UNSUPPORTED_OPERATION",
                 f"the task is {record['state']}: a message continues a task only when it requires input",
                 taskId=task_id,
                 state=mapping.TaskState.Name(mapping.STATES[record["state"]]),
             )
-        command = self.tasks.gate.reply(
-            principal, task_id, {"command_id": ids.command, "expected_revision": record["revision"], "message": body}
-        )
+        command = Reply(task_id, ids.command, int(record["revision"]), message=gate_message(body))
         return dict(self.tasks.reply(principal, command).body)
 
     def _again(
@@ -186,10 +178,7 @@ class A2AService:
         first = used.get("result")
         revision = first.get("revision") if isinstance(first, dict) and used.get("kind") == "reply_task" else None
         expected = int(revision) - 1 if isinstance(revision, int) and revision > 1 else int(record["revision"])
-        command = self.tasks.gate.reply(
-            principal, record["id"], {"command_id": ids.command, "expected_revision": expected, "message": body}
-        )
-        self.tasks.reply(principal, command)
+        self.tasks.reply(principal, Reply(record["id"], ids.command, expected, message=gate_message(body)))
         return self._get(principal, record["id"])
 
     def _take(self, principal: Principal) -> str | None:
@@ -333,16 +322,16 @@ class A2AService:
             record = self._get(principal, request.id)
             if record["state"] == "canceled":
                 break  # canceled already (by this request's first try, or another): idempotent
-            if machine.is_terminal(record["state"]):
+            if not self.tasks.allows(Cancel, record["state"]):
                 raise error(
                     "TASK_NOT_CANCELABLE",
                     f"the task is {record['state']}: only a task that has not ended can be canceled",
                     taskId=request.id,
                     state=mapping.TaskState.Name(mapping.STATES[record["state"]]),
                 )
-            body = {"command_id": "a2a-" + uuid.uuid4().hex, "expected_revision": record["revision"]}
+            command = Cancel(request.id, "a2a-" + uuid.uuid4().hex, int(record["revision"]))
             try:
-                self.tasks.cancel(principal, self.tasks.gate.cancel(principal, request.id, body))
+                self.tasks.cancel(principal, command)
                 break
             except RevisionConflict:
                 continue  # the task moved between the read and the cancel: read it again

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.platform.clock import Clock, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
+from dovecote.tasks import machine
 from dovecote.tasks.command_loop import CommandLoop, OnCorrupt, Outcome
 from dovecote.tasks.limits import MAX_CLAIM_WAIT, WORKER_EVENT_KINDS
 from dovecote.tasks.model import ARTIFACT_DEFAULT_MAX, ARTIFACT_HARD_MAX
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         Reject,
         Reply,
         RequestInput,
+        TaskCommand,
         WorkerEvent,
     )
     from dovecote.tasks.leases import Leases
@@ -132,6 +134,13 @@ class TaskService:
         snapshot holds their modules rather than the first command after each restore loading them."""
         for capability in CAPABILITIES:
             getattr(self, capability)
+
+    # ---- the state machine, for adapters that speak another protocol (A2A) ---------------------
+
+    def allows(self, command: type[TaskCommand], state: str) -> bool:
+        """Whether `command` is allowed from `state` (tasks/machine.py): an adapter asks here rather
+        than restating the rule (A2A answers a reply outside input_required with its own error)."""
+        return machine.next_state(command.KIND, state) is not None
 
     # ---- commands: one typed method each, delegating to its capability ------------------------------
     # Every transition (freeze included) runs through the lifecycle's `transition`: the command's
