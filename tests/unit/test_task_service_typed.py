@@ -62,9 +62,10 @@ def test_the_service_says_which_transitions_are_allowed() -> None:
     """An adapter asks the service (A2A does, for a reply and a cancel), never restates the rule."""
     from dovecote.tasks import machine
     from dovecote.tasks.commands import Accept, Cancel, Reply
+    from dovecote.platform.cursors import CursorSigner
     from dovecote.tasks.memory import InMemoryTaskStore
 
-    service = TaskService(InMemoryTaskStore())
+    service = TaskService(InMemoryTaskStore(), CursorSigner(b"k" * 32))
     assert [s for s in machine.STATES if service.allows(Reply, s)] == ["input_required"]
     assert [s for s in machine.STATES if service.allows(Cancel, s)] == ["submitted", "working", "input_required"]
     assert [s for s in machine.STATES if service.allows(Accept, s)] == ["submitted"]
