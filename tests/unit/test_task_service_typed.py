@@ -60,9 +60,9 @@ def test_the_service_answers_every_gate_command() -> None:
 
 def test_the_service_says_which_transitions_are_allowed() -> None:
     """An adapter asks the service (A2A does, for a reply and a cancel), never restates the rule."""
+    from dovecote.platform.cursors import CursorSigner
     from dovecote.tasks import machine
     from dovecote.tasks.commands import Accept, Cancel, Reply
-    from dovecote.platform.cursors import CursorSigner
     from dovecote.tasks.memory import InMemoryTaskStore
 
     service = TaskService(InMemoryTaskStore(), CursorSigner(b"k" * 32))
