@@ -224,6 +224,9 @@ class LocalRuntime:
             secret=self._control_secret,
             mint=mint_any_authority(DEV_TOKEN_DAYS, admin_days=DEV_ADMIN_TOKEN_DAYS),
         )
+        from infra.local.console import ConsoleAssets
+
+        served_api = ConsoleAssets(served_api)  # the web console at /console/ (infra/local/console.py)
         self._server = make_server(self.host, self.port, served_api, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
@@ -430,6 +433,21 @@ class LocalRuntime:
             days = DEV_ADMIN_TOKEN_DAYS if role == "admin" else DEV_TOKEN_DAYS
             token, _ = tokens.mint(None, DEV_AUTHORITY, role, worker, expires_in_days=days)
             self.tokens[role] = token
+
+    def console_link(self) -> str:
+        """A one-time sign-in link for the web console: a new admin token of one day in the URL's
+        fragment (never sent to a server). The console takes it out of the address bar at once, mints
+        the person's own tokens with it and revokes it, so the link signs in once
+        (console/src/views/signin.jsx)."""
+        from dovecote.admin.dynamo import DynamoTokenStore
+        from dovecote.admin.service import TokenService
+        from dovecote.platform import aws
+        from dovecote.platform.settings import get_settings
+        from infra.local.console import console_url
+
+        store = DynamoTokenStore(table=get_settings().tokens_table, dynamodb=aws.client("dynamodb"))
+        token, _ = TokenService(store).mint(None, DEV_AUTHORITY, "admin", "", expires_in_days=1)
+        return f"{console_url(self.endpoint)}#link={token}"
 
     def _renew_admin_token(self) -> None:
         """A kept admin token (`--data DIR`) with less than a day left, or gone, is replaced by a new
