@@ -83,7 +83,7 @@ function Row({ task, lease, want, now }) {
   );
 }
 
-function Receipt({ token, task }) {
+function Receipt({ token, recorder, task }) {
   const ids = useCommandIds();
   const [found, setFound] = useState(null);
   const [error, setError] = useState(null);
@@ -119,7 +119,7 @@ function Receipt({ token, task }) {
     e.preventDefault();
     setError(null);
     try {
-      await call(token, 'POST', `${base}/receipt`, {
+      await call(recorder, 'POST', `${base}/receipt`, {
         body: {
           command_id: ids.id('receipt'),
           receipt_id: `${ids.id('receipt')}-r`,
@@ -153,7 +153,7 @@ function Receipt({ token, task }) {
           Apply receipt: <strong>{receipt.decision}</strong> <When iso={receipt.recorded_at} />
           {receipt.message ? <> — {receipt.message}</> : null}
         </p>
-      ) : artifact.state === 'published' ? (
+      ) : artifact.state === 'published' && recorder ? (
         <form onSubmit={record} class="inline-form">
           <Field label="What happened when you applied it" id="receipt-decision">
             <select id="receipt-decision" value={decision} onChange={(e) => setDecision(e.currentTarget.value)}>
@@ -178,13 +178,20 @@ function Receipt({ token, task }) {
   );
 }
 
-function CallerActions({ token, data, refresh }) {
+function CallerActions({ token, reader, data, refresh }) {
   const ids = useCommandIds();
   const [reply, setReply] = useState('');
   const [error, setError] = useState(null);
   const [confirmCancel, setConfirmCancel] = useState(false);
   const task = data.task;
-  if (!token) return <Missing need="caller" />;
+  if (!token) {
+    return (
+      <>
+        <Missing need="caller" />
+        {task.artifact ? <Receipt token={reader} recorder={null} task={task} /> : null}
+      </>
+    );
+  }
   const path = `/v1/tasks/${seg(task.id)}`;
   const send = async (action, kind, body) => {
     setError(null);
@@ -239,7 +246,7 @@ function CallerActions({ token, data, refresh }) {
           Result: submission <span class="task-id">{task.submission.id}</span>, published <When iso={task.submission.published_at} />.
         </p>
       ) : null}
-      {task.artifact ? <Receipt token={token} task={task} /> : null}
+      {task.artifact ? <Receipt token={token} recorder={token} task={task} /> : null}
     </section>
   );
 }
@@ -322,7 +329,7 @@ export function BoardView({ taskId, query }) {
       <ErrorNote error={error} />
       {taskId ? (
         <TaskPanel token={token} taskId={taskId} onChange={() => undefined}>
-          {({ data, refresh }) => <CallerActions token={caller && caller.token} data={data} refresh={refresh} />}
+          {({ data, refresh }) => <CallerActions token={caller && caller.token} reader={token} data={data} refresh={refresh} />}
         </TaskPanel>
       ) : null}
       <p class="summary" aria-live="polite">
