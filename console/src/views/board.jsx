@@ -1,6 +1,7 @@
 // The caller's board: tasks by context and state, each with its lease holder, fence, last heartbeat
 // and when the dispatcher will fence it (read for the rows on screen only), and one task opened:
 // its timeline live, reply to input_required, cancel, the artifact and its apply receipt.
+import { Component } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, call, seg } from '../api.js';
 import { tokenFor } from '../session.js';
@@ -14,17 +15,31 @@ const BOARD_MAX = 1000;
 const LEASE_READS = 4; // lease reads in flight at once
 
 // Reads each visible open task's lease, a few at a time.
+// Answers are applied together, at most every FLUSH_MS: one board render for many leases.
+const FLUSH_MS = 200;
+
 function useLeases(token) {
   const [leases, setLeases] = useState({});
   const queue = useRef([]);
   const seen = useRef(new Set());
   const running = useRef(0);
+  const arrived = useRef({});
+  const timer = useRef(0);
+  const flush = () => {
+    timer.current = 0;
+    const batch = arrived.current;
+    arrived.current = {};
+    setLeases((all) => ({ ...all, ...batch }));
+  };
   const pump = () => {
     while (running.current < LEASE_READS && queue.current.length) {
       const id = queue.current.shift();
       running.current += 1;
       call(token, 'GET', `/v1/tasks/${seg(id)}`)
-        .then((read) => setLeases((all) => ({ ...all, [id]: { lease: read.lease || null, last: read.last_lease || null } })))
+        .then((read) => {
+          arrived.current[id] = { lease: read.lease || null, last: read.last_lease || null };
+          if (!timer.current) timer.current = setTimeout(flush, FLUSH_MS);
+        })
         .catch(() => seen.current.delete(id))
         .finally(() => {
           running.current -= 1;
@@ -48,7 +63,19 @@ function useLeases(token) {
   };
 }
 
-function Row({ task, lease, want, now }) {
+// A row renders again only when its task, its lease or the clock changed (a board of 1,000 rows
+// would otherwise re-render whole for each lease that arrives).
+class Row extends Component {
+  shouldComponentUpdate(next) {
+    return next.task !== this.props.task || next.lease !== this.props.lease || next.now !== this.props.now;
+  }
+
+  render(props) {
+    return <RowBody {...props} />;
+  }
+}
+
+function RowBody({ task, lease, want, now }) {
   const ref = useRef(null);
   useEffect(() => {
     if (TERMINAL.has(task.state) || !ref.current) return undefined;
@@ -263,7 +290,7 @@ export function BoardView({ taskId, query }) {
   const [error, setError] = useState(null);
   const [tick, setTick] = useState(0);
   const leases = useLeases(token);
-  const now = useNow(5000);
+  const now = useNow(15000);
   useEffect(() => {
     if (!token) return undefined;
     let live = true;

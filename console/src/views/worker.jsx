@@ -8,6 +8,7 @@ import { tokenFor } from '../session.js';
 import { Busy, ErrorNote, Field, Missing, When } from '../ui.jsx';
 import { filePayload, textMessage, useCommandIds } from './commands.js';
 import { TaskPanel } from './task.jsx';
+import { TERMINAL } from '../live.js';
 
 const MAX_INLINE = 4 * 1024 * 1024;
 const EMPTY_REVISION = 'empty';
@@ -72,6 +73,7 @@ function WorkerActions({ token, me, data, refresh, onDone }) {
   const [file, setFile] = useState(null);
   const task = data.task;
   const lease = data.lease;
+  if (TERMINAL.has(task.state)) return <p class="notice">The task is {task.state}: nothing more to do.</p>;
   if (!lease || lease.worker !== me.worker) {
     return <p class="notice">This seat ({me.worker}) does not hold this task{lease ? `: ${lease.worker} does` : ''}.</p>;
   }
