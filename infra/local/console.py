@@ -52,7 +52,9 @@ class ConsoleAssets:
             return self.app(environ, start_response)
         method = environ.get("REQUEST_METHOD")
         if method not in ("GET", "HEAD"):
-            return _answer(start_response, 405, "text/plain; charset=utf-8", b"GET only\n", extra=[("Allow", "GET, HEAD")])
+            return _answer(
+                start_response, 405, "text/plain; charset=utf-8", b"GET only\n", extra=[("Allow", "GET, HEAD")]
+            )
         name = path[len(PREFIX) :] or "index.html"
         if not self.built:
             return _answer(start_response, 503, TYPES[".html"], NOT_BUILT.encode(), name="index.html")
@@ -60,7 +62,9 @@ class ConsoleAssets:
         if file is None:
             return _answer(start_response, 404, "application/json", json.dumps({"message": "Not Found"}).encode())
         body = file.read_bytes()
-        return _answer(start_response, 200, TYPES[file.suffix], b"" if method == "HEAD" else body, name=name, size=len(body))
+        return _answer(
+            start_response, 200, TYPES[file.suffix], b"" if method == "HEAD" else body, name=name, size=len(body)
+        )
 
     def _file(self, name: str) -> Path | None:
         """A built file by its plain name (one segment, a known type), or None."""

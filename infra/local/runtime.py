@@ -219,14 +219,14 @@ class LocalRuntime:
         # `dovecote dev token`: a local-only route in front of the gateway (infra/local/control.py); its
         # secret is new at each start and reaches the CLI through the tokens file only.
         self._control_secret = secrets.token_urlsafe(32)
-        served_api = LocalControl(
+        control = LocalControl(
             gateway,
             secret=self._control_secret,
             mint=mint_any_authority(DEV_TOKEN_DAYS, admin_days=DEV_ADMIN_TOKEN_DAYS),
         )
         from infra.local.console import ConsoleAssets
 
-        served_api = ConsoleAssets(served_api)  # the web console at /console/ (infra/local/console.py)
+        served_api = ConsoleAssets(control)  # the web console at /console/ (infra/local/console.py)
         self._server = make_server(self.host, self.port, served_api, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
@@ -433,6 +433,15 @@ class LocalRuntime:
             days = DEV_ADMIN_TOKEN_DAYS if role == "admin" else DEV_TOKEN_DAYS
             token, _ = tokens.mint(None, DEV_AUTHORITY, role, worker, expires_in_days=days)
             self.tokens[role] = token
+
+    def console_line(self) -> str:
+        """The banner's console line: the one-time sign-in link, or why there is no console."""
+        from infra.local.console import ConsoleAssets, console_url
+
+        url = console_url(self.endpoint)
+        if not ConsoleAssets(lambda *_: []).built:
+            return f"console: not built (it needs npm: install Node.js and npm, then `make install`); {url} says so"
+        return f"console: {self.console_link()}  (a one-time sign-in link; or open {url} and paste a token)"
 
     def console_link(self) -> str:
         """A one-time sign-in link for the web console: a new admin token of one day in the URL's

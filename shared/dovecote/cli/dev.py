@@ -95,17 +95,6 @@ def write_profiles(
     return save_profiles(profiles), sorted(profiles), why
 
 
-def console_line(runtime: object) -> str:
-    """The banner's console line: the one-time sign-in link, or why there is no console."""
-    from infra.local.console import ConsoleAssets, console_url
-
-    endpoint = str(getattr(runtime, "endpoint"))
-    if not ConsoleAssets(lambda *_: []).built:
-        return f"console: not built (it needs npm: install Node.js and npm, then `make install`); {console_url(endpoint)} says so"
-    link = runtime.console_link()  # type: ignore[attr-defined]
-    return f"console: {link}  (a one-time sign-in link; or open {console_url(endpoint)} and paste a token)"
-
-
 @app.callback()
 def dev(
     ctx: typer.Context,
@@ -211,7 +200,7 @@ def dev(
             use = f"; use `--profile {names[0]}`" if why else ""
             say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory{use})")
     say(f"data: {data} (kept across restarts; --fresh starts empty)")
-    say(console_line(runtime))
+    say(runtime.console_line())
     say("try: .venv/bin/dovecote whoami    stop: Ctrl-C")
     if os.environ.get("DOVECOTE_EMBEDDER", "off") not in ("", "off"):
         say(f"recall: semantic tier on ({os.environ['DOVECOTE_EMBEDDER']} embedder; messages embed in the background)")

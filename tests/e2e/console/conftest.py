@@ -8,12 +8,9 @@ where .ci/run installs them and they must run."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CI, ROOT
-from tests.e2e.conftest import bearer, mint_dev_token, start_dev
+from tests.e2e.conftest import mint_dev_token, start_dev
 
 CHROMIUM = os.environ.get("DOVECOTE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 # The machine's network is closed: without these, Chromium waits on updates, sync and QUIC probes.
@@ -39,7 +36,9 @@ AXE = ROOT / "console" / "node_modules" / "axe-core" / "axe.min.js"
 BUILT = ROOT / "console" / "dist" / "index.html"
 SCREENSHOTS = ROOT / "docs" / "guides" / "img"
 PERSON = "person"
-EXPECTED_404 = re.compile(r"/v1/(tasks/[^/?]+/stream|workspaces/[^/?]+/head|workspaces/[^/?]+/artifacts/[^/?]+/receipt)(\?|$)")
+EXPECTED_404 = re.compile(
+    r"/v1/(tasks/[^/?]+/stream|workspaces/[^/?]+/head|workspaces/[^/?]+/artifacts/[^/?]+/receipt)(\?|$)"
+)
 
 
 def _missing() -> str:
@@ -161,7 +160,8 @@ def run_axe(page: Any) -> list[dict[str, Any]]:
     page.evaluate(AXE.read_text())
     result = page.evaluate(
         "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
-        ".map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))"
+        ".map(v => ({id: v.id, impact: v.impact, help: v.help,"
+        " nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))"
     )
     return [v for v in result if v["impact"] in ("serious", "critical")]
 
@@ -176,5 +176,3 @@ def new_link(runtime: dict[str, Any]) -> str:
     """A fresh one-time link, as a new `dovecote dev` start prints (an admin token of one day)."""
     token = mint_dev_token(runtime, "dev", "admin")
     return f"{runtime['endpoint']}/console/#link={token}"
-
-

@@ -160,9 +160,7 @@ def test_recall_search_shows_its_completeness_widens_an_excerpt_and_outlines_a_s
     page.locator(".excerpt .turn").first.wait_for()
     before = page.locator(".excerpt .turn").count()
     page.get_by_role("button", name="Widen the excerpt").click()
-    page.wait_for_function(
-        "n => document.querySelectorAll('.excerpt .turn').length >= n", arg=before
-    )
+    page.wait_for_function("n => document.querySelectorAll('.excerpt .turn').length >= n", arg=before)
     page.get_by_role("button", name="Outline the session").first.click()
     page.get_by_role("heading", name="How it starts").wait_for()
     screenshot(page, "recall")

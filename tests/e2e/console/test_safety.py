@@ -39,7 +39,7 @@ def assert_inert(page: Any, watch: Watch) -> None:
     """No element a payload names exists in the page, and nothing ran."""
     made = page.evaluate(
         "() => Array.from(document.querySelectorAll('main script, main img, main svg, main iframe, main style, "
-        "main b[onmouseover], main [onerror], main [onload], a[href^=\"javascript\"]')).map(e => e.outerHTML)"
+        'main b[onmouseover], main [onerror], main [onload], a[href^="javascript"]\')).map(e => e.outerHTML)'
     )
     assert made == []
     watch.assert_clean()
@@ -48,9 +48,10 @@ def assert_inert(page: Any, watch: Watch) -> None:
 def test_hostile_text_stays_text_in_every_view(console_runtime: dict[str, Any], page: Any, watch: Watch) -> None:
     endpoint = console_runtime["endpoint"]
     task_id, scope, key, session = unique("xss"), f"xss/{unique('s')}", unique("xss:key"), unique("xss")
-    with DovecoteClient(endpoint, console_runtime["tokens"]["caller"]) as caller, DovecoteClient(
-        endpoint, console_runtime["person_worker"]
-    ) as worker:
+    with (
+        DovecoteClient(endpoint, console_runtime["tokens"]["caller"]) as caller,
+        DovecoteClient(endpoint, console_runtime["person_worker"]) as worker,
+    ):
         caller.create_task(
             task_id,
             {
@@ -77,7 +78,9 @@ def test_hostile_text_stays_text_in_every_view(console_runtime: dict[str, Any], 
             source="generic",
             project=PAYLOADS[1][:60],
         )
-    sign_in(page, endpoint, console_runtime["tokens"]["caller"], console_runtime["person_worker"], view=f"board/{task_id}")
+    sign_in(
+        page, endpoint, console_runtime["tokens"]["caller"], console_runtime["person_worker"], view=f"board/{task_id}"
+    )
     page.get_by_text("alert('xss-script')").first.wait_for()
     external = page.locator("a.external")
     assert external.count() == 1 and external.get_attribute("href") == URL
@@ -117,9 +120,10 @@ def test_hostile_text_stays_text_in_every_view(console_runtime: dict[str, Any], 
 def test_axe_finds_no_serious_or_critical_violation_on_any_view(console_runtime: dict[str, Any], page: Any) -> None:
     endpoint = console_runtime["endpoint"]
     task_id, scope, key = unique("axe"), f"axe/{unique('s')}", unique("axe:key")
-    with DovecoteClient(endpoint, console_runtime["tokens"]["caller"]) as caller, DovecoteClient(
-        endpoint, console_runtime["person_worker"]
-    ) as worker:
+    with (
+        DovecoteClient(endpoint, console_runtime["tokens"]["caller"]) as caller,
+        DovecoteClient(endpoint, console_runtime["person_worker"]) as worker,
+    ):
         caller.create_task(task_id, "look at the widget", context="axe")
         grant = worker.acquire(task_id)
         worker.accept(task_id, 1, grant["fence"])
@@ -134,7 +138,13 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_view(console_runtime:
     page.goto(f"{endpoint}/console/")
     page.get_by_role("heading", name="Sign in").wait_for()
     found = {"signin": run_axe(page)}
-    sign_in(page, endpoint, console_runtime["tokens"]["caller"], console_runtime["person_worker"], console_runtime["tokens"]["admin"])
+    sign_in(
+        page,
+        endpoint,
+        console_runtime["tokens"]["caller"],
+        console_runtime["person_worker"],
+        console_runtime["tokens"]["admin"],
+    )
     views = {
         "board": (f"board/{task_id}", "Timeline"),
         "worker": (f"worker/{task_id}", "Release the lease"),
@@ -159,9 +169,10 @@ def test_one_job_by_keyboard_alone_with_visible_focus(console_runtime: dict[str,
     """Answer input_required without a mouse: sign in, reach the task from the board, reply."""
     endpoint = console_runtime["endpoint"]
     task_id = unique("kbd")
-    with DovecoteClient(endpoint, console_runtime["tokens"]["caller"]) as caller, DovecoteClient(
-        endpoint, console_runtime["tokens"]["worker"]
-    ) as worker:
+    with (
+        DovecoteClient(endpoint, console_runtime["tokens"]["caller"]) as caller,
+        DovecoteClient(endpoint, console_runtime["tokens"]["worker"]) as worker,
+    ):
         caller.create_task(task_id, "keyboard job", context=task_id)
         grant = worker.acquire(task_id)
         working = worker.accept(task_id, 1, grant["fence"])
@@ -215,9 +226,17 @@ def test_first_load_and_a_board_of_1000_tasks(console_runtime: dict[str, Any], p
     def task(i: int) -> dict[str, Any]:
         state = ("submitted", "working", "input_required", "completed")[i % 4]
         return {
-            "id": f"bulk-{i:04d}", "workspace": "w", "context": f"ctx-{i % 7}", "state": state, "revision": 1 + i % 5,
-            "message_count": 1, "event_count": 1, "created_at": now, "updated_at": now,
-            "lease_timeout_seconds": 300, "accept_timeout_seconds": 30,
+            "id": f"bulk-{i:04d}",
+            "workspace": "w",
+            "context": f"ctx-{i % 7}",
+            "state": state,
+            "revision": 1 + i % 5,
+            "message_count": 1,
+            "event_count": 1,
+            "created_at": now,
+            "updated_at": now,
+            "lease_timeout_seconds": 300,
+            "accept_timeout_seconds": 30,
         }
 
     def pages(route: Any) -> None:
@@ -231,11 +250,22 @@ def test_first_load_and_a_board_of_1000_tasks(console_runtime: dict[str, Any], p
 
     def one(route: Any) -> None:
         tid = route.request.url.rsplit("/", 1)[-1]
-        lease = {"worker": "w1", "fence": 1, "state": "accepted", "granted_at": now, "accepted_at": now,
-                 "heartbeat_at": now, "lease_timeout_seconds": 300, "accept_timeout_seconds": 30,
-                 "fenced_after": "2026-12-03T10:05:00Z"}
-        route.fulfill(status=200, content_type="application/json",
-                      body=json.dumps({"task": task(int(tid.split("-")[1])), "lease": lease}))
+        lease = {
+            "worker": "w1",
+            "fence": 1,
+            "state": "accepted",
+            "granted_at": now,
+            "accepted_at": now,
+            "heartbeat_at": now,
+            "lease_timeout_seconds": 300,
+            "accept_timeout_seconds": 30,
+            "fenced_after": "2026-12-03T10:05:00Z",
+        }
+        route.fulfill(
+            status=200,
+            content_type="application/json",
+            body=json.dumps({"task": task(int(tid.split("-")[1])), "lease": lease}),
+        )
 
     page.route("**/v1/tasks?*", pages)
     page.route("**/v1/tasks/bulk-*", one)
@@ -261,7 +291,8 @@ def test_first_load_and_a_board_of_1000_tasks(console_runtime: dict[str, Any], p
         }"""
     )
     print(
-        f"console: first load {first_load * 1000:.0f} ms (DOMContentLoaded {timing['domContentLoadedEventEnd']:.0f} ms); "
+        f"console: first load {first_load * 1000:.0f} ms "
+        f"(DOMContentLoaded {timing['domContentLoadedEventEnd']:.0f} ms); "
         f"1,000-task board rendered in {rendered * 1000:.0f} ms; scrolled in {frames['frames']} frames, "
         f"median {frames['median']:.1f} ms, p95 {frames['p95']:.1f} ms, max {frames['max']:.1f} ms, "
         f"{frames['over50']} over 50 ms"
@@ -284,7 +315,13 @@ def test_the_timeline_reads_the_stream_and_falls_back_to_polling(
     page.get_by_text("Live (polling every second).").wait_for()
     page.locator("[data-testid=timeline] li", has_text="task_submitted").wait_for()
     asked: list[dict[str, str]] = []
-    event = {"sequence": 1, "type": "task_submitted", "state": "submitted", "revision": 1, "occurred_at": "2026-12-03T10:00:00Z"}
+    event = {
+        "sequence": 1,
+        "type": "task_submitted",
+        "state": "submitted",
+        "revision": 1,
+        "occurred_at": "2026-12-03T10:00:00Z",
+    }
     done = {**event, "sequence": 2, "type": "task_canceled", "state": "canceled", "revision": 2}
     body = (
         f"id: 1\nevent: task_submitted\ndata: {json.dumps(event)}\n\n"
