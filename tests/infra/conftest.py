@@ -19,14 +19,18 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 
 NO_NODE = "Node.js is not installed; aws-cdk-lib needs it to synthesize (apt-get install nodejs)"
+# The stack deploys the web console's built files (infra/constructs/console.py).
+NO_CONSOLE = "the web console is not built (console/dist: make install builds it with npm; apt-get install npm)"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if shutil.which("node"):
+    built = (Path(__file__).resolve().parents[2] / "console" / "dist" / "index.html").is_file()
+    missing = NO_NODE if not shutil.which("node") else NO_CONSOLE if not built else ""
+    if not missing:
         return
     if os.environ.get("CI") == "true":
-        raise pytest.UsageError("CI=true but Node.js is missing: the CDK infra tests cannot be skipped in CI")
-    skip = pytest.mark.skip(reason=NO_NODE)
+        raise pytest.UsageError(f"CI=true but {missing}: the CDK infra tests cannot be skipped in CI")
+    skip = pytest.mark.skip(reason=missing)
     for item in items:
         if "tests/infra" in str(item.fspath):
             item.add_marker(skip)
