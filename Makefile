@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # Node 20 is past end of life for jsii; the machines here have Node 20 (the guide says to silence it).
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev test bench build synth lint clean console
+.PHONY: install dev test bench build synth lint clean screenshots console
 
 # The web console (console/): npm ci when its lock changes, then esbuild when a source does. Without
 # npm it is skipped with a note (`dovecote dev` then serves a page at /console/ saying so): the rest
@@ -44,6 +44,10 @@ dev: $(STAMP) console
 
 test: $(STAMP) console
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(ARGS)
+
+# The console's pictures in the docs, taken by its browser tests (docs/guides/console.md).
+screenshots: $(STAMP)
+	DOVECOTE_SCREENSHOTS=docs $(BIN)/python -m pytest -q tests/e2e/console/test_jobs.py $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
