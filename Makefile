@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # Node 20 is past end of life for jsii; the machines here have Node 20 (the guide says to silence it).
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev test bench build synth lint clean
+.PHONY: install dev test bench docs build synth lint clean
 
 $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -30,6 +30,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
+
+# The manual (docs/, mkdocs.yml) on http://127.0.0.1:8000, rebuilt as pages change; ARGS="-a HOST:PORT".
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve $(ARGS)
 
 build: $(STAMP)
 	$(BIN)/python -m infra.build

@@ -375,7 +375,11 @@ class Reader:
         )
 
     def run_page(self, blocks: list[Block]) -> int:
-        """Every block of the page that runs, in order; the number of pieces run."""
+        """Every block of the page that runs, in order; the number of pieces run. A page whose blocks
+        break the conventions is not run at all (a mark the test does not know would run its block)."""
+        problems = shape_problems(blocks)
+        if problems:
+            pytest.fail("\n".join(problems), pytrace=False)
         ran = 0
         for block in blocks:
             if block.runs:
