@@ -216,7 +216,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/memory/redrive", "memory_api"),
 )
 
-# A2A 1.0 (dovecote.a2a; API.md § A2A): the A2A spec's wire, not Dovecote's API (no OpenAPI entry, no
+# A2A 1.0 (dovecote.a2a; docs/clients/a2a.md): the A2A spec's wire, not Dovecote's API (no OpenAPI entry, no
 # SDK, CLI or MCP verb). The public Agent Card, JSON-RPC at the root, HTTP+JSON under /a2a. A custom
 # method (`message:send`, `{id}:cancel`) is one path variable: the function reads the verb.
 A2A_ROUTES: tuple[Route, ...] = (

@@ -1,5 +1,5 @@
 """Tasks API function: parse → the command's one gate (dovecote.tasks.commands) → TaskService →
-return a model. No rules here: the gate checks the input and the role in the order SEMANTICS §2
+return a model. No rules here: the gate checks the input and the role in the order docs/design/tasks.md#the-check-order
 gives (a caller token on a worker route is 403), the service decides."""
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ def _body(model: Any) -> dict[str, Any]:
 
 
 def _command(name: str, *path: str, body: Any) -> Any:
-    """The request through its command's one gate (`gate.<name>`: the order of checks SEMANTICS §2
+    """The request through its command's one gate (`gate.<name>`: the order of checks
+    docs/design/tasks.md#the-check-order
     gives, the role included), then the command (the service's `<name>`)."""
     tasks = service()
     principal = current_principal(app)

@@ -55,9 +55,7 @@ EXIT_GRACE = 20.0  # a worker stopped with `kill %1` releases its leases before 
 # Set in every shell block: stop at the first failing command and say its line, and keep the line of the
 # command running now in a file (for a block that hangs). The script is padded so that $LINENO is the
 # page's line number.
-PRELUDE = (
-    "set -eEo pipefail; trap 's=$?; echo \"{page}:$LINENO: exit $s\" >&2' ERR; trap 'echo $LINENO > {at}' DEBUG"
-)
+PRELUDE = "set -eEo pipefail; trap 's=$?; echo \"{page}:$LINENO: exit $s\" >&2' ERR; trap 'echo $LINENO > {at}' DEBUG"
 PYTHON = "import sys; exec(compile(open(sys.argv[1]).read(), sys.argv[2], 'exec'), {'__name__': '__main__'})"
 
 
@@ -146,7 +144,7 @@ def shape_problems(blocks: list[Block]) -> list[str]:
                 problems.append(f"{block.where}: not TOML: {exc}")
         for number, line in block.numbered():
             if OLD_MARK.search(line):
-                problems.append(f"{block.page}:{number}: say it in the fence instead: ```sh not-run=\"why\"")
+                problems.append(f'{block.page}:{number}: say it in the fence instead: ```sh not-run="why"')
         if not block.runs:
             continue
         for number, line in block.numbered():

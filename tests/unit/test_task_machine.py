@@ -1,4 +1,4 @@
-"""SEMANTICS §2 over the in-memory store: every (command × state) pair, the check order, the
+"""docs/design/tasks.md#the-state-machine over the in-memory store: every (command × state) pair, the check order, the
 two-round conversation, replay and idempotency, leases."""
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ def test_a_command_on_a_task_at_the_last_revision_is_a_revision_conflict() -> No
 
 
 def test_a_claim_whose_oldest_candidate_has_an_exhausted_fence_answers_it(service: Edge) -> None:
-    """Reference parity (the seed's rule: one claimable shard): the candidate is not skipped for the
+    """Reference parity (the reference rule: one claimable shard): the candidate is not skipped for the
     next one."""
     store = InMemoryTaskStore(claim_shards=1)
     svc = edge(store, CursorSigner(b"k" * 32))
@@ -298,7 +298,7 @@ def test_fence_exhausted(service: Edge) -> None:
 
 
 def test_claim_takes_the_oldest_claimable(service: Edge) -> None:
-    """The seed's rule, and the default layout (one claimable shard): a claim takes strictly the
+    """The reference rule, and the default layout (one claimable shard): a claim takes strictly the
     oldest claimable task."""
     assert service.store.claim_shards == CLAIM_SHARDS == 1
     flows = [Flow(service).to_state("submitted") for _ in range(3)]

@@ -1,12 +1,12 @@
 """Fusing the lexical ranking of sessions with the semantic one (the vector tier): engine-agnostic.
 
 Two methods, chosen by measurement (bench/recall.py, the README's Recall figures):
-- `rrf`, the seed's reciprocal-rank fusion: score = Σ 1/(RRF_K + rank + 1) over the lists a
+- `rrf`, the reference's reciprocal-rank fusion: score = Σ 1/(RRF_K + rank + 1) over the lists a
   session is in (rank from 0), k = 60;
 - `weighted`: each list's scores min-max normalised to [0, 1] over the list (a session absent from
   a list scores 0 there), then LEXICAL_SHARE × lexical + (1 − LEXICAL_SHARE) × semantic.
 
-Final order, as the seed: fused score desc, coverage desc, then the better of the session's ranks.
+Final order, as the reference: fused score desc, coverage desc, then the better of the session's ranks.
 A session both lists hold is shown by its lexical row (it matched the question's words, and the
 snippet shows them); a session only the vectors found, by its closest message.
 """
