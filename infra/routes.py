@@ -35,7 +35,7 @@ class Function:
             "POWERTOOLS_SERVICE_NAME": self.name,
             "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
             # Lambda's active tracing records every invocation either way; subsegments for the
-            # handler and each AWS call cost the X-Ray SDK on every cold start (README, bench).
+            # handler and each AWS call cost the X-Ray SDK on every cold start (docs/benchmarks/notes.md).
             "POWERTOOLS_TRACE_DISABLED": "false" if subsegments else "true",
             # No pydantic plugins are deployed: without this, the first model scans every installed
             # distribution's entry points for one (importlib.metadata) on each cold start.
