@@ -156,6 +156,12 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def dump(figures: dict[str, Any]) -> str:
+    """One section a line: a full run's figures stay a short file whose diffs name the sections."""
+    lines = [f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}" for key, value in figures.items()]
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 def update(report: dict[str, Any], *, quick: bool, data: Path = DATA, page: Path = PAGE) -> Path:
     """Merge the report's sections into `data`, then write `page` from it; returns the page."""
     figures = json.loads(data.read_text()) if data.exists() else {}
@@ -163,7 +169,7 @@ def update(report: dict[str, Any], *, quick: bool, data: Path = DATA, page: Path
         if key not in META:
             figures[key] = {"when": report["when"], "quick": quick, "python": report["python"], "figures": value}
     data.parent.mkdir(parents=True, exist_ok=True)
-    data.write_text(json.dumps(figures, indent=2) + "\n")
+    data.write_text(dump(figures))
     page.write_text(render(json.loads(data.read_text())))  # as JSON holds it (tuples become lists)
     return page
 
