@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # Node 20 is past end of life for jsii; the machines here have Node 20 (the guide says to silence it).
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev test bench build synth lint clean screenshots console
+.PHONY: install dev test bench docs build synth lint clean screenshots console
 
 # The web console (console/): npm ci when its lock changes, then esbuild when a source does. Without
 # npm it is skipped with a note (`dovecote dev` then serves a page at /console/ saying so): the rest
@@ -51,6 +51,10 @@ screenshots: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
+
+# The manual (docs/, mkdocs.yml) on http://127.0.0.1:8000, rebuilt as pages change; ARGS="-a HOST:PORT".
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve $(ARGS)
 
 build: $(STAMP)
 	$(BIN)/python -m infra.build

@@ -1,2 +1,2 @@
-"""`make bench`: the figures the README quotes. Deterministic round-trip counts, handler import
+"""`make bench`: the figures the manual shows (docs/benchmarks/). Deterministic round-trip counts, handler import
 time as a ratio to `import boto3`, and latency/throughput against the local runtime."""

@@ -1,4 +1,5 @@
-"""Run every benchmark and print the figures (also written to bench/results/latest.json)."""
+"""Run every benchmark and print the figures (also written to bench/results/latest.json, and into the
+manual's figures page, docs/benchmarks/index.md, by bench/docs_page.py)."""
 
 from __future__ import annotations
 
@@ -572,6 +573,9 @@ def main() -> None:
             console.print(f"\n[bold]{TITLES[name].format(count=count, rounds=rounds)}[/bold]")
             section(report, run)
     console.print(f"written: {write_results('latest.json', report)}")
+    from bench.docs_page import update  # the manual's figures page (docs/benchmarks/index.md)
+
+    console.print(f"written: {update(report, quick=args.quick)}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ the claim's real request sequence (grown from the team's first contention model)
 bench with 32 real threads that checks the code's claims are exactly-once and counts their requests.
 
 What one claim does (dovecote/tasks/leases.py, `Leases.claim`, strategy `claim` here), with the sparse
-`claimable` index keyed authority#<shard> (S = settings.claim_shards: 1 by default, the seed's strict
+`claimable` index keyed authority#<shard> (S = settings.claim_shards: 1 by default, the reference's strict
 order; a large fleet sets more, and 16 is the count modelled here):
 1. GetItem of the command's receipt (a replay answers from it);
 2. Query of a random shard, then Query of another (one after the other), one page of CLAIM_CANDIDATES
@@ -14,7 +14,7 @@ order; a large fleet sets more, and 16 is the count modelled here):
    shards in random order, one Query each;
 4. after 16 candidates, or every shard read, it is "no claimable task": a long-polling worker sleeps
    CLAIM_BACKOFF (250 ms, doubling up to 2 s) and tries again from step 2.
-With S = 1 it is the seed's rule: one Query, strictly the oldest candidate first (strategy `oldest`).
+With S = 1 it is the reference rule: one Query, strictly the oldest candidate first (strategy `oldest`).
 
 Other strategies, for comparison: `topk` (one partition, a random pick among the oldest k), `sharded`
 (a claim queries one random shard and picks among its oldest k), `sharded2` (two random shards queried
@@ -167,7 +167,7 @@ def simulate(
 
 
 STRATEGIES: dict[str, dict[str, Any]] = {
-    "oldest (the seed's rule; claim_shards=1)": {"strategy": "oldest"},
+    "oldest (the reference rule; claim_shards=1)": {"strategy": "oldest"},
     "random among the oldest 8": {"strategy": "topk", "k": 8},
     "16 shards, random among a shard's oldest 8": {"strategy": "sharded", "k": 8, "shards": 16},
     "16 shards, the older head of 2 random shards read at once, random among its oldest 8": {

@@ -199,7 +199,7 @@ def folded_wru(transactions: list[list[tuple[str, int, int]]], folded: frozenset
 
 
 def capacity_per_command() -> dict[str, dict[str, Any]]:
-    """WRU, RRU and S3 requests for the commands the README prices, on moto with real item sizes."""
+    """WRU, RRU and S3 requests for the commands the manual prices, on moto with real item sizes."""
     from bench.common import moto_resources
     from dovecote.notes.dynamo import DynamoNoteStore
     from dovecote.notes.service import NotesService, PutNote

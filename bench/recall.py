@@ -18,8 +18,7 @@ into `--cache` (default /tmp/dovecote-bench-recall, printing its progress) and r
 schema, the write path and the generator are unchanged; `--no-cache` ingests a fresh one. OpenSearch
 rows also give requests per search and the time spent in each request (`--engine opensearch`; pin
 the node to a core of its own with `taskset`, its heap fixed and C2 on: `taskset -c 1 python -m
-infra.local.opensearch start --heap 512m --full-jit`, see bench/README or the Benchmarks section of
-the README).
+infra.local.opensearch start --heap 512m --full-jit`, see docs/benchmarks/notes.md).
 
 The corpora and the labelled set are generated, deterministic (seeded): bench/recall_corpus.py.
 """

@@ -3,7 +3,7 @@
 - Quality: the labelled sets of bench/recall.py (paraphrased questions; distractors sharing their
   words; with and without rivals; the unseen draw, seed 29, that no choice was made on), every
   lexical ranker beside the vectors alone (max cosine per session) and both fusions of the default
-  ranker with them: the seed's RRF (k = 60) and the weighted fusion of normalised scores at several
+  ranker with them: the reference's RRF (k = 60) and the weighted fusion of normalised scores at several
   lexical shares (the share is chosen on the seen sets, seed 11). The local model embeds: all-MiniLM-
   L6-v2, the issue's own.
 - Embedding throughput of the local model on this machine (messages per second, wall and CPU), from

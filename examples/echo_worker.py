@@ -38,7 +38,7 @@ from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.client.worker import Job, Worker
 
 QUESTION = "What should I echo?"
-# The base revision a freeze names when its workspace has no head yet (README, "rev-0 and empty"): any
+# The base revision a freeze names when its workspace has no head yet (docs/services/artifacts.md): any
 # name will do; the first freeze makes it the head's confirmed revision. Later freezes name the head's.
 EMPTY_REVISION = "empty"
 log = logging.getLogger("echo")

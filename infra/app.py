@@ -13,7 +13,7 @@ Context (cdk.json or `-c key=value`):
 - snapstart (false): Lambda SnapStart for the API functions and the authorizer: each deployment
   publishes a version (snapshotted after its initialization and a priming hook) and API Gateway
   invokes its `live` alias; restored environments re-seed `random` and rebuild their AWS clients
-  (dovecote/platform/snapstart.py). Priced per GB-second cached and per GB restored (README);
+  (dovecote/platform/snapstart.py). Priced per GB-second cached and per GB restored (docs/benchmarks/notes.md);
 - embedder (off) and embedding_dimension (512): `embedder=bedrock` turns on recall's semantic tier with
   Titan Text Embeddings V2 at 256, 512 or 1024 dimensions: the recall functions may invoke that one
   model in the stack's region, and an hourly run embeds the messages still pending

@@ -35,7 +35,7 @@ class Function:
             "POWERTOOLS_SERVICE_NAME": self.name,
             "POWERTOOLS_METRICS_NAMESPACE": "Dovecote",
             # Lambda's active tracing records every invocation either way; subsegments for the
-            # handler and each AWS call cost the X-Ray SDK on every cold start (README, bench).
+            # handler and each AWS call cost the X-Ray SDK on every cold start (docs/benchmarks/notes.md).
             "POWERTOOLS_TRACE_DISABLED": "false" if subsegments else "true",
             # No pydantic plugins are deployed: without this, the first model scans every installed
             # distribution's entry points for one (importlib.metadata) on each cold start.
@@ -216,7 +216,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/memory/redrive", "memory_api"),
 )
 
-# A2A 1.0 (dovecote.a2a; API.md § A2A): the A2A spec's wire, not Dovecote's API (no OpenAPI entry, no
+# A2A 1.0 (dovecote.a2a; docs/clients/a2a.md): the A2A spec's wire, not Dovecote's API (no OpenAPI entry, no
 # SDK, CLI or MCP verb). The public Agent Card, JSON-RPC at the root, HTTP+JSON under /a2a. A custom
 # method (`message:send`, `{id}:cancel`) is one path variable: the function reads the verb.
 A2A_ROUTES: tuple[Route, ...] = (

@@ -1,6 +1,6 @@
 """Lease dispatcher: a scheduled function (EventBridge every minute; `dovecote dev` every second)
 that fences leases silent past their lease timeout and grants not accepted within their accept
-timeout, so a crashed worker's task becomes claimable again with the next fence. The seed keeps no
+timeout, so a crashed worker's task becomes claimable again with the next fence. The reference keeps no
 wall-clock expiry in the store: this is the "dispatcher fences a disconnected worker explicitly" of
 agent-tasks.txt, run serverlessly.
 

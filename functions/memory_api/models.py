@@ -1,4 +1,4 @@
-"""HTTP shapes of the memory routes (API.md § Memory). Types only: dovecote.memory holds the rules
+"""HTTP shapes of the memory routes (docs/services/memory.md). Types only: dovecote.memory holds the rules
 (the one gate per input is dovecote.memory.model; these models refuse wrong JSON types first)."""
 
 from __future__ import annotations

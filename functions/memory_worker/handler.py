@@ -1,4 +1,4 @@
-"""Memory worker: consumes the memory write queue (SQS FIFO) and runs the seed's Submit steps for
+"""Memory worker: consumes the memory write queue (SQS FIFO) and runs the reference's Submit steps for
 each message (dovecote.memory.worker.WriteWorker).
 
 Powertools `SqsFifoPartialProcessor(skip_group_on_error=True)` + `process_partial_response`: a

@@ -1,4 +1,4 @@
-"""HTTP shapes of the notes routes (API.md § Notes). Types only: the rules live in
+"""HTTP shapes of the notes routes (docs/services/notes.md). Types only: the rules live in
 dovecote.notes, so these models stay permissive where the domain gate decides."""
 
 from __future__ import annotations

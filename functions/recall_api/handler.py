@@ -66,9 +66,9 @@ def text(limit: int) -> dict[str, Any]:
 
 SESSION = r"[A-Za-z0-9._-]+([/~][A-Za-z0-9._-]+)*"
 # The ref grammar: <session8>:<uuid8> (longer prefixes and a full dashed uuid too); a ref naming
-# nothing is a 404, and an all-digit uuid part matching nothing is the seed's "old numeric ref" (400).
+# nothing is a 404, and an all-digit uuid part matching nothing is the reference's "old numeric ref" (400).
 # The uuid part documented is hex with at least one letter, at most 36 characters: an all-digit part
-# is accepted when it matches a message, and otherwise is the seed's "old numeric ref" (400).
+# is accepted when it matches a message, and otherwise is the reference's "old numeric ref" (400).
 UUID_PART = "[0-9]{0,17}[a-fA-F][0-9a-fA-F-]{0,18}"
 REF = {"pattern": f"^(ref=)?{SESSION}:{UUID_PART}$"}
 INSTANT_OR_DATE = {

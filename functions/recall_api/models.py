@@ -1,6 +1,6 @@
-"""HTTP shapes of the recall routes (API.md § Recall), with the seed's JSON field names. Types only:
+"""HTTP shapes of the recall routes (docs/services/recall.md), with the reference's JSON field names. Types only:
 the rules live in dovecote.recall, so the request models stay permissive where the domain gate
-decides (it gives the seed's messages)."""
+decides (it gives the reference's messages)."""
 
 from __future__ import annotations
 

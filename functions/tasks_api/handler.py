@@ -1,5 +1,5 @@
 """Tasks API function: parse → the command's one gate (dovecote.tasks.commands) → TaskService →
-return a model. No rules here: the gate checks the input and the role in the order SEMANTICS §2
+return a model. No rules here: the gate checks the input and the role in the order docs/design/tasks.md#the-check-order
 gives (a caller token on a worker route is 403), the service decides."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""HTTP shapes of the task routes (API.md § Tasks). Types only: dovecote.tasks holds the rules."""
+"""HTTP shapes of the task routes (docs/services/tasks.md). Types only: dovecote.tasks holds the rules."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ class CompactionPolicy:
     the bound that matters for the restart's time; the others bound the files whatever the mix.
     0.4 s: a replay also pays moto's first-request costs (its service models, about half a second
     whatever the count), and measured about twice the serving estimate at 1 s; at 0.4 a restart after
-    a crash stays within 5 s (README, `bench/devstart.py`)."""
+    a crash stays within 5 s (docs/benchmarks/notes.md, `bench/devstart.py`)."""
 
     replay_s: float = 0.4
     records: int = 2000

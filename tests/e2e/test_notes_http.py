@@ -89,7 +89,7 @@ def page_cursor(http: httpx.Client, caller: dict[str, str], key: str) -> str:
 
 
 def test_a_missing_token_is_401_and_an_invalid_one_is_denied_by_the_authorizer(http: httpx.Client) -> None:
-    # API.md: the gateway's own answers, before any function runs.
+    # docs/clients/http.md#errors: the gateway's own answers, before any function runs.
     body = {"key": "k", "run": 1, "name": "n", "text": "x"}
     missing = http.put("/v1/notes", json=body)
     assert missing.status_code == 401 and missing.json() == {"message": "Unauthorized"}

@@ -85,7 +85,7 @@ def test_push_after_a_fresh_start_sends_everything_again(tmp_path: Path) -> None
 def test_the_sample_transcript_the_readme_offers_is_found(
     dev_runtime: dict[str, Any], http: httpx.Client, tmp_path: Path
 ) -> None:
-    """README: `recall push examples/transcripts` for a reader with no transcripts of their own, then
+    """The quickstart: `recall push examples/transcripts` for a reader with no transcripts of their own, then
     its search block (`recall search "flaky test retry" --since 2026-01-01`) finds the session."""
     own = fresh_authority(dev_runtime, "sample")
     sent = push(dev_runtime, ROOT / "examples" / "transcripts", tmp_path / "state.json", own.token("caller"))

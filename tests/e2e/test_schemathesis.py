@@ -37,7 +37,7 @@ FUZZED_PREFIXES = (
 # the operations are known at collection time.
 DOCUMENT = openapi_document()
 # Schema-invalid data must be refused. 413 payload_too_large is one of Dovecote's refusals (an inline
-# body or an upload over its limit, API.md), beside schemathesis' default list.
+# body or an upload over its limit, docs/reference/limits.md), beside schemathesis' default list.
 CONFIG = SchemathesisConfig.from_dict(
     {
         "checks": {
@@ -317,7 +317,7 @@ def conforms(case: Any, dev_runtime: dict[str, Any], role: str = "caller") -> No
     if settled:
         # A delivery is always settled: an event that breaks the schema is answered 200 with a nack
         # (code invalid, or the refusal the command met), never a 4xx, so the outbox can drop it
-        # (API.md, worker events). What must hold instead is asserted below: it is never acked.
+        # (docs/design/tasks.md#worker-events). What must hold instead is asserted below: it is never acked.
         excluded.append(openapi_checks.negative_data_rejection)
     response = case.call_and_validate(
         base_url=dev_runtime["endpoint"],

@@ -605,7 +605,7 @@ def test_the_claim_shards_context_reaches_every_function_that_writes_task_items(
     """`-c claim_shards=N`: the claimable index's layout, so the tasks API, A2A and the dispatcher (a
     fence rewrites the task item) must all agree on it; without the context none is told (the code's
     default)."""
-    assert OPTIONS["claim_shards"] == 16  # the default is 1 (the seed's strict order): a fleet's option
+    assert OPTIONS["claim_shards"] == 16  # the default is 1 (the reference's strict order): a fleet's option
     raw = options_synth["raw"]
 
     def told(template: dict[str, Any]) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""SEMANTICS §1, every case, through NotesService over each NoteStore: the in-memory fake and the
+"""docs/design/notes.md, every case, through NotesService over each NoteStore: the in-memory fake and the
 DynamoDB + S3 adapter on moto. Both must pass the same suite."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SEMANTICS §3, both lists, through RecallService over every SearchIndex engine.
+"""docs/design/recall.md, both lists, through RecallService over every SearchIndex engine.
 
 The fixture `index_engine` yields a fresh, empty engine: SQLite FTS5 in memory, or OpenSearch (a real
 2.19 node, with indices named for the test). Another engine joins by adding a param and a branch (it

@@ -1,5 +1,5 @@
 """The semantic tier through RecallService (issue 20): `semantic=on|off`, `vector_coverage` and the
-`vector_gap` warning as the seed has them, embedding off the request path, and the tier's honest
+`vector_gap` warning as the reference has them, embedding off the request path, and the tier's honest
 report where it does not run (no embedder, a sorted search, an engine without vectors, an embedder
 that fails). The hashing fake stands in for a model here; tests/e2e/test_recall_semantic.py uses
 the local model."""

@@ -335,7 +335,7 @@ def test_a_failed_freeze_upload_copy_commits_nothing(dynamo: tuple[Edge, dict[st
 
 def test_round_trips(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     """Each command is one read and one TransactWriteItems, plus the S3 and KMS calls its payload
-    needs (README, bench)."""
+    needs (docs/benchmarks/notes.md)."""
     service, env = dynamo
     clients = (env["dynamodb"], env["s3"], aws.client("kms"))
     flow = working(service)

@@ -1,6 +1,6 @@
 """Claims across the claimable index's shards on DynamoDB (moto), with real threads (issue 21): a
 backlog drained by workers claiming at once is leased exactly once and none of it is lost, with the
-fleet's shards and with the seed's one shard (the default); long-polling workers take tasks created while they
+fleet's shards and with the reference's one shard (the default); long-polling workers take tasks created while they
 wait, whatever shard each lands in."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 both TaskStores (the fake and DynamoDB on moto): who holds the task, its last sign of life and when
 the dispatcher will fence it; each generation's grant, acceptance, last heartbeat, and when, why and
 by whom it ended. The history lives beside the event log, never in it: the log's events and counts
-stay the seed's."""
+stay the reference's."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_each_way_a_lease_ends_is_recorded_with_who_ended_it(service: Edge, cloc
     ]
     assert all(g["state"] == "ended" and g["ended_at"] for g in whole)
     assert "accepted_at" not in whole[2] and whole[3]["accepted_at"]  # 3 was never accepted, 4 was
-    # The event log holds the seed's events only: create, accept, cancel (leases never add one).
+    # The event log holds the reference's events only: create, accept, cancel (leases never add one).
     events = service.events(CALLER, flow.task_id, None, None)["items"]
     assert [e["type"] for e in events] == ["task_submitted", "task_accepted", "task_canceled"]
     task = service.get(CALLER, flow.task_id)["task"]

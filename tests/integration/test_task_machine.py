@@ -1,7 +1,8 @@
 """The task machine's conformance suite: every scenario runs once per TaskStore (the fake, then
 DynamoDB on moto; the `service` fixture is parametrised over both, so a new scenario runs on the
 real adapter without being listed anywhere). Every (command × state) pair, the check order, the
-two-round conversation, replay and idempotency, leases, claims, paging.
+two-round conversation, replay and idempotency, leases, claims, paging
+(docs/design/tasks.md#the-state-machine).
 tests/unit/test_conformance_suites.py holds every test here to taking that fixture."""
 
 from __future__ import annotations
@@ -270,7 +271,7 @@ def test_a_command_on_a_task_at_the_last_revision_is_a_revision_conflict(service
 
 
 def test_a_claim_whose_oldest_candidate_has_an_exhausted_fence_answers_it(service: Edge) -> None:
-    """Reference parity (the seed's rule: one claimable shard): the candidate is not skipped for the
+    """Reference parity (the reference rule: one claimable shard): the candidate is not skipped for the
     next one."""
     assert service.store.claim_shards == 1
     oldest = Flow(service).to_state("submitted")
@@ -286,7 +287,7 @@ def test_fence_exhausted(service: Edge) -> None:
 
 
 def test_claim_takes_the_oldest_claimable(service: Edge) -> None:
-    """The seed's rule, and the default layout (one claimable shard): a claim takes strictly the
+    """The reference rule, and the default layout (one claimable shard): a claim takes strictly the
     oldest claimable task."""
     assert service.store.claim_shards == CLAIM_SHARDS == 1
     flows = [Flow(service).to_state("submitted") for _ in range(3)]

@@ -61,7 +61,7 @@ def test_lowering_the_count_strands_tasks_until_the_pass_moves_them(store: TaskS
     assert service.reshard_claimable() == {"moved": len(outside), "done": False}
     assert service.reshard_claimable() == {"moved": 0, "done": True}
     assert store.claimable_layout() == ClaimableLayout(shards=1)
-    # Then claims take every task, strictly oldest first (the seed's rule), and nothing twice.
+    # Then claims take every task, strictly oldest first (the reference rule), and nothing twice.
     assert claim_all(service) == created
 
 

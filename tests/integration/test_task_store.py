@@ -280,7 +280,7 @@ def test_round_trips(dynamo: tuple[Edge, dict[str, Any]]) -> None:
     with count_round_trips(*clients) as meter:
         service.accept(WORKER, flow.task_id, body)  # exact replay
     assert meter.total == 1, meter.calls
-    # A claim, one shard (the default, the seed's rule): the receipt's GetItem, one Query, the
+    # A claim, one shard (the default, the reference rule): the receipt's GetItem, one Query, the
     # TransactWriteItems; nothing claimable: the GetItem and the Query.
     Flow(service).create()
     with count_round_trips(*clients) as meter:

@@ -1,5 +1,5 @@
 """bench/claims.py, the claim-throughput model (issue 21): its figures decide the sharding design, so
-its mechanics are checked: the seed's rule claims in age order, the figures respond to the fleet and
+its mechanics are checked: the reference rule claims in age order, the figures respond to the fleet and
 the strategy the way the request sequence says, and a run is reproducible."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_the_codes_claim_meets_the_goal_with_a_bounded_skew() -> None:
 
 
 def test_one_shard_is_the_seeds_rule() -> None:
-    """claim_shards = 1: one Query, strictly the oldest, the seed's figures."""
+    """claim_shards = 1: one Query, strictly the oldest, the reference's figures."""
     alone, seed = simulate(1, "claim", shards=1, seconds=1.0), simulate(1, "oldest", seconds=1.0)
     assert alone.p99_age_rank == 0
     assert abs(alone.claims_per_s - seed.claims_per_s) <= 1

@@ -209,7 +209,7 @@ def test_every_parameter_default_is_a_value_its_schema_accepts() -> None:
 
 def test_an_inline_put_takes_no_sha256() -> None:
     """The fuzzer's find: `{"sha256": ""}` on an inline put was ignored, a 200. Like `size`, the
-    digest belongs to an upload commit (API.md); an inline body's is computed."""
+    digest belongs to an upload commit (docs/services/notes.md#routes); an inline body's is computed."""
     for sha in ("", SHA, "not hex"):
         with pytest.raises(InvalidArgument, match="sha256 is only for an upload commit") as refused:
             gate_put(PutNote(key="k", run=1, name="n", text="x", sha256=sha))

@@ -1,5 +1,6 @@
-"""Values a reader meets in an example are explained where they appear (issue 29): the README's
-`--expected-base-revision rev-0` and the echo worker's `empty` base revision, and the CLI's help for
+"""Values a reader meets in an example are explained where they appear (issue 29): the manual's
+`--expected-base-revision rev-0` (docs/services/artifacts.md) and the echo worker's `empty` base revision, and the CLI's
+help for
 the option says what to give."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from tests.conftest import ROOT
 
 
 def test_rev_0_and_empty_are_explained_beside_their_use() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "services" / "artifacts.md").read_text()
     used = readme.index("--expected-base-revision rev-0")
     after = readme[used : used + 3000]
     assert "**`rev-0` and `empty` are base revisions of a workspace with no head yet.**" in after

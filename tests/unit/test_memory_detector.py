@@ -1,5 +1,5 @@
 """The default detector's verb rules as a table of memory pairs, and the bounded retrieval in
-front of it. The table is the documentation: each row is an example the README can quote."""
+front of it. The table is the documentation: each row is an example the manual can quote."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The memory write queue over the in-memory fakes: the seed's reference tests (SEMANTICS §4),
+"""The memory write queue over the in-memory fakes: the reference's reference tests (docs/design/memory.md),
 cancel and resubmit semantics, redelivery, giving up on poison, redrive, lists, judgments.
 
 The scenarios that take `harness` are the conformance suite: tests/integration/
@@ -119,7 +119,7 @@ def code_of(call: Callable[[], Any]) -> str:
     return "ok"
 
 
-# ---- the seed's reference tests ------------------------------------------------------------------
+# ---- the reference's reference tests ------------------------------------------------------------------
 
 
 def test_five_sequential_writes_apply_in_order_all_complete(harness: Harness) -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from dovecote.notes.model import note_ref, ref_preimage
 from tests.conftest import DATA
 
-# The seed's Ref vectors, committed with the tests (tests/data).
+# The reference's Ref vectors, committed with the tests (tests/data).
 VECTORS = json.loads((DATA / "note-ref-vectors.json").read_text())["vectors"]
 
 

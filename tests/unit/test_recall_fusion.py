@@ -1,4 +1,4 @@
-"""dovecote.recall.fusion: the seed's RRF (k = 60) and the weighted fusion of normalised scores."""
+"""dovecote.recall.fusion: the reference's RRF (k = 60) and the weighted fusion of normalised scores."""
 
 from __future__ import annotations
 

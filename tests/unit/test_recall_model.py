@@ -303,8 +303,9 @@ def test_trigram_compiler_drops_short_leaves() -> None:
 
 
 def test_budget_keeps_the_anchor_and_counts_the_marker() -> None:
-    # The seed's example: window [hello, world], budget 7, gave [hello, "wo …[truncated]"] — past the
-    # budget. Ours counts the marker inside the budget (SEMANTICS §3, fixed on purpose): a budget that
+    # The reference's example: window [hello, world], budget 7, gave [hello, "wo …[truncated]"] — past the
+    # budget. Ours counts the marker inside the budget (docs/design/recall.md#what-dovecote-fixes-on-purpose):
+    # a budget that
     # cannot hold it beside "hello" drops "world", and says so.
     texts = ["hello", "world"]
     fitted = fit_budget(texts, 0, 7)

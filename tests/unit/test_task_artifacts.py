@@ -1,4 +1,4 @@
-"""SEMANTICS §2 "Artifacts and apply receipts" and "Worker events" over the in-memory store. The
+"""docs/design/tasks.md#artifacts-and-apply-receipts and #worker-events over the in-memory store. The
 scenarios run again through DynamoDB on moto (tests/integration/test_task_artifacts_dynamo.py)."""
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def test_freeze_records_digests_result_revision_and_an_event(service: Edge) -> N
     payload_digest = "sha256:" + hashlib.sha256(b"diff --git").hexdigest()
     assert art["payload_digest"] == payload_digest and art["payload_size"] == len(b"diff --git")
     assert art["state"] == "frozen" and art["media_type"] == "text/x-diff"
-    # SEMANTICS: sha256 of the canonical {base, surface "agent", artifact, payload}.
+    # docs/design/tasks.md#artifacts-and-apply-receipts: sha256 of the canonical
+    # {base, surface "agent", artifact, payload}.
     expected = canonical_digest({"base": "rev-0", "surface": "agent", "artifact": "a1", "payload": payload_digest})
     assert art["result_revision"] == expected
     assert art["digest"].startswith("sha256:") and len(art["digest"]) == 71

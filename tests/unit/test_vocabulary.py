@@ -1,7 +1,7 @@
-"""One vocabulary (README, "One vocabulary"; dovecote.client.vocabulary): every name the SDK, the CLI and
+"""One vocabulary (docs/reference/vocabulary.md; dovecote.client.vocabulary): every name the SDK, the CLI and
 the MCP tools use for an operation's inputs is the HTTP field of its route (from the route table and the
 OpenAPI request models), or an alias the vocabulary lists; every CLI verb is the MCP tool's verb; every
-operation named exists on each interface; and the README's tables are the module's."""
+operation named exists on each interface; and the manual's tables are the module's."""
 
 from __future__ import annotations
 
@@ -241,20 +241,19 @@ def test_mcp_arguments_have_the_http_parameters_types(tool: str) -> None:
                 )
 
 
-# ---- the README ------------------------------------------------------------------------------------
+# ---- the manual ------------------------------------------------------------------------------------
 
 
-def test_the_readme_tables_are_the_vocabulary() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### One vocabulary", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("|")]
-    assert rows == [line for line in render() if line]
+def test_the_manual_tables_are_the_vocabulary() -> None:
+    page = (ROOT / "docs" / "reference" / "vocabulary.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("|")]
+    assert rows == [line for line in render() if line.startswith("|")]
 
 
-def test_the_readme_explains_every_evidence_code() -> None:
+def test_the_manual_explains_every_evidence_code() -> None:
     from dovecote.memory.model import EVIDENCE_CODES
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("**Evidence codes.**", 1)[1].split("```", 1)[0]
+    page = (ROOT / "docs" / "services" / "memory.md").read_text()
+    section = page.split("**Evidence codes.**", 1)[1].split("```", 1)[0]
     explained = re.findall(r"^\| `(goncho_[a-z_]+)` \|", section, flags=re.MULTILINE)
     assert sorted(explained) == sorted(EVIDENCE_CODES)

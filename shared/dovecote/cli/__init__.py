@@ -1,5 +1,5 @@
 """The `dovecote` command line (typer): the same verbs and fields as the HTTP API, the SDK and the MCP
-tools (README: "One vocabulary").
+tools (docs/reference/vocabulary.md).
 
 Layout:
 - here, `main`: the console script. `dovecote --version` answers without importing typer, and so does a

@@ -1,4 +1,5 @@
-"""`dovecote artifacts …`: a workspace's artifacts, its head and the apply receipts (API.md § Workspaces
+"""`dovecote artifacts …`: a workspace's artifacts, its head and the apply receipts (docs/services/artifacts.md,
+workspaces
 and artifacts), as a caller. Freezing is a worker verb (`dovecote worker freeze`).
 
 `get` prints the artifact's metadata, or with `--output FILE` writes its payload (streamed from the

@@ -74,7 +74,7 @@ def push(
             "--format",
             help="Force a format instead of sniffing each file: claude-code-jsonl, codex-jsonl, or generic (any "
             'other tool\'s conversation: JSON lines {"role", "text" or "content", "timestamp"?}, or the '
-            "POST /v1/transcripts body; README, Recall).",
+            "POST /v1/transcripts body; docs/services/recall.md).",
         ),
     ] = None,
     project: Annotated[str | None, typer.Option(help="Project label for every file (default: from the cwd).")] = None,

@@ -1,4 +1,4 @@
-"""`dovecote tasks …`: the caller's verbs, one per route of API.md § Tasks (the worker's are in
+"""`dovecote tasks …`: the caller's verbs, one per route of docs/services/tasks.md (the worker's are in
 `worker.py`), built from one table (`dovecote.cli.verbs`).
 
 Options are the HTTP fields: `--expected-revision` (alias `--rev`; optional for a person: omitted, the

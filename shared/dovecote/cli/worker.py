@@ -1,4 +1,4 @@
-"""`dovecote worker …`: the worker's verbs (API.md § Tasks, worker), with the worker token (the admin's
+"""`dovecote worker …`: the worker's verbs (docs/services/workers.md), with the worker token (the admin's
 for `fence`). The lease verbs and the task commands are built from one table (`dovecote.cli.verbs`);
 `claim` (it long-polls in a loop), `freeze-artifact` (it streams a file) and `event` (it reads a JSON
 document) are written out.

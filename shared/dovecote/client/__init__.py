@@ -1,4 +1,5 @@
-"""The Python SDK: `DovecoteClient` (in `core.py`), one typed method per route of API.md, with the same
+"""The Python SDK: `DovecoteClient` (in `core.py`), one typed method per route (docs/reference/http-api.md), with the
+same
 names and fields; see `core.py` for the layout and the transport rules.
 
 The package itself imports only the light parts (the exception, the note ref, the configuration), and

@@ -1,4 +1,4 @@
-"""SDK methods for artifacts, workspace heads, apply receipts and worker events (API.md § Tasks,
+"""SDK methods for artifacts, workspace heads, apply receipts and worker events (docs/services/artifacts.md,
 worker; § Workspaces and artifacts), as a mixin over the client's transport.
 
 Freezing a payload: up to `ARTIFACT_INLINE_SEND` bytes travel inline in the freeze command (`text`

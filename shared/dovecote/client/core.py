@@ -1,4 +1,4 @@
-"""The SDK's client (httpx): one typed method per route of API.md, with the same names and fields.
+"""The SDK's client (httpx): one typed method per route (docs/reference/http-api.md), with the same names and fields.
 Import it as `from dovecote.client import DovecoteClient` (the package loads this module on first use).
 
 Layout: this module holds the client and its transport; `notes.py`, `tasks.py`, `artifacts.py`

@@ -1,7 +1,8 @@
 """The one exception the SDK raises, and the codes it adds to the API's own.
 
 Every failure reaches the caller as a `DovecoteError` with a stable code: an error envelope from the
-API (status and code as API.md lists them), or one of the client-side codes below, whose status is 0
+API (status and code as docs/clients/http.md#errors lists them), or one of the client-side codes below,
+whose status is 0
 because no HTTP answer was received (or none was needed)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SDK methods for notes (API.md § Notes), as a mixin over the client's transport.
+"""SDK methods for notes (docs/services/notes.md), as a mixin over the client's transport.
 
 A note's Ref is computed here, from the coordinates, so an agent addresses a note without a lookup.
 Bodies over the inline limit stream: the file is read twice in chunks (once for its size and

@@ -1,4 +1,4 @@
-"""Following the API's two kinds of list (API.md, Conventions): keyset lists (`{items, cursor}`, done
+"""Following the API's two kinds of list (docs/design/paging.md): keyset lists (`{items, cursor}`, done
 when the cursor is absent or empty) and sequence streams (`{items, next, has_more}`). One definition
 for the SDK's `iter_*` methods and the CLI's `--all`."""
 

@@ -1,4 +1,4 @@
-"""SDK methods for recall (API.md § Recall), as a mixin over the client's transport.
+"""SDK methods for recall (docs/services/recall.md), as a mixin over the client's transport.
 
 `DovecoteClient` gains them by inheriting `RecallMixin`. Refs and sessions go into URL paths with
 their level separator as `~` (the API accepts both spellings; a `/` would end the path segment), then

@@ -1,4 +1,4 @@
-"""SDK methods for tasks (API.md § Tasks), caller and worker, as a mixin over the client's transport.
+"""SDK methods for tasks (docs/services/tasks.md), caller and worker, as a mixin over the client's transport.
 
 Every command takes a `command_id`: reuse it to retry safely. When none is given one is generated,
 once per call, so the transport's own retries resend the same command. A message without an `id`

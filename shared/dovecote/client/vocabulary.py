@@ -1,14 +1,15 @@
 """One vocabulary across the HTTP API, the SDK, the CLI and the MCP tools: each operation's name in each,
 and the few names that differ from the HTTP field, each listed here with the reason.
 
-The rules (README, "One vocabulary"):
+The rules (docs/reference/vocabulary.md):
 1. The HTTP field is the name everywhere: the SDK parameter, the MCP argument, the CLI long option.
 2. A CLI verb may have a short alias (`ls` → `list`, `rm` → `delete`, `freeze` → `freeze-artifact`,
    dovecote.cli.groups.ALIASES), but the documented verb is the MCP tool's.
 3. A CLI `--json` answer is the HTTP answer's JSON (same envelope, same keys), and so is an MCP tool's
    structured content.
 
-The README's vocabulary tables are rendered from this module (`render`), and tests/unit/test_vocabulary.py
+The manual's vocabulary tables (docs/reference/vocabulary.md) are rendered from this module (`render`),
+and tests/unit/test_vocabulary.py
 reads the route table, the OpenAPI request models, the SDK signatures, the CLI's options and the MCP
 tools' schemas and fails on a name that is neither the HTTP field nor listed here.
 """
@@ -181,7 +182,7 @@ CLIENT_COMMANDS = (
 
 
 def render() -> list[str]:
-    """The README's two tables, as markdown lines."""
+    """The manual's two tables (docs/reference/vocabulary.md), as markdown lines."""
     lines = ["| concept | HTTP | SDK | CLI (`dovecote …`) | MCP tool |", "|---|---|---|---|---|"]
     for op in OPERATIONS:
         cells = [f"`{value}`" if value else "—" for value in (op.http, op.sdk, op.cli, op.mcp)]

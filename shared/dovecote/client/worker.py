@@ -201,7 +201,7 @@ class Job:
             self._worker.beaten(self)
         return settlement
 
-    # The commands (API.md § Tasks, worker).
+    # The commands (docs/services/workers.md).
 
     def accept(self) -> dict[str, Any]:
         return self._run("accept")

@@ -1,6 +1,6 @@
 """A deterministic embedder for tests of the tier's plumbing (coverage, storage, re-embedding on a model
 change). It hashes words into buckets: texts that share words are close, paraphrases are not. It is
-never a default, and the README says so."""
+never a default, and docs/services/recall.md says so."""
 
 from __future__ import annotations
 

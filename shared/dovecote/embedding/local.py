@@ -6,10 +6,10 @@ Why by hand: no PyPI wheel ships this model for ONNX Runtime, and PyTorch is gig
 6-layer BERT encoder, then mean pooling and L2 normalisation (its sentence-transformers config); that
 forward pass is a few numpy lines over the safetensors weights, with the `tokenizers` library for the
 WordPiece step. `tests/integration/test_embedder.py` holds it to the port's conformance suite and to
-a paraphrase check. Measured throughput is in the README.
+a paraphrase check. Measured throughput: docs/benchmarks/notes.md.
 
 numpy's BLAS uses one thread unless told otherwise: on a small shared machine two threads contending
-with the runtime were four times slower (the research note in the README).
+with the runtime were four times slower (docs/benchmarks/notes.md).
 """
 
 from __future__ import annotations

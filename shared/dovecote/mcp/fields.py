@@ -1,4 +1,4 @@
-"""The tools' typed parameters, named like the HTTP API's fields (API.md), each with the one
+"""The tools' typed parameters, named like the HTTP API's fields (docs/reference/http-api.md), each with the one
 sentence a model reads in the tool's JSON schema. Shared so `task_id` means the same everywhere."""
 
 from __future__ import annotations

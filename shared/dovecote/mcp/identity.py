@@ -1,4 +1,4 @@
-"""The identity tool: `whoami` (API.md § Admin and meta, `GET /v1/whoami`). A model that is refused
+"""The identity tool: `whoami` (docs/clients/http.md#admin-and-meta-routes, `GET /v1/whoami`). A model that is refused
 can ask which token it holds (authority, role, worker, agent claim, expiry) instead of guessing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Memory tools (API.md § Memory): submit a write to the scope's serialized queue, wait for its
+"""Memory tools (docs/services/memory.md): submit a write to the scope's serialized queue, wait for its
 evidence, list a scope's memories and relation candidates, judge a candidate. A write is applied
 asynchronously: memory_submit answers `queued`, memory_status (with `wait`) the evidence."""
 

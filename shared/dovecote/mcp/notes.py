@@ -1,4 +1,4 @@
-"""Notes tools: put, get, list, delete (API.md § Notes). A note is addressed by its coordinates
+"""Notes tools: put, get, list, delete (docs/services/notes.md). A note is addressed by its coordinates
 (key, run, name, author) or by its ref, the SHA-256 the SDK computes from them; each tool is one
 request."""
 

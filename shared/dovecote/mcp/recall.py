@@ -1,4 +1,4 @@
-"""Recall tools (API.md § Recall): search, read, outline, topics over the authority's indexed
+"""Recall tools (docs/services/recall.md): search, read, outline, topics over the authority's indexed
 transcripts. The answers are the API's own envelopes, so search's `warnings`, `complete` and
 `scopes_report` reach the model as data beside the results. Reads are bounded: `budget` (characters)
 goes to the API, which trims the excerpt and says so (`truncated`, `trimmed_chars`)."""

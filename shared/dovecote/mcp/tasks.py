@@ -1,4 +1,4 @@
-"""Task tools (API.md § Tasks). The caller's tools are always there; the worker's (claim, accept,
+"""Task tools (docs/services/tasks.md). The caller's tools are always there; the worker's (claim, accept,
 request_input, complete, fail, freeze_artifact) only for a token that may run worker commands
 (`server.py` asks the API). Every tool answers the HTTP answer, the same envelope and keys
 (`{task}`, `{assignment}`, `{task, artifact}`). A command's id is generated when the model gives none;

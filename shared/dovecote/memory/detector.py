@@ -62,7 +62,7 @@ class LexicalDetector:
         out = []
         for older in prior:
             if older.id == new.id:
-                continue  # the seed lists prior memories excluding this one
+                continue  # the reference lists prior memories excluding this one
             candidate = self.compare(new, statement, older, stats)
             if candidate is not None:
                 out.append(candidate)

@@ -7,7 +7,7 @@
       └──────fail────────┴──▶ failed ──requeue──▶ queued     (the worker gives up; a redrive retries)
 
 `cancelled` carries a `consumed` flag (set when the worker sees the write) instead of a state of its
-own, because API.md fixes the status values; the seed's Cancel answers differ on it.
+own, because docs/design/memory.md#submitting fixes the status values; the reference's Cancel answers differ on it.
 """
 
 from __future__ import annotations

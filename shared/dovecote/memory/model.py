@@ -1,13 +1,13 @@
 """Memory writes, memories, relation candidates and evidence, and the one validation gate per input.
 Pure.
 
-Vocabulary (SEMANTICS §4, seeds/memory-write-queue.txt):
+Vocabulary (docs/design/memory.md):
 - a *memory write* is what an agent submits: {id, scope, content, tags}. Its id is the idempotency
   key of the submit and, once applied, the id of the memory it became;
 - a *memory* is an applied write, numbered by `seq` inside its scope in applied order;
 - a *relation candidate* is a PENDING edge (from the new memory to an earlier one) that the
   detector proposes; only a later, separate judgment confirms or dismisses it;
-- *evidence* is the outcome of one write, with one of the seed's four codes.
+- *evidence* is the outcome of one write, with one of the reference's four codes.
 """
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 100
 MAX_NOTE_CHARS = 1000
 
-# The seed's evidence codes (part of the public contract).
+# The reference's evidence codes (part of the public contract).
 WRITE_COMPLETE = "goncho_write_complete"
 WRITE_CANCELLED = "goncho_write_cancelled"
 RELATION_DETECTION_FAILED = "goncho_relation_detection_failed"
 WRITE_FAILED = "goncho_write_failed"
 EVIDENCE_CODES = (WRITE_COMPLETE, WRITE_CANCELLED, RELATION_DETECTION_FAILED, WRITE_FAILED)
 
-# The seed's relation vocabulary. The default detector never emits `scoped` (it has no notion of
+# The reference's relation vocabulary. The default detector never emits `scoped` (it has no notion of
 # a narrower scope than the one a memory is written to); a custom detector may.
 VERBS = ("related", "conflicts_with", "supersedes", "compatible", "scoped", "not_conflict")
 RELATION_STATUSES = ("pending", "confirmed", "dismissed")
@@ -169,7 +169,7 @@ def gate_write(raw: Any) -> WriteInput:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One PENDING relation from the new memory to an earlier one (the seed's RelationCandidate)."""
+    """One PENDING relation from the new memory to an earlier one (the reference's RelationCandidate)."""
 
     from_id: str
     to_id: str
@@ -207,7 +207,7 @@ def relation_id(from_id: str, to_id: str, verb: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """The seed's WriteEvidence: callers inspect code and write_ok before trusting candidates."""
+    """The reference's WriteEvidence: callers inspect code and write_ok before trusting candidates."""
 
     code: str
     write_ok: bool
@@ -259,7 +259,7 @@ class Write:
     # Bumped by each redrive; part of the SQS deduplication id, so a redriven write is not dropped
     # as a duplicate of its first send.
     generation: int = 0
-    # A cancelled write the worker has seen (the seed's "cancelled and consumed").
+    # A cancelled write the worker has seen (the reference's "cancelled and consumed").
     consumed: bool = False
     evidence: Evidence | None = None
     seq: int = 0  # the memory's place in its scope once applied; 0 before

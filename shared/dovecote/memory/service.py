@@ -1,5 +1,5 @@
 """Memory commands on the API side: submit, status (long poll), cancel, the two lists, judgment and
-redrive. Pure apart from the MemoryStore and MemoryQueue ports; the worker's side (the seed's
+redrive. Pure apart from the MemoryStore and MemoryQueue ports; the worker's side (the reference's
 Submit steps) is memory/worker.py.
 
 Submit is "record, then send": a conditional insert of the write as `queued`, then one SQS FIFO
@@ -145,10 +145,10 @@ class MemoryService:
         return write.to_json()
 
     def cancel(self, principal: Principal, write_id: str) -> dict[str, Any]:
-        """The seed's Cancel: true if this cancel won the race with the worker's start, or the
+        """The reference's Cancel: true if this cancel won the race with the worker's start, or the
         write is already cancelled and the worker has not consumed it yet; false once it started,
         finished, or its cancellation was consumed. An empty or malformed id is invalid_argument
-        (API.md: bad input is a 4xx); an unknown id is not_found."""
+        (docs/clients/http.md#errors: bad input is a 4xx); an unknown id is not_found."""
         principal.require("caller", "worker")
         check_id(write_id)
         evidence = Evidence(WRITE_CANCELLED, False)

@@ -1,4 +1,4 @@
-"""The write queue's consumer: the seed's Submit steps (SEMANTICS §4) for one SQS message, exactly
+"""The write queue's consumer: the reference's Submit steps (docs/design/memory.md) for one SQS message, exactly
 once in effect over at-least-once delivery. Pure apart from the ports.
 
 1. Flip queued → started (conditional). A cancel that won instead: its evidence
@@ -119,7 +119,7 @@ class WriteWorker:
         else:
             log.error("memory write failed after %d receives", self.give_up_at, extra=extra)
 
-    # ---- the seed's Submit steps ------------------------------------------------------------
+    # ---- the reference's Submit steps ------------------------------------------------------------
 
     def process(self, message: QueueMessage) -> str:
         _, write = self.store.start_write(message.authority, message.id, self._now())
@@ -150,7 +150,7 @@ class WriteWorker:
                 try:
                     self.store.apply(application)
                 except RelationsRefused as exc:
-                    # The seed: a save error is detection-failed evidence; the write still applies.
+                    # The reference: a save error is detection-failed evidence; the write still applies.
                     evidence = Evidence(RELATION_DETECTION_FAILED, True, error=error_facts(exc))
                     self.store.apply(replace(application, evidence=evidence, relations=()))
             except WriteSettled:
@@ -171,7 +171,7 @@ class WriteWorker:
             stats = TermStats(view.memories, {t: p.df for t, p in view.postings.items()})
             candidates = self.detector.detect(memory, prior, stats)
             relations = _relations(memory, candidates, prior, now)
-        except Exception as exc:  # the seed: detection never fails the write
+        except Exception as exc:  # the reference: detection never fails the write
             log.warning("relation detection failed", extra={"write": memory.id, "error": str(exc)})
             return Evidence(RELATION_DETECTION_FAILED, True, error=error_facts(exc)), ()
         stored = tuple(Candidate(r.from_id, r.to_id, r.verb, r.note, r.evidence_ids) for r in relations)

@@ -1,1 +1,1 @@
-"""Notes: how agents pass work to each other (seeds/note-store.txt, SEMANTICS §1)."""
+"""Notes: how agents pass work to each other (docs/design/notes.md)."""

@@ -16,7 +16,7 @@ from dovecote.platform.errors import InvalidArgument, PayloadTooLarge
 from dovecote.platform.paging import page_limit
 from dovecote.platform.uploads import PresignedUpload  # noqa: F401 (re-exported: the notes port names it)
 
-# The seed's blob-backed store caps a note at 64 MiB.
+# The reference's blob-backed store caps a note at 64 MiB.
 MAX_NOTE_BYTES = 64 * 1024 * 1024
 # DynamoDB items are capped at 400 KB; bounded coordinates keep index items well under it.
 MAX_COORDINATE_BYTES = 1024

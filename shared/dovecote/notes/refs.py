@@ -1,4 +1,4 @@
-"""A note's ref: the primary key any agent computes from the coordinates alone (SEMANTICS §1), and the
+"""A note's ref: the primary key any agent computes from the coordinates alone (docs/design/notes.md), and the
 inline body limit. Kept apart from dovecote.notes.model, which re-exports them, so that the SDK and
 the CLI need neither its dataclasses nor its gates."""
 

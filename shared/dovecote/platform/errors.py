@@ -1,6 +1,7 @@
 """Errors as data: a stable code, a human message, and the facts in `details`.
 
-`STATUS_BY_CODE` is the one table that maps an error code to its HTTP status (API.md). Handlers never
+`STATUS_BY_CODE` is the one table that maps an error code to its HTTP status
+(docs/clients/http.md#errors). Handlers never
 pick a status themselves; they raise a `DomainError` and the shared exception handler renders it.
 """
 

@@ -1,5 +1,5 @@
 """Identifiers: one definition for task, workspace, context, message, command, submission, worker,
-authority and memory write ids (SEMANTICS §2).
+authority and memory write ids (docs/reference/limits.md).
 
 `fullmatch`, never `match` with `$`: `$` also matches before a trailing newline, so `"t1\\n"` would
 pass the gate and then name an object no path can address.

@@ -12,7 +12,7 @@ Why not Powertools' data masking with the AWS Encryption SDK provider: the SDK's
 heavy as boto3's own (it loads boto3, attrs and its key-ring machinery), paid on every cold start of
 every function that reads a task; `cryptography`'s AES-GCM loads in a few tens of milliseconds, and
 the format above carries exactly what the SDK's message format would here (one data key, one
-algorithm, the context). Measured figures are in the README and the commit that introduced this.
+algorithm, the context). Measured figures are in docs/operations/security.md and the commit that introduced this.
 
 Data keys are cached per container: one GenerateDataKey serves up to `max_uses` seals or `max_age`
 seconds, and each decrypted data key is remembered (by its encrypted form), so a warm function

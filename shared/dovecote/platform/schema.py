@@ -1,6 +1,6 @@
 """What the OpenAPI document declares about inputs, in one place.
 
-The domain gates enforce every rule with their own stable codes and the seed's messages; these
+The domain gates enforce every rule with their own stable codes and the reference's messages; these
 constraints only *document* them (`json_schema_extra`), so the published schema is exact without a
 second, differently worded validation in pydantic. tests/e2e/test_schemathesis.py holds the two
 together: every schema-valid request must be accepted (positive data acceptance).

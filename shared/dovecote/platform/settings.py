@@ -76,7 +76,7 @@ class Settings:
     # How long a grant may stay unaccepted before the dispatcher fences it, when a create does not
     # say: a worker that dies between its claim and its accept strands the task for this long.
     accept_timeout_seconds: int = 30
-    # The claimable index's partitions per authority. 1, the default, is the seed's rule: a claim
+    # The claimable index's partitions per authority. 1, the default, is the reference rule: a claim
     # takes strictly the oldest claimable task. More spread a large fleet's concurrent claims over
     # them, at the price of claiming close to, not at, the oldest (bench/claims.py models both). Part
     # of the data layout: after a change the dispatcher moves the entries written under the old

@@ -1,5 +1,5 @@
 """Recall: search past conversation transcripts for ranked refs, read bounded excerpts around a ref,
-outline a session, find topics. Every answer says how complete it is (seeds/transcript-recall.txt).
+outline a session, find topics. Every answer says how complete it is (docs/design/recall.md).
 
 Layout: `model.py` (types, constants, the ref grammar, one gate per input), `query.py` (the query
 language), `formats.py` (transcript parsers), `ranking.py` (hits → one per conversation),

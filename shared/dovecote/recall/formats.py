@@ -1,6 +1,7 @@
 """Transcript parsers: Claude Code session JSONL, OpenAI Codex CLI rollout JSONL (the current
 `{timestamp, type, payload}` envelope and the legacy direct shape), and the generic JSON form of
-API.md. Each maps a file to `Session`s of `Message`s (the samples the tests read, and what they
+docs/services/recall.md#the-generic-form.
+Each maps a file to `Session`s of `Message`s (the samples the tests read, and what they
 show of each format, are in tests/data/transcripts/SOURCES.md):
 
 - user and assistant text → kind `text`; tool calls and tool results → kind `tool` (a call's input

@@ -1,12 +1,12 @@
 """Fusing the lexical ranking of sessions with the semantic one (the vector tier): engine-agnostic.
 
-Two methods, chosen by measurement (bench/recall.py, the README's Recall figures):
-- `rrf`, the seed's reciprocal-rank fusion: score = Σ 1/(RRF_K + rank + 1) over the lists a
+Two methods, chosen by measurement (bench/recall.py; docs/benchmarks/notes.md#recall):
+- `rrf`, the reference's reciprocal-rank fusion: score = Σ 1/(RRF_K + rank + 1) over the lists a
   session is in (rank from 0), k = 60;
 - `weighted`: each list's scores min-max normalised to [0, 1] over the list (a session absent from
   a list scores 0 there), then LEXICAL_SHARE × lexical + (1 − LEXICAL_SHARE) × semantic.
 
-Final order, as the seed: fused score desc, coverage desc, then the better of the session's ranks.
+Final order, as the reference: fused score desc, coverage desc, then the better of the session's ranks.
 A session both lists hold is shown by its lexical row (it matched the question's words, and the
 snippet shows them); a session only the vectors found, by its closest message.
 """
@@ -19,7 +19,7 @@ from typing import Any
 FUSIONS = ("rrf", "weighted")
 RRF_K = 60
 # The lexical share of a weighted fusion: 0.9, the best of 0.5-0.9 on the bench's seen sets (seed 11,
-# with rivals: MRR 0.708; without: 0.988, tied with 0.8). bench/semantic.py, README "Benchmarks".
+# with rivals: MRR 0.708; without: 0.988, tied with 0.8). bench/semantic.py, docs/benchmarks/notes.md.
 LEXICAL_SHARE = 0.9
 # The defaults the figures decided. Fusion: weighted, because RRF lost to the words alone on every set
 # (unseen with rivals: MRR 0.654 against 0.688), as the issue's held-out set found. The tier stays off

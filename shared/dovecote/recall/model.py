@@ -17,10 +17,10 @@ from typing import Any, Literal
 from dovecote.platform.errors import InvalidArgument
 from dovecote.recall.patterns import MAX_PATTERN_CHARS, PathPattern, compile_path_pattern
 
-# ---- protocol constants (SEMANTICS §3) ------------------------------------------------------------
+# ---- protocol constants (docs/design/recall.md) ------------------------------------------------------------
 
 DEFAULT_SEARCH_LIMIT = 8
-MAX_SEARCH_LIMIT = 100  # API.md: over it is invalid_argument (the reference had no cap)
+MAX_SEARCH_LIMIT = 100  # docs/design/recall.md#constants: over it is invalid_argument (the reference had no cap)
 READ_WINDOW = 8  # ± displayed messages around the anchor
 MAX_READ_RADIUS = 400  # a "more" ladder or window beyond this is refused, not silently clamped
 OUTLINE_BOOKEND = 4  # displayable messages at each end of an outline
@@ -75,7 +75,7 @@ DEFAULT_RANKER = "passage"
 Role = Literal["user", "assistant", "system"]
 Kind = Literal["text", "tool", "thinking"]
 
-# Scope statuses and warning codes: the seed's strings, which agents branch on.
+# Scope statuses and warning codes: the reference's strings, which agents branch on.
 SCOPE_SEARCHED = "searched"
 SCOPE_STALE = "stale"  # uploads for this scope are still waiting to be indexed
 WARN_RECENCY_SKEW = "recency_skew"
@@ -85,7 +85,7 @@ WARN_SCOPE_INCOMPLETE = "scope_incomplete"
 WARN_NOT_CONSOLIDATED = "not_consolidated"  # never raised: one index per authority
 WARN_STORE_FALLBACK = "store_fallback"  # never raised: no second reader exists
 WARN_PROJECT_SPREAD = "project_spread"
-WARN_VECTOR_GAP = "vector_gap"  # the semantic tier ran with partial vector coverage (the seed's order)
+WARN_VECTOR_GAP = "vector_gap"  # the semantic tier ran with partial vector coverage (the reference's order)
 WARN_RAW_HISTORY = "raw_history"
 SEMANTIC_SWITCH = ("on", "off")  # search's `semantic`; absent: the deployment's default (fusion.py)
 WARNING_ORDER = (
@@ -307,7 +307,7 @@ class ReadRef:
 
 
 def parse_ref(raw: str) -> ReadRef:
-    """The ref grammar, with the seed's three errors. A leading `ref=` and a full dashed uuid are
+    """The ref grammar, with the reference's three errors. A leading `ref=` and a full dashed uuid are
     accepted. An all-digit uuid part is kept: it is a valid hex prefix, and the "old numeric ref"
     error is raised only when it matches no real message (see RecallService)."""
     value = raw.strip() if isinstance(raw, str) else ""

@@ -152,7 +152,7 @@ class OpenSearchSearch(OpenSearchVectors):
         terms = query.query.terms
         # The newest matching timestamp, filter-only (no scoring); then the best max_candidates rows
         # as plain hits, grouped by session here. A sampler + terms aggregation with top_hits per
-        # session read the same rows, at the cost of one top_hits fetch per session (see README).
+        # session read the same rows, at the cost of one top_hits fetch per session (docs/benchmarks/notes.md#recall).
         searches.append(
             (
                 self.messages,

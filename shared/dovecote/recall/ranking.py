@@ -6,7 +6,7 @@ that score messages alike order conversations alike.
    because the engine's own term match decides). bm25 over OR-ed terms can prefer one rare word
    repeated over every word once; coverage puts the message that answers the whole question first.
 3. One hit per conversation, ordered by the ranker:
-   - `message` (the seed): a conversation ranks by its best single message;
+   - `message` (the reference): a conversation ranks by its best single message;
    - `top2`: also counts the conversation's second-best message (score s1 + s2/2), so a
      conversation that keeps talking about the subject beats a passing mention;
    - `session`: the conversation as one document: the terms matched by any of its messages, then
@@ -31,7 +31,7 @@ that score messages alike order conversations alike.
    newest first (unknown times last); `sort=oldest` its oldest, oldest first (unknown times first,
    as the reference orders an empty time). Equal times keep the relevance order.
 
-`fuse` is the seed's reciprocal-rank fusion (k = 60) for a second retrieval tier (vectors); no such
+`fuse` is the reference's reciprocal-rank fusion (k = 60) for a second retrieval tier (vectors); no such
 tier is wired yet, the function states the rule for whoever adds one.
 """
 
@@ -96,7 +96,7 @@ def rank_sessions(candidates: list[Candidate], *, ranker: str = "message", sort:
 
 
 def _by_relevance(per_session: dict[str, list[Candidate]], ranker: str) -> list[Ranked]:
-    """Every ranker orders first by the coverage of the conversation's best message (the seed's
+    """Every ranker orders first by the coverage of the conversation's best message (the reference's
     re-sort: a message holding every term beats terms scattered over several), then by its own
     aggregate, then by the stream order (engine relevance, then insertion order)."""
     ranked: list[tuple[tuple[float, ...], Ranked]] = []

@@ -1,4 +1,4 @@
-"""What the recall verbs answer (the seed's JSON shapes; functions/recall_api/models.py mirrors
+"""What the recall verbs answer (the reference's JSON shapes; functions/recall_api/models.py mirrors
 them for HTTP), and the read budget's rule: the anchor first, neighbours outward, never silent."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class ScopeReport:
 
 @dataclass(frozen=True, slots=True)
 class VectorCoverage:
-    """The semantic tier's coverage of the searched corpus (the seed's shape): the conversation
+    """The semantic tier's coverage of the searched corpus (the reference's shape): the conversation
     messages the search's filters select (`candidate_msgs`), how many of them have a vector of the
     configured model, and whether the tier ran. When it did not run, nothing was measured: all zero."""
 

@@ -5,7 +5,7 @@ TranscriptArchive, IngestLedger); no boto3, no SQL.
   SHA-256 matches what every one of its sessions was indexed from is skipped.
 - search: one ranked hit per conversation, wrapped in the envelope that says how complete it is
   (scopes_report, total_matches and whether it is a lower bound, has_more + next_command, warnings as
-  data in the seed's order).
+  data in the reference's order).
 - read: a window of displayed rows around a ref, with a character budget that keeps the anchor and
   trims outward, never silently.
 - outline: a session's bookends, topics and subagent threads. topics: label segments, find them.

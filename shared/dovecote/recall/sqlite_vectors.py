@@ -15,7 +15,7 @@ lexical index (tables in sqlite_schema.py), scored by exact cosine.
 - Scoring: sqlite-vec's `vec_distance_cosine` in the statement that applies the search's filters,
   with the best message per session and the top k sessions chosen in SQL. When sqlite-vec cannot
   load (sqlite_driver.py), numpy computes the same exact cosine over the same blobs (logged once at
-  open). Exact, not approximate: at 100k messages the scan is tens of milliseconds (README).
+  open). Exact, not approximate: at 100k messages the scan is tens of milliseconds (docs/benchmarks/notes.md).
 """
 
 from __future__ import annotations

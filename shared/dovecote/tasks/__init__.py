@@ -1,2 +1,2 @@
-"""Tasks: a durable task lifecycle between callers and workers (seeds/agent-tasks.txt, SEMANTICS §2):
+"""Tasks: a durable task lifecycle between callers and workers (docs/design/tasks.md):
 idempotent commands, revision CAS, fenced leases."""

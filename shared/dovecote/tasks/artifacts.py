@@ -1,4 +1,5 @@
-"""Artifacts, workspace heads and apply receipts (SEMANTICS §2): what a freeze decides about its
+"""Artifacts, workspace heads and apply receipts (docs/design/tasks.md#artifacts-and-apply-receipts):
+what a freeze decides about its
 artifact and the workspace head, what complete, cancel and fail do to a frozen artifact, the
 presigned upload of a large payload, the apply receipt command, and the artifact reads."""
 
@@ -93,7 +94,8 @@ class Artifacts:
         return {"upload_url": presigned.url, "upload_headers": presigned.headers, "expires_at": expires}
 
     def record_apply_receipt(self, principal: Principal, command: RecordReceipt) -> Outcome:
-        """The caller's durable decision about a published artifact (SEMANTICS §2). One read of the
+        """The caller's durable decision about a published artifact
+        (docs/design/tasks.md#artifacts-and-apply-receipts). One read of the
         command receipt, the artifact, its apply receipt and the head; one commit. `success` moves
         the head from the artifact's base to its result by compare-and-swap in the same commit."""
         principal.require("caller")

@@ -2,7 +2,7 @@
 retry, decide in pure code on what was read, commit once. A lost race re-reads and decides again, so
 the caller gets the precise error for the state that won.
 
-Check order (SEMANTICS §2), first failure wins:
+Check order (docs/design/tasks.md#the-check-order), first failure wins:
 1. replay an existing receipt (or idempotency_conflict); 2. load the task (not_found);
 3. worker commands: the lease grant must be current (stale_lease); 4. revision (revision_conflict);
 5. not terminal (terminal_task); 6. transition allowed (invalid_transition); 7. counters in range.
@@ -248,7 +248,8 @@ class CommandLoop:
         return self.checked(task)
 
     def checked(self, task: Task) -> Task:
-        """Fail closed: an aggregate that breaks an invariant is never served (SEMANTICS §2)."""
+        """Fail closed: an aggregate that breaks an invariant is never served
+        (docs/design/tasks.md#counters-and-invariants)."""
         violations = task_violations(task)
         if violations:
             raise self.corrupt("task", authority=task.authority, task=task.id, violations=violations)

@@ -2,7 +2,7 @@
 request body. The HTTP handler (functions/tasks_api) and the worker-event path both go through these
 gates; service methods take the dataclasses, never a dict.
 
-A gate checks in the order the service always has (SEMANTICS §2, the reference's order), the
+A gate checks in the order the service always has (docs/design/tasks.md#the-check-order), the
 caller's role included: a request that is both unauthorized and malformed keeps the answer it
 always had. The pydantic models at the edge describe the same rules for OpenAPI, built from the
 constants here (patterns, bounds, enums); tests/unit/test_task_commands.py holds the two together.
@@ -70,7 +70,8 @@ _EVENT_FIELDS: dict[str, set[str]] = {
     "freeze_artifact": {"freeze"},
 }
 _EVENT_KNOWN = {"event_id", "kind", "task", "fence", "expected_revision", "message", "submission", "artifact", "freeze"}
-# Domain error code → the worker event NACK code (SEMANTICS §2: fence exhausted is state_conflict).
+# Domain error code → the worker event NACK code (docs/design/tasks.md#worker-events: fence exhausted is
+# state_conflict).
 # Any other error is not a deterministic rejection (an AWS failure): it settles nothing.
 NACK_CODES = {
     "invalid_argument": "invalid",
@@ -504,7 +505,8 @@ StageUpload = Callable[[str, str, int], int]
 
 class CommandGate:
     """One gate per command: a request body (and its path ids) in, a command out, or the first
-    InvalidArgument / Forbidden / ... in the order SEMANTICS §2 checks. `artifact_max` bounds payloads
+    InvalidArgument / Forbidden / ... in the order of docs/design/tasks.md#the-check-order.
+    `artifact_max` bounds payloads
     and uploads; `stage_upload` gives a freeze by upload its size (the upload is hashed and moved
     into place before the command, as its size is part of the artifact it commits)."""
 

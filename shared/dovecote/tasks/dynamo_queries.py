@@ -145,7 +145,7 @@ class TaskQueries:
     def _count(self, authority: str, upper: str, filters: dict[str, str]) -> tuple[int, bool]:
         """The filtered set's size from one COUNT query over the same index that evaluates at most
         TOTAL_SIZE_CAP items, so a list request's cost stays bounded; past the cap the count is a
-        lower bound. Not a snapshot: the GSI is eventually consistent (see the README).
+        lower bound. Not a snapshot: the GSI is eventually consistent (docs/design/paging.md#totals).
         (The table connection's query, because PynamoDB's `count` pages on to the end.)"""
         t = self.items.tasks
         with pynamodb_errors(write=False):

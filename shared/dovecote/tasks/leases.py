@@ -1,4 +1,4 @@
-"""Leases (SEMANTICS §2, leases): acquire one task, claim a claimable one (long-poll), heartbeat,
+"""Leases (docs/design/leases.md): acquire one task, claim a claimable one (long-poll), heartbeat,
 fence (the owner releasing, an admin, or the dispatcher's expiry of a silent lease or of a grant not
 accepted in time), and the lease reads. Acquire, claim and fence are receipted commands; a heartbeat
 is one conditional write."""
@@ -129,7 +129,7 @@ class Leases:
                 decided = self._grant(candidate, worker, candidate.id)
             except (LeaseUnavailable, TerminalTask):
                 # A stale index entry (the task was leased or ended since): try another.
-                # An exhausted fence is not skipped: the candidate answers it (SEMANTICS §2).
+                # An exhausted fence is not skipped: the candidate answers it (docs/design/leases.md#claims).
                 continue
             commit = Commit(
                 receipt=Receipt(principal.authority, command_id, "claim_lease", digest, 200, decided.receipt.result),
@@ -185,7 +185,7 @@ class Leases:
         principal.require("worker")
         fence = command.fence
         # The acting worker is part of the intent: the same command id from another worker is an
-        # idempotency conflict, never a replay of someone else's fence (SEMANTICS §2, leases).
+        # idempotency conflict, never a replay of someone else's fence (docs/design/leases.md).
         intent = {"task": command.task, "fence": fence, "worker": principal.worker, "role": principal.role}
 
         def decide(task: Task | None) -> Commit | Outcome:

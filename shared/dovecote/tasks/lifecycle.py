@@ -1,4 +1,4 @@
-"""The lifecycle commands (SEMANTICS §2): create, and every transition of the state machine (reply,
+"""The lifecycle commands (docs/design/tasks.md): create, and every transition of the state machine (reply,
 cancel, accept, reject, request_input, fail, complete, freeze_artifact). Each is one read and one
 atomic commit through the command loop; the decisions below are pure."""
 

@@ -1,4 +1,4 @@
-"""The state machine of SEMANTICS §2, as data, and the one transition function. Pure."""
+"""The state machine of docs/design/tasks.md#the-state-machine, as data, and the one transition function. Pure."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ MAX_FILENAME_CHARS = 255
 MAX_URL_CHARS = 2048
 MAX_FENCE = 2**63 - 1
 # A lease that stays silent (no heartbeat, no worker command) this long is fenced by the dispatcher.
-# 0 means never: the seed's explicit fencing only.
+# 0 means never: the reference's explicit fencing only.
 MAX_LEASE_TIMEOUT = 86_400
 # A grant not accepted this long after it was made is fenced by the dispatcher, so a worker that
 # dies between its claim and its accept strands the task for seconds, not a lease timeout. 0 means
@@ -43,7 +43,7 @@ MAX_PAGE = 100
 
 
 def page_limit(limit: int | None) -> int:
-    """The seed's MaxPageSize: 0 or none means 100, over 100 is invalid."""
+    """The reference's MaxPageSize: 0 or none means 100, over 100 is invalid."""
     return paging.page_limit(limit, default=DEFAULT_PAGE, maximum=MAX_PAGE)
 
 
@@ -125,7 +125,7 @@ class Task:
     # The published submission: {"id", "final_message", "published_at"}, set on completion.
     submission: dict[str, str] | None = None
     # How the last lease generation that ended did end (kept until the next one ends): what the
-    # lease history reads, beside the event log and never in it (the log's events are the seed's).
+    # lease history reads, beside the event log and never in it (the log's events are the reference's).
     last_end: LeaseEnd | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -344,7 +344,8 @@ MESSAGE_PAGE_BYTES = 4 * 1024 * 1024
 
 
 def task_violations(task: Task) -> list[str]:
-    """The aggregate's invariants (SEMANTICS §2); a non-empty answer means the store is corrupt."""
+    """The aggregate's invariants (docs/design/tasks.md#counters-and-invariants); a non-empty answer
+    means the store is corrupt."""
     from dovecote.tasks import machine
 
     found = []
@@ -371,7 +372,7 @@ def message_violations(message: Message) -> list[str]:
     return [] if message.author == want else [f"message {message.sequence} is by {message.author}, not {want}"]
 
 
-# ---- artifacts, workspace heads, apply receipts (SEMANTICS §2) ---------------------------------------
+# ---- artifacts, workspace heads, apply receipts (docs/design/tasks.md#artifacts-and-apply-receipts) ---
 
 ARTIFACT_DEFAULT_MAX = 16 * 1024 * 1024
 # GET artifact answers a payload up to this size inline (read back and checked against its digest);

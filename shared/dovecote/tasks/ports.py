@@ -14,7 +14,7 @@ share, so they differ only in persistence).
 - `read_apply` / `commit_apply` are the same pair for an apply receipt: one read of the command
   receipt, the artifact, its apply receipt and the workspace head; one atomic commit of the command
   receipt, the apply receipt and (for `success`) the head's compare-and-swap.
-- Lists are keyset-paged and ordered as SEMANTICS §2 says; everything is scoped by authority.
+- Lists are keyset-paged and ordered as docs/design/paging.md#orders says; everything is scoped by authority.
 """
 
 from __future__ import annotations

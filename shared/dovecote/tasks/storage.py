@@ -2,7 +2,7 @@
 (tasks/dynamo.py) and the in-memory fake (tasks/memory.py) both call these, and differ only in how
 they keep the records.
 
-- the orders the lists promise (SEMANTICS §2) and which tasks each index holds, and in which
+- the orders the lists promise (docs/design/paging.md#orders) and which tasks each index holds, and in which
   claimable shard;
 - which preconditions a commit carries, in which order, and the typed failure each one raises;
 - what a heartbeat requires of the lease;
@@ -20,8 +20,8 @@ from dovecote.tasks.model import Message, Part, Task, WorkspaceHead
 from dovecote.tasks.ports import ApplyCommit, Commit, HeadChanged, TaskChanged
 
 # The claimable index's partitions per authority, unless the deployment says otherwise
-# (settings.claim_shards). One shard is the seed's rule and the default: a claim takes strictly the
-# oldest claimable task (SEMANTICS §2, leases). A large fleet may spread its claims over more shards
+# (settings.claim_shards). One shard is the reference rule and the default: a claim takes strictly the
+# oldest claimable task (docs/design/leases.md#claims). A large fleet may spread its claims over more shards
 # (bench/claims.py models the throughput it buys and the order it costs); FLEET_CLAIM_SHARDS is the
 # count the model and the docs quote.
 CLAIM_SHARDS = 1

@@ -1,4 +1,4 @@
-"""Worker events: the transport-neutral commit boundary (SEMANTICS §2, worker events). One delivery
+"""Worker events: the transport-neutral commit boundary (docs/design/tasks.md#worker-events). One delivery
 settles into a receipt stored under (authority, worker, delivery id): ACK when its command committed
 (or is an exact replay), NACK with a stable code for a deterministic rejection. An ACK is stored with
 its command, in the same transaction; a NACK alone. An exact retry answers the same receipt and a

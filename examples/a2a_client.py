@@ -1,0 +1,77 @@
+"""An A2A 1.0 client for Dovecote, with the official `a2a-sdk`: read the public Agent Card, send a
+message, print the task it made (docs/clients/a2a.md).
+
+The endpoint and the caller's token are found as the CLI finds them (`dovecote.client.config`:
+`--profile`, DOVECOTE_ENDPOINT + DOVECOTE_TOKEN, the `default` profile, the nearest
+`.dovecote/dev-tokens.json`, the `dev` profile), so after `make dev` it needs no setting.
+
+    .venv/bin/python examples/a2a_client.py "summarise the design doc"            # waits (≤ 20 s)
+    .venv/bin/python examples/a2a_client.py "hello" --immediately                 # answers at once
+    .venv/bin/python examples/a2a_client.py "all of it" --task-id TASK --context-id CONTEXT  # a reply
+
+SendMessage waits for the task to end or to need input, so a worker should be running: any Dovecote
+worker serves A2A tasks (`examples/echo_worker.py`, `examples/a2a_worker.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import uuid
+
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState
+
+from dovecote.client.config import resolve
+
+
+async def send(text: str, *, immediately: bool, task_id: str, context_id: str, profile: str | None) -> dict[str, str]:
+    config = resolve("caller", profile=profile)
+    headers = {"Authorization": f"Bearer {config.token}"}
+    async with httpx.AsyncClient(headers=headers, timeout=40) as http:
+        card = await A2ACardResolver(http, config.endpoint).get_agent_card()  # public: no token needed
+        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        message = Message(message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[Part(text=text)])
+        if task_id:  # a reply to a task that waits for input
+            message.task_id, message.context_id = task_id, context_id
+        request = SendMessageRequest(
+            message=message, configuration=SendMessageConfiguration(return_immediately=immediately)
+        )
+        async for answer in client.send_message(request):  # one answer: the Task (or a Message)
+            if not answer.HasField("task"):
+                return {"message": " ".join(p.text for p in answer.message.parts)}
+            task = answer.task
+            said = " ".join(p.text for p in task.status.message.parts) if task.status.HasField("message") else ""
+            return {
+                "task_id": task.id,
+                "context_id": task.context_id,
+                "state": TaskState.Name(task.status.state),
+                "agent_said": said,
+            }
+    raise SystemExit("the server sent no answer")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("text", help="the message's text")
+    parser.add_argument("--immediately", action="store_true", help="answer at once (returnImmediately)")
+    parser.add_argument("--task-id", default="", help="reply to this task (it must wait for input)")
+    parser.add_argument("--context-id", default="", help="the task's context, with --task-id")
+    parser.add_argument("--profile", default=None, help="a profile of ~/.config/dovecote/config.toml")
+    args = parser.parse_args()
+    answer = asyncio.run(
+        send(
+            args.text,
+            immediately=args.immediately,
+            task_id=args.task_id,
+            context_id=args.context_id,
+            profile=args.profile,
+        )
+    )
+    print(json.dumps(answer))
+
+
+if __name__ == "__main__":
+    main()
