@@ -45,7 +45,7 @@ dev: $(STAMP) console
 test: $(STAMP) console
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(ARGS)
 
-# The console's pictures in the docs, taken by its browser tests (docs/guides/console.md).
+# The console's pictures in the docs, taken by its browser tests (docs/clients/console.md).
 screenshots: $(STAMP)
 	DOVECOTE_SCREENSHOTS=docs $(BIN)/python -m pytest -q tests/e2e/console/test_jobs.py $(ARGS)
 

@@ -34,7 +34,7 @@ CHROMIUM_ARGS = [
 ]
 AXE = ROOT / "console" / "node_modules" / "axe-core" / "axe.min.js"
 BUILT = ROOT / "console" / "dist" / "index.html"
-SCREENSHOTS = ROOT / "docs" / "guides" / "img"
+SCREENSHOTS = ROOT / "docs" / "clients" / "img"
 PERSON = "person"
 EXPECTED_404 = re.compile(
     r"/v1/(tasks/[^/?]+/stream|workspaces/[^/?]+/head|workspaces/[^/?]+/artifacts/[^/?]+/receipt)(\?|$)"
@@ -148,7 +148,7 @@ def sign_in(page: Any, endpoint: str, *tokens: str, view: str = "board") -> None
 def screenshot(page: Any, name: str) -> Path:
     """A screenshot of the page, taken by the test that drives the view. `make screenshots` (these
     tests with DOVECOTE_SCREENSHOTS=docs) writes them over the docs' pictures
-    (docs/guides/console.md); an ordinary run writes them under .build/screenshots, so `make test`
+    (docs/clients/console.md); an ordinary run writes them under .build/screenshots, so `make test`
     leaves the working tree as it found it (a PNG's bytes differ from run to run)."""
     folder = SCREENSHOTS if os.environ.get("DOVECOTE_SCREENSHOTS") == "docs" else ROOT / ".build" / "screenshots"
     folder.mkdir(parents=True, exist_ok=True)

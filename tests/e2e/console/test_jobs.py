@@ -1,5 +1,5 @@
 """The console's six jobs, end to end: a person in a real browser against `dovecote dev`, beside
-agents on the SDK. Each test writes the screenshot of its view for docs/guides/console.md."""
+agents on the SDK. Each test writes the screenshot of its view for docs/clients/console.md."""
 
 from __future__ import annotations
 

@@ -211,7 +211,7 @@ def test_one_job_by_keyboard_alone_with_visible_focus(console_runtime: dict[str,
 
 
 def test_first_load_and_a_board_of_1000_tasks(console_runtime: dict[str, Any], page: Any, watch: Watch) -> None:
-    """The figures behind docs/guides/console.md: the first load against `dovecote dev`, and a board
+    """The figures behind docs/clients/console.md: the first load against `dovecote dev`, and a board
     of 1,000 tasks (the task pages are answered by the test, so the figure is the browser's)."""
     endpoint = console_runtime["endpoint"]
     started = time.perf_counter()
