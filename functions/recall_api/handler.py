@@ -175,7 +175,7 @@ def search(
     ranker: Annotated[
         str,
         Query(
-            json_schema_extra=one_of("", *RANKERS), description="passage by default; or message, top2, session, fused"
+            json_schema_extra=one_of("", *RANKERS), description="session by default; or top2, message, passage, fused"
         ),
     ] = "",
     semantic: Annotated[

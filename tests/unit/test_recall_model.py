@@ -109,6 +109,13 @@ def test_search_limit_default_and_maximum() -> None:
         assert caught.value.details["field"] == "limit"
 
 
+def test_the_default_ranker_is_session() -> None:
+    # issue 34: real multi-session conversations rank session > top2 > message > passage > fused.
+    assert gate_search(q="x").ranker == "session"
+    assert gate_search(q="x", ranker="").ranker == "session"
+    assert gate_search(q="x", ranker="passage").ranker == "passage"
+
+
 @pytest.mark.parametrize(
     "kwargs, field",
     [

@@ -3,7 +3,7 @@ PASSAGE_SPAN positions long, each further matching turn of it adding PASSAGE_TUR
 
 from __future__ import annotations
 
-from dovecote.recall.model import DEFAULT_RANKER, PASSAGE_SPAN, PASSAGE_TURN_BONUS
+from dovecote.recall.model import PASSAGE_SPAN, PASSAGE_TURN_BONUS
 from dovecote.recall.ranking import Candidate, rank_sessions
 
 
@@ -50,7 +50,6 @@ def test_more_matching_turns_beat_the_same_sum_in_fewer() -> None:
     assert ranked[0].score == round(8.0 * (1 + 2 * PASSAGE_TURN_BONUS), 6)
 
 
-def test_equal_stretches_keep_the_engine_order_and_passage_is_the_default() -> None:
+def test_equal_stretches_keep_the_engine_order() -> None:
     candidates = [cand(1, "first", 0, 3.0, {0}), cand(2, "second", 0, 3.0, {0})]
     assert [r.best.session_id for r in rank_sessions(candidates, ranker="passage")] == ["first", "second"]
-    assert DEFAULT_RANKER == "passage"

@@ -9,7 +9,7 @@ that score messages alike order conversations alike.
    - `message` (the reference): a conversation ranks by its best single message;
    - `top2`: also counts the conversation's second-best message (score s1 + s2/2), so a
      conversation that keeps talking about the subject beats a passing mention;
-   - `session`: the conversation as one document: the terms matched by any of its messages, then
+   - `session` (the default): the conversation as one document: the terms matched by any of its messages, then
      the summed scores of its three best messages.
    These key first on the coverage of the conversation's best message, so an exact phrase in one
    conversation still outranks the same terms scattered over another.
@@ -18,14 +18,14 @@ that score messages alike order conversations alike.
      session document's bm25, approximately), with no coverage key: a conversation that keeps
      talking about the question's words beats one message that names them all in passing. Tuned
      on bench/recall.py's labelled set (seed 11), checked on an unseen one (seed 29).
-   - `passage` (the default): the conversation's best stretch, term proximity at the message level:
+   - `passage`: the conversation's best stretch, term proximity at the message level:
      for each matching message, the summed scores of the k matching messages from its position to
      PASSAGE_SPAN positions after it, times 1 + PASSAGE_TURN_BONUS × (k − 1) (each further turn of
      the stretch that matches adds a tenth); the conversation ranks by its best stretch, with no
      coverage key. An exchange that states the answer over two or three turns beats one message
      that names every word in passing, and a long conversation's scattered mentions do not add up
-     (as `fused`'s session sum lets them). Chosen on bench/recall.py's seen set, checked on the
-     unseen one.
+     (as `fused`'s session sum lets them). Won bench/recall.py's synthetic set, lost on real
+     conversations (issue 34), so it is no longer the default.
    The hit's ref always points at the conversation's best message.
 4. `sort=newest` instead picks each conversation's newest matching message and orders by its time,
    newest first (unknown times last); `sort=oldest` its oldest, oldest first (unknown times first,
