@@ -525,6 +525,7 @@ SECTIONS: dict[str, Callable[[dict[str, Any], Run], None]] = {
     "local": figures("local_runtime", lambda run: local_runtime(run.count, workers=8), _print_local),
     "cost": cost,
     "recall": module("recall", "recall_report"),
+    "recall-dev": module("recall_dev", "recall_dev_report"),
     "semantic": module("semantic", "semantic_report"),
     "memory": module("memory", "memory_figures"),
     "workers": module("workers", "workers_report"),
@@ -542,6 +543,8 @@ TITLES = {
     "local": "latency and throughput against the local runtime ({count} requests each)",
     "cost": "cost per command: capacity from real item sizes, dollars per million commands",
     "recall": "recall: ingest, search/read/outline latency, retrieval quality per ranker",
+    "recall-dev": "recall on real conversations (LoCoMo, limit 30): each ranker's recall@k and MRR, Kendall's tau"
+    " against the held-out table's order",
     "semantic": "recall's semantic tier: quality of each fusion beside the lexical rankers, embed rate, latency on/off",
     "memory": "memory: round trips per command, detection cost by store size, writes/s end to end",
     "workers": "an SDK worker's requests per minute: idle (long-poll), busy (heartbeats)",

@@ -30,6 +30,7 @@ TITLES = {
     "local_runtime": "Latency and throughput against the local runtime",
     "cost": "Cost per million commands",
     "recall": "Recall: ingest, search, read and outline; retrieval quality per ranker",
+    "recall_dev": "Recall on real conversations: agreement with the held-out table",
     "semantic": "Recall's semantic tier",
     "memory": "Memory: round trips, detection cost, writes per second",
     "workers": "An SDK worker's requests per minute",
