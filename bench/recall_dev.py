@@ -351,9 +351,20 @@ def main() -> None:
     prep.add_argument("--out", type=Path, default=dev_set_path())
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--engine", choices=("sqlite", "opensearch"), default="sqlite")
+    parser.add_argument("--levers", action="store_true", help="measure the levers instead (SQLite)")
+    parser.add_argument("--semantic", action="store_true", help="with --levers: also the semantic tier")
     args = parser.parse_args()
     if args.command == "prepare":
         print(f"written: {prepare(args.source, args.out)}")
+        return
+    if args.levers:
+        levers = levers_report(args.semantic)
+        for part in ("dev", "held-out"):
+            print(part)
+            for label, row in levers[part]["rankers"].items():
+                cells = " ".join(f"{k} {row[k]:.3f}" for k in (*(f"recall@{c}" for c in CUTOFFS), "mrr"))
+                print(f"  {label:80} {cells}")
+        write_results("recall_dev_levers.json", levers)
         return
     if args.engine == "opensearch":
         import bench.recall as recall
@@ -365,6 +376,160 @@ def main() -> None:
         report = recall_dev_report(args.quick)
     print_report(report)
     write_results(f"recall_dev_{args.engine}.json", report)
+
+
+
+# ---- levers (issue 34, step 4): each measured on both slices, chosen on dev, judged on held-out -------
+
+_WORD = re.compile(r"[a-z][a-z0-9']+")
+
+
+class SessionDocuments:
+    """A session-level document beside the message index, with its own statistics: one FTS5 row per
+    session (the same tokenizer as the message index), the first speaker's turns and the second's in
+    two columns, so FTS5's bm25 weighs them apart (BM25F's field weights, at the session level)."""
+
+    def __init__(self, bodies: Sequence[dict[str, Any]]) -> None:
+        import sqlite3
+
+        self._db = sqlite3.connect(":memory:")
+        self._db.execute("CREATE VIRTUAL TABLE docs USING fts5(first, second, tokenize='porter unicode61')")
+        self.ids: list[str] = []
+        self.text: dict[str, str] = {}
+        for body in bodies:
+            parts: dict[str, list[str]] = {"user": [], "assistant": []}
+            for m in body["messages"]:
+                parts["user" if m["role"] == "user" else "assistant"].append(m["text"])
+            self.ids.append(body["session_id"])
+            self.text[body["session_id"]] = " ".join(parts["user"] + parts["assistant"])
+            self._db.execute("INSERT INTO docs VALUES (?, ?)", (" ".join(parts["user"]), " ".join(parts["assistant"])))
+        # document frequencies for the feedback terms
+        self.df: dict[str, int] = {}
+        for text in self.text.values():
+            for word in set(_WORD.findall(text.lower())):
+                self.df[word] = self.df.get(word, 0) + 1
+
+    def search(self, text: str, limit: int = SEARCH_LIMIT, weights: tuple[float, float] = (1.0, 1.0)) -> list[str]:
+        from dovecote.recall.query import parse_query, to_fts5
+
+        try:
+            query = parse_query(text)
+        except Exception:  # noqa: BLE001 - a refused query finds nothing, as through the API
+            return []
+        expression = to_fts5(query.root) if query else None
+        if not expression:
+            return []
+        rows = self._db.execute(
+            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY bm25(docs, ?, ?) LIMIT ?",
+            (expression, weights[0], weights[1], limit),
+        ).fetchall()
+        return [self.ids[rowid - 1] for (rowid,) in rows]
+
+    def feedback_terms(self, sessions: Sequence[str], query: str, count: int) -> list[str]:
+        """The `count` words of the given sessions with the highest tf × idf, not already asked."""
+        from dovecote.recall.query import STOP_WORDS
+
+        asked = set(_WORD.findall(query.lower()))
+        n = len(self.text)
+        weight: dict[str, float] = {}
+        for sid in sessions:
+            words = _WORD.findall(self.text[sid].lower())
+            for word in set(words):
+                if word in asked or word in STOP_WORDS or len(word) < 3 or self.df.get(word, 0) < 2:
+                    continue
+                tf = words.count(word) / len(words)
+                weight[word] = weight.get(word, 0.0) + tf * math.log(n / self.df[word])
+        return [w for w, _ in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[:count]]
+
+
+def rrf(lists: Sequence[Sequence[str]], k: int = 60, weights: Sequence[float] | None = None) -> list[str]:
+    """Reciprocal-rank fusion of session lists (ties: the first list's order)."""
+    score: dict[str, float] = {}
+    first: dict[str, int] = {}
+    for n, ids in enumerate(lists):
+        w = 1.0 if weights is None else weights[n]
+        for rank, sid in enumerate(ids):
+            score[sid] = score.get(sid, 0.0) + w / (k + rank + 1)
+            first.setdefault(sid, n * 10_000 + rank)
+    return sorted(score, key=lambda s: (-score[s], first[s]))
+
+
+def lever_rows(service: Any, who: Any, devset: DevSet, docs: SessionDocuments) -> dict[str, list[int | None]]:
+    """Each lever's ranks over every question (a row per lever and setting)."""
+    base = service_searcher(service, who, "session")
+    baseline = {q.text: base(q.text) for q in devset.questions}
+    rows: dict[str, list[int | None]] = {"`session` (the default)": ranks_of(lambda t: baseline[t], devset.questions)}
+    for wu, wa in ((1.0, 1.0), (1.0, 0.5), (0.5, 1.0)):
+        label = f"session document alone, BM25F first/second speaker {wu:g}/{wa:g}"
+        rows[label] = ranks_of(lambda t, w=(wu, wa): docs.search(t, weights=w), devset.questions)
+    for k in (10, 60):
+        rows[f"`session` + session document, RRF k={k}"] = ranks_of(
+            lambda t, k=k: rrf([baseline[t], docs.search(t)], k=k), devset.questions
+        )
+    for share in (0.6, 0.75):
+        rows[f"`session` + session document, RRF k=60, weights {share:g}/{1 - share:g}"] = ranks_of(
+            lambda t, s=share: rrf([baseline[t], docs.search(t)], weights=(s, 1 - s)), devset.questions
+        )
+    for top, count in ((3, 5), (1, 5), (3, 10)):
+
+        def expanded(text: str, top: int = top, count: int = count) -> list[str]:
+            terms = docs.feedback_terms(baseline[text][:top], text, count)
+            return base(text + " " + " ".join(terms)) if terms else baseline[text]
+
+        rows[f"pseudo-relevance feedback: {count} terms from the top {top}"] = ranks_of(expanded, devset.questions)
+        rows[f"pseudo-relevance feedback: {count} terms from the top {top}, RRF with the original"] = ranks_of(
+            lambda t, e=expanded: rrf([baseline[t], e(t)]), devset.questions
+        )
+    return rows
+
+
+def semantic_rows(devset: DevSet, embedder: Any, shares: Sequence[float]) -> dict[str, list[int | None]]:
+    """The semantic tier as shipped (service.search with semantic=on): the default ranker fused with
+    the nearest sessions by vector, weighted at each lexical share, and by RRF."""
+    from dataclasses import replace
+
+    from dovecote.platform.principal import Principal
+    from dovecote.recall.memory import InMemoryArchive, InMemoryLedger
+    from dovecote.recall.model import gate_search
+    from dovecote.recall.service import RecallService
+    from dovecote.recall.sqlite import SqliteSearchIndex
+
+    who = Principal("bench", "caller")
+    index = SqliteSearchIndex(":memory:")
+    service = RecallService(index, InMemoryArchive(), InMemoryLedger(), embedder=embedder)
+    for body in devset.bodies:
+        service.ingest(who, body)
+    service.embed_pending()
+
+    def searcher(svc: Any) -> Searcher:
+        return lambda t: [
+            r.session_id for r in svc.search(who, gate_search(q=t, limit=SEARCH_LIMIT, semantic="on")).results
+        ]
+
+    label = getattr(embedder.info, "model_id", "model")
+    rows = {f"semantic tier ({label}), RRF k=60": ranks_of(searcher(replace(service, fusion="rrf")), devset.questions)}
+    for share in shares:
+        svc = replace(service, fusion="weighted", lexical_share=share)
+        rows[f"semantic tier ({label}), weighted, lexical share {share:g}"] = ranks_of(searcher(svc), devset.questions)
+    index.close()
+    return rows
+
+
+def levers_report(semantic: bool = False) -> dict[str, Any]:
+    from bench.recall import _ingest_all, _service, search_index
+    from dovecote.platform.principal import Principal
+
+    devset = load(dev_set_path())
+    who = Principal("bench", "caller")
+    with search_index("sqlite", refresh="true") as (index, _):
+        service = _service(index)
+        _ingest_all(service, who, devset.bodies, 1)
+        rows = lever_rows(service, who, devset, SessionDocuments(devset.bodies))
+    if semantic:
+        from dovecote.embedding.local import LocalEmbedder
+
+        rows |= semantic_rows(devset, LocalEmbedder(), (0.5, 0.7, 0.9))
+    return slices(devset, rows)
 
 
 if __name__ == "__main__":

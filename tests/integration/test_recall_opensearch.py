@@ -475,3 +475,28 @@ def test_one_search_costs_a_fixed_number_of_requests_whatever_the_page(make_engi
         f"count-{i}": f"greeting {i}" for i in (0, 3, 5) if f"count-{i}" in {r.session_id for r in page.results}
     }
     assert [r.read_ref for r in tagged.results] == [r.read_ref for r in page.results]
+
+
+# ---- the default ranker on real-conversation-shaped data ----------------------------------------------
+
+
+def test_the_default_ranker_answers_alike_on_both_engines(make_engine: Any) -> None:
+    """issue 34: the default (`session`) on the development set's self-written fixture, through the
+    service with no ranker given: the same sessions in the same order on both engines, each
+    question's answer first."""
+    from bench.recall_dev import FIXTURE, load
+
+    devset = load(FIXTURE)
+    who = Principal("bench", "caller")
+    sqlite = RecallService(SqliteSearchIndex(":memory:"), InMemoryArchive(), InMemoryLedger())
+    search = RecallService(make_engine(refresh="true"), InMemoryArchive(), InMemoryLedger())
+    for body in devset.bodies:
+        sqlite.ingest(who, body)
+        search.ingest(who, body)
+    for question in devset.questions:
+        params = gate_search(q=question.text, limit=30)
+        assert params.ranker == "session"
+        want = [(r.session_id, r.read_ref) for r in sqlite.search(who, params).results]
+        got = [(r.session_id, r.read_ref) for r in search.search(who, params).results]
+        assert got == want, question.text
+        assert want[0][0] in question.targets, question.text
