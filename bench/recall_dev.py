@@ -159,9 +159,10 @@ def prepare(source: Path, out: Path = DEV_SET) -> Path:
     return out
 
 
-def load(path: Path, captions: bool = False) -> DevSet:
+def load(path: Path, captions: bool = False, names: bool = True) -> DevSet:
     """The normalized set as ingest bodies (generic form, one per session, each conversation a
-    project) and questions. `captions`: a shared photo's caption is appended to its turn's text."""
+    project) and questions. `captions`: a shared photo's caption is appended to its turn's text;
+    `names`: each turn starts with its speaker's name ("Caroline: …"), as a transcript shows it."""
     data = json.loads(path.read_text())
     bodies, questions = [], []
     for conv in data["conversations"]:
@@ -178,7 +179,7 @@ def load(path: Path, captions: bool = False) -> DevSet:
                     {
                         "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"recall-dev/{sid}/{i}")),
                         "role": turn["role"],
-                        "text": f"{turn['speaker']}: {text}",
+                        "text": f"{turn['speaker']}: {text}" if names else text,
                         "timestamp": (start + timedelta(seconds=20 * i)).isoformat().replace("+00:00", "Z"),
                         "kind": "text",
                     }
@@ -376,7 +377,6 @@ def main() -> None:
         report = recall_dev_report(args.quick)
     print_report(report)
     write_results(f"recall_dev_{args.engine}.json", report)
-
 
 
 # ---- levers (issue 34, step 4): each measured on both slices, chosen on dev, judged on held-out -------

@@ -260,7 +260,26 @@ def test_plain_words_are_or_ed_and_stop_words_dropped() -> None:
     assert to_fts5(query.root) == '("reconcile" OR "ledger")'
 
 
-@pytest.mark.parametrize("raw", ["", "   ", "the and of", "not", "--- ..."])
+@pytest.mark.parametrize(
+    "raw, terms",
+    [
+        ("When did Melanie's family go", ("Melanie", "family", "go")),
+        ("James' dog", ("James", "dog")),
+        ("Caroline’s painting?", ("Caroline", "painting?")),
+        ("Caroline's? MELANIE'S", ("Caroline?", "MELANIE")),
+        ("Melanie Melanie's", ("Melanie",)),  # one term: coverage counts it once
+        ("didn't rock'n'roll o'neil", ("didn't", "rock'n'roll", "o'neil")),  # not possessives
+        ('"Melanie\'s family"', ("Melanie's family",)),  # a phrase is as written
+    ],
+)
+def test_a_possessive_is_the_word_itself(raw: str, terms: tuple[str, ...]) -> None:
+    # issue 34: the tokenizers split "melanie's" at the apostrophe, so the possessive was the phrase
+    # "melanie s", which a message naming her without it does not hold.
+    query = parse_query(raw)
+    assert query is not None and tuple(t.text for t in query.terms) == terms
+
+
+@pytest.mark.parametrize("raw", ["", "   ", "the and of", "not", "--- ...", "it's"])
 def test_empty_or_stopword_only_query_is_none(raw: str) -> None:
     assert parse_query(raw) is None
 
