@@ -349,7 +349,8 @@ def quality_figures(facts: int, engine: str = "sqlite") -> dict[str, Any]:
     the set without rivals (every distractor matches fewer of the question's words than the fact)
     and with them (a stale mention ties the fact on coverage). FUSION_WEIGHT was tuned on these
     (seed 11); "unseen, with rivals" is another draw (seed 29: other subjects, values, fillers and
-    rivals) that no choice was made on, and decides the default ranker."""
+    rivals) that no choice was made on. It no longer decides the default ranker: its planted facts
+    disagree with real conversations (issue 34); bench/recall_dev.py's set, which agrees, does."""
     from dovecote.platform.principal import Principal
     from dovecote.recall.model import RANKERS, gate_search
 
