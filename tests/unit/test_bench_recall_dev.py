@@ -21,6 +21,7 @@ from bench.recall_dev import (
     ranks_of,
     scores,
     service_searcher,
+    tau_of_scores,
 )
 from dovecote.platform.principal import Principal
 from dovecote.recall.memory import InMemoryArchive, InMemoryLedger
@@ -53,6 +54,27 @@ def test_the_held_out_table_agrees_with_itself() -> None:
     result = agreement(HELD_OUT_TABLE)
     assert result["order_by_mrr"] == list(HELD_OUT_ORDER)
     assert result["tau_mrr"] == 1.0 and result["tau_recall@1"] == 1.0
+
+
+def test_tau_of_the_figures_matches_tau_of_the_order_without_ties() -> None:
+    rows = {r: {"mrr": m} for r, m in zip(HELD_OUT_ORDER, (0.70, 0.75, 0.65, 0.60, 0.50), strict=True)}
+    assert tau_of_scores(rows, "mrr") == pytest.approx(kendall_tau(order_of_mrr(rows), HELD_OUT_ORDER))
+    assert tau_of_scores(rows, "mrr") == pytest.approx(0.8)
+
+
+def order_of_mrr(rows: dict[str, dict[str, float]]) -> list[str]:
+    return sorted(rows, key=lambda r: -rows[r]["mrr"])
+
+
+def test_tied_figures_count_neither_way() -> None:
+    # A set too easy to tell the rankers apart says nothing: τ 0, not an order drawn from the names.
+    assert tau_of_scores({r: {"mrr": 1.0} for r in HELD_OUT_ORDER}, "mrr") == 0.0
+    # Two tied, the rest in order: 9 concordant of 10 pairs, one tie: τ-b = 9 / sqrt(10 × 9).
+    rows = {r: {"mrr": m} for r, m in zip(HELD_OUT_ORDER, (0.9, 0.9, 0.7, 0.6, 0.5), strict=True)}
+    assert tau_of_scores(rows, "mrr") == pytest.approx(9 / (10 * 9) ** 0.5)
+    # Against the order: every untied pair discordant.
+    reverse = {r: {"mrr": m} for r, m in zip(HELD_OUT_ORDER, (0.1, 0.2, 0.3, 0.4, 0.5), strict=True)}
+    assert tau_of_scores(reverse, "mrr") == -1.0
 
 
 def test_order_breaks_mrr_ties_by_recall_at_1() -> None:
