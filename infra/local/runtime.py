@@ -96,6 +96,7 @@ class LocalRuntime:
     _moto_thread: threading.Thread | None = None
     _dir_fd: int = -1
     _umask: int | None = None
+    _environ: dict[str, str] | None = None
     _wakeups: Any = None
     _control_secret: str = ""
     # `--verbose`: a one-line summary of the functions' metrics a minute on the dev log.
@@ -118,6 +119,7 @@ class LocalRuntime:
         # Before anything is written: the snapshot, journal, recall index and tokens are created
         # 0600 in 0700 directories (SQLite gives its -wal and -shm the database's mode).
         self._umask = os.umask(PRIVATE_UMASK)
+        self._environ = dict(os.environ)  # given back at stop: the start points the process at its moto
         created = self.data_dir is not None and not self.data_dir.exists()
         if self.data_dir is not None:
             self._lock_data_dir()  # first: a second runtime on the same DIR is told so, whatever its port
@@ -510,6 +512,17 @@ class LocalRuntime:
         if self._umask is not None:
             os.umask(self._umask)  # an in-process runtime (bench) gives its process its umask back
             self._umask = None
+        if self._environ is not None:
+            # ... and its environment: a later test or bench in the same process must not reach
+            # this runtime's stopped moto through AWS_ENDPOINT_URL (CI once lost seven tests so).
+            from dovecote.platform import aws
+            from dovecote.platform.settings import get_settings
+
+            os.environ.clear()
+            os.environ.update(self._environ)
+            self._environ = None
+            aws.reset_clients()  # the kept clients name the stopped endpoint
+            get_settings.cache_clear()
 
 
 def admin_renewal_due(expires_at: str | None, now: datetime) -> bool:
