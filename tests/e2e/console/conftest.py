@@ -126,7 +126,7 @@ def watch() -> Watch:
 def page(browser: Any, watch: Watch) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     tab = watch.attach(context.new_page())
-    tab.set_default_timeout(15_000)
+    tab.set_default_timeout(30_000)  # a loaded two-core CI machine once took over 15 s to sign in
     yield tab
     context.close()
 
