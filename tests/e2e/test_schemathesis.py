@@ -65,8 +65,30 @@ FUZZED = "^(" + "|".join(FUZZED_PREFIXES) + ")"
 CONFIG_FEW = SchemathesisConfig.from_dict({**CONFIG_DICT, "phases": {"coverage": {"enabled": False}}})
 
 
-schema = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG).include(path_regex=FUZZED)
-schema_few = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG_FEW).include(path_regex=FUZZED)
+# Lazy schemas, loaded from a fixture when a test runs, each operation a subtest: the coverage phase
+# computes every boundary case of every operation when its test is built, which for eagerly
+# parametrized tests is at collection, in every xdist worker, whichever of them runs this file
+# (50 s of each worker's start on CI's two cores).
+@pytest.fixture(scope="module")
+def api_schema() -> Any:
+    return schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
+
+
+@pytest.fixture(scope="module")
+def api_schema_few() -> Any:
+    return schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG_FEW)
+
+
+@pytest.fixture(autouse=True)
+def _node_id_for_schemathesis(request: pytest.FixtureRequest) -> None:
+    """schemathesis' lazy tests read and rename `node._nodeid` to label each operation's subtest; pytest
+    9.2 keeps the id elsewhere (`_id`), so the attribute it reads is given (the renaming is cosmetic)."""
+    if not hasattr(request.node, "_nodeid"):
+        request.node._nodeid = request.node.nodeid
+
+
+schema = schemathesis.pytest.from_fixture("api_schema").include(path_regex=FUZZED)
+schema_few = schemathesis.pytest.from_fixture("api_schema_few").include(path_regex=FUZZED)
 
 
 @pytest.fixture(scope="module")
@@ -284,8 +306,13 @@ def test_api_conforms_to_its_schema(case: Any, dev_runtime: dict[str, Any]) -> N
     conforms(case, dev_runtime, "owner")
 
 
-@pytest.mark.parametrize("role", OTHER_ROLES)
+@pytest.fixture(params=OTHER_ROLES)
+def role(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @schema_few.parametrize()
+@pytest.mark.usefixtures("role")  # a lazy schema's test takes fixtures (pytest.mark.parametrize cannot see it)
 @settings(max_examples=OTHER_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_the_other_roles_get_documented_answers(case: Any, dev_runtime: dict[str, Any], role: str) -> None:
     conforms(case, dev_runtime, role)
