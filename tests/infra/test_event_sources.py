@@ -4,9 +4,8 @@ filters, concurrency and rates, and the local runtime starts exactly its rows.""
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 from typing import Any
 
 import pytest
