@@ -45,6 +45,7 @@ PRIVATE_UMASK = 0o077
 RECALL_FILE = "recall.sqlite"
 ENV_FILE = "env.json"
 TOKENS_FILE = "dev-tokens.json"
+CONSOLE_LINK_FILE = "console-link"  # beside the tokens file, readable by its owner only
 # An event source woken by writes still polls this often (a write that reached moto another way).
 IDLE_POLL_S = 5.0
 # The lease dispatcher runs at least this often, whatever its gate says (see `start`).
@@ -95,6 +96,7 @@ class LocalRuntime:
     _moto_thread: threading.Thread | None = None
     _dir_fd: int = -1
     _umask: int | None = None
+    _environ: dict[str, str] | None = None
     _wakeups: Any = None
     _control_secret: str = ""
     # `--verbose`: a one-line summary of the functions' metrics a minute on the dev log.
@@ -117,6 +119,7 @@ class LocalRuntime:
         # Before anything is written: the snapshot, journal, recall index and tokens are created
         # 0600 in 0700 directories (SQLite gives its -wal and -shm the database's mode).
         self._umask = os.umask(PRIVATE_UMASK)
+        self._environ = dict(os.environ)  # given back at stop: the start points the process at its moto
         created = self.data_dir is not None and not self.data_dir.exists()
         if self.data_dir is not None:
             self._lock_data_dir()  # first: a second runtime on the same DIR is told so, whatever its port
@@ -435,14 +438,24 @@ class LocalRuntime:
             token, _ = tokens.mint(None, DEV_AUTHORITY, role, worker, expires_in_days=days)
             self.tokens[role] = token
 
-    def console_line(self) -> str:
-        """The banner's console line: the one-time sign-in link, or why there is no console."""
+    def console_line(self, *, to_terminal: bool) -> str:
+        """The banner's console line: where the one-time sign-in link is, or why there is no console.
+        The link holds a token, so it is printed only to a terminal; a banner going to a file or a
+        pipe (a log) names the private file that holds it instead."""
         from infra.local.console import ConsoleAssets, console_url
 
         url = console_url(self.endpoint)
         if not ConsoleAssets(lambda *_: []).built:
             return f"console: not built (it needs npm: install Node.js and npm, then `make install`); {url} says so"
-        return f"console: {self.console_link()}  (a one-time sign-in link; or open {url} and paste a token)"
+        link = self.console_link()
+        write_private(self.console_link_file, link + "\n")
+        if to_terminal:
+            return f"console: {link}  (a one-time sign-in link; or open {url} and paste a token)"
+        return f"console: {url}  (a one-time sign-in link is in {self.console_link_file}; or paste a token)"
+
+    @property
+    def console_link_file(self) -> Path:
+        return self.tokens_file.with_name(CONSOLE_LINK_FILE)
 
     def console_link(self) -> str:
         """A one-time sign-in link for the web console: a new admin token of one day in the URL's
@@ -482,13 +495,8 @@ class LocalRuntime:
         write_atomically(self.data_dir / TOKENS_FILE, lambda f: f.write(json.dumps(self.tokens, indent=2).encode()))
 
     def _write_tokens_file(self) -> None:
-        self.tokens_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.tokens_file.with_suffix(f".{secrets.token_hex(4)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others, even briefly
-        with os.fdopen(fd, "w") as handle:
-            document = {"endpoint": self.endpoint, "tokens": self.tokens, "control": self._control_secret}
-            handle.write(json.dumps(document, indent=2) + "\n")
-        tmp.replace(self.tokens_file)
+        document = {"endpoint": self.endpoint, "tokens": self.tokens, "control": self._control_secret}
+        write_private(self.tokens_file, json.dumps(document, indent=2) + "\n")
 
     def stop(self) -> None:
         # What runs functions first, then the servers they call, then the data directory; a part
@@ -504,6 +512,17 @@ class LocalRuntime:
         if self._umask is not None:
             os.umask(self._umask)  # an in-process runtime (bench) gives its process its umask back
             self._umask = None
+        if self._environ is not None:
+            # ... and its environment: a later test or bench in the same process must not reach
+            # this runtime's stopped moto through AWS_ENDPOINT_URL (CI once lost seven tests so).
+            from dovecote.platform import aws
+            from dovecote.platform.settings import get_settings
+
+            os.environ.clear()
+            os.environ.update(self._environ)
+            self._environ = None
+            aws.reset_clients()  # the kept clients name the stopped endpoint
+            get_settings.cache_clear()
 
 
 def admin_renewal_due(expires_at: str | None, now: datetime) -> bool:
@@ -557,3 +576,13 @@ def _empty(directory: Path) -> None:
 def ensure_cursor_key_env() -> None:
     """Outside `dovecote dev` a generated dev key stands in for the Secrets Manager secret."""
     os.environ.setdefault("DOVECOTE_CURSOR_KEY", secrets.token_urlsafe(48))
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (tokens, sign-in links), replacing it whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others, even briefly
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    tmp.replace(path)

@@ -5,6 +5,7 @@ filters, concurrency and rates, and the local runtime starts exactly its rows.""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -100,6 +101,7 @@ def test_the_local_runtime_starts_exactly_the_tables_rows(tmp_path: Any, monkeyp
     from infra.local.streams import StreamPoller
 
     monkeypatch.setenv("DOVECOTE_EMBEDDER", "hashing")
+    before = dict(os.environ)
     runtime = LocalRuntime(port=0, tokens_file=tmp_path / "tokens.json").start()
     try:
         streams = [s for s in runtime.sources if isinstance(s, StreamPoller)]
@@ -114,5 +116,8 @@ def test_the_local_runtime_starts_exactly_the_tables_rows(tmp_path: Any, monkeyp
         local = [r for r in SCHEDULES if r.local_every_s is not None]
         assert [(s.function, s.interval_s) for s in schedules] == [(r.function, r.local_every_s) for r in local]
         assert any(s.function is DISPATCHER for s in schedules)
+        assert os.environ["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")  # its own moto
     finally:
         runtime.stop()
+    # The process gets its environment back: a later test must not reach the stopped moto.
+    assert dict(os.environ) == before

@@ -202,7 +202,7 @@ def dev(
             use = f"; use `--profile {names[0]}`" if why else ""
             say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory{use})")
     say(f"data: {data} (kept across restarts; --fresh starts empty)")
-    say(runtime.console_line())
+    say(runtime.console_line(to_terminal=sys.stdout.isatty()))
     say("try: .venv/bin/dovecote whoami    stop: Ctrl-C")
     if os.environ.get("DOVECOTE_EMBEDDER", "off") not in ("", "off"):
         say(f"recall: semantic tier on ({os.environ['DOVECOTE_EMBEDDER']} embedder; messages embed in the background)")
