@@ -73,7 +73,19 @@ function WorkerActions({ token, me, data, refresh, onDone }) {
   const [file, setFile] = useState(null);
   const task = data.task;
   const lease = data.lease;
-  if (TERMINAL.has(task.state)) return <p class="notice">The task is {task.state}: nothing more to do.</p>;
+  if (TERMINAL.has(task.state)) {
+    // The command that ended the task says what it did, after the refresh that shows the end.
+    return (
+      <>
+        {said ? (
+          <p class="ok" role="status">
+            {said}
+          </p>
+        ) : null}
+        <p class="notice">The task is {task.state}: nothing more to do.</p>
+      </>
+    );
+  }
   if (!lease || lease.worker !== me.worker) {
     return <p class="notice">This seat ({me.worker}) does not hold this task{lease ? `: ${lease.worker} does` : ''}.</p>;
   }
