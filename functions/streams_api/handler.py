@@ -1,0 +1,136 @@
+"""Streams function: `GET /v1/tasks/{id}/stream` as server-sent events (docs/guides/streams.md).
+
+A WSGI app, not a Lambda handler: Lambda's Python runtime cannot stream a response, so in the cloud
+the Lambda Web Adapter (its layer, AWS_LWA_INVOKE_MODE=response_stream) runs this app in a plain
+HTTP server (functions/streams_api/serve.py) behind the streaming front (infra/constructs/streams.py);
+`dovecote dev` hands the same app its stream routes on its one port (infra/local/gateway.py).
+
+No authorizer runs in front of it (API Gateway's streaming front has none of the HTTP API's simple
+responses), so it checks the bearer token itself, with the authorizer's own code
+(functions/authorizer/handler.py: the same parse, the same TokenService, the same log line on a
+refusal) and answers as API Gateway does for it: 401 {"message": "Unauthorized"} without a token,
+403 {"message": "Forbidden"} for a refused one. Every check (the token, the role, the task in the
+caller's authority, `after`) is made before the first byte: another authority's task is a plain
+404 JSON answer, never a stream.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
+from typing import Any
+from urllib.parse import parse_qsl
+
+from dovecote.platform import sse
+from dovecote.platform.errors import DomainError, InvalidArgument
+from dovecote.platform.observability import logger
+from dovecote.platform.principal import Principal
+from dovecote.tasks.service import TaskService
+from dovecote.tasks.streams import LEASE, RECONNECT, KeepAlive, LeaseState, Logged, Reconnect, StreamItem
+
+STREAM_PATH = re.compile(r"/v1/tasks/([^/]+)/stream")
+StartResponse = Callable[..., Any]
+
+
+@lru_cache(maxsize=1)
+def service() -> TaskService:
+    from dovecote.tasks.wiring import task_service
+
+    return task_service()
+
+
+def authenticate(environ: dict[str, Any]) -> Principal | tuple[int, dict[str, str]]:
+    """The principal of the request's bearer token, or the gateway's own refusal (status, body)."""
+    from functions.authorizer import handler as authorizer
+
+    header = environ.get("HTTP_AUTHORIZATION")
+    if not header:
+        return 401, {"message": "Unauthorized"}
+    token = authorizer.bearer_token({"authorization": str(header)})
+    if token is None:
+        authorizer.refuse("malformed", None)
+        return 403, {"message": "Forbidden"}
+    principal, reason = authorizer.service().authenticate(token)
+    if principal is None:
+        authorizer.refuse(reason, token)
+        return 403, {"message": "Forbidden"}
+    return principal
+
+
+def resume_after(environ: dict[str, Any]) -> int | None:
+    """Where a stream starts: `Last-Event-ID` (what an EventSource resends on its own reconnect)
+    before `?after=`; each a sequence number. Any other query parameter is refused, as on every route."""
+    query = parse_qsl(str(environ.get("QUERY_STRING", "")), keep_blank_values=True)
+    unknown = sorted({name for name, _ in query} - {"after"})
+    if unknown:
+        raise InvalidArgument(f"unknown query parameter {unknown[0]!r}", field=unknown[0])
+    given = environ.get("HTTP_LAST_EVENT_ID")
+    field = "Last-Event-ID"
+    if given is None:
+        values = [value for name, value in query if name == "after"]
+        if len(values) > 1:
+            raise InvalidArgument("after is given more than once", field="after")
+        given, field = (values[0], "after") if values else (None, field)
+    if given is None or given == "":
+        return None
+    text = str(given).strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 12:
+        raise InvalidArgument(f"{field} must be a sequence number (a non-negative integer)", field=field)
+    return int(text)
+
+
+def frames(items: Iterable[StreamItem]) -> Iterator[bytes]:
+    """The stream's SSE messages: an event with `id:` (its sequence) and `event:` (its type); the
+    lease state without `id:`; a comment to keep the connection alive; `event: reconnect` last when
+    the stream reached its time bound."""
+    yield sse.comment("dovecote task stream")  # the headers and a first byte reach the client now
+    for item in items:
+        if isinstance(item, Logged):
+            yield sse.frame(item.data, event=item.type, id=item.sequence)
+        elif isinstance(item, LeaseState):
+            yield sse.frame(item.data, event=LEASE)
+        elif isinstance(item, KeepAlive):
+            yield sse.comment("keep-alive")
+        elif isinstance(item, Reconnect):
+            yield sse.frame(item.data, event=RECONNECT)
+
+
+def _json(start_response: StartResponse, status: int, body: dict[str, Any]) -> list[bytes]:
+    data = json.dumps(body).encode()
+    start_response(f"{status} {_REASONS.get(status, 'Error')}", [("Content-Type", "application/json")])
+    return [data]
+
+
+_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed"}
+
+
+def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    path = str(environ.get("PATH_INFO", ""))
+    matched = STREAM_PATH.fullmatch(path)
+    if matched is None:
+        return _json(start_response, 404, {"message": "Not Found"})
+    if environ.get("REQUEST_METHOD") != "GET":
+        return _json(start_response, 405, {"message": "Method Not Allowed"})
+    found = authenticate(environ)
+    if not isinstance(found, Principal):
+        return _json(start_response, *found)
+    try:
+        items = service().follow(found, matched.group(1), resume_after(environ))
+    except DomainError as exc:
+        return _json(start_response, exc.status, exc.envelope())
+    except Exception:
+        logger.exception("unhandled error")
+        return _json(start_response, 500, {"error": {"code": "internal", "message": "internal error", "details": {}}})
+    start_response("200 OK", list(sse.HEADERS))
+    return _guarded(frames(items))
+
+
+def _guarded(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """A failure after the first byte cannot change the status: the stream ends, the log says why
+    (the client resumes with Last-Event-ID)."""
+    try:
+        yield from chunks
+    except Exception:
+        logger.exception("stream failed")
