@@ -30,6 +30,56 @@ from dovecote.platform.principal import Principal
 from dovecote.tasks.service import TaskService
 from dovecote.tasks.streams import LEASE, RECONNECT, KeepAlive, LeaseState, Logged, Reconnect, StreamItem
 
+
+def openapi_paths() -> dict[str, Any]:
+    """The stream route in the API's OpenAPI document (functions/admin_api merges it): not a
+    Powertools route, so described here, beside the code that answers it."""
+    from dovecote.platform.schema import ID
+
+    envelope = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
+    gateway = {"application/json": {"schema": {"$ref": "#/components/schemas/GatewayMessage"}}}
+    return {
+        "/v1/tasks/{id}/stream": {
+            "get": {
+                "tags": ["tasks"],
+                "summary": "Follow Task Stream",
+                "operationId": "follow_task_stream",
+                "description": "The task's events as server-sent events, live: `id:` the event's sequence, "
+                "`event:` its type, `data:` the event object as the events route pages it; `event: lease` "
+                "(no `id:`) the lease state, first and at each change; a comment at least every 15 s; the "
+                "stream ends after the event that makes the task terminal, or with `event: reconnect` at its "
+                "time bound. `Last-Event-ID` (or `after`) resumes after that sequence. Served by the "
+                "streaming front in the cloud (docs/guides/streams.md).",
+                "parameters": [
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string", **ID}},
+                    {
+                        "name": "after",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": 0},
+                        "description": "a sequence number, at most the task's event_count: a larger one is 400 "
+                        "invalid_argument",
+                    },
+                    {
+                        "name": "Last-Event-ID",
+                        "in": "header",
+                        "required": False,
+                        "schema": {"type": "string", "pattern": "^[0-9]{0,12}$"},
+                        "description": "the last sequence received: resume after it (before `after`)",
+                    },
+                ],
+                "responses": {
+                    "200": {"description": "the stream", "content": {sse.MEDIA_TYPE: {"schema": {"type": "string"}}}},
+                    "400": {"description": "invalid_argument", "content": envelope},
+                    "401": {"description": "no token", "content": gateway},
+                    "403": {"description": "a refused token, or a role that may not read tasks", "content": gateway},
+                    "404": {"description": "not_found: no such task in the caller's authority", "content": envelope},
+                },
+            }
+        }
+    }
+
+
 STREAM_PATH = re.compile(r"/v1/tasks/([^/]+)/stream")
 StartResponse = Callable[..., Any]
 

@@ -52,7 +52,6 @@ if TYPE_CHECKING:
         WorkerEvent,
     )
     from dovecote.tasks.leases import Leases
-    from dovecote.tasks.streams import StreamItem, Streams
     from dovecote.tasks.lifecycle import Lifecycle
     from dovecote.tasks.model import Task
     from dovecote.tasks.streams import StreamItem, Streams

@@ -159,7 +159,9 @@ class Streams:
             raise InvalidArgument("after must be >= 0", field="after")
         if start > task.event_count:
             raise InvalidArgument(
-                f"after {start} is beyond the end of the stream ({task.event_count})", field="after", end=task.event_count
+                f"after {start} is beyond the end of the stream ({task.event_count})",
+                field="after",
+                end=task.event_count,
             )
         return task, start
 
