@@ -308,6 +308,5 @@ def tasks_watch(
         if as_json:
             say(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
         else:
-            say(
-                f"{event['sequence']:>4}  {event['occurred_at']}  {event['type']}  → {event['state']} (revision {event['revision']})"
-            )
+            line = f"{event['sequence']:>4}  {event['occurred_at']}  {event['type']}"
+            say(f"{line}  → {event['state']} (revision {event['revision']})")

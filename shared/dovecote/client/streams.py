@@ -99,7 +99,12 @@ class StreamsMixin:
     def _ended(self, task_id: str, after: int) -> bool:
         """A stream the server ended without a terminal event or `reconnect`: either it was resumed
         after the terminal event (the task is terminal, its log ends at `after`) or it was cut."""
-        task = self.get_task(task_id)
+        try:
+            task = self.get_task(task_id)
+        except DovecoteError as exc:
+            if exc.status == 0 or exc.status >= 500:
+                return False  # the server is away: reconnect, as for a cut connection
+            raise
         return task.get("state") in TERMINAL and int(task.get("event_count") or 0) <= after
 
     def _stream(self, task_id: str, after: int, deadline: float | None) -> Iterator[sse.Message]:
