@@ -147,7 +147,7 @@ def frames(items: Iterable[StreamItem]) -> Iterator[bytes]:
             yield sse.frame(item.data, event=RECONNECT)
 
 
-def _json(start_response: StartResponse, status: int, body: dict[str, Any]) -> list[bytes]:
+def json_answer(start_response: StartResponse, status: int, body: dict[str, Any]) -> list[bytes]:
     data = json.dumps(body).encode()
     start_response(f"{status} {_REASONS.get(status, 'Error')}", [("Content-Type", "application/json")])
     return [data]
@@ -160,24 +160,28 @@ def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[byte
     path = str(environ.get("PATH_INFO", ""))
     matched = STREAM_PATH.fullmatch(path)
     if matched is None:
-        return _json(start_response, 404, {"message": "Not Found"})
+        from functions.streams_api import a2a_front
+
+        return a2a_front.serve(environ, start_response, authenticate)
     if environ.get("REQUEST_METHOD") != "GET":
-        return _json(start_response, 405, {"message": "Method Not Allowed"})
+        return json_answer(start_response, 405, {"message": "Method Not Allowed"})
     found = authenticate(environ)
     if not isinstance(found, Principal):
-        return _json(start_response, *found)
+        return json_answer(start_response, *found)
     try:
         items = service().follow(found, matched.group(1), resume_after(environ))
     except DomainError as exc:
-        return _json(start_response, exc.status, exc.envelope())
+        return json_answer(start_response, exc.status, exc.envelope())
     except Exception:
         logger.exception("unhandled error")
-        return _json(start_response, 500, {"error": {"code": "internal", "message": "internal error", "details": {}}})
+        return json_answer(
+            start_response, 500, {"error": {"code": "internal", "message": "internal error", "details": {}}}
+        )
     start_response("200 OK", list(sse.HEADERS))
-    return _guarded(frames(items))
+    return guarded(frames(items))
 
 
-def _guarded(chunks: Iterator[bytes]) -> Iterator[bytes]:
+def guarded(chunks: Iterator[bytes]) -> Iterator[bytes]:
     """A failure after the first byte cannot change the status: the stream ends, the log says why
     (the client resumes with Last-Event-ID)."""
     try:

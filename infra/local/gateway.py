@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import io
 import json
 import logging
 import re
@@ -240,6 +241,17 @@ class Gateway:
         matched = self._matcher.match(request.method, segments(path))
         if matched is not None and matched[0].function == STREAMS.name:
             return self._stream(environ, start_response, request, path, started)
+        if matched is not None and matched[0].function == A2A_FUNCTION and self._a2a_streaming(request, matched):
+            # A2A's streaming methods: the streams function serves them (the cloud's streaming front
+            # serves the whole A2A interface; here the others stay with the A2A function).
+            body = request.get_data()
+            environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
+            if self._a2a_caller_token and not request.headers.get("authorization"):
+                refused = unauthenticated_refusal({k.lower(): v for k, v in request.headers.items()})
+                if refused:
+                    return _json(403, {"message": refused})(environ, start_response)
+                environ["HTTP_AUTHORIZATION"] = f"Bearer {self._a2a_caller_token}"
+            return self._stream(environ, start_response, request, path, started)
         response = self.dispatch(request, path)
         if self._log_requests:
             log.info(
@@ -259,6 +271,21 @@ class Gateway:
                 # server treats it as a dropped connection).
                 sock.shutdown(socket.SHUT_RDWR)
         return response(environ, start_response)
+
+    @staticmethod
+    def _a2a_streaming(request: Request, matched: tuple[Route, dict[str, str]]) -> bool:
+        route, variables = matched
+        if request.method != "POST":
+            return False
+        from functions.a2a_api import streams
+
+        if route.path == "/":
+            return len(request.get_data()) <= LAMBDA_PAYLOAD_LIMIT and streams.is_streaming_jsonrpc(request.get_data())
+        if route.path == "/a2a/{method}":
+            return variables.get("method") == streams.REST_STREAM_VERB
+        if route.path == "/a2a/tasks/{id_action}":
+            return streams.is_streaming_rest(variables.get("id_action", ""))
+        return False
 
     def _stream(
         self, environ: dict[str, Any], start_response: Callable[..., Any], request: Request, path: bytes, started: float
