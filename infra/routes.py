@@ -246,6 +246,6 @@ STREAMS = Function(
     memory_mb=256,
     # The streaming front ends a stream at 15 minutes; the function ends it before (stream_seconds).
     timeout_s=900,
-    settings=(*TASK_SETTINGS, "tokens_table", "stream_seconds"),
+    settings=(*TASK_SETTINGS, "tokens_table", "stream_seconds", "public_url", "a2a_waits_per_authority"),
 )
 STREAM_ROUTES: tuple[Route, ...] = (Route("GET", "/v1/tasks/{id}/stream", STREAMS.name),)
