@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -138,20 +139,17 @@ def test_subscribe_to_task_follows_a_task_to_completion(binding: str, dev_runtim
 def test_sse_ids_are_sequences_and_last_event_id_resumes_a_subscription(
     authority: Authority, worker: subprocess.Popen[str]
 ) -> None:
-    """Over the raw wire: SendStreamingMessage's ids, then SubscribeToTask with Last-Event-ID on an
-    input-required task sends the Task first, then exactly the updates after that id."""
+    """Over the raw wire: SendStreamingMessage's ids are the task's event sequences and its stream
+    closes at input_required; two SubscribeToTask streams, with Last-Event-ID 0 and the last id,
+    each send the Task first (id: the sequence it was read at), then exactly the updates after their
+    id, through the reply, to the completion, where they close."""
     auth = {"Authorization": f"Bearer {authority.token('caller')}", "A2A-Version": "1.0"}
+    text = {"role": "ROLE_USER", "parts": [{"text": "ask me"}]}
     sent = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "SendStreamingMessage",
-        "params": {
-            "message": {
-                "messageId": f"tck-input-required-{uuid.uuid4().hex[:6]}",
-                "role": "ROLE_USER",
-                "parts": [{"text": "ask me"}],
-            }
-        },
+        "params": {"message": {"messageId": f"tck-input-required-{uuid.uuid4().hex[:6]}", **text}},
     }
     with httpx.Client(base_url=authority.endpoint, headers=auth, timeout=40, verify=TLS) as http:
         answer = http.post("/", json=sent, headers={"Accept": "text/event-stream"})
@@ -163,16 +161,33 @@ def test_sse_ids_are_sequences_and_last_event_id_resumes_a_subscription(
         assert ids == sorted(ids) and len(ids) == len(messages)
         events = http.get(f"/v1/tasks/{task_id}/events", headers=auth).json()["items"]
         assert ids[-1] == events[-1]["sequence"] and events[-1]["state"] == "input_required"
-        for after in range(0, len(events) + 1):
-            resumed = http.post(
-                f"/a2a/tasks/{task_id}:subscribe",
-                headers={"Last-Event-ID": str(after)},
-                content=b"{}",
-            )
-            got = list(sse.parse(resumed.text.split("\n")))
-            assert "task" in got[0].json() and int(got[0].id or -1) == len(events)
-            assert [int(m.id or -1) for m in got[1:]] == [e["sequence"] for e in events if e["sequence"] > after]
-        finished = http.post(f"/a2a/tasks/{task_id}:cancel", json={})
-        assert finished.status_code == 200
+        assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        count = len(events)
+
+        got: dict[int, list[sse.Message]] = {0: [], count: []}
+        opened = {after: threading.Event() for after in got}
+
+        def subscribe(after: int) -> None:
+            url = f"/a2a/tasks/{task_id}:subscribe"
+            with http.stream("POST", url, headers={"Last-Event-ID": str(after)}, content=b"{}") as streamed:
+                for message in sse.parse(streamed.iter_lines()):
+                    got[after].append(message)
+                    opened[after].set()
+
+        threads = [threading.Thread(target=subscribe, args=(after,), daemon=True) for after in got]
+        for thread in threads:
+            thread.start()
+        assert all(event.wait(20) for event in opened.values())
+        reply = {"messageId": f"tck-complete-task-{uuid.uuid4().hex[:6]}", "taskId": task_id, **text}
+        rpc = {"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": reply}}
+        assert "result" in http.post("/", json=rpc).json()
+        for thread in threads:
+            thread.join(30)
+            assert not thread.is_alive(), "a subscription did not close at the terminal state"
+        every = http.get(f"/v1/tasks/{task_id}/events", headers=auth).json()["items"]
+        assert every[-1]["state"] == "completed"
+        for after, stream in got.items():
+            assert "task" in stream[0].json() and int(stream[0].id or -1) == count
+            assert [int(m.id or -1) for m in stream[1:]] == [e["sequence"] for e in every if e["sequence"] > after]
         refused = http.post(f"/a2a/tasks/{task_id}:subscribe", content=b"{}")
         assert refused.status_code == 400 and "terminal" in json.dumps(refused.json())

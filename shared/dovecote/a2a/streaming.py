@@ -4,8 +4,10 @@ stream (dovecote/tasks/streams.py), whose durable event log is what makes an A2A
 Each update carries the task event sequence it reflects (`Update.sequence`, the SSE `id:` on both
 bindings); the opening Task carries the sequence it was read at. The first update is the Task (or
 the Message of a Message-only answer); then a TaskStatusUpdateEvent per event as it commits (a
-TaskArtifactUpdateEvent before the completion that publishes an artifact); the stream ends after a
-terminal or interrupted state (input required), as the spec says.
+TaskArtifactUpdateEvent before the completion that publishes an artifact). SendStreamingMessage's
+stream ends after a terminal or interrupted state (input required: the caller's turn); a
+SubscribeToTask stream only after a terminal one (A2A v1.0 §3.1.6), so a subscriber follows a task
+through its turns to its end.
 
 `Last-Event-ID` on SubscribeToTask (the Dovecote extension the card names, STREAM_RESUME_EXTENSION):
 the Task as it stands first, as the spec wants, then every update after that sequence, so a client
@@ -54,7 +56,7 @@ def send_streaming(
     sequence = int(record["event_count"])
     if isinstance(first, Message):
         return iter([Update(sequence, StreamResponse(message=first))])
-    return _stream(a2a, principal, record, StreamResponse(task=first), sequence)
+    return _stream(a2a, principal, record, StreamResponse(task=first), sequence, ends=mapping.SETTLED)
 
 
 def subscribe(
@@ -78,8 +80,7 @@ def subscribe(
         )
     task = a2a.answer(principal, record)
     opening = StreamResponse(message=task) if isinstance(task, Message) else StreamResponse(task=task)
-    # Caught up (no Last-Event-ID, or it names the last event): a settled task has nothing more to send.
-    return _stream(a2a, principal, record, opening, count, after=after, settled_ends=after >= count)
+    return _stream(a2a, principal, record, opening, count, after=after, ends=machine.TERMINAL)
 
 
 def _stream(
@@ -90,14 +91,14 @@ def _stream(
     sequence: int,
     *,
     after: int | None = None,
-    settled_ends: bool = True,
+    ends: frozenset[str],
 ) -> Iterator[Update]:
     task_id, context_id = str(record["id"]), str(record["context"])
     try:
         items = a2a.tasks.follow(principal, task_id, sequence if after is None else after)
     except DomainError as exc:
         raise from_domain(exc, taskId=task_id) from None
-    return _updates(a2a, principal, task_id, context_id, opening, sequence, items, record, settled_ends)
+    return _updates(a2a, principal, task_id, context_id, opening, sequence, items, record, ends)
 
 
 def _updates(
@@ -109,11 +110,11 @@ def _updates(
     sequence: int,
     items: Iterator[object],
     record: dict[str, object],
-    settled_ends: bool,
+    ends: frozenset[str],
 ) -> Iterator[Update]:
     yield Update(sequence, opening)
-    if settled_ends and str(record["state"]) in mapping.SETTLED:
-        return  # it already stands in a state that ends a stream
+    if str(record["state"]) in ends and int(str(record["event_count"])) <= sequence:
+        return  # it already stands in a state that ends this stream, and it was read there
     for item in items:
         if isinstance(item, KeepAlive):
             yield Update(sequence, None)
@@ -134,7 +135,7 @@ def _updates(
             status.message.CopyFrom(said)
         update = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)
         yield Update(item.sequence, StreamResponse(status_update=update))
-        if state in mapping.SETTLED:
+        if state in ends:
             return
 
 
