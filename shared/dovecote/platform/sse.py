@@ -58,7 +58,8 @@ def parse(lines: Iterable[str]) -> Iterator[Message]:
     dispatches them: a blank line ends a message; `:` starts a comment; a field without `:` has an
     empty value; one leading space of a value is dropped; `data:` lines join with newlines; a
     message without data is not dispatched."""
-    event, data, ident = "", [], None
+    event, ident = "", None
+    data: list[str] = []
     for line in lines:
         if not line:
             if data:
