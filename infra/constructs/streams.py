@@ -33,6 +33,9 @@ def lwa_layer_arn(scope: Construct) -> str:
     return str(given) if given else f"arn:aws:lambda:{Aws.REGION}:{LWA_ACCOUNT}:layer:{LWA_LAYER}"
 
 
+# The stage: the front's URL path. Named here, not read from the stage, so the function's
+# DOVECOTE_PUBLIC_URL does not depend on the deployment that depends on the function.
+STAGE = "streams"
 # What the function runs with besides its settings: the adapter, its mode, the app's port.
 LWA_ENVIRONMENT = {
     "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
@@ -40,11 +43,10 @@ LWA_ENVIRONMENT = {
     "AWS_LWA_PORT": "8080",
     # Ready once the app answers at all (a 404 for `/` is an answer).
     "AWS_LWA_READINESS_CHECK_PATH": "/",
+    # The REST API's request path may carry the stage (`/streams/v1/tasks/…`): the app's routes do not.
+    "AWS_LWA_REMOVE_BASE_PATH": f"/{STAGE}",
 }
 STREAM_HANDLER = "functions/streams_api/run.sh"
-# The stage: the front's URL path. Named here, not read from the stage, so the function's
-# DOVECOTE_PUBLIC_URL does not depend on the deployment that depends on the function.
-STAGE = "streams"
 
 
 class StreamFront(Construct):

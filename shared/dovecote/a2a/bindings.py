@@ -4,8 +4,9 @@ proto field names, as the spec allows), answered by the service, and serialized 
 so the wire is the spec's by construction. Errors are A2AError (dovecote.a2a.errors) rendered as a
 JSON-RPC error object or an AIP-193 body.
 
-Streaming (SendStreamingMessage, SubscribeToTask) is not offered (the card says streaming: false):
-UnsupportedOperation. Push notification configs: PushNotificationNotSupported. The extended card:
+Streaming (SendStreamingMessage, SubscribeToTask) is served by the streams function
+(functions/a2a_api/streams.py, on the streaming front the card names); a streaming request that
+reaches this buffered binding anyway is UnsupportedOperation. Push notification configs: PushNotificationNotSupported. The extended card:
 UnsupportedOperation (the card does not declare one).
 """
 
@@ -244,8 +245,8 @@ def list_json(response: Any) -> dict[str, Any]:
 def unsupported_streaming() -> A2AError:
     return error(
         "UNSUPPORTED_OPERATION",
-        "streaming is not supported (the agent card says capabilities.streaming: false): "
-        "send SendMessage and follow the task with GetTask",
+        "streaming is served by the streaming front, at the agent card's interface URLs: "
+        "this endpoint buffers its answers (or send SendMessage and follow the task with GetTask)",
     )
 
 
