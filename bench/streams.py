@@ -105,14 +105,13 @@ def latency(dev: Dev, streams: int, turns: int) -> dict[str, Any]:
             reader.start()
         for reader in readers:
             reader.opened.wait(60)
-        sent = {2: driver.accept()}
-        for _ in range(turns):
+        # Each command's event is the next sequence (one event a transition, as the revision counts).
+        commands = [driver.accept] + [driver.ask, driver.reply] * turns + [driver.complete]
+        sent: dict[int, float] = {}
+        for command in commands:
             time.sleep(0.3)
-            sent[driver.revision + 1] = driver.ask()
-            time.sleep(0.3)
-            sent[driver.revision + 1] = driver.reply()
-        time.sleep(0.3)
-        sent[driver.revision + 1] = driver.complete()
+            sequence = driver.revision + 1
+            sent[sequence] = command()
         for reader in readers:
             reader.join(60)
     samples = [(r.seen[s] - t) * 1000 for r in readers for s, t in sent.items() if s in r.seen]
