@@ -46,20 +46,20 @@ def agent_card(base_url: str, version: str) -> AgentCard:
             streaming=True,
             extensions=[
                 AgentExtension(
+                    uri=IDEMPOTENCY_EXTENSION,
+                    description=(
+                        "Send an Idempotency-Key header with SendMessage: it becomes the task command's id, "
+                        "so a retried SendMessage creates one task, not two (an exact retry answers the same task)."
+                    ),
+                    required=False,
+                ),
+                AgentExtension(
                     uri=STREAM_RESUME_EXTENSION,
                     description=(
                         "Every SSE event of SendStreamingMessage and SubscribeToTask carries id: the task event "
                         "sequence it reflects (the opening Task: the sequence it was read at). Send that id as "
                         "Last-Event-ID with SubscribeToTask: the Task as it stands comes first, then every update "
                         "after that sequence, so a client that tracked the ids misses nothing and sees nothing twice."
-                    ),
-                    required=False,
-                ),
-                AgentExtension(
-                    uri=IDEMPOTENCY_EXTENSION,
-                    description=(
-                        "Send an Idempotency-Key header with SendMessage: it becomes the task command's id, "
-                        "so a retried SendMessage creates one task, not two (an exact retry answers the same task)."
                     ),
                     required=False,
                 ),
