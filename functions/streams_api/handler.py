@@ -69,7 +69,24 @@ def openapi_paths() -> dict[str, Any]:
                     },
                 ],
                 "responses": {
-                    "200": {"description": "the stream", "content": {sse.MEDIA_TYPE: {"schema": {"type": "string"}}}},
+                    "200": {
+                        "description": "the stream: each message an event of the task's log, a lease state or "
+                        "the reconnect notice",
+                        # One SSE message, as a reader dispatches it (data: one line of JSON).
+                        "content": {
+                            sse.MEDIA_TYPE: {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["data"],
+                                    "properties": {
+                                        "event": {"type": "string"},
+                                        "data": {"type": "string"},
+                                        "id": {"type": "string", "pattern": "^[0-9]+$"},
+                                    },
+                                }
+                            }
+                        },
+                    },
                     "400": {"description": "invalid_argument", "content": envelope},
                     "401": {"description": "no token", "content": gateway},
                     "403": {"description": "a refused token, or a role that may not read tasks", "content": gateway},
@@ -116,15 +133,15 @@ def resume_after(environ: dict[str, Any]) -> int | None:
     unknown = sorted({name for name, _ in query} - {"after"})
     if unknown:
         raise InvalidArgument(f"unknown query parameter {unknown[0]!r}", field=unknown[0])
-    given = environ.get("HTTP_LAST_EVENT_ID")
-    field = "Last-Event-ID"
-    if given is None:
-        values = [value for name, value in query if name == "after"]
-        if len(values) > 1:
-            raise InvalidArgument("after is given more than once", field="after")
-        given, field = (values[0], "after") if values else (None, field)
-    if given is None or given == "":
-        return None
+    values = [value for name, value in query if name == "after"]
+    if len(values) > 1:
+        raise InvalidArgument("after is given more than once", field="after")
+    # An empty Last-Event-ID is no id (the standard's reader never sends one): `after` then counts.
+    given, field = str(environ.get("HTTP_LAST_EVENT_ID") or "").strip(), "Last-Event-ID"
+    if not given:
+        if not values:
+            return None
+        given, field = values[0], "after"
     text = str(given).strip()
     if not text.isascii() or not text.isdigit() or len(text) > 12:
         raise InvalidArgument(f"{field} must be a sequence number (a non-negative integer)", field=field)

@@ -145,3 +145,27 @@ def test_the_wire_ids_are_sequences_and_the_lease_has_none(service: Edge, clock:
     assert all(m.event == m.json()["type"] for m in logged)
     reconnect = b"".join(frames([Reconnect(4)])).decode()
     assert [(m.event, m.id, m.json()["after"]) for m in sse.parse(reconnect.split("\n"))] == [("reconnect", None, 4)]
+
+
+@pytest.mark.parametrize(
+    ("header", "query", "expected"),
+    [
+        (None, "", None),
+        ("3", "", 3),
+        ("3", "after=1", 3),  # the header wins: an EventSource resends it on its own reconnect
+        ("", "after=2", 2),  # an empty header is no id
+        (None, "after=0", 0),
+        ("", "after=-1", "invalid_argument"),
+        ("-1", "", "invalid_argument"),
+        ("x", "", "invalid_argument"),
+        (None, "after=1&after=2", "invalid_argument"),
+        (None, "limit=3", "invalid_argument"),
+    ],
+)
+def test_where_a_stream_resumes(header: str | None, query: str, expected: object) -> None:
+    from functions.streams_api.handler import resume_after
+
+    environ = {"QUERY_STRING": query, **({"HTTP_LAST_EVENT_ID": header} if header is not None else {})}
+    assert (code_of(lambda: resume_after(environ)) if expected == "invalid_argument" else resume_after(environ)) == (
+        expected
+    )
