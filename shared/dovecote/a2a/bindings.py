@@ -6,8 +6,8 @@ JSON-RPC error object or an AIP-193 body.
 
 Streaming (SendStreamingMessage, SubscribeToTask) is served by the streams function
 (functions/a2a_api/streams.py, on the streaming front the card names); a streaming request that
-reaches this buffered binding anyway is UnsupportedOperation. Push notification configs: PushNotificationNotSupported. The extended card:
-UnsupportedOperation (the card does not declare one).
+reaches this buffered binding anyway is UnsupportedOperation. Push notification configs:
+PushNotificationNotSupported. The extended card: UnsupportedOperation (the card does not declare one).
 """
 
 from __future__ import annotations
