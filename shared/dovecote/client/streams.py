@@ -27,6 +27,20 @@ TERMINAL = frozenset({"completed", "canceled", "rejected", "failed"})
 LEASE, RECONNECT = "lease", "reconnect"
 
 
+def _envelope(response: httpx.Response) -> bool:
+    """A function's error envelope ({"error": {...}}), not the gateway's {"message"}."""
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and isinstance(body.get("error"), dict)
+
+
+class NoStreamRoute(DovecoteError):
+    """The endpoint has no stream route (its gateway's own 404, no error envelope): an older
+    deployment, or a stream endpoint that is not configured. `wait_for` polls instead."""
+
+
 class StreamsMixin:
     if TYPE_CHECKING:  # provided by DovecoteClient
         _http: httpx.Client
@@ -118,7 +132,10 @@ class StreamsMixin:
                 response.read()
                 if response.status_code == 429 or response.status_code >= 502:
                     raise httpx.RemoteProtocolError(f"the stream answered {response.status_code}")
-                raise self._stream_error(response, 1)
+                error = self._stream_error(response, 1)
+                if response.status_code == 404 and not _envelope(response):
+                    raise NoStreamRoute(error.status, error.code, error.message, error.details)
+                raise error
             yield from sse.parse(response.iter_lines())
 
     def watch_until(self, task_id: str, states: tuple[str, ...], *, timeout: float | None) -> dict[str, Any]:

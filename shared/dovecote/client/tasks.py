@@ -192,11 +192,12 @@ class TasksMixin:
         None waits forever. An endpoint without the stream route (the gateway's own 404) is polled
         instead: `GET /v1/tasks/{id}/events?after=N` with backoff from `poll` to `max_poll` seconds."""
         wanted = (states,) if isinstance(states, str) else tuple(states)
+        from dovecote.client.streams import NoStreamRoute
+
         try:
             return self.watch_until(task_id, wanted, timeout=timeout)
-        except DovecoteError as exc:
-            if not (exc.status == 404 and "task" not in (exc.details or {})):
-                raise
+        except NoStreamRoute:
+            pass
         return self._poll_until(task_id, wanted, timeout=timeout, poll=poll, max_poll=max_poll)
 
     def _snapshot(self, task_id: str) -> dict[str, Any]:
