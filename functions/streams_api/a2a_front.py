@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl
 
 from dovecote.platform import sse
 from dovecote.platform.principal import Principal
+from functions.streams_api.wsgi import guarded, json_answer
 
 StartResponse = Callable[..., Any]
 Authenticate = Callable[[dict[str, Any]], Principal | tuple[int, dict[str, str]]]
@@ -63,8 +64,6 @@ def _body(environ: dict[str, Any]) -> bytes:
 
 
 def serve(environ: dict[str, Any], start_response: StartResponse, authenticate: Authenticate) -> Iterable[bytes]:
-    from functions.streams_api.handler import guarded, json_answer
-
     method, path = str(environ.get("REQUEST_METHOD", "")), str(environ.get("PATH_INFO", ""))
     matched = match(method, path)
     if matched is None:

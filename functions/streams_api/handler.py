@@ -16,19 +16,19 @@ caller's authority, `after`) is made before the first byte: another authority's 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl
 
-from dovecote.platform import sse
+from dovecote.platform import gc_pause, sse
 from dovecote.platform.errors import DomainError, InvalidArgument
 from dovecote.platform.observability import logger
 from dovecote.platform.principal import Principal
 from dovecote.tasks.service import TaskService
 from dovecote.tasks.streams import LEASE, RECONNECT, KeepAlive, LeaseState, Logged, Reconnect, StreamItem
+from functions.streams_api.wsgi import guarded, json_answer
 
 
 def openapi_paths() -> dict[str, Any]:
@@ -164,16 +164,7 @@ def frames(items: Iterable[StreamItem]) -> Iterator[bytes]:
             yield sse.frame(item.data, event=RECONNECT)
 
 
-def json_answer(start_response: StartResponse, status: int, body: dict[str, Any]) -> list[bytes]:
-    data = json.dumps(body).encode()
-    start_response(f"{status} {_REASONS.get(status, 'Error')}", [("Content-Type", "application/json")])
-    return [data]
-
-
-_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed"}
-
-
-def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+def _app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
     path = str(environ.get("PATH_INFO", ""))
     matched = STREAM_PATH.fullmatch(path)
     if matched is None:
@@ -198,10 +189,7 @@ def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[byte
     return guarded(frames(items))
 
 
-def guarded(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """A failure after the first byte cannot change the status: the stream ends, the log says why
-    (the client resumes with Last-Event-ID)."""
-    try:
-        yield from chunks
-    except Exception:
-        logger.exception("stream failed")
+# The WSGI entry. The first request resumes the garbage collector the `functions` package paused
+# for the cold start (dovecote/platform/gc_pause.py): in Lambda the app's server process is the
+# function's, and no Lambda handler of ours runs there to do it.
+app = handler = gc_pause.resumes_gc(_app)
