@@ -40,6 +40,7 @@ TITLES = {
     "dispatcher": "The lease dispatcher's requests per run",
     "cli": "The `dovecote` command's start",
     "claims": "Claims at fleet scale",
+    "streams": "Task streams: latency, idle cost, resume",
 }
 MAX_DEPTH = 4  # headings below this become bold lines
 

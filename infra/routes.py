@@ -235,3 +235,17 @@ A2A_ROUTES: tuple[Route, ...] = (
 
 # What API Gateway (CDK) and the local gateway serve.
 ALL_ROUTES: tuple[Route, ...] = ROUTES + A2A_ROUTES
+
+# Task streams (docs/guides/streams.md): server-sent events, which an HTTP API buffers. The streams
+# function is a WSGI app (functions/streams_api/handler.py) that checks the token with the
+# authorizer's code itself; in the cloud it runs behind the Lambda Web Adapter on the streaming front
+# (infra/constructs/streams.py), in `dovecote dev` the local gateway hands it these routes.
+STREAMS = Function(
+    "streams_api",
+    handler="functions.streams_api.handler.app",
+    memory_mb=256,
+    # The streaming front ends a stream at 15 minutes; the function ends it before (stream_seconds).
+    timeout_s=900,
+    settings=(*TASK_SETTINGS, "tokens_table", "stream_seconds", "public_url", "a2a_waits_per_authority"),
+)
+STREAM_ROUTES: tuple[Route, ...] = (Route("GET", "/v1/tasks/{id}/stream", STREAMS.name),)

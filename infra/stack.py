@@ -64,6 +64,8 @@ class DovecoteStack(Stack):
             self, "Console", http_api=self.api.http_api, access_logs=self.data.access_logs, production=production
         )
         CfnOutput(self, "Endpoint", value=self.api.http_api.api_endpoint)
+        # Task streams and the A2A interface (DOVECOTE_STREAM_ENDPOINT for the SDK and the CLI).
+        CfnOutput(self, "StreamEndpoint", value=self.api.streams.url)
         CfnOutput(self, "SearchEndpoint", value=self.search.url)
         CfnOutput(self, "TokensTable", value=self.data.tokens.table_name)
         self._acknowledge()
@@ -154,6 +156,13 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
         ("artifacts", "Artifact payloads live under artifacts/<authority>/<sha256>; read only, by content digest."),
     ):
         out.append((a2a_role, f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/{prefix}/*]", why))
+    streams_role = stack.api.functions["streams_api"].role
+    for prefix, why in (
+        ("parts", "The A2A interface on the streaming front: large message parts by content digest."),
+        ("artifacts", "The A2A interface on the streaming front: artifact payloads, read only, by content digest."),
+    ):
+        out.append((streams_role, f"AwsSolutions-IAM5[Resource::<{ref(stack.data.bucket)}.Arn>/{prefix}/*]", why))
+    out += _stream_front_acknowledgments(stack)
     tasks_role = stack.api.functions["tasks_api"].role
     out.append(
         (
@@ -203,6 +212,41 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
             "declares the bearer scheme); every other A2A route uses the bearer-token authorizer.",
         )
     )
+    return out
+
+
+def _stream_front_acknowledgments(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:
+    """The streaming front's findings (infra/constructs/streams.py): a REST API that proxies every
+    request to the streams function, which checks the bearer token itself."""
+    front = stack.api.streams
+    no_authorizer = (
+        "The streams function checks the bearer token itself, with the authorizer's own code, before any "
+        "byte (API Gateway's REST authorizers answer IAM policies, not the HTTP API's simple responses); "
+        "a request without a token is 401, a refused one 403, another authority's task 404."
+    )
+    out: list[tuple[Construct, str, str]] = [
+        (
+            front.api,
+            "AwsSolutions-APIG2",
+            "A Lambda proxy: the function validates every request (the same gates as the HTTP API's routes); "
+            "API Gateway's models cannot state an SSE request's rules.",
+        ),
+        (
+            front.api.deployment_stage,
+            "AwsSolutions-APIG6",
+            "The stage's access log records every request (the HTTP API's fields); execution logging would "
+            "need the account-wide API Gateway CloudWatch role, which this stack does not own.",
+        ),
+        (
+            front.api.deployment_stage,
+            "AwsSolutions-APIG3",
+            "No WAF, as on the HTTP API: the stage's throttling (100 rps, burst 200) and the function's reserved "
+            "concurrency bound what one client can take.",
+        ),
+    ]
+    for method in front.methods:
+        out.append((method, "AwsSolutions-APIG4", no_authorizer))
+        out.append((method, "AwsSolutions-COG4", "Dovecote's tokens are its own bearer tokens, not Cognito's."))
     return out
 
 

@@ -220,6 +220,9 @@ def openapi_document() -> dict[str, Any]:
             # Two functions naming different models alike would silently document one for both.
             if known != schema:
                 raise ValueError(f"two API modules define a different schema named {schema_name!r}")
+    from functions.streams_api.handler import openapi_paths
+
+    merged["paths"].update(openapi_paths())
     from dovecote.platform.http import ErrorEnvelope, GatewayMessage
 
     for model in (ErrorEnvelope, GatewayMessage):

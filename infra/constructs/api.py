@@ -24,6 +24,7 @@ from infra.constructs.data import Data
 from infra.constructs.grants import Grants, private_queue
 from infra.constructs.memory import MemoryQueue
 from infra.constructs.search import Search
+from infra.constructs.streams import LWA_ENVIRONMENT, STREAM_HANDLER, StreamFront, lwa_layer_arn
 from infra.event_sources import schedule_of, stream_of
 from infra.routes import (
     ALL_ROUTES,
@@ -33,6 +34,7 @@ from infra.routes import (
     JANITOR,
     MEMORY_WORKER,
     RECONCILER,
+    STREAMS,
     TRANSCRIPT_INDEXER,
     Function,
 )
@@ -83,6 +85,7 @@ class Api(Construct):
             **memory.settings,
             "recall_table": data.recall.table_name,
             "presign_seconds": str(Settings.default("presign_seconds")),
+            "stream_seconds": str(Settings.default("stream_seconds")),
             **search.settings,
         }
         # Context overrides an operator may need: plaintext reads only while migrating old data; the
@@ -102,6 +105,7 @@ class Api(Construct):
             DISPATCHER,
             MEMORY_WORKER,
             TRANSCRIPT_INDEXER,
+            STREAMS,
             *FUNCTIONS.values(),
         ):
             self.functions[spec.name] = self._function(spec)
@@ -132,8 +136,11 @@ class Api(Construct):
         self.http_api = apigw.HttpApi(self, "HttpApi", api_name="dovecote", create_default_stage=True)
         # The A2A Agent Card names the deployment's URL: the API's endpoint, or (context `public_url`)
         # the custom domain in front of it. Configured, never taken from a request's headers.
-        public_url = self.node.try_get_context("public_url") or self.http_api.api_endpoint
-        self.functions["a2a_api"].add_environment("DOVECOTE_PUBLIC_URL", str(public_url))
+        # The A2A interface lives on the streaming front (its JSON-RPC URL serves every method).
+        self.streams = StreamFront(self, "Streams", function=self.functions[STREAMS.name], access_logs=self.access_logs)
+        public_url = self.node.try_get_context("public_url") or self.streams.url
+        for name in ("a2a_api", STREAMS.name):
+            self.functions[name].add_environment("DOVECOTE_PUBLIC_URL", str(public_url))
         stage: apigw.CfnStage = self.http_api.default_stage.node.default_child  # type: ignore[union-attr,assignment]
         stage.access_log_settings = apigw.CfnStage.AccessLogSettingsProperty(
             destination_arn=self.access_logs.log_group_arn,
@@ -223,14 +230,18 @@ class Api(Construct):
                 resources=[log_group.log_group_arn, f"{log_group.log_group_arn}:*"],
             )
         )
+        streams = spec is STREAMS  # a WSGI app behind the Lambda Web Adapter (infra/constructs/streams.py)
+        layers = [self.layer]
+        if streams:
+            layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "WebAdapter", lwa_layer_arn(self)))
         return lambda_.Function(
             self,
             spec.name,
             runtime=lambda_.Runtime.PYTHON_3_12,
             architecture=lambda_.Architecture.ARM_64,
-            handler=spec.handler,
+            handler=STREAM_HANDLER if streams else spec.handler,
             code=self._code,
-            layers=[self.layer],
+            layers=layers,
             memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_s),
             role=role,
@@ -243,6 +254,7 @@ class Api(Construct):
                     f"DOVECOTE_{name.upper()}": self._settings[name] for name in spec.settings if name in self._settings
                 },
                 **spec.environment(subsegments=self._subsegments),
+                **(LWA_ENVIRONMENT if streams else {}),
             },
         )
 
@@ -329,25 +341,31 @@ class Api(Construct):
         # task transactions (GetItem/PutItem); a list is the by_authority index, a task's messages
         # and events Queries of the table; no UpdateItem (the heartbeat is a worker's). Large message
         # parts are written and read by digest; artifact payloads are only read (workers freeze them).
-        g.allow(
-            "a2a_api",
-            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
-            [d.tasks.table_arn, f"{d.tasks.table_arn}/index/by_authority"],
-        )
-        # The one update it makes: its authority's blocking-waits item (dovecote/a2a/waits.py), by
-        # its key prefix, so no task item can be changed outside a task transaction.
-        g.allow(
-            "a2a_api",
-            ["dynamodb:UpdateItem"],
-            [d.tasks.table_arn],
-            **{"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["AW#*"]}},
-        )
-        g.table_key("a2a_api", d.tasks, write=True)
-        g.allow("a2a_api", ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
-        g.allow("a2a_api", ["s3:GetObject"], [d.bucket.arn_for_objects("artifacts/*")])
-        g.bucket_key("a2a_api", write=True)
-        g.payload_key("a2a_api")
-        g.cursor_secret("a2a_api")
+        # The streams function serves the whole A2A interface (the streaming front) besides the task
+        # streams, which read the task item and Query its events: the A2A function's grants, and the
+        # authorizer's read of the tokens table (it checks the token itself).
+        for name in ("a2a_api", STREAMS.name):
+            g.allow(
+                name,
+                ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+                [d.tasks.table_arn, f"{d.tasks.table_arn}/index/by_authority"],
+            )
+            # The one update it makes: its authority's blocking-waits item (dovecote/a2a/waits.py), by
+            # its key prefix, so no task item can be changed outside a task transaction.
+            g.allow(
+                name,
+                ["dynamodb:UpdateItem"],
+                [d.tasks.table_arn],
+                **{"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["AW#*"]}},
+            )
+            g.table_key(name, d.tasks, write=True)
+            g.allow(name, ["s3:GetObject", "s3:PutObject"], [d.bucket.arn_for_objects("parts/*")])
+            g.allow(name, ["s3:GetObject"], [d.bucket.arn_for_objects("artifacts/*")])
+            g.bucket_key(name, write=True)
+            g.payload_key(name)
+            g.cursor_secret(name)
+        g.allow(STREAMS.name, ["dynamodb:GetItem"], [d.tokens.table_arn])
+        g.table_key(STREAMS.name, d.tokens, write=False)
 
     def _grant_stream_read(self, name: str) -> None:
         """What the event source mapping needs to read the notes stream, with the key only through

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import io
 import json
 import logging
 import re
@@ -45,7 +46,7 @@ from urllib.parse import parse_qsl, quote_from_bytes, unquote_to_bytes, urlsplit
 from werkzeug.wrappers import Request, Response
 
 from infra.local.log_lines import printable
-from infra.routes import ALL_ROUTES, AUTHORIZER, FUNCTIONS, Function, Route
+from infra.routes import ALL_ROUTES, AUTHORIZER, FUNCTIONS, STREAM_ROUTES, STREAMS, Function, Route
 
 LAMBDA_PAYLOAD_LIMIT = 6 * 1024 * 1024
 LAMBDA_RESPONSE_LIMIT = 6 * 1024 * 1024  # a synchronous invocation's response, as JSON
@@ -213,7 +214,9 @@ def load_handler(function: Function) -> Callable[[dict[str, Any], Any], dict[str
 
 class Gateway:
     def __init__(self, *, faults: bool = False, log_requests: bool = True, a2a_caller_token: str = "") -> None:
-        self._matcher = RouteMatcher()
+        # The stream routes beside the API's, on the same port (their app: `_stream`).
+        self._matcher = RouteMatcher(ALL_ROUTES + STREAM_ROUTES)
+        self._stream_app: Callable[..., Any] | None = None
         self._handlers: dict[str, Callable[[dict[str, Any], Any], dict[str, Any]]] = {}
         self._faults = faults
         self._log_requests = log_requests
@@ -235,6 +238,20 @@ class Gateway:
         request = Request(environ)
         started = time.perf_counter()
         path = raw_path(raw_target(environ))
+        matched = self._matcher.match(request.method, segments(path))
+        if matched is not None and matched[0].function == STREAMS.name:
+            return self._stream(environ, start_response, request, path, started)
+        if matched is not None and matched[0].function == A2A_FUNCTION and self._a2a_streaming(request, matched):
+            # A2A's streaming methods: the streams function serves them (the cloud's streaming front
+            # serves the whole A2A interface; here the others stay with the A2A function).
+            body = request.get_data()
+            environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
+            if self._a2a_caller_token and not request.headers.get("authorization"):
+                refused = unauthenticated_refusal({k.lower(): v for k, v in request.headers.items()})
+                if refused:
+                    return _json(403, {"message": refused})(environ, start_response)
+                environ["HTTP_AUTHORIZATION"] = f"Bearer {self._a2a_caller_token}"
+            return self._stream(environ, start_response, request, path, started)
         response = self.dispatch(request, path)
         if self._log_requests:
             log.info(
@@ -255,10 +272,47 @@ class Gateway:
                 sock.shutdown(socket.SHUT_RDWR)
         return response(environ, start_response)
 
+    @staticmethod
+    def _a2a_streaming(request: Request, matched: tuple[Route, dict[str, str]]) -> bool:
+        route, variables = matched
+        if request.method != "POST":
+            return False
+        from functions.a2a_api import streams
+
+        if route.path == "/":
+            return len(request.get_data()) <= LAMBDA_PAYLOAD_LIMIT and streams.is_streaming_jsonrpc(request.get_data())
+        if route.path == "/a2a/{method}":
+            return variables.get("method") == streams.REST_STREAM_VERB
+        if route.path == "/a2a/tasks/{id_action}":
+            return streams.is_streaming_rest(variables.get("id_action", ""))
+        return False
+
+    def _stream(
+        self, environ: dict[str, Any], start_response: Callable[..., Any], request: Request, path: bytes, started: float
+    ) -> Any:
+        """A stream route: the streams function's WSGI app answers it as the cloud's Web Adapter
+        runs it (it checks the token itself). Logged when its answer starts, with its status."""
+        if self._stream_app is None:
+            self._stream_app = load_handler(STREAMS)
+
+        def logged_start(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+            if self._log_requests:
+                log.info(
+                    "%s %s %s %s %.0fms",
+                    printable(request.method),
+                    printable(path),
+                    status.split(" ", 1)[0],
+                    "stream" if status.startswith("200") else "-",
+                    (time.perf_counter() - started) * 1000,
+                )
+            return start_response(status, headers, *rest)
+
+        return self._stream_app(environ, logged_start)
+
     def dispatch(self, request: Request, path: bytes) -> Response:
         parts = segments(path)
         matched = self._matcher.match(request.method, parts)
-        if matched is None:
+        if matched is None or matched[0].function == STREAMS.name:
             return _json(404, {"message": "Not Found"})
         route, path_parameters = matched
         body = request.get_data()

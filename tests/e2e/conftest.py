@@ -33,19 +33,23 @@ def _free_port() -> int:
 
 @contextmanager
 def start_dev(
-    directory: Path, *extra: str, settings: dict[str, str] | None = None, config_home: Path | None = None
+    directory: Path,
+    *extra: str,
+    settings: dict[str, str] | None = None,
+    config_home: Path | None = None,
+    port: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """`dovecote dev` as a real process on a free port, its log in `directory`; yields the endpoint,
     the tokens, the log file and the process. `settings`: DOVECOTE_* variables the runtime starts with;
     `config_home`: the XDG_CONFIG_HOME it writes its profiles to (default `directory/config`).
     Its state goes to `directory/data` unless `extra` names a `--data` (never the shared default
-    `.dovecote/data`)."""
+    `.dovecote/data`). `port`: a given one (a restart on the same endpoint), else a free one."""
     if "--data" not in extra:
         extra = (*extra, "--data", str(directory / "data"))
     tokens_file = directory / "dev-tokens.json"
     # The runtime logs a line per request: to a file, never an unread pipe that would fill and stall it.
     log_file = directory / "dev.log"
-    port = _free_port()
+    port = port or _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))} | (settings or {})
     config_home = config_home or directory / "config"
     env["XDG_CONFIG_HOME"] = str(config_home)  # its `dev` profiles: never the user's config

@@ -17,7 +17,8 @@ from aws_cdk.assertions import Match, Template  # noqa: E402
 from infra import stack as stack_module  # noqa: E402
 from infra.app import build_app  # noqa: E402
 from infra.build import FUNCTIONS as FUNCTIONS_DIR  # noqa: E402
-from infra.routes import (  # noqa: E402
+from infra.constructs.streams import STREAM_HANDLER  # noqa: E402
+from infra.routes import (
     ALL_ROUTES,
     AUTHORIZER,
     DISPATCHER,
@@ -26,11 +27,19 @@ from infra.routes import (  # noqa: E402
     MEMORY_WORKER,
     MEMORY_WORKER_BATCH_SIZE,
     RECONCILER,
+    STREAMS,
     TRANSCRIPT_INDEXER,
+    Function,  # noqa: E402
 )
 from tests.infra.conftest import OPTIONS  # noqa: E402
 
 BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, MEMORY_WORKER, TRANSCRIPT_INDEXER)
+# The streams function: behind the Lambda Web Adapter, its handler the adapter's start script.
+FRONTED = (STREAMS,)
+
+
+def handler_of(spec: Function) -> str:
+    return STREAM_HANDLER if spec is STREAMS else spec.handler
 
 
 @pytest.fixture(scope="module")
@@ -110,18 +119,22 @@ def test_every_function_is_arm64_python312_with_the_layer(synthesized: dict[str,
     layers = resources(synthesized["raw"], "AWS::Lambda::LayerVersion")
     assert len(layers) == 1
     layer_id = next(iter(layers))
-    assert len(functions) == len(FUNCTIONS) + len(BACKGROUND)
+    assert len(functions) == len(FUNCTIONS) + len(BACKGROUND) + len(FRONTED)
     for props in (f["Properties"] for f in functions.values()):
         assert props["Runtime"] == "python3.12"
         assert props["Architectures"] == ["arm64"]
-        assert props["Layers"] == [{"Ref": layer_id}]
+        # The streams function also runs the Lambda Web Adapter's layer, by its ARN.
+        extra = 1 if props["Handler"] == STREAM_HANDLER else 0
+        assert props["Layers"][0] == {"Ref": layer_id} and len(props["Layers"]) == 1 + extra
         assert props["TracingConfig"] == {"Mode": "Active"}
 
 
 def test_handler_paths_exist_in_the_function_asset(synthesized: dict[str, Any]) -> None:
     handlers = {f["Properties"]["Handler"] for f in resources(synthesized["raw"], "AWS::Lambda::Function").values()}
-    assert handlers == {spec.handler for spec in (*BACKGROUND, *FUNCTIONS.values())}
-    for handler in handlers:
+    assert handlers == {handler_of(spec) for spec in (*BACKGROUND, *FRONTED, *FUNCTIONS.values())}
+    script = FUNCTIONS_DIR / STREAM_HANDLER
+    assert script.exists() and os.access(script, os.X_OK) and "-m functions.streams_api.serve" in script.read_text()
+    for handler in handlers - {STREAM_HANDLER}:
         module, attr = handler.rsplit(".", 1)
         path = FUNCTIONS_DIR / (module.replace(".", "/") + ".py")
         assert path.exists(), handler
@@ -380,7 +393,9 @@ def test_routes_come_from_the_route_table(synthesized: dict[str, Any]) -> None:
 
 def test_log_retention_encryption_and_access_logs(synthesized: dict[str, Any]) -> None:
     groups = resources(synthesized["raw"], "AWS::Logs::LogGroup")
-    assert len(groups) == len(FUNCTIONS) + len(BACKGROUND) + 1 + 3  # + API access logs + the domain's three
+    assert (
+        len(groups) == len(FUNCTIONS) + len(BACKGROUND) + len(FRONTED) + 1 + 3
+    )  # + API access logs + the domain's three
     key = next(iter(resources(synthesized["raw"], "AWS::KMS::Key")))
     for group in groups.values():
         assert group["Properties"]["RetentionInDays"] == 30
@@ -431,15 +446,16 @@ def test_every_kms_grant_is_bound_to_a_service_and_an_encryption_context(synthes
             # The stream reader is the one grant without a context: DynamoDB Streams sets none.
             assert contexts or _actions(statement) == ["kms:Decrypt"], statement
     assert grants >= 8
-    assert payload_grants == 2  # tasks_api and a2a_api (messages sent over A2A) seal payloads
+    # tasks_api, a2a_api and the streams function (messages sent over A2A on the streaming front) seal payloads
+    assert payload_grants == 3
 
 
 def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str, Any]) -> None:
-    for spec in (*BACKGROUND, *FUNCTIONS.values()):
+    for spec in (*BACKGROUND, *FRONTED, *FUNCTIONS.values()):
         fn = next(
             f["Properties"]
             for f in resources(synthesized["raw"], "AWS::Lambda::Function").values()
-            if f["Properties"]["Handler"] == spec.handler
+            if f["Properties"]["Handler"] == handler_of(spec)
         )
         names = {k for k in fn["Environment"]["Variables"] if k.startswith("DOVECOTE_")}
         assert names <= {f"DOVECOTE_{s.upper()}" for s in spec.settings}, spec.name
@@ -459,8 +475,9 @@ def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str
     assert authorizer["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
 
 
-def test_the_agent_card_names_the_apis_own_endpoint(synthesized: dict[str, Any]) -> None:
-    # Configured from the HttpApi itself, never from a request's Host or X-Forwarded-Proto.
+def test_the_agent_card_names_the_streaming_front(synthesized: dict[str, Any]) -> None:
+    # Configured from the stack itself, never from a request's Host or X-Forwarded-Proto: the A2A
+    # interface lives on the streaming front (infra/constructs/streams.py).
     raw = synthesized["raw"]
     a2a = next(
         f["Properties"]
@@ -468,8 +485,15 @@ def test_the_agent_card_names_the_apis_own_endpoint(synthesized: dict[str, Any])
         if f["Properties"]["Handler"] == FUNCTIONS["a2a_api"].handler
     )
     url = a2a["Environment"]["Variables"]["DOVECOTE_PUBLIC_URL"]
-    api = set(resources(raw, "AWS::ApiGatewayV2::Api"))
-    assert url == {"Fn::GetAtt": [next(iter(api)), "ApiEndpoint"]} and len(api) == 1, url
+    front = set(resources(raw, "AWS::ApiGateway::RestApi"))
+    assert len(front) == 1 and {"Ref": next(iter(front))} in url["Fn::Join"][1], url
+    assert url["Fn::Join"][1][-1].endswith("/streams")
+    streams = next(
+        f["Properties"]
+        for f in resources(raw, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == STREAM_HANDLER
+    )
+    assert streams["Environment"]["Variables"]["DOVECOTE_PUBLIC_URL"] == url
 
 
 def test_functions_run_with_the_environment_the_cold_start_bench_measures(synthesized: dict[str, Any]) -> None:
@@ -615,6 +639,6 @@ def test_the_claim_shards_context_reaches_every_function_that_writes_task_items(
             if "DOVECOTE_CLAIM_SHARDS" in f["Properties"].get("Environment", {}).get("Variables", {})
         }
 
-    writers = {FUNCTIONS["tasks_api"].handler, FUNCTIONS["a2a_api"].handler, DISPATCHER.handler}
+    writers = {FUNCTIONS["tasks_api"].handler, FUNCTIONS["a2a_api"].handler, DISPATCHER.handler, STREAM_HANDLER}
     assert told(raw) == dict.fromkeys(writers, "16")
     assert told(synthesized["raw"]) == {}

@@ -26,7 +26,7 @@ from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.client.artifacts import ARTIFACT_INLINE_SEND
 from dovecote.client.paths import path, segment
 from infra.local.gateway import RouteMatcher, segments
-from infra.routes import ROUTES, Route
+from infra.routes import ALL_ROUTES, ROUTES, STREAM_ROUTES, Route
 from tests.conftest import ROOT, examples
 
 HOSTILE = [
@@ -76,7 +76,7 @@ IDS = st.one_of(
     st.lists(st.sampled_from([*HOSTILE, "a", "t", ":", "1"]), min_size=1, max_size=5).map("".join),
     st.text(st.characters(exclude_categories=()), max_size=10),
 )
-ROUTE_BY_KEY = {f"{r.method} {r.path}": r for r in ROUTES}
+ROUTE_BY_KEY = {f"{r.method} {r.path}": r for r in ROUTES + STREAM_ROUTES}
 NOT_FOUND = {"error": {"code": "not_found", "message": "nothing here", "details": {}}}
 ARTIFACT = {
     "workspace": "ws",
@@ -141,6 +141,8 @@ CASES = [
     Case("iter_grants", "GET /v1/tasks/{id}/grants", lambda c, v: list(c.iter_grants(v["id"])), frozenset({"after"})),
     Case("snapshot", "GET /v1/tasks/{id}/snapshot", lambda c, v: c.snapshot(v["id"])),
     Case("wait_for", "GET /v1/tasks/{id}/snapshot", lambda c, v: c.wait_for(v["id"], timeout=1)),
+    Case("watch_until", "GET /v1/tasks/{id}/snapshot", lambda c, v: c.watch_until(v["id"], ("completed",), timeout=1)),
+    Case("follow", "GET /v1/tasks/{id}/stream", lambda c, v: list(c.follow(v["id"], max_reconnects=0))),
     Case("acquire", TASK + "lease", lambda c, v: c.acquire(v["id"])),
     Case("lease", "GET /v1/tasks/{id}/lease", lambda c, v: c.lease(v["id"])),
     Case("heartbeat", TASK + "lease/heartbeat", lambda c, v: c.heartbeat(v["id"], 1)),
@@ -302,7 +304,7 @@ def check(case: Case, values: dict[str, str]) -> None:
             assert unquote(got.decode("ascii"), errors="strict") == expected[name], (raw, expected)
     assert set(request.url.params.keys()) <= case.query, request.url
     # The local gateway reads the path as received the same way: this route, these values.
-    assert RouteMatcher().match(request.method, segments(raw)) == (route, expected)
+    assert RouteMatcher(ALL_ROUTES + STREAM_ROUTES).match(request.method, segments(raw)) == (route, expected)
 
 
 SETTINGS = settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))

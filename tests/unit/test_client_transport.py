@@ -208,6 +208,9 @@ def test_wait_for_follows_the_event_stream_and_times_out(monkeypatch: pytest.Mon
         calls.append(str(request.url.path) + "?" + request.url.query.decode())
         if request.url.path.endswith("/snapshot"):
             return httpx.Response(200, json={"task": {**TASK, "state": "submitted"}, "event_cursor": 1})
+        if request.url.path.endswith("/stream"):
+            # An endpoint without the stream route (the gateway's own 404): wait_for polls instead.
+            return httpx.Response(404, json={"message": "Not Found"})
         if request.url.path.endswith("/events"):
             after = int(request.url.params["after"])
             # The events arrive one per poll; an empty page in between.
@@ -220,6 +223,27 @@ def test_wait_for_follows_the_event_stream_and_times_out(monkeypatch: pytest.Mon
     with pytest.raises(WaitTimeout) as caught:
         client(handler).wait_for("t1", ("completed",), timeout=0.01)
     assert caught.value.code == "wait_timeout" and "completed" in caught.value.message
+
+
+def test_wait_for_follows_the_stream_when_there_is_one() -> None:
+    stream = (
+        "event: lease\ndata: {\"lease\":null,\"last_lease\":null}\n\n"
+        "id: 2\nevent: task_accepted\ndata: {\"sequence\":2,\"state\":\"working\",\"revision\":2}\n\n"
+        "id: 3\nevent: input_required\ndata: {\"sequence\":3,\"state\":\"input_required\",\"revision\":3}\n\n"
+    )
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path + " " + request.headers.get("last-event-id", ""))
+        if request.url.path.endswith("/snapshot"):
+            return httpx.Response(200, json={"task": {**TASK, "state": "submitted"}, "event_cursor": 1})
+        if request.url.path.endswith("/stream"):
+            return httpx.Response(200, text=stream, headers={"content-type": "text/event-stream"})
+        return httpx.Response(200, json={"task": {**TASK, "state": "input_required", "revision": 3}})
+
+    assert client(handler).wait_for("t1", "input_required", timeout=30)["revision"] == 3
+    assert calls == ["/v1/tasks/t1/snapshot ", "/v1/tasks/t1/stream 1", "/v1/tasks/t1 "]
+    assert not any(call.startswith("/v1/tasks/t1/events") for call in calls)  # no polling
 
 
 def test_configuration_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,7 @@ from dovecote.client import DovecoteClient
 from dovecote.client.vocabulary import ALIASES, CLIENT_COMMANDS, CLIENT_ONLY, OPERATIONS, Operation, render
 from dovecote.mcp.server import build_server
 from functions.admin_api.handler import openapi_document
-from infra.routes import ROUTES
+from infra.routes import ROUTES, STREAM_ROUTES
 from tests.conftest import ROOT
 
 INTERFACES = ("sdk", "cli", "mcp")
@@ -58,7 +58,7 @@ def http_fields() -> dict[str, set[str]]:
         for method, operation in operations.items()
     }
     fields: dict[str, set[str]] = {}
-    for route in ROUTES:
+    for route in ROUTES + STREAM_ROUTES:
         key = f"{route.method} {route.path}"
         operation = documented[f"{route.method} {_normal(route.path)}"]
         names = set(re.findall(r"\{([^}]+)\}", route.path))
@@ -91,7 +91,7 @@ def by(interface: str) -> dict[str, list[Operation]]:
 
 
 def test_every_operation_names_a_route() -> None:
-    routed = {f"{r.method} {r.path}" for r in ROUTES}
+    routed = {f"{r.method} {r.path}" for r in ROUTES + STREAM_ROUTES}
     assert {op.http for op in OPERATIONS} <= routed
     # Every route a client uses has an operation (the rest are the API's own: uploads, ingest, meta).
     unnamed = routed - {op.http for op in OPERATIONS}

@@ -4,9 +4,10 @@ proto field names, as the spec allows), answered by the service, and serialized 
 so the wire is the spec's by construction. Errors are A2AError (dovecote.a2a.errors) rendered as a
 JSON-RPC error object or an AIP-193 body.
 
-Streaming (SendStreamingMessage, SubscribeToTask) is not offered (the card says streaming: false):
-UnsupportedOperation. Push notification configs: PushNotificationNotSupported. The extended card:
-UnsupportedOperation (the card does not declare one).
+Streaming (SendStreamingMessage, SubscribeToTask) is served by the streams function
+(functions/a2a_api/streams.py, on the streaming front the card names); a streaming request that
+reaches this buffered binding anyway is UnsupportedOperation. Push notification configs:
+PushNotificationNotSupported. The extended card: UnsupportedOperation (the card does not declare one).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def check_version(call: Call) -> None:
         )
 
 
-def _parse(params: Any, message: Proto) -> Any:
+def parse_params(params: Any, message: Proto) -> Any:
     """The request's parameters into its protobuf type, each check before the costlier next: the
     limits a raw request can be held to at once (a message's part count: 300,000 parts otherwise
     cost seconds of parsing before the gate refused them), numbers protobuf JSON cannot hold
@@ -181,42 +182,42 @@ def jsonrpc(service: A2AService, call: Call, body: str, *, refused: A2AError | N
     try:
         request = json.loads(body)
     except (ValueError, RecursionError):  # RecursionError: nested past the decoder's stack
-        return _rpc_error(None, error("PARSE_ERROR", "Invalid JSON payload"))
+        return rpc_error(None, error("PARSE_ERROR", "Invalid JSON payload"))
     if not isinstance(request, dict):
-        return _rpc_error(
+        return rpc_error(
             None, error("INVALID_REQUEST", "a request is one JSON-RPC 2.0 object (batches are not served)")
         )
     rpc_id = request.get("id")
     if rpc_id is not None and (isinstance(rpc_id, bool) or not isinstance(rpc_id, str | int)):
-        return _rpc_error(None, error("INVALID_REQUEST", "id must be a string or an integer"))
+        return rpc_error(None, error("INVALID_REQUEST", "id must be a string or an integer"))
     if request.get("jsonrpc") != "2.0" or not isinstance(request.get("method"), str):
-        return _rpc_error(
-            rpc_id, error("INVALID_REQUEST", "Request payload validation error: jsonrpc 2.0 and a method")
-        )
+        return rpc_error(rpc_id, error("INVALID_REQUEST", "Request payload validation error: jsonrpc 2.0 and a method"))
     method = request["method"]
     params = request.get("params", {})
     if refused is not None:
-        return _rpc_error(rpc_id, refused)
+        return rpc_error(rpc_id, refused)
     try:
         result = _dispatch(service, call, method, params)
     except A2AError as exc:
-        return _rpc_error(rpc_id, exc)
+        return rpc_error(rpc_id, exc)
     return {"jsonrpc": "2.0", "id": rpc_id, "result": result}
 
 
 def _dispatch(service: A2AService, call: Call, method: str, params: Any) -> dict[str, Any]:
     if method == "SendMessage":
         check_version(call)
-        return as_json(service.send_message(call.principal, _parse(params, SendMessageRequest()), call.idempotency_key))
+        return as_json(
+            service.send_message(call.principal, parse_params(params, SendMessageRequest()), call.idempotency_key)
+        )
     if method == "GetTask":
         check_version(call)
-        return as_json(service.get_task(call.principal, _parse(params, GetTaskRequest())))
+        return as_json(service.get_task(call.principal, parse_params(params, GetTaskRequest())))
     if method == "ListTasks":
         check_version(call)
-        return list_json(service.list_tasks(call.principal, _parse(params, ListTasksRequest())))
+        return list_json(service.list_tasks(call.principal, parse_params(params, ListTasksRequest())))
     if method == "CancelTask":
         check_version(call)
-        return as_json(service.cancel_task(call.principal, _parse(params, CancelTaskRequest())))
+        return as_json(service.cancel_task(call.principal, parse_params(params, CancelTaskRequest())))
     if method in STREAMING_METHODS:
         raise unsupported_streaming()
     if method in PUSH_METHODS:
@@ -226,7 +227,7 @@ def _dispatch(service: A2AService, call: Call, method: str, params: Any) -> dict
     raise error("METHOD_NOT_FOUND", f"Method not found: {method[:100]}", method=method[:100])
 
 
-def _rpc_error(rpc_id: Any, exc: A2AError) -> dict[str, Any]:
+def rpc_error(rpc_id: Any, exc: A2AError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rpc_id, "error": exc.jsonrpc()}
 
 
@@ -244,8 +245,8 @@ def list_json(response: Any) -> dict[str, Any]:
 def unsupported_streaming() -> A2AError:
     return error(
         "UNSUPPORTED_OPERATION",
-        "streaming is not supported (the agent card says capabilities.streaming: false): "
-        "send SendMessage and follow the task with GetTask",
+        "streaming is served by the streaming front, at the agent card's interface URLs: "
+        "this endpoint buffers its answers (or send SendMessage and follow the task with GetTask)",
     )
 
 
@@ -273,7 +274,7 @@ def rest(service: A2AService, call: Call, operation: str, body: str, path: dict[
         return exc.http()
 
 
-def _body(body: str) -> dict[str, Any]:
+def json_body(body: str) -> dict[str, Any]:
     if not body:
         return {}
     try:
@@ -292,7 +293,7 @@ def _send(service: A2AService, call: Call, body: str, path: dict[str, str]) -> d
     if verb != "message:send":
         raise error("METHOD_NOT_FOUND", f"no such A2A operation: POST /{verb[:100]}")
     check_version(call)
-    request = _parse(_body(body), SendMessageRequest())
+    request = parse_params(json_body(body), SendMessageRequest())
     return as_json(service.send_message(call.principal, request, call.idempotency_key))
 
 
@@ -301,7 +302,7 @@ def _get(service: A2AService, call: Call, body: str, path: dict[str, str]) -> di
     params: dict[str, Any] = {"id": path.get("id", "")}
     if "historyLength" in call.query:
         params["historyLength"] = call.query["historyLength"]
-    return as_json(service.get_task(call.principal, _parse(params, GetTaskRequest())))
+    return as_json(service.get_task(call.principal, parse_params(params, GetTaskRequest())))
 
 
 # ListTasks query parameters (camelCase, A2A v1.0 §11.5) and how each is read.
@@ -316,7 +317,7 @@ def _list(service: A2AService, call: Call, body: str, path: dict[str, str]) -> d
         if flag not in ("true", "false"):
             raise error("INVALID_PARAMS", "includeArtifacts is true or false")
         params["includeArtifacts"] = flag == "true"
-    return list_json(service.list_tasks(call.principal, _parse(params, ListTasksRequest())))
+    return list_json(service.list_tasks(call.principal, parse_params(params, ListTasksRequest())))
 
 
 def _task_action(service: A2AService, call: Call, body: str, path: dict[str, str]) -> dict[str, Any]:
@@ -328,9 +329,9 @@ def _task_action(service: A2AService, call: Call, body: str, path: dict[str, str
     if verb != "cancel" or not task_id:
         raise error("METHOD_NOT_FOUND", "no such A2A operation: POST /tasks/{id}:cancel or :subscribe")
     check_version(call)
-    params = _body(body)
+    params = json_body(body)
     params["id"] = task_id
-    return as_json(service.cancel_task(call.principal, _parse(params, CancelTaskRequest())))
+    return as_json(service.cancel_task(call.principal, parse_params(params, CancelTaskRequest())))
 
 
 def _push(service: A2AService, call: Call, body: str, path: dict[str, str]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The public Agent Card (`GET /.well-known/agent-card.json`): both HTTP bindings at the deployment's
-own URL, protocol version 1.0, bearer tokens, no streaming, no push notifications, and the
-Idempotency-Key extension."""
+own URL, protocol version 1.0, bearer tokens, streaming (resumable: the stream-resume extension),
+no push notifications, and the Idempotency-Key extension."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ PROTOCOL_VERSION = "1.0"
 JSONRPC_PATH = "/"  # the JSON-RPC endpoint: POST to the API's root
 REST_PATH = "/a2a"  # the HTTP+JSON binding's base: /a2a/message:send, /a2a/tasks/{id}, ...
 IDEMPOTENCY_EXTENSION = "urn:dovecote:a2a:idempotency-key:v1"
+STREAM_RESUME_EXTENSION = "urn:dovecote:a2a:stream-resume:v1"
 BEARER = "bearer"
 
 
@@ -42,7 +43,7 @@ def agent_card(base_url: str, version: str) -> AgentCard:
             AgentInterface(url=base + REST_PATH, protocol_binding="HTTP+JSON", protocol_version=PROTOCOL_VERSION),
         ],
         capabilities=AgentCapabilities(
-            streaming=False,
+            streaming=True,
             extensions=[
                 AgentExtension(
                     uri=IDEMPOTENCY_EXTENSION,
@@ -51,7 +52,17 @@ def agent_card(base_url: str, version: str) -> AgentCard:
                         "so a retried SendMessage creates one task, not two (an exact retry answers the same task)."
                     ),
                     required=False,
-                )
+                ),
+                AgentExtension(
+                    uri=STREAM_RESUME_EXTENSION,
+                    description=(
+                        "Every SSE event of SendStreamingMessage and SubscribeToTask carries id: the task event "
+                        "sequence it reflects (the opening Task: the sequence it was read at). Send that id as "
+                        "Last-Event-ID with SubscribeToTask: the Task as it stands comes first, then every update "
+                        "after that sequence, so a client that tracked the ids misses nothing and sees nothing twice."
+                    ),
+                    required=False,
+                ),
             ],
         ),
         security_schemes={

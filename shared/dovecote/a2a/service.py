@@ -38,6 +38,7 @@ from a2a.types import (
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
+    Message,
     SendMessageRequest,
     SendMessageResponse,
     Task,
@@ -117,6 +118,35 @@ class A2AService:
         if isinstance(answer, Task):
             return SendMessageResponse(task=answer)
         return SendMessageResponse(message=answer)
+
+    def commit_message(
+        self, principal: Principal, request: SendMessageRequest, idempotency_key: str = ""
+    ) -> tuple[dict[str, Any], int | None]:
+        """SendMessage's commit without its wait (SendStreamingMessage follows the task instead):
+        the task record after the create or reply, and the historyLength asked for."""
+        if not request.HasField("message"):
+            raise error("INVALID_PARAMS", "message is required")
+        config = request.configuration
+        history = _history_length(config.history_length if config.HasField("history_length") else None)
+        ids = _Ids(idempotency_key)
+        body = mapping.message_body(request.message, ids.message)
+        try:
+            if request.message.task_id:
+                return self._reply(principal, request, ids, body), history
+            return self._create(principal, request, ids, body), history
+        except DomainError as exc:
+            raise from_domain(exc) from None
+
+    def answer(self, principal: Principal, record: dict[str, Any], history: int | None = None) -> Task | Message:
+        """The task as SendMessage answers it: the Task, or the Message of a Message-only answer."""
+        return self._answer(principal, record, history)  # type: ignore[no-any-return]
+
+    def record(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        """The task's record (TaskNotFound for none, another authority's included)."""
+        return self._get(principal, task_id)
+
+    def artifacts(self, principal: Principal, record: dict[str, Any]) -> list[Artifact]:
+        return self._artifacts(principal, record)
 
     def _create(
         self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: dict[str, Any]

@@ -10,6 +10,7 @@ the same command: the message id is derived from it, so the retry replays instea
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from typing import Annotated, Any
@@ -31,6 +32,7 @@ from dovecote.cli.common import (
     field,
     fields,
     note,
+    say,
 )
 from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Pages, Show, Values, Verb, param, register
@@ -290,3 +292,21 @@ def tasks_wait(
     if unknown:
         raise CliError(f"unknown state {unknown[0]!r}; one of {', '.join(ALL_STATES)}", EXIT_USAGE)
     emit(client().wait_for(task_id, wanted, timeout=timeout or None), as_json, "task")
+
+
+@app.command("watch")
+def tasks_watch(
+    task_id: TaskId,
+    after: Annotated[int, typer.Option(help="Start after this event sequence (0: from the first).", min=0)] = 0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One event object a line, as the events route pages it.")
+    ] = False,
+) -> None:
+    """Print each event of the task as it commits (its stream, resumed by itself after a cut), and
+    exit 0 once the task has ended."""
+    for event in client().follow(task_id, after):
+        if as_json:
+            say(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+        else:
+            line = f"{event['sequence']:>4}  {event['occurred_at']}  {event['type']}"
+            say(f"{line}  → {event['state']} (revision {event['revision']})")

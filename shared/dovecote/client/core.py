@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import os
 import random
 import ssl
 import time
@@ -44,6 +45,7 @@ from dovecote.client.notes import NotesMixin
 from dovecote.client.paging import keyset_items, query
 from dovecote.client.paths import path
 from dovecote.client.recall import RecallMixin
+from dovecote.client.streams import StreamsMixin
 from dovecote.client.tasks import TasksMixin
 
 __all__ = ["DovecoteClient", "error_from_response"]  # the package (`dovecote.client`) exports the rest
@@ -131,7 +133,7 @@ def error_from_response(response: httpx.Response, *, attempts: int = 1, command_
     )
 
 
-class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, MemoryMixin):
+class DovecoteClient(NotesMixin, TasksMixin, StreamsMixin, ArtifactsMixin, RecallMixin, MemoryMixin):
     """A client of one endpoint with one token. Thread-safe: the worker loop heartbeats from a
     background thread over the same client while a handler runs commands."""
 
@@ -147,17 +149,21 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
         transport: httpx.BaseTransport | None = None,
         event_hooks: dict[str, list[Any]] | None = None,
         source: str = "",
+        stream_endpoint: str | None = None,
     ) -> None:
         """`max_attempts` bounds the attempts of one call (1 turns retries off); the pause before
         attempt n+1 is a random share of min(max_backoff, backoff * 2**(n-1)). `transport` goes to
         httpx for the API and the presigned URLs, `event_hooks` for the API only (tests count or
         alter requests with them). `source` names where
-        the endpoint came from, for error messages."""
+        the endpoint came from, for error messages. `stream_endpoint`: where task streams are served
+        (the cloud's streaming front, the stack's StreamEndpoint output; DOVECOTE_STREAM_ENDPOINT for
+        `from_env`); by default the endpoint itself, as `dovecote dev` serves both on one port."""
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._token = token or ""
         self.endpoint = endpoint.rstrip("/")
+        self.stream_endpoint = (stream_endpoint or os.environ.get("DOVECOTE_STREAM_ENDPOINT") or endpoint).rstrip("/")
         self.source = source
         self.max_attempts = max_attempts
         self._backoff = (backoff, max_backoff)
@@ -284,6 +290,13 @@ class DovecoteClient(NotesMixin, TasksMixin, ArtifactsMixin, RecallMixin, Memory
             if status in (401, 403) and _from_gateway(response):
                 raise self._refused(error)
             raise self._wrong_role(error) if status == 403 else error
+
+    def _stream_error(self, response: httpx.Response, attempts: int) -> DovecoteError:
+        """A stream's refusal (status < 500, read in full) as `send` raises it."""
+        error = error_from_response(response, attempts=attempts)
+        if response.status_code in (401, 403) and _from_gateway(response):
+            return self._refused(error)
+        return self._wrong_role(error) if response.status_code == 403 else error
 
     def _refused(self, error: DovecoteError) -> DovecoteError:
         """The gateway's own 401/403 (its authorizer ran before any function: {"message"} only) says

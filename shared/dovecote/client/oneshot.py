@@ -33,7 +33,9 @@ class _Body(httpx.SyncByteStream):
 
     def __iter__(self) -> Iterator[bytes]:
         try:
-            while chunk := self._response.read(CHUNK):
+            # read1: what has arrived (one chunk of a chunked body), so a stream's events come as
+            # they are sent (`tasks watch`); read(CHUNK) would wait for 64 KiB or the end.
+            while chunk := self._response.read1(CHUNK):
                 yield chunk
         except TimeoutError as exc:
             raise httpx.ReadTimeout(str(exc) or "read timed out") from exc

@@ -60,6 +60,7 @@ class TasksMixin:
     if TYPE_CHECKING:  # provided by DovecoteClient
 
         def request(self, method: str, path: str, **kwargs: Any) -> Any: ...
+        def watch_until(self, task_id: str, states: tuple[str, ...], *, timeout: float | None) -> dict[str, Any]: ...
         def derived_id(self, prefix: str, *parts: object) -> str: ...
 
     # ---- ids ----------------------------------------------------------------------------------
@@ -184,12 +185,27 @@ class TasksMixin:
     ) -> dict[str, Any]:
         """Wait until the task enters one of `states` (default: any terminal state) and return it.
 
-        Built on the event stream: one snapshot, then `GET /v1/tasks/{id}/events?after=N` polled
-        with backoff (from `poll` to `max_poll` seconds, back to `poll` after any event). Every
-        event is seen, so a state the task passes through between two polls still counts. The task
-        returned is read after the event that matched (it may have moved on since). Raises
-        `WaitTimeout` (code `wait_timeout`) when `timeout` seconds pass first; None waits forever."""
+        Built on the task's stream (`follow`): one snapshot, then every event after it as it
+        commits, so a state the task passes through briefly still counts. The task returned is read
+        after the event that matched (it may have moved on since). Raises `WaitTimeout` (code
+        `wait_timeout`) when `timeout` seconds pass first, or when the task ends in another state;
+        None waits forever. An endpoint without the stream route (the gateway's own 404) is polled
+        instead: `GET /v1/tasks/{id}/events?after=N` with backoff from `poll` to `max_poll` seconds."""
         wanted = (states,) if isinstance(states, str) else tuple(states)
+        from dovecote.client.streams import NoStreamRoute
+
+        try:
+            return self.watch_until(task_id, wanted, timeout=timeout)
+        except NoStreamRoute:
+            pass
+        return self._poll_until(task_id, wanted, timeout=timeout, poll=poll, max_poll=max_poll)
+
+    def _snapshot(self, task_id: str) -> dict[str, Any]:
+        return self.snapshot(task_id)
+
+    def _poll_until(
+        self, task_id: str, wanted: tuple[str, ...], *, timeout: float | None, poll: float, max_poll: float
+    ) -> dict[str, Any]:
         deadline = None if timeout is None else time.monotonic() + timeout
         snap = self.snapshot(task_id)
         task = snap["task"]

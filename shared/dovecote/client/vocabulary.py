@@ -54,6 +54,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("cancel", "POST /v1/tasks/{id}/cancel", "cancel", "tasks cancel", "tasks_cancel"),
     Operation("messages", "GET /v1/tasks/{id}/messages", "messages", "tasks messages", "tasks_messages"),
     Operation("events", "GET /v1/tasks/{id}/events", "events", "tasks events", "tasks_events"),
+    Operation("task stream", "GET /v1/tasks/{id}/stream", "follow", "tasks watch"),
     Operation("grant history", "GET /v1/tasks/{id}/grants", "grants", "tasks grants", "tasks_grants"),
     Operation("snapshot", "GET /v1/tasks/{id}/snapshot", "snapshot", "tasks snapshot"),
     Operation("claim", "POST /v1/leases/claim", "claim", "worker claim", "tasks_claim"),
@@ -160,7 +161,8 @@ ALIASES: tuple[Alias, ...] = (
 
 # Names with no HTTP field behind them: how a client reads input, prints, pages, waits or picks a token.
 CLIENT_ONLY: dict[str, frozenset[str]] = {
-    "sdk": frozenset({"progress", "timeout"}),
+    # `follow`: whether to yield lease states too, and its bound on reconnects without progress.
+    "sdk": frozenset({"progress", "timeout", "leases", "max_reconnects"}),
     # --json, --all (every page), --output / --meta (a note's body), --role (which token),
     # `memory submit --wait` (then reads the write's status with its `wait`), and --verbose (what a
     # caller command read: the revision it sent when --rev was omitted).

@@ -26,6 +26,7 @@ BOUNDS: dict[str, tuple[int, int]] = {
     "token_days": (1, 3650),
     "admin_token_days": (1, 3650),
     "a2a_waits_per_authority": (0, 50),
+    "stream_seconds": (5, 900),
 }
 PATTERNS: dict[str, re.Pattern[str]] = {
     "opensearch_index_prefix": re.compile(r"[a-z0-9][a-z0-9._-]{0,99}"),
@@ -101,6 +102,9 @@ class Settings:
     # function (a DynamoDB item per authority: dovecote/a2a/waits.py); past it a send answers the
     # task as it stands, as returnImmediately does. 0: no send blocks.
     a2a_waits_per_authority: int = 8
+    # How long one task stream lasts before it ends with `event: reconnect` (dovecote/tasks/streams.py):
+    # the cloud front (an API Gateway REST API streaming response) ends a stream at 15 minutes.
+    stream_seconds: int = 840
     # Token lifetimes when a mint does not say (days). Admin tokens are short on purpose.
     token_days: int = 90
     admin_token_days: int = 7

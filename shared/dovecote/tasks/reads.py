@@ -62,12 +62,12 @@ class Reads:
         fence it) and how the last lease that ended did end: a caller sees a stranded task at once."""
         principal.require("caller", "worker")
         task = self.work.load(principal, task_id)
-        return {"task": task.to_json(), **_leases_json(task)}
+        return {"task": task.to_json(), **leases_json(task)}
 
     def snapshot(self, principal: Principal, task_id: str) -> dict[str, Any]:
         principal.require("caller", "worker")
         task = self.work.load(principal, task_id)
-        return {"task": task.to_json(), "event_cursor": task.event_count, **_leases_json(task)}
+        return {"task": task.to_json(), "event_cursor": task.event_count, **leases_json(task)}
 
     def grants(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
         """The task's grant history after fence `after`, oldest first: each lease generation, who
@@ -198,7 +198,7 @@ def _tasks_scope(task_filter: TaskFilter) -> tuple[TaskFilter, str]:
     return task_filter, "tasks:" + hashlib.sha256(repr(task_filter).encode()).hexdigest()[:24]
 
 
-def _leases_json(task: Task) -> dict[str, Any]:
+def leases_json(task: Task) -> dict[str, Any]:
     """`lease` and `last_lease` of a task read, each absent when there is none (as the API omits a
     field with no value)."""
     out = {"lease": lease_json(task), "last_lease": task.last_end.to_json() if task.last_end else None}

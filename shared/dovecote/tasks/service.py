@@ -15,7 +15,7 @@ A request is gated first (`service.gate.accept(principal, task_id, body)`), then
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -54,12 +54,14 @@ if TYPE_CHECKING:
     from dovecote.tasks.leases import Leases
     from dovecote.tasks.lifecycle import Lifecycle
     from dovecote.tasks.model import Task
+    from dovecote.tasks.streams import StreamItem, Streams
     from dovecote.tasks.worker_events import WorkerEvents
 
 __all__ = ["MAX_CLAIM_WAIT", "WORKER_EVENT_KINDS", "Outcome", "TaskService"]
 
 DEFAULT_LEASE_TIMEOUT = 300
 DEFAULT_ACCEPT_TIMEOUT = 30
+DEFAULT_STREAM_SECONDS = 840.0  # dovecote/tasks/streams.py: the cloud front's 15 minutes, less a margin
 
 # The capabilities, built on first use (and all at once by `prime`).
 CAPABILITIES = ("gate", "lifecycle", "leases", "artifacts", "worker_events")
@@ -85,6 +87,7 @@ class TaskService:
         presign_seconds: int = 900,
         on_corrupt: OnCorrupt | None = None,
         artifact_max_bytes: int = ARTIFACT_DEFAULT_MAX,
+        stream_seconds: float = DEFAULT_STREAM_SECONDS,
     ) -> None:
         if not 0 < artifact_max_bytes <= ARTIFACT_HARD_MAX:
             raise ValueError(f"artifact_max_bytes must be between 1 and {ARTIFACT_HARD_MAX}")
@@ -98,6 +101,7 @@ class TaskService:
             "default_accept_timeout": default_accept_timeout,
         }
         self._sleep, self._monotonic, self._presign_seconds = sleep, monotonic, presign_seconds
+        self._stream_seconds = stream_seconds
 
     @cached_property
     def gate(self) -> CommandGate:
@@ -122,6 +126,12 @@ class TaskService:
         from dovecote.tasks.artifacts import Artifacts
 
         return Artifacts(self.work, presign_seconds=self._presign_seconds)
+
+    @cached_property
+    def streams(self) -> Streams:
+        from dovecote.tasks.streams import Streams
+
+        return Streams(self.work, max_seconds=self._stream_seconds, sleep=self._sleep, monotonic=self._monotonic)
 
     @cached_property
     def worker_events(self) -> WorkerEvents:
@@ -224,6 +234,11 @@ class TaskService:
 
     def grants(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
         return self.reads.grants(principal, task_id, after, limit)
+
+    def follow(self, principal: Principal, task_id: str, after: int | None) -> Iterator[StreamItem]:
+        """The task's stream after sequence `after` (dovecote/tasks/streams.py). Its checks (role,
+        task, `after`) raise here, before the first item."""
+        return self.streams.follow(principal, task_id, after)
 
     def list_context(self, principal: Principal, context: str, limit: int | None, cursor: str | None) -> dict[str, Any]:
         return self.reads.list_context(principal, context, limit, cursor)

@@ -32,4 +32,5 @@ def task_service(*, sealed: bool = True) -> TaskService:
         default_accept_timeout=settings.accept_timeout_seconds,
         presign_seconds=settings.presign_seconds,
         artifact_max_bytes=settings.artifact_max_bytes,
+        stream_seconds=settings.stream_seconds,
     )

@@ -1,0 +1,193 @@
+"""A2A streaming against `dovecote dev` plus the example A2A worker: a2a-sdk's own client with
+`streaming=True` follows SendStreamingMessage and SubscribeToTask to completion over both bindings,
+and every SSE event's `id:` is the task event sequence it reflects, so Last-Event-ID resumes a
+subscription with nothing missed and nothing twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import Message, Part, Role, SendMessageRequest, SubscribeToTaskRequest, TaskState
+
+from dovecote.platform import sse
+from tests.conftest import ROOT
+from tests.e2e.conftest import TLS
+from tests.support.authorities import Authority, fresh_authority
+
+WORKER = str(ROOT / "examples" / "a2a_worker.py")
+BINDINGS = ["JSONRPC", "HTTP+JSON"]
+
+
+@pytest.fixture(scope="module")
+def authority(dev_runtime: dict[str, Any]) -> Authority:
+    return fresh_authority(dev_runtime, "a2a-streams")
+
+
+@pytest.fixture(scope="module")
+def worker(dev_runtime: dict[str, Any], authority: Authority) -> Iterator[subprocess.Popen[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")}
+    env.update(DOVECOTE_ENDPOINT=authority.endpoint, DOVECOTE_TOKEN=authority.token("worker", "a2a-streams"))
+    process = subprocess.Popen(
+        [sys.executable, WORKER, "--wait", "2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    yield process
+    process.kill()
+    process.communicate(timeout=10)
+
+
+def message(prefix: str, text: str = "hello", **fields: Any) -> Message:
+    return Message(
+        message_id=f"{prefix}-{uuid.uuid4().hex[:8]}", role=Role.ROLE_USER, parts=[Part(text=text)], **fields
+    )
+
+
+async def streamed(authority: Authority, binding: str, use: Any) -> list[Any]:
+    auth = {"Authorization": f"Bearer {authority.token('caller')}"}
+    async with httpx.AsyncClient(headers=auth, timeout=40, verify=TLS) as http:
+        card = await A2ACardResolver(http, authority.endpoint).get_agent_card()
+        assert card.capabilities.streaming
+        config = ClientConfig(streaming=True, httpx_client=http, supported_protocol_bindings=[binding])
+        client = ClientFactory(config).create(card)
+        return [item async for item in use(client)]
+
+
+def kinds(answers: list[Any]) -> list[str]:
+    return [str(a.WhichOneof("payload")) for a in answers]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_send_streaming_message_follows_the_task_to_completion(
+    binding: str, authority: Authority, worker: subprocess.Popen[str]
+) -> None:
+    answers = asyncio.run(
+        streamed(
+            authority,
+            binding,
+            lambda c: c.send_message(SendMessageRequest(message=message("tck-complete-task"))),
+        )
+    )
+    assert kinds(answers)[0] == "task"
+    assert kinds(answers)[1:] and set(kinds(answers)[1:]) <= {"status_update", "artifact_update"}
+    last = answers[-1].status_update
+    assert last.status.state == TaskState.TASK_STATE_COMPLETED
+    assert [p.text for p in last.status.message.parts] == ["Hello from TCK"]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a_streamed_reply_follows_an_input_required_task_to_completion(
+    binding: str, authority: Authority, worker: subprocess.Popen[str]
+) -> None:
+    async def flow(client: Any) -> Any:
+        first = [a async for a in client.send_message(SendMessageRequest(message=message("tck-input-required")))]
+        task = first[0].task
+        assert first[-1].status_update.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        reply = message("tck-complete-task", "go on", task_id=task.id, context_id=task.context_id)
+        # The first stream closed at input_required (an interrupted state); the reply's runs on.
+        async for answer in client.send_message(SendMessageRequest(message=reply)):
+            yield answer
+
+    answers = asyncio.run(streamed(authority, binding, flow))
+    assert answers[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_subscribe_to_task_follows_a_task_to_completion(binding: str, dev_runtime: dict[str, Any]) -> None:
+    """No example worker in this authority: the test is the worker, so the subscription is open
+    before anything happens to the task."""
+    from dovecote.client import DovecoteClient
+
+    quiet = fresh_authority(dev_runtime, "a2a-sub")
+    worker = DovecoteClient(quiet.endpoint, quiet.token("worker", "sub-worker"))
+    auth = {"Authorization": f"Bearer {quiet.token('caller')}", "A2A-Version": "1.0"}
+    body = {
+        "message": {"messageId": "m-sub", "role": "ROLE_USER", "parts": [{"text": "follow me"}]},
+        "configuration": {"returnImmediately": True},
+    }
+    created = httpx.post(quiet.endpoint + "/a2a/message:send", json=body, headers=auth, timeout=30, verify=TLS)
+    task_id = created.json()["task"]["id"]
+
+    async def follow(client: Any) -> Any:
+        async def act() -> None:
+            await asyncio.sleep(1.0)
+            assignment = await asyncio.to_thread(worker.acquire, task_id)
+            task = await asyncio.to_thread(worker.accept, task_id, assignment["task"]["revision"], assignment["fence"])
+            await asyncio.to_thread(worker.complete, task_id, task["revision"], assignment["fence"], "all done")
+
+        acting = asyncio.create_task(act())
+        async for answer in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+            yield answer
+        await acting
+
+    answers = asyncio.run(streamed(quiet, binding, follow))
+    assert kinds(answers)[0] == "task"
+    states = [a.status_update.status.state for a in answers[1:]]
+    assert states == [TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED]
+    assert [p.text for p in answers[-1].status_update.status.message.parts] == ["all done"]
+
+
+def test_sse_ids_are_sequences_and_last_event_id_resumes_a_subscription(
+    authority: Authority, worker: subprocess.Popen[str]
+) -> None:
+    """Over the raw wire: SendStreamingMessage's ids are the task's event sequences and its stream
+    closes at input_required; two SubscribeToTask streams, with Last-Event-ID 0 and the last id,
+    each send the Task first (id: the sequence it was read at), then exactly the updates after their
+    id, through the reply, to the completion, where they close."""
+    auth = {"Authorization": f"Bearer {authority.token('caller')}", "A2A-Version": "1.0"}
+    text = {"role": "ROLE_USER", "parts": [{"text": "ask me"}]}
+    sent = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendStreamingMessage",
+        "params": {"message": {"messageId": f"tck-input-required-{uuid.uuid4().hex[:6]}", **text}},
+    }
+    with httpx.Client(base_url=authority.endpoint, headers=auth, timeout=40, verify=TLS) as http:
+        answer = http.post("/", json=sent, headers={"Accept": "text/event-stream"})
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        messages = list(sse.parse(answer.text.split("\n")))
+        results = [m.json()["result"] for m in messages]
+        task_id = results[0]["task"]["id"]
+        ids = [int(m.id) for m in messages if m.id is not None]
+        assert ids == sorted(ids) and len(ids) == len(messages)
+        events = http.get(f"/v1/tasks/{task_id}/events", headers=auth).json()["items"]
+        assert ids[-1] == events[-1]["sequence"] and events[-1]["state"] == "input_required"
+        assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        count = len(events)
+
+        got: dict[int, list[sse.Message]] = {0: [], count: []}
+        opened = {after: threading.Event() for after in got}
+
+        def subscribe(after: int) -> None:
+            url = f"/a2a/tasks/{task_id}:subscribe"
+            with http.stream("POST", url, headers={"Last-Event-ID": str(after)}, content=b"{}") as streamed:
+                for message in sse.parse(streamed.iter_lines()):
+                    got[after].append(message)
+                    opened[after].set()
+
+        threads = [threading.Thread(target=subscribe, args=(after,), daemon=True) for after in got]
+        for thread in threads:
+            thread.start()
+        assert all(event.wait(20) for event in opened.values())
+        reply = {"messageId": f"tck-complete-task-{uuid.uuid4().hex[:6]}", "taskId": task_id, **text}
+        rpc = {"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": reply}}
+        assert "result" in http.post("/", json=rpc).json()
+        for thread in threads:
+            thread.join(30)
+            assert not thread.is_alive(), "a subscription did not close at the terminal state"
+        every = http.get(f"/v1/tasks/{task_id}/events", headers=auth).json()["items"]
+        assert every[-1]["state"] == "completed"
+        for after, stream in got.items():
+            assert "task" in stream[0].json() and int(stream[0].id or -1) == count
+            assert [int(m.id or -1) for m in stream[1:]] == [e["sequence"] for e in every if e["sequence"] > after]
+        refused = http.post(f"/a2a/tasks/{task_id}:subscribe", content=b"{}")
+        assert refused.status_code == 400 and "terminal" in json.dumps(refused.json())
