@@ -100,6 +100,7 @@ async function stream(token, taskId, state, handlers, signal) {
   }
   if (!response.ok) throw await failure(response);
   if (!(response.headers.get('content-type') || '').startsWith('text/event-stream')) return 'absent';
+  handlers.onMode('stream'); // live from the first byte, not once the connection ends
   let outcome = 'reconnect';
   const parser = sseParser((message) => {
     if (message.type === 'reconnect') {
@@ -158,7 +159,6 @@ export function follow(token, taskId, after, handlers) {
         await poll(token, taskId, state, h, signal);
         return;
       }
-      h.onMode('stream');
       if (outcome === 'ended') {
         h.onEnd();
         return;

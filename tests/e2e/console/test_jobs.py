@@ -95,6 +95,8 @@ def test_a_person_answers_the_input_a_worker_asked_for_and_sees_the_rest_live(
         asked = worker.request_input(task_id, working["revision"], grant["fence"], "Which sections?")
         sign_in(page, console_runtime["endpoint"], console_runtime["tokens"]["caller"], view=f"board/{task_id}")
         page.get_by_text("Which sections?").wait_for()
+        # dovecote dev serves GET /v1/tasks/{id}/stream: the timeline follows it, not a poll.
+        page.get_by_text("Live (streamed).").wait_for()
         page.get_by_label("Your answer").fill("All of them, briefly.")
         page.get_by_role("button", name="Reply").click()
         page.locator("[data-testid=timeline] li", has_text="working").nth(1).wait_for()
@@ -107,7 +109,7 @@ def test_a_person_answers_the_input_a_worker_asked_for_and_sees_the_rest_live(
         page.locator("[data-testid=timeline] li", has_text="completed").wait_for(timeout=5_000)
         page.get_by_text("Here is the summary.").wait_for(timeout=5_000)
         seen_after = time.monotonic() - started
-        print(f"live: the completion appeared {seen_after:.2f} s after the command returned (polling)")
+        print(f"live: the completion appeared {seen_after:.2f} s after the command returned (streamed)")
         screenshot(page, "board-task")
     watch.assert_clean()
 

@@ -310,8 +310,13 @@ def test_the_timeline_reads_the_stream_and_falls_back_to_polling(
     with DovecoteClient(endpoint, console_runtime["tokens"]["caller"]) as caller:
         caller.create_task(polled, "polled")
         caller.create_task(streamed, "streamed")
+    # An API without the stream route (an older deployment: API Gateway's own 404): the timeline
+    # polls the events.
+    page.route(
+        f"**/v1/tasks/{polled}/stream",
+        lambda route: route.fulfill(status=404, content_type="application/json", body='{"message":"Not Found"}'),
+    )
     sign_in(page, endpoint, console_runtime["tokens"]["caller"], view=f"board/{polled}")
-    # This API has no stream route yet: the timeline polls the events.
     page.get_by_text("Live (polling every second).").wait_for()
     page.locator("[data-testid=timeline] li", has_text="task_submitted").wait_for()
     asked: list[dict[str, str]] = []
