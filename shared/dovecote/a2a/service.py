@@ -92,20 +92,8 @@ class A2AService:
         self, principal: Principal, request: SendMessageRequest, idempotency_key: str = ""
     ) -> SendMessageResponse:
         started = self.monotonic()
-        if not request.HasField("message"):
-            raise error("INVALID_PARAMS", "message is required")
-        config = request.configuration
-        history = _history_length(config.history_length if config.HasField("history_length") else None)
-        ids = _Ids(idempotency_key)
-        body = mapping.message_body(request.message, ids.message)
-        try:
-            if request.message.task_id:
-                record = self._reply(principal, request, ids, body)
-            else:
-                record = self._create(principal, request, ids, body)
-        except DomainError as exc:
-            raise from_domain(exc) from None
-        if not config.return_immediately:
+        record, history = self.commit_message(principal, request, idempotency_key)
+        if not request.configuration.return_immediately:
             # Within the authority's bound it waits; past it, it answers the task as it stands at
             # once, as returnImmediately does.
             entry = self._take(principal)
