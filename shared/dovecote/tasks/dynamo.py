@@ -41,10 +41,19 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dovecote.platform.dynamo import attributes, committing, connection, failed_condition, one_page, pynamodb_errors
+from dovecote.platform.dynamo import (
+    attributes,
+    committing,
+    connection,
+    failed_condition,
+    item_bytes,
+    one_page,
+    pynamodb_errors,
+)
 from dovecote.platform.errors import CommitUnknown
 from dovecote.platform.protection import Protector, Unprotected
 from dovecote.platform.uploads import PresignedUpload
+from dovecote.tasks.dynamo_inline import Inline, InlineMemory, fit, inline_of, message_ref
 from dovecote.tasks.dynamo_items import (
     LAYOUT_PK,
     TaskItems,
@@ -54,7 +63,6 @@ from dovecote.tasks.dynamo_items import (
     delivery_pk,
     get_item,
     head_pk,
-    message_id_pk,
     part_identity,
     receipt_pk,
     submission_pk,
@@ -117,6 +125,11 @@ class _Op:
     old: bool = False
 
 
+def _equal(attribute: Any, value: str) -> Any:
+    """`attribute` holds `value`; an empty value is an absent attribute (v2) or "" (v1)."""
+    return attribute == value if value else attribute.does_not_exist() | (attribute == "")
+
+
 class DynamoTaskStore:
     """The TaskStore port over one tasks table and its bucket: the item mapping (`items`), the reads
     beyond a command's own (`queries`) and the S3 side (`objects`) are parts it holds; here, a
@@ -138,6 +151,9 @@ class DynamoTaskStore:
         )
         self.queries = TaskQueries(self.items)
         self.objects = TaskObjects(self.items)
+        # The inline records of the task items read lately, by version: what a commit rewrites
+        # its task item with (tasks/dynamo_inline.py).
+        self.inline = InlineMemory()
 
     @property
     def claim_shards(self) -> int:
@@ -174,7 +190,8 @@ class DynamoTaskStore:
         return self.queries.expired(shard, now, limit)
 
     def claimable(self, authority: str, shard: int, limit: int) -> list[Task]:
-        return self.queries.claimable(authority, shard, limit)
+        # A claim commits on one of these: their inline records are remembered as a read's are.
+        return [self._remembered(item) for item in self.queries.claimable_items(authority, shard, limit)]
 
     def context_tasks(self, authority: str, context: str, after: tuple[str, ...] | None, limit: int) -> TaskPage:
         return self.queries.context_tasks(authority, context, after, limit)
@@ -223,11 +240,25 @@ class DynamoTaskStore:
         receipt_item, task_item, delivery_item = found.get("receipt"), found.get("task"), found.get("delivery")
         return Snapshot(
             self.items.receipt(authority, command_id or "", receipt_item) if receipt_item is not None else None,
-            self.items.task(task_item) if task_item is not None else None,
+            self._remembered(task_item) if task_item is not None else None,
             self.items.delivery(authority, *delivery, delivery_item)
             if delivery and delivery_item is not None
             else None,
         )
+
+    def _remembered(self, item: Any) -> Task:
+        task = self.items.task(item)
+        self.inline.remember((task.authority, task.id, task.revision, task.fence, task.owner), inline_of(item))
+        return task
+
+    def _stored_inline(self, authority: str, task_id: str, expect: Any) -> Inline:
+        """The inline records stored at the version the commit expects: as its read saw them, else
+        read once more (if that version is no longer stored, the commit's CAS fails anyway)."""
+        found = self.inline.recall((authority, task_id, expect.revision, expect.fence, expect.owner))
+        if found is not None:
+            return found
+        (item,) = self.items.get_many([(self.items.tasks, task_pk(authority, task_id), "T")])
+        return inline_of(item) if item is not None else Inline()
 
     def commit(self, commit: Commit) -> None:
         authority = commit.receipt.authority
@@ -237,26 +268,31 @@ class DynamoTaskStore:
             inline = self.objects.store_payload(commit.artifact, commit.payload)
         tasks, claims = self.items.tasks, self.items.claims
         ops = [_Op("receipt", self.items.receipt_item(commit.receipt), self.items.receipts.pk.does_not_exist())]
-        task = self.items.task_item(commit.task)
+        # Each message in its id's guard; its place, the events and the grant in the task item, as
+        # far as the rule lets them (dynamo_inline.fit); the rest in items of their own.
+        guards = [self.items.message_guard(authority, m) for m in commit.messages]
+        refs = tuple(message_ref(m, item_bytes(g.serialize())) for m, g in zip(commit.messages, guards, strict=True))
+        stored = Inline() if commit.expect is None else self._stored_inline(authority, commit.task.id, commit.expect)
+        records = stored.appended(commit.events, commit.grant, refs)
+        task, spilled = fit(lambda kept: self.items.task_item(commit.task, kept), records)
         if commit.expect is None:
             ops.append(_Op("task_insert", task, tasks.pk.does_not_exist()))
         else:
             e = commit.expect
-            cas = (tasks.revision == e.revision) & (tasks.owner == e.owner) & (tasks.fence == e.fence)
+            # The revision is `rv` in a v2 item, `revision` in a v1 one (records.TaskItem).
+            revision = (tasks.revision == e.revision) | (
+                (tasks.v1_revision == e.revision) & tasks.revision.does_not_exist()
+            )
+            cas = revision & _equal(tasks.owner, e.owner) & (tasks.fence == e.fence)
             if e.heartbeat_at is not None:
-                cas = cas & (tasks.heartbeat_at == e.heartbeat_at)
+                cas = cas & _equal(tasks.heartbeat_at, e.heartbeat_at)
             if e.unaccepted:
                 cas = cas & (tasks.accepted_at.does_not_exist() | (tasks.accepted_at == ""))
             ops.append(_Op("task_cas", task, cas, old=True))
-        for m in commit.messages:
-            claim = claims(message_id_pk(authority, m.id), "-", task=m.task, sequence=m.sequence)
-            ops.append(_Op("message_id", claim, claims.pk.does_not_exist()))
-            ops.append(_Op("record", self.items.message_item(authority, m), self.items.messages.pk.does_not_exist()))
-        for ev in commit.events:
-            ops.append(_Op("record", self.items.event_item(authority, ev), self.items.events.pk.does_not_exist()))
-        if commit.grant:
-            grant = self.items.grant_item(authority, commit.grant)
-            ops.append(_Op("record", grant, self.items.grants.pk.does_not_exist()))
+        ops += [_Op("message_id", guard, claims.pk.does_not_exist()) for guard in guards]
+        for record in spilled:  # insert-only, as every record is
+            item = self.items.spilled_item(authority, commit.task.id, record)
+            ops.append(_Op("record", item, type(item).pk.does_not_exist()))
         if commit.submission:
             claim = claims(submission_pk(authority, commit.submission), "-", task=commit.task.id)
             ops.append(_Op("submission", claim, claims.pk.does_not_exist()))
@@ -364,7 +400,8 @@ class DynamoTaskStore:
             task = self.read(authority, None, task_id).task
             after = heartbeat(task, worker, fence, at)
             assert task is not None  # heartbeat() refused an absent task
-            actions: list[Any] = [t.heartbeat_at.set(at), t.accepted_at.set(after.accepted_at)]
+            accepted = t.accepted_at.set(after.accepted_at) if after.accepted_at else t.accepted_at.remove()
+            actions: list[Any] = [t.heartbeat_at.set(at), accepted]
             deadline = lease_deadline(after)
             if deadline is not None:
                 actions.append(t.exp_pk.set(f"X#{expiry_shard(authority, task_id)}"))
@@ -372,7 +409,8 @@ class DynamoTaskStore:
             else:
                 actions += [t.exp_pk.remove(), t.exp_sk.remove()]  # accepted, no lease timeout: nothing is due
             item = t(task_pk(authority, task_id), "T")
-            condition = (t.owner == worker) & (t.fence == fence) & (t.revision == task.revision)
+            revision = (t.revision == task.revision) | ((t.v1_revision == task.revision) & t.revision.does_not_exist())
+            condition = (t.owner == worker) & (t.fence == fence) & revision
             with pynamodb_errors(write=True):
                 try:
                     item.update(actions=actions, condition=condition)

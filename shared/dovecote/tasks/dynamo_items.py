@@ -1,6 +1,7 @@
 """The tasks table's keys, and the mapping between its items (tasks/records.py) and the task records,
-for the DynamoDB TaskStore (tasks/dynamo.py says the layout). Inline message parts and artifact
-payloads are sealed here, bound to their record's identity."""
+for the DynamoDB TaskStore (tasks/dynamo.py says the layout; tasks/dynamo_inline.py the records a
+task item holds inline). Inline message parts and artifact payloads are sealed here, bound to their
+record's identity."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from typing import Any, TypeVar
 from dovecote.platform.dynamo import bind, connection, pynamodb_errors
 from dovecote.platform.errors import CorruptStore
 from dovecote.platform.protection import Protector, Unprotected
+from dovecote.tasks.dynamo_inline import Inline, MessageRef, Record, lease_end, lease_end_text, set_inline
 from dovecote.tasks.model import (
     ApplyReceipt,
     Artifact,
     Event,
     Grant,
-    LeaseEnd,
     Message,
     Part,
     Receipt,
@@ -158,10 +159,11 @@ class TaskItems:
 
     # ---- the task ----------------------------------------------------------------------------
 
-    def task_item(self, t: Task) -> TaskItem:
-        values = attributes(t, absent_when_empty=("artifact",))
+    def task_item(self, t: Task, inline: Inline = Inline()) -> TaskItem:
+        """The task's item (v2), holding `inline` (tasks/dynamo_inline.py decides which records)."""
+        values = attributes(t, absent_when_empty=("artifact", "owner", "granted_at", "heartbeat_at", "accepted_at"))
         values["submission"] = json.dumps(t.submission, sort_keys=True) if t.submission else None
-        values["last_end"] = _lease_end_text(t.last_end)
+        values["last_end"] = lease_end_text(t.last_end)
         item = self.tasks(
             task_pk(t.authority, t.id),
             "T",
@@ -182,13 +184,16 @@ class TaskItems:
         if deadline is not None:
             item.exp_pk = f"X#{expiry_shard(t.authority, t.id)}"
             item.exp_sk = f"{deadline}#{t.authority}#{t.id}"
-        return item
+        return set_inline(item, inline)
 
     @staticmethod
     def task(item: TaskItem) -> Task:
         submission = json.loads(item.submission) if item.submission else None
-        last_end = _lease_end(item.last_end)
-        return record(Task, item, numbers=TASK_NUMBERS, submission=submission, last_end=last_end)
+        last_end = lease_end(item.last_end)
+        revision = item.revision if item.revision is not None else item.v1_revision  # v2, else v1
+        return record(
+            Task, item, numbers=TASK_NUMBERS, submission=submission, last_end=last_end, revision=int(revision or 0)
+        )
 
     def grant_item(self, authority: str, g: Grant) -> GrantItem:
         return self.grants(
@@ -196,12 +201,12 @@ class TaskItems:
             f"G#{g.fence:020d}",
             worker=g.worker,
             granted_at=g.granted_at,
-            previous=_lease_end_text(g.previous),
+            previous=lease_end_text(g.previous),
         )
 
     @staticmethod
     def grant(task_id: str, fence: int, item: GrantItem) -> Grant:
-        return Grant(task_id, item.worker, fence, item.granted_at, previous=_lease_end(item.previous))
+        return Grant(task_id, item.worker, fence, item.granted_at, previous=lease_end(item.previous))
 
     # ---- receipts and deliveries -------------------------------------------------------------------
 
@@ -233,7 +238,7 @@ class TaskItems:
 
     # ---- messages and events ------------------------------------------------------------------------
 
-    def message_item(self, authority: str, m: Message) -> MessageItem:
+    def _parts(self, authority: str, m: Message) -> list[PartAttribute]:
         parts = []
         for index, part in enumerate(m.parts):
             named = {"filename": part.filename} if part.filename else {}
@@ -249,24 +254,55 @@ class TaskItems:
                 )
             else:
                 parts.append(PartAttribute(media_type=part.media_type, sha256=digest, size=len(part.data), **named))
+        return parts
+
+    def message_guard(self, authority: str, m: Message) -> ClaimItem:
+        """A message's id guard, holding the message (v2): authority-wide uniqueness of its id, and
+        the message read by id in one GetItem."""
+        return self.claims(
+            message_id_pk(authority, m.id),
+            "-",
+            task=m.task,
+            sequence=m.sequence,
+            author=m.author,
+            parts=self._parts(authority, m),
+            created_at=m.created_at,
+            metadata=json.dumps(m.metadata, sort_keys=True) if m.metadata else None,
+        )
+
+    def message_item(self, authority: str, m: Message) -> MessageItem:
+        """A message as v1 wrote it, in its task's partition (tests write the v1 layout with it)."""
         return self.messages(
             task_pk(authority, m.task),
             f"M#{m.sequence:020d}",
             id=m.id,
             author=m.author,
-            parts=parts,
+            parts=self._parts(authority, m),
             created_at=m.created_at,
             metadata=json.dumps(m.metadata, sort_keys=True) if m.metadata else None,
         )
 
-    def message(self, authority: str, task_id: str, item: MessageItem) -> Message:
-        """Parts stored in S3 come back remote (digest and size): a page carries a URL, never the
-        bytes, so reading a page costs no S3 request."""
+    def reference_item(self, authority: str, task_id: str, ref: MessageRef) -> MessageItem:
+        """A message reference spilled from its task item: where v1 put the message, its id."""
+        return self.messages(task_pk(authority, task_id), f"M#{ref.sequence:020d}", id=ref.id, size=ref.size)
+
+    def spilled_item(self, authority: str, task_id: str, r: Record) -> EventItem | GrantItem | MessageItem:
+        """The item of its own a record gets when it leaves its task item."""
+        if isinstance(r, Event):
+            return self.event_item(authority, r)
+        if isinstance(r, Grant):
+            return self.grant_item(authority, r)
+        return self.reference_item(authority, task_id, r)
+
+    def message(self, authority: str, task_id: str, message_id: str, sequence: int, item: Any) -> Message:
+        """The message an item holds: a v2 guard (ClaimItem) or a v1 message item. Parts stored in
+        S3 come back remote (digest and size): a page carries a URL, never the bytes, so reading a
+        page costs no S3 request."""
         parts = []
-        for index, part in enumerate(item.parts):
+        for index, part in enumerate(item.parts or ()):
             filename = part.filename or ""
             if part.url is not None:
-                url = self.protector.open(bytes(part.url), part_identity(authority, task_id, item.id, index, "url"))
+                url = self.protector.open(bytes(part.url), part_identity(authority, task_id, message_id, index, "url"))
                 parts.append(Part(part.media_type, b"", filename=filename, url=url.decode()))
                 continue
             if part.data is None:
@@ -274,14 +310,14 @@ class TaskItems:
                 continue
             stored = bytes(part.data)
             if part.sha256:  # sealed inline part: bound to its message, position and digest
-                data = self.protector.open(stored, part_identity(authority, task_id, item.id, index, part.sha256))
+                data = self.protector.open(stored, part_identity(authority, task_id, message_id, index, part.sha256))
                 if hashlib.sha256(data).hexdigest() != part.sha256:
                     raise CorruptStore("a message part does not match its digest", record="message")
             else:
                 data = self.protector.open(stored, "")  # written before protection: plaintext
             parts.append(Part(part.media_type, data, filename=filename))
         metadata = json.loads(item.metadata) if item.metadata else {}
-        return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at, metadata)
+        return Message(task_id, message_id, sequence, item.author or "", tuple(parts), item.created_at or "", metadata)
 
     def event_item(self, authority: str, ev: Event) -> EventItem:
         return self.events(
@@ -358,14 +394,6 @@ def record(kind: type[R], item: Any, *, numbers: tuple[str, ...] = (), **known: 
             value = getattr(item, f.name)
             values[f.name] = int(value or 0) if f.name in numbers else ("" if value is None else value)
     return kind(**values)
-
-
-def _lease_end_text(end: LeaseEnd | None) -> str | None:
-    return json.dumps(end.to_json(), sort_keys=True, separators=(",", ":")) if end is not None else None
-
-
-def _lease_end(text: str | None) -> LeaseEnd | None:
-    return LeaseEnd.from_json(json.loads(text)) if text else None
 
 
 def get_item(model: Any, pk: str, sk: str) -> Any:

@@ -1,0 +1,227 @@
+"""The records a task item holds inline (layout v2 of the tasks table; tasks/dynamo.py has the rest).
+
+Why: a TransactWriteItems costs 2 write units per item per started KB however small the item, and
+every command writes its task item anyway. So a command's new event, its lease grant and the place
+of its message (sequence, id) go into the task item, and cost nothing more while that item stays in
+the kilobytes it takes anyway. The message itself goes into its id's guard item, which the command
+writes anyway to keep message ids unique in the authority. The items that remain are the ones a
+guarantee needs: the task (revision and fence CAS), the command receipt (command ids are one
+namespace per authority: a receipt keyed by the task could not refuse an id another task used), a
+guard per message id and per submission id.
+
+The rule (`fit`), applied by every commit that rewrites the task item:
+- inline are the latest records of each stream: events `ev` (by sequence), grants `gr` (by fence),
+  message references `mi` (by message sequence); every earlier record has an item of its own;
+- the task item may take the kilobytes its fields need without the inline records, and at least
+  one (`UNIT`): max(1 KB, its size without them rounded up to a KB). While the item with its inline
+  records is larger, the oldest record of the kind whose oldest record is largest leaves the item
+  for an item of its own, written in the same transaction (an event `E#<seq>`, a grant `G#<fence>`,
+  a message reference `M#<seq>`: the v1 keys, so every earlier record is where v1 put it);
+- so inline records never make a write dearer (the task item's write units are those of its fields,
+  at least 2), a record costs an item of its own only when the task has outgrown a kilobyte, and the
+  task item stays under (its fields + 1 KB): its fields are bounded (ids of at most 128
+  characters, a lease end, a submission: a few KB), far from DynamoDB's 400 KB item limit. A
+  message is never inline (a message may be 2 MiB, and its parts up to 8 KiB each are in the item
+  that holds it): its guard item holds it, up to DynamoDB's limit as the v1 message item did.
+
+Round trips are a command's two (the read, the transaction): the spilled records are items of the
+same transaction. The transaction rewrites the task item whole, so it needs the inline records the
+command's read saw: `InlineMemory` keeps them by the task's version (revision, fence, owner), which
+the transaction's compare-and-swap pins, and which no write changes without changing the inline
+records (a heartbeat changes neither; every commit that changes them moves the revision or the
+fence, or the owner). So the records remembered for a version are the ones stored at that version,
+and a commit against any other stored version fails its CAS. A commit whose version was not read
+through this store (none in the service: a command reads first) reads the task item once more.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from dovecote.platform.dynamo import item_bytes, value_bytes
+from dovecote.tasks.model import Event, Grant, LeaseEnd, Message
+from dovecote.tasks.records import InlineEvent, InlineGrant, InlineMessage, TaskItem
+
+# DynamoDB's write unit: the task item keeps its inline records within the kilobytes it needs anyway.
+UNIT = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """A message's place in its task: its sequence, its id (its guard item holds it) and the size of
+    that item (a page reads up to a byte budget, as a Query page does)."""
+
+    sequence: int
+    id: str
+    size: int
+
+
+Record = Event | Grant | MessageRef
+
+
+@dataclass(frozen=True, slots=True)
+class Inline:
+    """The latest records of a task, held in its item: each stream's tail, oldest first."""
+
+    events: tuple[Event, ...] = ()
+    grants: tuple[Grant, ...] = ()
+    messages: tuple[MessageRef, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.events or self.grants or self.messages)
+
+    def appended(self, events: tuple[Event, ...], grant: Grant | None, messages: tuple[MessageRef, ...]) -> Inline:
+        return Inline(self.events + events, self.grants + ((grant,) if grant else ()), self.messages + messages)
+
+    def oldest(self) -> list[Record]:
+        return [stream[0] for stream in (self.events, self.grants, self.messages) if stream]
+
+    def without_oldest(self, record: Record) -> Inline:
+        if isinstance(record, Event):
+            return replace(self, events=self.events[1:])
+        if isinstance(record, Grant):
+            return replace(self, grants=self.grants[1:])
+        return replace(self, messages=self.messages[1:])
+
+
+# ---- the item attributes ------------------------------------------------------------------------------
+
+
+def _absent(value: str) -> str | None:
+    return value or None
+
+
+def event_attribute(e: Event) -> InlineEvent:
+    return InlineEvent(
+        sequence=e.sequence,
+        type=e.type,
+        state=e.state,
+        revision=e.revision,
+        occurred_at=e.occurred_at,
+        message=_absent(e.message),
+        submission=_absent(e.submission),
+        artifact=_absent(e.artifact),
+    )
+
+
+def lease_end_text(end: LeaseEnd | None) -> str | None:
+    return json.dumps(end.to_json(), sort_keys=True, separators=(",", ":")) if end is not None else None
+
+
+def lease_end(text: str | None) -> LeaseEnd | None:
+    return LeaseEnd.from_json(json.loads(text)) if text else None
+
+
+def grant_attribute(g: Grant) -> InlineGrant:
+    return InlineGrant(fence=g.fence, worker=g.worker, granted_at=g.granted_at, previous=lease_end_text(g.previous))
+
+
+def message_attribute(m: MessageRef) -> InlineMessage:
+    return InlineMessage(sequence=m.sequence, id=m.id, size=m.size)
+
+
+def attribute_of(record: Record) -> InlineEvent | InlineGrant | InlineMessage:
+    if isinstance(record, Event):
+        return event_attribute(record)
+    if isinstance(record, Grant):
+        return grant_attribute(record)
+    return message_attribute(record)
+
+
+def record_bytes(record: Record) -> int:
+    """What a record adds to the task item inline: its map and a list element's byte."""
+    attribute = attribute_of(record)
+    return 1 + value_bytes({"M": attribute.serialize(attribute)})
+
+
+def set_inline(item: TaskItem, inline: Inline) -> TaskItem:
+    """`item` holding `inline` (each list absent when empty)."""
+    item.events = [event_attribute(e) for e in inline.events] or None
+    item.grants = [grant_attribute(g) for g in inline.grants] or None
+    item.message_refs = [message_attribute(m) for m in inline.messages] or None
+    return item
+
+
+def inline_of(item: TaskItem) -> Inline:
+    """The inline records of a task item (none in a v1 item)."""
+    task = item.id
+    events = tuple(
+        Event(
+            task,
+            int(e.sequence),
+            e.type,
+            e.state,
+            int(e.revision),
+            e.occurred_at,
+            message=e.message or "",
+            submission=e.submission or "",
+            artifact=e.artifact or "",
+        )
+        for e in item.events or ()
+    )
+    grants = tuple(
+        Grant(task, g.worker, int(g.fence), g.granted_at, previous=lease_end(g.previous)) for g in item.grants or ()
+    )
+    messages = tuple(MessageRef(int(m.sequence), m.id, int(m.size)) for m in item.message_refs or ())
+    return Inline(events, grants, messages)
+
+
+def message_ref(message: Message, guard_bytes: int) -> MessageRef:
+    return MessageRef(message.sequence, message.id, guard_bytes)
+
+
+# ---- the rule -------------------------------------------------------------------------------------------
+
+
+def allowance(fields_bytes: int) -> int:
+    """The size the task item may take with its inline records: the kilobytes its fields need, at
+    least one."""
+    return max(UNIT, math.ceil(fields_bytes / UNIT) * UNIT)
+
+
+def fit(build: Callable[[Inline], TaskItem], inline: Inline) -> tuple[TaskItem, list[Record]]:
+    """The task item holding as many of `inline`'s records as the rule allows, and the records that
+    leave it (oldest first within each kind) for items of their own."""
+    limit = allowance(item_bytes(build(Inline()).serialize()))
+    item = build(inline)
+    size = item_bytes(item.serialize())
+    spilled: list[Record] = []
+    while size > limit and inline:
+        # The largest of the oldest records: the fewest items to write to get back under the limit.
+        record = max(inline.oldest(), key=record_bytes)
+        spilled.append(record)
+        inline = inline.without_oldest(record)
+        item = build(inline)
+        size = item_bytes(item.serialize())
+    return item, spilled
+
+
+# ---- the records a command's read saw ----------------------------------------------------------------
+
+Version = tuple[str, str, int, int, str]  # (authority, task, revision, fence, owner)
+
+
+class InlineMemory:
+    """The inline records of the task items this store read lately, by version (see the module
+    docstring): what a commit rewrites the task item with. Bounded; thread-safe."""
+
+    def __init__(self, capacity: int = 512) -> None:
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[Version, Inline] = OrderedDict()
+
+    def remember(self, version: Version, inline: Inline) -> None:
+        with self._lock:
+            self._seen[version] = inline
+            self._seen.move_to_end(version)
+            while len(self._seen) > self.capacity:
+                self._seen.popitem(last=False)
+
+    def recall(self, version: Version) -> Inline | None:
+        with self._lock:
+            return self._seen.get(version)
