@@ -27,6 +27,7 @@ from dovecote.tasks.storage import claim_key, invert
 # 1 MB. (The page's answer is bounded apart, at MESSAGE_PAGE_BYTES of parts, by the service.)
 MESSAGE_READ_BYTES = 1024 * 1024
 
+
 class TaskQueries:
     """The store's reads beyond a command's own, over the table's item mapping."""
 
