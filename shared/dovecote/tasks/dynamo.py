@@ -290,8 +290,7 @@ class DynamoTaskStore:
                 cas = cas & (tasks.accepted_at.does_not_exist() | (tasks.accepted_at == ""))
             ops.append(_Op("task_cas", task, cas, old=True))
         ops += [_Op("message_id", guard, claims.pk.does_not_exist()) for guard in guards]
-        for record in spilled:  # insert-only, as every record is
-            item = self.items.spilled_item(authority, commit.task.id, record)
+        for item in self.items.spilled_items(authority, commit.task.id, spilled):  # insert-only, as every record
             ops.append(_Op("record", item, type(item).pk.does_not_exist()))
         if commit.submission:
             claim = claims(submission_pk(authority, commit.submission), "-", task=commit.task.id)

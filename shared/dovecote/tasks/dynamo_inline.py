@@ -11,18 +11,19 @@ guard per message id and per submission id.
 
 The rule (`fit`), applied by every commit that rewrites the task item:
 - inline are the latest records of each stream: events `ev` (by sequence), grants `gr` (by fence),
-  message references `mi` (by message sequence); every earlier record has an item of its own;
+  message places `mi` (by message sequence); every earlier record is in an item of its own;
 - the task item may take the kilobytes its fields need without the inline records, and at least
   one (`UNIT`): max(1 KB, its size without them rounded up to a KB). While the item with its inline
-  records is larger, the oldest record of the kind whose oldest record is largest leaves the item
-  for an item of its own, written in the same transaction (an event `E#<seq>`, a grant `G#<fence>`,
-  a message reference `M#<seq>`: the v1 keys, so every earlier record is where v1 put it);
+  records is larger, the kind that takes the most bytes inline leaves it whole, for one item in the
+  same transaction keyed as v1 keyed the last of its records (`E#<seq>`, `G#<fence>`, `M#<seq>`),
+  holding them as a list under the task item's name for it;
 - so inline records never make a write dearer (the task item's write units are those of its fields,
-  at least 2), a record costs an item of its own only when the task has outgrown a kilobyte, and the
-  task item stays under (its fields + 1 KB): its fields are bounded (ids of at most 128
-  characters, a lease end, a submission: a few KB), far from DynamoDB's 400 KB item limit. A
-  message is never inline (a message may be 2 MiB, and its parts up to 8 KiB each are in the item
-  that holds it): its guard item holds it, up to DynamoDB's limit as the v1 message item did.
+  at least 2), the records that leave cost one item per kind however many they are (each at most
+  the kilobyte they took inline, plus the command's own), and the task item stays under its fields +
+  1 KB + the command's new records: its fields are bounded (ids of at most 128 characters, a lease
+  end, a submission: a few KB), far from DynamoDB's 400 KB item limit. A message is never inline (a
+  message may be 2 MiB, and its parts up to 8 KiB each are in the item that holds it): its guard
+  item holds it, up to DynamoDB's limit as the v1 message item did.
 
 Round trips are a command's two (the read, the transaction): the spilled records are items of the
 same transaction. The transaction rewrites the task item whole, so it needs the inline records the
@@ -78,15 +79,17 @@ class Inline:
     def appended(self, events: tuple[Event, ...], grant: Grant | None, messages: tuple[MessageRef, ...]) -> Inline:
         return Inline(self.events + events, self.grants + ((grant,) if grant else ()), self.messages + messages)
 
-    def oldest(self) -> list[Record]:
-        return [stream[0] for stream in (self.events, self.grants, self.messages) if stream]
+    def kinds(self) -> list[str]:
+        return [kind for kind in KINDS if getattr(self, kind)]
 
-    def without_oldest(self, record: Record) -> Inline:
-        if isinstance(record, Event):
-            return replace(self, events=self.events[1:])
-        if isinstance(record, Grant):
-            return replace(self, grants=self.grants[1:])
-        return replace(self, messages=self.messages[1:])
+    def without(self, kind: str) -> Inline:
+        return replace(self, **{kind: ()})  # type: ignore[arg-type]
+
+    def plus(self, other: Inline) -> Inline:
+        return Inline(self.events + other.events, self.grants + other.grants, self.messages + other.messages)
+
+
+KINDS = ("events", "grants", "messages")
 
 
 # ---- the item attributes ------------------------------------------------------------------------------
@@ -139,6 +142,10 @@ def record_bytes(record: Record) -> int:
     return 1 + value_bytes({"M": attribute.serialize(attribute)})
 
 
+def kind_bytes(inline: Inline, kind: str) -> int:
+    return sum(record_bytes(r) for r in getattr(inline, kind))
+
+
 def set_inline(item: TaskItem, inline: Inline) -> TaskItem:
     """`item` holding `inline` (each list absent when empty)."""
     item.events = [event_attribute(e) for e in inline.events] or None
@@ -147,12 +154,10 @@ def set_inline(item: TaskItem, inline: Inline) -> TaskItem:
     return item
 
 
-def inline_of(item: TaskItem) -> Inline:
-    """The inline records of a task item (none in a v1 item)."""
-    task = item.id
-    events = tuple(
+def events_of(task_id: str, attributes: list[InlineEvent] | None) -> tuple[Event, ...]:
+    return tuple(
         Event(
-            task,
+            task_id,
             int(e.sequence),
             e.type,
             e.state,
@@ -162,13 +167,23 @@ def inline_of(item: TaskItem) -> Inline:
             submission=e.submission or "",
             artifact=e.artifact or "",
         )
-        for e in item.events or ()
+        for e in attributes or ()
     )
-    grants = tuple(
-        Grant(task, g.worker, int(g.fence), g.granted_at, previous=lease_end(g.previous)) for g in item.grants or ()
+
+
+def grants_of(task_id: str, attributes: list[InlineGrant] | None) -> tuple[Grant, ...]:
+    return tuple(
+        Grant(task_id, g.worker, int(g.fence), g.granted_at, previous=lease_end(g.previous)) for g in attributes or ()
     )
-    messages = tuple(MessageRef(int(m.sequence), m.id, int(m.size)) for m in item.message_refs or ())
-    return Inline(events, grants, messages)
+
+
+def refs_of(attributes: list[InlineMessage] | None) -> tuple[MessageRef, ...]:
+    return tuple(MessageRef(int(m.sequence), m.id, int(m.size)) for m in attributes or ())
+
+
+def inline_of(item: TaskItem) -> Inline:
+    """The inline records of a task item (none in a v1 item)."""
+    return Inline(events_of(item.id, item.events), grants_of(item.id, item.grants), refs_of(item.message_refs))
 
 
 def message_ref(message: Message, guard_bytes: int) -> MessageRef:
@@ -184,20 +199,17 @@ def allowance(fields_bytes: int) -> int:
     return max(UNIT, math.ceil(fields_bytes / UNIT) * UNIT)
 
 
-def fit(build: Callable[[Inline], TaskItem], inline: Inline) -> tuple[TaskItem, list[Record]]:
+def fit(build: Callable[[Inline], TaskItem], inline: Inline) -> tuple[TaskItem, Inline]:
     """The task item holding as many of `inline`'s records as the rule allows, and the records that
-    leave it (oldest first within each kind) for items of their own."""
+    leave it (whole kinds, each for one item of its own)."""
     limit = allowance(item_bytes(build(Inline()).serialize()))
     item = build(inline)
-    size = item_bytes(item.serialize())
-    spilled: list[Record] = []
-    while size > limit and inline:
-        # The largest of the oldest records: the fewest items to write to get back under the limit.
-        record = max(inline.oldest(), key=record_bytes)
-        spilled.append(record)
-        inline = inline.without_oldest(record)
+    spilled = Inline()
+    while inline and item_bytes(item.serialize()) > limit:
+        kind = max(inline.kinds(), key=lambda k: kind_bytes(inline, k))
+        spilled = spilled.plus(Inline(**{kind: getattr(inline, kind)}))
+        inline = inline.without(kind)
         item = build(inline)
-        size = item_bytes(item.serialize())
     return item, spilled
 
 

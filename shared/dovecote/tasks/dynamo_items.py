@@ -14,7 +14,19 @@ from typing import Any, TypeVar
 from dovecote.platform.dynamo import bind, connection, pynamodb_errors
 from dovecote.platform.errors import CorruptStore
 from dovecote.platform.protection import Protector, Unprotected
-from dovecote.tasks.dynamo_inline import Inline, MessageRef, Record, lease_end, lease_end_text, set_inline
+from dovecote.tasks.dynamo_inline import (
+    Inline,
+    MessageRef,
+    event_attribute,
+    events_of,
+    grant_attribute,
+    grants_of,
+    lease_end,
+    lease_end_text,
+    message_attribute,
+    refs_of,
+    set_inline,
+)
 from dovecote.tasks.model import (
     ApplyReceipt,
     Artifact,
@@ -195,18 +207,12 @@ class TaskItems:
             Task, item, numbers=TASK_NUMBERS, submission=submission, last_end=last_end, revision=int(revision or 0)
         )
 
-    def grant_item(self, authority: str, g: Grant) -> GrantItem:
-        return self.grants(
-            task_pk(authority, g.task),
-            f"G#{g.fence:020d}",
-            worker=g.worker,
-            granted_at=g.granted_at,
-            previous=lease_end_text(g.previous),
-        )
-
     @staticmethod
-    def grant(task_id: str, fence: int, item: GrantItem) -> Grant:
-        return Grant(task_id, item.worker, fence, item.granted_at, previous=lease_end(item.previous))
+    def grants_in(task_id: str, item: GrantItem) -> tuple[Grant, ...]:
+        """The grants an item of its own holds: the list of a v2 item, or the one v1 wrote."""
+        if item.records is not None:
+            return grants_of(task_id, item.records)
+        return (Grant(task_id, item.worker or "", int(item.sk[2:]), item.granted_at or "", lease_end(item.previous)),)
 
     # ---- receipts and deliveries -------------------------------------------------------------------
 
@@ -270,29 +276,26 @@ class TaskItems:
             metadata=json.dumps(m.metadata, sort_keys=True) if m.metadata else None,
         )
 
-    def message_item(self, authority: str, m: Message) -> MessageItem:
-        """A message as v1 wrote it, in its task's partition (tests write the v1 layout with it)."""
-        return self.messages(
-            task_pk(authority, m.task),
-            f"M#{m.sequence:020d}",
-            id=m.id,
-            author=m.author,
-            parts=self._parts(authority, m),
-            created_at=m.created_at,
-            metadata=json.dumps(m.metadata, sort_keys=True) if m.metadata else None,
-        )
+    def spilled_items(self, authority: str, task_id: str, spilled: Inline) -> list[Any]:
+        """One item per kind of records leaving their task item together, keyed as v1 keyed the
+        last of them (tasks/dynamo_inline.py)."""
+        pk, out = task_pk(authority, task_id), list[Any]()
+        if spilled.events:
+            events = [event_attribute(e) for e in spilled.events]
+            out.append(self.events(pk, f"E#{spilled.events[-1].sequence:020d}", records=events))
+        if spilled.grants:
+            grants = [grant_attribute(g) for g in spilled.grants]
+            out.append(self.grants(pk, f"G#{spilled.grants[-1].fence:020d}", records=grants))
+        if spilled.messages:
+            refs = [message_attribute(m) for m in spilled.messages]
+            out.append(self.messages(pk, f"M#{spilled.messages[-1].sequence:020d}", refs=refs))
+        return out
 
-    def reference_item(self, authority: str, task_id: str, ref: MessageRef) -> MessageItem:
-        """A message reference spilled from its task item: where v1 put the message, its id."""
-        return self.messages(task_pk(authority, task_id), f"M#{ref.sequence:020d}", id=ref.id, size=ref.size)
-
-    def spilled_item(self, authority: str, task_id: str, r: Record) -> EventItem | GrantItem | MessageItem:
-        """The item of its own a record gets when it leaves its task item."""
-        if isinstance(r, Event):
-            return self.event_item(authority, r)
-        if isinstance(r, Grant):
-            return self.grant_item(authority, r)
-        return self.reference_item(authority, task_id, r)
+    @staticmethod
+    def places_in(item: MessageItem) -> tuple[MessageRef | MessageItem, ...]:
+        """The messages an item of its own accounts for: a v2 item's places (each message in its
+        guard), or the v1 item, which holds its message."""
+        return refs_of(item.refs) if item.refs is not None else (item,)
 
     def message(self, authority: str, task_id: str, message_id: str, sequence: int, item: Any) -> Message:
         """The message an item holds: a v2 guard (ClaimItem) or a v1 message item. Parts stored in
@@ -319,32 +322,23 @@ class TaskItems:
         metadata = json.loads(item.metadata) if item.metadata else {}
         return Message(task_id, message_id, sequence, item.author or "", tuple(parts), item.created_at or "", metadata)
 
-    def event_item(self, authority: str, ev: Event) -> EventItem:
-        return self.events(
-            task_pk(authority, ev.task),
-            f"E#{ev.sequence:020d}",
-            type=ev.type,
-            state=ev.state,
-            revision=ev.revision,
-            occurred_at=ev.occurred_at,
-            message=ev.message,
-            submission=ev.submission,
-            artifact=ev.artifact,
-        )
-
     @staticmethod
-    def event(task_id: str, item: EventItem) -> Event:
-        return Event(
+    def events_in(task_id: str, item: EventItem) -> tuple[Event, ...]:
+        """The events an item of its own holds: the list of a v2 item, or the one v1 wrote."""
+        if item.records is not None:
+            return events_of(task_id, item.records)
+        event = Event(
             task_id,
             int(item.sk[2:]),
-            item.type,
-            item.state,
-            int(item.revision),
-            item.occurred_at,
+            item.type or "",
+            item.state or "",
+            int(item.revision or 0),
+            item.occurred_at or "",
             message=item.message or "",
             submission=item.submission or "",
             artifact=item.artifact or "",
         )
+        return (event,)
 
     # ---- artifacts, heads, apply receipts ------------------------------------------------------------
 

@@ -55,16 +55,17 @@ class TaskQueries:
         return self.items.message(authority, task_id, message_id, sequence, item)
 
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
+        """The task item (its inline grants); a grant before them: the item of its own holding it,
+        the first at or after its fence (one Query)."""
         found = self._task(authority, task_id)
         if found is None:
             return None
         task, inline = found
-        kept = [g for g in inline.grants if g.fence == fence]
-        if kept or fence > task.fence - len(inline.grants):
-            return kept[0] if kept else None
-        with pynamodb_errors(write=False):
-            item = get_item(self.items.grants, task_pk(authority, task_id), f"G#{fence:020d}")
-        return self.items.grant(task_id, fence, item) if item is not None else None
+        last = task.fence - len(inline.grants)
+        if fence > last:
+            return next((g for g in inline.grants if g.fence == fence), None)
+        own, _ = self._stream(self.items.grants, authority, task_id, "G", fence - 1, last, 1)
+        return next((g for i in own for g in self.items.grants_in(task_id, i) if g.fence == fence), None)
 
     def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
         found = self._task(authority, task_id)
@@ -73,15 +74,8 @@ class TaskQueries:
         task, inline = found
         last = task.fence - len(inline.grants)
         own, more = self._stream(self.items.grants, authority, task_id, "G", after, last, limit)
-        return self._tail(
-            [self.items.grant(task_id, int(i.sk[2:]), i) for i in own],
-            more,
-            inline.grants,
-            lambda g: g.fence,
-            after,
-            last,
-            limit,
-        )
+        records = [g for i in own for g in self.items.grants_in(task_id, i)]
+        return self._tail(records, more, inline.grants, lambda g: g.fence, after, last, limit)
 
     def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
         (item,) = self.items.get_many([(self.items.heads, head_pk(authority, workspace), "-")])
@@ -96,9 +90,11 @@ class TaskQueries:
     def _stream(
         self, model: Any, authority: str, task_id: str, prefix: str, after: int, last: int, limit: int
     ) -> tuple[list[Any], bool]:
-        """The stream's items of their own after `after`, up to `last` (the ones before the inline
-        tail), and whether the Query stopped before `last`: one Query, none when the page starts in
-        the tail."""
+        """The stream's items of their own holding records after `after`, up to `last` (the ones
+        before the inline tail), and whether the Query stopped before `last`: one Query, none when
+        the page starts in the tail. An item is keyed by the last record it holds, so the first one
+        may hold records at or before `after` too; each holds at least one, so `limit` items hold
+        at least `limit` records."""
         if after >= last:
             return [], False
         results = model.query(
@@ -115,7 +111,8 @@ class TaskQueries:
     def _tail(
         own: list[Any], more: bool, inline: tuple[Any, ...], number: Any, after: int, last: int, limit: int
     ) -> list[Any]:
-        """A page: the records of their own, then the inline ones after them."""
+        """A page: the records of their own after `after`, then the inline ones."""
+        own = [r for r in own if number(r) > after]
         if more and len(own) < limit:
             return own  # the Query stopped short (its 1 MB): the next page goes on from there
         start = max(after, last)
@@ -128,10 +125,8 @@ class TaskQueries:
         task, inline = found
         last = task.message_count - len(inline.messages)
         own, more = self._stream(self.items.messages, authority, task_id, "M", after, last, limit)
-        # A v1 message item holds its message; a reference (v2) names the guard that does.
-        places: list[Any] = [
-            i if i.parts is not None else MessageRef(int(i.sk[2:]), i.id, int(i.size or 0)) for i in own
-        ]
+        # A v1 message item holds its message; a place (v2) names the guard that does.
+        places: list[Any] = [p for i in own for p in self.items.places_in(i)]
         places = self._tail(places, more, inline.messages, _sequence, after, last, limit)
         budget, wanted = MESSAGE_READ_BYTES, list[MessageRef]()
         for place in places:
@@ -172,8 +167,8 @@ class TaskQueries:
         task, inline = found
         last = task.event_count - len(inline.events)
         own, more = self._stream(self.items.events, authority, task_id, "E", after, last, limit)
-        page = [self.items.event(task_id, i) for i in own]
-        return self._tail(page, more, inline.events, lambda e: e.sequence, after, last, limit)
+        records = [e for i in own for e in self.items.events_in(task_id, i)]
+        return self._tail(records, more, inline.events, lambda e: e.sequence, after, last, limit)
 
     # ---- index lists ------------------------------------------------------------------------------
 

@@ -173,35 +173,39 @@ class PartAttribute(MapAttribute[str, object]):
 
 
 class MessageItem(KeyedItem):
-    """sk "M#<sequence:020>": the message (v1), or (v2, a reference spilled from the task item) only
-    its id and the size of its id's guard item, which holds it."""
+    """sk "M#<sequence:020>": the message (v1), or (v2) the places of the messages up to that
+    sequence that left their task item together (each message is in its id's guard item)."""
 
-    id = UnicodeAttribute()
+    id = UnicodeAttribute(null=True)
     author = UnicodeAttribute(null=True)
-    parts = ListAttribute(of=PartAttribute, null=True)  # absent: a reference (v2)
+    parts = ListAttribute(of=PartAttribute, null=True)
     created_at = UnicodeAttribute(null=True)
     metadata = UnicodeAttribute(null=True)  # the message's metadata object as JSON; absent when empty
-    size = NumberAttribute(attr_name="z", null=True)  # a reference's: its guard item's size
+    refs = ListAttribute(of=InlineMessage, null=True, attr_name="mi")
 
 
 class EventItem(KeyedItem):
-    """sk "E#<sequence:020>"."""
+    """sk "E#<sequence:020>": the event (v1), or (v2) the events up to that sequence that left their
+    task item together."""
 
-    type = UnicodeAttribute()
-    state = UnicodeAttribute()
-    revision = NumberAttribute()
-    occurred_at = UnicodeAttribute()
-    message = UnicodeAttribute(default="")
-    submission = UnicodeAttribute(default="")
-    artifact = UnicodeAttribute(default="")
+    type = UnicodeAttribute(null=True)
+    state = UnicodeAttribute(null=True)
+    revision = NumberAttribute(null=True)
+    occurred_at = UnicodeAttribute(null=True)
+    message = UnicodeAttribute(null=True)
+    submission = UnicodeAttribute(null=True)
+    artifact = UnicodeAttribute(null=True)
+    records = ListAttribute(of=InlineEvent, null=True, attr_name="ev")
 
 
 class GrantItem(KeyedItem):
-    """sk "G#<fence:020>": the immutable lease history."""
+    """sk "G#<fence:020>": the immutable lease history: the grant (v1), or (v2) the grants up to that
+    fence that left their task item together."""
 
-    worker = UnicodeAttribute()
-    granted_at = UnicodeAttribute()
+    worker = UnicodeAttribute(null=True)
+    granted_at = UnicodeAttribute(null=True)
     previous = UnicodeAttribute(null=True)  # JSON model.LeaseEnd: how fence - 1 ended (absent: unknown)
+    records = ListAttribute(of=InlineGrant, null=True, attr_name="gr")
 
 
 class ReceiptItem(KeyedItem):
