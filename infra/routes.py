@@ -78,7 +78,9 @@ FUNCTIONS: dict[str, Function] = {
         Function(
             "notes_api", memory_mb=1024, settings=("notes_table", "bucket", "cursor_secret_arn", "presign_seconds")
         ),
-        Function("tasks_api", memory_mb=1024, settings=TASK_SETTINGS),
+        # Chosen by measurement (bench/lambda_memory.py): the cheapest size at which every task command
+        # and read stays within 1.5x its duration on a full vCPU (docs/benchmarks/notes.md#lambda-memory).
+        Function("tasks_api", memory_mb=768, settings=TASK_SETTINGS),
         # A JSONL transcript of up to ~5 MB is parsed and indexed inside the request.
         Function(
             "recall_api",
