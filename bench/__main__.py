@@ -172,6 +172,11 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> None:
         ),
     )
     run("claim (uncontended)", lambda: tasks.claim(worker, gate.claim(worker, {"command_id": "c8"})))
+    # The reads of t1 (4 messages, 5 events, all in its item): its read, then the store's.
+    run("get", lambda: tasks.get(caller, "t1"))
+    run("events page", lambda: tasks.events(caller, "t1", None, None))
+    run("messages page", lambda: tasks.messages(caller, "t1", None, None))
+    run("message by id", lambda: tasks.message(caller, "t1", "m2"))
 
 
 # ---- import time ---------------------------------------------------------------------------------
