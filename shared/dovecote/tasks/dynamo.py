@@ -1,23 +1,37 @@
 """The DynamoDB TaskStore (with S3 for large message parts and artifact payloads). Items are PynamoDB
-models (tasks/records.py); their keys and mapping are in tasks/dynamo_items.py, the S3 side in
-tasks/dynamo_objects.py, the lists and streams in tasks/dynamo_queries.py. Here: a command's one
-read and its one atomic commit, apply receipts, settlements and heartbeats.
+models (tasks/records.py); their keys and mapping are in tasks/dynamo_items.py, the records a task
+item holds inline in tasks/dynamo_inline.py, the S3 side in tasks/dynamo_objects.py, the lists and
+streams in tasks/dynamo_queries.py. Here: a command's one read and its one atomic commit, apply
+receipts, settlements and heartbeats.
 
-One table. Items (pk, sk):
-- task        T#<authority>#<task>, "T"      the aggregate, current lease included   TaskItem
-- message     T#<authority>#<task>, M#<seq>  parts inline, or a digest when in S3    MessageItem
-- event       T#<authority>#<task>, E#<seq>                                          EventItem
-- grant       T#<authority>#<task>, G#<fence>  immutable lease history               GrantItem
-- receipt     C#<authority>#<command>, "-"   the command's stored result             ReceiptItem
-- message id  MID#<authority>#<message>, "-" authority-wide uniqueness               ClaimItem
-- submission  S#<authority>#<submission>, "-"                                        ClaimItem
-- artifact    A#<authority>#<workspace>#<artifact>, "-"                              ArtifactItem
-- head        W#<authority>#<workspace>, "-"                                         HeadItem
-- apply       R#<authority>#<workspace>#<artifact>, "-"  the one apply receipt       ApplyReceiptItem
-- delivery    D#<authority>#<worker>#<delivery>, "-"  a worker event's settlement    DeliveryItem
-- layout      L#claimable, "-"               the claimable index's shard count       LayoutItem
+One table (layout v2; the v1 layout is read as it stands, see records.py). Items (pk, sk):
+- task        T#<authority>#<task>, "T"      the aggregate, current lease included, and   TaskItem
+                                             inline its latest events, grants, message places
+- events      T#<authority>#<task>, E#<seq>  events that left the task item together    EventItem
+                                             (keyed by the last; v1: one event)
+- grants      T#<authority>#<task>, G#<fence>  the immutable lease history, likewise    GrantItem
+- messages    T#<authority>#<task>, M#<seq>  message places, likewise (v1: the message) MessageItem
+- receipt     C#<authority>#<command>, "-"   the command's stored result                ReceiptItem
+- message id  MID#<authority>#<message>, "-" authority-wide uniqueness, and the message  ClaimItem
+                                             itself: parts inline, or a digest when in S3
+- submission  S#<authority>#<submission>, "-"                                           ClaimItem
+- artifact    A#<authority>#<workspace>#<artifact>, "-"                                 ArtifactItem
+- head        W#<authority>#<workspace>, "-"                                            HeadItem
+- apply       R#<authority>#<workspace>#<artifact>, "-"  the one apply receipt          ApplyReceiptItem
+- delivery    D#<authority>#<worker>#<delivery>, "-"  a worker event's settlement       DeliveryItem
+- layout      L#claimable, "-"               the claimable index's shard count          LayoutItem
 - a2a waits   AW#<authority>, "-"  A2A's blocking waits in progress (dovecote/a2a/waits.py; TTL'd)
 IDs match ^[A-Za-z0-9][A-Za-z0-9._:-]*$, so "#" cannot occur inside one: the keys are injective.
+
+What a command's transaction holds: the receipt (keyed by the command id: command ids are one
+namespace per authority, so an exact retry finds it before it knows the task, and the same id on
+another task is a conflict), the task item (inserted, or replaced under the revision and fence CAS)
+with the command's new event, grant and message place inline, one guard per message id (holding the
+message) and per submission id, and the items the records that outgrow the task item leave for
+(dynamo_inline.py: at most one per kind, only when the task item would pass the kilobytes its own
+fields need; the bound keeps the task item under its fields + 1 KB, far from the 400 KB limit). So
+create is 3 items (receipt, task, message guard), claim and accept 2, complete 4 (and a submission
+guard), each under 1 KB unless its ids are long: 6, 4, 4 and 8 write units.
 
 GSIs on the task item (sparse where it matters):
 - claimable   (authority#<shard>; created_at#workspace#task), only while non-terminal and unowned;
@@ -32,7 +46,9 @@ GSIs on the task item (sparse where it matters):
 
 Round trips: a command is one TransactGetItems (receipt + task, strongly consistent) and one
 TransactWriteItems; an exact replay is the read alone. Parts over INLINE_PART_BYTES add one
-conditional PutObject each, before the transaction (content-addressed, If-None-Match: *).
+conditional PutObject each, before the transaction (content-addressed, If-None-Match: *). A commit
+whose task version this store did not read (none in the service) reads the task item once more.
+The stream reads are in dynamo_queries.py.
 """
 
 from __future__ import annotations
