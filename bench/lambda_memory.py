@@ -8,8 +8,10 @@ by that share, plus the time it waits on AWS. So:
 - the CPU: the deployed handler (functions/tasks_api) serves real API Gateway events in this process,
   against a moto server in another thread (bench/coldstart.prepared: the function's own environment),
   and each command's CPU is the serving thread's CPU time (`time.thread_time`: moto's work, on its
-  own threads, is not in it), the median of `rounds` warm commands; this machine's cores stand in
-  for Graviton's (an assumption: a Graviton core may be somewhat slower);
+  own threads, is not in it), the least of `rounds` warm commands (on a shared machine, other
+  processes slow a thread's own CPU time too, never speed it: the least is the nearest to a quiet
+  core); this machine's cores stand in for Graviton's (an assumption: a Graviton core may be
+  somewhat slower);
 - the wait: the command's AWS requests, counted (botocore events), each at the typical DynamoDB
   latency bench/claims.py assumes (GetItem or TransactGetItems 5 ms, Query 8 ms, TransactWriteItems
   12 ms): assumptions, not measurements;
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 import time
 from typing import Any
 
@@ -185,11 +186,11 @@ def measure(rounds: int = 15, cold_rounds: int = 3) -> dict[str, Any]:
             os.environ.update(saved)
             aws.reset_clients()
             get_settings.cache_clear()
-    cold_cpu = statistics.median(cold) * 1000
+    cold_cpu = min(cold) * 1000
     commands: dict[str, Any] = {}
     for label, samples in cpu.items():
         wait = sum(REQUEST_MS.get(kind, GET_MS) * count for kind, count in requests[label].items())
-        row: dict[str, Any] = {"cpu_ms": statistics.median(samples), "wait_ms": wait, "requests": requests[label]}
+        row: dict[str, Any] = {"cpu_ms": min(samples), "wait_ms": wait, "requests": requests[label]}
         for size in (*SIZES_MB, FULL_VCPU_MB):
             ms = duration_ms(row["cpu_ms"], wait, size)
             row[f"{size} MB"] = {"ms": ms, "usd_per_million": price_per_million(size, ms)}
@@ -200,7 +201,7 @@ def measure(rounds: int = 15, cold_rounds: int = 3) -> dict[str, Any]:
         **{f"{size} MB": duration_ms(cold_cpu, GET_MS, size) for size in (*SIZES_MB, FULL_VCPU_MB)},
     }
     return {
-        "method": "duration = CPU (thread time of the deployed handler, this machine) x max(1, 1769/MB) + "
+        "method": "duration = CPU (least thread time of the deployed handler, this machine) x max(1, 1769/MB) + "
         "AWS requests x assumed DynamoDB latency; price = $0.20/M requests + GB-s x $0.0000133334 (arm64)",
         "assumed_latency_ms": {"get": GET_MS, "query": QUERY_MS, "transact": TRANSACT_MS},
         "latency_bound": f"every warm request <= max({LATENCY_BOUND} x, +{LATENCY_SLACK_MS:.0f} ms) its duration at "
