@@ -44,7 +44,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from dovecote.platform.dynamo import item_bytes, value_bytes
+from dovecote.platform.dynamo import attributes, item_bytes, record, value_bytes
 from dovecote.tasks.model import Event, Grant, LeaseEnd, Message
 from dovecote.tasks.records import InlineEvent, InlineGrant, InlineMessage, TaskItem
 
@@ -95,21 +95,8 @@ KINDS = ("events", "grants", "messages")
 # ---- the item attributes ------------------------------------------------------------------------------
 
 
-def _absent(value: str) -> str | None:
-    return value or None
-
-
 def event_attribute(e: Event) -> InlineEvent:
-    return InlineEvent(
-        sequence=e.sequence,
-        type=e.type,
-        state=e.state,
-        revision=e.revision,
-        occurred_at=e.occurred_at,
-        message=_absent(e.message),
-        submission=_absent(e.submission),
-        artifact=_absent(e.artifact),
-    )
+    return InlineEvent(**attributes(e, keyed=("task",), absent_when_empty=("message", "submission", "artifact")))
 
 
 def lease_end_text(end: LeaseEnd | None) -> str | None:
@@ -154,31 +141,18 @@ def set_inline(item: TaskItem, inline: Inline) -> TaskItem:
     return item
 
 
-def events_of(task_id: str, attributes: list[InlineEvent] | None) -> tuple[Event, ...]:
+def events_of(task_id: str, stored: list[InlineEvent] | None) -> tuple[Event, ...]:
+    return tuple(record(Event, e, numbers=("sequence", "revision"), task=task_id) for e in stored or ())
+
+
+def grants_of(task_id: str, stored: list[InlineGrant] | None) -> tuple[Grant, ...]:
     return tuple(
-        Event(
-            task_id,
-            int(e.sequence),
-            e.type,
-            e.state,
-            int(e.revision),
-            e.occurred_at,
-            message=e.message or "",
-            submission=e.submission or "",
-            artifact=e.artifact or "",
-        )
-        for e in attributes or ()
+        Grant(task_id, g.worker, int(g.fence), g.granted_at, previous=lease_end(g.previous)) for g in stored or ()
     )
 
 
-def grants_of(task_id: str, attributes: list[InlineGrant] | None) -> tuple[Grant, ...]:
-    return tuple(
-        Grant(task_id, g.worker, int(g.fence), g.granted_at, previous=lease_end(g.previous)) for g in attributes or ()
-    )
-
-
-def refs_of(attributes: list[InlineMessage] | None) -> tuple[MessageRef, ...]:
-    return tuple(MessageRef(int(m.sequence), m.id, int(m.size)) for m in attributes or ())
+def refs_of(stored: list[InlineMessage] | None) -> tuple[MessageRef, ...]:
+    return tuple(MessageRef(int(m.sequence), m.id, int(m.size)) for m in stored or ())
 
 
 def inline_of(item: TaskItem) -> Inline:

@@ -21,6 +21,7 @@ from dovecote.tasks.dynamo_inline import Inline, MessageRef, inline_of
 from dovecote.tasks.dynamo_items import TaskItems, apply_pk, get_item, head_pk, message_id_pk, task_pk
 from dovecote.tasks.model import TOTAL_SIZE_CAP, ApplyReceipt, Event, Grant, Message, Task, WorkspaceHead
 from dovecote.tasks.ports import LeasePage, TaskFilter, TaskPage
+from dovecote.tasks.records import MessageItem
 from dovecote.tasks.storage import claim_key, invert
 
 # A page of messages reads id guards up to this many bytes (at least one): as a Query page stops at
@@ -55,27 +56,11 @@ class TaskQueries:
         return self.items.message(authority, task_id, message_id, sequence, item)
 
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
-        """The task item (its inline grants); a grant before them: the item of its own holding it,
-        the first at or after its fence (one Query)."""
-        found = self._task(authority, task_id)
-        if found is None:
-            return None
-        task, inline = found
-        last = task.fence - len(inline.grants)
-        if fence > last:
-            return next((g for g in inline.grants if g.fence == fence), None)
-        own, _ = self._stream(self.items.grants, authority, task_id, "G", fence - 1, last, 1)
-        return next((g for i in own for g in self.items.grants_in(task_id, i) if g.fence == fence), None)
+        page = self._records(authority, task_id, "grants", fence - 1, 1)
+        return page[0] if page and page[0].fence == fence else None
 
     def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
-        found = self._task(authority, task_id)
-        if found is None:
-            return []
-        task, inline = found
-        last = task.fence - len(inline.grants)
-        own, more = self._stream(self.items.grants, authority, task_id, "G", after, last, limit)
-        records = [g for i in own for g in self.items.grants_in(task_id, i)]
-        return self._tail(records, more, inline.grants, lambda g: g.fence, after, last, limit)
+        return self._records(authority, task_id, "grants", after, limit)
 
     def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
         (item,) = self.items.get_many([(self.items.heads, head_pk(authority, workspace), "-")])
@@ -118,16 +103,28 @@ class TaskQueries:
         start = max(after, last)
         return (own + [r for r in inline if number(r) > start])[:limit]
 
-    def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
+    def _records(self, authority: str, task_id: str, stream: str, after: int, limit: int) -> list[Any]:
+        """Up to `limit` records of a stream after `after`: the task item (its inline tail), then the
+        items of their own when the page starts before the tail. Messages come as their places: a
+        v1 message item, or a reference to the guard that holds the message."""
         found = self._task(authority, task_id)
         if found is None:
             return []
         task, inline = found
-        last = task.message_count - len(inline.messages)
-        own, more = self._stream(self.items.messages, authority, task_id, "M", after, last, limit)
-        # A v1 message item holds its message; a place (v2) names the guard that does.
-        places: list[Any] = [p for i in own for p in self.items.places_in(i)]
-        places = self._tail(places, more, inline.messages, _sequence, after, last, limit)
+        tail = getattr(inline, stream)
+        items: Any = self.items
+        model, prefix, count, unpack, number = {
+            "events": (items.events, "E", task.event_count, items.events_in, _sequence),
+            "grants": (items.grants, "G", task.fence, items.grants_in, lambda g: g.fence),
+            "messages": (items.messages, "M", task.message_count, lambda _, i: items.places_in(i), _sequence),
+        }[stream]
+        last = count - len(tail)
+        own, more = self._stream(model, authority, task_id, prefix, after, last, limit)
+        records = [r for i in own for r in unpack(task_id, i)]
+        return self._tail(records, more, tail, number, after, last, limit)
+
+    def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
+        places = self._records(authority, task_id, "messages", after, limit)
         budget, wanted = MESSAGE_READ_BYTES, list[MessageRef]()
         for place in places:
             if isinstance(place, MessageRef):
@@ -161,14 +158,7 @@ class TaskQueries:
         return {item.pk[len(prefix) :]: item for item in found}
 
     def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]:
-        found = self._task(authority, task_id)
-        if found is None:
-            return []
-        task, inline = found
-        last = task.event_count - len(inline.events)
-        own, more = self._stream(self.items.events, authority, task_id, "E", after, last, limit)
-        records = [e for i in own for e in self.items.events_in(task_id, i)]
-        return self._tail(records, more, inline.events, lambda e: e.sequence, after, last, limit)
+        return self._records(authority, task_id, "events", after, limit)
 
     # ---- index lists ------------------------------------------------------------------------------
 
@@ -263,6 +253,6 @@ class TaskQueries:
         return LeasePage(items, cursor)
 
 
-def _sequence(place: Any) -> int:
-    """A message's sequence, from its v1 item (its sort key) or its reference."""
-    return place.sequence if isinstance(place, MessageRef) else int(place.sk[2:])
+def _sequence(record: Any) -> int:
+    """A record's sequence: an event's or a message reference's own, a v1 message item's sort key."""
+    return int(record.sk[2:]) if isinstance(record, MessageItem) else int(record.sequence)
