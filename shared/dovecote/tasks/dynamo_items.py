@@ -294,6 +294,7 @@ class TaskItems:
             message=ev.message,
             submission=ev.submission,
             artifact=ev.artifact,
+            reason=ev.reason or None,
         )
 
     @staticmethod
@@ -308,6 +309,7 @@ class TaskItems:
             message=item.message or "",
             submission=item.submission or "",
             artifact=item.artifact or "",
+            reason=item.reason or "",
         )
 
     # ---- artifacts, heads, apply receipts ------------------------------------------------------------

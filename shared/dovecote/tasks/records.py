@@ -145,6 +145,7 @@ class EventItem(KeyedItem):
     message = UnicodeAttribute(default="")
     submission = UnicodeAttribute(default="")
     artifact = UnicodeAttribute(default="")
+    reason = UnicodeAttribute(null=True)  # task_failed's reason, when the worker gave one
 
 
 class GrantItem(KeyedItem):
