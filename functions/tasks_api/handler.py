@@ -30,6 +30,7 @@ from functions.tasks_api.models import (
     ContextTasksOut,
     CreateTaskIn,
     EventPage,
+    FailIn,
     FenceIn,
     FreezeIn,
     FreezeOut,
@@ -283,8 +284,8 @@ def reject_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> Ta
 
 
 @app.post("/v1/tasks/<task_id>/fail", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
-def fail_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
-    """working or input_required → failed."""
+def fail_task(task_id: TaskId, body: Annotated[FailIn, Body()]) -> TaskEnvelope:
+    """working or input_required → failed, with an optional `reason` kept on the task_failed event."""
     tasks, principal = _caller()
     return TaskEnvelope.model_validate(_task(tasks.fail(principal, tasks.gate.fail(principal, task_id, _body(body)))))
 

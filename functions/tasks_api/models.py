@@ -25,6 +25,7 @@ from dovecote.tasks.model import (
     ARTIFACT_STATES,
     DECISIONS,
     MAX_ACCEPT_TIMEOUT,
+    MAX_FAIL_REASON_BYTES,
     MAX_FILENAME_CHARS,
     MAX_LEASE_TIMEOUT,
     MAX_METADATA_BYTES,
@@ -128,6 +129,14 @@ class WorkerCommandIn(_In):
 
 class RequestInputIn(WorkerCommandIn):
     message: MessageIn
+
+
+class FailIn(WorkerCommandIn):
+    reason: StrictStr | None = Field(
+        default=None,
+        json_schema_extra=utf8_text(MAX_FAIL_REASON_BYTES),
+        description="why the task failed, in the worker's words: kept on the task_failed event",
+    )
 
 
 class CompleteIn(WorkerCommandIn):
@@ -239,6 +248,7 @@ class EventOut(ApiModel):
     message: str | None = None
     submission: str | None = None
     artifact: str | None = None
+    reason: str | None = Field(default=None, description="task_failed: the worker's reason, when it gave one")
     occurred_at: str
 
 

@@ -281,6 +281,21 @@ def test_tasks_wait_times_out_with_exit_3_and_cancel(own: Authority) -> None:
     assert unknown.returncode == 2 and b"unknown state" in unknown.stderr
 
 
+def test_worker_fail_with_a_reason_the_caller_reads_on_the_event(own: Authority) -> None:
+    caller, worker = as_role(own, "caller"), as_role(own, "worker", "w-fail")
+    task_id = uid("fail")
+    as_json(run(caller, "tasks", "create", task_id, "deploy it", "--json"))
+    fence = str(as_json(run(worker, "worker", "acquire", task_id, "--json"))["assignment"]["fence"])
+    as_json(run(worker, "worker", "accept", task_id, "--rev", "1", "--fence", fence, "--json"))
+    why = "the staging cluster is gone"
+    failed = run(worker, "worker", "fail", task_id, "--rev", "2", "--fence", fence, "--reason", why, "--json")
+    assert as_json(failed)["task"]["state"] == "failed"
+    last = as_json(run(caller, "tasks", "events", task_id, "--json"))["items"][-1]
+    assert (last["type"], last["reason"]) == ("task_failed", why)
+    too_long = run(worker, "worker", "fail", task_id, "--rev", "3", "--fence", fence, "--reason", "x" * 2049)
+    assert too_long.returncode == 1 and too_long.stderr.decode().startswith("error: 400 invalid_argument")
+
+
 def test_revision_and_fence_are_named_options(own: Authority) -> None:
     worker = as_role(own, "worker", "w-opts")
     positional = run(worker, "worker", "accept", "t1", "1", "1")

@@ -282,11 +282,22 @@ def test_input_required_reply_and_fail(dev_runtime: dict[str, Any]) -> None:
 
     async def give_up(client: Client) -> None:
         failed = await call(
-            client, "tasks_fail", task_id=task["id"], expected_revision=state["revision"], fence=state["fence"]
+            client,
+            "tasks_fail",
+            task_id=task["id"],
+            expected_revision=state["revision"],
+            fence=state["fence"],
+            reason="the API has no such endpoint",
         )
         assert failed["task"]["state"] == "failed"
 
     session(worker, give_up)
+
+    async def read_why(client: Client) -> None:
+        last = (await call(client, "tasks_events", task_id=task["id"]))["items"][-1]
+        assert (last["type"], last["reason"]) == ("task_failed", "the API has no such endpoint")
+
+    session(stdio(dev_runtime, "caller"), read_why)
 
     async def cancel_other(client: Client) -> None:
         other = (await call(client, "tasks_create", text="never mind"))["task"]

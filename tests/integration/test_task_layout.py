@@ -256,3 +256,21 @@ def test_a_stream_page_past_the_inline_tail_reads_the_items_of_their_own(moto_en
     with count_round_trips(moto_env["dynamodb"]) as meter:
         store.events("acme", "deep", 0, 3)
     assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.Query": 1}
+
+
+def test_a_failure_reason_of_2_kib_reads_back_whether_inline_or_not(moto_env: dict[str, Any]) -> None:
+    # The largest event: its reason alone passes what the task item has room for, so the events
+    # leave the item with it; a short one stays inline.
+    twin = Twin(moto_env)
+    for task_id, reason in (("failed-long", "r" * 2048), ("failed-short", "out of disk")):
+        create = {"command_id": f"{task_id}-c0", "workspace": "ws", "id": task_id, "context": "ctx"}
+        twin("create", CALLER, {**create, "message": text("x", f"{task_id}-m0")})
+        fence = twin("acquire", WORKER, task_id, {"command_id": f"{task_id}-c1"})["assignment"]["fence"]
+        twin("accept", WORKER, task_id, {"command_id": f"{task_id}-c2", "expected_revision": 1, "fence": fence})
+        body = {"command_id": f"{task_id}-c3", "expected_revision": 2, "fence": fence, "reason": reason}
+        twin("fail", WORKER, task_id, body)
+        twin.same_reads(task_id, every_page=True)
+        assert twin.dynamo.events(CALLER, task_id, 2, None)["items"][0]["reason"] == reason
+        twin.within_allowance(task_id)
+    assert twin.own_items("failed-long") == ["E#00000000000000000003"]
+    assert twin.own_items("failed-short") == []

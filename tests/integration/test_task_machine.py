@@ -163,6 +163,48 @@ def test_same_id_different_intent_is_an_idempotency_conflict(service: Edge) -> N
     assert code_of(lambda: other.caller_cmd("cancel", command_id="shared-id")) == "idempotency_conflict"
 
 
+def test_a_fail_keeps_its_reason_on_its_event_and_a_changed_reason_is_another_intent(service: Edge) -> None:
+    # Given a working task
+    flow = Flow(service).to_state("working")
+    reason = "the build server is down \u2014 try again tomorrow"
+    body = {"command_id": uid("c"), "expected_revision": flow.revision, "fence": flow.fence, "reason": reason}
+    # When its worker fails it, saying why
+    failed = service.fail(WORKER, flow.task_id, body)
+    # Then the task_failed event carries the reason (read back from the store), and only it does
+    events = service.events(CALLER, flow.task_id, 0, None)["items"]
+    assert [e.get("reason") for e in events] == [None] * (len(events) - 1) + [reason]
+    assert events[-1]["type"] == "task_failed" and failed.body["state"] == "failed"
+    # An exact retry replays; the same command id with another reason is another intent
+    assert service.fail(WORKER, flow.task_id, body).body == failed.body
+    changed = {**body, "reason": "another reason"}
+    assert code_of(lambda: service.fail(WORKER, flow.task_id, changed)) == "idempotency_conflict"
+
+
+def test_a_fail_without_a_reason_keeps_the_event_it_always_had(service: Edge) -> None:
+    flow = Flow(service).to_state("working")
+    flow.worker_cmd("fail")
+    last = service.events(CALLER, flow.task_id, 0, None)["items"][-1]
+    assert last["type"] == "task_failed" and "reason" not in last
+
+
+@pytest.mark.parametrize(
+    ("reason", "why"),
+    [
+        ("x" * 2049, "longer than 2048 bytes"),
+        ("\u00e9" * 1025, "longer than 2048 bytes"),  # 1,025 characters, 2,050 bytes
+        (12, "must be a string"),
+        ("\ud800", "valid Unicode"),
+    ],
+)
+def test_a_bad_fail_reason_is_refused_and_stores_nothing(service: Edge, reason: Any, why: str) -> None:
+    flow = Flow(service).to_state("working")
+    body = {"command_id": uid("c"), "expected_revision": flow.revision, "fence": flow.fence, "reason": reason}
+    with pytest.raises(DomainError) as refused:
+        service.fail(WORKER, flow.task_id, body)
+    assert refused.value.code == "invalid_argument" and why in str(refused.value)
+    assert service.get(CALLER, flow.task_id)["task"]["state"] == "working"
+
+
 def test_create_replay_is_200_with_the_same_task(service: Edge) -> None:
     body = {
         "command_id": "create-1",

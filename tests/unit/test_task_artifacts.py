@@ -376,6 +376,19 @@ def test_every_worker_event_kind_acks(service: Edge) -> None:
         assert service.get(CALLER, other.task_id)["task"]["state"] == state
 
 
+def test_a_fail_event_carries_its_reason_and_only_a_fail_may(service: Edge) -> None:
+    flow = Flow(service).to_state("working")
+    # A reason on another kind is a field that kind does not use: a NACK, nothing stored.
+    refused = deliver(service, event(flow, "request_input", message=message("?"), reason="why"))
+    assert (refused["decision"], refused["code"]) == ("nack", "invalid")
+    too_long = deliver(service, event(flow, "fail_task", reason="x" * 2049))
+    assert (too_long["decision"], too_long["code"]) == ("nack", "invalid")
+    assert service.get(CALLER, flow.task_id)["task"]["state"] == "working"
+    assert deliver(service, event(flow, "fail_task", reason="disk full"))["decision"] == "ack"
+    last = service.events(CALLER, flow.task_id, 0, None)["items"][-1]
+    assert (last["type"], last["reason"]) == ("task_failed", "disk full")
+
+
 def test_each_nack_code(service: Edge) -> None:
     flow = Flow(service)
     flow.create()

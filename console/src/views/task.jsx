@@ -132,6 +132,11 @@ export function Timeline({ token, taskId, onMove }) {
           <li key={e.sequence} class={`event state-${e.state}`}>
             <span class="seq">#{e.sequence}</span> <strong>{e.type}</strong> → <span class="state">{e.state}</span>{' '}
             <span class="muted">rev {e.revision}</span> <When iso={e.occurred_at} />
+            {e.reason ? (
+              <p class="reason">
+                Reason given: <q>{e.reason}</q>
+              </p>
+            ) : null}
           </li>
         ))}
       </ol>

@@ -68,6 +68,7 @@ function WorkerActions({ token, me, data, refresh, onDone }) {
   const [said, setSaid] = useState('');
   const [question, setQuestion] = useState('');
   const [final, setFinal] = useState('');
+  const [reason, setReason] = useState('');
   const [artifactText, setArtifactText] = useState('');
   const [artifactType, setArtifactType] = useState('text/x-diff');
   const [file, setFile] = useState(null);
@@ -176,11 +177,6 @@ function WorkerActions({ token, me, data, refresh, onDone }) {
             </button>
           </>
         ) : null}
-        {task.state === 'working' || task.state === 'input_required' ? (
-          <button type="button" class="danger" disabled={!!busy} onClick={() => run('fail', async () => (await command('fail', 'fail'), 'Failed.'))}>
-            Fail the task
-          </button>
-        ) : null}
         <button
           type="button"
           disabled={!!busy}
@@ -241,7 +237,25 @@ function WorkerActions({ token, me, data, refresh, onDone }) {
         </div>
       ) : null}
       {task.state === 'input_required' ? <p class="muted">Waiting for the caller's reply.</p> : null}
-      <p class="muted">The API records no reason with a fail: say why in the conversation first (ask for input), or in a note.</p>
+      {task.state === 'working' || task.state === 'input_required' ? (
+        <form
+          class="fail"
+          onSubmit={(e) => {
+            e.preventDefault();
+            run('fail', async () => {
+              await command('fail', 'fail', reason.trim() ? { reason } : {});
+              return reason.trim() ? 'Failed, with your reason on the timeline.' : 'Failed.';
+            });
+          }}
+        >
+          <Field label="Why it failed (optional, shown to the caller)" id="fail-reason">
+            <textarea id="fail-reason" value={reason} onInput={(e) => setReason(e.currentTarget.value)} rows={2} maxLength={2048} />
+          </Field>
+          <button type="submit" class="danger" disabled={!!busy}>
+            Fail the task
+          </button>
+        </form>
+      ) : null}
     </section>
   );
 }

@@ -160,7 +160,12 @@ VERBS = (
     ),
     _task_command("accept", "submitted → working."),
     _task_command("reject", "submitted → rejected."),
-    _task_command("fail", "working or input_required → failed."),
+    _task_command(
+        "fail",
+        "working or input_required → failed (--reason says why, kept on the task_failed event).",
+        param("reason", Annotated[str | None, typer.Option(help="Why the task failed (at most 2 KiB).")], None),
+        reason=lambda v: v["reason"],
+    ),
     _task_command("request-input", "working → input_required, with your question.", *MESSAGE, message=message_of),
     _task_command(
         "complete",

@@ -300,7 +300,8 @@ class TasksMixin:
         command_id: str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """accept, reject, fail, request-input (message=…) or complete (message=…, submission_id=…)."""
+        """accept, reject, fail (reason=…), request-input (message=…) or complete (message=…,
+        submission_id=…)."""
         cid = command_id or new_id("c")
         body: dict[str, Any] = {"expected_revision": expected_revision, "fence": fence}
         body.update({name: value for name, value in extra.items() if value is not None})
@@ -316,9 +317,17 @@ class TasksMixin:
         """submitted → rejected."""
         return self.worker_command("reject", task_id, expected_revision, fence, command_id)
 
-    def fail(self, task_id: str, expected_revision: int, fence: int, command_id: str | None = None) -> dict[str, Any]:
-        """working or input_required → failed."""
-        return self.worker_command("fail", task_id, expected_revision, fence, command_id)
+    def fail(
+        self,
+        task_id: str,
+        expected_revision: int,
+        fence: int,
+        command_id: str | None = None,
+        *,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """working or input_required → failed; `reason` (≤ 2 KiB) is kept on the task_failed event."""
+        return self.worker_command("fail", task_id, expected_revision, fence, command_id, reason=reason)
 
     def request_input(
         self, task_id: str, expected_revision: int, fence: int, message: Message, command_id: str | None = None

@@ -162,7 +162,7 @@ class Job:
     def _run(self, kind: str, **extra: Any) -> dict[str, Any]:
         if self._worker.events:
             fields = {"message": extra.get("message"), "submission": extra.get("submission_id")}
-            fields["artifact"] = extra.get("artifact_id")
+            fields.update(artifact=extra.get("artifact_id"), reason=extra.get("reason"))
             self.event(EVENT_KINDS[kind], **{k: v for k, v in fields.items() if v is not None})
             return self.task
         try:
@@ -181,7 +181,8 @@ class Job:
 
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
         """Settle one worker event of this job (`kind`: accept_task, reject_task, request_input,
-        fail_task, freeze_artifact, complete_task; `fields`: message, submission, artifact, freeze)
+        fail_task, freeze_artifact, complete_task; `fields`: message, submission, artifact, freeze,
+        reason)
         at the job's fence and revision. Returns the ACK settlement and moves the job's task on; a
         NACK raises `EventNacked` (and marks the job lost when its lease is gone)."""
         event_id = self._client.derived_id("w", self.id, self.fence, f"event:{kind}", self.revision)
@@ -209,8 +210,9 @@ class Job:
     def reject(self) -> dict[str, Any]:
         return self._run("reject")
 
-    def fail(self) -> dict[str, Any]:
-        return self._run("fail")
+    def fail(self, reason: str | None = None) -> dict[str, Any]:
+        """working or input_required → failed; `reason` (≤ 2 KiB) is kept on the task_failed event."""
+        return self._run("fail", reason=reason)
 
     def request_input(self, message: Message) -> dict[str, Any]:
         return self._run("request-input", message=message)
@@ -545,10 +547,11 @@ class Worker:
                 job.lost.set()
             else:
                 log.warning("%s: %s", job.id, exc)
-                self._give_up(job)
-        except Exception:
+                self._give_up(job, f"a command of the worker was refused: {exc.code}")
+        except Exception as exc:
             log.exception("%s: the handler raised; failing the task", job.id)
-            self._give_up(job)
+            # The exception's type only: its text may hold what the worker keeps to itself.
+            self._give_up(job, f"the worker's handler raised {type(exc).__name__}")
         finally:
             self._settle(job)
 
@@ -569,17 +572,17 @@ class Worker:
                 artifact_id,
                 artifact.get("state"),
             )
-            job.fail()
+            job.fail(f"its artifact {artifact_id} is {artifact.get('state')}, not a frozen artifact of this task")
             return
         job.complete(INHERITED.format(artifact=artifact_id, digest=artifact.get("digest")), artifact_id=artifact_id)
         log.info("%s: completed with the artifact %s it inherited", job.id, artifact_id)
 
-    def _give_up(self, job: Job) -> None:
+    def _give_up(self, job: Job, reason: str | None = None) -> None:
         try:
             if job.state == "submitted":
                 job.reject()
             elif job.state in ("working", "input_required"):
-                job.fail()
+                job.fail(reason)
         except DovecoteError as exc:
             log.warning("%s: could not end the task (%s); releasing the lease", job.id, exc)
             self._release(job)

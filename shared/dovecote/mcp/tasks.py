@@ -142,7 +142,6 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
 
 TRANSITIONS = {
     "accept": "Accept a claimed task (submitted → working) before working on it.",
-    "fail": "Give up on a task you accepted (working or input_required → failed).",
 }
 
 
@@ -171,6 +170,20 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
     # The transitions that carry nothing but the task, its revision and the fence: one tool each.
     for kind, description in TRANSITIONS.items():
         transition(server, f"tasks_{kind}", description, command, kind)
+
+    @server.tool(name="tasks_fail", annotations=hints("tasks_fail"))
+    @guarded
+    def tasks_fail(
+        task_id: TaskId,
+        expected_revision: ExpectedRevision,
+        fence: Fence,
+        reason: Annotated[
+            str | None, Field(description="Why you give up, for the caller (at most 2 KiB), kept on the event.")
+        ] = None,
+        command_id: CommandId = None,
+    ) -> dict[str, Any]:
+        """Give up on a task you accepted (working or input_required → failed), saying why."""
+        return command("fail", task_id, expected_revision, fence, command_id, reason=reason)
 
     @server.tool(name="tasks_request_input", annotations=hints("tasks_request_input"))
     @guarded

@@ -41,6 +41,7 @@ from dovecote.tasks.model import (
     DECISIONS,
     MAX_ACCEPT_TIMEOUT,
     MAX_COUNTER,
+    MAX_FAIL_REASON_BYTES,
     MAX_FENCE,
     MAX_FILENAME_CHARS,
     MAX_LEASE_TIMEOUT,
@@ -64,12 +65,25 @@ _FILENAME, _URL, _HOST_MISSING = re.compile(FILENAME_CHARS), re.compile(URL_CHAR
 _EVENT_FIELDS: dict[str, set[str]] = {
     "accept_task": set(),
     "reject_task": set(),
-    "fail_task": set(),
+    "fail_task": {"reason"},
     "request_input": {"message"},
     "complete_task": {"message", "submission", "artifact"},
     "freeze_artifact": {"freeze"},
 }
-_EVENT_KNOWN = {"event_id", "kind", "task", "fence", "expected_revision", "message", "submission", "artifact", "freeze"}
+_EVENT_KNOWN = {
+    "event_id",
+    "kind",
+    "task",
+    "fence",
+    "expected_revision",
+    "message",
+    "submission",
+    "artifact",
+    "freeze",
+    "reason",
+}
+# The fields a kind may leave empty (every other field of its _EVENT_FIELDS is required).
+_EVENT_OPTIONAL = {"artifact", "reason"}
 # Domain error code → the worker event NACK code (docs/design/tasks.md#worker-events: fence exhausted is
 # state_conflict).
 # Any other error is not a deterministic rejection (an AWS failure): it settles nothing.
@@ -147,6 +161,7 @@ class Reject(WorkerCommand):
 @dataclass(frozen=True, slots=True)
 class Fail(WorkerCommand):
     KIND: ClassVar[str] = "fail_task"
+    reason: str = ""  # why, in the worker's words (optional): kept on the task_failed event
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,9 +310,15 @@ def _bounded_text(value: Any, field_name: str, limit: int) -> str:
         return ""
     if not isinstance(value, str):
         raise InvalidArgument(f"{field_name} must be a string", field=field_name)
-    if len(value.encode("utf-8")) > limit:
+    if len(_utf8(value, field_name)) > limit:
         raise InvalidArgument(f"{field_name} is longer than {limit} bytes", field=field_name, limit=limit)
     return value
+
+
+def gate_fail_reason(value: Any, field_name: str) -> str:
+    """fail_task's optional reason: absent, or text of at most MAX_FAIL_REASON_BYTES in UTF-8 (valid
+    Unicode; shown as text wherever it is shown, never as markup)."""
+    return _bounded_text(value, field_name, MAX_FAIL_REASON_BYTES)
 
 
 def gate_message(raw: Any) -> MessageInput:
@@ -546,7 +567,8 @@ class CommandGate:
         return Reject(*self._worker_command(principal, Reject, task_id, body))
 
     def fail(self, principal: Principal, task_id: str, body: dict[str, Any]) -> Fail:
-        return Fail(*self._worker_command(principal, Fail, task_id, body))
+        head = self._worker_command(principal, Fail, task_id, body)
+        return Fail(*head, reason=gate_fail_reason(body.get("reason"), "reason"))
 
     def request_input(self, principal: Principal, task_id: str, body: dict[str, Any]) -> RequestInput:
         message = gate_message(body.get("message"))
@@ -697,10 +719,10 @@ class CommandGate:
         unknown = set(event) - _EVENT_KNOWN
         if unknown:
             raise InvalidArgument(f"event.{sorted(unknown)[0]} is not an event field", field="event")
-        for name in ("message", "submission", "artifact", "freeze"):
+        for name in ("message", "submission", "artifact", "freeze", "reason"):
             if name not in _EVENT_FIELDS[kind] and event.get(name) not in (None, "", {}):
                 raise InvalidArgument(f"event.{name} must be empty for {kind}", field=f"event.{name}")
-        for name in _EVENT_FIELDS[kind] - {"artifact"}:
+        for name in _EVENT_FIELDS[kind] - _EVENT_OPTIONAL:
             if event.get(name) in (None, "", {}):
                 raise InvalidArgument(f"event.{name} is required for {kind}", field=f"event.{name}")
         task_id = check_id(event.get("task"), "event.task")
@@ -731,5 +753,8 @@ class CommandGate:
         if kind == "request_input":
             assert message is not None
             return RequestInput(*self._worker_command(principal, RequestInput, task_id, body), message=message)
-        command = {"accept_task": Accept, "reject_task": Reject, "fail_task": Fail}[kind]
+        if kind == "fail_task":
+            head = self._worker_command(principal, Fail, task_id, body)
+            return Fail(*head, reason=gate_fail_reason(event.get("reason"), "event.reason"))
+        command = {"accept_task": Accept, "reject_task": Reject}[kind]
         return command(*self._worker_command(principal, command, task_id, body))

@@ -96,7 +96,8 @@ KINDS = ("events", "grants", "messages")
 
 
 def event_attribute(e: Event) -> InlineEvent:
-    return InlineEvent(**attributes(e, keyed=("task",), absent_when_empty=("message", "submission", "artifact")))
+    optional = ("message", "submission", "artifact", "reason")
+    return InlineEvent(**attributes(e, keyed=("task",), absent_when_empty=optional))
 
 
 def lease_end_text(end: LeaseEnd | None) -> str | None:

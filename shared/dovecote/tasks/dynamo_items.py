@@ -337,6 +337,7 @@ class TaskItems:
             message=item.message or "",
             submission=item.submission or "",
             artifact=item.artifact or "",
+            reason=item.reason or "",
         )
         return (event,)
 

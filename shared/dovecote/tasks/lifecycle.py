@@ -21,6 +21,7 @@ from dovecote.tasks.command_loop import CommandLoop, Outcome, commit_of
 from dovecote.tasks.commands import (
     Complete,
     CreateTask,
+    Fail,
     Freeze,
     Reply,
     RequestInput,
@@ -98,6 +99,7 @@ class Lifecycle:
         submission = command.submission if isinstance(command, Complete) else ""
         named = command.artifact if isinstance(command, Complete) else None
         freeze = command if isinstance(command, Freeze) else None
+        reason = command.reason if isinstance(command, Fail) else ""
         intent: dict[str, Any] = {"task": command.task, "expected_revision": command.expected_revision}
         if transition.by == "worker":
             intent.update(fence=fence, worker=worker)
@@ -109,6 +111,9 @@ class Lifecycle:
             intent["artifact"] = named
         if freeze is not None:
             intent["freeze"] = freeze.intent()
+        if reason:
+            # Only when given: a fail without one keeps the digest it had before reasons existed.
+            intent["reason"] = reason
 
         def decide(task: Task | None) -> Commit | Outcome:
             task = self._check(command, task, worker, fence)
@@ -122,7 +127,7 @@ class Lifecycle:
                 artifact, head = artifacts.frozen(task, freeze, now)
                 extra.update(artifact=artifact, payload=freeze.payload, head_claim=head)
                 changes["artifact"] = artifact.id
-            return self._moved(task, kind, to, now, message, submission, changes, extra)
+            return self._moved(task, kind, to, now, message, submission, changes, extra, reason)
 
         return self.work.run(principal, kind, command.command_id, command.task, intent, decide, delivery=delivery)
 
@@ -164,6 +169,7 @@ class Lifecycle:
         submission: str,
         changes: dict[str, Any],
         extra: dict[str, Any],
+        reason: str = "",
     ) -> Commit:
         """The task one revision on, with its event (and message), as one commit."""
         transition = machine.TRANSITIONS[kind]
@@ -202,6 +208,7 @@ class Lifecycle:
             message=message_id,
             submission=submission,
             artifact=frozen.id if frozen is not None else (task.artifact if kind == "complete_task" else ""),
+            reason=reason,
         )
         result = {"task": after.to_json(), "artifact": frozen.to_json()} if frozen is not None else after.to_json()
         expect = Expect(task.revision, task.owner, task.fence)

@@ -228,10 +228,13 @@ class Event:
     message: str = ""
     submission: str = ""
     artifact: str = ""
+    reason: str = ""  # task_failed only: the worker's reason, when it gave one
 
     def to_json(self) -> dict[str, Any]:
         return fields_json(
-            self, ("sequence", "type", "state", "revision", "occurred_at"), ("message", "submission", "artifact")
+            self,
+            ("sequence", "type", "state", "revision", "occurred_at"),
+            ("message", "submission", "artifact", "reason"),
         )
 
 
@@ -382,6 +385,8 @@ ARTIFACT_HARD_MAX = 64 * 1024 * 1024
 MAX_REVISION_BYTES = 512
 MAX_RECEIPT_CODE_BYTES = 128
 MAX_RECEIPT_MESSAGE_BYTES = 4096
+# Why a worker failed a task (fail_task's optional `reason`, kept on its task_failed event).
+MAX_FAIL_REASON_BYTES = 2048
 DECISIONS = ("success", "conflict", "rejected", "indeterminate")
 ARTIFACT_STATES = ("frozen", "published", "discarded")
 

@@ -80,6 +80,7 @@ class InlineEvent(MapAttribute[str, object]):
     message = UnicodeAttribute(attr_name="m", null=True)
     submission = UnicodeAttribute(attr_name="b", null=True)
     artifact = UnicodeAttribute(attr_name="a", null=True)
+    reason = UnicodeAttribute(attr_name="n", null=True)  # task_failed's, when the worker gave one
 
 
 class InlineGrant(MapAttribute[str, object]):
@@ -195,6 +196,7 @@ class EventItem(KeyedItem):
     message = UnicodeAttribute(null=True)
     submission = UnicodeAttribute(null=True)
     artifact = UnicodeAttribute(null=True)
+    reason = UnicodeAttribute(null=True)  # task_failed's reason, when the worker gave one
     records = ListAttribute(of=InlineEvent, null=True, attr_name="ev")
 
 

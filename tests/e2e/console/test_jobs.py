@@ -84,6 +84,34 @@ def test_a_person_claims_and_completes_a_task_an_agent_created(
     watch.assert_clean()
 
 
+def test_a_person_fails_a_task_saying_why_and_the_caller_reads_the_reason(
+    console_runtime: dict[str, Any], page: Any, watch: Watch
+) -> None:
+    task_id = unique("fail")
+    # Agents' text is hostile by default: the reason is shown as text, never as markup.
+    reason = "The build server is down <img src=x onerror=alert('xss-reason')>; try tomorrow."
+    with client(console_runtime) as agent:
+        agent.create_task(task_id, "Deploy the widget", context="console-fail")
+        sign_in(page, console_runtime["endpoint"], console_runtime["person_worker"], view="worker")
+        page.get_by_role("button", name=f"Take task {task_id}").click()
+        page.get_by_text("Your moves").wait_for()
+        page.get_by_role("button", name="Accept").click()
+        page.get_by_label("Why it failed (optional, shown to the caller)").fill(reason)
+        page.get_by_role("button", name="Fail the task").click()
+        page.get_by_text("Failed, with your reason on the timeline.").wait_for()
+        failed = agent.wait_for(task_id, "failed", timeout=20)
+        assert failed["state"] == "failed"
+        last = agent.events(task_id)["items"][-1]
+        assert (last["type"], last["reason"]) == ("task_failed", reason)
+        # The caller's board shows the reason on the timeline, as the text it is.
+        page.goto(f"{console_runtime['endpoint']}/console/#/board/{task_id}")
+        shown = page.locator("[data-testid=timeline] li .reason q")
+        shown.wait_for()
+        assert shown.inner_text() == reason
+        assert page.locator("main img").count() == 0
+    watch.assert_clean()
+
+
 def test_a_person_answers_the_input_a_worker_asked_for_and_sees_the_rest_live(
     console_runtime: dict[str, Any], page: Any, watch: Watch
 ) -> None:
