@@ -172,7 +172,8 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> None:
         ),
     )
     run("claim (uncontended)", lambda: tasks.claim(worker, gate.claim(worker, {"command_id": "c8"})))
-    # The reads of t1 (4 messages, 5 events, all in its item): its read, then the store's.
+    # The reads of t1: the task's read, then the store's. Its 5 events outgrew its item at the
+    # complete (4 message places and a grant stay inline): a page from the start adds a Query.
     run("get", lambda: tasks.get(caller, "t1"))
     run("events page", lambda: tasks.events(caller, "t1", None, None))
     run("messages page", lambda: tasks.messages(caller, "t1", None, None))

@@ -10,7 +10,7 @@ import pytest
 
 from bench.cost import item_size
 from dovecote.platform.dynamo import item_bytes, value_bytes
-from dovecote.tasks.dynamo_inline import Inline, InlineMemory, MessageRef, allowance, fit, inline_of, kind_bytes
+from dovecote.tasks.dynamo_inline import Inline, InlineMemory, MessageRef, allowance, fit, inline_of
 from dovecote.tasks.dynamo_items import TaskItems
 from dovecote.tasks.model import Event, Grant, LeaseEnd, Task
 
@@ -62,7 +62,8 @@ def test_past_its_allowance_the_kind_taking_most_bytes_leaves_whole(items: TaskI
     grants = (Grant("t1", "w1", 1, "2026-05-01T00:00:00.000Z"),)
     refs = (MessageRef(1, "m1", 200), MessageRef(2, "m2", 300))
     inline = Inline(events, grants, refs)
-    assert kind_bytes(inline, "events") > kind_bytes(inline, "grants") + kind_bytes(inline, "messages")
+    raw = items.task_item(t, inline).serialize()
+    assert value_bytes(raw["ev"]) > value_bytes(raw["gr"]) + value_bytes(raw["mi"])
     item, spilled = fit(lambda kept: items.task_item(t, kept), inline)
     assert spilled == Inline(events=events)  # one item of its own for all of them
     assert inline_of(item) == Inline((), grants, refs)

@@ -62,8 +62,6 @@ class MessageRef:
     size: int
 
 
-Record = Event | Grant | MessageRef
-
 
 @dataclass(frozen=True, slots=True)
 class Inline:
@@ -116,24 +114,6 @@ def message_attribute(m: MessageRef) -> InlineMessage:
     return InlineMessage(sequence=m.sequence, id=m.id, size=m.size)
 
 
-def attribute_of(record: Record) -> InlineEvent | InlineGrant | InlineMessage:
-    if isinstance(record, Event):
-        return event_attribute(record)
-    if isinstance(record, Grant):
-        return grant_attribute(record)
-    return message_attribute(record)
-
-
-def record_bytes(record: Record) -> int:
-    """What a record adds to the task item inline: its map and a list element's byte."""
-    attribute = attribute_of(record)
-    return 1 + value_bytes({"M": attribute.serialize(attribute)})
-
-
-def kind_bytes(inline: Inline, kind: str) -> int:
-    return sum(record_bytes(r) for r in getattr(inline, kind))
-
-
 def set_inline(item: TaskItem, inline: Inline) -> TaskItem:
     """`item` holding `inline` (each list absent when empty)."""
     item.events = [event_attribute(e) for e in inline.events] or None
@@ -174,18 +154,25 @@ def allowance(fields_bytes: int) -> int:
     return max(UNIT, math.ceil(fields_bytes / UNIT) * UNIT)
 
 
+INLINE_NAMES = {"events": "ev", "grants": "gr", "messages": "mi"}  # TaskItem's attribute per kind
+
+
 def fit(build: Callable[[Inline], TaskItem], inline: Inline) -> tuple[TaskItem, Inline]:
     """The task item holding as many of `inline`'s records as the rule allows, and the records that
-    leave it (whole kinds, each for one item of its own)."""
-    limit = allowance(item_bytes(build(Inline()).serialize()))
+    leave it (whole kinds, each for one item of its own). The item is built and measured once, and
+    built again only if a kind left it."""
     item = build(inline)
+    raw = item.serialize()
+    kinds = {kind: len(name) + value_bytes(raw[name]) for kind, name in INLINE_NAMES.items() if name in raw}
+    size = item_bytes(raw)
+    limit = allowance(size - sum(kinds.values()))
     spilled = Inline()
-    while inline and item_bytes(item.serialize()) > limit:
-        kind = max(inline.kinds(), key=lambda k: kind_bytes(inline, k))
+    while kinds and size > limit:
+        kind = max(kinds, key=lambda k: kinds[k])  # the kind taking the most bytes inline
+        size -= kinds.pop(kind)
         spilled = spilled.plus(Inline(**{kind: getattr(inline, kind)}))
         inline = inline.without(kind)
-        item = build(inline)
-    return item, spilled
+    return (build(inline) if spilled else item), spilled
 
 
 # ---- the records a command's read saw ----------------------------------------------------------------
