@@ -458,7 +458,7 @@ def cost(report: dict[str, Any], run: Run) -> None:
 
     local = report.get("local_runtime")
     capacity = capacity_per_command()
-    memory = lambda_memory.measure(rounds=6 if run.quick else 15, cold_rounds=2 if run.quick else 5)
+    memory = lambda_memory.measure_apart(rounds=15, cold_rounds=3 if run.quick else 5)
     tasks_mb = FUNCTIONS["tasks_api"].memory_mb
     latency = {"note put (1 KiB inline)": "put (1 KiB, sequential)", "note get": "get (sequential)"}
     table = Table(

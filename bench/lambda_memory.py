@@ -214,6 +214,23 @@ def measure(rounds: int = 15, cold_rounds: int = 3) -> dict[str, Any]:
     }
 
 
+def measure_apart(rounds: int = 15, cold_rounds: int = 3) -> dict[str, Any]:
+    """`measure` in a fresh interpreter: nothing another section left running in this process (a
+    local runtime's threads, its warm caches) is in the CPU times."""
+    import subprocess
+    import sys
+
+    from bench.common import ROOT
+
+    code = f"import json; from bench.lambda_memory import measure; print(json.dumps(measure({rounds}, {cold_rounds})))"
+    out = subprocess.run(  # noqa: S603 - this interpreter, fixed code
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"the Lambda memory measurement failed: {out.stderr[-2000:]}")
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def choose(commands: dict[str, Any], cold: dict[str, Any]) -> int:
     """The cheapest size (summed over the requests) within the latency bounds."""
 
