@@ -312,7 +312,9 @@ def slices(devset: DevSet, ranks: dict[str, list[int | None]]) -> dict[str, Any]
     ):
         picked = [i for i, q in enumerate(devset.questions) if keep(q)]
         rows = {label: scores([r[i] for i in picked]) for label, r in ranks.items()}
-        out[part] = {"rankers": rows, **(agreement(rows) if set(rows) == set(HELD_OUT_ORDER) else {})}
+        # The agreement is over the table's five rankers (a ranker the table lacks has no place in it).
+        table = {r: rows[r] for r in HELD_OUT_ORDER if r in rows}
+        out[part] = {"rankers": rows, **(agreement(table) if len(table) == len(HELD_OUT_ORDER) else {})}
     return out
 
 

@@ -481,7 +481,7 @@ def test_one_search_costs_a_fixed_number_of_requests_whatever_the_page(make_engi
 
 
 def test_the_default_ranker_answers_alike_on_both_engines(make_engine: Any) -> None:
-    """issue 34: the default (`session`) on the development set's self-written fixture, through the
+    """issue 34: the default (`session-doc`) on the development set's self-written fixture, through the
     service with no ranker given: the same sessions in the same order on both engines, each
     question's answer first."""
     from bench.recall_dev import FIXTURE, load
@@ -495,7 +495,7 @@ def test_the_default_ranker_answers_alike_on_both_engines(make_engine: Any) -> N
         search.ingest(who, body)
     for question in devset.questions:
         params = gate_search(q=question.text, limit=30)
-        assert params.ranker == "session"
+        assert params.ranker == "session-doc"
         want = [(r.session_id, r.read_ref) for r in sqlite.search(who, params).results]
         got = [(r.session_id, r.read_ref) for r in search.search(who, params).results]
         assert got == want, question.text

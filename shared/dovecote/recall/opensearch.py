@@ -93,9 +93,11 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from dovecote.platform.errors import Unavailable
 from dovecote.recall.model import (
     AMBIGUITY_CANDIDATES,
     Row,
@@ -118,6 +120,7 @@ from dovecote.recall.opensearch_mapping import (
     _ROW_FIELDS,
     _SESSION_FIELDS,
     MAX_WINDOW,
+    _errors,
     _row,
     _session_info,
     _sources,
@@ -128,12 +131,108 @@ from dovecote.recall.opensearch_mapping import (
 from dovecote.recall.opensearch_search import OpenSearchSearch
 from dovecote.recall.opensearch_store import (
     Snapshot,
+    _document_id,
+    _session_doc_id,
+    document_source,
 )
+from dovecote.recall.ranking import session_document
+
+DOCUMENT_FILL_PAGE = 100  # sessions a backfill looks at per search
 
 
 class OpenSearchIndex(OpenSearchSearch):
     """The SearchIndex (ports.py) on OpenSearch: writes and generations (opensearch_store), search
     (opensearch_search), and here the reads: sessions and refs, windows and outlines, topics."""
+
+    # ---- the session documents' backfill ---------------------------------------------------------
+
+    def fill_session_docs(self, authority: str | None = None, *, limit: int | None = None) -> int:
+        """The migration to session documents: write the document of every visible session version
+        that has none (indexed before them), oldest generation first, until none is left or `limit`
+        sessions were written. Each session is first flagged `documented` (an update, which fails
+        with 404 when a replace's garbage collection took the version meanwhile: then nothing is
+        written, so no document outlives its generation), then its document is written. Safe to
+        repeat and to run beside writers. Returns how many documents were written."""
+        self._ensure()
+        done = 0
+        for who in [authority] if authority is not None else self._authorities():
+            while limit is None or done < limit:
+                snap = self._snapshot(who)
+                size = DOCUMENT_FILL_PAGE if limit is None else min(DOCUMENT_FILL_PAGE, limit - done)
+                undocumented = self._visible(who, snap)
+                undocumented["bool"]["must_not"] = [
+                    *undocumented["bool"].get("must_not", []),
+                    {"term": {"documented": True}},
+                ]
+                found = self._search(
+                    self.sessions,
+                    who,
+                    {
+                        "query": undocumented,
+                        "size": size,
+                        "sort": [{"gen": "asc"}],
+                        "_source": [*_SESSION_FIELDS, "gen"],
+                    },
+                )
+                page = _sources(found)
+                if not page:
+                    break
+                done += self._fill_page(who, snap, page)
+        return done
+
+    def _fill_page(self, authority: str, snap: Snapshot, page: list[dict[str, Any]]) -> int:
+        flagged = self._flag_documented(authority, [int(s["gen"]) for s in page])
+        actions = []
+        for source in page:
+            gen = int(source["gen"])
+            if gen not in flagged:
+                continue
+            text = session_document(self._conversation_rows(authority, snap, gen))
+            actions.append(
+                (
+                    {"index": {"_index": self.documents, "_id": _document_id(authority, gen), "routing": authority}},
+                    document_source(authority, gen, _session_info(source), text),
+                )
+            )
+        self._bulk(authority, actions)
+        return len(actions)
+
+    def _flag_documented(self, authority: str, gens: list[int]) -> set[int]:
+        lines = []
+        for gen in gens:
+            lines.append(json.dumps({"update": {"_index": self.sessions, "_id": _session_doc_id(authority, gen)}}))
+            lines.append(json.dumps({"doc": {"documented": True}}))
+        with _errors(write=True):
+            result = self._client.bulk(body="\n".join(lines) + "\n", routing=authority, refresh=self._refresh)
+        flagged = set()
+        for gen, item in zip(gens, result["items"], strict=True):
+            status = item["update"].get("status", 200)
+            if status < 300:
+                flagged.add(gen)
+            elif status != 404:  # 404: collected meanwhile (a replace made it dead)
+                raise Unavailable(
+                    "the search engine refused a write; retry", error=str(item["update"].get("error"))[:300]
+                )
+        return flagged
+
+    def _conversation_rows(self, authority: str, snap: Snapshot, gen: int) -> list[tuple[str, bool, str]]:
+        """(kind, envelope, text) of a session version's rows in file order, a page at a time."""
+        rows: list[tuple[str, bool, str]] = []
+        after: list[Any] | None = None
+        while True:
+            body: dict[str, Any] = {
+                "query": self._visible(authority, snap, {"term": {"gen": gen}}),
+                "size": MAX_WINDOW,
+                "sort": [{"pos": "asc"}],
+                "_source": ["kind", "envelope", "text"],
+            }
+            if after is not None:
+                body["search_after"] = after
+            hits = self._search(self.messages, authority, body)["hits"]["hits"]
+            rows += [(h["_source"]["kind"], bool(h["_source"].get("envelope")), h["_source"]["text"]) for h in hits]
+            if len(hits) < MAX_WINDOW:
+                return rows
+            after = hits[-1]["sort"]
 
     # ---- sessions and refs ------------------------------------------------------------------------
 

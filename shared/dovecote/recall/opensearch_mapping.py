@@ -151,10 +151,32 @@ SESSION_MAPPING = {
         "sha256": _STORED,
         "spawn_key": _KEYWORD,
         "spawn_keys": _KEYWORD,
+        "documented": {"type": "boolean"},
         # The state document's body: read whole by id, never searched (no mapping per session id).
         "state": {"type": "object", "enabled": False},
     },
 }
+# Session documents (the `session-doc` ranker, ranking.py): one per session version,
+# `<authority>|<gen>|d`, written in the same bulk as its messages, so it follows the generations as
+# they do. The session-level filters are copied onto it, as onto each message.
+DOCUMENT_MAPPING = {
+    "dynamic": "strict",
+    "properties": {
+        "authority": _KEYWORD,
+        "gen": {"type": "long"},
+        "session_id": _KEYWORD,
+        "project": _KEYWORD,
+        "source": _KEYWORD,
+        "cwd": _KEYWORD,
+        "message_count": {"type": "integer"},
+        "subagent": {"type": "boolean"},
+        "text": {"type": "text", "analyzer": "recall_english"},
+    },
+}
+# Added to the sessions index of a deployment made before the documents (put_mapping on first use):
+# a session version whose document was written carries `documented: true`; the backfill looks for the
+# others.
+DOCUMENTED_FIELD = {"properties": {"documented": {"type": "boolean"}}}
 TOPIC_MAPPING = {
     "dynamic": "strict",
     "properties": {
@@ -267,18 +289,35 @@ def _filter_clauses(f: SearchFilter) -> list[dict[str, Any]]:
     if not f.subagents:
         out.append({"bool": {"must_not": [{"term": {"subagent": True}}]}})
     if f.places is not None:
-        out.append(
-            {
-                "bool": {
-                    "should": [
-                        {"bool": {"filter": [{"term": {"project": p}}, {"term": {"cwd": c}}]}}
-                        for p, c in sorted(f.places)
-                    ],
-                    "minimum_should_match": 1,
-                }
-            }
-        )
+        out.append(_places(f.places))
     return out
+
+
+def document_filters(f: SearchFilter) -> list[dict[str, Any]]:
+    """The session-level part of SearchFilter.matches, for the session documents."""
+    out: list[dict[str, Any]] = []
+    if f.min_messages:
+        out.append({"range": {"message_count": {"gte": f.min_messages}}})
+    if f.project:
+        out.append({"term": {"project": f.project}})
+    if f.source:
+        out.append({"term": {"source": f.source}})
+    if not f.subagents:
+        out.append({"bool": {"must_not": [{"term": {"subagent": True}}]}})
+    if f.places is not None:
+        out.append(_places(f.places))
+    return out
+
+
+def _places(places: frozenset[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "bool": {
+            "should": [
+                {"bool": {"filter": [{"term": {"project": p}}, {"term": {"cwd": c}}]}} for p, c in sorted(places)
+            ],
+            "minimum_should_match": 1,
+        }
+    }
 
 
 # ---- documents -------------------------------------------------------------------------------------

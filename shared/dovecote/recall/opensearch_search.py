@@ -34,7 +34,7 @@ from dovecote.recall.ports import (
     SessionHit,
 )
 from dovecote.recall.query import Term
-from dovecote.recall.ranking import Candidate, rank_sessions
+from dovecote.recall.ranking import DOC_DEPTH, DOCUMENT_RANKER, Candidate, fuse_documents, rank_sessions, uses_documents
 from dovecote.recall.ranking import Ranked as RankedSession
 from dovecote.recall.results import VectorCoverage
 
@@ -55,6 +55,7 @@ from dovecote.recall.opensearch_mapping import (
     _term_clause,
     _total,
     compile_node,
+    document_filters,
     leaf,
 )
 from dovecote.recall.opensearch_store import (
@@ -74,11 +75,17 @@ class OpenSearchSearch(OpenSearchVectors):
     def search(self, authority: str, query: IndexQuery) -> SearchPage:
         snap = self._snapshot(authority)
         tier, field, keep = "word", "text", None
-        candidates, truncated, withheld, newest = self._candidates(authority, snap, query, field, keep)
+        # The session documents' order (`session-doc`) is asked in the candidates' msearch.
+        extra = [self._documents_search(authority, snap, query)] if uses_documents(query.ranker, query.sort) else []
+        candidates, truncated, withheld, newest, answers = self._candidates(authority, snap, query, field, keep, extra)
+        documents = [hit["fields"]["session_id"][0] for hit in answers[0]["hits"]["hits"]] if answers else None
         if not candidates and not withheld:
             tier, field, keep = "trigram", "text.tri", trigram_leaf
-            candidates, truncated, withheld, newest = self._candidates(authority, snap, query, field, keep)
+            candidates, truncated, withheld, newest, _ = self._candidates(authority, snap, query, field, keep, [])
+            documents = None  # the substring tier has no documents
         ranked = rank_sessions(candidates, ranker=query.ranker, sort=query.sort)
+        if documents is not None:
+            ranked = fuse_documents(ranked, documents)
         coverage = None
         if query.semantic is not None and not query.sort:
             fused = self._fused(authority, snap, query, ranked)
@@ -132,6 +139,31 @@ class OpenSearchSearch(OpenSearchVectors):
         shown = [(f.row, f.score, f.coverage) for f in fused[: query.limit]]
         return _FusedPage(shown, len(ranked) + only_vectors, coverage)
 
+    def document_order(self, authority: str, query: IndexQuery) -> list[str]:
+        """The session documents' order for the query (ranking.py's `session-doc`): what a search
+        fuses, on its own (the conformance suite holds both engines to it)."""
+        snap = self._snapshot(authority)
+        index, body = self._documents_search(authority, snap, query)
+        return [
+            hit["fields"]["session_id"][0] for hit in self._search(index, authority, body, query=True)["hits"]["hits"]
+        ]
+
+    def _documents_search(self, authority: str, snap: Snapshot, query: IndexQuery) -> tuple[str, dict[str, Any]]:
+        """The session documents' best DOC_DEPTH for the query's terms (OR-ed, each scored bm25 and
+        summed, as FTS5's bm25 sums its phrases), among the sessions the session-level filters keep
+        (ties: insertion order, the generation)."""
+        words = [leaf(t, "text") for t in query.query.terms]
+        scope = self._visible(authority, snap, *document_filters(query.filter))
+        body = {
+            "query": {"bool": {"filter": [scope], "should": words, "minimum_should_match": 1}},
+            "size": DOC_DEPTH,
+            "sort": [{"_score": "desc"}, {"gen": "asc"}],
+            "track_total_hits": False,
+            "_source": False,
+            "docvalue_fields": ["session_id"],
+        }
+        return self.documents, body
+
     def _candidates(
         self,
         authority: str,
@@ -139,15 +171,17 @@ class OpenSearchSearch(OpenSearchVectors):
         query: IndexQuery,
         field: str,
         keep: Callable[[Term], bool] | None,
-    ) -> tuple[list[Candidate], bool, int, str]:
+        extra: list[tuple[str, dict[str, Any]]],
+    ) -> tuple[list[Candidate], bool, int, str, list[dict[str, Any]]]:
         """The sessions matching the query, each with the rows its ranker reads (see the module
         docstring), whether the candidate ceiling was hit, the matches withheld as the caller's
-        live turn, and the newest matching timestamp."""
+        live turn, and the newest matching timestamp; with the answers to `extra`, searches sent in
+        the same msearch (none when no term is left to match)."""
         if query.max_candidates > MAX_WINDOW:
-            return self._sampled_candidates(authority, snap, query, field, keep)
+            return self._sampled_candidates(authority, snap, query, field, keep, extra)
         start = self._start(authority, snap, query, field, keep)
         if start is None:
-            return [], False, 0, ""
+            return [], False, 0, "", []
         matching, held, searches, scored = start
         terms = query.query.terms
         # The newest matching timestamp, filter-only (no scoring); then the best max_candidates rows
@@ -178,7 +212,7 @@ class OpenSearchSearch(OpenSearchVectors):
                 },
             )
         )
-        responses = self._msearch(authority, searches, query=True)
+        answers, responses = _split(self._msearch(authority, [*extra, *searches], query=True), len(extra))
         withheld = _total(responses[0]) if held is not None else 0
         found = responses[-1]
         truncated = _total(found) > query.max_candidates
@@ -203,7 +237,7 @@ class OpenSearchSearch(OpenSearchVectors):
         # sessions of one generation, so equal (score, rowid) pairs keep this order.
         for sid, rows in sorted(sessions.items(), key=lambda item: (-len(item[1]), item[0])):
             union = None
-            if query.ranker == "session" and len(terms) > 1:
+            if query.ranker in ("session", DOCUMENT_RANKER) and len(terms) > 1:
                 union = frozenset().union(*(r[4] for r in rows))
             session_score = None
             if query.ranker == "fused":
@@ -223,7 +257,7 @@ class OpenSearchSearch(OpenSearchVectors):
                     picked.append(pick)
             for encoded, rowid, pos, ts, matched in picked:
                 scored_rows.append((encoded, _candidate(encoded, rowid, sid, pos, ts, matched, union, session_score)))
-        return _engine_order(scored_rows), truncated, withheld, newest
+        return _engine_order(scored_rows), truncated, withheld, newest, answers
 
     def _start(
         self,
@@ -267,13 +301,14 @@ class OpenSearchSearch(OpenSearchVectors):
         query: IndexQuery,
         field: str,
         keep: Callable[[Term], bool] | None,
-    ) -> tuple[list[Candidate], bool, int, str]:
+        extra: list[tuple[str, dict[str, Any]]],
+    ) -> tuple[list[Candidate], bool, int, str, list[dict[str, Any]]]:
         """_candidates for a ceiling above MAX_WINDOW (a search returns at most that many hits): a
         sampler of the best max_candidates messages, a terms aggregation of their sessions with
         top_hits of the rows each ranker reads (one top_hits fetch per session: slower)."""
         start = self._start(authority, snap, query, field, keep)
         if start is None:
-            return [], False, 0, ""
+            return [], False, 0, "", []
         matching, held, searches, scored = start
         terms = query.query.terms
         per_session: dict[str, Any] = {
@@ -300,7 +335,7 @@ class OpenSearchSearch(OpenSearchVectors):
                     "docvalue_fields": ["rowid", "pos", "ts"],
                 }
             }
-        if query.ranker in ("session", "fused") and len(terms) > 1:
+        if query.ranker in ("session", "fused", DOCUMENT_RANKER) and len(terms) > 1:
             for i, term in enumerate(terms):
                 if keep is None or keep(term):
                     per_session[f"t{i}"] = {"filter": leaf(term, field)}
@@ -328,7 +363,7 @@ class OpenSearchSearch(OpenSearchVectors):
                 },
             )
         )
-        responses = self._msearch(authority, searches, query=True)
+        answers, responses = _split(self._msearch(authority, [*extra, *searches], query=True), len(extra))
         withheld = _total(responses[0]) if held is not None else 0
         found = responses[-1]
         truncated = _total(found) > query.max_candidates
@@ -338,7 +373,7 @@ class OpenSearchSearch(OpenSearchVectors):
         for bucket in found["aggregations"]["sample"]["sessions"]["buckets"]:
             sid = bucket["key"]
             union = None
-            if query.ranker == "session" and len(terms) > 1:
+            if query.ranker in ("session", DOCUMENT_RANKER) and len(terms) > 1:
                 union = frozenset(i for i in range(len(terms)) if bucket.get(f"t{i}", {}).get("doc_count"))
             session_score = None
             if query.ranker == "fused":
@@ -358,7 +393,7 @@ class OpenSearchSearch(OpenSearchVectors):
                 encoded = float(hit["_score"] if hit.get("_score") is not None else hit["sort"][0])
                 pos, ts = int(values["pos"][0]), (values.get("ts") or [""])[0]
                 scored_rows.append((encoded, _candidate(encoded, rowid, sid, pos, ts, matched, union, session_score)))
-        return _engine_order(scored_rows), truncated, withheld, newest
+        return _engine_order(scored_rows), truncated, withheld, newest, answers
 
     def _details(self, authority: str, snap: Snapshot, query: IndexQuery, best: list[Candidate], tier: str) -> _Details:
         """What the page prints, in one msearch: the returned rows with their highlighted snippets,
@@ -569,6 +604,11 @@ class OpenSearchSearch(OpenSearchVectors):
             return {}
         index, body = self._starts_search(authority, snap, wanted)
         return _starts_from(self._search(index, authority, body), wanted)
+
+
+def _split(responses: list[dict[str, Any]], n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """An msearch's answers to the first `n` searches, and to the rest."""
+    return responses[:n], responses[n:]
 
 
 def _past(prefix: str) -> str:

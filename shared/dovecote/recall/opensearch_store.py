@@ -17,6 +17,7 @@ from dovecote.platform.errors import InvalidArgument, Throttled, Unavailable
 from dovecote.recall.model import (
     Session,
 )
+from dovecote.recall.ranking import session_document
 
 if TYPE_CHECKING:
     from opensearchpy import OpenSearch
@@ -27,6 +28,8 @@ from dovecote.recall.opensearch_mapping import (
     ANALYSIS,
     BULK_BYTES,
     BULK_DOCS,
+    DOCUMENT_MAPPING,
+    DOCUMENTED_FIELD,
     GRACE_SECONDS,
     MAX_WINDOW,
     MESSAGE_SETTINGS,
@@ -130,6 +133,26 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _document_id(authority: str, gen: int) -> str:
+    return f"{authority}|{gen}|d"
+
+
+def document_source(authority: str, gen: int, session: Any, text: str) -> dict[str, Any]:
+    """A session version's document (`session` a Session, or a SessionInfo for the backfill)."""
+    count = session.message_count if hasattr(session, "message_count") else len(session.messages)
+    return {
+        "authority": authority,
+        "gen": gen,
+        "session_id": session.session_id,
+        "project": session.project,
+        "source": session.source,
+        "cwd": session.cwd,
+        "message_count": count,
+        "subagent": session.agent is not None or session.parent_session is not None,
+        "text": text,
+    }
+
+
 def _topic_id(authority: str, session_id: str, start_uuid: str) -> str:
     # Session ids reach 400 characters and `_id` holds 512 bytes: a digest of the coordinates.
     return hashlib.sha256(f"{authority}\x00{session_id}\x00{start_uuid}".encode()).hexdigest()
@@ -155,6 +178,7 @@ class OpenSearchStore:
         self.messages = f"{index_prefix}-messages"
         self.sessions = f"{index_prefix}-sessions"
         self.topics = f"{index_prefix}-topics"
+        self.documents = f"{index_prefix}-documents"
         self._refresh = refresh
         self._shards = shards
         self._clock = clock
@@ -192,9 +216,12 @@ class OpenSearchStore:
                 (self.messages, message_mapping(self.vector_dimension), MESSAGE_SETTINGS),
                 (self.sessions, SESSION_MAPPING, {}),
                 (self.topics, TOPIC_MAPPING, {}),
+                (self.documents, DOCUMENT_MAPPING, {}),
             ):
                 with _errors():
                     if self._client.indices.exists(index=index):
+                        if index == self.sessions:  # made before the session documents: their flag
+                            self._client.indices.put_mapping(index=index, body=DOCUMENTED_FIELD)
                         continue
                     body = {
                         "settings": {"number_of_shards": self._shards, "analysis": ANALYSIS, **extra},
@@ -208,9 +235,11 @@ class OpenSearchStore:
             self._ready = True
 
     def drop_indices(self) -> None:
-        """Delete the three indices (tests and benchmarks that made their own prefix)."""
+        """Delete the four indices (tests and benchmarks that made their own prefix)."""
         with _errors(write=True):
-            self._client.indices.delete(index=f"{self.messages},{self.sessions},{self.topics}", ignore_unavailable=True)
+            self._client.indices.delete(
+                index=f"{self.messages},{self.sessions},{self.topics},{self.documents}", ignore_unavailable=True
+            )
         self._ready = False
 
     # ---- requests ---------------------------------------------------------------------------------
@@ -403,7 +432,14 @@ class OpenSearchStore:
                 "sha256": sha256,
                 "spawn_key": session.spawn_key,
                 "spawn_keys": list(session.spawn_keys),
+                "documented": True,
             },
+        )
+        yield (
+            {"index": {"_index": self.documents, "_id": _document_id(authority, gen), "routing": authority}},
+            document_source(
+                authority, gen, session, session_document((m.kind, m.envelope, m.text) for m in session.messages)
+            ),
         )
         for pos, m in enumerate(session.messages):
             doc: dict[str, Any] = {
@@ -469,7 +505,7 @@ class OpenSearchStore:
         if not ripe:
             return
         self._delete_matching(
-            authority, (self.messages, self.sessions), self._owned(authority, {"terms": {"gen": ripe}})
+            authority, (self.messages, self.sessions, self.documents), self._owned(authority, {"terms": {"gen": ripe}})
         )
         self._update_state(authority, _COLLECT, {"gens": [str(g) for g in ripe]})
 
@@ -480,7 +516,9 @@ class OpenSearchStore:
         now = int(self._clock() * 1000)
         state = Snapshot.of(self._update_state(authority, _RESET, {"now": now})["get"]["_source"])
         self._delete_matching(
-            authority, (self.messages, self.sessions), self._owned(authority, {"range": {"gen": {"lt": state.floor}}})
+            authority,
+            (self.messages, self.sessions, self.documents),
+            self._owned(authority, {"range": {"gen": {"lt": state.floor}}}),
         )
         self._delete_matching(authority, (self.topics,), self._owned(authority))
         self._update_state(authority, _COLLECT, {"gens": [str(g) for g in state.hidden]})
