@@ -108,15 +108,15 @@ def words_seen(engine: OpenSearchIndex, authority: str, session_id: str) -> tupl
 
 def stored(engine: OpenSearchIndex, authority: str) -> int:
     """Every message document of the authority, hidden generations included."""
-    client = engine._client
-    client.indices.refresh(index=engine.messages)
-    return int(client.count(index=engine.messages, body={"query": {"term": {"authority": authority}}})["count"])
+    client = engine.store.client
+    client.indices.refresh(index=engine.store.messages)
+    return int(client.count(index=engine.store.messages, body={"query": {"term": {"authority": authority}}})["count"])
 
 
 @contextmanager
 def intercepting(engine: OpenSearchIndex, before: Callable[[str, str], None]) -> Iterator[None]:
     """`before(method, url)` runs ahead of every request the engine sends, at the client's transport."""
-    transport = engine._client.transport
+    transport = engine.store.client.transport
     real = transport.perform_request
 
     def perform(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
@@ -179,7 +179,7 @@ def test_replaced_versions_are_deleted_after_the_grace(make_engine: Any, clock: 
     engine.replace_session("acme", session("s2", "cherry"), sha256="3")  # collects on the way out
     assert stored(engine, "acme") == 24
     assert words_seen(engine, "acme", "s1") == ({"banana"}, 12)
-    assert engine._snapshot("acme").hidden == ()
+    assert engine.store.snapshot("acme").hidden == ()
 
 
 def test_a_write_that_fails_half_way_shows_nothing_and_the_retry_converges(
@@ -210,18 +210,18 @@ def test_a_writer_that_dies_before_its_flip_is_never_shown(make_engine: Any, clo
     # Given a writer whose flip never reaches the engine (it wrote everything, then died)
     with failing(engine, "/_update/", 2), pytest.raises(CommitUnknown):
         engine.replace_session("acme", session("s1", "banana"), sha256="2")
-    (orphan,) = engine._snapshot("acme").pending
+    (orphan,) = engine.store.snapshot("acme").pending
     assert words_seen(engine, "acme", "s1") == ({"apple"}, 12)
     # When it is abandoned and then collected by later writes
     clock.now += ABANDON_SECONDS + 1
     engine.replace_session("acme", session("s2", "cherry"), sha256="3")
-    assert engine._snapshot("acme").pending == {}
+    assert engine.store.snapshot("acme").pending == {}
     assert words_seen(engine, "acme", "s1") == ({"apple"}, 12)
     clock.now += GRACE_SECONDS + 1
     engine.replace_session("acme", session("s3", "damson"), sha256="4")
     # Then its documents are gone, and its flip, arriving late, is refused
     assert stored(engine, "acme") == 36
-    late = engine._update_state(
+    late = engine.store.update_state(
         "acme", engine_module._FLIP, {"sid": "s1", "gen": int(orphan), "prev": [], "now": int(clock.now * 1000)}
     )
     assert late["result"] == "noop"
@@ -235,7 +235,7 @@ def test_a_state_update_that_keeps_losing_the_race_is_throttled_and_changes_noth
     with failing(engine, "/_update/", 1, conflict), pytest.raises(Throttled):
         engine.replace_session("acme", session("s1", "banana"), sha256="2")
     assert words_seen(engine, "acme", "s1") == ({"apple"}, 12)
-    assert engine._snapshot("acme").pending == {}  # the allocation itself was refused
+    assert engine.store.snapshot("acme").pending == {}  # the allocation itself was refused
 
 
 def test_concurrent_replaces_of_one_session_leave_exactly_one_version(make_engine: Any) -> None:

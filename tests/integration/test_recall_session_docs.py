@@ -156,17 +156,17 @@ def _forget_document(engine: SearchIndex, authority: str, session_id: str) -> No
             "DELETE FROM session_docs WHERE authority = ? AND session_id = ?", (authority, session_id)
         )
         return
-    client = engine._client  # type: ignore[attr-defined]  # noqa: SLF001
-    snap = engine._snapshot(authority)  # type: ignore[attr-defined]  # noqa: SLF001
+    client = engine.store.client  # type: ignore[attr-defined]  # noqa: SLF001
+    snap = engine.store.snapshot(authority)  # type: ignore[attr-defined]  # noqa: SLF001
     found = client.search(
-        index=engine.sessions,  # type: ignore[attr-defined]
+        index=engine.store.sessions,  # type: ignore[attr-defined]
         routing=authority,
-        body={"query": engine._visible(authority, snap, {"term": {"session_id": session_id}}), "_source": ["gen"]},  # type: ignore[attr-defined]  # noqa: SLF001
+        body={"query": engine.store.visible(authority, snap, {"term": {"session_id": session_id}}), "_source": ["gen"]},  # type: ignore[attr-defined]  # noqa: SLF001
     )
     gen = found["hits"]["hits"][0]["_source"]["gen"]
-    client.delete(index=engine.documents, id=f"{authority}|{gen}|d", routing=authority, refresh="true")  # type: ignore[attr-defined]
+    client.delete(index=engine.store.documents, id=f"{authority}|{gen}|d", routing=authority, refresh="true")  # type: ignore[attr-defined]
     client.update(
-        index=engine.sessions,  # type: ignore[attr-defined]
+        index=engine.store.sessions,  # type: ignore[attr-defined]
         id=f"{authority}|{gen}|s",
         routing=authority,
         refresh="true",

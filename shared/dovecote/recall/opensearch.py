@@ -93,21 +93,38 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
 
 from __future__ import annotations
 
-import json
+import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
-from dovecote.platform.errors import Unavailable
 from dovecote.recall.model import (
     AMBIGUITY_CANDIDATES,
     Row,
+    Session,
     SessionInfo,
     Visibility,
 )
+from dovecote.recall.opensearch_mapping import (
+    MAX_WINDOW,
+    ROW_FIELDS,
+    SESSION_FIELDS,
+    leaf,
+    make_client,
+    row_of,
+    session_info_of,
+    sources_of,
+    total_of,
+    visibility_query,
+)
+from dovecote.recall.opensearch_search import OpenSearchSearch
+from dovecote.recall.opensearch_store import OpenSearchStore, Snapshot
+from dovecote.recall.opensearch_vectors import OpenSearchVectors
 from dovecote.recall.ports import (
+    IndexQuery,
     OutlineRows,
     Resolution,
     ScopeRow,
+    SearchPage,
     TopicRow,
     Window,
     outline_rows,
@@ -115,124 +132,80 @@ from dovecote.recall.ports import (
 from dovecote.recall.query import Query
 
 if TYPE_CHECKING:
-    pass
-from dovecote.recall.opensearch_mapping import (
-    _ROW_FIELDS,
-    _SESSION_FIELDS,
-    MAX_WINDOW,
-    _errors,
-    _row,
-    _session_info,
-    _sources,
-    _total,
-    _visibility,
-    leaf,
-)
-from dovecote.recall.opensearch_search import OpenSearchSearch
-from dovecote.recall.opensearch_store import (
-    Snapshot,
-    _document_id,
-    _session_doc_id,
-    document_source,
-)
-from dovecote.recall.ranking import session_document
+    from opensearchpy import OpenSearch
 
-DOCUMENT_FILL_PAGE = 100  # sessions a backfill looks at per search
+    from dovecote.embedding.ports import Embedder
+    from dovecote.platform.settings import Settings
 
 
-class OpenSearchIndex(OpenSearchSearch):
-    """The SearchIndex (ports.py) on OpenSearch: writes and generations (opensearch_store), search
-    (opensearch_search), and here the reads: sessions and refs, windows and outlines, topics."""
+class OpenSearchIndex:
+    """The SearchIndex (ports.py) on OpenSearch, composed: the store (opensearch_store: the indices,
+    their mapping, generations and writes, and the requests every part makes), the vector tier
+    (opensearch_vectors) and the search (opensearch_search) over it; here the reads (sessions and
+    refs, windows and outlines, topics), and each other port method delegated in one line."""
 
-    # ---- the session documents' backfill ---------------------------------------------------------
+    name = "opensearch"
+
+    def __init__(
+        self,
+        client: OpenSearch,
+        *,
+        index_prefix: str = "dovecote-recall",
+        refresh: str = "wait_for",
+        shards: int = 1,
+        clock: Callable[[], float] = time.time,
+        vector_dimension: int | None = None,
+    ) -> None:
+        self.store = OpenSearchStore(
+            client,
+            index_prefix=index_prefix,
+            refresh=refresh,
+            shards=shards,
+            clock=clock,
+            vector_dimension=vector_dimension,
+        )
+        self.vectors = OpenSearchVectors(self.store)
+        self.searches = OpenSearchSearch(self.store, self.vectors)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Self:
+        dimension = settings.embed_dimension if settings.embedder == "bedrock" else None
+        return cls(make_client(settings), index_prefix=settings.opensearch_index_prefix, vector_dimension=dimension)
+
+    # ---- delegated: indices, writes, search, the vector tier, the session documents -------------
+
+    def close(self) -> None:
+        self.store.close()
+
+    def ensure_indices(self) -> None:
+        self.store.ensure()
+
+    def drop_indices(self) -> None:
+        self.store.drop_indices()
+
+    def replace_session(self, authority: str, session: Session, *, sha256: str) -> None:
+        self.store.replace_session(authority, session, sha256=sha256)
+
+    def delete_authority(self, authority: str) -> None:
+        self.store.delete_authority(authority)
+
+    def add_topic(self, authority: str, session_id: str, start_uuid: str, label: str) -> None:
+        self.store.add_topic(authority, session_id, start_uuid, label)
 
     def fill_session_docs(self, authority: str | None = None, *, limit: int | None = None) -> int:
-        """The migration to session documents: write the document of every visible session version
-        that has none (indexed before them), oldest generation first, until none is left or `limit`
-        sessions were written. Each session is first flagged `documented` (an update, which fails
-        with 404 when a replace's garbage collection took the version meanwhile: then nothing is
-        written, so no document outlives its generation), then its document is written. Safe to
-        repeat and to run beside writers. Returns how many documents were written."""
-        self._ensure()
-        done = 0
-        for who in [authority] if authority is not None else self._authorities():
-            while limit is None or done < limit:
-                snap = self._snapshot(who)
-                size = DOCUMENT_FILL_PAGE if limit is None else min(DOCUMENT_FILL_PAGE, limit - done)
-                undocumented = self._visible(who, snap)
-                undocumented["bool"]["must_not"] = [
-                    *undocumented["bool"].get("must_not", []),
-                    {"term": {"documented": True}},
-                ]
-                found = self._search(
-                    self.sessions,
-                    who,
-                    {
-                        "query": undocumented,
-                        "size": size,
-                        "sort": [{"gen": "asc"}],
-                        "_source": [*_SESSION_FIELDS, "gen"],
-                    },
-                )
-                page = _sources(found)
-                if not page:
-                    break
-                done += self._fill_page(who, snap, page)
-        return done
+        return self.store.fill_session_docs(authority, limit=limit)
 
-    def _fill_page(self, authority: str, snap: Snapshot, page: list[dict[str, Any]]) -> int:
-        flagged = self._flag_documented(authority, [int(s["gen"]) for s in page])
-        actions = []
-        for source in page:
-            gen = int(source["gen"])
-            if gen not in flagged:
-                continue
-            text = session_document(self._conversation_rows(authority, snap, gen))
-            actions.append(
-                (
-                    {"index": {"_index": self.documents, "_id": _document_id(authority, gen), "routing": authority}},
-                    document_source(authority, gen, _session_info(source), text),
-                )
-            )
-        self._bulk(authority, actions)
-        return len(actions)
+    def search(self, authority: str, query: IndexQuery) -> SearchPage:
+        return self.searches.search(authority, query)
 
-    def _flag_documented(self, authority: str, gens: list[int]) -> set[int]:
-        lines = []
-        for gen in gens:
-            lines.append(json.dumps({"update": {"_index": self.sessions, "_id": _session_doc_id(authority, gen)}}))
-            lines.append(json.dumps({"doc": {"documented": True}}))
-        with _errors(write=True):
-            result = self._client.bulk(body="\n".join(lines) + "\n", routing=authority, refresh=self._refresh)
-        flagged = set()
-        for gen, item in zip(gens, result["items"], strict=True):
-            status = item["update"].get("status", 200)
-            if status < 300:
-                flagged.add(gen)
-            elif status != 404:  # 404: collected meanwhile (a replace made it dead)
-                raise Unavailable(
-                    "the search engine refused a write; retry", error=str(item["update"].get("error"))[:300]
-                )
-        return flagged
+    def document_order(self, authority: str, query: IndexQuery) -> list[str]:
+        return self.searches.document_order(authority, query)
 
-    def _conversation_rows(self, authority: str, snap: Snapshot, gen: int) -> list[tuple[str, bool, str]]:
-        """(kind, envelope, text) of a session version's rows in file order, a page at a time."""
-        rows: list[tuple[str, bool, str]] = []
-        after: list[Any] | None = None
-        while True:
-            body: dict[str, Any] = {
-                "query": self._visible(authority, snap, {"term": {"gen": gen}}),
-                "size": MAX_WINDOW,
-                "sort": [{"pos": "asc"}],
-                "_source": ["kind", "envelope", "text"],
-            }
-            if after is not None:
-                body["search_after"] = after
-            hits = self._search(self.messages, authority, body)["hits"]["hits"]
-            rows += [(h["_source"]["kind"], bool(h["_source"].get("envelope")), h["_source"]["text"]) for h in hits]
-            if len(hits) < MAX_WINDOW:
-                return rows
-            after = hits[-1]["sort"]
+    def embed_pending(self, embedder: Embedder, *, authority: str | None = None, limit: int | None = None) -> int:
+        return self.vectors.embed_pending(embedder, authority=authority, limit=limit)
+
+    def pending_vectors(self, model: str, authority: str | None = None) -> int:
+        return self.vectors.pending_vectors(model, authority)
 
     # ---- sessions and refs ------------------------------------------------------------------------
 
@@ -240,38 +213,40 @@ class OpenSearchIndex(OpenSearchSearch):
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        found = self._search(
-            self.sessions,
+        found = self.store.find(
+            self.store.sessions,
             authority,
             {
-                "query": self._visible(authority, snap, {"terms": {"session_id": wanted}}),
+                "query": self.store.visible(authority, snap, {"terms": {"session_id": wanted}}),
                 "size": len(wanted),
-                "_source": _SESSION_FIELDS,
+                "_source": SESSION_FIELDS,
             },
         )
-        return {s["session_id"]: _session_info(s) for s in _sources(found)}
+        return {s["session_id"]: session_info_of(s) for s in sources_of(found)}
 
     def session(self, authority: str, session_id: str) -> SessionInfo | None:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         return self._session_docs(authority, snap, [session_id]).get(session_id)
 
     def resolve_sessions(self, authority: str, prefix: str) -> Resolution:
-        snap = self._snapshot(authority)
-        return self._resolve_sessions(authority, snap, prefix)
+        snap = self.store.snapshot(authority)
+        return self.searches.resolve_sessions_in(authority, snap, prefix)
 
     def resolve_messages(self, authority: str, session_id: str, prefix: str) -> Resolution:
         prefix = prefix.lower()
         if not prefix:
             return Resolution([], 0)
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         in_session = {"term": {"session_id": session_id}}
-        responses = self._msearch(
+        responses = self.store.find_many(
             authority,
             [
                 (
-                    self.messages,
+                    self.store.messages,
                     {
-                        "query": self._visible(authority, snap, in_session, {"prefix": {"uuid": {"value": prefix}}}),
+                        "query": self.store.visible(
+                            authority, snap, in_session, {"prefix": {"uuid": {"value": prefix}}}
+                        ),
                         "size": AMBIGUITY_CANDIDATES,
                         "track_total_hits": True,
                         "sort": [{"uuid": "asc"}],
@@ -279,48 +254,50 @@ class OpenSearchIndex(OpenSearchSearch):
                     },
                 ),
                 (
-                    self.messages,
+                    self.store.messages,
                     {
-                        "query": self._visible(authority, snap, in_session, {"term": {"uuid": prefix}}),
+                        "query": self.store.visible(authority, snap, in_session, {"term": {"uuid": prefix}}),
                         "size": 0,
                         "track_total_hits": True,
                     },
                 ),
             ],
         )
-        total = _total(responses[0])
-        if total > 1 and _total(responses[1]):
+        total = total_of(responses[0])
+        if total > 1 and total_of(responses[1]):
             return Resolution([prefix], 1)
-        return Resolution([s["uuid"] for s in _sources(responses[0])], total)
+        return Resolution([s["uuid"] for s in sources_of(responses[0])], total)
 
     def message(self, authority: str, session_id: str, uuid: str) -> Row | None:
-        snap = self._snapshot(authority)
-        found = self._search(
-            self.messages,
+        snap = self.store.snapshot(authority)
+        found = self.store.find(
+            self.store.messages,
             authority,
             {
-                "query": self._visible(authority, snap, {"term": {"session_id": session_id}}, {"term": {"uuid": uuid}}),
+                "query": self.store.visible(
+                    authority, snap, {"term": {"session_id": session_id}}, {"term": {"uuid": uuid}}
+                ),
                 "size": 1,
-                "_source": _ROW_FIELDS,
+                "_source": ROW_FIELDS,
             },
         )
-        rows = _sources(found)
-        return _row(rows[0]) if rows else None
+        rows = sources_of(found)
+        return row_of(rows[0]) if rows else None
 
     def printed_ref(self, authority: str, session_id: str, uuid: str) -> str:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         pairs = [(session_id, uuid)]
-        return self._refs_from(
-            authority, snap, pairs, self._msearch(authority, self._refs_search(authority, snap, pairs))
+        return self.searches.refs_from(
+            authority, snap, pairs, self.store.find_many(authority, self.searches.refs_search(authority, snap, pairs))
         )[0]
 
     def turn_start(self, authority: str, session_id: str) -> int | None:
-        snap = self._snapshot(authority)
-        found = self._search(
-            self.messages,
+        snap = self.store.snapshot(authority)
+        found = self.store.find(
+            self.store.messages,
             authority,
             {
-                "query": self._visible(
+                "query": self.store.visible(
                     authority, snap, {"term": {"session_id": session_id}}, {"term": {"human": True}}
                 ),
                 "size": 1,
@@ -328,28 +305,28 @@ class OpenSearchIndex(OpenSearchSearch):
                 "_source": ["pos"],
             },
         )
-        rows = _sources(found)
+        rows = sources_of(found)
         return int(rows[0]["pos"]) if rows else None
 
     def subagents(self, authority: str, session: SessionInfo) -> list[SessionInfo]:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         linked: list[dict[str, Any]] = [{"term": {"parent_session": session.session_id}}]
         if session.spawn_keys:
             linked.append({"terms": {"spawn_key": list(session.spawn_keys)}})
-        found = self._search(
-            self.sessions,
+        found = self.store.find(
+            self.store.sessions,
             authority,
             {
-                "query": self._visible(authority, snap, {"bool": {"should": linked, "minimum_should_match": 1}}),
+                "query": self.store.visible(authority, snap, {"bool": {"should": linked, "minimum_should_match": 1}}),
                 "size": MAX_WINDOW,
                 "sort": [{"started_at": "asc"}, {"session_id": "asc"}],
-                "_source": _SESSION_FIELDS,
+                "_source": SESSION_FIELDS,
             },
         )
-        return [_session_info(s) for s in _sources(found)]
+        return [session_info_of(s) for s in sources_of(found)]
 
     def scopes(self, authority: str) -> list[ScopeRow]:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         rows: list[ScopeRow] = []
         after: dict[str, Any] | None = None
         while True:
@@ -359,11 +336,11 @@ class OpenSearchIndex(OpenSearchSearch):
             }
             if after is not None:
                 composite["after"] = after
-            found = self._search(
-                self.sessions,
+            found = self.store.find(
+                self.store.sessions,
                 authority,
                 {
-                    "query": self._visible(authority, snap),
+                    "query": self.store.visible(authority, snap),
                     "size": 0,
                     "aggs": {"places": {"composite": composite}},
                 },
@@ -381,13 +358,13 @@ class OpenSearchIndex(OpenSearchSearch):
     def window(
         self, authority: str, session_id: str, anchor_pos: int, *, radius: int, around: int, visibility: Visibility
     ) -> Window:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         shown = {
-            "bool": {"should": [_visibility(visibility), {"term": {"pos": anchor_pos}}], "minimum_should_match": 1}
+            "bool": {"should": [visibility_query(visibility), {"term": {"pos": anchor_pos}}], "minimum_should_match": 1}
         }
 
         def scope(*clauses: dict[str, Any]) -> dict[str, Any]:
-            return self._visible(authority, snap, {"term": {"session_id": session_id}}, shown, *clauses)
+            return self.store.visible(authority, snap, {"term": {"session_id": session_id}}, shown, *clauses)
 
         centre = anchor_pos
         if around:
@@ -397,22 +374,22 @@ class OpenSearchIndex(OpenSearchSearch):
             """The `radius` nearest visible messages on one side of the centre, nearest first."""
             query = scope({"range": {"pos": {bound: centre}}})
             body = {"query": query, "size": radius, "sort": [{"pos": order}], "track_total_hits": True}
-            return self.messages, {**body, "_source": _ROW_FIELDS}
+            return self.store.messages, {**body, "_source": ROW_FIELDS}
 
-        before, middle, after = self._msearch(
+        before, middle, after = self.store.find_many(
             authority,
             [
                 side("lt", "desc"),
-                (self.messages, {"query": scope({"term": {"pos": centre}}), "size": 1, "_source": _ROW_FIELDS}),
+                (self.store.messages, {"query": scope({"term": {"pos": centre}}), "size": 1, "_source": ROW_FIELDS}),
                 side("gt", "asc"),
             ],
         )
-        earlier = [_row(s) for s in _sources(before)]
-        later = [_row(s) for s in _sources(after)]
-        rows = [*reversed(earlier), *(_row(s) for s in _sources(middle)), *later]
+        earlier = [row_of(s) for s in sources_of(before)]
+        later = [row_of(s) for s in sources_of(after)]
+        rows = [*reversed(earlier), *(row_of(s) for s in sources_of(middle)), *later]
         if not rows:
             return Window([], 0, 0)
-        return Window(rows, _total(before) - len(earlier), _total(after) - len(later))
+        return Window(rows, total_of(before) - len(earlier), total_of(after) - len(later))
 
     def _moved_centre(self, authority: str, scope: Callable[..., dict[str, Any]], anchor_pos: int, around: int) -> int:
         """The displayed row `around` rows after (or before) the anchor; the last (first) one when
@@ -424,8 +401,10 @@ class OpenSearchIndex(OpenSearchSearch):
         body: dict[str, Any] = {"query": scope(side), "size": 1, "sort": [{"pos": order}], "_source": ["pos"]}
         edge = {"query": scope(), "size": 1, "sort": [{"pos": "desc" if forward else "asc"}], "_source": ["pos"]}
         if skip < MAX_WINDOW:
-            stepped, last = self._msearch(authority, [(self.messages, {**body, "from": skip}), (self.messages, edge)])
-            hits = _sources(stepped) or _sources(last)
+            stepped, last = self.store.find_many(
+                authority, [(self.store.messages, {**body, "from": skip}), (self.store.messages, edge)]
+            )
+            hits = sources_of(stepped) or sources_of(last)
             return int(hits[0]["pos"]) if hits else anchor_pos
         # Past the result window: walk with search_after (a session holds at most 10 M rows).
         after: list[Any] | None = None
@@ -434,9 +413,9 @@ class OpenSearchIndex(OpenSearchSearch):
             page_body: dict[str, Any] = {**body, "size": min(MAX_WINDOW, remaining + 1)}
             if after is not None:
                 page_body["search_after"] = after
-            hits = self._search(self.messages, authority, page_body)["hits"]["hits"]
+            hits = self.store.find(self.store.messages, authority, page_body)["hits"]["hits"]
             if not hits:
-                fallback = _sources(self._search(self.messages, authority, edge))
+                fallback = sources_of(self.store.find(self.store.messages, authority, edge))
                 return int(fallback[0]["pos"]) if fallback else anchor_pos
             if remaining < len(hits):
                 return int(hits[remaining]["_source"]["pos"])
@@ -446,41 +425,49 @@ class OpenSearchIndex(OpenSearchSearch):
     def outline(
         self, authority: str, session_id: str, *, visibility: Visibility, scan: int, bookend: int
     ) -> OutlineRows:
-        snap = self._snapshot(authority)
-        in_session = self._visible(authority, snap, {"term": {"session_id": session_id}})
-        head, tail = self._msearch(
+        snap = self.store.snapshot(authority)
+        in_session = self.store.visible(authority, snap, {"term": {"session_id": session_id}})
+        head, tail = self.store.find_many(
             authority,
             [
-                (self.messages, {"query": in_session, "size": scan, "sort": [{"pos": "asc"}], "_source": _ROW_FIELDS}),
-                (self.messages, {"query": in_session, "size": scan, "sort": [{"pos": "desc"}], "_source": _ROW_FIELDS}),
+                (
+                    self.store.messages,
+                    {"query": in_session, "size": scan, "sort": [{"pos": "asc"}], "_source": ROW_FIELDS},
+                ),
+                (
+                    self.store.messages,
+                    {"query": in_session, "size": scan, "sort": [{"pos": "desc"}], "_source": ROW_FIELDS},
+                ),
             ],
         )
-        return outline_rows([_row(s) for s in _sources(head)], [_row(s) for s in _sources(tail)], visibility, bookend)
+        return outline_rows(
+            [row_of(s) for s in sources_of(head)], [row_of(s) for s in sources_of(tail)], visibility, bookend
+        )
 
     # ---- topics -----------------------------------------------------------------------------------
 
     def session_topics(self, authority: str, session_id: str) -> list[TopicRow]:
         """Topics are not versioned: a label counts while its start message exists in the visible
         version. Most sessions have none, and then one search answers (search asks for every hit)."""
-        self._ensure()
-        topics = self._search(
-            self.topics,
+        self.store.ensure()
+        topics = self.store.find(
+            self.store.topics,
             authority,
             {
-                "query": self._owned(authority, {"term": {"session_id": session_id}}),
+                "query": self.store.owned(authority, {"term": {"session_id": session_id}}),
                 "size": MAX_WINDOW,
                 "_source": ["start_uuid", "label"],
             },
         )
-        labels = {t["start_uuid"]: t["label"] for t in _sources(topics)}
+        labels = {t["start_uuid"]: t["label"] for t in sources_of(topics)}
         if not labels:
             return []
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         info = self._session_docs(authority, snap, [session_id]).get(session_id)
         if info is None:
             return []
         session = info
-        starts = self._starts(authority, snap, ((session_id, u) for u in labels))
+        starts = self.searches.starts(authority, snap, ((session_id, u) for u in labels))
         rows = [
             TopicRow(session=session, start_uuid=uuid, start_pos=starts[(session_id, uuid)], label=label)
             for uuid, label in labels.items()
@@ -494,9 +481,9 @@ class OpenSearchIndex(OpenSearchSearch):
         """Ranked over the whole authority with one global limit. A topic counts only while its
         session is visible (and in `project`) and its start message exists: pages are read in rank
         order and checked until `limit` rows are found."""
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         if query is None:
-            scope = self._owned(authority)
+            scope = self.store.owned(authority)
             order: list[Any] = [{"seq": "desc"}]
         else:
             words = [leaf(t, "label") for t in query.terms]
@@ -515,7 +502,7 @@ class OpenSearchIndex(OpenSearchSearch):
         while len(out) < limit and start < MAX_WINDOW:
             searches = [
                 (
-                    self.topics,
+                    self.store.topics,
                     {
                         "query": scope,
                         "from": start,
@@ -526,17 +513,19 @@ class OpenSearchIndex(OpenSearchSearch):
                 )
             ]
             if start == 0:
-                searches.append((self.topics, {"query": self._owned(authority), "size": 0, "track_total_hits": 1}))
-            responses = self._msearch(authority, searches)
+                searches.append(
+                    (self.store.topics, {"query": self.store.owned(authority), "size": 0, "track_total_hits": 1})
+                )
+            responses = self.store.find_many(authority, searches)
             if start == 0:
-                tagged = _total(responses[1]) > 0
+                tagged = total_of(responses[1]) > 0
                 if not tagged:
                     return [], False
-            page = _sources(responses[0])
+            page = sources_of(responses[0])
             if not page:
                 break
             sessions = self._session_docs(authority, snap, (t["session_id"] for t in page))
-            starts = self._starts(authority, snap, ((t["session_id"], t["start_uuid"]) for t in page))
+            starts = self.searches.starts(authority, snap, ((t["session_id"], t["start_uuid"]) for t in page))
             for topic in page:
                 info = sessions.get(topic["session_id"])
                 pos = starts.get((topic["session_id"], topic["start_uuid"]))

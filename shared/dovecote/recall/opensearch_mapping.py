@@ -188,8 +188,8 @@ TOPIC_MAPPING = {
     },
 }
 
-_ROW_FIELDS = ["session_id", "pos", "uuid", "role", "kind", "text", "ts", "envelope", "human"]
-_SESSION_FIELDS = [
+ROW_FIELDS = ["session_id", "pos", "uuid", "role", "kind", "text", "ts", "envelope", "human"]
+SESSION_FIELDS = [
     "session_id",
     "source",
     "project",
@@ -246,7 +246,7 @@ def compile_node(node: Node, field: str, keep: Callable[[Term], bool] | None = N
     return kept[0] if len(kept) == 1 else {"bool": {"should": kept, "minimum_should_match": 1}}
 
 
-def _term_clause(index: int, term: Term, field: str) -> dict[str, Any]:
+def term_clause(index: int, term: Term, field: str) -> dict[str, Any]:
     """One positive term, named `t<index>` (matched_queries: coverage), scored bm25 + the weight."""
     return {
         "function_score": {
@@ -258,7 +258,7 @@ def _term_clause(index: int, term: Term, field: str) -> dict[str, Any]:
     }
 
 
-def _visibility(visibility: Visibility) -> dict[str, Any]:
+def visibility_query(visibility: Visibility) -> dict[str, Any]:
     """Visibility.shows as a query: text always, thinking and tools/envelopes when asked."""
     shown: list[dict[str, Any]] = [{"bool": {"filter": [{"term": {"kind": "text"}}, {"term": {"envelope": False}}]}}]
     if visibility.thinking:
@@ -268,9 +268,9 @@ def _visibility(visibility: Visibility) -> dict[str, Any]:
     return {"bool": {"should": shown, "minimum_should_match": 1}}
 
 
-def _filter_clauses(f: SearchFilter) -> list[dict[str, Any]]:
+def filter_clauses(f: SearchFilter) -> list[dict[str, Any]]:
     """SearchFilter.matches pushed down (the session's fields are on every message)."""
-    out = [_visibility(f.visibility)]
+    out = [visibility_query(f.visibility)]
     if f.role:
         out.append({"term": {"role": f.role}})
     bounds = {}
@@ -323,7 +323,7 @@ def _places(places: frozenset[tuple[str, str]]) -> dict[str, Any]:
 # ---- documents -------------------------------------------------------------------------------------
 
 
-def _row(source: dict[str, Any]) -> Row:
+def row_of(source: dict[str, Any]) -> Row:
     return Row(
         session_id=source["session_id"],
         pos=int(source["pos"]),
@@ -337,7 +337,7 @@ def _row(source: dict[str, Any]) -> Row:
     )
 
 
-def _session_info(source: dict[str, Any]) -> SessionInfo:
+def session_info_of(source: dict[str, Any]) -> SessionInfo:
     return SessionInfo(
         session_id=source["session_id"],
         source=source["source"],
@@ -355,15 +355,15 @@ def _session_info(source: dict[str, Any]) -> SessionInfo:
     )
 
 
-def _sources(response: dict[str, Any]) -> list[dict[str, Any]]:
+def sources_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     return [hit["_source"] for hit in response["hits"]["hits"]]
 
 
-def _total(response: dict[str, Any]) -> int:
+def total_of(response: dict[str, Any]) -> int:
     return int(response["hits"]["total"]["value"])
 
 
-def _fragment_snippet(text: str, fragment: str) -> str:
+def fragment_snippet(text: str, fragment: str) -> str:
     """A highlighted fragment, with `…` where it cuts the message (as FTS5's snippet marks it)."""
     fragment = fragment.strip()
     at = text.find(fragment)
@@ -413,7 +413,7 @@ def make_client(settings: Settings) -> OpenSearch:
 
 
 @contextmanager
-def _errors(*, write: bool = False, query: bool = False) -> Iterator[None]:
+def engine_errors(*, write: bool = False, query: bool = False) -> Iterator[None]:
     """OpenSearch failures as domain errors: 429 is `throttled`; a lost connection or a 5xx is
     `unavailable` for a read and `commit_unknown` for a write (it may have landed); a 400 on a
     search is the query's fault (`invalid_argument`)."""

@@ -41,26 +41,27 @@ from dovecote.recall.results import VectorCoverage
 if TYPE_CHECKING:
     pass
 from dovecote.recall.opensearch_mapping import (
-    _ROW_FIELDS,
-    _SESSION_FIELDS,
     COVERAGE_WEIGHT,
     MAX_WINDOW,
     POS_LIMIT,
+    ROW_FIELDS,
+    SESSION_FIELDS,
     SNIPPET_FRAGMENT,
-    _filter_clauses,
-    _fragment_snippet,
-    _row,
-    _session_info,
-    _sources,
-    _term_clause,
-    _total,
     compile_node,
     document_filters,
+    filter_clauses,
+    fragment_snippet,
     leaf,
+    row_of,
+    session_info_of,
+    sources_of,
+    term_clause,
+    total_of,
 )
 from dovecote.recall.opensearch_store import (
+    OpenSearchStore,
     Snapshot,
-    _message_id,
+    message_id,
 )
 from dovecote.recall.opensearch_vectors import OpenSearchVectors
 
@@ -69,11 +70,18 @@ from dovecote.recall.opensearch_vectors import OpenSearchVectors
 FUSION_DEPTH = 50
 
 
-class OpenSearchSearch(OpenSearchVectors):
+class OpenSearchSearch:
+    """A search over the store's indices (with the vector tier's nearest sessions when asked), and
+    the page reads it shares with the engine's other reads (refs, session prefixes, topic starts)."""
+
+    def __init__(self, store: OpenSearchStore, vectors: OpenSearchVectors) -> None:
+        self.store = store
+        self.vectors = vectors
+
     # ---- search -----------------------------------------------------------------------------------
 
     def search(self, authority: str, query: IndexQuery) -> SearchPage:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         tier, field, keep = "word", "text", None
         # The session documents' order (`session-doc`) is asked in the candidates' msearch.
         extra = [self._documents_search(authority, snap, query)] if uses_documents(query.ranker, query.sort) else []
@@ -125,7 +133,7 @@ class OpenSearchSearch(OpenSearchVectors):
         sessions only the vectors found (exact: every matching session is ranked here)."""
         semantic = query.semantic
         assert semantic is not None
-        coverage, nearest = self.vector_anchors(authority, snap, query, query.limit)
+        coverage, nearest = self.vectors.vector_anchors(authority, snap, query, query.limit)
         lexical = [
             Ranked(r.best.session_id, r.best, r.score, r.coverage) for r in ranked[: max(query.limit, FUSION_DEPTH)]
         ]
@@ -142,10 +150,11 @@ class OpenSearchSearch(OpenSearchVectors):
     def document_order(self, authority: str, query: IndexQuery) -> list[str]:
         """The session documents' order for the query (ranking.py's `session-doc`): what a search
         fuses, on its own (the conformance suite holds both engines to it)."""
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         index, body = self._documents_search(authority, snap, query)
         return [
-            hit["fields"]["session_id"][0] for hit in self._search(index, authority, body, query=True)["hits"]["hits"]
+            hit["fields"]["session_id"][0]
+            for hit in self.store.find(index, authority, body, query=True)["hits"]["hits"]
         ]
 
     def _documents_search(self, authority: str, snap: Snapshot, query: IndexQuery) -> tuple[str, dict[str, Any]]:
@@ -153,7 +162,7 @@ class OpenSearchSearch(OpenSearchVectors):
         summed, as FTS5's bm25 sums its phrases), among the sessions the session-level filters keep
         (ties: insertion order, the generation)."""
         words = [leaf(t, "text") for t in query.query.terms]
-        scope = self._visible(authority, snap, *document_filters(query.filter))
+        scope = self.store.visible(authority, snap, *document_filters(query.filter))
         body = {
             "query": {"bool": {"filter": [scope], "should": words, "minimum_should_match": 1}},
             "size": DOC_DEPTH,
@@ -162,7 +171,7 @@ class OpenSearchSearch(OpenSearchVectors):
             "_source": False,
             "docvalue_fields": ["session_id"],
         }
-        return self.documents, body
+        return self.store.documents, body
 
     def _candidates(
         self,
@@ -189,7 +198,7 @@ class OpenSearchSearch(OpenSearchVectors):
         # session read the same rows, at the cost of one top_hits fetch per session (docs/benchmarks/notes.md#recall).
         searches.append(
             (
-                self.messages,
+                self.store.messages,
                 {
                     "query": {"bool": {"filter": [matching], "must_not": [held] if held is not None else []}},
                     "size": 0,
@@ -200,7 +209,7 @@ class OpenSearchSearch(OpenSearchVectors):
         )
         searches.append(
             (
-                self.messages,
+                self.store.messages,
                 {
                     "query": scored,
                     "size": query.max_candidates,
@@ -212,10 +221,10 @@ class OpenSearchSearch(OpenSearchVectors):
                 },
             )
         )
-        answers, responses = _split(self._msearch(authority, [*extra, *searches], query=True), len(extra))
-        withheld = _total(responses[0]) if held is not None else 0
+        answers, responses = _split(self.store.find_many(authority, [*extra, *searches], query=True), len(extra))
+        withheld = total_of(responses[0]) if held is not None else 0
         found = responses[-1]
-        truncated = _total(found) > query.max_candidates
+        truncated = total_of(found) > query.max_candidates
         newest_buckets = responses[-2]["aggregations"]["newest"]["buckets"]
         newest = newest_buckets[0]["key"] if newest_buckets else ""
         # The hits come best first (score desc, rowid asc): each session's rows in ranker order.
@@ -274,8 +283,8 @@ class OpenSearchSearch(OpenSearchVectors):
         if root is None:
             return None
         terms = query.query.terms
-        clauses = [_term_clause(i, t, field) for i, t in enumerate(terms) if keep is None or keep(t)]
-        matching = self._visible(authority, snap, root, *_filter_clauses(query.filter))
+        clauses = [term_clause(i, t, field) for i, t in enumerate(terms) if keep is None or keep(t)]
+        matching = self.store.visible(authority, snap, root, *filter_clauses(query.filter))
         searches: list[tuple[str, dict[str, Any]]] = []
         held: dict[str, Any] | None = None
         if query.withhold is not None:
@@ -288,7 +297,7 @@ class OpenSearchSearch(OpenSearchVectors):
                 }
             }
             count_held = {"query": {"bool": {"filter": [matching, held]}}, "size": 0, "track_total_hits": True}
-            searches.append((self.messages, count_held))
+            searches.append((self.store.messages, count_held))
         scored: dict[str, Any] = {"bool": {"filter": [matching], "should": clauses}}
         if held is not None:
             scored["bool"]["must_not"] = [held]
@@ -343,7 +352,7 @@ class OpenSearchSearch(OpenSearchVectors):
             per_session["total"] = {"sum": {"script": {"source": "_score"}}}
         searches.append(
             (
-                self.messages,
+                self.store.messages,
                 {
                     "query": scored,
                     "size": 0,
@@ -363,10 +372,10 @@ class OpenSearchSearch(OpenSearchVectors):
                 },
             )
         )
-        answers, responses = _split(self._msearch(authority, [*extra, *searches], query=True), len(extra))
-        withheld = _total(responses[0]) if held is not None else 0
+        answers, responses = _split(self.store.find_many(authority, [*extra, *searches], query=True), len(extra))
+        withheld = total_of(responses[0]) if held is not None else 0
         found = responses[-1]
-        truncated = _total(found) > query.max_candidates
+        truncated = total_of(found) > query.max_candidates
         newest_buckets = found["aggregations"]["newest"]["buckets"]
         newest = newest_buckets[0]["key"] if newest_buckets else ""
         scored_rows: list[tuple[float, Candidate]] = []
@@ -399,11 +408,11 @@ class OpenSearchSearch(OpenSearchVectors):
         """What the page prints, in one msearch: the returned rows with their highlighted snippets,
         their sessions, each row's printed-ref neighbours and the topics of those sessions; then,
         only when those sessions have topics, one search of the topics' start positions."""
-        doc_ids = [_message_id(authority, c.rowid // POS_LIMIT, c.rowid % POS_LIMIT) for c in best]
+        doc_ids = [message_id(authority, c.rowid // POS_LIMIT, c.rowid % POS_LIMIT) for c in best]
         rows_body: dict[str, Any] = {
-            "query": self._visible(authority, snap, {"ids": {"values": doc_ids}}),
+            "query": self.store.visible(authority, snap, {"ids": {"values": doc_ids}}),
             "size": len(doc_ids),
-            "_source": [*_ROW_FIELDS, "rowid"],
+            "_source": [*ROW_FIELDS, "rowid"],
         }
         terms = query.query.terms
         if tier == "word":
@@ -422,44 +431,45 @@ class OpenSearchSearch(OpenSearchVectors):
             }
         session_ids = list(dict.fromkeys(c.session_id for c in best))
         sessions_body = {
-            "query": self._visible(authority, snap, {"terms": {"session_id": session_ids}}),
+            "query": self.store.visible(authority, snap, {"terms": {"session_id": session_ids}}),
             "size": len(session_ids),
-            "_source": _SESSION_FIELDS,
+            "_source": SESSION_FIELDS,
         }
         # Topics are not versioned: a label counts while its start message exists (checked below).
         topics_body = {
-            "query": self._owned(authority, {"terms": {"session_id": session_ids}}),
+            "query": self.store.owned(authority, {"terms": {"session_id": session_ids}}),
             "size": MAX_WINDOW,
             "_source": ["session_id", "start_uuid", "label"],
         }
-        self._ensure()
-        rows_found, sessions_found, topics_found = self._msearch(
-            authority, [(self.messages, rows_body), (self.sessions, sessions_body), (self.topics, topics_body)]
+        self.store.ensure()
+        rows_found, sessions_found, topics_found = self.store.find_many(
+            authority,
+            [(self.store.messages, rows_body), (self.store.sessions, sessions_body), (self.store.topics, topics_body)],
         )
         rows: dict[int, Row] = {}
         snippets: dict[int, str] = {}
         for hit in rows_found["hits"]["hits"]:
             rowid = int(hit["_source"]["rowid"])
-            row = _row(hit["_source"])
+            row = row_of(hit["_source"])
             rows[rowid] = row
             fragments = (hit.get("highlight") or {}).get("text") or []
             if tier == "word" and fragments:
-                snippets[rowid] = _fragment_snippet(row.text, fragments[0])
+                snippets[rowid] = fragment_snippet(row.text, fragments[0])
             elif tier == "word":
                 snippets[rowid] = row.text[:SNIPPET_CHARS]
             else:
                 snippets[rowid] = substring_snippet(row.text, [t.text for t in terms])
-        sessions = {s["session_id"]: _session_info(s) for s in _sources(sessions_found)}
+        sessions = {s["session_id"]: session_info_of(s) for s in sources_of(sessions_found)}
         # The refs need each row's uuid, which only the rows search gives: a second msearch, with
         # the topics' start positions when those sessions have topics.
-        labels = {(t["session_id"], t["start_uuid"]): t["label"] for t in _sources(topics_found)}
+        labels = {(t["session_id"], t["start_uuid"]): t["label"] for t in sources_of(topics_found)}
         pairs = [(row.session_id, row.uuid) for row in rows.values()]
-        searches = self._refs_search(authority, snap, pairs)
+        searches = self.refs_search(authority, snap, pairs)
         refs_at = len(searches)
         if labels:
-            searches.append(self._starts_search(authority, snap, labels))
-        responses = self._msearch(authority, searches)
-        refs = dict(zip(rows, self._refs_from(authority, snap, pairs, responses[:refs_at]), strict=True))
+            searches.append(self.starts_search(authority, snap, labels))
+        responses = self.store.find_many(authority, searches)
+        refs = dict(zip(rows, self.refs_from(authority, snap, pairs, responses[:refs_at]), strict=True))
         topics: dict[str, list[tuple[int, str]]] = {}
         if labels:
             for (session_id, uuid), pos in _starts_from(responses[-1], labels).items():
@@ -468,13 +478,13 @@ class OpenSearchSearch(OpenSearchVectors):
 
     # ---- refs, sessions and topic starts (search reads them for a whole page) -------------------
 
-    def _resolve_sessions(self, authority: str, snap: Snapshot, prefix: str) -> Resolution:
+    def resolve_sessions_in(self, authority: str, snap: Snapshot, prefix: str) -> Resolution:
         segments = prefix.lower().split("/")
         searches = [
             (
-                self.sessions,
+                self.store.sessions,
                 {
-                    "query": self._visible(authority, snap, {"term": {"session_id": prefix}}),
+                    "query": self.store.visible(authority, snap, {"term": {"session_id": prefix}}),
                     "size": 1,
                     "_source": ["session_id"],
                 },
@@ -483,12 +493,12 @@ class OpenSearchSearch(OpenSearchVectors):
         valid = bool(prefix) and all(segments)
         depth = len(segments) - 1
         if valid:
-            scope = self._visible(
+            scope = self.store.visible(
                 authority, snap, {"term": {"depth": depth}}, {"prefix": {"sid_lower": {"value": segments[0]}}}
             )
             searches.append(
                 (
-                    self.sessions,
+                    self.store.sessions,
                     {
                         "query": scope,
                         "size": AMBIGUITY_CANDIDATES if depth == 0 else MAX_WINDOW,
@@ -498,19 +508,19 @@ class OpenSearchSearch(OpenSearchVectors):
                     },
                 )
             )
-        responses = self._msearch(authority, searches)
-        exact = _sources(responses[0])
+        responses = self.store.find_many(authority, searches)
+        exact = sources_of(responses[0])
         if exact:
             return Resolution([exact[0]["session_id"]], 1)
         if not valid:
             return Resolution([], 0)
-        ids = [s["session_id"] for s in _sources(responses[1])]
+        ids = [s["session_id"] for s in sources_of(responses[1])]
         if depth == 0:
-            return Resolution(ids, _total(responses[1]))
+            return Resolution(ids, total_of(responses[1]))
         matched = sorted(i for i in ids if session_prefix_matches(prefix, i))
         return Resolution(matched[:AMBIGUITY_CANDIDATES], len(matched))
 
-    def _refs_search(
+    def refs_search(
         self, authority: str, snap: Snapshot, messages: list[tuple[str, str]]
     ) -> list[tuple[str, dict[str, Any]]]:
         """The searches printed refs are made from (read by _refs_from): each message's neighbours
@@ -553,14 +563,14 @@ class OpenSearchSearch(OpenSearchVectors):
 
         def body(scopes: list[dict[str, Any]], *more: dict[str, Any], aggs: dict[str, Any]) -> dict[str, Any]:
             anyof = {"bool": {"should": scopes, "minimum_should_match": 1}}
-            return {"query": self._visible(authority, snap, anyof, *more), "size": 0, "aggs": aggs}
+            return {"query": self.store.visible(authority, snap, anyof, *more), "size": 0, "aggs": aggs}
 
-        searches = [(self.messages, body(uuid_scopes, aggs=uuid_aggs))]
+        searches = [(self.store.messages, body(uuid_scopes, aggs=uuid_aggs))]
         if sid_aggs:
-            searches.append((self.sessions, body(sid_scopes, {"term": {"depth": 0}}, aggs=sid_aggs)))
+            searches.append((self.store.sessions, body(sid_scopes, {"term": {"depth": 0}}, aggs=sid_aggs)))
         return searches
 
-    def _refs_from(
+    def refs_from(
         self, authority: str, snap: Snapshot, messages: list[tuple[str, str]], responses: list[dict[str, Any]]
     ) -> list[str]:
         """The printed refs from _refs_search's responses, in order (a subagent thread's session part
@@ -576,18 +586,18 @@ class OpenSearchSearch(OpenSearchVectors):
             if "/" not in session_id:
                 session_len = unique_length(session_id.lower(), values(n, "sid_before", "sid_after"))
             else:
-                session_len = nested_session_length(session_id, lambda p: self._resolve_sessions(authority, snap, p))
+                session_len = nested_session_length(session_id, lambda p: self.resolve_sessions_in(authority, snap, p))
             out.append(format_ref(session_id, uuid, session_len, uuid_len))
         return out
 
-    def _starts_search(
+    def starts_search(
         self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]
     ) -> tuple[str, dict[str, Any]]:
         """The search for the position of each (session, start uuid) that exists in the visible
         version (_starts_from reads its answer)."""
         wanted = sorted(set(pairs))
         body = {
-            "query": self._visible(
+            "query": self.store.visible(
                 authority,
                 snap,
                 {"terms": {"session_id": sorted({s for s, _ in wanted})}},
@@ -596,14 +606,14 @@ class OpenSearchSearch(OpenSearchVectors):
             "size": min(MAX_WINDOW, len(wanted) * 2),
             "_source": ["session_id", "uuid", "pos"],
         }
-        return self.messages, body
+        return self.store.messages, body
 
-    def _starts(self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    def starts(self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
         wanted = set(pairs)
         if not wanted:
             return {}
-        index, body = self._starts_search(authority, snap, wanted)
-        return _starts_from(self._search(index, authority, body), wanted)
+        index, body = self.starts_search(authority, snap, wanted)
+        return _starts_from(self.store.find(index, authority, body), wanted)
 
 
 def _split(responses: list[dict[str, Any]], n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -619,7 +629,7 @@ def _past(prefix: str) -> str:
 def _starts_from(found: dict[str, Any], wanted: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
     want = set(wanted)
     return {
-        (s["session_id"], s["uuid"]): int(s["pos"]) for s in _sources(found) if (s["session_id"], s["uuid"]) in want
+        (s["session_id"], s["uuid"]): int(s["pos"]) for s in sources_of(found) if (s["session_id"], s["uuid"]) in want
     }
 
 
