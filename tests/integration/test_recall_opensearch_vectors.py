@@ -131,7 +131,9 @@ def test_the_domains_mapping_has_a_lucene_cosine_knn_vector_of_the_configured_di
     assert properties["vector_512"] == {"type": "knn_vector", "dimension": 512, "method": LUCENE_COSINE}
     assert properties["digest"] == properties["vector_model"] == {"type": "keyword"}
     # What the node made of it: the k-NN plugin took the field.
-    mapping = engine.store.client.indices.get_mapping(index=engine.store.messages)[engine.store.messages]["mappings"]["properties"]
+    mapping = engine.store.client.indices.get_mapping(index=engine.store.messages)[engine.store.messages]["mappings"][
+        "properties"
+    ]
     assert mapping["vector_512"]["type"] == "knn_vector"
     assert mapping["vector_512"]["dimension"] == 512
     assert mapping["vector_512"]["method"]["engine"] == "lucene"
@@ -241,7 +243,10 @@ def test_a_vector_of_a_collected_generation_is_skipped_not_failed(make_engine: C
     engine.store.client.delete(index=engine.store.messages, id=gone, routing="acme", refresh=True)
     written = engine.vectors.update_vectors("acme", [(kept, {"vector_model": MODEL}), (gone, {"vector_model": MODEL})])
     assert written == 1
-    assert engine.store.client.get(index=engine.store.messages, id=kept, routing="acme")["_source"]["vector_model"] == MODEL
+    assert (
+        engine.store.client.get(index=engine.store.messages, id=kept, routing="acme")["_source"]["vector_model"]
+        == MODEL
+    )
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "weighted"])
