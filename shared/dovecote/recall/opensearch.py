@@ -1,7 +1,7 @@
 """The cloud SearchIndex: OpenSearch (opensearch-py), held to the same contract and suite as SQLite FTS5.
 
-Layout: three indices per deployment, shared by every authority (`<prefix>-messages`,
-`<prefix>-sessions`, `<prefix>-topics`).
+Layout: four indices per deployment, shared by every authority (`<prefix>-messages`,
+`<prefix>-sessions`, `<prefix>-topics`, `<prefix>-documents`).
 - messages: one document per indexed message, `<authority>|<gen>|<pos>`. `text` is analysed like the
   reference's `porter unicode61` (split on everything that is not a letter, a digit or a private-use
   character, lowercased, accents folded, Porter-stemmed: English stems, so "reconciling" finds
@@ -12,6 +12,12 @@ Layout: three indices per deployment, shared by every authority (`<prefix>-messa
 - sessions: one document per session version, `<authority>|<gen>|s`, plus one state document per
   authority, `<authority>|state` (below).
 - topics: one document per (authority, session, start uuid), upserted by add_topic.
+- documents: the session documents (the `session-doc` ranker, ranking.py), one per session version,
+  `<authority>|<gen>|d`, written in the same bulk as the version's messages, so they follow the
+  generations (hidden while pending, collected when dead) with the session-level filters copied on.
+  An index made before them gets them from fill_session_docs (the store's backfill, run by the
+  transcript indexer's schedule): it flags each visible session version `documented` (an update,
+  404 when the version was collected meanwhile: then nothing is written) and writes its document.
 
 Authority isolation: one `authority` keyword on every document, and every request is built by the
 one function that adds the authority term (`_visible`/`_owned`), with `routing=<authority>` so an
@@ -73,7 +79,8 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
   each + 1 state update);
 - search with the semantic tier (opensearch_vectors.py: a knn_vector field per dimension, written after
   the lexical index): + 1 msearch (the coverage count and the filtered knn query);
-- search: 1 msearch (candidates, and the withheld count when asked) (+ 1 for the trigram tier) + 1
+- search: 1 msearch (candidates, the withheld count when asked, and the session documents' best 30
+  for `session-doc`) (+ 1 for the trigram tier) + 1
   msearch (the returned rows with highlighted snippets, their sessions, their sessions' topics) + 1
   msearch (the page's printed-ref neighbours, which need each row's uuid: one search of each index;
   the topics' start positions when there are topics) (+ 1 msearch per prefix length tried for a

@@ -1,4 +1,5 @@
-"""OpenSearch recall engine, part 1: what is stored and how a query is asked. The index settings
+"""The OpenSearch engine's mapping (its one public module of names the other parts use): what is
+stored and how a query is asked. The index settings
 and mappings (the analysers that mirror FTS5's `porter unicode61` and `trigram`), the query tree
 compiled to OpenSearch queries, document ↔ domain conversions, the client built from settings,
 and the mapping of OpenSearch failures to domain errors. See dovecote.recall.opensearch."""

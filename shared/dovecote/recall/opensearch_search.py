@@ -1,6 +1,8 @@
-"""OpenSearch recall engine, part 3: search. One msearch asks for the candidates (the best messages
-as plain hits, grouped by session here, and the newest matching timestamp), then one msearch for
-the shown rows, their highlighted snippets and their sessions."""
+"""The OpenSearch engine's search, over its store (and its vector tier when asked). One msearch asks
+for the candidates (the best messages as plain hits, grouped by session here, the newest matching
+timestamp, and for `session-doc` the session documents' order), then one msearch for the shown
+rows, their highlighted snippets and their sessions. Also the page reads the engine's other reads
+share: printed refs, session prefixes, topic starts."""
 
 from __future__ import annotations
 

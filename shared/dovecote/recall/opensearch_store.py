@@ -1,7 +1,9 @@
-"""OpenSearch recall engine, part 2: generations and writes. The authority's state document and
-its painless scripts, the request helpers every part uses (the one scope of a read, msearch,
-bulk, scroll), and the writes: replace_session's allocate → bulk → flip → collect,
-delete_authority, add_topic. See dovecote.recall.opensearch for the protocol."""
+"""The OpenSearch engine's store (held by OpenSearchIndex, which hands it to the search and the
+vector tier): the four indices and their mapping (opensearch_mapping), the authority's state
+document and its painless scripts, the requests every part makes (the one scope of a read:
+`visible`; `find`, `find_many`, `bulk`, scroll), and the writes: replace_session's allocate → bulk
+→ flip → collect, delete_authority, add_topic, and the session documents' backfill. See
+dovecote.recall.opensearch for the protocol."""
 
 from __future__ import annotations
 

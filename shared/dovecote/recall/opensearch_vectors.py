@@ -1,4 +1,4 @@
-"""OpenSearch recall engine, part 4: the semantic tier (ports.VectorTier), as the SQLite engine's
+"""The OpenSearch engine's semantic tier (ports.VectorTier) over its store, as the SQLite engine's
 (sqlite_vectors.py) on a k-NN index.
 
 - What is embedded and counted: conversation messages (opensearch_store.conversation, the SQLite
