@@ -423,8 +423,9 @@ def test_the_same_answers_as_sqlite(
     assert {h.session.session_id: h.coverage for h in got.hits} == covered
     if not sort:
         # `fused` and `passage` have no coverage key (ranking.py): their order is the engines' bm25,
-        # which differ.
-        if ranker not in ("fused", "passage"):
+        # which differ; `session-doc` fuses in the session documents' bm25 order, likewise (on
+        # real-conversation-shaped text the engines agree: the fixture's test below).
+        if ranker not in ("fused", "passage", "session-doc"):
             assert [h.coverage for h in got.hits] == [h.coverage for h in want.hits]
     else:  # sort=newest: each session's newest match (the same row in both), newest first
         assert {(h.session.session_id, h.row.uuid) for h in got.hits} == {
