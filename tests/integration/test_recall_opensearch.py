@@ -501,3 +501,43 @@ def test_the_default_ranker_answers_alike_on_both_engines(make_engine: Any) -> N
         got = [(r.session_id, r.read_ref) for r in search.search(who, params).results]
         assert got == want, question.text
         assert want[0][0] in question.targets, question.text
+
+
+def test_an_index_made_before_the_session_documents_is_migrated_in_place(make_engine: Any) -> None:
+    """A deployment whose indices predate the session documents (its sessions mapping is strict and
+    lacks `documented`, and there is no documents index), with a session indexed by that version:
+    the new engine adds the field and the index on first use, writes new sessions with their
+    documents, and fill_session_docs writes the old session's, which the default ranker then reads."""
+    from dovecote.recall.opensearch_mapping import ANALYSIS, SESSION_MAPPING
+
+    engine = make_engine(refresh="true")
+    store = engine.store
+    old_sessions = {**SESSION_MAPPING, "properties": dict(SESSION_MAPPING["properties"])}
+    del old_sessions["properties"]["documented"]
+    store.client.indices.create(
+        index=store.sessions, body={"settings": {"analysis": ANALYSIS}, "mappings": old_sessions}
+    )
+    engine.replace_session("acme", session("old", "zebra"), sha256="a")
+    # What the old version left: no document, no flag (the documents index was not there).
+    snap = store.snapshot("acme")
+    visible = {"query": store.visible("acme", snap, {"term": {"session_id": "old"}})}
+    (gen,) = [
+        h["_source"]["gen"]
+        for h in store.client.search(index=store.sessions, routing="acme", body=visible)["hits"]["hits"]
+    ]
+    store.client.delete(index=store.documents, id=f"acme|{gen}|d", routing="acme", refresh="true")
+    store.client.update(
+        index=store.sessions,
+        id=f"acme|{gen}|s",
+        routing="acme",
+        refresh="true",
+        body={"script": {"source": "ctx._source.remove('documented')"}},
+    )
+    mapping = store.client.indices.get_mapping(index=store.sessions)[store.sessions]["mappings"]["properties"]
+    assert mapping["documented"] == {"type": "boolean"}  # added on first use
+    engine.replace_session("acme", session("new", "zebra"), sha256="b")
+    asked = IndexQuery(query=parse_query("zebra"), filter=SearchFilter(), limit=8, ranker="session-doc")  # type: ignore[arg-type]
+    assert engine.document_order("acme", asked) == ["new"]
+    assert engine.fill_session_docs() == 1
+    assert sorted(engine.document_order("acme", asked)) == ["new", "old"]
+    assert engine.fill_session_docs() == 0
