@@ -100,9 +100,8 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from dovecote.recall.model import (
     AMBIGUITY_CANDIDATES,
@@ -124,7 +123,7 @@ from dovecote.recall.opensearch_mapping import (
     visibility_query,
 )
 from dovecote.recall.opensearch_search import OpenSearchSearch
-from dovecote.recall.opensearch_store import OpenSearchStore, Snapshot
+from dovecote.recall.opensearch_store import OpenSearchStore, Snapshot, StoreOptions
 from dovecote.recall.opensearch_vectors import OpenSearchVectors
 from dovecote.recall.ports import (
     IndexQuery,
@@ -153,24 +152,8 @@ class OpenSearchIndex:
 
     name = "opensearch"
 
-    def __init__(
-        self,
-        client: OpenSearch,
-        *,
-        index_prefix: str = "dovecote-recall",
-        refresh: str = "wait_for",
-        shards: int = 1,
-        clock: Callable[[], float] = time.time,
-        vector_dimension: int | None = None,
-    ) -> None:
-        self.store = OpenSearchStore(
-            client,
-            index_prefix=index_prefix,
-            refresh=refresh,
-            shards=shards,
-            clock=clock,
-            vector_dimension=vector_dimension,
-        )
+    def __init__(self, client: OpenSearch, **options: Unpack[StoreOptions]) -> None:
+        self.store = OpenSearchStore(client, **options)
         self.vectors = OpenSearchVectors(self.store)
         self.searches = OpenSearchSearch(self.store, self.vectors)
 

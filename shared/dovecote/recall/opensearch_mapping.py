@@ -281,21 +281,12 @@ def filter_clauses(f: SearchFilter) -> list[dict[str, Any]]:
         bounds["lte"] = f.before
     if bounds:  # a message without a time has no `ts` and never passes a bound
         out.append({"range": {"ts": bounds}})
-    if f.min_messages:
-        out.append({"range": {"message_count": {"gte": f.min_messages}}})
-    if f.project:
-        out.append({"term": {"project": f.project}})
-    if f.source:
-        out.append({"term": {"source": f.source}})
-    if not f.subagents:
-        out.append({"bool": {"must_not": [{"term": {"subagent": True}}]}})
-    if f.places is not None:
-        out.append(_places(f.places))
-    return out
+    return out + document_filters(f)
 
 
 def document_filters(f: SearchFilter) -> list[dict[str, Any]]:
-    """The session-level part of SearchFilter.matches, for the session documents."""
+    """The session-level part of SearchFilter.matches (copied onto each message and each session
+    document)."""
     out: list[dict[str, Any]] = []
     if f.min_messages:
         out.append({"range": {"message_count": {"gte": f.min_messages}}})

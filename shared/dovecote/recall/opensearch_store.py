@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from dovecote.platform.errors import InvalidArgument, Throttled, Unavailable
 from dovecote.recall.model import (
@@ -163,6 +163,17 @@ AUTHORITIES_MAX = 10_000  # authorities one pass with no authority given walks (
 
 
 DOCUMENT_FILL_PAGE = 100  # sessions a backfill looks at per search
+
+
+class StoreOptions(TypedDict, total=False):
+    """OpenSearchStore's options, as OpenSearchIndex passes them on."""
+
+    index_prefix: str
+    refresh: str  # REFRESH_POLICIES
+    shards: int
+    clock: Callable[[], float]
+    # The configured embedder's dimension: its knn_vector field is in the mapping from the start.
+    vector_dimension: int | None
 
 
 class OpenSearchStore:
