@@ -34,6 +34,7 @@ API_MODULES = (
     "functions.tasks_api.handler",
     "functions.recall_api.handler",
     "functions.memory_api.handler",
+    "functions.push_api.handler",
 )
 
 
@@ -245,7 +246,7 @@ def openapi_document() -> dict[str, Any]:
         merged["components"]["schemas"].pop(unused, None)
     merged["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     for path, operations in merged["paths"].items():
-        if path in ("/v1/health", "/v1/openapi.json"):
+        if path in ("/v1/health", "/v1/openapi.json", "/.well-known/jwks.json"):
             continue
         for operation in operations.values():
             operation["security"] = [{"bearer": []}]
