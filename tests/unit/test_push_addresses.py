@@ -49,7 +49,7 @@ def test_a_public_name_answering_a_refused_address_is_refused(answer: str, why: 
         addresses.check("https://hooks.example.com/in", resolver)
     assert why in refused.value.message
     assert refused.value.details["field"] == "url"
-    assert refused.value.details["reason"] == "address"
+    assert refused.value.details["refused"] == "address"
     assert refused.value.details["address"] == answer
 
 
@@ -87,7 +87,7 @@ def test_literal_addresses_are_judged_without_dns(url: str) -> None:
     resolver = Answers({"0x7f000001": ["127.0.0.1"], "2130706433": ["127.0.0.1"]})
     with pytest.raises(InvalidArgument) as refused:
         addresses.check(url, resolver)
-    assert refused.value.details["reason"] == "address"
+    assert refused.value.details["refused"] == "address"
 
 
 @pytest.mark.parametrize(
@@ -110,7 +110,7 @@ def test_the_url_shape_is_refused_with_its_reason(url: str, reason: str) -> None
     resolver = Answers({"hooks.example.com": ["93.184.215.14"], "under_score.example.com": ["93.184.215.14"]})
     with pytest.raises(InvalidArgument) as refused:
         addresses.check(url, resolver)
-    assert refused.value.details["reason"] == reason
+    assert refused.value.details["refused"] == reason
 
 
 def test_plain_http_is_for_loopback_only_and_only_when_allowed() -> None:

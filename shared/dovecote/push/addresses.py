@@ -7,7 +7,8 @@ A URL is accepted when it is `https` (plain `http` only to a loopback address, a
 userinfo or fragment, and *every* address its host resolves to is public: none loopback, private,
 link-local (the cloud metadata service, 169.254.169.254, included), unique-local, CGNAT, multicast,
 reserved or documentation; an IPv4-mapped or NAT64 IPv6 address is judged by the IPv4 address it
-carries. A refusal is InvalidArgument (400 / A2A InvalidParams) with the reason. Pure apart from the
+carries. A refusal is InvalidArgument (400 / A2A InvalidParams) with the reason in words, and which check
+refused it (`refused`). Pure apart from the
 Resolver port.
 """
 
@@ -174,5 +175,6 @@ def _literal(host: str) -> str | None:
         return None
 
 
-def _refused(message: str, reason: str, **facts: str) -> InvalidArgument:
-    return InvalidArgument(message, field="url", reason=reason, **facts)
+def _refused(message: str, refused: str, **facts: str) -> InvalidArgument:
+    """`refused`: which check refused it (format, scheme, userinfo, fragment, host, unresolved, address)."""
+    return InvalidArgument(message, field="url", refused=refused, **facts)
