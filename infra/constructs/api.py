@@ -23,6 +23,7 @@ from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
 from infra.constructs.grants import Grants, private_queue
 from infra.constructs.memory import MemoryQueue
+from infra.constructs.push import Push
 from infra.constructs.search import Search
 from infra.constructs.streams import LWA_ENVIRONMENT, STREAM_HANDLER, StreamFront, lwa_layer_arn
 from infra.event_sources import schedule_of, stream_of
@@ -33,6 +34,8 @@ from infra.routes import (
     FUNCTIONS,
     JANITOR,
     MEMORY_WORKER,
+    PUSH_FANOUT,
+    PUSH_SENDER,
     RECONCILER,
     STREAMS,
     TRANSCRIPT_INDEXER,
@@ -49,6 +52,7 @@ class Api(Construct):
         data: Data,
         memory: MemoryQueue,
         search: Search,
+        push: Push,
         layer_dir: Path,
         functions_dir: Path,
         log_retention: logs.RetentionDays,
@@ -83,6 +87,7 @@ class Api(Construct):
             # Protected payloads: data keys under the stack's key (grants: _grant, tasks_api).
             "data_key_id": data.key.key_arn,
             **memory.settings,
+            **push.settings,
             "recall_table": data.recall.table_name,
             "presign_seconds": str(Settings.default("presign_seconds")),
             "stream_seconds": str(Settings.default("stream_seconds")),
@@ -106,6 +111,8 @@ class Api(Construct):
             MEMORY_WORKER,
             TRANSCRIPT_INDEXER,
             STREAMS,
+            PUSH_FANOUT,
+            PUSH_SENDER,
             *FUNCTIONS.values(),
         ):
             self.functions[spec.name] = self._function(spec)

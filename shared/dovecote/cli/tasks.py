@@ -36,11 +36,13 @@ from dovecote.cli.common import (
 )
 from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Pages, Show, Values, Verb, param, register
+from dovecote.cli.webhooks import app as webhooks_app
 from dovecote.client.tasks import ALL_STATES, TERMINAL_STATES, bytes_message
 from dovecote.platform.ids import is_id
 from dovecote.tasks.model import MAX_MESSAGE_BYTES
 
 app = new_app("Tasks, as a caller: create, read, reply, cancel, wait.")
+app.add_typer(webhooks_app, name="webhooks")  # `dovecote tasks webhooks …` (dovecote/cli/webhooks.py)
 
 TaskId = Annotated[str, typer.Argument(metavar="TASK", help="The task's id.", show_default=False)]
 Text = Annotated[
