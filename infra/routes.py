@@ -69,6 +69,9 @@ TASK_SETTINGS = (
 # What the push context reads (docs/guides/webhooks.md); a2a_api serves the same configs. Never
 # `allow_loopback_webhooks`: only `dovecote dev --allow-loopback-webhooks` sets it.
 PUSH_SETTINGS = ("push_table", "push_queue_url", "push_dlq_url")
+# The task service's settings for a reader of tasks that never writes a task item (no claim_shards:
+# that is the layout of the items a writer writes).
+TASK_READ_SETTINGS = tuple(name for name in TASK_SETTINGS if name != "claim_shards")
 
 FUNCTIONS: dict[str, Function] = {
     f.name: f
@@ -108,7 +111,7 @@ FUNCTIONS: dict[str, Function] = {
         Function("memory_api", settings=("memory_table", "memory_queue_url", "memory_dlq_url", "cursor_secret_arn")),
         # Webhooks (dovecote.push): a task's configs (read through the task service, for the authority
         # rule), the redrive (the queue and its dead-letter queue), the public keys (/.well-known/jwks.json).
-        Function("push_api", settings=(*TASK_SETTINGS, *PUSH_SETTINGS)),
+        Function("push_api", settings=(*TASK_READ_SETTINGS, *PUSH_SETTINGS)),
     )
 }
 
@@ -169,7 +172,7 @@ PUSH_SENDER = Function(
     memory_mb=512,
     # A batch of 10 notifications, each up to 10 s to its receiver (one catch-up may hold several).
     timeout_s=180,
-    settings=(*TASK_SETTINGS, *PUSH_SETTINGS, "webhook_keys_secret_arn", "webhook_retry_base_seconds"),
+    settings=(*TASK_READ_SETTINGS, *PUSH_SETTINGS, "webhook_keys_secret_arn", "webhook_retry_base_seconds"),
     reserved=20,
 )
 PUSH_SENDER_BATCH_SIZE = 10

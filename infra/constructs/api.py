@@ -91,6 +91,7 @@ class Api(Construct):
             "recall_table": data.recall.table_name,
             "presign_seconds": str(Settings.default("presign_seconds")),
             "stream_seconds": str(Settings.default("stream_seconds")),
+            "webhook_retry_base_seconds": str(Settings.default("webhook_retry_base_seconds")),
             **search.settings,
         }
         # Context overrides an operator may need: plaintext reads only while migrating old data; the
