@@ -35,9 +35,8 @@ JWKS_CACHE_S = 60.0  # how long an instance serves the keys it read (the sender 
 def service() -> PushService:
     """Composition root: wires the AWS adapters on the first request of the container."""
     from dovecote.push.wiring import push_service
-    from dovecote.tasks.wiring import task_service
 
-    return push_service(task_service())
+    return push_service()
 
 
 def _body(model: Any) -> dict[str, Any]:

@@ -6,8 +6,9 @@ One table, (pk, sk) strings; ids never contain '#', so keys are injective:
 
 Round trips: put = a Query of the task's configs (the per-task bound; the same id again keeps its
 cursor) + a PutItem (two racing creates may pass the bound by one);
-get = 1 GetItem (strongly consistent); list = 1 Query; delete = 1 DeleteItem; advance = up to 3
-conditional UpdateItems (the failure record, the cursor up only, the expiry later only). A read
+get = 1 GetItem (strongly consistent); list = 1 Query; delete = 1 DeleteItem; advance = 1
+conditional UpdateItem (the cursor up only, and the expiry later only, together), up to 3 when a
+failure is recorded or a condition fails (then each apart). A read
 treats a config past its expiry as gone (DynamoDB's TTL deletes it within days).
 
 The token and the credentials are sealed with the record's identity as associated data
@@ -143,13 +144,17 @@ class DynamoConfigStore:
         cls = self._configs
         if failure is not None:
             conditionally(lambda: item.update(actions=[cls.last_failure.set(failure)], condition=cls.pk.exists()))
+        # Up only: a delivery that moved it further already wins.
+        moved = cls.pk.exists() & (cls.delivered.does_not_exist() | (cls.delivered < delivered))
+        # Never shortened: a dead letter keeps its config for the dead-letter queue's retention.
+        later = cls.pk.exists() & (cls.expires_ttl.does_not_exist() | (cls.expires_ttl < (expires_at or 0)))
+        if delivered > config.delivered and expires_at is not None:
+            both = [cls.delivered.set(delivered), cls.expires_ttl.set(expires_at)]
+            if conditionally(lambda: item.update(actions=both, condition=moved & later)):
+                return  # the usual case: one request
         if delivered > config.delivered:
-            # Up only: a delivery that moved it further already wins.
-            moved = cls.pk.exists() & (cls.delivered.does_not_exist() | (cls.delivered < delivered))
             conditionally(lambda: item.update(actions=[cls.delivered.set(delivered)], condition=moved))
         if expires_at is not None:
-            # Never shortened: a dead letter keeps its config for the dead-letter queue's retention.
-            later = cls.pk.exists() & (cls.expires_ttl.does_not_exist() | (cls.expires_ttl < expires_at))
             conditionally(lambda: item.update(actions=[cls.expires_ttl.set(expires_at)], condition=later))
 
     def published_keys(self) -> dict[str, Any] | None:

@@ -52,15 +52,31 @@ def queue() -> SqsNotificationQueue:
     return SqsNotificationQueue(queue_url=settings.push_queue_url, dlq_url=settings.push_dlq_url, sqs=aws.client("sqs"))
 
 
-def push_service(tasks: TaskService) -> PushService:
+def push_service(tasks: TaskService | None = None) -> PushService:
+    """Over the task service when the function has one built (A2A), else over one read of the task
+    item through the task store (the push API: no command module in its cold start)."""
     from dovecote.platform.settings import get_settings
     from dovecote.push.service import PushService
-    from dovecote.push.task_facts import TaskServiceFacts
+    from dovecote.push.task_facts import StoreFacts, TaskServiceFacts
 
     settings = get_settings()
+    facts: Any
+    if tasks is not None:
+        facts = TaskServiceFacts(tasks)
+    else:
+        from dovecote.platform import aws
+        from dovecote.tasks.dynamo import DynamoTaskStore
+
+        store = DynamoTaskStore(
+            table=settings.tasks_table,
+            bucket=settings.bucket,
+            dynamodb=aws.client("dynamodb"),
+            s3=aws.lazy_client("s3"),
+        )
+        facts = StoreFacts(store)
     return PushService(
         config_store(),
-        TaskServiceFacts(tasks),
+        facts,
         allow_loopback=settings.allow_loopback_webhooks,
         queue=queue() if settings.push_queue_url and settings.push_dlq_url else None,
     )
