@@ -242,3 +242,29 @@ def test_the_fan_out_queues_one_notice_per_live_config_behind_the_event() -> Non
     assert queue.sent == [Notice("acme", "t1", "w1", 5), Notice("acme", "t1", "w1", 6), Notice("acme", "t1", "w2", 6)]
     assert len({n.group_id for n in queue.sent}) == 1  # one FIFO group per task
     assert len({n.deduplication_id for n in queue.sent}) == 3
+
+
+def test_no_secret_and_no_url_reaches_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """The token, the credentials and the URL (which may carry a token of its own) never reach a log
+    line, through retries, a dead letter and a deleted config."""
+    import logging
+
+    sender, store, _, log, receiver, _ = world()
+    config(
+        store,
+        url="https://hooks.example.com/in?key=url-secret",
+        token="tok-secret",
+        authentication={"scheme": "Bearer", "credentials": "cred-secret"},
+    )
+    log.events = {1: [b"{}"], 2: [b"{}"]}
+    receiver.script = [Answer(503), Answer(400)]
+    with caplog.at_level(logging.DEBUG):
+        with pytest.raises(RetryLater):
+            sender.deliver(Notice("acme", "t1", "w1", 1), receive_count=1, handle="h")
+        sender.deliver(Notice("acme", "t1", "w1", 2), receive_count=2, handle="h")
+        store.delete("acme", "t1", "w1")
+        sender.deliver(Notice("acme", "t1", "w1", 3))
+    assert caplog.records, "the sender logs what it does"
+    text = " ".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records)
+    for secret in ("tok-secret", "cred-secret", "url-secret", "hooks.example.com"):
+        assert secret not in text
