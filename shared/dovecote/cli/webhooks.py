@@ -8,14 +8,12 @@ the answer says only whether they are set."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 
-from dovecote.cli.common import print_json, say
 from dovecote.cli.groups import new_app
-from dovecote.cli.verbs import Did, Show, Values, Verb, param, register
+from dovecote.cli.verbs import Did, Rows, Show, Verb, param, register
 
 app = new_app("A task's webhooks: notified of every event, signed, retried for hours, in order.")
 
@@ -25,21 +23,10 @@ WEBHOOK = param(
 )
 
 
-@dataclass(frozen=True)
-class Rows:
-    """A short list (a task holds at most 10 webhooks): `--json` prints the HTTP answer `{items}`."""
-
-    def params(self) -> list[Any]:
-        return []
-
-    def print(self, result: Any, values: Values, as_json: bool) -> None:
-        if as_json:
-            print_json({"items": result})
-            return
-        for hook in result:
-            failure = hook.get("last_failure") or {}
-            last = f"  last failure: {failure.get('status')} {failure.get('reason', '')}" if failure else ""
-            say(f"{hook['id']}  {hook['url']}  delivered {hook['delivered']}{last}")
+def _line(hook: dict[str, Any]) -> str:
+    failure = hook.get("last_failure") or {}
+    last = f"  last failure: {failure.get('status')} {failure.get('reason', '')}" if failure else ""
+    return f"{hook['id']}  {hook['url']}  delivered {hook['delivered']}{last}"
 
 
 register(
@@ -77,7 +64,7 @@ register(
             "TASK's webhooks: where each points, how far it delivered, its last failure.",
             (TASK,),
             lambda c, v: c.list_webhooks(v["task_id"]),
-            Rows(),
+            Rows(_line),
         ),
         Verb(
             "get",

@@ -19,15 +19,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from pynamodb.exceptions import DoesNotExist
+from pynamodb.expressions.update import Action
 
 from dovecote.platform.dynamo import bind, conditionally, pynamodb_errors
 from dovecote.platform.errors import InvalidArgument
-from dovecote.platform.protection import Protector, Unprotected
+from dovecote.platform.protection import Unprotected
 from dovecote.push.model import PushConfig
 from dovecote.push.records import ConfigItem, KeysItem
+
+
+class Sealer(Protocol):
+    """What seals a webhook's secrets (platform/protection.py's Protector, or Unprotected)."""
+
+    def seal(self, plaintext: bytes, identity: str) -> bytes: ...
+
+    def open(self, stored: bytes, identity: str) -> bytes: ...
+
 
 KEYS_PK = "JWKS"
 NO_SORT = "-"
@@ -51,7 +61,7 @@ class DynamoConfigStore:
         *,
         table: str,
         dynamodb: Any,
-        protector: Protector | Unprotected | None = None,
+        protector: Sealer | None = None,
         clock: Any = time.time,
     ) -> None:
         self._configs = bind(ConfigItem, table=table, client=dynamodb)
@@ -149,7 +159,7 @@ class DynamoConfigStore:
         # Never shortened: a dead letter keeps its config for the dead-letter queue's retention.
         later = cls.pk.exists() & (cls.expires_ttl.does_not_exist() | (cls.expires_ttl < (expires_at or 0)))
         if delivered > config.delivered and expires_at is not None:
-            both = [cls.delivered.set(delivered), cls.expires_ttl.set(expires_at)]
+            both: list[Action] = [cls.delivered.set(delivered), cls.expires_ttl.set(expires_at)]
             if conditionally(lambda: item.update(actions=both, condition=moved & later)):
                 return  # the usual case: one request
         if delivered > config.delivered:
