@@ -18,43 +18,44 @@ import statistics
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from bench.common import percentile, run_alone
+from bench.common import ROOT, percentile, run_alone
 from bench.cost import PRICES
 from bench.devstart import Dev
 
 
+def example_receiver() -> Any:
+    """examples/webhook_receiver.py (not a package): its `serve` runs the receivers here."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("webhook_receiver", ROOT / "examples" / "webhook_receiver.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class Receiver:
-    """A loopback receiver noting when each notification arrived (by its webhook-id, once)."""
+    """A loopback receiver noting when each notification arrived (served by the example's `serve`)."""
 
     def __init__(self) -> None:
         self.arrivals: list[tuple[float, str, str]] = []  # (when, webhook-id, state)
         self.lock = threading.Condition()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                now = time.monotonic()
-                update = json.loads(body).get("statusUpdate") or {}
-                state = update.get("status", {}).get("state", "")
-                with receiver.lock:
-                    receiver.arrivals.append((now, self.headers["webhook-id"], state))
-                    receiver.lock.notify_all()
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = example_receiver().serve(self, 0)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def receive(self, headers: dict[str, str], body: bytes) -> int:
+        now = time.monotonic()
+        update = json.loads(body).get("statusUpdate") or {}
+        state = update.get("status", {}).get("state", "")
+        with self.lock:
+            self.arrivals.append((now, headers.get("webhook-id", ""), state))
+            self.lock.notify_all()
+        return 200
 
     def wait_for(self, count: int, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

@@ -2,9 +2,9 @@
 notification (dovecote.push.sender.Sender): signed, with the config's credentials, to the address
 it checked, retried with backoff for hours (the message hidden for the wait), then dead-lettered.
 
-Powertools `SqsFifoPartialProcessor(skip_group_on_error=True)`: a notification that waits for its
-retry is reported in `batchItemFailures` with the messages behind it in its task's group (their
-order must hold), while other tasks' notifications in the batch are delivered. Its composition
+A notification that waits for its retry is reported in `batchItemFailures` with the messages behind
+it in its task's group (their order must hold), while other tasks' notifications in the batch are
+delivered (dovecote/platform/fifo.py). Its composition
 root builds the A2A service too: a notification is the A2A StreamResponse the task's stream sends.
 """
 
@@ -13,10 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
 from dovecote.platform import gc_pause
+from dovecote.platform.fifo import SQSRecord, process_fifo
 from dovecote.platform.observability import logger
 from dovecote.push.model import Notice
 from dovecote.push.sender import Sender
@@ -42,10 +40,7 @@ def process_batch(event: dict[str, Any], context: Any, consumer: Sender) -> dict
         count = int(record.attributes.approximate_receive_count or 1)
         return consumer.deliver(notice, receive_count=count, handle=record.receipt_handle)
 
-    processor = SqsFifoPartialProcessor(skip_group_on_error=True)
-    return dict(
-        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
-    )
+    return process_fifo(event, context, record_handler)
 
 
 @gc_pause.resumes_gc

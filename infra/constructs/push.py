@@ -24,17 +24,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from aws_cdk import Duration, Stack
-from aws_cdk import aws_iam as iam
+from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_secretsmanager as sm
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dovecote.push.queue import redrive_max_receives
 from infra.constructs.data import Data
-from infra.constructs.grants import Grants, private_queue, sqs_source
+from infra.constructs.grants import Grants, private_queue, sqs_source, stream_source
 from infra.event_sources import queue_of, stream_of
 from infra.routes import PUSH_FANOUT, PUSH_QUEUE_VISIBILITY_S, PUSH_SENDER, STREAMS
 
@@ -82,21 +80,10 @@ class Push(Construct):
     def connect(self, functions: Mapping[str, lambda_.Function]) -> None:
         d = self._data
         fanout, sender = functions[PUSH_FANOUT.name], functions[PUSH_SENDER.name]
-        spec = stream_of(PUSH_FANOUT)
-        fanout.add_event_source_mapping(
-            "TasksStream",
-            event_source_arn=d.tasks.table_stream_arn,
-            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-            batch_size=spec.batch_size,
-            bisect_batch_on_error=True,
-            retry_attempts=spec.retry_attempts,
-            report_batch_item_failures=True,
-            on_failure=event_sources.SqsDlq(self.fanout_failures),
-            filters=[{"pattern": json.dumps(spec.filter)}] if spec.filter else None,
-        )
-        self._stream_read(fanout)
-        sqs_source(sender, self.queue, queue_of(PUSH_SENDER))
+        stream_source(fanout, "TasksStream", d.tasks, stream_of(PUSH_FANOUT), self.fanout_failures)
         g = Grants(self, functions, d)
+        g.stream_read(PUSH_FANOUT.name, d.tasks)
+        sqs_source(sender, self.queue, queue_of(PUSH_SENDER))
         # The fan-out: the task's configs (Query; their cursors, never their secrets), the queue.
         g.allow(PUSH_FANOUT.name, ["dynamodb:Query"], [d.push.table_arn])
         g.table_key(PUSH_FANOUT.name, d.push, write=False)
@@ -150,22 +137,4 @@ class Push(Construct):
             "push_api",
             ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"],
             [self.dlq.queue_arn],
-        )
-
-    def _stream_read(self, fn: lambda_.Function) -> None:
-        """What the event source mapping needs to read the tasks stream, the key only through DynamoDB."""
-        d = self._data
-        fn.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
-                resources=[d.tasks.table_stream_arn or ""],
-            )
-        )
-        fn.add_to_role_policy(iam.PolicyStatement(actions=["dynamodb:ListStreams"], resources=["*"]))
-        fn.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["kms:Decrypt"],
-                resources=[d.key.key_arn],
-                conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{Stack.of(self).region}.amazonaws.com"}},
-            )
         )

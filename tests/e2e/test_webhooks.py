@@ -8,41 +8,31 @@ the SSRF table is refused at config time on both APIs, with the reason."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import signal
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from bench.push import example_receiver
 from dovecote.client import DovecoteClient
-from tests.conftest import ROOT
 from tests.e2e.conftest import bearer, local_http, start_dev
 
 A2A = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 
 
-def _example() -> Any:
-    spec = importlib.util.spec_from_file_location("webhook_receiver", ROOT / "examples" / "webhook_receiver.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-receiver_example = _example()
+receiver_example = example_receiver()
 
 
 class Hook:
-    """A receiver on loopback: answers each POST with the next status of `script` (then 200), keeps
-    every request, and may hold requests until released."""
+    """A receiver on loopback (served by the example's `serve`): answers each POST with the next status
+    of `script` (then 200), keeps every request, and may hold requests until released."""
 
     def __init__(self, script: list[int] | None = None) -> None:
         self.script = list(script or [])
@@ -51,29 +41,20 @@ class Hook:
         self.hold = threading.Event()
         self.hold.set()
         self.inflight = 0
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with hook.arrived:
-                    hook.inflight += 1
-                hook.hold.wait(60)
-                with hook.arrived:
-                    status = hook.script.pop(0) if hook.script else 200
-                    hook.got.append(({k.lower(): v for k, v in self.headers.items()}, body, status))
-                    hook.inflight -= 1
-                    hook.arrived.notify_all()
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = receiver_example.serve(self, 0)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def receive(self, headers: dict[str, str], body: bytes) -> int:
+        with self.arrived:
+            self.inflight += 1
+        self.hold.wait(60)
+        with self.arrived:
+            status = self.script.pop(0) if self.script else 200
+            self.got.append(({k.lower(): v for k, v in headers.items()}, body, status))
+            self.inflight -= 1
+            self.arrived.notify_all()
+        return status
 
     @property
     def url(self) -> str:
@@ -95,6 +76,12 @@ class Hook:
         self.hold.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+def rpc(http: httpx.Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One JSON-RPC request to the A2A binding; its response object."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return dict(http.post("/", headers=A2A, json=body).json())
 
 
 @pytest.fixture(scope="module")
@@ -251,17 +238,8 @@ def test_another_authoritys_task_is_not_found(hooks_dev: dict[str, Any], hook: H
             answer = http.request(method, path, json={"url": hook.url} if method == "POST" else None)
             assert answer.status_code == 404, (method, path, answer.text)
             assert answer.json()["error"]["code"] == "not_found"
-        rpc = http.post(
-            "/",
-            headers=A2A,
-            json={
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "CreateTaskPushNotificationConfig",
-                "params": {"taskId": task_id, "url": hook.url},
-            },
-        ).json()
-        assert rpc["error"]["code"] == -32001  # TaskNotFound
+        answered = rpc(http, "CreateTaskPushNotificationConfig", {"taskId": task_id, "url": hook.url})
+        assert answered["error"]["code"] == -32001  # TaskNotFound
         rest = http.post(f"/a2a/tasks/{task_id}/pushNotificationConfigs", headers=A2A, json={"url": hook.url})
         assert rest.status_code == 404
         listed = http.get(f"/a2a/tasks/{task_id}/pushNotificationConfigs", headers=A2A)
@@ -296,36 +274,22 @@ def test_the_ssrf_table_is_refused_at_config_time_on_both_apis(dev_runtime: dict
             error = answer.json()["error"]
             assert error["code"] == "invalid_argument" and error["details"]["field"] == "url"
             assert error["details"]["refused"] in ("address", "scheme"), (url, error)
-            rpc = http.post(
-                "/",
-                headers=A2A,
-                json={
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "CreateTaskPushNotificationConfig",
-                    "params": {"taskId": task_id, "url": url},
-                },
-            ).json()
-            assert rpc["error"]["code"] == -32602, (url, rpc)  # InvalidParams, with the reason
-            assert "webhook" in rpc["error"]["message"]
+            answered = rpc(http, "CreateTaskPushNotificationConfig", {"taskId": task_id, "url": url})
+            assert answered["error"]["code"] == -32602, (url, answered)  # InvalidParams, with the reason
+            assert "webhook" in answered["error"]["message"]
         assert http.get(f"/v1/tasks/{task_id}/webhooks").json()["items"] == []  # nothing stored
         # SendMessage with a refused config refuses the whole send: no task is created.
-        sent = http.post(
-            "/",
-            headers=A2A,
-            json={
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "SendMessage",
-                "params": {
-                    "message": {"role": "ROLE_USER", "messageId": uid("m"), "parts": [{"text": "x"}]},
-                    "configuration": {
-                        "returnImmediately": True,
-                        "taskPushNotificationConfig": {"url": "https://169.254.169.254/"},
-                    },
+        sent = rpc(
+            http,
+            "SendMessage",
+            {
+                "message": {"role": "ROLE_USER", "messageId": uid("m"), "parts": [{"text": "x"}]},
+                "configuration": {
+                    "returnImmediately": True,
+                    "taskPushNotificationConfig": {"url": "https://169.254.169.254/"},
                 },
             },
-        ).json()
+        )
         assert sent["error"]["code"] == -32602
 
 
@@ -356,28 +320,10 @@ def test_a2a_send_message_with_a_config_notifies_from_the_first_event(hooks_dev:
         one = http.get(f"/a2a/tasks/{task_id}/pushNotificationConfigs/a2a-hook", headers=A2A)
         assert one.status_code == 200 and one.json()["url"] == hook.url, one.text
         assert "a2a-secret" not in one.text and one.json()["authentication"] == {"scheme": "Bearer"}
-        listed = http.post(
-            "/",
-            headers=A2A,
-            json={
-                "jsonrpc": "2.0",
-                "id": 3,
-                "method": "ListTaskPushNotificationConfigs",
-                "params": {"taskId": task_id},
-            },
-        ).json()
+        listed = rpc(http, "ListTaskPushNotificationConfigs", {"taskId": task_id})
         assert [c["id"] for c in listed["result"]["configs"]] == ["a2a-hook"]
         for _ in range(2):  # idempotent delete, on the JSON-RPC binding
-            gone = http.post(
-                "/",
-                headers=A2A,
-                json={
-                    "jsonrpc": "2.0",
-                    "id": 4,
-                    "method": "DeleteTaskPushNotificationConfig",
-                    "params": {"taskId": task_id, "id": "a2a-hook"},
-                },
-            ).json()
+            gone = rpc(http, "DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": "a2a-hook"})
             assert gone["result"] == {}, gone
         missing = http.get(f"/a2a/tasks/{task_id}/pushNotificationConfigs/a2a-hook", headers=A2A)
         assert missing.status_code == 404

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from a2a.types import (
@@ -57,64 +59,59 @@ def _task_id(value: str) -> str:
     return value
 
 
-def _mapped(exc: DomainError, task_id: str) -> Exception:
-    if isinstance(exc, NotFound) or (isinstance(exc, InvalidArgument) and exc.details.get("field") == "task_id"):
-        return error("TASK_NOT_FOUND", "task not found", taskId=task_id[:128])
-    return from_domain(exc, taskId=task_id[:128])
+def _config_id(value: str) -> str:
+    if not value:
+        raise error("INVALID_PARAMS", "id is required: the config's id")
+    return value
+
+
+@contextmanager
+def _a2a_errors(task_id: str) -> Iterator[None]:
+    """The push service's errors on the A2A wire: a task that is not the caller's (or not an id), or a
+    config the task does not have, is TaskNotFound; the rest as every A2A error maps."""
+    try:
+        yield
+    except DomainError as exc:
+        if isinstance(exc, NotFound) and exc.details.get("id"):
+            found = str(exc.details["id"])[:128]
+            raise error("TASK_NOT_FOUND", "push notification config not found", taskId=task_id, id=found) from None
+        if isinstance(exc, NotFound) or (isinstance(exc, InvalidArgument) and exc.details.get("field") == "task_id"):
+            raise error("TASK_NOT_FOUND", "task not found", taskId=task_id[:128]) from None
+        raise from_domain(exc, taskId=task_id[:128]) from None
 
 
 def create(push: PushService, principal: Principal, request: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
     task_id = _task_id(request.task_id)
-    try:
+    with _a2a_errors(task_id):
         return answer(push.create(principal, task_id, given(request)))
-    except DomainError as exc:
-        raise _mapped(exc, task_id) from None
 
 
 def get(
     push: PushService, principal: Principal, request: GetTaskPushNotificationConfigRequest
 ) -> TaskPushNotificationConfig:
-    task_id = _task_id(request.task_id)
-    if not request.id:
-        raise error("INVALID_PARAMS", "id is required: the config's id")
-    try:
-        return answer(push.get(principal, task_id, request.id))
-    except NotFound as exc:
-        if exc.details.get("id"):
-            raise error(
-                "TASK_NOT_FOUND", "push notification config not found", taskId=task_id, id=request.id[:128]
-            ) from None
-        raise _mapped(exc, task_id) from None
-    except DomainError as exc:
-        raise _mapped(exc, task_id) from None
+    task_id, config_id = _task_id(request.task_id), _config_id(request.id)
+    with _a2a_errors(task_id):
+        return answer(push.get(principal, task_id, config_id))
 
 
 def list_configs(
     push: PushService, principal: Principal, request: ListTaskPushNotificationConfigsRequest
 ) -> ListTaskPushNotificationConfigsResponse:
     task_id = _task_id(request.task_id)
-    try:
+    with _a2a_errors(task_id):
         found = push.list(principal, task_id)
-    except DomainError as exc:
-        raise _mapped(exc, task_id) from None
     return ListTaskPushNotificationConfigsResponse(configs=[answer(c) for c in found])
 
 
 def delete(push: PushService, principal: Principal, request: DeleteTaskPushNotificationConfigRequest) -> None:
-    task_id = _task_id(request.task_id)
-    if not request.id:
-        raise error("INVALID_PARAMS", "id is required: the config's id")
-    try:
-        push.delete(principal, task_id, request.id)
-    except DomainError as exc:
-        raise _mapped(exc, task_id) from None
+    task_id, config_id = _task_id(request.task_id), _config_id(request.id)
+    with _a2a_errors(task_id):
+        push.delete(principal, task_id, config_id)
 
 
 def register(
     push: PushService, principal: Principal, config: TaskPushNotificationConfig, task_id: str, *, new_task: bool
 ) -> str:
     """SendMessage's config, stored before the commit; its id (to take back if the send fails)."""
-    try:
+    with _a2a_errors(task_id):
         return push.create(principal, task_id, given(config), pending=new_task).id
-    except DomainError as exc:
-        raise _mapped(exc, task_id) from None
