@@ -235,6 +235,8 @@ def openapi_document() -> dict[str, Any]:
         for operation in operations.values():
             # Powertools documents FastAPI's 422; Dovecote answers bad input 400 invalid_argument.
             operation.get("responses", {}).pop("422", None)
+            # A 204 has no body (Powertools documents the handler's `None` return as a JSON null).
+            operation.get("responses", {}).get("204", {}).pop("content", None)
             # Any route can fail on our side: 500 with the envelope (code internal or corrupt_store),
             # never Powertools' response-validation shape.
             operation.setdefault("responses", {})["500"] = {

@@ -48,7 +48,15 @@ def _body(model: Any) -> dict[str, Any]:
     tags=["webhooks"],
     responses={
         201: {"description": "created", "content": {JSON: {"model": WebhookEnvelope}}},
-        **responses(200, WebhookEnvelope, *COMMAND_ERRORS),
+        **responses(
+            200,
+            WebhookEnvelope,
+            *COMMAND_ERRORS,
+            why={
+                400: "invalid_argument: also a url the address check refuses (details.refused): https only, a host "
+                "that resolves, no loopback, private, link-local, unique-local, CGNAT, multicast or metadata address"
+            },
+        ),
     },
 )
 def create_webhook(task_id: TaskId, body: Annotated[WebhookIn, Body()]) -> Response[WebhookEnvelope]:
