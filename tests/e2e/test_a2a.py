@@ -137,6 +137,7 @@ def test_the_agent_card_is_public_and_names_both_bindings(dev_runtime: dict[str,
     assert [e["uri"] for e in body["capabilities"]["extensions"]] == [
         "urn:dovecote:a2a:idempotency-key:v1",
         "urn:dovecote:a2a:stream-resume:v1",
+        "urn:dovecote:a2a:signed-webhooks:v1",
     ]
     # Every other A2A route is behind the authorizer, as the rest of the API
     assert httpx.post(dev_runtime["endpoint"] + "/", json={}, timeout=30).status_code == 401
