@@ -586,6 +586,7 @@ SECTIONS: dict[str, Callable[[dict[str, Any], Run], None]] = {
     "cli": module("cli", "cli_report"),
     "claims": module("claims", "claims_report"),
     "streams": module("streams", "streams_report"),
+    "push": module("push", "push_report"),
 }
 TITLES = {
     "round_trips": "AWS round trips per command (moto, botocore request-created events)",
@@ -605,6 +606,7 @@ TITLES = {
     "dispatcher": "lease dispatcher: AWS requests and items read per run, by open and overdue leases",
     "cli": "the dovecote command: --version and notes get, new processes, median of 9, beside python -c pass",
     "streams": "task streams: commit-to-client latency with 1, 50, 200 open streams; idle cost; cut-and-resume",
+    "push": "webhooks: commit-to-delivery latency; notifications per second one sender sustains; $ per million",
     "claims": "claims per second per authority on DynamoDB, modelled (the claim's request sequence; assumed latencies);"
     " 32 threads draining a backlog on moto (exactly once, requests per claim)",
 }

@@ -55,7 +55,12 @@ class Context:
 
 result = module.handler(event, Context())
 elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
-ok = result.get("isAuthorized") if "isAuthorized" in result else result.get("statusCode", 500) < 300
+if "isAuthorized" in result:
+    ok = result["isAuthorized"]
+elif "batchItemFailures" in result:  # a stream or queue consumer: every record of its batch handled
+    ok = not result["batchItemFailures"]
+else:
+    ok = result.get("statusCode", 500) < 300
 assert ok, result
 print(elapsed, cpu)
 """
@@ -124,6 +129,7 @@ def _seed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
         "message": {"id": "cold-m", "parts": [{"media_type": "text/plain", "text": "hi"}]},
     }
     tasks.create(caller, tasks.gate.create(caller, create))
+    push = _seed_push(s, ddb)
     token, _ = TokenService(DynamoTokenStore(table=s.tokens_table, dynamodb=ddb), audit=lambda *_: None).mint(
         None, "bench", "admin", None
     )
@@ -166,10 +172,74 @@ def _seed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
             },
             "request": "JSON-RPC GetTask",
         },
+        **push,
         "authorizer": {
             "module": "functions.authorizer.handler",
             "event": {"headers": {"authorization": f"Bearer {token}"}, "routeKey": "GET /v1/notes"},
             "request": "authorize a bearer token",
+        },
+    }
+
+
+def _seed_push(s: Any, ddb: Any) -> dict[str, dict[str, Any]]:
+    """A webhook of the seeded task pointing at a loopback receiver of this process, and the first
+    request of each push function: the API's list, the fan-out's stream batch, the sender's delivery
+    (a redriven notice: delivered again in every round, whatever the cursor says)."""
+    import tempfile
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from dovecote.push.dynamo import DynamoConfigStore
+    from dovecote.push.model import Notice, PushConfig
+
+    class Ok(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    receiver.daemon_threads = True
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+    DynamoConfigStore(table=s.push_table, dynamodb=ddb).put(
+        PushConfig("bench", "cold-t", "cold-w", url, "2026-01-01T00:00:00.000Z"), limit=10
+    )
+    c = {"authority": "bench", "role": "caller", "worker": "", "agent": "", "token_id": ""}
+    stream_record = {
+        "eventName": "INSERT",
+        "dynamodb": {"Keys": {"pk": {"S": "T#bench#cold-t"}, "sk": {"S": "E#" + "1".zfill(20)}}, "SequenceNumber": "1"},
+    }
+    notice = Notice("bench", "cold-t", "cold-w", 1, redrive=1)
+    sqs_record = {
+        "messageId": "cold-m",
+        "receiptHandle": "",
+        "body": notice.to_body(),
+        "attributes": {"ApproximateReceiveCount": "1", "MessageGroupId": notice.group_id},
+        "messageAttributes": {},
+        "eventSource": "aws:sqs",
+    }
+    keys = str(Path(tempfile.mkdtemp(prefix="dovecote-cold-")) / "webhook-keys.json")
+    return {
+        "push_api": {
+            "module": "functions.push_api.handler",
+            "event": _event("GET /v1/tasks/{id}/webhooks", "/v1/tasks/cold-t/webhooks", c, {"id": "cold-t"}),
+            "request": "GET /v1/tasks/{id}/webhooks",
+        },
+        "push_fanout": {
+            "module": "functions.push_fanout.handler",
+            "event": {"Records": [stream_record]},
+            "request": "a stream batch of one event insert (a Query, a SendMessageBatch)",
+        },
+        "push_sender": {
+            "module": "functions.push_sender.handler",
+            "event": {"Records": [sqs_record]},
+            "request": "one notification: built from the log, signed, POSTed to a loopback receiver",
+            "env": {"DOVECOTE_ALLOW_LOOPBACK_WEBHOOKS": "true", "DOVECOTE_WEBHOOK_KEY_FILE": keys},
         },
     }
 
@@ -199,7 +269,7 @@ def prepared(*, tracing: bool = False) -> Iterator[tuple[dict[str, dict[str, Any
     from dovecote.platform.settings import get_settings
     from infra.local.moto_patches import serialize_dynamodb
     from infra.local.resources import DEFAULT_NAMES, create_all
-    from infra.routes import AUTHORIZER, FUNCTIONS
+    from infra.routes import AUTHORIZER, FUNCTIONS, PUSH_FANOUT, PUSH_SENDER
 
     serialize_dynamodb()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -245,7 +315,7 @@ def prepared(*, tracing: bool = False) -> Iterator[tuple[dict[str, dict[str, Any
                 AWS_XRAY_CONTEXT_MISSING="IGNORE_ERROR",
                 _X_AMZN_TRACE_ID="Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
             )
-        specs = {AUTHORIZER.name: AUTHORIZER, **FUNCTIONS}
+        specs = {AUTHORIZER.name: AUTHORIZER, PUSH_FANOUT.name: PUSH_FANOUT, PUSH_SENDER.name: PUSH_SENDER, **FUNCTIONS}
         for name, case in cases.items():
             case["env"] = {**base, **specs[name].environment(subsegments=tracing), **case.get("env", {})}
         yield cases, base

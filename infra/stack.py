@@ -14,6 +14,7 @@ from infra.constructs.console import Console
 from infra.constructs.data import Data
 from infra.constructs.memory import MemoryQueue
 from infra.constructs.observability import Observability
+from infra.constructs.push import Push
 from infra.constructs.search import Search
 
 
@@ -39,6 +40,7 @@ class DovecoteStack(Stack):
         self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
         self.data = Data(self, "Data", production=production)
         self.memory = MemoryQueue(self, "Memory", data=self.data)
+        self.push = Push(self, "Push", data=self.data)
         self.search = Search(
             self, "Search", data=self.data, production=production, log_retention=_retention(log_retention_days)
         )
@@ -48,6 +50,7 @@ class DovecoteStack(Stack):
             data=self.data,
             memory=self.memory,
             search=self.search,
+            push=self.push,
             layer_dir=layer_dir,
             functions_dir=functions_dir,
             log_retention=_retention(log_retention_days),
@@ -57,8 +60,9 @@ class DovecoteStack(Stack):
             snapstart=snapstart,
         )
         self.memory.connect(self.api.functions)
+        self.push.connect(self.api.functions)
         self.search.connect(self.api.functions)
-        Observability(self, "Observability", api=self.api, memory=self.memory, search=self.search)
+        Observability(self, "Observability", api=self.api, memory=self.memory, search=self.search, push=self.push)
         # The web console: S3 behind CloudFront, calling this API (infra/constructs/console.py).
         self.console = Console(
             self, "Console", http_api=self.api.http_api, access_logs=self.data.access_logs, production=production
@@ -68,6 +72,8 @@ class DovecoteStack(Stack):
         CfnOutput(self, "StreamEndpoint", value=self.api.streams.url)
         CfnOutput(self, "SearchEndpoint", value=self.search.url)
         CfnOutput(self, "TokensTable", value=self.data.tokens.table_name)
+        # Webhook key rotation: `python -m dovecote.push.keys rotate --secret-arn <this>`.
+        CfnOutput(self, "WebhookKeysSecret", value=self.push.keys.secret_arn)
         self._acknowledge()
 
     def _acknowledge(self) -> None:
@@ -212,7 +218,44 @@ def ACKNOWLEDGED(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:  # n
             "declares the bearer scheme); every other A2A route uses the bearer-token authorizer.",
         )
     )
+    out += _push_acknowledgments(stack, ref)
     return out
+
+
+def _push_acknowledgments(stack: DovecoteStack, ref: Any) -> list[tuple[Construct, str, str]]:
+    """Webhooks (infra/constructs/push.py)."""
+    sender = stack.api.functions["push_sender"].role
+    bucket = ref(stack.data.bucket)
+    return [
+        (
+            stack.api.routes["GET /.well-known/jwks.json"],
+            "AwsSolutions-APIG4",
+            "Public by design: a webhook receiver verifies signatures with these public keys before it has, or "
+            "needs, any token; it serves public keys only.",
+        ),
+        (
+            stack.push.fanout_failures,
+            "AwsSolutions-SQS3",
+            "This queue is itself the webhook fan-out's stream failure destination (a DLQ); it has an alarm.",
+        ),
+        (
+            stack.push.keys,
+            "AwsSolutions-SMG4",
+            "Webhook signing keys rotate with an overlap during which old and new keys both sign "
+            "(python -m dovecote.push.keys rotate); a Secrets Manager rotation function would replace the "
+            "value with no overlap, and receivers that cached the old key would refuse every notification.",
+        ),
+        (
+            sender,
+            f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/parts/*]",
+            "A notification carries the task's message: large message parts are read by content digest.",
+        ),
+        (
+            sender,
+            f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/artifacts/*]",
+            "A notification of a completion carries the artifact: payloads are read, only, by content digest.",
+        ),
+    ]
 
 
 def _stream_front_acknowledgments(stack: DovecoteStack) -> list[tuple[Construct, str, str]]:

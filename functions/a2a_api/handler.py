@@ -40,10 +40,10 @@ REST_ROUTES = {
     "GET /a2a/tasks": "list_tasks",
     "GET /a2a/tasks/{id}": "get_task",
     "POST /a2a/tasks/{id_action}": "task_action",
-    "POST /a2a/tasks/{id}/pushNotificationConfigs": "push",
-    "GET /a2a/tasks/{id}/pushNotificationConfigs": "push",
-    "GET /a2a/tasks/{id}/pushNotificationConfigs/{config_id}": "push",
-    "DELETE /a2a/tasks/{id}/pushNotificationConfigs/{config_id}": "push",
+    "POST /a2a/tasks/{id}/pushNotificationConfigs": "push_create",
+    "GET /a2a/tasks/{id}/pushNotificationConfigs": "push_list",
+    "GET /a2a/tasks/{id}/pushNotificationConfigs/{config_id}": "push_get",
+    "DELETE /a2a/tasks/{id}/pushNotificationConfigs/{config_id}": "push_delete",
     "GET /a2a/extendedAgentCard": "extended_card",
 }
 ROUTE_KEYS = frozenset({CARD_ROUTE, JSONRPC_ROUTE, *REST_ROUTES})
@@ -61,7 +61,10 @@ def service() -> A2AService:
     waits = DynamoWaits(
         table=settings.tasks_table, dynamodb=aws.client("dynamodb"), limit=settings.a2a_waits_per_authority
     )
-    return A2AService(task_service(), waits=waits)
+    from dovecote.push.wiring import push_service
+
+    tasks = task_service()
+    return A2AService(tasks, waits=waits, push=push_service(tasks))
 
 
 def _prime() -> None:

@@ -34,6 +34,7 @@ API_MODULES = (
     "functions.tasks_api.handler",
     "functions.recall_api.handler",
     "functions.memory_api.handler",
+    "functions.push_api.handler",
 )
 
 
@@ -234,6 +235,8 @@ def openapi_document() -> dict[str, Any]:
         for operation in operations.values():
             # Powertools documents FastAPI's 422; Dovecote answers bad input 400 invalid_argument.
             operation.get("responses", {}).pop("422", None)
+            # A 204 has no body (Powertools documents the handler's `None` return as a JSON null).
+            operation.get("responses", {}).get("204", {}).pop("content", None)
             # Any route can fail on our side: 500 with the envelope (code internal or corrupt_store),
             # never Powertools' response-validation shape.
             operation.setdefault("responses", {})["500"] = {
@@ -245,7 +248,7 @@ def openapi_document() -> dict[str, Any]:
         merged["components"]["schemas"].pop(unused, None)
     merged["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     for path, operations in merged["paths"].items():
-        if path in ("/v1/health", "/v1/openapi.json"):
+        if path in ("/v1/health", "/v1/openapi.json", "/.well-known/jwks.json"):
             continue
         for operation in operations.values():
             operation["security"] = [{"bearer": []}]

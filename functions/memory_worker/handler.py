@@ -1,14 +1,9 @@
 """Memory worker: consumes the memory write queue (SQS FIFO) and runs the reference's Submit steps for
 each message (dovecote.memory.worker.WriteWorker).
 
-Powertools `SqsFifoPartialProcessor(skip_group_on_error=True)` + `process_partial_response`: a
-message that raises is reported in `batchItemFailures` together with the messages behind it in
-its own message group (their order must hold), while the other groups of the batch are processed.
-Without `skip_group_on_error` the processor would fail the rest of the whole batch, holding back
-every other scope behind one bad write.
-
-A processor keeps per-batch state, so one is made per invocation (the local emulator invokes the
-handler from several threads at once; in Lambda it costs nothing).
+A message that raises is reported in `batchItemFailures` with the messages behind it in its own
+message group, while the other scopes of the batch are processed (dovecote/platform/fifo.py: one bad
+write never holds back every other scope).
 """
 
 from __future__ import annotations
@@ -16,11 +11,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
 from dovecote.memory.worker import WriteWorker
 from dovecote.platform import gc_pause
+from dovecote.platform.fifo import SQSRecord, process_fifo
 from dovecote.platform.observability import logger
 
 
@@ -48,10 +41,7 @@ def process_batch(event: dict[str, Any], context: Any, consumer: WriteWorker) ->
             group_id=attributes.message_group_id or "",
         )
 
-    processor = SqsFifoPartialProcessor(skip_group_on_error=True)
-    return dict(
-        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
-    )
+    return process_fifo(event, context, record_handler)
 
 
 @gc_pause.resumes_gc

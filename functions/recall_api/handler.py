@@ -175,7 +175,8 @@ def search(
     ranker: Annotated[
         str,
         Query(
-            json_schema_extra=one_of("", *RANKERS), description="session by default; or top2, message, passage, fused"
+            json_schema_extra=one_of("", *RANKERS),
+            description="session-doc by default; or session, top2, message, passage, fused",
         ),
     ] = "",
     semantic: Annotated[

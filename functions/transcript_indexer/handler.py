@@ -9,6 +9,10 @@ The semantic tier's embedding runs here, off the request path, after the lexical
 scheduled event embeds whatever is still pending in every authority (the local runtime schedules it
 while an embedder is on: transcripts posted inline never pass through the queue). An embedder failure
 is logged and does not fail the upload: it is indexed, and the next run embeds what is left.
+
+The scheduled event also writes the session documents an index made before them lacks
+(RecallService.fill_session_docs: the OpenSearch migration, DOCUMENTS_LIMIT per run; SQLite migrates
+when the database is opened).
 """
 
 from __future__ import annotations
@@ -84,10 +88,25 @@ def embed(authority: str | None, limit: int | None = None) -> int:
     return embedded
 
 
+# The migration to session documents (an index made before them) writes at most this many per run.
+DOCUMENTS_LIMIT = 2_000
+
+
+def fill_documents(limit: int | None = None) -> int:
+    try:
+        written = service().fill_session_docs(limit=limit)
+    except Unavailable as exc:
+        logger.warning("session documents not written; the next run retries", extra={"code": exc.code})
+        return 0
+    if written:
+        logger.info("session documents written", extra={"documents": written})
+    return written
+
+
 @gc_pause.resumes_gc
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if event.get("detail-type") == "Scheduled Event":
-        return {"embedded": embed(None, BACKFILL_LIMIT)}
+        return {"documents": fill_documents(DOCUMENTS_LIMIT), "embedded": embed(None, BACKFILL_LIMIT)}
     response = process_partial_response(event=event, record_handler=index_record, processor=processor, context=context)
     return dict(response)

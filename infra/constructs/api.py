@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from aws_cdk import Duration, Stack
@@ -14,15 +13,15 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
-from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dovecote.platform.settings import Settings
 from infra.constructs.data import Data
-from infra.constructs.grants import Grants, private_queue
+from infra.constructs.grants import Grants, private_queue, stream_source
 from infra.constructs.memory import MemoryQueue
+from infra.constructs.push import Push
 from infra.constructs.search import Search
 from infra.constructs.streams import LWA_ENVIRONMENT, STREAM_HANDLER, StreamFront, lwa_layer_arn
 from infra.event_sources import schedule_of, stream_of
@@ -33,6 +32,8 @@ from infra.routes import (
     FUNCTIONS,
     JANITOR,
     MEMORY_WORKER,
+    PUSH_FANOUT,
+    PUSH_SENDER,
     RECONCILER,
     STREAMS,
     TRANSCRIPT_INDEXER,
@@ -49,6 +50,7 @@ class Api(Construct):
         data: Data,
         memory: MemoryQueue,
         search: Search,
+        push: Push,
         layer_dir: Path,
         functions_dir: Path,
         log_retention: logs.RetentionDays,
@@ -83,9 +85,11 @@ class Api(Construct):
             # Protected payloads: data keys under the stack's key (grants: _grant, tasks_api).
             "data_key_id": data.key.key_arn,
             **memory.settings,
+            **push.settings,
             "recall_table": data.recall.table_name,
             "presign_seconds": str(Settings.default("presign_seconds")),
             "stream_seconds": str(Settings.default("stream_seconds")),
+            "webhook_retry_base_seconds": str(Settings.default("webhook_retry_base_seconds")),
             **search.settings,
         }
         # Context overrides an operator may need: plaintext reads only while migrating old data; the
@@ -106,6 +110,8 @@ class Api(Construct):
             MEMORY_WORKER,
             TRANSCRIPT_INDEXER,
             STREAMS,
+            PUSH_FANOUT,
+            PUSH_SENDER,
             *FUNCTIONS.values(),
         ):
             self.functions[spec.name] = self._function(spec)
@@ -116,19 +122,8 @@ class Api(Construct):
         # the reconciler deletes the body versions those records named. SQS-managed encryption:
         # the messages hold no data, and a KMS key here would only widen the janitor's grants.
         self.janitor_dlq = private_queue(self, "JanitorFailures")
-        janitor = stream_of(JANITOR)
-        self.functions[JANITOR.name].add_event_source_mapping(
-            "NotesStream",
-            event_source_arn=data.notes.table_stream_arn,
-            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-            batch_size=janitor.batch_size,
-            bisect_batch_on_error=True,
-            retry_attempts=janitor.retry_attempts,
-            report_batch_item_failures=True,
-            on_failure=event_sources.SqsDlq(self.janitor_dlq),
-            filters=[{"pattern": json.dumps(janitor.filter)}] if janitor.filter else None,
-        )
-        self._grant_stream_read(JANITOR.name)
+        stream_source(self.functions[JANITOR.name], "NotesStream", data.notes, stream_of(JANITOR), self.janitor_dlq)
+        Grants(self, self.functions, data).stream_read(JANITOR.name, data.notes)
         self.reconcile_failures = self._schedule(RECONCILER, "Reconcile")
         self.dispatch_failures = self._schedule(DISPATCHER, "Dispatch")
 
@@ -366,26 +361,6 @@ class Api(Construct):
             g.cursor_secret(name)
         g.allow(STREAMS.name, ["dynamodb:GetItem"], [d.tokens.table_arn])
         g.table_key(STREAMS.name, d.tokens, write=False)
-
-    def _grant_stream_read(self, name: str) -> None:
-        """What the event source mapping needs to read the notes stream, with the key only through
-        DynamoDB (CDK's grant_stream_read would grant kms:Decrypt without conditions)."""
-        d = self._data
-        fn = self.functions[name]
-        fn.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
-                resources=[d.notes.table_stream_arn or ""],
-            )
-        )
-        fn.add_to_role_policy(iam.PolicyStatement(actions=["dynamodb:ListStreams"], resources=["*"]))
-        fn.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["kms:Decrypt"],
-                resources=[d.key.key_arn],
-                conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{Stack.of(self).region}.amazonaws.com"}},
-            )
-        )
 
     @property
     def region(self) -> str:

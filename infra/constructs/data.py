@@ -19,6 +19,7 @@ from dovecote.admin.records import TOKENS_TABLE
 from dovecote.memory.records import MEMORY_TABLE
 from dovecote.notes.records import NOTES_TABLE
 from dovecote.platform.dynamo import TableDef
+from dovecote.push.records import PUSH_TABLE
 from dovecote.recall.records import RECALL_TABLE
 from dovecote.tasks.records import TASKS_TABLE
 
@@ -67,6 +68,8 @@ class Data(Construct):
         self.memory = self.model_table("Memory", MEMORY_TABLE)
         # Recall's ingest ledger: uploads handed a URL and not indexed yet (dovecote/recall/records.py).
         self.recall = self.model_table("Recall", RECALL_TABLE)
+        # Webhook configs per task, their secrets sealed, and the published signing keys (dovecote/push).
+        self.push = self.model_table("Push", PUSH_TABLE)
 
         # Server access logs: the destination bucket cannot use SSE-KMS, so it uses SSE-S3. The
         # logging service writes through a bucket policy (ownership enforced: no ACLs at all).

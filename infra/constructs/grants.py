@@ -4,6 +4,7 @@ queues. Api, MemoryQueue and Search use it; none of them imports another for it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,7 +16,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.constructs.data import Data
-from infra.event_sources import QueueSource
+from infra.event_sources import QueueSource, StreamSource
 
 
 def private_queue(scope: Construct, id: str, **options: Any) -> sqs.Queue:
@@ -37,6 +38,23 @@ def sqs_source(function: lambda_.Function, queue: sqs.IQueue, spec: QueueSource)
             # An SQS source has no on-failure destination (Lambda offers those for streams and
             # Kafka): a message that keeps failing moves to the queue's dead-letter queue.
             child.add_metadata("cfn-lint", {"config": {"ignore_checks": ["ES1001"]}})
+
+
+def stream_source(function: lambda_.Function, id: str, table: Any, spec: StreamSource, failures: sqs.IQueue) -> None:
+    """`function` reads `table`'s stream from its start, as its row of infra/event_sources.py says
+    (batch, retries, filter), bisecting a failing batch and reporting the records that failed; a batch
+    that fails every retry is recorded in `failures` (Lambda sends the batch's metadata only)."""
+    function.add_event_source_mapping(
+        id,
+        event_source_arn=table.table_stream_arn,
+        starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+        batch_size=spec.batch_size,
+        bisect_batch_on_error=True,
+        retry_attempts=spec.retry_attempts,
+        report_batch_item_failures=True,
+        on_failure=event_sources.SqsDlq(failures),
+        filters=[{"pattern": json.dumps(spec.filter)}] if spec.filter else None,
+    )
 
 
 class Grants:
@@ -93,6 +111,23 @@ class Grants:
         arn = self._data.cursor_secret.secret_arn
         self.allow(name, ["secretsmanager:GetSecretValue"], [arn])
         self.key(name, "secretsmanager", ["kms:Decrypt"], {"StringEquals": {"kms:EncryptionContext:SecretARN": arn}})
+
+    def stream_read(self, name: str, table: Any) -> None:
+        """What an event source mapping needs to read `table`'s stream, the key only through DynamoDB
+        (CDK's grant_stream_read would grant kms:Decrypt without conditions; DynamoDB Streams sets no
+        encryption context to bind it to)."""
+        self.allow(
+            name,
+            ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+            [table.table_stream_arn or ""],
+        )
+        self.allow(name, ["dynamodb:ListStreams"], ["*"])
+        self.allow(
+            name,
+            ["kms:Decrypt"],
+            [self._data.key.key_arn],
+            StringEquals={"kms:ViaService": f"dynamodb.{self._region}.amazonaws.com"},
+        )
 
     def foundation_model(self, name: str, model_arn: str) -> None:
         """Invoking one Bedrock foundation model (the semantic tier's embedder), nothing else: not

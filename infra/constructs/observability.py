@@ -8,15 +8,24 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.constructs import memory as memory_queue
+from infra.constructs import push as push_construct
 from infra.constructs import search as search_queue
 from infra.constructs.api import Api
 from infra.constructs.memory import MemoryQueue
+from infra.constructs.push import Push
 from infra.constructs.search import Search
 
 
 class Observability(Construct):
     def __init__(
-        self, scope: Construct, id: str, *, api: Api, memory: MemoryQueue, search: Search | None = None
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        api: Api,
+        memory: MemoryQueue,
+        search: Search | None = None,
+        push: Push | None = None,
     ) -> None:
         super().__init__(scope, id)
         widgets: list[cw.IWidget] = []
@@ -65,6 +74,25 @@ class Observability(Construct):
         self._alarm("corrupt-store", corrupt, 1)
         if search is not None:
             self._search_alarms(search)
+        if push is not None:
+            # A dead-lettered notification (given up after hours of retries, or refused outright: the
+            # config's last_failure says why; POST /v1/admin/webhooks/redrive sends it again), a
+            # fan-out batch that failed every retry, and a queue whose oldest notification outlived
+            # the retry window (the sender is stuck).
+            period = Duration.minutes(5)
+            self._alarm(
+                "webhook-dead-letters", push.dlq.metric_approximate_number_of_messages_visible(period=period), 1
+            )
+            self._alarm(
+                "webhook-fanout-failures",
+                push.fanout_failures.metric_approximate_number_of_messages_visible(period=period),
+                1,
+            )
+            self._alarm(
+                "webhook-queue-age",
+                push.queue.metric_approximate_age_of_oldest_message(period=period),
+                push_construct.QUEUE_AGE_ALARM_SECONDS,
+            )
         latency = api_metric("Latency", "p95")
         widgets.append(cw.GraphWidget(title="API 5xx and p95 latency", left=[server_errors], right=[latency]))
         cw.Dashboard(self, "Dashboard", dashboard_name="dovecote", widgets=[widgets])

@@ -75,6 +75,7 @@ class QueuePoller(EventSource):
         concurrency: int = 1,
         region: str = "us-east-1",
         give_up_after: int | None = None,
+        retry_poll_s: float | None = None,
     ) -> None:
         if not 1 <= batch_size <= MAX_BATCH:
             raise ValueError(f"batch_size must be between 1 and {MAX_BATCH}")
@@ -87,6 +88,7 @@ class QueuePoller(EventSource):
         self._arn = ""
         self._visibility_s = 30.0
         self._give_up_after = give_up_after
+        self._retry_poll_s = retry_poll_s
         self.failures: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._counts = threading.Lock()
@@ -101,6 +103,14 @@ class QueuePoller(EventSource):
         self._arn = attributes["QueueArn"]
         self._visibility_s = float(attributes.get("VisibilityTimeout", 30))
         return self
+
+    def _hidden(self) -> bool:
+        """Whether messages are in flight or waiting out a retry's visibility timeout."""
+        with self._lock:
+            found = self._sqs.get_queue_attributes(
+                QueueUrl=self._url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+            )["Attributes"]
+        return int(found.get("ApproximateNumberOfMessagesNotVisible", "0")) > 0
 
     def record(self, message: dict[str, Any]) -> dict[str, Any]:
         """One message in the shape Lambda gives an SQS consumer."""
@@ -128,6 +138,8 @@ class QueuePoller(EventSource):
             )
         messages = response.get("Messages") or []
         if not messages:
+            if self._retry_poll_s is not None and self._hidden():
+                self.poll_at(time.monotonic() + self._retry_poll_s)  # a retry still waits its turn
             return 0
         records = [self.record(m) for m in messages]
         try:
@@ -138,8 +150,10 @@ class QueuePoller(EventSource):
             failed = {r["messageId"] for r in records}
         done = [r for r in records if r["messageId"] not in failed]
         if failed:
-            # Nothing announces a message coming back from its visibility timeout: poll then.
-            self.poll_at(time.monotonic() + self._visibility_s + 0.1)
+            # Nothing announces a message coming back from its visibility timeout: poll then (or,
+            # for a consumer that sets each failed message's timeout itself, every retry_poll_s).
+            wait = self._visibility_s + 0.1 if self._retry_poll_s is None else self._retry_poll_s
+            self.poll_at(time.monotonic() + wait)
         if self._give_up_after is not None:
             given_up = [
                 r

@@ -12,6 +12,9 @@ from infra.routes import TRANSCRIPT_UPLOADS_PREFIX
 # Locally a failed memory message is seen again after this long (Lambda's queue uses 6× the
 # function timeout; a dev loop wants the retry soon).
 MEMORY_VISIBILITY_S = 10
+# Locally a webhook notification whose sender died is seen again after this long (the cloud's: six
+# times the sender's timeout); a retry's wait is the sender's own (ChangeMessageVisibility).
+PUSH_VISIBILITY_S = 30
 
 
 def model_tables() -> list[Any]:
@@ -19,10 +22,11 @@ def model_tables() -> list[Any]:
     from dovecote.admin.records import TOKENS_TABLE
     from dovecote.memory.records import MEMORY_TABLE
     from dovecote.notes.records import NOTES_TABLE
+    from dovecote.push.records import PUSH_TABLE
     from dovecote.recall.records import RECALL_TABLE
     from dovecote.tasks.records import TASKS_TABLE
 
-    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE, RECALL_TABLE, MEMORY_TABLE]
+    return [TOKENS_TABLE, NOTES_TABLE, TASKS_TABLE, RECALL_TABLE, MEMORY_TABLE, PUSH_TABLE]
 
 
 def create_transcript_queue(*, s3: Any, sqs: Any, bucket: str, queue: str) -> str:
@@ -61,6 +65,28 @@ def create_memory_queues(sqs: Any, *, queue: str, dlq: str, visibility_s: int) -
     return {c.ENV_MEMORY_QUEUE_URL: queue_url, c.ENV_MEMORY_DLQ_URL: dlq_url}
 
 
+def create_push_queues(sqs: Any, *, queue: str, dlq: str, visibility_s: int) -> dict[str, str]:
+    """The webhook queue (FIFO, a group per task) and its FIFO dead-letter queue (kept 14 days). The
+    RedrivePolicy is the backstop: the sender dead-letters a notification itself on its last attempt
+    (dovecote/push/queue.py)."""
+    import json
+
+    from dovecote.push.queue import redrive_max_receives
+
+    fifo = {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
+    dlq_url = sqs.create_queue(QueueName=dlq, Attributes={**fifo, "MessageRetentionPeriod": "1209600"})["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": redrive_max_receives()}
+    attributes = {
+        **fifo,
+        "VisibilityTimeout": str(visibility_s),
+        "MessageRetentionPeriod": "1209600",
+        "RedrivePolicy": json.dumps(redrive),
+    }
+    queue_url = sqs.create_queue(QueueName=queue, Attributes=attributes)["QueueUrl"]
+    return {c.ENV_PUSH_QUEUE_URL: queue_url, c.ENV_PUSH_DLQ_URL: dlq_url}
+
+
 def create_all(
     *,
     dynamodb: Any,
@@ -93,6 +119,9 @@ def create_all(
                 sqs, queue=names["memory_queue"], dlq=names["memory_dlq"], visibility_s=memory_visibility_s
             )
         )
+        env.update(
+            create_push_queues(sqs, queue=names["push_queue"], dlq=names["push_dlq"], visibility_s=PUSH_VISIBILITY_S)
+        )
     if kms is not None:
         key = kms.create_key(Description="Dovecote protected payloads (local)")["KeyMetadata"]["KeyId"]
         env["DOVECOTE_DATA_KEY_ID"] = key
@@ -112,6 +141,9 @@ DEFAULT_NAMES = {
     "bucket": "dovecote-bodies",
     "recall_table": "dovecote-recall",
     "transcripts_queue": "dovecote-transcripts",
+    "push_table": "dovecote-push",
+    "push_queue": "dovecote-push.fifo",
+    "push_dlq": "dovecote-push-dlq.fifo",
 }
 
 

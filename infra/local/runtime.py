@@ -61,8 +61,15 @@ class _QuietHandler(WSGIRequestHandler):
         pass  # the gateway logs one richer line per request (method, path, status, code, ms)
 
 
-def _trim_consumed(trim: Any, table: str, poller: Any) -> None:
-    trim(table, dict(poller.checkpoint))
+def _trim_consumed(table: str, poller: Any) -> None:
+    from infra.local.streams import trim_consumed
+
+    trim_consumed(table, dict(poller.checkpoint))
+
+
+def _run_all(calls: list[Any]) -> None:
+    for call in calls:
+        call()
 
 
 def _local_every(function: Function) -> float:
@@ -89,6 +96,8 @@ class LocalRuntime:
     faults: bool = False
     # `--a2a-unauthenticated`: A2A requests without a token run as the dev caller (local only).
     a2a_unauthenticated: bool = False
+    # `--allow-loopback-webhooks`: webhooks may be plain http to loopback receivers (local only).
+    allow_loopback_webhooks: bool = False
     # `--data DIR`: keep state across restarts there; `fresh` wipes DIR first.
     data_dir: Path | None = None
     fresh: bool = False
@@ -181,8 +190,16 @@ class LocalRuntime:
                 "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
                 # Recall's embedded index lives in this process, shared by the API and the indexer.
                 "DOVECOTE_RECALL_SQLITE_PATH": recall_path,
+                # The webhook signing keys: a file only its owner reads, in DIR (dovecote/push/keys.py).
+                "DOVECOTE_WEBHOOK_KEY_FILE": str(self._key_file()),
+                # A dev loop wants a failed webhook tried again soon (the cloud's first wait: 5 s).
+                "DOVECOTE_WEBHOOK_RETRY_BASE_SECONDS": os.environ.get("DOVECOTE_WEBHOOK_RETRY_BASE_SECONDS", "1"),
             }
         )
+        if self.allow_loopback_webhooks:
+            os.environ["DOVECOTE_ALLOW_LOOPBACK_WEBHOOKS"] = "true"
+        else:
+            os.environ.pop("DOVECOTE_ALLOW_LOOPBACK_WEBHOOKS", None)
         from dovecote.platform import aws
         from dovecote.platform.settings import get_settings
         from infra.local.metrics import SummaryLog, capture_metrics
@@ -207,6 +224,7 @@ class LocalRuntime:
             if restoring:
                 self._reshard_claimable()
         get_settings.cache_clear()
+        self._publish_webhook_keys()
         if get_settings().opensearch_url:
             # DOVECOTE_OPENSEARCH_URL: recall uses that OpenSearch instead of SQLite FTS5. A node that
             # does not answer fails the start here, not the first search.
@@ -255,6 +273,23 @@ class LocalRuntime:
             # last: the snapshot that folds in what this start replayed does not slow the start.
             self._store.start_background()
         return self
+
+    def _key_file(self) -> Path:
+        """DIR/webhook-keys.json; without --data, beside the tokens file (a dev key that outlives the
+        in-memory data, harmlessly: it signs nothing that outlives the runtime)."""
+        from dovecote.push.keys import KEY_FILE
+
+        return (self.data_dir if self.data_dir is not None else self.tokens_file.parent) / KEY_FILE
+
+    def _publish_webhook_keys(self) -> None:
+        """The signing keys' JWKS at /.well-known/jwks.json from the start (the sender publishes it
+        again before it signs with a key it has not published)."""
+        import time
+
+        from dovecote.push.keys import FileKeys
+        from dovecote.push.wiring import config_store
+
+        config_store(sealed=False).publish_keys(FileKeys(self._key_file()).ring().jwks(time.time()))
 
     def _lock_data_dir(self) -> None:
         """One `dovecote dev` per DIR: two would interleave one journal. The lock is on the
@@ -366,6 +401,7 @@ class LocalRuntime:
         from infra.local.streams import StreamPoller, streams_client
 
         settings = get_settings()
+        trims: list[Any] = []
         for stream in STREAMS:
             table = getattr(settings, stream.table)
             poller = StreamPoller(
@@ -377,16 +413,17 @@ class LocalRuntime:
                 event_filter=stream.filter,
             )
             self.sources.append(poller.wake_on(self._wakeups.watch_table(table), idle_s=IDLE_POLL_S).start())
-            if self._store is not None and stream.function.name == "notes_janitor":
-                from infra.local.streams import trim_consumed
-
-                # A snapshot keeps only the stream records the janitor has not handled yet.
-                self._store.before_cut = functools.partial(_trim_consumed, trim_consumed, table, poller)
+            trims.append(functools.partial(_trim_consumed, table, poller))
+        if self._store is not None:
+            # A snapshot keeps only the stream records their pollers have not handled yet.
+            self._store.before_cut = functools.partial(_run_all, trims)
         for queue in QUEUES:
             url = aws.client("sqs").get_queue_url(QueueName=DEFAULT_NAMES[queue.queue])["QueueUrl"]
             options: dict[str, Any] = {"concurrency": queue.local_concurrency}
             if queue.local_give_up_after is not None:
                 options["give_up_after"] = queue.local_give_up_after
+            if queue.local_retry_poll_s is not None:
+                options["retry_poll_s"] = queue.local_retry_poll_s
             self.sources.append(
                 self._poll_queue(url, queue.function, queue.batch_size, s3_writes=queue.wake_on_s3_writes, **options)
             )

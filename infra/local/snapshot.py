@@ -42,7 +42,8 @@ FORMAT = 2
 _BLOB_NAME = re.compile(r"[0-9a-f]{64}")  # fullmatch: a name with a final newline is not a blob
 # The files of DIR (the module docstring); `make_private` touches nothing else a user keeps there.
 OWN_FILES = re.compile(
-    r"^\.?(moto\.snapshot|moto\.journal\.\d+|moto\.state\.[a-z0-9]+\.\d+|moto\.blobs|env\.json|dev-tokens\.json)(\.tmp)?$"
+    r"^\.?(moto\.snapshot|moto\.journal\.\d+|moto\.state\.[a-z0-9]+\.\d+|moto\.blobs|env\.json|dev-tokens\.json"
+    r"|webhook-keys\.json)(\.tmp)?$"
     r"|^recall\.sqlite"
 )
 

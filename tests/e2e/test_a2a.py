@@ -132,11 +132,12 @@ def test_the_agent_card_is_public_and_names_both_bindings(dev_runtime: dict[str,
     assert set(interfaces) == {"JSONRPC", "HTTP+JSON"}
     assert {i["protocolVersion"] for i in interfaces.values()} == {"1.0"}
     assert interfaces["HTTP+JSON"]["url"].endswith("/a2a")
-    assert body["capabilities"]["streaming"] is True and "pushNotifications" not in body["capabilities"]
+    assert body["capabilities"]["streaming"] is True and body["capabilities"]["pushNotifications"] is True
     assert body["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
     assert [e["uri"] for e in body["capabilities"]["extensions"]] == [
         "urn:dovecote:a2a:idempotency-key:v1",
         "urn:dovecote:a2a:stream-resume:v1",
+        "urn:dovecote:a2a:signed-webhooks:v1",
     ]
     # Every other A2A route is behind the authorizer, as the rest of the API
     assert httpx.post(dev_runtime["endpoint"] + "/", json={}, timeout=30).status_code == 401

@@ -38,6 +38,8 @@ CALLER_TOOLS = READ_ONLY | {
     "tasks_cancel",
     "memory_submit",
     "memory_judge",
+    "webhooks_add",
+    "webhooks_delete",
 }
 WORKER_TOOLS = {
     "tasks_claim",

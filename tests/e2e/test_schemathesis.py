@@ -127,7 +127,10 @@ def refused_beyond_the_schema(case: Any) -> bool:
     - an apply receipt: `success` observes exactly the result revision (one field equal to another);
     - memory tags: distinct case-insensitively (`uniqueItems` compares exactly);
     - a message part's url: one urllib.parse can split (no unclosed IPv6 host, no host that
-      NFKC-normalizes into a delimiter).
+      NFKC-normalizes into a delimiter);
+    - a webhook's url: https, a host that resolves now, no private address (dovecote/push/addresses.py:
+      what DNS answers is not the document's to state); asked of the same check, so only its refusals
+      are excused, and they are asserted by name in tests/unit/test_push_addresses.py.
     What JSON Schema can state is declared instead: a `conflict` or `success` receipt names its
     observed revision, at most one `subject:` tag, which has a key."""
     from dovecote.platform.errors import InvalidArgument
@@ -153,11 +156,24 @@ def refused_beyond_the_schema(case: Any) -> bool:
             return True
     if any(_urllib_refuses(url) for url in _part_urls(body)):
         return True
+    if path.endswith("/webhooks") and isinstance(body.get("url"), str) and _webhook_refused(body["url"]):
+        return True
     if path == "/v1/memory/writes" and isinstance(body.get("tags"), list):
         tags = [t.lower() for t in body["tags"] if isinstance(t, str)]
         if len(set(tags)) != len(tags):
             return True
     return over_a_byte_limit(case)
+
+
+def _webhook_refused(url: str) -> bool:
+    from dovecote.platform.errors import InvalidArgument
+    from dovecote.push.addresses import SystemResolver, check
+
+    try:
+        check(url, SystemResolver())  # the shared runtime runs without --allow-loopback-webhooks
+    except InvalidArgument:
+        return True
+    return False
 
 
 def _part_urls(body: dict[str, Any]) -> list[str]:

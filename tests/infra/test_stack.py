@@ -26,6 +26,8 @@ from infra.routes import (
     JANITOR,
     MEMORY_WORKER,
     MEMORY_WORKER_BATCH_SIZE,
+    PUSH_FANOUT,
+    PUSH_SENDER,
     RECONCILER,
     STREAMS,
     TRANSCRIPT_INDEXER,
@@ -33,7 +35,7 @@ from infra.routes import (
 )
 from tests.infra.conftest import OPTIONS  # noqa: E402
 
-BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, MEMORY_WORKER, TRANSCRIPT_INDEXER)
+BACKGROUND = (AUTHORIZER, JANITOR, RECONCILER, DISPATCHER, MEMORY_WORKER, TRANSCRIPT_INDEXER, PUSH_FANOUT, PUSH_SENDER)
 # The streams function: behind the Lambda Web Adapter, its handler the adapter's start script.
 FRONTED = (STREAMS,)
 
@@ -221,8 +223,15 @@ def test_a2a_role_is_the_callers_side_of_the_tasks_only(synthesized: dict[str, A
     raw = synthesized["raw"]
     tables = resources(raw, "AWS::DynamoDB::Table")
     tasks = next(k for k in tables if k.startswith("DataTasks"))
+    push = next(k for k in tables if k.startswith("DataPush"))
     statements = _policy_for(raw, "a2a_api")
-    dynamo = [s for s in statements if any(a.startswith("dynamodb:") for a in _actions(s))]
+    everything = [s for s in statements if any(a.startswith("dynamodb:") for a in _actions(s))]
+    # Its webhooks (push notification configs): their own table, nothing else.
+    configs = [s for s in everything if _logical_ids(s["Resource"]) & set(tables) == {push}]
+    assert [sorted(_actions(s)) for s in configs] == [
+        ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]
+    ]
+    dynamo = [s for s in everything if s not in configs]
     assert [sorted(_actions(s)) for s in dynamo] == [
         ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
         ["dynamodb:UpdateItem"],
@@ -304,6 +313,7 @@ def test_model_tables_match_their_models(synthesized: dict[str, Any]) -> None:
         "tasks_table": "DataTasks",
         "memory_table": "DataMemory",
         "recall_table": "DataRecall",
+        "push_table": "DataPush",
     }
     for table in model_tables():
         props = next(t["Properties"] for k, t in tables.items() if k.startswith(prefixes[table.setting]))
@@ -360,7 +370,10 @@ def test_tables_are_on_demand_with_pitr_and_the_list_indexes(synthesized: dict[s
 def test_janitor_consumes_only_note_removals_and_replacements(synthesized: dict[str, Any]) -> None:
     mappings = resources(synthesized["raw"], "AWS::Lambda::EventSourceMapping")
     streams = [
-        m["Properties"] for m in mappings.values() if "StreamArn" in json.dumps(m["Properties"]["EventSourceArn"])
+        m["Properties"]
+        for m in mappings.values()
+        if "StreamArn" in json.dumps(m["Properties"]["EventSourceArn"])
+        and "DataNotes" in json.dumps(m["Properties"]["EventSourceArn"])
     ]
     assert len(streams) == 1
     props = streams[0]
@@ -446,8 +459,9 @@ def test_every_kms_grant_is_bound_to_a_service_and_an_encryption_context(synthes
             # The stream reader is the one grant without a context: DynamoDB Streams sets none.
             assert contexts or _actions(statement) == ["kms:Decrypt"], statement
     assert grants >= 8
-    # tasks_api, a2a_api and the streams function (messages sent over A2A on the streaming front) seal payloads
-    assert payload_grants == 3
+    # tasks_api, a2a_api and the streams function (messages sent over A2A on the streaming front) seal payloads;
+    # push_api seals webhook credentials, push_sender opens them (and the task's payloads it notifies of)
+    assert payload_grants == 5
 
 
 def test_each_function_receives_only_the_settings_it_names(synthesized: dict[str, Any]) -> None:

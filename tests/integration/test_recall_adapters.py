@@ -405,7 +405,7 @@ def test_the_indexer_embeds_after_indexing_and_a_scheduled_run_embeds_the_rest(
         service.ingest(ACME, _inline("inline-1", "posted inline"))
         assert index.pending_vectors(key, "acme") == 1
         scheduled = {"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
-        assert indexer.handler(scheduled, _Context()) == {"embedded": 1}
+        assert indexer.handler(scheduled, _Context()) == {"documents": 0, "embedded": 1}
         assert index.pending_vectors(key, "acme") == 0
         envelope = service.search(ACME, gate_search(q="inline", semantic="on"))
         assert envelope.vector_coverage.ran and envelope.vector_coverage.missing_msgs == 0
@@ -414,9 +414,9 @@ def test_the_indexer_embeds_after_indexing_and_a_scheduled_run_embeds_the_rest(
         service.ingest(ACME, _inline("inline-3", "first of two"))
         service.ingest(ACME, _inline("inline-4", "second of two"))
         assert index.pending_vectors(key, "acme") == 2
-        assert indexer.handler(scheduled, _Context()) == {"embedded": 1}
+        assert indexer.handler(scheduled, _Context()) == {"documents": 0, "embedded": 1}
         assert index.pending_vectors(key, "acme") == 1
-        assert indexer.handler(scheduled, _Context()) == {"embedded": 1}
+        assert indexer.handler(scheduled, _Context()) == {"documents": 0, "embedded": 1}
         assert index.pending_vectors(key, "acme") == 0
 
         def down(texts: Any) -> Any:
@@ -424,8 +424,13 @@ def test_the_indexer_embeds_after_indexing_and_a_scheduled_run_embeds_the_rest(
 
         monkeypatch.setattr(service.embedder, "embed", down)
         service.ingest(ACME, _inline("inline-2", "another"))
-        assert indexer.handler(scheduled, _Context()) == {"embedded": 0}  # logged, not raised
+        assert indexer.handler(scheduled, _Context()) == {"documents": 0, "embedded": 0}  # logged, not raised
         assert index.pending_vectors(key, "acme") == 1  # still pending: the next run embeds it
+        # The session documents' migration runs on the same schedule: a session without its
+        # document (as an index made before them) gets it.
+        index._db.execute("DELETE FROM session_docs WHERE session_id = 'inline-1'")  # noqa: SLF001
+        assert indexer.handler(scheduled, _Context())["documents"] == 1
+        assert indexer.handler(scheduled, _Context())["documents"] == 0
     finally:
         indexer.service.cache_clear()
         get_settings.cache_clear()

@@ -17,7 +17,7 @@ from dovecote.embedding.fakes import HashingEmbedder
 from dovecote.recall.fusion import model_key
 from dovecote.recall.model import Message, Session, Visibility
 from dovecote.recall.opensearch import OpenSearchIndex
-from dovecote.recall.opensearch_store import _message_id
+from dovecote.recall.opensearch_store import message_id
 from dovecote.recall.ports import IndexQuery, SearchFilter, SemanticQuery, Withhold
 from dovecote.recall.query import parse_query
 from dovecote.recall.sqlite import SqliteSearchIndex
@@ -87,7 +87,7 @@ def make_engine(opensearch_url: str, opensearch_pool: IndexPool) -> Iterator[Cal
 @contextmanager
 def recording(engine: OpenSearchIndex) -> Iterator[list[tuple[str, str, Any]]]:
     """Every request the engine sends, (method, path, body as sent), at the client's transport."""
-    transport = engine._client.transport
+    transport = engine.store.client.transport
     real = transport.perform_request
     sent: list[tuple[str, str, Any]] = []
 
@@ -124,19 +124,21 @@ def test_the_domains_mapping_has_a_lucene_cosine_knn_vector_of_the_configured_di
     engine = make_engine(fresh=True, vector_dimension=512)
     with recording(engine) as sent:
         engine.ensure_indices()
-    created = [body for method, path, body in sent if method == "PUT" and path == f"/{engine.messages}"]
+    created = [body for method, path, body in sent if method == "PUT" and path == f"/{engine.store.messages}"]
     assert len(created) == 1
     assert created[0]["settings"]["index"] == {"knn": True}
     properties = created[0]["mappings"]["properties"]
     assert properties["vector_512"] == {"type": "knn_vector", "dimension": 512, "method": LUCENE_COSINE}
     assert properties["digest"] == properties["vector_model"] == {"type": "keyword"}
     # What the node made of it: the k-NN plugin took the field.
-    mapping = engine._client.indices.get_mapping(index=engine.messages)[engine.messages]["mappings"]["properties"]
+    mapping = engine.store.client.indices.get_mapping(index=engine.store.messages)[engine.store.messages]["mappings"][
+        "properties"
+    ]
     assert mapping["vector_512"]["type"] == "knn_vector"
     assert mapping["vector_512"]["dimension"] == 512
     assert mapping["vector_512"]["method"]["engine"] == "lucene"
     assert mapping["vector_512"]["method"]["space_type"] == "cosinesimil"
-    settings = engine._client.indices.get_settings(index=engine.messages)[engine.messages]["settings"]
+    settings = engine.store.client.indices.get_settings(index=engine.store.messages)[engine.store.messages]["settings"]
     assert settings["index"]["knn"] == "true"
 
 
@@ -150,7 +152,7 @@ def test_without_an_embedder_setting_the_first_pass_adds_its_dimensions_field(
     puts = [(path, body) for method, path, body in sent if method == "PUT" and path.endswith("/_mapping")]
     assert puts == [
         (
-            f"/{engine.messages}/_mapping",
+            f"/{engine.store.messages}/_mapping",
             {"properties": {"vector_8": {"type": "knn_vector", "dimension": 8, "method": LUCENE_COSINE}}},
         )
     ]
@@ -237,11 +239,14 @@ def test_a_vector_of_a_collected_generation_is_skipped_not_failed(make_engine: C
     what still exists and fails nothing."""
     engine = make_engine()
     engine.replace_session("acme", session("s1", ["lease fence", "ok"]), sha256="a")
-    kept, gone = _message_id("acme", 1, 0), _message_id("acme", 1, 1)  # the first generation is 1
-    engine._client.delete(index=engine.messages, id=gone, routing="acme", refresh=True)
-    written = engine._update_vectors("acme", [(kept, {"vector_model": MODEL}), (gone, {"vector_model": MODEL})])
+    kept, gone = message_id("acme", 1, 0), message_id("acme", 1, 1)  # the first generation is 1
+    engine.store.client.delete(index=engine.store.messages, id=gone, routing="acme", refresh=True)
+    written = engine.vectors.update_vectors("acme", [(kept, {"vector_model": MODEL}), (gone, {"vector_model": MODEL})])
     assert written == 1
-    assert engine._client.get(index=engine.messages, id=kept, routing="acme")["_source"]["vector_model"] == MODEL
+    assert (
+        engine.store.client.get(index=engine.store.messages, id=kept, routing="acme")["_source"]["vector_model"]
+        == MODEL
+    )
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "weighted"])
@@ -287,7 +292,7 @@ def test_an_index_made_before_the_tier_says_it_cannot_hold_vectors_and_fails_not
 
     engine = make_engine(fresh=True)
     old = {"settings": {"analysis": ANALYSIS}, "mappings": MESSAGE_MAPPING}  # no index.knn
-    engine._client.indices.create(index=engine.messages, body=old)
+    engine.store.client.indices.create(index=engine.store.messages, body=old)
     engine.replace_session("acme", session("s1", ["lease fence", "ok"]), sha256="a")
     with pytest.raises(Unavailable, match="cannot hold vectors"):
         engine.embed_pending(EMBEDDER)
@@ -308,7 +313,7 @@ def test_a_vector_write_the_node_does_not_answer_is_unavailable_and_the_next_pas
 
     engine = make_engine()
     engine.replace_session("acme", session("s1", ["lease fence", "ok", "third"]), sha256="a")
-    transport = engine._client.transport
+    transport = engine.store.client.transport
     real = transport.perform_request
 
     def lose_the_bulk(method: str, url: str, *args: Any, **kwargs: Any) -> Any:

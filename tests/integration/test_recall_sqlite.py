@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dovecote.recall.model import RANKERS, Message, Session, Visibility
 from dovecote.recall.ports import IndexQuery, SearchFilter, Withhold
 from dovecote.recall.query import parse_query
-from dovecote.recall.ranking import rank_sessions
+from dovecote.recall.ranking import fuse_documents, rank_sessions, uses_documents
 from dovecote.recall.sqlite import SqliteSearchIndex, check_sqlite
 from tests.conftest import examples
 
@@ -73,12 +73,32 @@ def test_reduced_candidates_rank_like_all_candidates(
     page = engine.search("acme", index_query)
     every = engine.reference_candidates("acme", index_query)
     expected = rank_sessions(every[:ceiling], ranker=ranker, sort=sort)
+    if uses_documents(ranker, sort):  # `session-doc`: the documents reorder the same sessions
+        expected = fuse_documents(expected, engine.document_order("acme", index_query))
     top = expected[:limit]
     assert [(h.session.session_id, h.row.pos) for h in page.hits] == [(r.best.session_id, r.best.pos) for r in top]
     assert [(h.coverage, h.score) for h in page.hits] == [(r.coverage, r.score) for r in top]
     assert page.total_sessions == len(expected)
     assert page.total_is_lower_bound == (len(every) > ceiling)
     assert page.newest == max((c.timestamp for c in every[:ceiling]), default="")
+
+
+def test_a_database_made_before_the_session_documents_gets_them_on_open(tmp_path: pytest.TempPathFactory) -> None:
+    path = tmp_path / "recall.sqlite3"  # type: ignore[operator]
+    engine = SqliteSearchIndex(path)
+    for name, text in (("one", "wallaby tracks"), ("two", "a wallaby"), ("three", "emu")):
+        message = Message(uuid=str(uuid.uuid4()), role="user", kind="text", text=text, timestamp="")
+        engine.replace_session("acme", Session(name, "t", "p", "", (message,)), sha256="x")
+    engine._db.executescript(  # noqa: SLF001 - the database as the version before them left it
+        "DROP TRIGGER session_docs_ai; DROP TRIGGER session_docs_ad; DROP TABLE session_docs_fts; "
+        "DROP TABLE session_docs;"
+    )
+    engine.close()
+    again = SqliteSearchIndex(path)
+    query = IndexQuery(query=parse_query("wallaby emu"), filter=SearchFilter(), limit=8, ranker="session-doc")  # type: ignore[arg-type]
+    assert sorted(again.document_order("acme", query)) == ["one", "three", "two"]
+    assert again.fill_session_docs() == 0  # every session has its document
+    again.close()
 
 
 def test_this_sqlite_has_fts5_and_trigram() -> None:

@@ -34,7 +34,7 @@ class IndexPool:
         return prefix
 
     def _drop(self, prefix: str) -> None:
-        names = ",".join(f"{prefix}-{kind}" for kind in ("messages", "sessions", "topics"))
+        names = ",".join(f"{prefix}-{kind}" for kind in ("messages", "sessions", "topics", "documents"))
         self._client.indices.delete(index=names, ignore_unavailable=True)
 
     def take(self) -> str:

@@ -220,6 +220,21 @@ CASES = [
         "judge_relation",
         "POST /v1/memory/relations/{id}/judgment",
         lambda c, v: c.judge_relation(v["id"], "confirmed"),
+    ),    Case(
+        "add_webhook",
+        "POST /v1/tasks/{id}/webhooks",
+        lambda c, v: c.add_webhook(v["id"], "https://hooks.example.com/"),
+    ),
+    Case("list_webhooks", "GET /v1/tasks/{id}/webhooks", lambda c, v: c.list_webhooks(v["id"])),
+    Case(
+        "get_webhook",
+        "GET /v1/tasks/{id}/webhooks/{webhook_id}",
+        lambda c, v: c.get_webhook(v["id"], v["webhook_id"]),
+    ),
+    Case(
+        "delete_webhook",
+        "DELETE /v1/tasks/{id}/webhooks/{webhook_id}",
+        lambda c, v: c.delete_webhook(v["id"], v["webhook_id"]),
     ),
 ]
 # Methods with an id parameter that never reaches the path (with the reason): the property test

@@ -12,7 +12,7 @@ import pytest
 from dovecote.platform.settings import Settings, SettingsError
 from dovecote.recall.engines import open_search_index
 from dovecote.recall.opensearch import OpenSearchIndex
-from dovecote.recall.opensearch_mapping import _fragment_snippet, compile_node, make_client
+from dovecote.recall.opensearch_mapping import compile_node, fragment_snippet, make_client
 from dovecote.recall.query import And, Not, Or, Term, parse_query
 
 
@@ -72,7 +72,11 @@ def test_settings_refuse_an_unknown_signing_service_and_a_bad_prefix() -> None:
 def test_the_engine_seam_picks_opensearch_when_a_url_is_set() -> None:
     engine = open_search_index(Settings(opensearch_url="http://127.0.0.1:9", opensearch_index_prefix="team-a"))
     assert isinstance(engine, OpenSearchIndex) and engine.name == "opensearch"
-    assert (engine.messages, engine.sessions, engine.topics) == ("team-a-messages", "team-a-sessions", "team-a-topics")
+    assert (engine.store.messages, engine.store.sessions, engine.store.topics) == (
+        "team-a-messages",
+        "team-a-sessions",
+        "team-a-topics",
+    )
 
 
 PROBE = """
@@ -164,4 +168,4 @@ def test_a_parsed_boolean_query_compiles_to_the_same_tree() -> None:
     ],
 )
 def test_fragment_snippet_marks_the_cuts(text: str, fragment: str, want: str) -> None:
-    assert _fragment_snippet(text, fragment) == want
+    assert fragment_snippet(text, fragment) == want

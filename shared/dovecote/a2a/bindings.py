@@ -6,8 +6,9 @@ JSON-RPC error object or an AIP-193 body.
 
 Streaming (SendStreamingMessage, SubscribeToTask) is served by the streams function
 (functions/a2a_api/streams.py, on the streaming front the card names); a streaming request that
-reaches this buffered binding anyway is UnsupportedOperation. Push notification configs:
-PushNotificationNotSupported. The extended card: UnsupportedOperation (the card does not declare one).
+reaches this buffered binding anyway is UnsupportedOperation. Push notification configs: the push
+service (dovecote/a2a/push.py), or PushNotificationNotSupported where none is wired. The extended
+card: UnsupportedOperation (the card does not declare one).
 """
 
 from __future__ import annotations
@@ -221,10 +222,44 @@ def _dispatch(service: A2AService, call: Call, method: str, params: Any) -> dict
     if method in STREAMING_METHODS:
         raise unsupported_streaming()
     if method in PUSH_METHODS:
-        raise push_not_supported()
+        check_version(call)
+        return _push_rpc(service, call, method, params)
     if method == "GetExtendedAgentCard":
         raise no_extended_card()
     raise error("METHOD_NOT_FOUND", f"Method not found: {method[:100]}", method=method[:100])
+
+
+def _push_rpc(service: A2AService, call: Call, method: str, params: Any) -> dict[str, Any]:
+    from a2a.types import (
+        DeleteTaskPushNotificationConfigRequest,
+        GetTaskPushNotificationConfigRequest,
+        ListTaskPushNotificationConfigsRequest,
+        TaskPushNotificationConfig,
+    )
+
+    from dovecote.a2a import push
+
+    if service.push is None:
+        raise push_not_supported()
+    if method == "CreateTaskPushNotificationConfig":
+        return as_json(push.create(service.push, call.principal, parse_params(params, TaskPushNotificationConfig())))
+    if method == "GetTaskPushNotificationConfig":
+        request = parse_params(params, GetTaskPushNotificationConfigRequest())
+        return as_json(push.get(service.push, call.principal, request))
+    if method == "ListTaskPushNotificationConfigs":
+        request = parse_params(params, ListTaskPushNotificationConfigsRequest())
+        return list_configs_json(push.list_configs(service.push, call.principal, request))
+    push.delete(service.push, call.principal, parse_params(params, DeleteTaskPushNotificationConfigRequest()))
+    return {}
+
+
+def list_configs_json(response: Any) -> dict[str, Any]:
+    """ListTaskPushNotificationConfigsResponse: `configs` always present (protobuf JSON leaves an
+    empty list out), `nextPageToken` "" (one page: a task holds at most 10)."""
+    out = as_json(response)
+    out.setdefault("configs", [])
+    out["nextPageToken"] = response.next_page_token
+    return out
 
 
 def rpc_error(rpc_id: Any, exc: A2AError) -> dict[str, Any]:
@@ -334,8 +369,31 @@ def _task_action(service: A2AService, call: Call, body: str, path: dict[str, str
     return as_json(service.cancel_task(call.principal, parse_params(params, CancelTaskRequest())))
 
 
-def _push(service: A2AService, call: Call, body: str, path: dict[str, str]) -> dict[str, Any]:
-    raise push_not_supported()
+def _push_create(service: A2AService, call: Call, body: str, path: dict[str, str]) -> dict[str, Any]:
+    """POST /tasks/{id}/pushNotificationConfigs: the body is the TaskPushNotificationConfig."""
+    check_version(call)
+    params = json_body(body)
+    params["taskId"] = path.get("id", "")
+    return _push_rpc(service, call, "CreateTaskPushNotificationConfig", params)
+
+
+def _push_list(service: A2AService, call: Call, body: str, path: dict[str, str]) -> dict[str, Any]:
+    check_version(call)
+    params: dict[str, Any] = {"taskId": path.get("id", "")}
+    params.update({name: call.query[name] for name in ("pageSize", "pageToken") if name in call.query})
+    return _push_rpc(service, call, "ListTaskPushNotificationConfigs", params)
+
+
+def _push_get(service: A2AService, call: Call, body: str, path: dict[str, str]) -> dict[str, Any]:
+    check_version(call)
+    params = {"taskId": path.get("id", ""), "id": path.get("config_id", "")}
+    return _push_rpc(service, call, "GetTaskPushNotificationConfig", params)
+
+
+def _push_delete(service: A2AService, call: Call, body: str, path: dict[str, str]) -> dict[str, Any]:
+    check_version(call)
+    params = {"taskId": path.get("id", ""), "id": path.get("config_id", "")}
+    return _push_rpc(service, call, "DeleteTaskPushNotificationConfig", params)
 
 
 def _extended_card(service: A2AService, call: Call, body: str, path: dict[str, str]) -> dict[str, Any]:
@@ -347,6 +405,9 @@ REST_OPERATIONS: dict[str, Callable[[A2AService, Call, str, dict[str, str]], dic
     "get_task": _get,
     "list_tasks": _list,
     "task_action": _task_action,
-    "push": _push,
+    "push_create": _push_create,
+    "push_list": _push_list,
+    "push_get": _push_get,
+    "push_delete": _push_delete,
     "extended_card": _extended_card,
 }

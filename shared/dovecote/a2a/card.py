@@ -1,6 +1,7 @@
 """The public Agent Card (`GET /.well-known/agent-card.json`): both HTTP bindings at the deployment's
 own URL, protocol version 1.0, bearer tokens, streaming (resumable: the stream-resume extension),
-no push notifications, and the Idempotency-Key extension."""
+push notifications (durable, ordered, signed: the signed-webhooks extension), and the
+Idempotency-Key extension."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ JSONRPC_PATH = "/"  # the JSON-RPC endpoint: POST to the API's root
 REST_PATH = "/a2a"  # the HTTP+JSON binding's base: /a2a/message:send, /a2a/tasks/{id}, ...
 IDEMPOTENCY_EXTENSION = "urn:dovecote:a2a:idempotency-key:v1"
 STREAM_RESUME_EXTENSION = "urn:dovecote:a2a:stream-resume:v1"
+SIGNED_WEBHOOKS_EXTENSION = "urn:dovecote:a2a:signed-webhooks:v1"
 BEARER = "bearer"
 
 
@@ -44,6 +46,7 @@ def agent_card(base_url: str, version: str) -> AgentCard:
         ],
         capabilities=AgentCapabilities(
             streaming=True,
+            push_notifications=True,
             extensions=[
                 AgentExtension(
                     uri=IDEMPOTENCY_EXTENSION,
@@ -60,6 +63,17 @@ def agent_card(base_url: str, version: str) -> AgentCard:
                         "sequence it reflects (the opening Task: the sequence it was read at). Send that id as "
                         "Last-Event-ID with SubscribeToTask: the Task as it stands comes first, then every update "
                         "after that sequence, so a client that tracked the ids misses nothing and sees nothing twice."
+                    ),
+                    required=False,
+                ),
+                AgentExtension(
+                    uri=SIGNED_WEBHOOKS_EXTENSION,
+                    description=(
+                        "Push notifications are retried with backoff for hours, in order per task, and signed as "
+                        "Standard Webhooks do: webhook-id (the same on every retry: dedupe by it), webhook-timestamp, "
+                        "webhook-signature v1a (Ed25519 over id.timestamp.body), the keys at "
+                        + base
+                        + "/.well-known/jwks.json."
                     ),
                     required=False,
                 ),

@@ -30,7 +30,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.types import (
     Artifact,
@@ -56,6 +56,9 @@ from dovecote.tasks import machine
 from dovecote.tasks.commands import Cancel, CreateTask, Reply, gate_message
 from dovecote.tasks.ports import TaskFilter
 from dovecote.tasks.service import TaskService
+
+if TYPE_CHECKING:
+    from dovecote.push.service import PushService
 
 # A blocking send follows the task this long at most, and stops sooner when its reads are slow: it
 # keeps room for the next poll and the answer's reads (ANSWER_READS, each as slow as the slowest poll
@@ -85,6 +88,8 @@ class A2AService:
     # The bound on blocking waits per authority (dovecote/a2a/waits.py): the deployment's is a
     # DynamoDB item per authority; without one, the same rule in this process.
     waits: Waits = field(default_factory=lambda: MemoryWaits(int(Settings.default("a2a_waits_per_authority"))))
+    # Webhooks (dovecote/push): configs on both bindings and with SendMessage; None: not served.
+    push: PushService | None = None
 
     # ---- SendMessage ---------------------------------------------------------------------------------
 
@@ -118,12 +123,33 @@ class A2AService:
         history = _history_length(config.history_length if config.HasField("history_length") else None)
         ids = _Ids(idempotency_key)
         body = mapping.message_body(request.message, ids.message)
+        webhook = self._webhook(principal, request, ids)
         try:
             if request.message.task_id:
                 return self._reply(principal, request, ids, body), history
             return self._create(principal, request, ids, body), history
         except DomainError as exc:
+            self._unhook(principal, request, ids, webhook)
             raise from_domain(exc) from None
+        except A2AError:
+            self._unhook(principal, request, ids, webhook)
+            raise
+
+    def _webhook(self, principal: Principal, request: SendMessageRequest, ids: _Ids) -> str:
+        """`configuration.taskPushNotificationConfig`, stored before the commit (dovecote/a2a/push.py)."""
+        if not request.configuration.HasField("task_push_notification_config"):
+            return ""
+        if self.push is None:
+            raise error("PUSH_NOTIFICATION_NOT_SUPPORTED", "push notifications are not configured here")
+        from dovecote.a2a import push
+
+        task_id = request.message.task_id or ids.task
+        config = request.configuration.task_push_notification_config
+        return push.register(self.push, principal, config, task_id, new_task=not request.message.task_id)
+
+    def _unhook(self, principal: Principal, request: SendMessageRequest, ids: _Ids, webhook: str) -> None:
+        if webhook and self.push is not None and not request.message.task_id:
+            self.push.forget(principal, ids.task, webhook)  # the task it was for was never created
 
     def answer(self, principal: Principal, record: dict[str, Any], history: int | None = None) -> Task | Message:
         """The task as SendMessage answers it: the Task, or the Message of a Message-only answer."""

@@ -121,22 +121,31 @@ def _updates(
             continue
         if not isinstance(item, Logged):
             continue  # lease states are Dovecote's; a reconnect bound simply ends the A2A stream
-        state = str(item.data["state"])
-        if item.type == "task_completed":
-            done = a2a.record(principal, task_id)
-            for artifact in a2a.artifacts(principal, done):
-                event = TaskArtifactUpdateEvent(task_id=task_id, context_id=context_id, last_chunk=True)
-                event.artifact.CopyFrom(artifact)
-                yield Update(item.sequence, StreamResponse(artifact_update=event))
-        status = TaskStatus(state=mapping.STATES[state])
-        status.timestamp.FromJsonString(str(item.data["occurred_at"]))
-        said = _agent_message(a2a, principal, task_id, context_id, item.data.get("message"), state)
-        if said is not None:
-            status.message.CopyFrom(said)
-        update = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)
-        yield Update(item.sequence, StreamResponse(status_update=update))
-        if state in ends:
+        yield from event_updates(a2a, principal, task_id, context_id, item)
+        if str(item.data["state"]) in ends:
             return
+
+
+def event_updates(a2a: A2AService, principal: Principal, task_id: str, context_id: str, item: Logged) -> list[Update]:
+    """What the stream sends for one event of the task's log: a TaskArtifactUpdateEvent per
+    artifact a completion publishes, then the TaskStatusUpdateEvent. Push notifications are built
+    here too (dovecote/a2a/notifications.py): one notification per update."""
+    out: list[Update] = []
+    state = str(item.data["state"])
+    if item.type == "task_completed":
+        done = a2a.record(principal, task_id)
+        for artifact in a2a.artifacts(principal, done):
+            event = TaskArtifactUpdateEvent(task_id=task_id, context_id=context_id, last_chunk=True)
+            event.artifact.CopyFrom(artifact)
+            out.append(Update(item.sequence, StreamResponse(artifact_update=event)))
+    status = TaskStatus(state=mapping.STATES[state])
+    status.timestamp.FromJsonString(str(item.data["occurred_at"]))
+    said = _agent_message(a2a, principal, task_id, context_id, item.data.get("message"), state)
+    if said is not None:
+        status.message.CopyFrom(said)
+    update = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)
+    out.append(Update(item.sequence, StreamResponse(status_update=update)))
+    return out
 
 
 def _agent_message(

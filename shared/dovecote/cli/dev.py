@@ -128,6 +128,13 @@ def dev(
             "that cannot send one, such as the A2A TCK)."
         ),
     ] = False,
+    allow_loopback_webhooks: Annotated[
+        bool,
+        typer.Option(
+            help="Let webhooks be plain http to loopback receivers (127.0.0.1, ::1, localhost): the one "
+            "switch for local receivers and tests. Every other private address stays refused."
+        ),
+    ] = False,
     embedder: Annotated[
         str,
         typer.Option(
@@ -166,6 +173,7 @@ def dev(
             dispatch_interval=dispatch_interval,
             faults=faults,
             a2a_unauthenticated=a2a_unauthenticated,
+            allow_loopback_webhooks=allow_loopback_webhooks,
             data_dir=data,
             fresh=fresh,
             verbose=verbose,
@@ -206,6 +214,8 @@ def dev(
     say("try: .venv/bin/dovecote whoami    stop: Ctrl-C")
     if os.environ.get("DOVECOTE_EMBEDDER", "off") not in ("", "off"):
         say(f"recall: semantic tier on ({os.environ['DOVECOTE_EMBEDDER']} embedder; messages embed in the background)")
+    if allow_loopback_webhooks:
+        say("webhooks: plain http to loopback receivers allowed (--allow-loopback-webhooks; local only)")
     if a2a_unauthenticated:
         card = f"{runtime.endpoint}/.well-known/agent-card.json"
         say(f"A2A: requests without a token run as the dev caller (card: {card})")

@@ -66,10 +66,37 @@ class VerbGroup(TyperGroup):
                 formatter.write_dl(rows)
 
 
+# (group, name) → (module, attribute: a Typer, short help): a sub-group loaded on first use, so a
+# command of its parent imports none of it (`tasks get` does not load `tasks webhooks`).
+SUBGROUPS: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("tasks", "webhooks"): ("dovecote.cli.webhooks", "app", "A task's webhooks: add, list, get, delete, redrive."),
+}
+
+
+class ParentGroup(VerbGroup):
+    """A group whose sub-groups (SUBGROUPS) load when used."""
+
+    def _subgroups(self) -> dict[str, tuple[str, str, str]]:
+        return {name: spec for (group, name), spec in SUBGROUPS.items() if group == self.name}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._subgroups()})
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        subgroups = self._subgroups()
+        if found is None and cmd_name in subgroups:
+            module, attribute, _ = subgroups[cmd_name]
+            found = typer.main.get_command(getattr(importlib.import_module(module), attribute))
+            found.name = cmd_name
+            self.add_command(found, cmd_name)
+        return found
+
+
 def new_app(help: str, **options: Any) -> typer.Typer:
     """A command group as every `dovecote` group is built."""
     settings: dict[str, Any] = {"no_args_is_help": True, "rich_markup_mode": None, "add_completion": False}
-    return typer.Typer(help=help, cls=VerbGroup, **(settings | options))
+    return typer.Typer(help=help, **({"cls": VerbGroup} | settings | options))
 
 
 # name → (module, attribute: a Typer, short help). Loaded when the command runs, or for `--help`.

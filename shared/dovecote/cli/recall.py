@@ -246,7 +246,7 @@ def search(
     current_session: Annotated[str, typer.Option(help="your live session (id or 8+ prefix)")] = "",
     include_tools: IncludeTools = False,
     include_subagents: Annotated[bool, typer.Option(help="Also search subagent threads.")] = False,
-    ranker: Annotated[str, typer.Option(help="session (the default), top2, message, passage or fused")] = "",
+    ranker: Annotated[str, typer.Option(help="session-doc (default), session, top2, message, passage, fused")] = "",
     semantic: Annotated[str, typer.Option(help="on or off: the semantic tier (default: the deployment's)")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the SearchEnvelope.")] = False,
     oneline: Annotated[bool, typer.Option("--oneline", help="<ref>\\t<ISO>\\t<project>\\t<snippet> per hit.")] = False,

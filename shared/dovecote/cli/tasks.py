@@ -34,13 +34,14 @@ from dovecote.cli.common import (
     note,
     say,
 )
-from dovecote.cli.groups import new_app
+from dovecote.cli.groups import ParentGroup, new_app
 from dovecote.cli.verbs import Pages, Show, Values, Verb, param, register
 from dovecote.client.tasks import ALL_STATES, TERMINAL_STATES, bytes_message
 from dovecote.platform.ids import is_id
 from dovecote.tasks.model import MAX_MESSAGE_BYTES
 
-app = new_app("Tasks, as a caller: create, read, reply, cancel, wait.")
+# `dovecote tasks webhooks …` is a sub-group of its own module, loaded when used (groups.SUBGROUPS).
+app = new_app("Tasks, as a caller: create, read, reply, cancel, wait.", cls=ParentGroup)
 
 TaskId = Annotated[str, typer.Argument(metavar="TASK", help="The task's id.", show_default=False)]
 Text = Annotated[

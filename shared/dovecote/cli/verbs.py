@@ -34,6 +34,7 @@ from dovecote.cli.common import (
     emit_pages,
     keyset_pages,
     note,
+    say,
     stream_pages,
 )
 
@@ -89,7 +90,25 @@ class Did:
         done(as_json, self.document(values), self.line(values))
 
 
-Output = Show | Pages | Did
+@dataclass(frozen=True)
+class Rows:
+    """A short list the route answers whole (`{items}`): `--json` prints that answer, a person gets
+    one `line` per item."""
+
+    line: Callable[[dict[str, Any]], str]
+
+    def params(self) -> list[inspect.Parameter]:
+        return []
+
+    def print(self, result: Any, values: Values, as_json: bool) -> None:
+        if as_json:
+            emit({"items": result}, True)
+            return
+        for item in result:
+            say(self.line(item))
+
+
+Output = Show | Pages | Did | Rows
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from dovecote.client.paths import path
 from dovecote.client.recall import RecallMixin
 from dovecote.client.streams import StreamsMixin
 from dovecote.client.tasks import TasksMixin
+from dovecote.client.webhooks import WebhooksMixin
 
 __all__ = ["DovecoteClient", "error_from_response"]  # the package (`dovecote.client`) exports the rest
 
@@ -133,7 +134,7 @@ def error_from_response(response: httpx.Response, *, attempts: int = 1, command_
     )
 
 
-class DovecoteClient(NotesMixin, TasksMixin, StreamsMixin, ArtifactsMixin, RecallMixin, MemoryMixin):
+class DovecoteClient(NotesMixin, TasksMixin, StreamsMixin, ArtifactsMixin, RecallMixin, MemoryMixin, WebhooksMixin):
     """A client of one endpoint with one token. Thread-safe: the worker loop heartbeats from a
     background thread over the same client while a handler runs commands."""
 

@@ -122,6 +122,20 @@ OPERATIONS: tuple[Operation, ...] = (
         "memory judge", "POST /v1/memory/relations/{id}/judgment", "judge_relation", "memory judge", "memory_judge"
     ),
     Operation("memory redrive", "POST /v1/memory/redrive", "redrive_memory", "memory redrive"),
+    Operation("webhook add", "POST /v1/tasks/{id}/webhooks", "add_webhook", "tasks webhooks add", "webhooks_add"),
+    Operation("webhook list", "GET /v1/tasks/{id}/webhooks", "list_webhooks", "tasks webhooks list", "webhooks_list"),
+    Operation(
+        "webhook get", "GET /v1/tasks/{id}/webhooks/{webhook_id}", "get_webhook", "tasks webhooks get", "webhooks_get"
+    ),
+    Operation(
+        "webhook delete",
+        "DELETE /v1/tasks/{id}/webhooks/{webhook_id}",
+        "delete_webhook",
+        "tasks webhooks delete",
+        "webhooks_delete",
+    ),
+    Operation("webhook redrive", "POST /v1/admin/webhooks/redrive", "redrive_webhooks", "tasks webhooks redrive"),
+    Operation("webhook signing keys", "GET /.well-known/jwks.json", "webhook_keys", "tasks webhooks keys"),
     Operation("whoami", "GET /v1/whoami", "whoami", "whoami", "whoami"),
     Operation("token create", "POST /v1/admin/tokens", "create_token", "tokens create"),
     Operation("token list", "GET /v1/admin/tokens", "list_tokens", "tokens list"),
@@ -133,6 +147,14 @@ ALIASES: tuple[Alias, ...] = (
     Alias("id", "a task's id: `id` alone would not say whose", ("task_id",), ("task_id",), ("task_id",)),
     Alias("id", "a memory write's id", ("write_id",), ("write_id",), ("write_id",)),
     Alias("id", "a relation candidate's id", ("relation_id",), ("relation_id",), ("relation_id",)),
+    Alias("id", "a webhook's own id, beside its task's", ("webhook_id",), ("webhook_id",), ("webhook_id",)),
+    Alias(
+        "authentication",
+        "`{scheme, credentials}` as two flat arguments",
+        ("scheme", "credentials"),
+        ("scheme", "credentials"),
+        ("scheme", "credentials"),
+    ),
     Alias(
         "ref",
         "a note is named by its ref or by its coordinates, from which the ref is computed locally",

@@ -9,10 +9,12 @@ The hints mean what the MCP specification says:
   `expected_revision` are: a repeat either replays (same `command_id`) or fails revision_conflict.
   Tools that generate an id when none is given (tasks_create, memory_submit) and tasks_claim (each
   call leases another task) are not; passing the id they return makes a retry replay;
-- `open_world`: false everywhere, the tools reach only this deployment's state.
+- `open_world`: false everywhere but webhooks_add (the tools reach only this deployment's state).
 
 Destructive: notes_put (replaces the body at those coordinates), notes_delete, tasks_cancel and
-tasks_fail (both end a task for good, without its result). Revoking a token and fencing a lease are
+tasks_fail (both end a task for good, without its result), webhooks_add (the same id replaces a
+webhook; and it is the one open-world tool: it sends the task's events to an outside URL) and
+webhooks_delete. Revoking a token and fencing a lease are
 not MCP tools.
 """
 
@@ -64,6 +66,13 @@ TOOLS: dict[str, ToolAnnotations] = {
     "memory_list": READ,
     "memory_relations": READ,
     "memory_judge": ADDITIVE,
+    # Sends the task's events to an outside URL, and the same id again replaces a webhook.
+    "webhooks_add": ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True
+    ),
+    "webhooks_list": READ,
+    "webhooks_get": READ,
+    "webhooks_delete": DESTRUCTIVE,
 }
 
 

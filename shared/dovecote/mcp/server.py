@@ -17,7 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 
 from dovecote.client import DovecoteClient, DovecoteError
-from dovecote.mcp import identity, memory, notes, recall, resources, tasks
+from dovecote.mcp import identity, memory, notes, recall, resources, tasks, webhooks
 from dovecote.mcp.errors import failure_document
 
 log = logging.getLogger("dovecote.mcp")
@@ -77,5 +77,6 @@ def build_server(client: DovecoteClient, *, worker_tools: bool | None = None) ->
         tasks.register_worker(server, client)
     recall.register(server, client)
     memory.register(server, client)
+    webhooks.register(server, client)
     resources.register(server, client)
     return server

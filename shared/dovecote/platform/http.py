@@ -126,7 +126,7 @@ def _validation_details(exc: RequestValidationError) -> dict[str, Any]:
 
 # Routes API Gateway serves without the authorizer (infra/routes.py; tests/unit/test_routes.py
 # checks the two agree). Every other route needs a principal before anything else is looked at.
-PUBLIC_ROUTES = frozenset({"GET /v1/health", "GET /v1/openapi.json"})
+PUBLIC_ROUTES = frozenset({"GET /v1/health", "GET /v1/openapi.json", "GET /.well-known/jwks.json"})
 # Deeper JSON than this is refused: no Dovecote body nests more than a few levels, and deep nesting
 # is how a small body turns into a RecursionError deep inside a parser or validator.
 MAX_JSON_DEPTH = 32

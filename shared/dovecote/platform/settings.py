@@ -27,6 +27,7 @@ BOUNDS: dict[str, tuple[int, int]] = {
     "admin_token_days": (1, 3650),
     "a2a_waits_per_authority": (0, 50),
     "stream_seconds": (5, 900),
+    "webhook_retry_base_seconds": (1, 300),
 }
 PATTERNS: dict[str, re.Pattern[str]] = {
     "opensearch_index_prefix": re.compile(r"[a-z0-9][a-z0-9._-]{0,99}"),
@@ -105,6 +106,19 @@ class Settings:
     # How long one task stream lasts before it ends with `event: reconnect` (dovecote/tasks/streams.py):
     # the cloud front (an API Gateway REST API streaming response) ends a stream at 15 minutes.
     stream_seconds: int = 840
+    # Webhooks (dovecote/push, docs/guides/webhooks.md): the configs' table, the FIFO queue of
+    # notifications and its dead-letter queue, and where the signing keys are (the cloud: a Secrets
+    # Manager secret; `dovecote dev`: a 0600 file in its data directory).
+    push_table: str = "dovecote-push"
+    push_queue_url: str = ""
+    push_dlq_url: str = ""
+    webhook_keys_secret_arn: str = ""
+    webhook_key_file: str = ""
+    # The first retry's wait (seconds); each next one doubles it, up to an hour (push/model.py).
+    webhook_retry_base_seconds: int = 5
+    # Plain http to loopback receivers: only `dovecote dev --allow-loopback-webhooks` sets it. No
+    # function's settings list names it (infra/routes.py), so a deployment never has it.
+    allow_loopback_webhooks: bool = False
     # Token lifetimes when a mint does not say (days). Admin tokens are short on purpose.
     token_days: int = 90
     admin_token_days: int = 7

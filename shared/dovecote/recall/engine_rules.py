@@ -13,7 +13,7 @@ from dovecote.recall.query import Term
 # How many of a session's best rows each ranker reads (ranking.py); the engines keep no more.
 # `passage` reads a stretch of rows: OpenSearch keeps 10 per session (exact for sessions with fewer
 # candidates; SQLite ranks every candidate).
-RANKER_ROWS = {"message": 1, "top2": 2, "session": 3, "fused": 2, "passage": 10}
+RANKER_ROWS = {"message": 1, "top2": 2, "session": 3, "fused": 2, "passage": 10, "session-doc": 3}
 SNIPPET_CHARS = 240
 
 

@@ -1,7 +1,7 @@
 """The cloud SearchIndex: OpenSearch (opensearch-py), held to the same contract and suite as SQLite FTS5.
 
-Layout: three indices per deployment, shared by every authority (`<prefix>-messages`,
-`<prefix>-sessions`, `<prefix>-topics`).
+Layout: four indices per deployment, shared by every authority (`<prefix>-messages`,
+`<prefix>-sessions`, `<prefix>-topics`, `<prefix>-documents`).
 - messages: one document per indexed message, `<authority>|<gen>|<pos>`. `text` is analysed like the
   reference's `porter unicode61` (split on everything that is not a letter, a digit or a private-use
   character, lowercased, accents folded, Porter-stemmed: English stems, so "reconciling" finds
@@ -12,6 +12,12 @@ Layout: three indices per deployment, shared by every authority (`<prefix>-messa
 - sessions: one document per session version, `<authority>|<gen>|s`, plus one state document per
   authority, `<authority>|state` (below).
 - topics: one document per (authority, session, start uuid), upserted by add_topic.
+- documents: the session documents (the `session-doc` ranker, ranking.py), one per session version,
+  `<authority>|<gen>|d`, written in the same bulk as the version's messages, so they follow the
+  generations (hidden while pending, collected when dead) with the session-level filters copied on.
+  An index made before them gets them from fill_session_docs (the store's backfill, run by the
+  transcript indexer's schedule): it flags each visible session version `documented` (an update,
+  404 when the version was collected meanwhile: then nothing is written) and writes its document.
 
 Authority isolation: one `authority` keyword on every document, and every request is built by the
 one function that adds the authority term (`_visible`/`_owned`), with `routing=<authority>` so an
@@ -73,7 +79,8 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
   each + 1 state update);
 - search with the semantic tier (opensearch_vectors.py: a knn_vector field per dimension, written after
   the lexical index): + 1 msearch (the coverage count and the filtered knn query);
-- search: 1 msearch (candidates, and the withheld count when asked) (+ 1 for the trigram tier) + 1
+- search: 1 msearch (candidates, the withheld count when asked, and the session documents' best 30
+  for `session-doc`) (+ 1 for the trigram tier) + 1
   msearch (the returned rows with highlighted snippets, their sessions, their sessions' topics) + 1
   msearch (the page's printed-ref neighbours, which need each row's uuid: one search of each index;
   the topics' start positions when there are topics) (+ 1 msearch per prefix length tried for a
@@ -94,18 +101,36 @@ Round trips (each reading method but session_topics without topics: + 1 real-tim
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from dovecote.recall.model import (
     AMBIGUITY_CANDIDATES,
     Row,
+    Session,
     SessionInfo,
     Visibility,
 )
+from dovecote.recall.opensearch_mapping import (
+    MAX_WINDOW,
+    ROW_FIELDS,
+    SESSION_FIELDS,
+    leaf,
+    make_client,
+    row_of,
+    session_info_of,
+    sources_of,
+    total_of,
+    visibility_query,
+)
+from dovecote.recall.opensearch_search import OpenSearchSearch
+from dovecote.recall.opensearch_store import OpenSearchStore, Snapshot, StoreOptions
+from dovecote.recall.opensearch_vectors import OpenSearchVectors
 from dovecote.recall.ports import (
+    IndexQuery,
     OutlineRows,
     Resolution,
     ScopeRow,
+    SearchPage,
     TopicRow,
     Window,
     outline_rows,
@@ -113,27 +138,64 @@ from dovecote.recall.ports import (
 from dovecote.recall.query import Query
 
 if TYPE_CHECKING:
-    pass
-from dovecote.recall.opensearch_mapping import (
-    _ROW_FIELDS,
-    _SESSION_FIELDS,
-    MAX_WINDOW,
-    _row,
-    _session_info,
-    _sources,
-    _total,
-    _visibility,
-    leaf,
-)
-from dovecote.recall.opensearch_search import OpenSearchSearch
-from dovecote.recall.opensearch_store import (
-    Snapshot,
-)
+    from opensearchpy import OpenSearch
+
+    from dovecote.embedding.ports import Embedder
+    from dovecote.platform.settings import Settings
 
 
-class OpenSearchIndex(OpenSearchSearch):
-    """The SearchIndex (ports.py) on OpenSearch: writes and generations (opensearch_store), search
-    (opensearch_search), and here the reads: sessions and refs, windows and outlines, topics."""
+class OpenSearchIndex:
+    """The SearchIndex (ports.py) on OpenSearch, composed: the store (opensearch_store: the indices,
+    their mapping, generations and writes, and the requests every part makes), the vector tier
+    (opensearch_vectors) and the search (opensearch_search) over it; here the reads (sessions and
+    refs, windows and outlines, topics), and each other port method delegated in one line."""
+
+    name = "opensearch"
+
+    def __init__(self, client: OpenSearch, **options: Unpack[StoreOptions]) -> None:
+        self.store = OpenSearchStore(client, **options)
+        self.vectors = OpenSearchVectors(self.store)
+        self.searches = OpenSearchSearch(self.store, self.vectors)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Self:
+        dimension = settings.embed_dimension if settings.embedder == "bedrock" else None
+        return cls(make_client(settings), index_prefix=settings.opensearch_index_prefix, vector_dimension=dimension)
+
+    # ---- delegated: indices, writes, search, the vector tier, the session documents -------------
+
+    def close(self) -> None:
+        self.store.close()
+
+    def ensure_indices(self) -> None:
+        self.store.ensure()
+
+    def drop_indices(self) -> None:
+        self.store.drop_indices()
+
+    def replace_session(self, authority: str, session: Session, *, sha256: str) -> None:
+        self.store.replace_session(authority, session, sha256=sha256)
+
+    def delete_authority(self, authority: str) -> None:
+        self.store.delete_authority(authority)
+
+    def add_topic(self, authority: str, session_id: str, start_uuid: str, label: str) -> None:
+        self.store.add_topic(authority, session_id, start_uuid, label)
+
+    def fill_session_docs(self, authority: str | None = None, *, limit: int | None = None) -> int:
+        return self.store.fill_session_docs(authority, limit=limit)
+
+    def search(self, authority: str, query: IndexQuery) -> SearchPage:
+        return self.searches.search(authority, query)
+
+    def document_order(self, authority: str, query: IndexQuery) -> list[str]:
+        return self.searches.document_order(authority, query)
+
+    def embed_pending(self, embedder: Embedder, *, authority: str | None = None, limit: int | None = None) -> int:
+        return self.vectors.embed_pending(embedder, authority=authority, limit=limit)
+
+    def pending_vectors(self, model: str, authority: str | None = None) -> int:
+        return self.vectors.pending_vectors(model, authority)
 
     # ---- sessions and refs ------------------------------------------------------------------------
 
@@ -141,38 +203,40 @@ class OpenSearchIndex(OpenSearchSearch):
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        found = self._search(
-            self.sessions,
+        found = self.store.find(
+            self.store.sessions,
             authority,
             {
-                "query": self._visible(authority, snap, {"terms": {"session_id": wanted}}),
+                "query": self.store.visible(authority, snap, {"terms": {"session_id": wanted}}),
                 "size": len(wanted),
-                "_source": _SESSION_FIELDS,
+                "_source": SESSION_FIELDS,
             },
         )
-        return {s["session_id"]: _session_info(s) for s in _sources(found)}
+        return {s["session_id"]: session_info_of(s) for s in sources_of(found)}
 
     def session(self, authority: str, session_id: str) -> SessionInfo | None:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         return self._session_docs(authority, snap, [session_id]).get(session_id)
 
     def resolve_sessions(self, authority: str, prefix: str) -> Resolution:
-        snap = self._snapshot(authority)
-        return self._resolve_sessions(authority, snap, prefix)
+        snap = self.store.snapshot(authority)
+        return self.searches.resolve_sessions_in(authority, snap, prefix)
 
     def resolve_messages(self, authority: str, session_id: str, prefix: str) -> Resolution:
         prefix = prefix.lower()
         if not prefix:
             return Resolution([], 0)
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         in_session = {"term": {"session_id": session_id}}
-        responses = self._msearch(
+        responses = self.store.find_many(
             authority,
             [
                 (
-                    self.messages,
+                    self.store.messages,
                     {
-                        "query": self._visible(authority, snap, in_session, {"prefix": {"uuid": {"value": prefix}}}),
+                        "query": self.store.visible(
+                            authority, snap, in_session, {"prefix": {"uuid": {"value": prefix}}}
+                        ),
                         "size": AMBIGUITY_CANDIDATES,
                         "track_total_hits": True,
                         "sort": [{"uuid": "asc"}],
@@ -180,48 +244,50 @@ class OpenSearchIndex(OpenSearchSearch):
                     },
                 ),
                 (
-                    self.messages,
+                    self.store.messages,
                     {
-                        "query": self._visible(authority, snap, in_session, {"term": {"uuid": prefix}}),
+                        "query": self.store.visible(authority, snap, in_session, {"term": {"uuid": prefix}}),
                         "size": 0,
                         "track_total_hits": True,
                     },
                 ),
             ],
         )
-        total = _total(responses[0])
-        if total > 1 and _total(responses[1]):
+        total = total_of(responses[0])
+        if total > 1 and total_of(responses[1]):
             return Resolution([prefix], 1)
-        return Resolution([s["uuid"] for s in _sources(responses[0])], total)
+        return Resolution([s["uuid"] for s in sources_of(responses[0])], total)
 
     def message(self, authority: str, session_id: str, uuid: str) -> Row | None:
-        snap = self._snapshot(authority)
-        found = self._search(
-            self.messages,
+        snap = self.store.snapshot(authority)
+        found = self.store.find(
+            self.store.messages,
             authority,
             {
-                "query": self._visible(authority, snap, {"term": {"session_id": session_id}}, {"term": {"uuid": uuid}}),
+                "query": self.store.visible(
+                    authority, snap, {"term": {"session_id": session_id}}, {"term": {"uuid": uuid}}
+                ),
                 "size": 1,
-                "_source": _ROW_FIELDS,
+                "_source": ROW_FIELDS,
             },
         )
-        rows = _sources(found)
-        return _row(rows[0]) if rows else None
+        rows = sources_of(found)
+        return row_of(rows[0]) if rows else None
 
     def printed_ref(self, authority: str, session_id: str, uuid: str) -> str:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         pairs = [(session_id, uuid)]
-        return self._refs_from(
-            authority, snap, pairs, self._msearch(authority, self._refs_search(authority, snap, pairs))
+        return self.searches.refs_from(
+            authority, snap, pairs, self.store.find_many(authority, self.searches.refs_search(authority, snap, pairs))
         )[0]
 
     def turn_start(self, authority: str, session_id: str) -> int | None:
-        snap = self._snapshot(authority)
-        found = self._search(
-            self.messages,
+        snap = self.store.snapshot(authority)
+        found = self.store.find(
+            self.store.messages,
             authority,
             {
-                "query": self._visible(
+                "query": self.store.visible(
                     authority, snap, {"term": {"session_id": session_id}}, {"term": {"human": True}}
                 ),
                 "size": 1,
@@ -229,28 +295,28 @@ class OpenSearchIndex(OpenSearchSearch):
                 "_source": ["pos"],
             },
         )
-        rows = _sources(found)
+        rows = sources_of(found)
         return int(rows[0]["pos"]) if rows else None
 
     def subagents(self, authority: str, session: SessionInfo) -> list[SessionInfo]:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         linked: list[dict[str, Any]] = [{"term": {"parent_session": session.session_id}}]
         if session.spawn_keys:
             linked.append({"terms": {"spawn_key": list(session.spawn_keys)}})
-        found = self._search(
-            self.sessions,
+        found = self.store.find(
+            self.store.sessions,
             authority,
             {
-                "query": self._visible(authority, snap, {"bool": {"should": linked, "minimum_should_match": 1}}),
+                "query": self.store.visible(authority, snap, {"bool": {"should": linked, "minimum_should_match": 1}}),
                 "size": MAX_WINDOW,
                 "sort": [{"started_at": "asc"}, {"session_id": "asc"}],
-                "_source": _SESSION_FIELDS,
+                "_source": SESSION_FIELDS,
             },
         )
-        return [_session_info(s) for s in _sources(found)]
+        return [session_info_of(s) for s in sources_of(found)]
 
     def scopes(self, authority: str) -> list[ScopeRow]:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         rows: list[ScopeRow] = []
         after: dict[str, Any] | None = None
         while True:
@@ -260,11 +326,11 @@ class OpenSearchIndex(OpenSearchSearch):
             }
             if after is not None:
                 composite["after"] = after
-            found = self._search(
-                self.sessions,
+            found = self.store.find(
+                self.store.sessions,
                 authority,
                 {
-                    "query": self._visible(authority, snap),
+                    "query": self.store.visible(authority, snap),
                     "size": 0,
                     "aggs": {"places": {"composite": composite}},
                 },
@@ -282,13 +348,13 @@ class OpenSearchIndex(OpenSearchSearch):
     def window(
         self, authority: str, session_id: str, anchor_pos: int, *, radius: int, around: int, visibility: Visibility
     ) -> Window:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         shown = {
-            "bool": {"should": [_visibility(visibility), {"term": {"pos": anchor_pos}}], "minimum_should_match": 1}
+            "bool": {"should": [visibility_query(visibility), {"term": {"pos": anchor_pos}}], "minimum_should_match": 1}
         }
 
         def scope(*clauses: dict[str, Any]) -> dict[str, Any]:
-            return self._visible(authority, snap, {"term": {"session_id": session_id}}, shown, *clauses)
+            return self.store.visible(authority, snap, {"term": {"session_id": session_id}}, shown, *clauses)
 
         centre = anchor_pos
         if around:
@@ -298,22 +364,22 @@ class OpenSearchIndex(OpenSearchSearch):
             """The `radius` nearest visible messages on one side of the centre, nearest first."""
             query = scope({"range": {"pos": {bound: centre}}})
             body = {"query": query, "size": radius, "sort": [{"pos": order}], "track_total_hits": True}
-            return self.messages, {**body, "_source": _ROW_FIELDS}
+            return self.store.messages, {**body, "_source": ROW_FIELDS}
 
-        before, middle, after = self._msearch(
+        before, middle, after = self.store.find_many(
             authority,
             [
                 side("lt", "desc"),
-                (self.messages, {"query": scope({"term": {"pos": centre}}), "size": 1, "_source": _ROW_FIELDS}),
+                (self.store.messages, {"query": scope({"term": {"pos": centre}}), "size": 1, "_source": ROW_FIELDS}),
                 side("gt", "asc"),
             ],
         )
-        earlier = [_row(s) for s in _sources(before)]
-        later = [_row(s) for s in _sources(after)]
-        rows = [*reversed(earlier), *(_row(s) for s in _sources(middle)), *later]
+        earlier = [row_of(s) for s in sources_of(before)]
+        later = [row_of(s) for s in sources_of(after)]
+        rows = [*reversed(earlier), *(row_of(s) for s in sources_of(middle)), *later]
         if not rows:
             return Window([], 0, 0)
-        return Window(rows, _total(before) - len(earlier), _total(after) - len(later))
+        return Window(rows, total_of(before) - len(earlier), total_of(after) - len(later))
 
     def _moved_centre(self, authority: str, scope: Callable[..., dict[str, Any]], anchor_pos: int, around: int) -> int:
         """The displayed row `around` rows after (or before) the anchor; the last (first) one when
@@ -325,8 +391,10 @@ class OpenSearchIndex(OpenSearchSearch):
         body: dict[str, Any] = {"query": scope(side), "size": 1, "sort": [{"pos": order}], "_source": ["pos"]}
         edge = {"query": scope(), "size": 1, "sort": [{"pos": "desc" if forward else "asc"}], "_source": ["pos"]}
         if skip < MAX_WINDOW:
-            stepped, last = self._msearch(authority, [(self.messages, {**body, "from": skip}), (self.messages, edge)])
-            hits = _sources(stepped) or _sources(last)
+            stepped, last = self.store.find_many(
+                authority, [(self.store.messages, {**body, "from": skip}), (self.store.messages, edge)]
+            )
+            hits = sources_of(stepped) or sources_of(last)
             return int(hits[0]["pos"]) if hits else anchor_pos
         # Past the result window: walk with search_after (a session holds at most 10 M rows).
         after: list[Any] | None = None
@@ -335,9 +403,9 @@ class OpenSearchIndex(OpenSearchSearch):
             page_body: dict[str, Any] = {**body, "size": min(MAX_WINDOW, remaining + 1)}
             if after is not None:
                 page_body["search_after"] = after
-            hits = self._search(self.messages, authority, page_body)["hits"]["hits"]
+            hits = self.store.find(self.store.messages, authority, page_body)["hits"]["hits"]
             if not hits:
-                fallback = _sources(self._search(self.messages, authority, edge))
+                fallback = sources_of(self.store.find(self.store.messages, authority, edge))
                 return int(fallback[0]["pos"]) if fallback else anchor_pos
             if remaining < len(hits):
                 return int(hits[remaining]["_source"]["pos"])
@@ -347,41 +415,49 @@ class OpenSearchIndex(OpenSearchSearch):
     def outline(
         self, authority: str, session_id: str, *, visibility: Visibility, scan: int, bookend: int
     ) -> OutlineRows:
-        snap = self._snapshot(authority)
-        in_session = self._visible(authority, snap, {"term": {"session_id": session_id}})
-        head, tail = self._msearch(
+        snap = self.store.snapshot(authority)
+        in_session = self.store.visible(authority, snap, {"term": {"session_id": session_id}})
+        head, tail = self.store.find_many(
             authority,
             [
-                (self.messages, {"query": in_session, "size": scan, "sort": [{"pos": "asc"}], "_source": _ROW_FIELDS}),
-                (self.messages, {"query": in_session, "size": scan, "sort": [{"pos": "desc"}], "_source": _ROW_FIELDS}),
+                (
+                    self.store.messages,
+                    {"query": in_session, "size": scan, "sort": [{"pos": "asc"}], "_source": ROW_FIELDS},
+                ),
+                (
+                    self.store.messages,
+                    {"query": in_session, "size": scan, "sort": [{"pos": "desc"}], "_source": ROW_FIELDS},
+                ),
             ],
         )
-        return outline_rows([_row(s) for s in _sources(head)], [_row(s) for s in _sources(tail)], visibility, bookend)
+        return outline_rows(
+            [row_of(s) for s in sources_of(head)], [row_of(s) for s in sources_of(tail)], visibility, bookend
+        )
 
     # ---- topics -----------------------------------------------------------------------------------
 
     def session_topics(self, authority: str, session_id: str) -> list[TopicRow]:
         """Topics are not versioned: a label counts while its start message exists in the visible
         version. Most sessions have none, and then one search answers (search asks for every hit)."""
-        self._ensure()
-        topics = self._search(
-            self.topics,
+        self.store.ensure()
+        topics = self.store.find(
+            self.store.topics,
             authority,
             {
-                "query": self._owned(authority, {"term": {"session_id": session_id}}),
+                "query": self.store.owned(authority, {"term": {"session_id": session_id}}),
                 "size": MAX_WINDOW,
                 "_source": ["start_uuid", "label"],
             },
         )
-        labels = {t["start_uuid"]: t["label"] for t in _sources(topics)}
+        labels = {t["start_uuid"]: t["label"] for t in sources_of(topics)}
         if not labels:
             return []
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         info = self._session_docs(authority, snap, [session_id]).get(session_id)
         if info is None:
             return []
         session = info
-        starts = self._starts(authority, snap, ((session_id, u) for u in labels))
+        starts = self.searches.starts(authority, snap, ((session_id, u) for u in labels))
         rows = [
             TopicRow(session=session, start_uuid=uuid, start_pos=starts[(session_id, uuid)], label=label)
             for uuid, label in labels.items()
@@ -395,9 +471,9 @@ class OpenSearchIndex(OpenSearchSearch):
         """Ranked over the whole authority with one global limit. A topic counts only while its
         session is visible (and in `project`) and its start message exists: pages are read in rank
         order and checked until `limit` rows are found."""
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         if query is None:
-            scope = self._owned(authority)
+            scope = self.store.owned(authority)
             order: list[Any] = [{"seq": "desc"}]
         else:
             words = [leaf(t, "label") for t in query.terms]
@@ -416,7 +492,7 @@ class OpenSearchIndex(OpenSearchSearch):
         while len(out) < limit and start < MAX_WINDOW:
             searches = [
                 (
-                    self.topics,
+                    self.store.topics,
                     {
                         "query": scope,
                         "from": start,
@@ -427,17 +503,19 @@ class OpenSearchIndex(OpenSearchSearch):
                 )
             ]
             if start == 0:
-                searches.append((self.topics, {"query": self._owned(authority), "size": 0, "track_total_hits": 1}))
-            responses = self._msearch(authority, searches)
+                searches.append(
+                    (self.store.topics, {"query": self.store.owned(authority), "size": 0, "track_total_hits": 1})
+                )
+            responses = self.store.find_many(authority, searches)
             if start == 0:
-                tagged = _total(responses[1]) > 0
+                tagged = total_of(responses[1]) > 0
                 if not tagged:
                     return [], False
-            page = _sources(responses[0])
+            page = sources_of(responses[0])
             if not page:
                 break
             sessions = self._session_docs(authority, snap, (t["session_id"] for t in page))
-            starts = self._starts(authority, snap, ((t["session_id"], t["start_uuid"]) for t in page))
+            starts = self.searches.starts(authority, snap, ((t["session_id"], t["start_uuid"]) for t in page))
             for topic in page:
                 info = sessions.get(topic["session_id"])
                 pos = starts.get((topic["session_id"], topic["start_uuid"]))

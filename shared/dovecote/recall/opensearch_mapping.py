@@ -1,4 +1,5 @@
-"""OpenSearch recall engine, part 1: what is stored and how a query is asked. The index settings
+"""The OpenSearch engine's mapping (its one public module of names the other parts use): what is
+stored and how a query is asked. The index settings
 and mappings (the analysers that mirror FTS5's `porter unicode61` and `trigram`), the query tree
 compiled to OpenSearch queries, document ↔ domain conversions, the client built from settings,
 and the mapping of OpenSearch failures to domain errors. See dovecote.recall.opensearch."""
@@ -151,10 +152,32 @@ SESSION_MAPPING = {
         "sha256": _STORED,
         "spawn_key": _KEYWORD,
         "spawn_keys": _KEYWORD,
+        "documented": {"type": "boolean"},
         # The state document's body: read whole by id, never searched (no mapping per session id).
         "state": {"type": "object", "enabled": False},
     },
 }
+# Session documents (the `session-doc` ranker, ranking.py): one per session version,
+# `<authority>|<gen>|d`, written in the same bulk as its messages, so it follows the generations as
+# they do. The session-level filters are copied onto it, as onto each message.
+DOCUMENT_MAPPING = {
+    "dynamic": "strict",
+    "properties": {
+        "authority": _KEYWORD,
+        "gen": {"type": "long"},
+        "session_id": _KEYWORD,
+        "project": _KEYWORD,
+        "source": _KEYWORD,
+        "cwd": _KEYWORD,
+        "message_count": {"type": "integer"},
+        "subagent": {"type": "boolean"},
+        "text": {"type": "text", "analyzer": "recall_english"},
+    },
+}
+# Added to the sessions index of a deployment made before the documents (put_mapping on first use):
+# a session version whose document was written carries `documented: true`; the backfill looks for the
+# others.
+DOCUMENTED_FIELD = {"properties": {"documented": {"type": "boolean"}}}
 TOPIC_MAPPING = {
     "dynamic": "strict",
     "properties": {
@@ -166,8 +189,8 @@ TOPIC_MAPPING = {
     },
 }
 
-_ROW_FIELDS = ["session_id", "pos", "uuid", "role", "kind", "text", "ts", "envelope", "human"]
-_SESSION_FIELDS = [
+ROW_FIELDS = ["session_id", "pos", "uuid", "role", "kind", "text", "ts", "envelope", "human"]
+SESSION_FIELDS = [
     "session_id",
     "source",
     "project",
@@ -224,7 +247,7 @@ def compile_node(node: Node, field: str, keep: Callable[[Term], bool] | None = N
     return kept[0] if len(kept) == 1 else {"bool": {"should": kept, "minimum_should_match": 1}}
 
 
-def _term_clause(index: int, term: Term, field: str) -> dict[str, Any]:
+def term_clause(index: int, term: Term, field: str) -> dict[str, Any]:
     """One positive term, named `t<index>` (matched_queries: coverage), scored bm25 + the weight."""
     return {
         "function_score": {
@@ -236,7 +259,7 @@ def _term_clause(index: int, term: Term, field: str) -> dict[str, Any]:
     }
 
 
-def _visibility(visibility: Visibility) -> dict[str, Any]:
+def visibility_query(visibility: Visibility) -> dict[str, Any]:
     """Visibility.shows as a query: text always, thinking and tools/envelopes when asked."""
     shown: list[dict[str, Any]] = [{"bool": {"filter": [{"term": {"kind": "text"}}, {"term": {"envelope": False}}]}}]
     if visibility.thinking:
@@ -246,9 +269,9 @@ def _visibility(visibility: Visibility) -> dict[str, Any]:
     return {"bool": {"should": shown, "minimum_should_match": 1}}
 
 
-def _filter_clauses(f: SearchFilter) -> list[dict[str, Any]]:
+def filter_clauses(f: SearchFilter) -> list[dict[str, Any]]:
     """SearchFilter.matches pushed down (the session's fields are on every message)."""
-    out = [_visibility(f.visibility)]
+    out = [visibility_query(f.visibility)]
     if f.role:
         out.append({"term": {"role": f.role}})
     bounds = {}
@@ -258,6 +281,13 @@ def _filter_clauses(f: SearchFilter) -> list[dict[str, Any]]:
         bounds["lte"] = f.before
     if bounds:  # a message without a time has no `ts` and never passes a bound
         out.append({"range": {"ts": bounds}})
+    return out + document_filters(f)
+
+
+def document_filters(f: SearchFilter) -> list[dict[str, Any]]:
+    """The session-level part of SearchFilter.matches (copied onto each message and each session
+    document)."""
+    out: list[dict[str, Any]] = []
     if f.min_messages:
         out.append({"range": {"message_count": {"gte": f.min_messages}}})
     if f.project:
@@ -267,24 +297,25 @@ def _filter_clauses(f: SearchFilter) -> list[dict[str, Any]]:
     if not f.subagents:
         out.append({"bool": {"must_not": [{"term": {"subagent": True}}]}})
     if f.places is not None:
-        out.append(
-            {
-                "bool": {
-                    "should": [
-                        {"bool": {"filter": [{"term": {"project": p}}, {"term": {"cwd": c}}]}}
-                        for p, c in sorted(f.places)
-                    ],
-                    "minimum_should_match": 1,
-                }
-            }
-        )
+        out.append(_places(f.places))
     return out
+
+
+def _places(places: frozenset[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "bool": {
+            "should": [
+                {"bool": {"filter": [{"term": {"project": p}}, {"term": {"cwd": c}}]}} for p, c in sorted(places)
+            ],
+            "minimum_should_match": 1,
+        }
+    }
 
 
 # ---- documents -------------------------------------------------------------------------------------
 
 
-def _row(source: dict[str, Any]) -> Row:
+def row_of(source: dict[str, Any]) -> Row:
     return Row(
         session_id=source["session_id"],
         pos=int(source["pos"]),
@@ -298,7 +329,7 @@ def _row(source: dict[str, Any]) -> Row:
     )
 
 
-def _session_info(source: dict[str, Any]) -> SessionInfo:
+def session_info_of(source: dict[str, Any]) -> SessionInfo:
     return SessionInfo(
         session_id=source["session_id"],
         source=source["source"],
@@ -316,15 +347,15 @@ def _session_info(source: dict[str, Any]) -> SessionInfo:
     )
 
 
-def _sources(response: dict[str, Any]) -> list[dict[str, Any]]:
+def sources_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     return [hit["_source"] for hit in response["hits"]["hits"]]
 
 
-def _total(response: dict[str, Any]) -> int:
+def total_of(response: dict[str, Any]) -> int:
     return int(response["hits"]["total"]["value"])
 
 
-def _fragment_snippet(text: str, fragment: str) -> str:
+def fragment_snippet(text: str, fragment: str) -> str:
     """A highlighted fragment, with `…` where it cuts the message (as FTS5's snippet marks it)."""
     fragment = fragment.strip()
     at = text.find(fragment)
@@ -374,7 +405,7 @@ def make_client(settings: Settings) -> OpenSearch:
 
 
 @contextmanager
-def _errors(*, write: bool = False, query: bool = False) -> Iterator[None]:
+def engine_errors(*, write: bool = False, query: bool = False) -> Iterator[None]:
     """OpenSearch failures as domain errors: 429 is `throttled`; a lost connection or a 5xx is
     `unavailable` for a read and `commit_unknown` for a write (it may have landed); a 400 on a
     search is the query's fault (`invalid_argument`)."""

@@ -1,6 +1,8 @@
-"""OpenSearch recall engine, part 3: search. One msearch asks for the candidates (the best messages
-as plain hits, grouped by session here, and the newest matching timestamp), then one msearch for
-the shown rows, their highlighted snippets and their sessions."""
+"""The OpenSearch engine's search, over its store (and its vector tier when asked). One msearch asks
+for the candidates (the best messages as plain hits, grouped by session here, the newest matching
+timestamp, and for `session-doc` the session documents' order), then one msearch for the shown
+rows, their highlighted snippets and their sessions. Also the page reads the engine's other reads
+share: printed refs, session prefixes, topic starts."""
 
 from __future__ import annotations
 
@@ -34,32 +36,34 @@ from dovecote.recall.ports import (
     SessionHit,
 )
 from dovecote.recall.query import Term
-from dovecote.recall.ranking import Candidate, rank_sessions
+from dovecote.recall.ranking import DOC_DEPTH, DOCUMENT_RANKER, Candidate, fuse_documents, rank_sessions, uses_documents
 from dovecote.recall.ranking import Ranked as RankedSession
 from dovecote.recall.results import VectorCoverage
 
 if TYPE_CHECKING:
     pass
 from dovecote.recall.opensearch_mapping import (
-    _ROW_FIELDS,
-    _SESSION_FIELDS,
     COVERAGE_WEIGHT,
     MAX_WINDOW,
     POS_LIMIT,
+    ROW_FIELDS,
+    SESSION_FIELDS,
     SNIPPET_FRAGMENT,
-    _filter_clauses,
-    _fragment_snippet,
-    _row,
-    _session_info,
-    _sources,
-    _term_clause,
-    _total,
     compile_node,
+    document_filters,
+    filter_clauses,
+    fragment_snippet,
     leaf,
+    row_of,
+    session_info_of,
+    sources_of,
+    term_clause,
+    total_of,
 )
 from dovecote.recall.opensearch_store import (
+    OpenSearchStore,
     Snapshot,
-    _message_id,
+    message_id,
 )
 from dovecote.recall.opensearch_vectors import OpenSearchVectors
 
@@ -68,17 +72,30 @@ from dovecote.recall.opensearch_vectors import OpenSearchVectors
 FUSION_DEPTH = 50
 
 
-class OpenSearchSearch(OpenSearchVectors):
+class OpenSearchSearch:
+    """A search over the store's indices (with the vector tier's nearest sessions when asked), and
+    the page reads it shares with the engine's other reads (refs, session prefixes, topic starts)."""
+
+    def __init__(self, store: OpenSearchStore, vectors: OpenSearchVectors) -> None:
+        self.store = store
+        self.vectors = vectors
+
     # ---- search -----------------------------------------------------------------------------------
 
     def search(self, authority: str, query: IndexQuery) -> SearchPage:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         tier, field, keep = "word", "text", None
-        candidates, truncated, withheld, newest = self._candidates(authority, snap, query, field, keep)
+        # The session documents' order (`session-doc`) is asked in the candidates' msearch.
+        extra = [self._documents_search(authority, snap, query)] if uses_documents(query.ranker, query.sort) else []
+        candidates, truncated, withheld, newest, answers = self._candidates(authority, snap, query, field, keep, extra)
+        documents = [hit["fields"]["session_id"][0] for hit in answers[0]["hits"]["hits"]] if answers else None
         if not candidates and not withheld:
             tier, field, keep = "trigram", "text.tri", trigram_leaf
-            candidates, truncated, withheld, newest = self._candidates(authority, snap, query, field, keep)
+            candidates, truncated, withheld, newest, _ = self._candidates(authority, snap, query, field, keep, [])
+            documents = None  # the substring tier has no documents
         ranked = rank_sessions(candidates, ranker=query.ranker, sort=query.sort)
+        if documents is not None:
+            ranked = fuse_documents(ranked, documents)
         coverage = None
         if query.semantic is not None and not query.sort:
             fused = self._fused(authority, snap, query, ranked)
@@ -118,7 +135,7 @@ class OpenSearchSearch(OpenSearchVectors):
         sessions only the vectors found (exact: every matching session is ranked here)."""
         semantic = query.semantic
         assert semantic is not None
-        coverage, nearest = self.vector_anchors(authority, snap, query, query.limit)
+        coverage, nearest = self.vectors.vector_anchors(authority, snap, query, query.limit)
         lexical = [
             Ranked(r.best.session_id, r.best, r.score, r.coverage) for r in ranked[: max(query.limit, FUSION_DEPTH)]
         ]
@@ -132,6 +149,32 @@ class OpenSearchSearch(OpenSearchVectors):
         shown = [(f.row, f.score, f.coverage) for f in fused[: query.limit]]
         return _FusedPage(shown, len(ranked) + only_vectors, coverage)
 
+    def document_order(self, authority: str, query: IndexQuery) -> list[str]:
+        """The session documents' order for the query (ranking.py's `session-doc`): what a search
+        fuses, on its own (the conformance suite holds both engines to it)."""
+        snap = self.store.snapshot(authority)
+        index, body = self._documents_search(authority, snap, query)
+        return [
+            hit["fields"]["session_id"][0]
+            for hit in self.store.find(index, authority, body, query=True)["hits"]["hits"]
+        ]
+
+    def _documents_search(self, authority: str, snap: Snapshot, query: IndexQuery) -> tuple[str, dict[str, Any]]:
+        """The session documents' best DOC_DEPTH for the query's terms (OR-ed, each scored bm25 and
+        summed, as FTS5's bm25 sums its phrases), among the sessions the session-level filters keep
+        (ties: insertion order, the generation)."""
+        words = [leaf(t, "text") for t in query.query.terms]
+        scope = self.store.visible(authority, snap, *document_filters(query.filter))
+        body = {
+            "query": {"bool": {"filter": [scope], "should": words, "minimum_should_match": 1}},
+            "size": DOC_DEPTH,
+            "sort": [{"_score": "desc"}, {"gen": "asc"}],
+            "track_total_hits": False,
+            "_source": False,
+            "docvalue_fields": ["session_id"],
+        }
+        return self.store.documents, body
+
     def _candidates(
         self,
         authority: str,
@@ -139,15 +182,17 @@ class OpenSearchSearch(OpenSearchVectors):
         query: IndexQuery,
         field: str,
         keep: Callable[[Term], bool] | None,
-    ) -> tuple[list[Candidate], bool, int, str]:
+        extra: list[tuple[str, dict[str, Any]]],
+    ) -> tuple[list[Candidate], bool, int, str, list[dict[str, Any]]]:
         """The sessions matching the query, each with the rows its ranker reads (see the module
         docstring), whether the candidate ceiling was hit, the matches withheld as the caller's
-        live turn, and the newest matching timestamp."""
+        live turn, and the newest matching timestamp; with the answers to `extra`, searches sent in
+        the same msearch (none when no term is left to match)."""
         if query.max_candidates > MAX_WINDOW:
-            return self._sampled_candidates(authority, snap, query, field, keep)
+            return self._sampled_candidates(authority, snap, query, field, keep, extra)
         start = self._start(authority, snap, query, field, keep)
         if start is None:
-            return [], False, 0, ""
+            return [], False, 0, "", []
         matching, held, searches, scored = start
         terms = query.query.terms
         # The newest matching timestamp, filter-only (no scoring); then the best max_candidates rows
@@ -155,7 +200,7 @@ class OpenSearchSearch(OpenSearchVectors):
         # session read the same rows, at the cost of one top_hits fetch per session (docs/benchmarks/notes.md#recall).
         searches.append(
             (
-                self.messages,
+                self.store.messages,
                 {
                     "query": {"bool": {"filter": [matching], "must_not": [held] if held is not None else []}},
                     "size": 0,
@@ -166,7 +211,7 @@ class OpenSearchSearch(OpenSearchVectors):
         )
         searches.append(
             (
-                self.messages,
+                self.store.messages,
                 {
                     "query": scored,
                     "size": query.max_candidates,
@@ -178,10 +223,10 @@ class OpenSearchSearch(OpenSearchVectors):
                 },
             )
         )
-        responses = self._msearch(authority, searches, query=True)
-        withheld = _total(responses[0]) if held is not None else 0
+        answers, responses = _split(self.store.find_many(authority, [*extra, *searches], query=True), len(extra))
+        withheld = total_of(responses[0]) if held is not None else 0
         found = responses[-1]
-        truncated = _total(found) > query.max_candidates
+        truncated = total_of(found) > query.max_candidates
         newest_buckets = responses[-2]["aggregations"]["newest"]["buckets"]
         newest = newest_buckets[0]["key"] if newest_buckets else ""
         # The hits come best first (score desc, rowid asc): each session's rows in ranker order.
@@ -203,7 +248,7 @@ class OpenSearchSearch(OpenSearchVectors):
         # sessions of one generation, so equal (score, rowid) pairs keep this order.
         for sid, rows in sorted(sessions.items(), key=lambda item: (-len(item[1]), item[0])):
             union = None
-            if query.ranker == "session" and len(terms) > 1:
+            if query.ranker in ("session", DOCUMENT_RANKER) and len(terms) > 1:
                 union = frozenset().union(*(r[4] for r in rows))
             session_score = None
             if query.ranker == "fused":
@@ -223,7 +268,7 @@ class OpenSearchSearch(OpenSearchVectors):
                     picked.append(pick)
             for encoded, rowid, pos, ts, matched in picked:
                 scored_rows.append((encoded, _candidate(encoded, rowid, sid, pos, ts, matched, union, session_score)))
-        return _engine_order(scored_rows), truncated, withheld, newest
+        return _engine_order(scored_rows), truncated, withheld, newest, answers
 
     def _start(
         self,
@@ -240,8 +285,8 @@ class OpenSearchSearch(OpenSearchVectors):
         if root is None:
             return None
         terms = query.query.terms
-        clauses = [_term_clause(i, t, field) for i, t in enumerate(terms) if keep is None or keep(t)]
-        matching = self._visible(authority, snap, root, *_filter_clauses(query.filter))
+        clauses = [term_clause(i, t, field) for i, t in enumerate(terms) if keep is None or keep(t)]
+        matching = self.store.visible(authority, snap, root, *filter_clauses(query.filter))
         searches: list[tuple[str, dict[str, Any]]] = []
         held: dict[str, Any] | None = None
         if query.withhold is not None:
@@ -254,7 +299,7 @@ class OpenSearchSearch(OpenSearchVectors):
                 }
             }
             count_held = {"query": {"bool": {"filter": [matching, held]}}, "size": 0, "track_total_hits": True}
-            searches.append((self.messages, count_held))
+            searches.append((self.store.messages, count_held))
         scored: dict[str, Any] = {"bool": {"filter": [matching], "should": clauses}}
         if held is not None:
             scored["bool"]["must_not"] = [held]
@@ -267,13 +312,14 @@ class OpenSearchSearch(OpenSearchVectors):
         query: IndexQuery,
         field: str,
         keep: Callable[[Term], bool] | None,
-    ) -> tuple[list[Candidate], bool, int, str]:
+        extra: list[tuple[str, dict[str, Any]]],
+    ) -> tuple[list[Candidate], bool, int, str, list[dict[str, Any]]]:
         """_candidates for a ceiling above MAX_WINDOW (a search returns at most that many hits): a
         sampler of the best max_candidates messages, a terms aggregation of their sessions with
         top_hits of the rows each ranker reads (one top_hits fetch per session: slower)."""
         start = self._start(authority, snap, query, field, keep)
         if start is None:
-            return [], False, 0, ""
+            return [], False, 0, "", []
         matching, held, searches, scored = start
         terms = query.query.terms
         per_session: dict[str, Any] = {
@@ -300,7 +346,7 @@ class OpenSearchSearch(OpenSearchVectors):
                     "docvalue_fields": ["rowid", "pos", "ts"],
                 }
             }
-        if query.ranker in ("session", "fused") and len(terms) > 1:
+        if query.ranker in ("session", "fused", DOCUMENT_RANKER) and len(terms) > 1:
             for i, term in enumerate(terms):
                 if keep is None or keep(term):
                     per_session[f"t{i}"] = {"filter": leaf(term, field)}
@@ -308,7 +354,7 @@ class OpenSearchSearch(OpenSearchVectors):
             per_session["total"] = {"sum": {"script": {"source": "_score"}}}
         searches.append(
             (
-                self.messages,
+                self.store.messages,
                 {
                     "query": scored,
                     "size": 0,
@@ -328,17 +374,17 @@ class OpenSearchSearch(OpenSearchVectors):
                 },
             )
         )
-        responses = self._msearch(authority, searches, query=True)
-        withheld = _total(responses[0]) if held is not None else 0
+        answers, responses = _split(self.store.find_many(authority, [*extra, *searches], query=True), len(extra))
+        withheld = total_of(responses[0]) if held is not None else 0
         found = responses[-1]
-        truncated = _total(found) > query.max_candidates
+        truncated = total_of(found) > query.max_candidates
         newest_buckets = found["aggregations"]["newest"]["buckets"]
         newest = newest_buckets[0]["key"] if newest_buckets else ""
         scored_rows: list[tuple[float, Candidate]] = []
         for bucket in found["aggregations"]["sample"]["sessions"]["buckets"]:
             sid = bucket["key"]
             union = None
-            if query.ranker == "session" and len(terms) > 1:
+            if query.ranker in ("session", DOCUMENT_RANKER) and len(terms) > 1:
                 union = frozenset(i for i in range(len(terms)) if bucket.get(f"t{i}", {}).get("doc_count"))
             session_score = None
             if query.ranker == "fused":
@@ -358,17 +404,17 @@ class OpenSearchSearch(OpenSearchVectors):
                 encoded = float(hit["_score"] if hit.get("_score") is not None else hit["sort"][0])
                 pos, ts = int(values["pos"][0]), (values.get("ts") or [""])[0]
                 scored_rows.append((encoded, _candidate(encoded, rowid, sid, pos, ts, matched, union, session_score)))
-        return _engine_order(scored_rows), truncated, withheld, newest
+        return _engine_order(scored_rows), truncated, withheld, newest, answers
 
     def _details(self, authority: str, snap: Snapshot, query: IndexQuery, best: list[Candidate], tier: str) -> _Details:
         """What the page prints, in one msearch: the returned rows with their highlighted snippets,
         their sessions, each row's printed-ref neighbours and the topics of those sessions; then,
         only when those sessions have topics, one search of the topics' start positions."""
-        doc_ids = [_message_id(authority, c.rowid // POS_LIMIT, c.rowid % POS_LIMIT) for c in best]
+        doc_ids = [message_id(authority, c.rowid // POS_LIMIT, c.rowid % POS_LIMIT) for c in best]
         rows_body: dict[str, Any] = {
-            "query": self._visible(authority, snap, {"ids": {"values": doc_ids}}),
+            "query": self.store.visible(authority, snap, {"ids": {"values": doc_ids}}),
             "size": len(doc_ids),
-            "_source": [*_ROW_FIELDS, "rowid"],
+            "_source": [*ROW_FIELDS, "rowid"],
         }
         terms = query.query.terms
         if tier == "word":
@@ -387,44 +433,45 @@ class OpenSearchSearch(OpenSearchVectors):
             }
         session_ids = list(dict.fromkeys(c.session_id for c in best))
         sessions_body = {
-            "query": self._visible(authority, snap, {"terms": {"session_id": session_ids}}),
+            "query": self.store.visible(authority, snap, {"terms": {"session_id": session_ids}}),
             "size": len(session_ids),
-            "_source": _SESSION_FIELDS,
+            "_source": SESSION_FIELDS,
         }
         # Topics are not versioned: a label counts while its start message exists (checked below).
         topics_body = {
-            "query": self._owned(authority, {"terms": {"session_id": session_ids}}),
+            "query": self.store.owned(authority, {"terms": {"session_id": session_ids}}),
             "size": MAX_WINDOW,
             "_source": ["session_id", "start_uuid", "label"],
         }
-        self._ensure()
-        rows_found, sessions_found, topics_found = self._msearch(
-            authority, [(self.messages, rows_body), (self.sessions, sessions_body), (self.topics, topics_body)]
+        self.store.ensure()
+        rows_found, sessions_found, topics_found = self.store.find_many(
+            authority,
+            [(self.store.messages, rows_body), (self.store.sessions, sessions_body), (self.store.topics, topics_body)],
         )
         rows: dict[int, Row] = {}
         snippets: dict[int, str] = {}
         for hit in rows_found["hits"]["hits"]:
             rowid = int(hit["_source"]["rowid"])
-            row = _row(hit["_source"])
+            row = row_of(hit["_source"])
             rows[rowid] = row
             fragments = (hit.get("highlight") or {}).get("text") or []
             if tier == "word" and fragments:
-                snippets[rowid] = _fragment_snippet(row.text, fragments[0])
+                snippets[rowid] = fragment_snippet(row.text, fragments[0])
             elif tier == "word":
                 snippets[rowid] = row.text[:SNIPPET_CHARS]
             else:
                 snippets[rowid] = substring_snippet(row.text, [t.text for t in terms])
-        sessions = {s["session_id"]: _session_info(s) for s in _sources(sessions_found)}
+        sessions = {s["session_id"]: session_info_of(s) for s in sources_of(sessions_found)}
         # The refs need each row's uuid, which only the rows search gives: a second msearch, with
         # the topics' start positions when those sessions have topics.
-        labels = {(t["session_id"], t["start_uuid"]): t["label"] for t in _sources(topics_found)}
+        labels = {(t["session_id"], t["start_uuid"]): t["label"] for t in sources_of(topics_found)}
         pairs = [(row.session_id, row.uuid) for row in rows.values()]
-        searches = self._refs_search(authority, snap, pairs)
+        searches = self.refs_search(authority, snap, pairs)
         refs_at = len(searches)
         if labels:
-            searches.append(self._starts_search(authority, snap, labels))
-        responses = self._msearch(authority, searches)
-        refs = dict(zip(rows, self._refs_from(authority, snap, pairs, responses[:refs_at]), strict=True))
+            searches.append(self.starts_search(authority, snap, labels))
+        responses = self.store.find_many(authority, searches)
+        refs = dict(zip(rows, self.refs_from(authority, snap, pairs, responses[:refs_at]), strict=True))
         topics: dict[str, list[tuple[int, str]]] = {}
         if labels:
             for (session_id, uuid), pos in _starts_from(responses[-1], labels).items():
@@ -433,13 +480,13 @@ class OpenSearchSearch(OpenSearchVectors):
 
     # ---- refs, sessions and topic starts (search reads them for a whole page) -------------------
 
-    def _resolve_sessions(self, authority: str, snap: Snapshot, prefix: str) -> Resolution:
+    def resolve_sessions_in(self, authority: str, snap: Snapshot, prefix: str) -> Resolution:
         segments = prefix.lower().split("/")
         searches = [
             (
-                self.sessions,
+                self.store.sessions,
                 {
-                    "query": self._visible(authority, snap, {"term": {"session_id": prefix}}),
+                    "query": self.store.visible(authority, snap, {"term": {"session_id": prefix}}),
                     "size": 1,
                     "_source": ["session_id"],
                 },
@@ -448,12 +495,12 @@ class OpenSearchSearch(OpenSearchVectors):
         valid = bool(prefix) and all(segments)
         depth = len(segments) - 1
         if valid:
-            scope = self._visible(
+            scope = self.store.visible(
                 authority, snap, {"term": {"depth": depth}}, {"prefix": {"sid_lower": {"value": segments[0]}}}
             )
             searches.append(
                 (
-                    self.sessions,
+                    self.store.sessions,
                     {
                         "query": scope,
                         "size": AMBIGUITY_CANDIDATES if depth == 0 else MAX_WINDOW,
@@ -463,19 +510,19 @@ class OpenSearchSearch(OpenSearchVectors):
                     },
                 )
             )
-        responses = self._msearch(authority, searches)
-        exact = _sources(responses[0])
+        responses = self.store.find_many(authority, searches)
+        exact = sources_of(responses[0])
         if exact:
             return Resolution([exact[0]["session_id"]], 1)
         if not valid:
             return Resolution([], 0)
-        ids = [s["session_id"] for s in _sources(responses[1])]
+        ids = [s["session_id"] for s in sources_of(responses[1])]
         if depth == 0:
-            return Resolution(ids, _total(responses[1]))
+            return Resolution(ids, total_of(responses[1]))
         matched = sorted(i for i in ids if session_prefix_matches(prefix, i))
         return Resolution(matched[:AMBIGUITY_CANDIDATES], len(matched))
 
-    def _refs_search(
+    def refs_search(
         self, authority: str, snap: Snapshot, messages: list[tuple[str, str]]
     ) -> list[tuple[str, dict[str, Any]]]:
         """The searches printed refs are made from (read by _refs_from): each message's neighbours
@@ -518,14 +565,14 @@ class OpenSearchSearch(OpenSearchVectors):
 
         def body(scopes: list[dict[str, Any]], *more: dict[str, Any], aggs: dict[str, Any]) -> dict[str, Any]:
             anyof = {"bool": {"should": scopes, "minimum_should_match": 1}}
-            return {"query": self._visible(authority, snap, anyof, *more), "size": 0, "aggs": aggs}
+            return {"query": self.store.visible(authority, snap, anyof, *more), "size": 0, "aggs": aggs}
 
-        searches = [(self.messages, body(uuid_scopes, aggs=uuid_aggs))]
+        searches = [(self.store.messages, body(uuid_scopes, aggs=uuid_aggs))]
         if sid_aggs:
-            searches.append((self.sessions, body(sid_scopes, {"term": {"depth": 0}}, aggs=sid_aggs)))
+            searches.append((self.store.sessions, body(sid_scopes, {"term": {"depth": 0}}, aggs=sid_aggs)))
         return searches
 
-    def _refs_from(
+    def refs_from(
         self, authority: str, snap: Snapshot, messages: list[tuple[str, str]], responses: list[dict[str, Any]]
     ) -> list[str]:
         """The printed refs from _refs_search's responses, in order (a subagent thread's session part
@@ -541,18 +588,18 @@ class OpenSearchSearch(OpenSearchVectors):
             if "/" not in session_id:
                 session_len = unique_length(session_id.lower(), values(n, "sid_before", "sid_after"))
             else:
-                session_len = nested_session_length(session_id, lambda p: self._resolve_sessions(authority, snap, p))
+                session_len = nested_session_length(session_id, lambda p: self.resolve_sessions_in(authority, snap, p))
             out.append(format_ref(session_id, uuid, session_len, uuid_len))
         return out
 
-    def _starts_search(
+    def starts_search(
         self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]
     ) -> tuple[str, dict[str, Any]]:
         """The search for the position of each (session, start uuid) that exists in the visible
         version (_starts_from reads its answer)."""
         wanted = sorted(set(pairs))
         body = {
-            "query": self._visible(
+            "query": self.store.visible(
                 authority,
                 snap,
                 {"terms": {"session_id": sorted({s for s, _ in wanted})}},
@@ -561,14 +608,19 @@ class OpenSearchSearch(OpenSearchVectors):
             "size": min(MAX_WINDOW, len(wanted) * 2),
             "_source": ["session_id", "uuid", "pos"],
         }
-        return self.messages, body
+        return self.store.messages, body
 
-    def _starts(self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    def starts(self, authority: str, snap: Snapshot, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
         wanted = set(pairs)
         if not wanted:
             return {}
-        index, body = self._starts_search(authority, snap, wanted)
-        return _starts_from(self._search(index, authority, body), wanted)
+        index, body = self.starts_search(authority, snap, wanted)
+        return _starts_from(self.store.find(index, authority, body), wanted)
+
+
+def _split(responses: list[dict[str, Any]], n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """An msearch's answers to the first `n` searches, and to the rest."""
+    return responses[:n], responses[n:]
 
 
 def _past(prefix: str) -> str:
@@ -579,7 +631,7 @@ def _past(prefix: str) -> str:
 def _starts_from(found: dict[str, Any], wanted: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
     want = set(wanted)
     return {
-        (s["session_id"], s["uuid"]): int(s["pos"]) for s in _sources(found) if (s["session_id"], s["uuid"]) in want
+        (s["session_id"], s["uuid"]): int(s["pos"]) for s in sources_of(found) if (s["session_id"], s["uuid"]) in want
     }
 
 

@@ -1,7 +1,9 @@
-"""OpenSearch recall engine, part 2: generations and writes. The authority's state document and
-its painless scripts, the request helpers every part uses (the one scope of a read, msearch,
-bulk, scroll), and the writes: replace_session's allocate → bulk → flip → collect,
-delete_authority, add_topic. See dovecote.recall.opensearch for the protocol."""
+"""The OpenSearch engine's store (held by OpenSearchIndex, which hands it to the search and the
+vector tier): the four indices and their mapping (opensearch_mapping), the authority's state
+document and its painless scripts, the requests every part makes (the one scope of a read:
+`visible`; `find`, `find_many`, `bulk`, scroll), and the writes: replace_session's allocate → bulk
+→ flip → collect, delete_authority, add_topic, and the session documents' backfill. See
+dovecote.recall.opensearch for the protocol."""
 
 from __future__ import annotations
 
@@ -11,35 +13,37 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from dovecote.platform.errors import InvalidArgument, Throttled, Unavailable
 from dovecote.recall.model import (
     Session,
 )
+from dovecote.recall.ranking import session_document
 
 if TYPE_CHECKING:
     from opensearchpy import OpenSearch
-
-    from dovecote.platform.settings import Settings
 from dovecote.recall.opensearch_mapping import (
     ABANDON_SECONDS,
     ANALYSIS,
     BULK_BYTES,
     BULK_DOCS,
+    DOCUMENT_MAPPING,
+    DOCUMENTED_FIELD,
     GRACE_SECONDS,
     MAX_WINDOW,
     MESSAGE_SETTINGS,
     POS_LIMIT,
     REFRESH_POLICIES,
     SCROLL_PAGE,
+    SESSION_FIELDS,
     SESSION_MAPPING,
     STATE_RETRIES,
     TOPIC_MAPPING,
-    _errors,
-    _sources,
-    make_client,
+    engine_errors,
     message_mapping,
+    session_info_of,
+    sources_of,
 )
 
 # ---- the state document's scripts (painless: each is one atomic update of one document) -----------
@@ -108,15 +112,15 @@ class Snapshot:
         return cls(int(state.get("floor") or 0), int(state.get("next_gen") or 0), hidden, pending, dead)
 
 
-def _state_id(authority: str) -> str:
+def state_id(authority: str) -> str:
     return f"{authority}|state"
 
 
-def _message_id(authority: str, gen: int, pos: int) -> str:
+def message_id(authority: str, gen: int, pos: int) -> str:
     return f"{authority}|{gen}|{pos}"
 
 
-def _session_doc_id(authority: str, gen: int) -> str:
+def session_doc_id(authority: str, gen: int) -> str:
     return f"{authority}|{gen}|s"
 
 
@@ -130,9 +134,46 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _topic_id(authority: str, session_id: str, start_uuid: str) -> str:
+def document_id(authority: str, gen: int) -> str:
+    return f"{authority}|{gen}|d"
+
+
+def document_source(authority: str, gen: int, session: Any, text: str) -> dict[str, Any]:
+    """A session version's document (`session` a Session, or a SessionInfo for the backfill)."""
+    count = session.message_count if hasattr(session, "message_count") else len(session.messages)
+    return {
+        "authority": authority,
+        "gen": gen,
+        "session_id": session.session_id,
+        "project": session.project,
+        "source": session.source,
+        "cwd": session.cwd,
+        "message_count": count,
+        "subagent": session.agent is not None or session.parent_session is not None,
+        "text": text,
+    }
+
+
+def topic_id(authority: str, session_id: str, start_uuid: str) -> str:
     # Session ids reach 400 characters and `_id` holds 512 bytes: a digest of the coordinates.
     return hashlib.sha256(f"{authority}\x00{session_id}\x00{start_uuid}".encode()).hexdigest()
+
+
+AUTHORITIES_MAX = 10_000  # authorities one pass with no authority given walks (a terms aggregation)
+
+
+DOCUMENT_FILL_PAGE = 100  # sessions a backfill looks at per search
+
+
+class StoreOptions(TypedDict, total=False):
+    """OpenSearchStore's options, as OpenSearchIndex passes them on."""
+
+    index_prefix: str
+    refresh: str  # REFRESH_POLICIES
+    shards: int
+    clock: Callable[[], float]
+    # The configured embedder's dimension: its knn_vector field is in the mapping from the start.
+    vector_dimension: int | None
 
 
 class OpenSearchStore:
@@ -150,12 +191,13 @@ class OpenSearchStore:
     ) -> None:
         if refresh not in REFRESH_POLICIES:
             raise ValueError(f"refresh must be one of {REFRESH_POLICIES}")
-        self._client = client
+        self.client = client
         self.prefix = index_prefix
         self.messages = f"{index_prefix}-messages"
         self.sessions = f"{index_prefix}-sessions"
         self.topics = f"{index_prefix}-topics"
-        self._refresh = refresh
+        self.documents = f"{index_prefix}-documents"
+        self.refresh = refresh
         self._shards = shards
         self._clock = clock
         self._ready = False
@@ -164,22 +206,17 @@ class OpenSearchStore:
         # (another dimension's is added by the first embedding pass that needs it).
         self.vector_dimension = vector_dimension
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Self:
-        dimension = settings.embed_dimension if settings.embedder == "bedrock" else None
-        return cls(make_client(settings), index_prefix=settings.opensearch_index_prefix, vector_dimension=dimension)
-
     def close(self) -> None:
-        self._client.close()
+        self.client.close()
 
     # ---- indices ----------------------------------------------------------------------------------
 
     def ensure_indices(self) -> None:
         """Reach the node and create the indices if they are missing (the local runtime calls this
         at start, so a wrong URL fails `dovecote dev` instead of its first search)."""
-        self._ensure()
+        self.ensure()
 
-    def _ensure(self) -> None:
+    def ensure(self) -> None:
         """Create the indices on first use (once per process; losing a creation race is fine)."""
         if self._ready:
             return
@@ -192,37 +229,42 @@ class OpenSearchStore:
                 (self.messages, message_mapping(self.vector_dimension), MESSAGE_SETTINGS),
                 (self.sessions, SESSION_MAPPING, {}),
                 (self.topics, TOPIC_MAPPING, {}),
+                (self.documents, DOCUMENT_MAPPING, {}),
             ):
-                with _errors():
-                    if self._client.indices.exists(index=index):
+                with engine_errors():
+                    if self.client.indices.exists(index=index):
+                        if index == self.sessions:  # made before the session documents: their flag
+                            self.client.indices.put_mapping(index=index, body=DOCUMENTED_FIELD)
                         continue
                     body = {
                         "settings": {"number_of_shards": self._shards, "analysis": ANALYSIS, **extra},
                         "mappings": mapping,
                     }
                     try:
-                        self._client.indices.create(index=index, body=body)
+                        self.client.indices.create(index=index, body=body)
                     except RequestError as exc:
                         if exc.error != "resource_already_exists_exception":
                             raise
             self._ready = True
 
     def drop_indices(self) -> None:
-        """Delete the three indices (tests and benchmarks that made their own prefix)."""
-        with _errors(write=True):
-            self._client.indices.delete(index=f"{self.messages},{self.sessions},{self.topics}", ignore_unavailable=True)
+        """Delete the four indices (tests and benchmarks that made their own prefix)."""
+        with engine_errors(write=True):
+            self.client.indices.delete(
+                index=f"{self.messages},{self.sessions},{self.topics},{self.documents}", ignore_unavailable=True
+            )
         self._ready = False
 
     # ---- requests ---------------------------------------------------------------------------------
 
-    def _snapshot(self, authority: str) -> Snapshot:
-        self._ensure()
-        with _errors():
-            found = self._client.get(index=self.sessions, id=_state_id(authority), routing=authority, ignore=[404])
+    def snapshot(self, authority: str) -> Snapshot:
+        self.ensure()
+        with engine_errors():
+            found = self.client.get(index=self.sessions, id=state_id(authority), routing=authority, ignore=[404])
         return Snapshot.of(found.get("_source") if found.get("found") else None)
 
     @staticmethod
-    def _visible(authority: str, snap: Snapshot, *clauses: dict[str, Any]) -> dict[str, Any]:
+    def visible(authority: str, snap: Snapshot, *clauses: dict[str, Any]) -> dict[str, Any]:
         """The one scope of every read of versioned documents: this authority, this snapshot."""
         query: dict[str, Any] = {
             "filter": [
@@ -236,22 +278,22 @@ class OpenSearchStore:
         return {"bool": query}
 
     @staticmethod
-    def _owned(authority: str, *clauses: dict[str, Any]) -> dict[str, Any]:
+    def owned(authority: str, *clauses: dict[str, Any]) -> dict[str, Any]:
         """The scope of unversioned documents (topics) and of garbage collection."""
         return {"bool": {"filter": [{"term": {"authority": authority}}, *clauses]}}
 
-    def _search(self, index: str, authority: str, body: dict[str, Any], *, query: bool = False) -> dict[str, Any]:
-        with _errors(query=query):
-            return dict(self._client.search(index=index, body=body, routing=authority))
+    def find(self, index: str, authority: str, body: dict[str, Any], *, query: bool = False) -> dict[str, Any]:
+        with engine_errors(query=query):
+            return dict(self.client.search(index=index, body=body, routing=authority))
 
-    def _msearch(
+    def find_many(
         self, authority: str, searches: list[tuple[str, dict[str, Any]]], *, query: bool = False
     ) -> list[dict[str, Any]]:
         lines: list[dict[str, Any]] = []
         for index, body in searches:
             lines += [{"index": index, "routing": authority}, body]
-        with _errors(query=query):
-            responses = self._client.msearch(body=lines)["responses"]
+        with engine_errors(query=query):
+            responses = self.client.msearch(body=lines)["responses"]
             for response in responses:
                 if "error" in response:
                     from opensearchpy.exceptions import TransportError
@@ -261,7 +303,7 @@ class OpenSearchStore:
                     raise TransportError(int(response.get("status") or 500), kind, error)
         return [dict(r) for r in responses]
 
-    def _update_state(self, authority: str, script: str, params: dict[str, Any]) -> dict[str, Any]:
+    def update_state(self, authority: str, script: str, params: dict[str, Any]) -> dict[str, Any]:
         """One scripted update of the state document (created on first use), returning it after."""
         initial = {
             "authority": authority,
@@ -270,11 +312,11 @@ class OpenSearchStore:
         from opensearchpy.exceptions import ConflictError
 
         try:
-            with _errors(write=True):
+            with engine_errors(write=True):
                 return dict(
-                    self._client.update(
+                    self.client.update(
                         index=self.sessions,
-                        id=_state_id(authority),
+                        id=state_id(authority),
                         routing=authority,
                         body={
                             "script": {"lang": "painless", "source": script, "params": params},
@@ -287,7 +329,7 @@ class OpenSearchStore:
         except ConflictError as exc:  # lost the race STATE_RETRIES times: nothing was applied
             raise Throttled("too many concurrent writes to this authority's recall index; retry") from exc
 
-    def _bulk(self, authority: str, actions: Iterable[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
+    def bulk(self, authority: str, actions: Iterable[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
         """Bulk requests of ~BULK_BYTES; the last one waits for the refresh that makes them all
         searchable (one shard: a refresh covers every earlier request)."""
         batch: list[str] = []
@@ -296,9 +338,9 @@ class OpenSearchStore:
         def send(final: bool) -> None:
             if not batch:
                 return
-            with _errors(write=True):
-                result = self._client.bulk(
-                    body="".join(batch), routing=authority, refresh=self._refresh if final else "false"
+            with engine_errors(write=True):
+                result = self.client.bulk(
+                    body="".join(batch), routing=authority, refresh=self.refresh if final else "false"
                 )
             if result.get("errors"):
                 failed = next(item[op] for item in result["items"] for op in item if item[op].get("status", 200) >= 300)
@@ -315,10 +357,24 @@ class OpenSearchStore:
                 batch, size = [], 0
         send(final=True)
 
+    def authorities(self) -> list[str]:
+        """Every authority with messages (a terms aggregation over every shard: passes that walk
+        them all, with no authority given)."""
+        self.ensure()
+        with engine_errors():
+            found = self.client.search(
+                index=self.messages,
+                body={
+                    "size": 0,
+                    "aggs": {"a": {"terms": {"field": "authority", "size": AUTHORITIES_MAX, "order": {"_key": "asc"}}}},
+                },
+            )
+        return [b["key"] for b in found["aggregations"]["a"]["buckets"]]
+
     def _scan_ids(self, index: str, authority: str, query: dict[str, Any]) -> Iterator[list[str]]:
         """The ids matching `query`, a page at a time (scroll: `_delete_by_query` is not available)."""
-        with _errors():
-            page = self._client.search(
+        with engine_errors():
+            page = self.client.search(
                 index=index,
                 body={"query": query, "size": SCROLL_PAGE, "_source": False, "sort": ["_doc"]},
                 routing=authority,
@@ -328,20 +384,20 @@ class OpenSearchStore:
         try:
             while page["hits"]["hits"]:
                 yield [hit["_id"] for hit in page["hits"]["hits"]]
-                with _errors():
-                    page = self._client.scroll(scroll_id=scroll_id, scroll="1m")
+                with engine_errors():
+                    page = self.client.scroll(scroll_id=scroll_id, scroll="1m")
                 scroll_id = page.get("_scroll_id", scroll_id)
         finally:
             if scroll_id:
-                with _errors():
-                    self._client.clear_scroll(scroll_id=scroll_id, ignore=[404])
+                with engine_errors():
+                    self.client.clear_scroll(scroll_id=scroll_id, ignore=[404])
 
     def _delete_matching(self, authority: str, indices: Iterable[str], query: dict[str, Any]) -> int:
         """Delete by query, emulated: scroll the ids, bulk-delete them, and wait for the refresh."""
         deleted = 0
         for index in indices:
             for ids in self._scan_ids(index, authority, query):
-                self._bulk(
+                self.bulk(
                     authority, (({"delete": {"_index": index, "_id": i, "routing": authority}}, None) for i in ids)
                 )
                 deleted += len(ids)
@@ -350,30 +406,30 @@ class OpenSearchStore:
     # ---- writes -----------------------------------------------------------------------------------
 
     def replace_session(self, authority: str, session: Session, *, sha256: str) -> None:
-        self._ensure()
+        self.ensure()
         if len(session.messages) >= POS_LIMIT:
             raise InvalidArgument(f"a session holds at most {POS_LIMIT - 1} messages", field="messages")
         now = int(self._clock() * 1000)
         sid = session.session_id
-        allocated = self._update_state(authority, _ALLOCATE, {"sid": sid, "now": now})
+        allocated = self.update_state(authority, _ALLOCATE, {"sid": sid, "now": now})
         snap = Snapshot.of(allocated["get"]["_source"])
         gen = snap.next_gen - 1
         try:
-            live = self._search(
+            live = self.find(
                 self.sessions,
                 authority,
                 {
-                    "query": self._visible(authority, snap, {"term": {"session_id": sid}}),
+                    "query": self.visible(authority, snap, {"term": {"session_id": sid}}),
                     "size": 10,
                     "_source": ["gen"],
                 },
             )
-            previous = [int(s["gen"]) for s in _sources(live)]
-            self._bulk(authority, self._documents(authority, gen, session, sha256))
+            previous = [int(s["gen"]) for s in sources_of(live)]
+            self.bulk(authority, self._documents(authority, gen, session, sha256))
         except BaseException:
             self._abort(authority, gen)
             raise
-        flipped = self._update_state(authority, _FLIP, {"sid": sid, "gen": gen, "prev": previous, "now": now})
+        flipped = self.update_state(authority, _FLIP, {"sid": sid, "gen": gen, "prev": previous, "now": now})
         if flipped.get("result") == "noop":
             raise Unavailable("the replacement took too long and was abandoned; retry", session_id=sid)
         self._drop_orphan_topics(authority, session)
@@ -384,7 +440,7 @@ class OpenSearchStore:
     ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         sid = session.session_id
         yield (
-            {"index": {"_index": self.sessions, "_id": _session_doc_id(authority, gen), "routing": authority}},
+            {"index": {"_index": self.sessions, "_id": session_doc_id(authority, gen), "routing": authority}},
             {
                 "authority": authority,
                 "gen": gen,
@@ -403,7 +459,14 @@ class OpenSearchStore:
                 "sha256": sha256,
                 "spawn_key": session.spawn_key,
                 "spawn_keys": list(session.spawn_keys),
+                "documented": True,
             },
+        )
+        yield (
+            {"index": {"_index": self.documents, "_id": document_id(authority, gen), "routing": authority}},
+            document_source(
+                authority, gen, session, session_document((m.kind, m.envelope, m.text) for m in session.messages)
+            ),
         )
         for pos, m in enumerate(session.messages):
             doc: dict[str, Any] = {
@@ -429,7 +492,7 @@ class OpenSearchStore:
             if conversation(m.kind, m.envelope, m.text):
                 doc["digest"] = text_digest(m.text)
             yield (
-                {"index": {"_index": self.messages, "_id": _message_id(authority, gen, pos), "routing": authority}},
+                {"index": {"_index": self.messages, "_id": message_id(authority, gen, pos), "routing": authority}},
                 doc,
             )
 
@@ -437,17 +500,17 @@ class OpenSearchStore:
         """A write that failed before its flip: make its generation dead at once (nobody saw it)."""
         at = int(self._clock() * 1000) - GRACE_SECONDS * 1000
         try:
-            self._update_state(authority, _ABORT, {"gens": [str(gen)], "at": at})
+            self.update_state(authority, _ABORT, {"gens": [str(gen)], "at": at})
         except Exception:  # noqa: BLE001, S110 - still pending, hence hidden; abandoned after ABANDON_SECONDS
             pass
 
     def _drop_orphan_topics(self, authority: str, session: Session) -> None:
         """A topic survives a re-ingest when the message it starts at does."""
-        found = self._search(
+        found = self.find(
             self.topics,
             authority,
             {
-                "query": self._owned(authority, {"term": {"session_id": session.session_id}}),
+                "query": self.owned(authority, {"term": {"session_id": session.session_id}}),
                 "size": MAX_WINDOW,
                 "_source": ["start_uuid"],
             },
@@ -455,7 +518,7 @@ class OpenSearchStore:
         kept = {m.uuid for m in session.messages}
         gone = [hit["_id"] for hit in found["hits"]["hits"] if hit["_source"]["start_uuid"] not in kept]
         if gone:
-            self._bulk(
+            self.bulk(
                 authority, (({"delete": {"_index": self.topics, "_id": i, "routing": authority}}, None) for i in gone)
             )
 
@@ -464,35 +527,37 @@ class OpenSearchStore:
         generations pending for ABANDON_SECONDS are made dead first (their flip will be refused)."""
         abandoned = [g for g, (_, at) in snap.pending.items() if int(at) < now - ABANDON_SECONDS * 1000]
         if abandoned:
-            self._update_state(authority, _ABORT, {"gens": abandoned, "at": now})
+            self.update_state(authority, _ABORT, {"gens": abandoned, "at": now})
         ripe = [int(g) for g, at in snap.dead.items() if int(at) < now - GRACE_SECONDS * 1000]
         if not ripe:
             return
         self._delete_matching(
-            authority, (self.messages, self.sessions), self._owned(authority, {"terms": {"gen": ripe}})
+            authority, (self.messages, self.sessions, self.documents), self.owned(authority, {"terms": {"gen": ripe}})
         )
-        self._update_state(authority, _COLLECT, {"gens": [str(g) for g in ripe]})
+        self.update_state(authority, _COLLECT, {"gens": [str(g) for g in ripe]})
 
     def delete_authority(self, authority: str) -> None:
         """Atomic for readers: one state update raises the floor past every generation (the
         authority reads as empty from here); then the documents are deleted."""
-        self._ensure()
+        self.ensure()
         now = int(self._clock() * 1000)
-        state = Snapshot.of(self._update_state(authority, _RESET, {"now": now})["get"]["_source"])
+        state = Snapshot.of(self.update_state(authority, _RESET, {"now": now})["get"]["_source"])
         self._delete_matching(
-            authority, (self.messages, self.sessions), self._owned(authority, {"range": {"gen": {"lt": state.floor}}})
+            authority,
+            (self.messages, self.sessions, self.documents),
+            self.owned(authority, {"range": {"gen": {"lt": state.floor}}}),
         )
-        self._delete_matching(authority, (self.topics,), self._owned(authority))
-        self._update_state(authority, _COLLECT, {"gens": [str(g) for g in state.hidden]})
+        self._delete_matching(authority, (self.topics,), self.owned(authority))
+        self.update_state(authority, _COLLECT, {"gens": [str(g) for g in state.hidden]})
 
     def add_topic(self, authority: str, session_id: str, start_uuid: str, label: str) -> None:
-        self._ensure()
-        with _errors(write=True):
-            self._client.index(
+        self.ensure()
+        with engine_errors(write=True):
+            self.client.index(
                 index=self.topics,
-                id=_topic_id(authority, session_id, start_uuid),
+                id=topic_id(authority, session_id, start_uuid),
                 routing=authority,
-                refresh=self._refresh,
+                refresh=self.refresh,
                 body={
                     "authority": authority,
                     "session_id": session_id,
@@ -501,3 +566,93 @@ class OpenSearchStore:
                     "seq": time.time_ns(),
                 },
             )
+
+    # ---- the session documents' backfill (the migration) ---------------------------------------------------------
+
+    def fill_session_docs(self, authority: str | None = None, *, limit: int | None = None) -> int:
+        """The migration to session documents: write the document of every visible session version
+        that has none (indexed before them), oldest generation first, until none is left or `limit`
+        sessions were written. Each session is first flagged `documented` (an update, which fails
+        with 404 when a replace's garbage collection took the version meanwhile: then nothing is
+        written, so no document outlives its generation), then its document is written. Safe to
+        repeat and to run beside writers. Returns how many documents were written."""
+        self.ensure()
+        done = 0
+        for who in [authority] if authority is not None else self.authorities():
+            while limit is None or done < limit:
+                snap = self.snapshot(who)
+                size = DOCUMENT_FILL_PAGE if limit is None else min(DOCUMENT_FILL_PAGE, limit - done)
+                undocumented = self.visible(who, snap)
+                undocumented["bool"]["must_not"] = [
+                    *undocumented["bool"].get("must_not", []),
+                    {"term": {"documented": True}},
+                ]
+                found = self.find(
+                    self.sessions,
+                    who,
+                    {
+                        "query": undocumented,
+                        "size": size,
+                        "sort": [{"gen": "asc"}],
+                        "_source": [*SESSION_FIELDS, "gen"],
+                    },
+                )
+                page = sources_of(found)
+                if not page:
+                    break
+                done += self._fill_page(who, snap, page)
+        return done
+
+    def _fill_page(self, authority: str, snap: Snapshot, page: list[dict[str, Any]]) -> int:
+        flagged = self._flag_documented(authority, [int(s["gen"]) for s in page])
+        actions = []
+        for source in page:
+            gen = int(source["gen"])
+            if gen not in flagged:
+                continue
+            text = session_document(self._conversation_rows(authority, snap, gen))
+            actions.append(
+                (
+                    {"index": {"_index": self.documents, "_id": document_id(authority, gen), "routing": authority}},
+                    document_source(authority, gen, session_info_of(source), text),
+                )
+            )
+        self.bulk(authority, actions)
+        return len(actions)
+
+    def _flag_documented(self, authority: str, gens: list[int]) -> set[int]:
+        lines = []
+        for gen in gens:
+            lines.append(json.dumps({"update": {"_index": self.sessions, "_id": session_doc_id(authority, gen)}}))
+            lines.append(json.dumps({"doc": {"documented": True}}))
+        with engine_errors(write=True):
+            result = self.client.bulk(body="\n".join(lines) + "\n", routing=authority, refresh=self.refresh)
+        flagged = set()
+        for gen, item in zip(gens, result["items"], strict=True):
+            status = item["update"].get("status", 200)
+            if status < 300:
+                flagged.add(gen)
+            elif status != 404:  # 404: collected meanwhile (a replace made it dead)
+                raise Unavailable(
+                    "the search engine refused a write; retry", error=str(item["update"].get("error"))[:300]
+                )
+        return flagged
+
+    def _conversation_rows(self, authority: str, snap: Snapshot, gen: int) -> list[tuple[str, bool, str]]:
+        """(kind, envelope, text) of a session version's rows in file order, a page at a time."""
+        rows: list[tuple[str, bool, str]] = []
+        after: list[Any] | None = None
+        while True:
+            body: dict[str, Any] = {
+                "query": self.visible(authority, snap, {"term": {"gen": gen}}),
+                "size": MAX_WINDOW,
+                "sort": [{"pos": "asc"}],
+                "_source": ["kind", "envelope", "text"],
+            }
+            if after is not None:
+                body["search_after"] = after
+            hits = self.find(self.messages, authority, body)["hits"]["hits"]
+            rows += [(h["_source"]["kind"], bool(h["_source"].get("envelope")), h["_source"]["text"]) for h in hits]
+            if len(hits) < MAX_WINDOW:
+                return rows
+            after = hits[-1]["sort"]

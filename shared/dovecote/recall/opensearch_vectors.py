@@ -1,4 +1,4 @@
-"""OpenSearch recall engine, part 4: the semantic tier (ports.VectorTier), as the SQLite engine's
+"""The OpenSearch engine's semantic tier (ports.VectorTier) over its store, as the SQLite engine's
 (sqlite_vectors.py) on a k-NN index.
 
 - What is embedded and counted: conversation messages (opensearch_store.conversation, the SQLite
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.platform.errors import CommitUnknown, Throttled, Unavailable
 from dovecote.recall.fusion import Ranked, model_key
-from dovecote.recall.opensearch_mapping import _errors, _filter_clauses, vector_field, vector_mapping
+from dovecote.recall.opensearch_mapping import engine_errors, filter_clauses, vector_field, vector_mapping
 from dovecote.recall.opensearch_store import OpenSearchStore, Snapshot
 from dovecote.recall.ports import IndexQuery
 from dovecote.recall.results import VectorCoverage
@@ -52,7 +52,6 @@ MIN_COSINE = 0.0
 KNN_MESSAGES_PER_SESSION = 10
 KNN_MIN_MESSAGES = 100
 KNN_MAX = 10_000  # the plugin's largest k
-AUTHORITIES_MAX = 10_000  # authorities one pass with no authority given walks (a terms aggregation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +119,12 @@ def coverage_body(scope: dict[str, Any], model: str) -> dict[str, Any]:
     }
 
 
-class OpenSearchVectors(OpenSearchStore):
-    """The VectorTier methods, and what the search reads for a fusion (opensearch_search)."""
+class OpenSearchVectors:
+    """The VectorTier methods, and what the search reads for a fusion (opensearch_search), over the
+    store's messages index."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, store: OpenSearchStore) -> None:
+        self.store = store
         self._vector_fields: set[int] = set()
         # One pass at a time in a process (the indexer's run and its schedule may overlap): a second
         # would embed the same messages again. It returns at once; the running pass embeds them.
@@ -134,51 +134,36 @@ class OpenSearchVectors(OpenSearchStore):
 
     def _ensure_vector_field(self, dimension: int) -> None:
         """Add the dimension's field to the messages index (a no-op when it is there)."""
-        self._ensure()
+        self.store.ensure()
         if dimension in self._vector_fields:
             return
         from opensearchpy.exceptions import RequestError
 
         try:
-            with _errors(write=True):
-                self._client.indices.put_mapping(index=self.messages, body=vector_mapping(dimension))
+            with engine_errors(write=True):
+                self.store.client.indices.put_mapping(index=self.store.messages, body=vector_mapping(dimension))
         except RequestError as exc:
             # An index made before the tier (no index.knn, a static setting), or a node without the
             # k-NN plugin: the tier cannot run here, which must not fail the indexer's upload.
             raise Unavailable(
                 "the messages index cannot hold vectors (made without index.knn, or no k-NN plugin): "
                 "delete the recall indices and rebuild them",
-                index=self.messages,
+                index=self.store.messages,
                 error=str(exc.error)[:300],
             ) from exc
         self._vector_fields.add(dimension)
 
     def _pending_scope(self, authority: str, snap: Snapshot, model: str) -> dict[str, Any]:
-        scope = self._visible(authority, snap, conversation_clause())
+        scope = self.store.visible(authority, snap, conversation_clause())
         scope["bool"]["must_not"] = [*scope["bool"].get("must_not", []), {"term": {"vector_model": model}}]
         return scope
 
-    def _authorities(self) -> list[str]:
-        self._ensure()
-        found = self._search_all(
-            {
-                "size": 0,
-                "aggs": {"a": {"terms": {"field": "authority", "size": AUTHORITIES_MAX, "order": {"_key": "asc"}}}},
-            }
-        )
-        return [b["key"] for b in found["aggregations"]["a"]["buckets"]]
-
-    def _search_all(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A search of every authority's messages (routing to every shard): only to list authorities."""
-        with _errors():
-            return dict(self._client.search(index=self.messages, body=body))
-
     def pending_vectors(self, model: str, authority: str | None = None) -> int:
         total = 0
-        for who in [authority] if authority is not None else self._authorities():
-            snap = self._snapshot(who)
-            found = self._search(
-                self.messages,
+        for who in [authority] if authority is not None else self.store.authorities():
+            snap = self.store.snapshot(who)
+            found = self.store.find(
+                self.store.messages,
                 who,
                 {"query": self._pending_scope(who, snap, model), "size": 0, "track_total_hits": True},
             )
@@ -205,7 +190,7 @@ class OpenSearchVectors(OpenSearchStore):
         self._ensure_vector_field(info.dimension)
         model = model_key(info.model_id, info.dimension)
         done, seen = 0, 0
-        for who in [authority] if authority is not None else self._authorities():
+        for who in [authority] if authority is not None else self.store.authorities():
             if limit is not None and seen >= limit:
                 break
             left = None if limit is None else limit - seen
@@ -214,7 +199,7 @@ class OpenSearchVectors(OpenSearchStore):
         return done
 
     def _embed_authority(self, embedder: Embedder, model: str, authority: str, limit: int | None) -> tuple[int, int]:
-        snap = self._snapshot(authority)
+        snap = self.store.snapshot(authority)
         scope = self._pending_scope(authority, snap, model)
         after: int | None = None
         seen, done = 0, 0
@@ -228,7 +213,7 @@ class OpenSearchVectors(OpenSearchStore):
             }
             if after is not None:
                 body["search_after"] = [after]
-            hits = self._search(self.messages, authority, body)["hits"]["hits"]
+            hits = self.store.find(self.store.messages, authority, body)["hits"]["hits"]
             if not hits:
                 break
             after, seen = int(hits[-1]["_source"]["rowid"]), seen + len(hits)
@@ -239,11 +224,11 @@ class OpenSearchVectors(OpenSearchStore):
         dimension = embedder.info.dimension
         field = vector_field(dimension)
         digests = sorted({hit["_source"]["digest"] for hit in hits})
-        stored = self._search(
-            self.messages,
+        stored = self.store.find(
+            self.store.messages,
             authority,
             {
-                "query": self._owned(
+                "query": self.store.owned(
                     authority,
                     {"terms": {"digest": digests}},
                     {"term": {"vector_model": model}},
@@ -271,15 +256,15 @@ class OpenSearchVectors(OpenSearchStore):
             # A zero vector (nothing to embed) has no cosine: the message is done, and never near.
             doc = {"vector_model": model, field: [compact(x) for x in vector] if any(vector) else None}
             actions.append((hit["_id"], doc))
-        return self._update_vectors(authority, actions)
+        return self.update_vectors(authority, actions)
 
-    def _update_vectors(self, authority: str, actions: list[tuple[str, dict[str, Any]]]) -> int:
+    def update_vectors(self, authority: str, actions: list[tuple[str, dict[str, Any]]]) -> int:
         lines = []
         for doc_id, doc in actions:
-            lines.append(json.dumps({"update": {"_index": self.messages, "_id": doc_id, "routing": authority}}))
+            lines.append(json.dumps({"update": {"_index": self.store.messages, "_id": doc_id, "routing": authority}}))
             lines.append(json.dumps({"doc": doc}))
-        with _errors(write=True):
-            result = self._client.bulk(body="\n".join(lines) + "\n", routing=authority, refresh=self._refresh)
+        with engine_errors(write=True):
+            result = self.store.client.bulk(body="\n".join(lines) + "\n", routing=authority, refresh=self.store.refresh)
         written = 0
         for item in result["items"]:
             status = item["update"].get("status", 200)
@@ -297,7 +282,7 @@ class OpenSearchVectors(OpenSearchStore):
 
     def _vector_scope(self, authority: str, snap: Snapshot, query: IndexQuery) -> dict[str, Any]:
         """The search's conversation messages: its filters, less the caller's live turn."""
-        scope = self._visible(authority, snap, conversation_clause(), *_filter_clauses(query.filter))
+        scope = self.store.visible(authority, snap, conversation_clause(), *filter_clauses(query.filter))
         held = withheld_clause(query)
         if held:
             scope["bool"]["must_not"] = [*scope["bool"].get("must_not", []), *held]
@@ -311,11 +296,11 @@ class OpenSearchVectors(OpenSearchStore):
         semantic = query.semantic
         assert semantic is not None
         scope = self._vector_scope(authority, snap, query)
-        searches = [(self.messages, coverage_body(scope, semantic.model))]
+        searches = [(self.store.messages, coverage_body(scope, semantic.model))]
         asks_knn = sessions > 0 and any(semantic.vector) and self._has_vector_field(len(semantic.vector))
         if asks_knn:
-            searches.append((self.messages, knn_body(scope, semantic.model, semantic.vector, sessions)))
-        responses = self._msearch(authority, searches, query=True)
+            searches.append((self.store.messages, knn_body(scope, semantic.model, semantic.vector, sessions)))
+        responses = self.store.find_many(authority, searches, query=True)
         total = int(responses[0]["hits"]["total"]["value"])
         vectored = int(responses[0]["aggregations"]["vectored"]["doc_count"])
         coverage = VectorCoverage(ran=True, candidate_msgs=total, vectored_msgs=vectored, missing_msgs=total - vectored)
@@ -334,9 +319,9 @@ class OpenSearchVectors(OpenSearchStore):
         until it has: the indexer, in another process, adds it with the first vectors)."""
         if dimension in self._vector_fields:
             return True
-        self._ensure()
-        with _errors():
-            found = self._client.indices.get_mapping(index=self.messages)
+        self.store.ensure()
+        with engine_errors():
+            found = self.store.client.indices.get_mapping(index=self.store.messages)
         for mapping in found.values():
             for name, spec in (mapping.get("mappings", {}).get("properties") or {}).items():
                 if spec.get("type") == "knn_vector" and name == vector_field(int(spec.get("dimension") or 0)):

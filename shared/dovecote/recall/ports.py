@@ -274,6 +274,19 @@ class VectorTier(Protocol):
     def pending_vectors(self, model: str, authority: str | None = None) -> int: ...
 
 
+@runtime_checkable
+class SessionDocuments(Protocol):
+    """An engine that keeps the session documents the `session-doc` ranker fuses (ranking.py; both
+    engines). Written with their session by replace_session and deleted with it; for an index made
+    before them, fill_session_docs writes the missing ones (the migration: safe to repeat and to run
+    beside writers; returns how many it wrote). document_order is what a search fuses: the session
+    ids of the query's best documents (DOC_DEPTH), among the sessions the session-level filters keep."""
+
+    def fill_session_docs(self, authority: str | None = None, *, limit: int | None = None) -> int: ...
+
+    def document_order(self, authority: str, query: IndexQuery) -> list[str]: ...
+
+
 # ---- the archive (S3): canonical transcripts ---------------------------------------------------------
 
 

@@ -26,6 +26,13 @@ that score messages alike order conversations alike.
      that names every word in passing, and a long conversation's scattered mentions do not add up
      (as `fused`'s session sum lets them). Won bench/recall.py's synthetic set, lost on real
      conversations (issue 34), so it is no longer the default.
+   - `session-doc`: `session`'s order fused with the session documents' (one document per
+     conversation, its own bm25 statistics: `session_document`) by reciprocal rank, k = DOC_RRF_K,
+     each list read DOC_DEPTH deep (`fuse_documents`). The document list is the engine's best
+     DOC_DEPTH documents for the query's terms (OR-ed) among the sessions passing the session-level
+     filters, of which those among the candidates keep their order. A conversation only the
+     documents find is not added: the message candidates decide what matches (every per-message
+     filter holds), the documents only reorder them.
    The hit's ref always points at the conversation's best message.
 4. `sort=newest` instead picks each conversation's newest matching message and orders by its time,
    newest first (unknown times last); `sort=oldest` its oldest, oldest first (unknown times first,
@@ -38,6 +45,7 @@ tier is wired yet, the function states the rule for whoever adds one.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dovecote.recall.model import FUSION_WEIGHT, PASSAGE_SPAN, PASSAGE_TURN_BONUS, RANKERS
@@ -67,9 +75,12 @@ class Ranked:
 
 def rank_sessions(candidates: list[Candidate], *, ranker: str = "message", sort: str = "") -> list[Ranked]:
     """Every conversation among the candidates, best first. The caller slices the limit; the length
-    is the distinct-session total."""
+    is the distinct-session total. `session-doc` ranks as `session` here; the engine then fuses the
+    documents in (`fuse_documents`)."""
     if ranker not in RANKERS:
         raise ValueError(f"unknown ranker {ranker!r}")
+    if ranker == DOCUMENT_RANKER:
+        ranker = "session"
     # Python's sort is stable: coverage desc keeps the engine's order (and insertion order) inside.
     ordered = sorted(candidates, key=lambda c: -len(c.terms))
     per_session: dict[str, list[Candidate]] = {}
@@ -149,6 +160,43 @@ def _best_passage(rows: list[Candidate]) -> float:
 def _neg_time(stamp: str) -> tuple[int, ...]:
     # Timestamps are UTC `Z` strings of one shape, so ordering the code points orders the instants.
     return tuple(-ord(ch) for ch in stamp)
+
+
+# `session-doc` (issue 34): k and the depth both lists are read to. k = 10 was chosen on the
+# development set's dev slice (k = 60 within 0.001 there); docs/benchmarks/recall-dev.md.
+DOCUMENT_RANKER = "session-doc"
+DOC_RRF_K = 10
+DOC_DEPTH = 30
+
+
+def uses_documents(ranker: str, sort: str) -> bool:
+    """Whether a search reads the session documents: `session-doc` by relevance (a sort by time
+    orders by time alone)."""
+    return ranker == DOCUMENT_RANKER and sort not in ("newest", "oldest")
+
+
+def session_document(rows: Iterable[tuple[str, bool, str]]) -> str:
+    """A conversation's session document: the text of its conversation rows (kind, envelope, text:
+    text and thinking, not tool rows, not injected envelopes), in file order, one row a line. What
+    a default search shows is what the document holds, so a session's document never matches on
+    text a search without include_tools would hide."""
+    return "\n".join(text for kind, envelope, text in rows if kind in ("text", "thinking") and not envelope and text)
+
+
+def fuse_documents(order: list[Ranked], documents: list[str]) -> list[Ranked]:
+    """`session-doc`: reciprocal-rank fusion of the session ranker's order with the documents' (session
+    ids, best first, as the engine found them); the sessions of `documents` outside `order` are
+    dropped before ranks are counted. Score Σ 1/(DOC_RRF_K + rank + 1) over the first DOC_DEPTH of
+    each list; ties, and every session neither list scores, keep `order`."""
+    where = {r.best.session_id: i for i, r in enumerate(order)}
+    score = dict.fromkeys(where, 0.0)
+    for rank, entry in enumerate(order[:DOC_DEPTH]):
+        score[entry.best.session_id] += 1.0 / (DOC_RRF_K + rank + 1)
+    kept = [sid for sid in dict.fromkeys(documents) if sid in where]
+    for rank, sid in enumerate(kept[:DOC_DEPTH]):
+        score[sid] += 1.0 / (DOC_RRF_K + rank + 1)
+    # Rounded, so that the sum's order of additions never decides a tie.
+    return sorted(order, key=lambda r: (-round(score[r.best.session_id], 12), where[r.best.session_id]))
 
 
 RRF_K = 60

@@ -76,6 +76,7 @@ from dovecote.recall.ports import (
     SearchFilter,
     SearchIndex,
     SemanticQuery,
+    SessionDocuments,
     TopicEntry,
     TopicRow,
     TranscriptArchive,
@@ -378,6 +379,13 @@ class RecallService:
         if self.embedder is None or not isinstance(self.index, VectorTier):
             return 0
         return self.index.embed_pending(self.embedder, authority=authority, limit=limit)
+
+    def fill_session_docs(self, authority: str | None = None, *, limit: int | None = None) -> int:
+        """Off the request path (the transcript indexer's schedule): the migration to session
+        documents, as SessionDocuments.fill_session_docs; 0 for an engine without them."""
+        if not isinstance(self.index, SessionDocuments):
+            return 0
+        return self.index.fill_session_docs(authority, limit=limit)
 
     def _pending(self, authority: str, project: str) -> list[PendingUpload]:
         """Uploads the answer may be missing: a URL still usable, or one that expired in the last

@@ -9,6 +9,10 @@ Layout (one database file, or `:memory:`):
   substrings, the fallback when the word index finds nothing) index `messages.text` as external
   content tables, kept in step by triggers inside the writing transaction.
 - `topics` + `topics_fts`: segment labels.
+- `session_docs` + `session_docs_fts` (`porter unicode61`): one document per session, the text of its
+  conversation rows, with its own bm25 statistics (the `session-doc` ranker), replaced and deleted
+  with the session in the same transaction; a database made before them gets them on open
+  (sqlite_schema.fill_session_docs).
 
 Consistency: one connection, serialized by a lock (the local runtime and the tests call it from many
 threads). replace_session is one transaction (`BEGIN IMMEDIATE … COMMIT`), so a reader sees the old
@@ -65,11 +69,19 @@ from dovecote.recall.ports import (
     outline_rows,
 )
 from dovecote.recall.query import Or, Query, to_fts5
-from dovecote.recall.ranking import Candidate
+from dovecote.recall.ranking import Candidate, session_document
 from dovecote.recall.results import VectorCoverage
 from dovecote.recall.sqlite_driver import OperationalError, connect
-from dovecote.recall.sqlite_rank import Ranked, match_source, ranked, sessions_join, visibility_sql, where_clause
-from dovecote.recall.sqlite_schema import check_sqlite, create_schema
+from dovecote.recall.sqlite_rank import (
+    Ranked,
+    document_order,
+    match_source,
+    ranked,
+    sessions_join,
+    visibility_sql,
+    where_clause,
+)
+from dovecote.recall.sqlite_schema import check_sqlite, create_schema, fill_session_docs
 from dovecote.recall.sqlite_vectors import Scope, SqliteVectors, VectorTierMethods
 
 SNIPPET_TOKENS = 24
@@ -174,6 +186,18 @@ class SqliteSearchIndex(VectorTierMethods):
                         for pos, m in enumerate(session.messages)
                     ],
                 )
+                self._db.execute(
+                    "DELETE FROM session_docs WHERE authority = ? AND session_id = ?", (authority, session.session_id)
+                )
+                self._db.execute(
+                    "INSERT INTO session_docs (authority, session_id, sub, text) VALUES (?, ?, ?, ?)",
+                    (
+                        authority,
+                        session.session_id,
+                        sub,
+                        session_document((m.kind, m.envelope, m.text) for m in session.messages),
+                    ),
+                )
                 # A topic survives a re-ingest when the message it starts at does.
                 self._db.execute(
                     "DELETE FROM topics WHERE authority = ? AND session_id = ? AND start_uuid NOT IN "
@@ -189,7 +213,7 @@ class SqliteSearchIndex(VectorTierMethods):
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                for table in ("messages", "sessions", "topics", "embeddings"):
+                for table in ("messages", "sessions", "session_docs", "topics", "embeddings"):
                     self._db.execute(f"DELETE FROM {table} WHERE authority = ?", (authority,))  # noqa: S608
                 self._db.execute("COMMIT")
             except BaseException:
@@ -389,6 +413,19 @@ class SqliteSearchIndex(VectorTierMethods):
                 tier=found.tier or ("word" if table == "messages_fts" else "trigram"),
                 vectors=coverage,
             )
+
+    def fill_session_docs(self, authority: str | None = None, *, limit: int | None = None) -> int:
+        """SessionDocuments.fill_session_docs: the migration runs when a database is opened, so this
+        finds something only in a database changed behind the engine's back (every session, in one
+        transaction: `authority` and `limit` do not narrow it)."""
+        with self._lock:
+            return fill_session_docs(self._db)
+
+    def document_order(self, authority: str, query: IndexQuery) -> list[str]:
+        """The session documents' order for the query (ranking.py's `session-doc`): what a search
+        fuses, on its own (the conformance suite holds both engines to it)."""
+        with self._lock:
+            return document_order(self._execute, authority, query)
 
     def _fused(
         self, authority: str, query: IndexQuery, semantic: SemanticQuery, found: Ranked

@@ -12,8 +12,8 @@ from typing import Any
 from dovecote.recall.engine_rules import trigram_leaf
 from dovecote.recall.model import Visibility
 from dovecote.recall.ports import IndexQuery
-from dovecote.recall.query import to_fts5
-from dovecote.recall.ranking import Candidate, rank_sessions
+from dovecote.recall.query import Or, to_fts5
+from dovecote.recall.ranking import DOC_DEPTH, Candidate, fuse_documents, rank_sessions, uses_documents
 
 Execute = Callable[[str, list[Any]], list[Any]]
 SCAN_FACTOR = 2  # a broad search scores this many times the ceiling from the word index before the lookups
@@ -48,6 +48,8 @@ FILTER_SQL = (
     ("source", "s.source = ?"),
 )
 
+PLACES_SQL = "(s.project, s.cwd) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
+
 
 def sessions_join(query: IndexQuery) -> str:
     f = query.filter
@@ -72,9 +74,7 @@ def where_clause(authority: str, query: IndexQuery, table: str, expression: str 
             where.append(clause)
             params.append(value)
     if f.places is not None:
-        where.append(
-            "(s.project, s.cwd) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
-        )
+        where.append(PLACES_SQL)
         params.append(json.dumps(sorted(f.places)))
     return where, params
 
@@ -156,8 +156,39 @@ def ranked(execute: Execute, authority: str, query: IndexQuery, table: str, expr
     term_sets = {mask: frozenset(i for i in range(len(terms)) if mask >> i & 1) for mask in {r[5] for r in rows}}
     candidates = [Candidate(r[0], r[1], r[2], r[3], -r[4], term_sets[r[5]]) for r in rows]
     order = rank_sessions(candidates, ranker=query.ranker, sort=query.sort)
+    if table == "messages_fts" and uses_documents(query.ranker, query.sort):
+        order = fuse_documents(order, document_order(execute, authority, query))
     shown = [(r.best.session_id, r.best.rowid, r.coverage, r.score) for r in order[: query.limit]]
     return Ranked(shown, len(order), rows[0][6] > ceiling, withheld, max(r[3] for r in rows))
+
+
+def document_order(execute: Execute, authority: str, query: IndexQuery) -> list[str]:
+    """The session documents' order for the query's terms (OR-ed), best DOC_DEPTH first by bm25
+    (ties: insertion order), among the sessions the session-level filters keep (ranking.py)."""
+    terms = query.query.terms
+    expression = to_fts5(Or(terms) if len(terms) > 1 else terms[0])
+    f = query.filter
+    where = ["session_docs_fts MATCH ?", "d.authority = ?"]
+    params: list[Any] = [expression, authority]
+    if not f.subagents:
+        where.append("d.sub = 0")
+    join = ""
+    if f.min_messages or f.project or f.source or f.places is not None:
+        join = " JOIN sessions s ON s.authority = d.authority AND s.session_id = d.session_id"
+        for name, clause in FILTER_SQL:
+            value = getattr(f, name)
+            if value and clause.startswith("s."):
+                where.append(clause)
+                params.append(value)
+        if f.places is not None:
+            where.append(PLACES_SQL)
+            params.append(json.dumps(sorted(f.places)))
+    rows = execute(
+        f"SELECT d.session_id FROM session_docs_fts JOIN session_docs d ON d.id = session_docs_fts.rowid{join} "  # noqa: S608
+        f"WHERE {' AND '.join(where)} ORDER BY bm25(session_docs_fts), d.id LIMIT ?",
+        [*params, DOC_DEPTH],
+    )
+    return [r[0] for r in rows]
 
 
 def _broad(query: IndexQuery) -> bool:

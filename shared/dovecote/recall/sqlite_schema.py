@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dovecote.recall.ranking import session_document
 from dovecote.recall.sqlite_driver import OperationalError, dbapi
 
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
@@ -83,6 +84,27 @@ END;
 CREATE TRIGGER IF NOT EXISTS topics_ad AFTER DELETE ON topics BEGIN
     INSERT INTO topics_fts (topics_fts, rowid, label) VALUES ('delete', old.id, old.label);
 END;
+-- Session documents (the `session-doc` ranker, ranking.py): one row per session, the text of its
+-- conversation rows (ranking.session_document), indexed with its own bm25 statistics (a document's
+-- length is its session's). Written with the session in replace_session's transaction and deleted
+-- with it. `sub` and the session-level filters are read from here and from `sessions`.
+CREATE TABLE IF NOT EXISTS session_docs (
+    id INTEGER PRIMARY KEY,
+    authority TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    sub INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    UNIQUE (authority, session_id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS session_docs_fts USING fts5(
+    text, content='session_docs', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS session_docs_ai AFTER INSERT ON session_docs BEGIN
+    INSERT INTO session_docs_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS session_docs_ad AFTER DELETE ON session_docs BEGIN
+    INSERT INTO session_docs_fts (session_docs_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
 -- The vector tier (dovecote.recall.sqlite_vectors). A vector belongs to a text, not to a row: a
 -- re-ingest replaces a session's rows (new ids) and most texts come back unchanged, so their vectors
 -- are found again by digest instead of being embedded again. `message_digests` maps a row to its
@@ -122,9 +144,14 @@ def check_sqlite() -> None:
 
 
 def create_schema(db: Any) -> None:
-    """The tables, and the columns a database made by an older version lacks: `messages.sub` (the
-    subagent flag search filters on), filled from the sessions table."""
+    """The tables, and what a database made by an older version lacks: `messages.sub` (the
+    subagent flag search filters on), filled from the sessions table; the session documents,
+    written for every session already indexed (fill_session_docs)."""
+    had_docs = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'session_docs'").fetchone() is not None
+    had_sessions = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'sessions'").fetchone() is not None
     db.executescript(SCHEMA)
+    if had_sessions and not had_docs:
+        fill_session_docs(db)
     columns = {row[1] for row in db.execute("PRAGMA table_info(messages)")}
     if "sub" not in columns:
         db.executescript(
@@ -133,3 +160,40 @@ def create_schema(db: Any) -> None:
             "s.authority = messages.authority AND s.session_id = messages.session_id AND "
             "(s.agent IS NOT NULL OR s.parent_session IS NOT NULL)); COMMIT;"
         )
+
+
+def fill_session_docs(db: Any) -> int:
+    """The migration to session documents: one per indexed session that has none, from its rows in
+    file order, in one transaction (a reader sees none of them or all). Returns how many were written."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        rows = db.execute(
+            "SELECT m.authority, m.session_id, m.sub, m.kind, m.envelope, m.text FROM messages m "
+            "WHERE NOT EXISTS (SELECT 1 FROM session_docs d WHERE d.authority = m.authority "
+            "AND d.session_id = m.session_id) ORDER BY m.authority, m.session_id, m.pos"
+        )
+        written = 0
+        key: tuple[str, str] | None = None
+        sub = 0
+        parts: list[tuple[str, bool, str]] = []
+
+        def flush() -> None:
+            if key is not None:
+                db.execute(
+                    "INSERT INTO session_docs (authority, session_id, sub, text) VALUES (?, ?, ?, ?)",
+                    (*key, sub, session_document(parts)),
+                )
+
+        for authority, session_id, row_sub, kind, envelope, text in rows.fetchall():
+            if (authority, session_id) != key:
+                flush()
+                written += key is not None
+                key, sub, parts = (authority, session_id), row_sub, []
+            parts.append((kind, bool(envelope), text))
+        flush()
+        written += key is not None
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return written

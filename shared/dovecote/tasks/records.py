@@ -300,6 +300,8 @@ TASKS_TABLE = TableDef(
     # The one item kind that expires: A2A's blocking-waits item per authority (dovecote/a2a/waits.py,
     # pk "AW#<authority>"), deleted a day after its last take; no task item carries the attribute.
     ttl="expires_ttl",
+    # Keys only: the webhook fan-out reads which event was inserted (dovecote/tasks/dynamo_stream.py).
+    stream="KEYS_ONLY",
     description="tasks, their messages, events, grants, receipts, id claims, artifacts, heads, apply receipts, "
     "worker deliveries, A2A's blocking waits per authority",
 )
