@@ -44,16 +44,24 @@ class Twin:
         return self.now
 
     def __call__(self, kind: str, who: Principal, *args: Any) -> dict[str, Any]:
+        task_id = args[0]["id"] if kind == "create" else args[0]
+        events_before = self._events(task_id) if kind != "create" else 0
         at = self.now
         expected = getattr(self.fake, kind)(who, *args)
         self.now = at  # the same instants on both
         got = getattr(self.dynamo, kind)(who, *args)
+        # The write says how many events it appended (`ne`, what the stream tells webhooks), or none.
+        appended = self._events(task_id) - events_before
+        assert self.item(task_id).get("ne") == ({"N": str(appended)} if appended else None), kind
         if isinstance(got, dict):  # a heartbeat answers its lease, not an outcome
             assert got == expected, kind
             return got
         assert (got.status, got.body) == (expected.status, expected.body), kind
         self.sent.append((kind, who, args, got.body))
         return dict(got.body)
+
+    def _events(self, task_id: str) -> int:
+        return int(self.fake.get(CALLER, task_id)["task"]["event_count"])
 
     def same_reads(self, task_id: str, *, every_page: bool = False) -> None:
         """The task, each stream whole and from a few starts (`every_page`: from every start, at

@@ -290,7 +290,8 @@ class DynamoTaskStore:
         refs = tuple(message_ref(m, item_bytes(g.serialize())) for m, g in zip(commit.messages, guards, strict=True))
         stored = Inline() if commit.expect is None else self._stored_inline(authority, commit.task.id, commit.expect)
         records = stored.appended(commit.events, commit.grant, refs)
-        task, spilled = fit(lambda kept: self.items.task_item(commit.task, kept), records)
+        appended = len(commit.events)
+        task, spilled = fit(lambda kept: self.items.task_item(commit.task, kept, appended=appended), records)
         if commit.expect is None:
             ops.append(_Op("task_insert", task, tasks.pk.does_not_exist()))
         else:
@@ -416,7 +417,8 @@ class DynamoTaskStore:
             after = heartbeat(task, worker, fence, at)
             assert task is not None  # heartbeat() refused an absent task
             accepted = t.accepted_at.set(after.accepted_at) if after.accepted_at else t.accepted_at.remove()
-            actions: list[Any] = [t.heartbeat_at.set(at), accepted]
+            # A beat appends no event: the stream must not read the last command's `ne` again.
+            actions: list[Any] = [t.heartbeat_at.set(at), accepted, t.new_events.remove()]
             deadline = lease_deadline(after)
             if deadline is not None:
                 actions.append(t.exp_pk.set(f"X#{expiry_shard(authority, task_id)}"))
@@ -455,7 +457,8 @@ class DynamoTaskStore:
                 continue
             with pynamodb_errors(write=True):
                 try:
-                    t(item.pk, item.sk).update(actions=[t.claim_pk.set(wanted)], condition=t.claim_pk == item.claim_pk)
+                    entry: list[Any] = [t.claim_pk.set(wanted), t.new_events.remove()]  # no event appended
+                    t(item.pk, item.sk).update(actions=entry, condition=t.claim_pk == item.claim_pk)
                 except UpdateError as exc:
                     if exc.cause_response_code != "ConditionalCheckFailedException":
                         raise

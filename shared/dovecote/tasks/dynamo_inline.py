@@ -62,7 +62,6 @@ class MessageRef:
     size: int
 
 
-
 @dataclass(frozen=True, slots=True)
 class Inline:
     """The latest records of a task, held in its item: each stream's tail, oldest first."""

@@ -171,8 +171,9 @@ class TaskItems:
 
     # ---- the task ----------------------------------------------------------------------------
 
-    def task_item(self, t: Task, inline: Inline = Inline()) -> TaskItem:
-        """The task's item (v2), holding `inline` (tasks/dynamo_inline.py decides which records)."""
+    def task_item(self, t: Task, inline: Inline = Inline(), *, appended: int = 0) -> TaskItem:
+        """The task's item (v2), holding `inline` (tasks/dynamo_inline.py decides which records);
+        `appended`: how many events the write appends (the stream's `ne`)."""
         values = attributes(t, absent_when_empty=("artifact", "owner", "granted_at", "heartbeat_at", "accepted_at"))
         values["submission"] = json.dumps(t.submission, sort_keys=True) if t.submission else None
         values["last_end"] = lease_end_text(t.last_end)
@@ -184,6 +185,7 @@ class TaskItems:
             ctx_sk="#".join(created_order(t)),
             auth_pk=t.authority,
             auth_sk="#".join(updated_order(t)),
+            new_events=appended or None,
         )
         # The sparse indexes hold a task only while it is claimable, leased, or leased with a deadline.
         if is_claimable(t):

@@ -139,6 +139,9 @@ class TaskItem(KeyedItem):
     lease_sk = UnicodeAttribute(null=True)
     exp_pk = UnicodeAttribute(null=True)  # only while leased with a deadline (model.lease_deadline)
     exp_sk = UnicodeAttribute(null=True)
+    # How many events the write that left the item appended (absent: none): what the table's stream
+    # tells the webhook fan-out (tasks/dynamo_stream.py). Every other write of the item drops it.
+    new_events = NumberAttribute(attr_name="ne", null=True)
     # The latest records, inline (tasks/dynamo_inline.py): absent when there are none.
     events = ListAttribute(of=InlineEvent, null=True, attr_name="ev")
     grants = ListAttribute(of=InlineGrant, null=True, attr_name="gr")
@@ -300,8 +303,9 @@ TASKS_TABLE = TableDef(
     # The one item kind that expires: A2A's blocking-waits item per authority (dovecote/a2a/waits.py,
     # pk "AW#<authority>"), deleted a day after its last take; no task item carries the attribute.
     ttl="expires_ttl",
-    # Keys only: the webhook fan-out reads which event was inserted (dovecote/tasks/dynamo_stream.py).
-    stream="KEYS_ONLY",
+    # The task item as written: the webhook fan-out reads which events a write appended (its `ne`,
+    # dovecote/tasks/dynamo_stream.py); the events themselves are inline, not items of their own.
+    stream="NEW_IMAGE",
     description="tasks, their messages, events, grants, receipts, id claims, artifacts, heads, apply receipts, "
     "worker deliveries, A2A's blocking waits per authority",
 )
