@@ -33,13 +33,20 @@ def test_a_data_directory_of_the_v1_layout_reads_and_goes_on(tmp_path: Path) -> 
         # The parts sealed under the runtime's data key, as a v1 `dovecote dev` sealed them; the items
         # written to its moto are journaled like any other write.
         protector = Protector(boto3.client("kms", **aws), env["DOVECOTE_DATA_KEY_ID"])
-        fixture = load(boto3.client("dynamodb", **aws), env["DOVECOTE_TASKS_TABLE"], AUTHORITY, protector=protector)
+        ddb = boto3.client("dynamodb", **aws)
+        fixture = load(ddb, env["DOVECOTE_TASKS_TABLE"], AUTHORITY, protector=protector)
+        # As a DIR written before the tasks table's stream carried its new image.
+        ddb.update_table(TableName=env["DOVECOTE_TASKS_TABLE"], StreamSpecification={"StreamEnabled": False})
         tokens = dev["tokens"]
     with (
         start_dev(tmp_path, "--data", str(data), "--dispatch-interval", "0") as again,
         httpx.Client(base_url=again["endpoint"], timeout=30) as http,
     ):
         caller = bearer(tokens["caller"])
+        table = boto3.client("dynamodb", **{**aws, "endpoint_url": moto_endpoint(again)}).describe_table(
+            TableName=env["DOVECOTE_TASKS_TABLE"]
+        )["Table"]
+        assert table["StreamSpecification"]["StreamViewType"] == "NEW_IMAGE"  # the restore aligned it
         for task_id, reads in fixture["reads"].items():
             assert http.get(f"/v1/tasks/{task_id}", headers=caller).json() == reads["get"]
             assert http.get(f"/v1/tasks/{task_id}/events", headers=caller).json() == reads["events"]

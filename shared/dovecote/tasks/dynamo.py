@@ -31,7 +31,9 @@ message) and per submission id, and the items the records that outgrow the task 
 (dynamo_inline.py: at most one per kind, only when the task item would pass the kilobytes its own
 fields need; the bound keeps the task item under its fields + 1 KB, far from the 400 KB limit). So
 create is 3 items (receipt, task, message guard), claim and accept 2, complete 4 (and a submission
-guard), each under 1 KB unless its ids are long: 6, 4, 4 and 8 write units.
+guard), each under 1 KB unless its ids are long: 6, 4, 4 and 8 write units. The task item's `ne` is
+how many events its write appended (absent on every other write): the table's stream (NEW_IMAGE)
+tells the webhook fan-out that way (tasks/dynamo_stream.py).
 
 GSIs on the task item (sparse where it matters):
 - claimable   (authority#<shard>; created_at#workspace#task), only while non-terminal and unowned;
