@@ -172,6 +172,12 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> None:
         ),
     )
     run("claim (uncontended)", lambda: tasks.claim(worker, gate.claim(worker, {"command_id": "c8"})))
+    # The reads of t1: the task's read, then the store's. Its 5 events outgrew its item at the
+    # complete (4 message places and a grant stay inline): a page from the start adds a Query.
+    run("get", lambda: tasks.get(caller, "t1"))
+    run("events page", lambda: tasks.events(caller, "t1", None, None))
+    run("messages page", lambda: tasks.messages(caller, "t1", None, None))
+    run("message by id", lambda: tasks.message(caller, "t1", "m2"))
 
 
 # ---- import time ---------------------------------------------------------------------------------
@@ -438,38 +444,68 @@ def cold_start(report: dict[str, Any], run: Run) -> None:
 
 
 def cost(report: dict[str, Any], run: Run) -> None:
-    from bench.cost import LEVERS, PRICES, PRICES_AS_OF, capacity_per_command, folded_wru, price_per_million
+    from bench import lambda_memory
+    from bench.cost import (
+        LEVERS,
+        PRICES,
+        PRICES_AS_OF,
+        UTILISATION,
+        capacity_per_command,
+        folded_wru,
+        price_per_million,
+    )
     from infra.routes import FUNCTIONS
 
     local = report.get("local_runtime")
     capacity = capacity_per_command()
-    latency = {
-        "task create": "task create",
-        "task accept": "task accept",
-        "task complete": "task complete",
-        "note put (1 KiB inline)": "put (1 KiB, sequential)",
-        "note get": "get (sequential)",
+    memory = lambda_memory.measure_apart(rounds=15, cold_rounds=3 if run.quick else 5)
+    tasks_mb = FUNCTIONS["tasks_api"].memory_mb
+    latency = {"note put (1 KiB inline)": "put (1 KiB, sequential)", "note get": "get (sequential)"}
+    table = Table(
+        "command", "WRU", "RRU", "index WRU", "DynamoDB $", "Lambda $", "total $/M", "provisioned $/M", "+ indexes $/M"
+    )
+    report["cost"] = {
+        "prices": PRICES,
+        "prices_as_of": PRICES_AS_OF,
+        "provisioned_utilisation": UTILISATION,
+        "lambda_duration": f"task rows: the model of bench/lambda_memory.py at the tasks API's {tasks_mb} MB; "
+        "note rows: the local runtime's median latency (30 ms without it)",
+        "commands": {},
     }
-    table = Table("command", "WRU", "RRU", "S3 req", "DynamoDB $", "API GW $", "Lambda $", "S3 $", "total $/M")
-    report["cost"] = {"prices": PRICES, "prices_as_of": PRICES_AS_OF, "commands": {}}
     for label, cap in capacity.items():
-        function = FUNCTIONS["notes_api" if label.startswith("note") else "tasks_api"]
-        duration = (local or {}).get(latency.get(label, ""), {}).get("median_ms", 30.0)
-        price = price_per_million(cap, memory_mb=function.memory_mb, duration_ms=duration)
-        report["cost"]["commands"][label] = {**cap, "duration_ms": duration, "usd_per_million": price}
+        modelled = memory["commands"].get(label)
+        if modelled is not None:
+            mb, duration = tasks_mb, modelled[f"{tasks_mb} MB"]["ms"] if f"{tasks_mb} MB" in modelled else 30.0
+        else:
+            mb = FUNCTIONS["notes_api"].memory_mb
+            duration = (local or {}).get(latency.get(label, ""), {}).get("median_ms", 30.0)
+        price = price_per_million(cap, memory_mb=mb, duration_ms=duration)
+        provisioned = price_per_million(cap, memory_mb=mb, duration_ms=duration, provisioned=True)
+        report["cost"]["commands"][label] = {
+            **cap,
+            "duration_ms": duration,
+            "usd_per_million": price,
+            "usd_per_million_provisioned": provisioned,
+        }
         table.add_row(
             label,
             f"{cap['wru']:.0f}",
             f"{cap['rru']:.1f}",
-            str(int(cap["s3_put"] + cap["s3_get"])),
+            f"{cap['index_wru']:.0f}",
             f"{price['dynamodb']:.2f}",
-            f"{price['api_gateway']:.2f}",
             f"{price['lambda']:.2f}",
-            f"{price['s3']:.2f}",
             f"{price['total']:.2f}",
+            f"{provisioned['total']:.2f}",
+            f"{price['total_with_indexes']:.2f}",
         )
     console.print(table)
-    # What folding items into the task item would save (computed from the items written, not built).
+    console.print(
+        f"API Gateway $1.00 a million in every row; provisioned at {UTILISATION:.0%} utilisation; "
+        "'+ indexes': on-demand with the index writes"
+    )
+    _print_lambda_memory(memory)
+    report["cost"]["lambda_memory"] = memory
+    # What folding more into the task item would cost (computed from the items written, not built).
     levers = Table("task command", *LEVERS, title="WRU / all-in $ per million, by layout")
     report["cost"]["levers"] = {}
     for label, cap in capacity.items():
@@ -481,9 +517,7 @@ def cost(report: dict[str, Any], run: Run) -> None:
             if label == "task claim":  # its replay finds the receipt by command id, before the task is known
                 folded = folded - {"receipt"}
             units = folded_wru(cap["transactions"], folded, short_names)
-            price = price_per_million(
-                {**cap, "wru": units}, memory_mb=FUNCTIONS["tasks_api"].memory_mb, duration_ms=duration
-            )
+            price = price_per_million({**cap, "wru": units}, memory_mb=tasks_mb, duration_ms=duration)
             row[lever] = {"wru": units, "usd_per_million": price["total"]}
         report["cost"]["levers"][label] = row
         levers.add_row(label, *(f"{v['wru']:.0f} / {v['usd_per_million']:.2f}" for v in row.values()))
@@ -491,6 +525,22 @@ def cost(report: dict[str, Any], run: Run) -> None:
     transition = PRICES["stepfunctions_standard_transition"] * 1e6
     console.print(f"for comparison: one Step Functions Standard state transition is ${transition:.2f} per million")
     console.print(f"prices: {PRICES_AS_OF}")
+
+
+def _print_lambda_memory(memory: dict[str, Any]) -> None:
+    from bench.lambda_memory import FULL_VCPU_MB, SIZES_MB
+
+    sizes = (*SIZES_MB, FULL_VCPU_MB)
+    title = f"tasks API Lambda (arm64): warm ms / $ per million by memory; chosen {memory['chosen_mb']} MB"
+    table = Table("request", "CPU ms", "AWS wait ms", *(f"{s} MB" for s in sizes), title=title)
+    for label, row in memory["commands"].items():
+        cells = [f"{row[f'{s} MB']['ms']:.0f} / {row[f'{s} MB']['usd_per_million']:.2f}" for s in sizes]
+        table.add_row(label, f"{row['cpu_ms']:.1f}", f"{row['wait_ms']:.0f}", *cells)
+    cold = memory["cold_start"]
+    cells = (f"{cold[f'{s} MB']:.0f}" for s in sizes)
+    table.add_row("cold start (GET a task)", f"{cold['first_request_cpu_ms']:.0f}", f"{cold['wait_ms']:.0f}", *cells)
+    console.print(table)
+    console.print(memory["method"])
 
 
 def figures(

@@ -1,5 +1,5 @@
 """Cost per command: DynamoDB capacity from the real item sizes of each command's requests, plus API
-Gateway, Lambda and S3 requests, priced per million commands.
+Gateway, Lambda and S3 requests, priced per million commands, on-demand and provisioned.
 
 Capacity is computed from what each command actually sends and receives (botocore events on the
 client, against moto), with DynamoDB's published sizing rules:
@@ -9,6 +9,13 @@ client, against moto), with DynamoDB's published sizing rules:
   4 KB (a Query rounds the total it read, an eventually consistent one costs half);
 - transactions consume twice (TransactWriteItems 2 WRU per KB, TransactGetItems 2 RRU per 4 KB);
 - a delete is priced on the size of the item it deletes.
+Index writes are counted apart (`index_wru`): each global secondary index an item enters, stays in
+(changed) or leaves costs a write of its projected size (every index here projects the whole item),
+two when its index key changed (a delete and a put), at 1 WRU per KB: DynamoDB does not double them
+for a transaction (an assumption: its documentation prices the table's items of a transaction).
+
+Provisioned capacity is priced per unit consumed at a stated utilisation: a WCU-hour provisioned at
+UTILISATION serves 3,600 × UTILISATION writes of 1 KB (auto scaling's default target is 70 %).
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from typing import Any
 PRICES = {
     "dynamodb_wru": 0.625 / 1e6,
     "dynamodb_rru": 0.125 / 1e6,
+    "dynamodb_wcu_hour": 0.00065,
+    "dynamodb_rcu_hour": 0.00013,
     "apigw_http_request": 1.00 / 1e6,
     "lambda_request": 0.20 / 1e6,
     "lambda_gb_second_arm64": 0.0000133334,
@@ -30,7 +39,13 @@ PRICES = {
     "s3_get": 0.0004 / 1000,
     "stepfunctions_standard_transition": 0.025 / 1000,
 }
-PRICES_AS_OF = "us-east-1 on-demand list prices as published in 2025 (DynamoDB after the Nov 2024 cut)"
+PRICES_AS_OF = (
+    "us-east-1 list prices as published in 2025: on-demand (DynamoDB after the Nov 2024 cut) and "
+    "provisioned ($0.00065 per WCU-hour, $0.00013 per RCU-hour)"
+)
+# Provisioned capacity's utilisation: the share of the provisioned units a workload consumes on
+# average (auto scaling's default target tracking value).
+UTILISATION = 0.70
 
 
 def _value_size(value: dict[str, Any]) -> int:
@@ -73,12 +88,14 @@ class Meter:
     s3: Any
     wru: float = 0.0
     rru: float = 0.0
+    index_wru: float = 0.0
     s3_put: int = 0
     s3_get: int = 0
     items_written: list[int] = field(default_factory=list)
     # Each TransactWriteItems as (what the item is, its size, the bytes of its attribute names past
     # 2 characters each): the cost levers below fold them.
     transactions: list[list[tuple[str, int, int]]] = field(default_factory=list)
+    _schemas: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = field(default_factory=dict)
 
     def _before(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         name = model.name
@@ -86,6 +103,7 @@ class Meter:
             size = item_size(params["Item"])
             self.items_written.append(size)
             self.wru += wru(size)
+            self.index_wru += self._index_writes(params["TableName"], params["Item"])
         elif name == "TransactWriteItems":
             written: list[tuple[str, int, int]] = []
             for entry in params["TransactItems"]:
@@ -93,6 +111,7 @@ class Meter:
                 if kind == "Put":
                     size = item_size(op["Item"])
                     self.items_written.append(size)
+                    self.index_wru += self._index_writes(op["TableName"], op["Item"])
                 else:  # Delete / Update / ConditionCheck: priced on the item as stored
                     size = self._stored_size(op["TableName"], op["Key"])
                 self.wru += 2 * wru(size)
@@ -126,12 +145,50 @@ class Meter:
         elif model.name in ("GetObject", "HeadObject"):
             self.s3_get += 1
 
-    def _stored_size(self, table: str, key: dict[str, Any]) -> int:
+    def _stored(self, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
         # Read with a separate client so the measurement does not count itself.
         import boto3
 
         item = boto3.client("dynamodb").get_item(TableName=table, Key=key).get("Item")
+        return dict(item) if item else None
+
+    def _stored_size(self, table: str, key: dict[str, Any]) -> int:
+        item = self._stored(table, key)
         return item_size(item) if item else 1
+
+    def _schema(self, table: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+        """The table's key attributes, and those of each of its global secondary indexes."""
+        if table not in self._schemas:
+            import boto3
+
+            described = boto3.client("dynamodb").describe_table(TableName=table)["Table"]
+            self._schemas[table] = (
+                tuple(k["AttributeName"] for k in described["KeySchema"]),
+                [
+                    tuple(k["AttributeName"] for k in i["KeySchema"])
+                    for i in described.get("GlobalSecondaryIndexes", [])
+                ],
+            )
+        return self._schemas[table]
+
+    def _index_writes(self, table: str, new: dict[str, Any]) -> float:
+        """The WRU the table's indexes take for this put (see the module docstring)."""
+        key, indexes = self._schema(table)
+        if not indexes:
+            return 0.0
+        old = self._stored(table, {k: new[k] for k in key})
+        units = 0.0
+        for keys in indexes:
+            was = old is not None and all(k in old for k in keys)
+            now = all(k in new for k in keys)
+            if old is not None and was and now and all(old[k] == new[k] for k in keys):
+                units += wru(item_size(new))  # stays, changed: one write
+                continue
+            if old is not None and was:
+                units += wru(item_size(old))  # leaves, or its key moved: a delete
+            if now:
+                units += wru(item_size(new))
+        return units
 
     def __enter__(self) -> Meter:
         self.dynamodb.meta.events.register("before-parameter-build.dynamodb.*", self._before, unique_id="cost-b")
@@ -170,19 +227,19 @@ def item_role(item: dict[str, Any]) -> str:
     return "other"
 
 
-# The cost levers of issue [16/16], each a layout that folds some items of a command's transaction
-# into the task item it already writes (a transaction costs 2 WRU per item per started KB, however
-# small the item): what each would save, computed from the items the commands really write.
+# What folding more of a command's transaction into its task item would save, computed from the items
+# the commands really write (a transaction costs 2 WRU per item per started KB, however small the
+# item). The layout built (issue [24/24], tasks/dynamo_inline.py) already folds the events, grants
+# and message places; what is left to fold is a guarantee each: the receipt is keyed by the command
+# id because command ids are one namespace per authority, and the id guards (a message's holds the
+# message) because message and submission ids are unique across the authority.
 EVERYTHING = frozenset({"receipt", "event", "message", "guard"})
 LEVERS: dict[str, tuple[frozenset[str], bool]] = {
-    "as today": (frozenset(), False),
-    "receipt in the task item": (frozenset({"receipt"}), False),
-    "receipt and event in the task item": (frozenset({"receipt", "event"}), False),
-    # The guards keep message and submission ids unique across the authority; folded into the task
-    # item they could only be unique within the task (a guarantee that would give).
-    "all but the id guards in the task item": (frozenset({"receipt", "event", "message"}), False),
-    "everything in the task item": (EVERYTHING, False),
-    "everything, 2-character attribute names": (EVERYTHING, True),
+    "as built": (frozenset(), False),
+    "2-character attribute names": (frozenset(), True),
+    "receipt in the task item (command ids per task)": (frozenset({"receipt"}), False),
+    "id guards in the task item (message, submission ids per task)": (frozenset({"guard"}), False),
+    "everything in the task item, 2-character names": (EVERYTHING, True),
 }
 
 
@@ -230,6 +287,7 @@ def capacity_per_command() -> dict[str, dict[str, Any]]:
             out[label] = {
                 "wru": meter.wru,
                 "rru": meter.rru,
+                "index_wru": meter.index_wru,
                 "s3_put": meter.s3_put,
                 "s3_get": meter.s3_get,
                 "largest_item_bytes": max(meter.items_written, default=0),
@@ -285,16 +343,35 @@ def capacity_per_command() -> dict[str, dict[str, Any]]:
                 ),
             ),
         )
+        # The reads, and an exact retry (what the idempotent replay costs).
+        measure("task get", lambda: tasks.get(caller, "t1"))
+        measure("task events page", lambda: tasks.events(caller, "t1", None, None))
+        measure("task messages page", lambda: tasks.messages(caller, "t1", None, None))
+        measure("task message by id", lambda: tasks.message(caller, "t1", "m2"))
+        accept = {"command_id": "c3", "expected_revision": 1, "fence": fence}
+        measure("task accept, exact retry", lambda: tasks.accept(worker, tasks.gate.accept(worker, "t1", accept)))
     return out
 
 
-def price_per_million(capacity: dict[str, float], *, memory_mb: int, duration_ms: float) -> dict[str, float]:
-    """Dollars per million commands, by component."""
-    lambda_gb_s = (memory_mb / 1024) * (duration_ms / 1000)
+def price_per_million(
+    capacity: dict[str, float], *, memory_mb: int, duration_ms: float, provisioned: bool = False
+) -> dict[str, float]:
+    """Dollars per million commands, by component: DynamoDB's table capacity on-demand or (with
+    `provisioned`) provisioned at UTILISATION, its index writes apart, API Gateway, Lambda (arm64,
+    its duration billed per started millisecond), S3 requests. `total` is what the goals are stated
+    in (the table's capacity, not its index writes); `total_with_indexes` adds them."""
+    if provisioned:
+        wru = PRICES["dynamodb_wcu_hour"] / (3600 * UTILISATION)
+        rru = PRICES["dynamodb_rcu_hour"] / (3600 * UTILISATION)
+    else:
+        wru, rru = PRICES["dynamodb_wru"], PRICES["dynamodb_rru"]
+    lambda_gb_s = (memory_mb / 1024) * (math.ceil(duration_ms) / 1000)
     parts = {
-        "dynamodb": capacity["wru"] * PRICES["dynamodb_wru"] + capacity["rru"] * PRICES["dynamodb_rru"],
+        "dynamodb": capacity["wru"] * wru + capacity["rru"] * rru,
         "api_gateway": PRICES["apigw_http_request"],
         "lambda": PRICES["lambda_request"] + lambda_gb_s * PRICES["lambda_gb_second_arm64"],
         "s3": capacity["s3_put"] * PRICES["s3_put"] + capacity["s3_get"] * PRICES["s3_get"],
     }
-    return {k: v * 1e6 for k, v in parts.items()} | {"total": sum(parts.values()) * 1e6}
+    indexes = capacity.get("index_wru", 0.0) * wru
+    out = {k: v * 1e6 for k, v in parts.items()} | {"total": sum(parts.values()) * 1e6}
+    return out | {"dynamodb_indexes": indexes * 1e6, "total_with_indexes": (sum(parts.values()) + indexes) * 1e6}

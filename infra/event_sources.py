@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dovecote.tasks.dynamo_stream import EVENT_INSERTS
+from dovecote.tasks.dynamo_stream import EVENT_APPENDS
 from infra.routes import (
     DISPATCH_EVERY_SECONDS,
     DISPATCHER,
@@ -83,7 +83,7 @@ EMBED_BACKFILL_EVERY_S = 3600
 STREAMS = (
     StreamSource(JANITOR, table="notes_table", batch_size=JANITOR_BATCH_SIZE, filter=JANITOR_FILTER),
     # Webhooks: every event the task log commits (dovecote/tasks/dynamo_stream.py), nothing else.
-    StreamSource(PUSH_FANOUT, table="tasks_table", batch_size=PUSH_FANOUT_BATCH_SIZE, filter=EVENT_INSERTS),
+    StreamSource(PUSH_FANOUT, table="tasks_table", batch_size=PUSH_FANOUT_BATCH_SIZE, filter=EVENT_APPENDS),
 )
 QUEUES = (
     QueueSource(

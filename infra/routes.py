@@ -85,7 +85,9 @@ FUNCTIONS: dict[str, Function] = {
         Function(
             "notes_api", memory_mb=1024, settings=("notes_table", "bucket", "cursor_secret_arn", "presign_seconds")
         ),
-        Function("tasks_api", memory_mb=1024, settings=TASK_SETTINGS),
+        # Chosen by measurement (bench/lambda_memory.py): the cheapest size at which every task command
+        # and read stays within 1.5x its duration on a full vCPU (docs/benchmarks/notes.md#lambda-memory).
+        Function("tasks_api", memory_mb=768, settings=TASK_SETTINGS),
         # A JSONL transcript of up to ~5 MB is parsed and indexed inside the request.
         Function(
             "recall_api",
@@ -166,7 +168,7 @@ MEMORY_WORKER_BATCH_SIZE = 10  # the SQS FIFO maximum; a batch never holds one s
 # per task); the sender delivers from it (docs/guides/webhooks.md). The sender reads tasks (the A2A
 # body), opens the configs' secrets and the task payloads (the data key), reads the signing keys.
 PUSH_FANOUT = Function("push_fanout", memory_mb=256, timeout_s=60, settings=PUSH_SETTINGS, reserved=5)
-PUSH_FANOUT_BATCH_SIZE = 100  # KEYS_ONLY records are tiny; one Query per task of the batch
+PUSH_FANOUT_BATCH_SIZE = 100  # task item images (about a KB); one Query per task of the batch
 PUSH_SENDER = Function(
     "push_sender",
     memory_mb=512,

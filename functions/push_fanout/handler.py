@@ -1,5 +1,5 @@
-"""Push fan-out function: the tasks table's stream (KEYS_ONLY, filtered to event inserts:
-dovecote/tasks/dynamo_stream.py) → one queued notification per live webhook of the event's task
+"""Push fan-out function: the tasks table's stream (NEW_IMAGE, filtered to the task item writes that
+append events: dovecote/tasks/dynamo_stream.py) → one queued notification per live webhook of the event's task
 (dovecote.push.sender.Fanout). Reports the first failed record of a batch (Lambda retries from it;
 the FIFO queue drops a notice sent twice within five minutes, and the sender skips one already
 delivered, so a retried batch notifies nobody twice)."""
@@ -12,7 +12,7 @@ from typing import Any
 from dovecote.platform import gc_pause
 from dovecote.platform.observability import logger
 from dovecote.push.sender import Fanout
-from dovecote.tasks.dynamo_stream import event_key
+from dovecote.tasks.dynamo_stream import event_keys
 
 
 @lru_cache(maxsize=1)
@@ -27,9 +27,7 @@ def process(event: dict[str, Any], consumer: Fanout) -> dict[str, Any]:
     records = event.get("Records") or []
     committed = []
     for record in records:
-        found = event_key(record)
-        if found is not None:
-            committed.append(found)
+        committed.extend(event_keys(record))
     try:
         consumer.events(committed)
     except Exception:

@@ -2,8 +2,9 @@
 queue, the signing-key secret, the fan-out's stream source and the sender's queue source, the
 alarm, and each function's least privilege.
 
-- The fan-out reads the tasks table's stream (KEYS_ONLY, filtered to event inserts: infra/event_sources.py),
-  bisecting a failing batch and, past its retries, recording it in its failure queue (alarmed).
+- The fan-out reads the tasks table's stream (NEW_IMAGE, filtered to the task item writes that append
+  events: infra/event_sources.py), bisecting a failing batch and, past its retries, recording it in
+  its failure queue (alarmed).
 - The webhook queue is FIFO, one group per task (dovecote/push/model.Notice): a task's notifications
   arrive in order, another task's never wait behind them. Visibility: six times the sender's timeout;
   a retry's wait is the sender's own (ChangeMessageVisibility). The sender dead-letters a notification

@@ -161,3 +161,30 @@ def create_everything(*, memory_visibility_s: int = MEMORY_VISIBILITY_S) -> dict
         sqs=aws.client("sqs"),
         memory_visibility_s=memory_visibility_s,
     )
+
+
+def align_streams(names: dict[str, str] | None = None) -> list[str]:
+    """Give each table of a restored `dovecote dev --data` directory the stream its model declares
+    (`TableDef.stream`), when the directory was written with another (the tasks table's stream carried
+    its keys only before the task item's new image): what DynamoDB does when a stream is disabled and
+    enabled again with another view type, which moto refuses, so done on moto's table itself. A new
+    stream starts empty, as a re-enabled stream does. Returns the tables changed."""
+    from moto.backends import get_backend
+
+    from dovecote.platform.settings import get_settings
+    from infra.local.moto_patches import DYNAMODB_LOCK
+
+    settings = get_settings()
+    wanted = {getattr(settings, t.setting): t.stream for t in model_tables() if t.stream}
+    changed = []
+    with DYNAMODB_LOCK:
+        for account in get_backend("dynamodb").values():  # type: ignore[call-overload]
+            for backend in account.values():
+                for name, view in wanted.items():
+                    table = backend.tables.get(name)
+                    spec = (table.stream_specification or {}) if table is not None else {}
+                    if table is None or (spec.get("StreamEnabled") and spec.get("StreamViewType") == view):
+                        continue
+                    table.set_stream_specification({"StreamEnabled": True, "StreamViewType": view})
+                    changed.append(name)
+    return changed

@@ -222,6 +222,7 @@ class LocalRuntime:
                 self._first_start(moto_endpoint)
             self._store.open_journal()
             if restoring:
+                self._align_streams()
                 self._reshard_claimable()
         get_settings.cache_clear()
         self._publish_webhook_keys()
@@ -331,6 +332,16 @@ class LocalRuntime:
         write_atomically(self.data_dir / ENV_FILE, lambda f: f.write(json.dumps(state, indent=2).encode()))
         write_atomically(self.data_dir / TOKENS_FILE, lambda f: f.write(json.dumps(self.tokens, indent=2).encode()))
         self._store.compact()
+
+    def _align_streams(self) -> None:
+        """A DIR written when a table's stream had another view type gets the one its model declares
+        (infra/local/resources.align_streams), before any poller reads it."""
+        import logging
+
+        from infra.local.resources import align_streams
+
+        for name in align_streams():
+            logging.getLogger("dovecote-dev").info("%s: its stream now carries what its model declares", name)
 
     def _reshard_claimable(self) -> None:
         """A DIR written under another claim shard count (DOVECOTE_CLAIM_SHARDS; 16 was the default

@@ -25,17 +25,21 @@ def streams_client() -> Any:
 
 
 def matches(pattern: Any, value: Any) -> bool:
-    """The subset of Lambda event filtering the route table uses: nested objects, lists of allowed
-    values, and {"prefix": ...}."""
+    """The subset of Lambda event filtering the event sources use: nested objects, lists of allowed
+    values, {"prefix": ...}, and {"exists": true} (the field is there, whatever its value)."""
     if isinstance(pattern, dict):
         return isinstance(value, dict) and all(k in value and matches(p, value[k]) for k, p in pattern.items())
     if isinstance(pattern, list):
-        return any(
-            (isinstance(rule, dict) and isinstance(value, str) and value.startswith(rule["prefix"]))
-            or (not isinstance(rule, dict) and value == rule)
-            for rule in pattern
-        )
+        return any(_rule(rule, value) for rule in pattern)
     return bool(pattern == value)
+
+
+def _rule(rule: Any, value: Any) -> bool:
+    if not isinstance(rule, dict):
+        return bool(value == rule)
+    if "exists" in rule:
+        return rule["exists"] is True  # reached: the field exists ({"exists": false} is not supported)
+    return isinstance(value, str) and value.startswith(rule["prefix"])
 
 
 class StreamPoller(EventSource):

@@ -15,7 +15,8 @@ from dovecote.platform import aws
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, CorruptStore, DomainError
 from dovecote.platform.protection import MAGIC, Protector
-from dovecote.tasks.dynamo import artifact_pk, task_pk
+from dovecote.tasks.dynamo import artifact_pk
+from dovecote.tasks.dynamo_items import message_id_pk
 from infra.local.metering import count_round_trips
 from tests.integration.test_task_store import _error, _state, commits_nothing, failing, race
 from tests.support.tasks import (
@@ -91,6 +92,12 @@ def raw_item(env: dict[str, Any], pk: str, sk: str) -> dict[str, Any]:
     ]
 
 
+def stored_message(env: dict[str, Any], service: Edge, task_id: str, sequence: int = 1) -> dict[str, Any]:
+    """The item holding a message: its id's guard (the tasks table's layout v2)."""
+    message_id = service.messages(CALLER, task_id, sequence - 1, 1)["items"][0]["id"]
+    return raw_item(env, message_id_pk("acme", message_id), "-")
+
+
 def put_raw(env: dict[str, Any], item: dict[str, Any]) -> None:
     env["dynamodb"].put_item(TableName=env["settings"].tasks_table, Item=item)
 
@@ -129,7 +136,7 @@ def test_a_url_part_is_sealed_and_bound_to_its_place(dynamo: tuple[Edge, dict[st
     part = {"media_type": "application/pdf", "url": url, "filename": "x.pdf"}
     flow = Flow(service)
     flow.create(message={"id": "m-url", "parts": [part, {**part, "url": url + "1"}]})
-    item = raw_item(env, task_pk("acme", flow.task_id), "M#" + "1".zfill(20))
+    item = stored_message(env, service, flow.task_id)
     stored = [p["M"] for p in item["parts"]["L"]]
     assert all(p["url"]["B"].startswith(MAGIC) and b"secret0000" not in p["url"]["B"] for p in stored)
     assert "secret0000" not in repr(env["dynamodb"].scan(TableName=env["settings"].tasks_table)["Items"])
@@ -156,8 +163,8 @@ def test_a_ciphertext_moved_to_another_record_does_not_open(dynamo: tuple[Edge, 
     assert code_of(lambda: service.get_artifact(CALLER, "ws", "a2")) == "corrupt_store"
     assert service.get_artifact(CALLER, "ws", "a1")["payload"]["text"] == "same text"
     # A message part moved from one message to another fails the same way.
-    first = raw_item(env, task_pk("acme", one.task_id), f"M#{1:020d}")
-    second = raw_item(env, task_pk("acme", two.task_id), f"M#{1:020d}")
+    first = stored_message(env, service, one.task_id)
+    second = stored_message(env, service, two.task_id)
     put_raw(env, {**second, "parts": first["parts"]})
     assert code_of(lambda: service.messages(CALLER, two.task_id, None, None)) == "corrupt_store"
     assert [kind for kind, _ in reports] == ["artifact", "message"]
@@ -173,12 +180,13 @@ def test_a_plaintext_replacement_is_refused(dynamo: tuple[Edge, dict[str, Any]])
     put_raw(env, {**raw_item(env, key, "-"), "payload": {"B": b"sealed"}})
     assert code_of(lambda: service.get_artifact(CALLER, "ws", "a1")) == "corrupt_store"
     # A message part, the same.
-    msg = raw_item(env, task_pk("acme", flow.task_id), f"M#{1:020d}")
+    message_id = service.messages(CALLER, flow.task_id, 0, 1)["items"][0]["id"]
+    msg = raw_item(env, message_id_pk("acme", message_id), "-")
     parts = msg["parts"]["L"]
     parts[0]["M"]["data"] = {"B": b"do it"}
     put_raw(env, {**msg, "parts": {"L": parts}})
     assert code_of(lambda: service.messages(CALLER, flow.task_id, None, None)) == "corrupt_store"
-    assert code_of(lambda: service.message(CALLER, flow.task_id, msg["id"]["S"])) == "corrupt_store"
+    assert code_of(lambda: service.message(CALLER, flow.task_id, message_id)) == "corrupt_store"
     # A payload in S3 replaced by an object without KMS encryption.
     big = working(service)
     data = b"b" * 20_000  # over the inline size: stored in S3

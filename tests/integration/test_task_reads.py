@@ -13,6 +13,7 @@ from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CorruptStore, NotFound
 from dovecote.tasks import model as task_model
 from dovecote.tasks.dynamo import task_pk
+from dovecote.tasks.dynamo_items import message_id_pk
 from dovecote.tasks.memory import InMemoryTaskStore
 from tests.support.tasks import CALLER, WORKER, Edge, Flow, edge, message, store_of, uid
 
@@ -52,9 +53,11 @@ class Backend:
             stored[sequence - 1] = replace(stored[sequence - 1], author=author)
             return
         assert self.env is not None
+        # The message is in its id's guard item (tasks/dynamo_inline.py: the layout's v2).
+        message_id = self.service.messages(CALLER, task_id, sequence - 1, 1)["items"][0]["id"]
         self.env["dynamodb"].update_item(
             TableName=self.env["settings"].tasks_table,
-            Key={"pk": {"S": task_pk("acme", task_id)}, "sk": {"S": f"M#{sequence:020d}"}},
+            Key={"pk": {"S": message_id_pk("acme", message_id)}, "sk": {"S": "-"}},
             UpdateExpression="SET author = :a",
             ExpressionAttributeValues={":a": {"S": author}},
         )
@@ -64,9 +67,15 @@ class Backend:
             del self.service.store.grants[("acme", task_id, fence)]
             return
         assert self.env is not None
+        table, key = self.env["settings"].tasks_table, {"pk": {"S": task_pk("acme", task_id)}, "sk": {"S": "T"}}
+        # The latest grants are inline in the task item (v2), earlier ones G# items of their own.
+        inline = self.env["dynamodb"].get_item(TableName=table, Key=key)["Item"].get("gr", {"L": []})["L"]
+        at = [i for i, g in enumerate(inline) if g["M"]["f"]["N"] == str(fence)]
+        if at:
+            self.env["dynamodb"].update_item(TableName=table, Key=key, UpdateExpression=f"REMOVE gr[{at[0]}]")
+            return
         self.env["dynamodb"].delete_item(
-            TableName=self.env["settings"].tasks_table,
-            Key={"pk": {"S": task_pk("acme", task_id)}, "sk": {"S": f"G#{fence:020d}"}},
+            TableName=table, Key={"pk": {"S": task_pk("acme", task_id)}, "sk": {"S": f"G#{fence:020d}"}}
         )
 
 

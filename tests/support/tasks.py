@@ -82,14 +82,17 @@ def force_task(service: Edge, task_id: str, *, authority: str = "acme", **change
     """Change a stored task behind the service's back, on whichever store the service holds: the
     states no sequence of commands reaches in a test (a fence or revision at 2^63-1). The fake's
     record is replaced; DynamoDB's item is rewritten whole through the adapter's own mapping, so its
-    index keys stay consistent with the changed task."""
+    index keys stay consistent with the changed task, and with the records it holds inline."""
+    from dovecote.tasks.dynamo_inline import inline_of
+    from dovecote.tasks.dynamo_items import get_item, task_pk
+
     store = service.store
     if isinstance(store, InMemoryTaskStore):
         store.tasks[(authority, task_id)] = store.tasks[(authority, task_id)].evolve(**changes)
         return
-    task = store.read(authority, None, task_id).task
-    assert task is not None, task_id
-    store.items.task_item(task.evolve(**changes)).save()
+    item = get_item(store.items.tasks, task_pk(authority, task_id), "T")
+    assert item is not None, task_id
+    store.items.task_item(store.items.task(item).evolve(**changes), inline_of(item)).save()
 
 
 def code_of(call: Callable[[], Any]) -> str:

@@ -292,3 +292,36 @@ def one_page(model: type[M], results: Any) -> tuple[list[M], dict[str, Any] | No
     page = next(results.page_iter)
     items = [model.from_raw_data(raw) for raw in page.get("Items", [])]  # type: ignore[attr-defined]
     return items, page.get("LastEvaluatedKey")
+
+
+# ---- item sizes -------------------------------------------------------------------------------------
+
+
+def value_bytes(value: dict[str, Any]) -> int:
+    """One attribute value's size as DynamoDB counts it (its published sizing rules): strings and
+    binary by length, numbers 1 byte per 2 significant digits + 1, lists and maps 3 bytes plus 1 per
+    element plus the elements (a map's keys counted like attribute names), sets their members."""
+    ((kind, v),) = value.items()
+    if kind == "S":
+        return len(v.encode("utf-8"))
+    if kind == "B":
+        return len(v)
+    if kind == "N":
+        digits = len(str(v).lstrip("-").replace(".", "").strip("0")) or 1
+        return (digits + 1) // 2 + 1
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(1 + value_bytes(x) for x in v)
+    if kind == "M":
+        return 3 + sum(len(k.encode("utf-8")) + 1 + value_bytes(x) for k, x in v.items())
+    if kind in ("SS", "BS", "NS"):
+        return sum(value_bytes({kind[0]: x}) for x in v)
+    raise ValueError(f"unknown attribute type {kind}")
+
+
+def item_bytes(item: dict[str, Any]) -> int:
+    """An item's size (its attributes as a request or `Model.serialize()` holds them): the sum of its
+    attribute names and values. What a write is priced on (1 write unit per started KB, 2 in a
+    transaction) and what the 400 KB item limit bounds."""
+    return sum(len(name.encode("utf-8")) + value_bytes(value) for name, value in item.items())

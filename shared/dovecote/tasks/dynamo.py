@@ -1,23 +1,39 @@
 """The DynamoDB TaskStore (with S3 for large message parts and artifact payloads). Items are PynamoDB
-models (tasks/records.py); their keys and mapping are in tasks/dynamo_items.py, the S3 side in
-tasks/dynamo_objects.py, the lists and streams in tasks/dynamo_queries.py. Here: a command's one
-read and its one atomic commit, apply receipts, settlements and heartbeats.
+models (tasks/records.py); their keys and mapping are in tasks/dynamo_items.py, the records a task
+item holds inline in tasks/dynamo_inline.py, the S3 side in tasks/dynamo_objects.py, the lists and
+streams in tasks/dynamo_queries.py. Here: a command's one read and its one atomic commit, apply
+receipts, settlements and heartbeats.
 
-One table. Items (pk, sk):
-- task        T#<authority>#<task>, "T"      the aggregate, current lease included   TaskItem
-- message     T#<authority>#<task>, M#<seq>  parts inline, or a digest when in S3    MessageItem
-- event       T#<authority>#<task>, E#<seq>                                          EventItem
-- grant       T#<authority>#<task>, G#<fence>  immutable lease history               GrantItem
-- receipt     C#<authority>#<command>, "-"   the command's stored result             ReceiptItem
-- message id  MID#<authority>#<message>, "-" authority-wide uniqueness               ClaimItem
-- submission  S#<authority>#<submission>, "-"                                        ClaimItem
-- artifact    A#<authority>#<workspace>#<artifact>, "-"                              ArtifactItem
-- head        W#<authority>#<workspace>, "-"                                         HeadItem
-- apply       R#<authority>#<workspace>#<artifact>, "-"  the one apply receipt       ApplyReceiptItem
-- delivery    D#<authority>#<worker>#<delivery>, "-"  a worker event's settlement    DeliveryItem
-- layout      L#claimable, "-"               the claimable index's shard count       LayoutItem
+One table (layout v2; the v1 layout is read as it stands, see records.py). Items (pk, sk):
+- task        T#<authority>#<task>, "T"      the aggregate, current lease included, and   TaskItem
+                                             inline its latest events, grants, message places
+- events      T#<authority>#<task>, E#<seq>  events that left the task item together    EventItem
+                                             (keyed by the last; v1: one event)
+- grants      T#<authority>#<task>, G#<fence>  the immutable lease history, likewise    GrantItem
+- messages    T#<authority>#<task>, M#<seq>  message places, likewise (v1: the message) MessageItem
+- receipt     C#<authority>#<command>, "-"   the command's stored result                ReceiptItem
+- message id  MID#<authority>#<message>, "-" authority-wide uniqueness, and the message  ClaimItem
+                                             itself: parts inline, or a digest when in S3
+- submission  S#<authority>#<submission>, "-"                                           ClaimItem
+- artifact    A#<authority>#<workspace>#<artifact>, "-"                                 ArtifactItem
+- head        W#<authority>#<workspace>, "-"                                            HeadItem
+- apply       R#<authority>#<workspace>#<artifact>, "-"  the one apply receipt          ApplyReceiptItem
+- delivery    D#<authority>#<worker>#<delivery>, "-"  a worker event's settlement       DeliveryItem
+- layout      L#claimable, "-"               the claimable index's shard count          LayoutItem
 - a2a waits   AW#<authority>, "-"  A2A's blocking waits in progress (dovecote/a2a/waits.py; TTL'd)
 IDs match ^[A-Za-z0-9][A-Za-z0-9._:-]*$, so "#" cannot occur inside one: the keys are injective.
+
+What a command's transaction holds: the receipt (keyed by the command id: command ids are one
+namespace per authority, so an exact retry finds it before it knows the task, and the same id on
+another task is a conflict), the task item (inserted, or replaced under the revision and fence CAS)
+with the command's new event, grant and message place inline, one guard per message id (holding the
+message) and per submission id, and the items the records that outgrow the task item leave for
+(dynamo_inline.py: at most one per kind, only when the task item would pass the kilobytes its own
+fields need; the bound keeps the task item under its fields + 1 KB, far from the 400 KB limit). So
+create is 3 items (receipt, task, message guard), claim and accept 2, complete 4 (and a submission
+guard), each under 1 KB unless its ids are long: 6, 4, 4 and 8 write units. The task item's `ne` is
+how many events its write appended (absent on every other write): the table's stream (NEW_IMAGE)
+tells the webhook fan-out that way (tasks/dynamo_stream.py).
 
 GSIs on the task item (sparse where it matters):
 - claimable   (authority#<shard>; created_at#workspace#task), only while non-terminal and unowned;
@@ -32,7 +48,9 @@ GSIs on the task item (sparse where it matters):
 
 Round trips: a command is one TransactGetItems (receipt + task, strongly consistent) and one
 TransactWriteItems; an exact replay is the read alone. Parts over INLINE_PART_BYTES add one
-conditional PutObject each, before the transaction (content-addressed, If-None-Match: *).
+conditional PutObject each, before the transaction (content-addressed, If-None-Match: *). A commit
+whose task version this store did not read (none in the service) reads the task item once more.
+The stream reads are in dynamo_queries.py.
 """
 
 from __future__ import annotations
@@ -41,10 +59,19 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dovecote.platform.dynamo import attributes, committing, connection, failed_condition, one_page, pynamodb_errors
+from dovecote.platform.dynamo import (
+    attributes,
+    committing,
+    connection,
+    failed_condition,
+    item_bytes,
+    one_page,
+    pynamodb_errors,
+)
 from dovecote.platform.errors import CommitUnknown
 from dovecote.platform.protection import Protector, Unprotected
 from dovecote.platform.uploads import PresignedUpload
+from dovecote.tasks.dynamo_inline import Inline, InlineMemory, fit, inline_of, message_ref
 from dovecote.tasks.dynamo_items import (
     LAYOUT_PK,
     TaskItems,
@@ -54,7 +81,6 @@ from dovecote.tasks.dynamo_items import (
     delivery_pk,
     get_item,
     head_pk,
-    message_id_pk,
     part_identity,
     receipt_pk,
     submission_pk,
@@ -117,6 +143,11 @@ class _Op:
     old: bool = False
 
 
+def _equal(attribute: Any, value: str) -> Any:
+    """`attribute` holds `value`; an empty value is an absent attribute (v2) or "" (v1)."""
+    return attribute == value if value else attribute.does_not_exist() | (attribute == "")
+
+
 class DynamoTaskStore:
     """The TaskStore port over one tasks table and its bucket: the item mapping (`items`), the reads
     beyond a command's own (`queries`) and the S3 side (`objects`) are parts it holds; here, a
@@ -138,6 +169,9 @@ class DynamoTaskStore:
         )
         self.queries = TaskQueries(self.items)
         self.objects = TaskObjects(self.items)
+        # The inline records of the task items read lately, by version: what a commit rewrites
+        # its task item with (tasks/dynamo_inline.py).
+        self.inline = InlineMemory()
 
     @property
     def claim_shards(self) -> int:
@@ -174,7 +208,8 @@ class DynamoTaskStore:
         return self.queries.expired(shard, now, limit)
 
     def claimable(self, authority: str, shard: int, limit: int) -> list[Task]:
-        return self.queries.claimable(authority, shard, limit)
+        # A claim commits on one of these: their inline records are remembered as a read's are.
+        return [self._remembered(item) for item in self.queries.claimable_items(authority, shard, limit)]
 
     def context_tasks(self, authority: str, context: str, after: tuple[str, ...] | None, limit: int) -> TaskPage:
         return self.queries.context_tasks(authority, context, after, limit)
@@ -223,11 +258,25 @@ class DynamoTaskStore:
         receipt_item, task_item, delivery_item = found.get("receipt"), found.get("task"), found.get("delivery")
         return Snapshot(
             self.items.receipt(authority, command_id or "", receipt_item) if receipt_item is not None else None,
-            self.items.task(task_item) if task_item is not None else None,
+            self._remembered(task_item) if task_item is not None else None,
             self.items.delivery(authority, *delivery, delivery_item)
             if delivery and delivery_item is not None
             else None,
         )
+
+    def _remembered(self, item: Any) -> Task:
+        task = self.items.task(item)
+        self.inline.remember((task.authority, task.id, task.revision, task.fence, task.owner), inline_of(item))
+        return task
+
+    def _stored_inline(self, authority: str, task_id: str, expect: Any) -> Inline:
+        """The inline records stored at the version the commit expects: as its read saw them, else
+        read once more (if that version is no longer stored, the commit's CAS fails anyway)."""
+        found = self.inline.recall((authority, task_id, expect.revision, expect.fence, expect.owner))
+        if found is not None:
+            return found
+        (item,) = self.items.get_many([(self.items.tasks, task_pk(authority, task_id), "T")])
+        return inline_of(item) if item is not None else Inline()
 
     def commit(self, commit: Commit) -> None:
         authority = commit.receipt.authority
@@ -237,26 +286,31 @@ class DynamoTaskStore:
             inline = self.objects.store_payload(commit.artifact, commit.payload)
         tasks, claims = self.items.tasks, self.items.claims
         ops = [_Op("receipt", self.items.receipt_item(commit.receipt), self.items.receipts.pk.does_not_exist())]
-        task = self.items.task_item(commit.task)
+        # Each message in its id's guard; its place, the events and the grant in the task item, as
+        # far as the rule lets them (dynamo_inline.fit); the rest in items of their own.
+        guards = [self.items.message_guard(authority, m) for m in commit.messages]
+        refs = tuple(message_ref(m, item_bytes(g.serialize())) for m, g in zip(commit.messages, guards, strict=True))
+        stored = Inline() if commit.expect is None else self._stored_inline(authority, commit.task.id, commit.expect)
+        records = stored.appended(commit.events, commit.grant, refs)
+        appended = len(commit.events)
+        task, spilled = fit(lambda kept: self.items.task_item(commit.task, kept, appended=appended), records)
         if commit.expect is None:
             ops.append(_Op("task_insert", task, tasks.pk.does_not_exist()))
         else:
             e = commit.expect
-            cas = (tasks.revision == e.revision) & (tasks.owner == e.owner) & (tasks.fence == e.fence)
+            # The revision is `rv` in a v2 item, `revision` in a v1 one (records.TaskItem).
+            revision = (tasks.revision == e.revision) | (
+                (tasks.v1_revision == e.revision) & tasks.revision.does_not_exist()
+            )
+            cas = revision & _equal(tasks.owner, e.owner) & (tasks.fence == e.fence)
             if e.heartbeat_at is not None:
-                cas = cas & (tasks.heartbeat_at == e.heartbeat_at)
+                cas = cas & _equal(tasks.heartbeat_at, e.heartbeat_at)
             if e.unaccepted:
                 cas = cas & (tasks.accepted_at.does_not_exist() | (tasks.accepted_at == ""))
             ops.append(_Op("task_cas", task, cas, old=True))
-        for m in commit.messages:
-            claim = claims(message_id_pk(authority, m.id), "-", task=m.task, sequence=m.sequence)
-            ops.append(_Op("message_id", claim, claims.pk.does_not_exist()))
-            ops.append(_Op("record", self.items.message_item(authority, m), self.items.messages.pk.does_not_exist()))
-        for ev in commit.events:
-            ops.append(_Op("record", self.items.event_item(authority, ev), self.items.events.pk.does_not_exist()))
-        if commit.grant:
-            grant = self.items.grant_item(authority, commit.grant)
-            ops.append(_Op("record", grant, self.items.grants.pk.does_not_exist()))
+        ops += [_Op("message_id", guard, claims.pk.does_not_exist()) for guard in guards]
+        for item in self.items.spilled_items(authority, commit.task.id, spilled):  # insert-only, as every record
+            ops.append(_Op("record", item, type(item).pk.does_not_exist()))
         if commit.submission:
             claim = claims(submission_pk(authority, commit.submission), "-", task=commit.task.id)
             ops.append(_Op("submission", claim, claims.pk.does_not_exist()))
@@ -364,7 +418,9 @@ class DynamoTaskStore:
             task = self.read(authority, None, task_id).task
             after = heartbeat(task, worker, fence, at)
             assert task is not None  # heartbeat() refused an absent task
-            actions: list[Any] = [t.heartbeat_at.set(at), t.accepted_at.set(after.accepted_at)]
+            accepted = t.accepted_at.set(after.accepted_at) if after.accepted_at else t.accepted_at.remove()
+            # A beat appends no event: the stream must not read the last command's `ne` again.
+            actions: list[Any] = [t.heartbeat_at.set(at), accepted, t.new_events.remove()]
             deadline = lease_deadline(after)
             if deadline is not None:
                 actions.append(t.exp_pk.set(f"X#{expiry_shard(authority, task_id)}"))
@@ -372,7 +428,8 @@ class DynamoTaskStore:
             else:
                 actions += [t.exp_pk.remove(), t.exp_sk.remove()]  # accepted, no lease timeout: nothing is due
             item = t(task_pk(authority, task_id), "T")
-            condition = (t.owner == worker) & (t.fence == fence) & (t.revision == task.revision)
+            revision = (t.revision == task.revision) | ((t.v1_revision == task.revision) & t.revision.does_not_exist())
+            condition = (t.owner == worker) & (t.fence == fence) & revision
             with pynamodb_errors(write=True):
                 try:
                     item.update(actions=actions, condition=condition)
@@ -402,7 +459,8 @@ class DynamoTaskStore:
                 continue
             with pynamodb_errors(write=True):
                 try:
-                    t(item.pk, item.sk).update(actions=[t.claim_pk.set(wanted)], condition=t.claim_pk == item.claim_pk)
+                    entry: list[Any] = [t.claim_pk.set(wanted), t.new_events.remove()]  # no event appended
+                    t(item.pk, item.sk).update(actions=entry, condition=t.claim_pk == item.claim_pk)
                 except UpdateError as exc:
                     if exc.cause_response_code != "ConditionalCheckFailedException":
                         raise

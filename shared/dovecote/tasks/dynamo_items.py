@@ -1,6 +1,7 @@
 """The tasks table's keys, and the mapping between its items (tasks/records.py) and the task records,
-for the DynamoDB TaskStore (tasks/dynamo.py says the layout). Inline message parts and artifact
-payloads are sealed here, bound to their record's identity."""
+for the DynamoDB TaskStore (tasks/dynamo.py says the layout; tasks/dynamo_inline.py the records a
+task item holds inline). Inline message parts and artifact payloads are sealed here, bound to their
+record's identity."""
 
 from __future__ import annotations
 
@@ -13,12 +14,24 @@ from typing import Any, TypeVar
 from dovecote.platform.dynamo import bind, connection, pynamodb_errors
 from dovecote.platform.errors import CorruptStore
 from dovecote.platform.protection import Protector, Unprotected
+from dovecote.tasks.dynamo_inline import (
+    Inline,
+    MessageRef,
+    event_attribute,
+    events_of,
+    grant_attribute,
+    grants_of,
+    lease_end,
+    lease_end_text,
+    message_attribute,
+    refs_of,
+    set_inline,
+)
 from dovecote.tasks.model import (
     ApplyReceipt,
     Artifact,
     Event,
     Grant,
-    LeaseEnd,
     Message,
     Part,
     Receipt,
@@ -158,10 +171,12 @@ class TaskItems:
 
     # ---- the task ----------------------------------------------------------------------------
 
-    def task_item(self, t: Task) -> TaskItem:
-        values = attributes(t, absent_when_empty=("artifact",))
+    def task_item(self, t: Task, inline: Inline = Inline(), *, appended: int = 0) -> TaskItem:
+        """The task's item (v2), holding `inline` (tasks/dynamo_inline.py decides which records);
+        `appended`: how many events the write appends (the stream's `ne`)."""
+        values = attributes(t, absent_when_empty=("artifact", "owner", "granted_at", "heartbeat_at", "accepted_at"))
         values["submission"] = json.dumps(t.submission, sort_keys=True) if t.submission else None
-        values["last_end"] = _lease_end_text(t.last_end)
+        values["last_end"] = lease_end_text(t.last_end)
         item = self.tasks(
             task_pk(t.authority, t.id),
             "T",
@@ -170,6 +185,7 @@ class TaskItems:
             ctx_sk="#".join(created_order(t)),
             auth_pk=t.authority,
             auth_sk="#".join(updated_order(t)),
+            new_events=appended or None,
         )
         # The sparse indexes hold a task only while it is claimable, leased, or leased with a deadline.
         if is_claimable(t):
@@ -182,26 +198,23 @@ class TaskItems:
         if deadline is not None:
             item.exp_pk = f"X#{expiry_shard(t.authority, t.id)}"
             item.exp_sk = f"{deadline}#{t.authority}#{t.id}"
-        return item
+        return set_inline(item, inline)
 
     @staticmethod
     def task(item: TaskItem) -> Task:
         submission = json.loads(item.submission) if item.submission else None
-        last_end = _lease_end(item.last_end)
-        return record(Task, item, numbers=TASK_NUMBERS, submission=submission, last_end=last_end)
-
-    def grant_item(self, authority: str, g: Grant) -> GrantItem:
-        return self.grants(
-            task_pk(authority, g.task),
-            f"G#{g.fence:020d}",
-            worker=g.worker,
-            granted_at=g.granted_at,
-            previous=_lease_end_text(g.previous),
+        last_end = lease_end(item.last_end)
+        revision = item.revision if item.revision is not None else item.v1_revision  # v2, else v1
+        return record(
+            Task, item, numbers=TASK_NUMBERS, submission=submission, last_end=last_end, revision=int(revision or 0)
         )
 
     @staticmethod
-    def grant(task_id: str, fence: int, item: GrantItem) -> Grant:
-        return Grant(task_id, item.worker, fence, item.granted_at, previous=_lease_end(item.previous))
+    def grants_in(task_id: str, item: GrantItem) -> tuple[Grant, ...]:
+        """The grants an item of its own holds: the list of a v2 item, or the one v1 wrote."""
+        if item.records is not None:
+            return grants_of(task_id, item.records)
+        return (Grant(task_id, item.worker or "", int(item.sk[2:]), item.granted_at or "", lease_end(item.previous)),)
 
     # ---- receipts and deliveries -------------------------------------------------------------------
 
@@ -233,7 +246,7 @@ class TaskItems:
 
     # ---- messages and events ------------------------------------------------------------------------
 
-    def message_item(self, authority: str, m: Message) -> MessageItem:
+    def _parts(self, authority: str, m: Message) -> list[PartAttribute]:
         parts = []
         for index, part in enumerate(m.parts):
             named = {"filename": part.filename} if part.filename else {}
@@ -249,24 +262,52 @@ class TaskItems:
                 )
             else:
                 parts.append(PartAttribute(media_type=part.media_type, sha256=digest, size=len(part.data), **named))
-        return self.messages(
-            task_pk(authority, m.task),
-            f"M#{m.sequence:020d}",
-            id=m.id,
+        return parts
+
+    def message_guard(self, authority: str, m: Message) -> ClaimItem:
+        """A message's id guard, holding the message (v2): authority-wide uniqueness of its id, and
+        the message read by id in one GetItem."""
+        return self.claims(
+            message_id_pk(authority, m.id),
+            "-",
+            task=m.task,
+            sequence=m.sequence,
             author=m.author,
-            parts=parts,
+            parts=self._parts(authority, m),
             created_at=m.created_at,
             metadata=json.dumps(m.metadata, sort_keys=True) if m.metadata else None,
         )
 
-    def message(self, authority: str, task_id: str, item: MessageItem) -> Message:
-        """Parts stored in S3 come back remote (digest and size): a page carries a URL, never the
-        bytes, so reading a page costs no S3 request."""
+    def spilled_items(self, authority: str, task_id: str, spilled: Inline) -> list[Any]:
+        """One item per kind of records leaving their task item together, keyed as v1 keyed the
+        last of them (tasks/dynamo_inline.py)."""
+        pk, out = task_pk(authority, task_id), list[Any]()
+        if spilled.events:
+            events = [event_attribute(e) for e in spilled.events]
+            out.append(self.events(pk, f"E#{spilled.events[-1].sequence:020d}", records=events))
+        if spilled.grants:
+            grants = [grant_attribute(g) for g in spilled.grants]
+            out.append(self.grants(pk, f"G#{spilled.grants[-1].fence:020d}", records=grants))
+        if spilled.messages:
+            refs = [message_attribute(m) for m in spilled.messages]
+            out.append(self.messages(pk, f"M#{spilled.messages[-1].sequence:020d}", refs=refs))
+        return out
+
+    @staticmethod
+    def places_in(item: MessageItem) -> tuple[MessageRef | MessageItem, ...]:
+        """The messages an item of its own accounts for: a v2 item's places (each message in its
+        guard), or the v1 item, which holds its message."""
+        return refs_of(item.refs) if item.refs is not None else (item,)
+
+    def message(self, authority: str, task_id: str, message_id: str, sequence: int, item: Any) -> Message:
+        """The message an item holds: a v2 guard (ClaimItem) or a v1 message item. Parts stored in
+        S3 come back remote (digest and size): a page carries a URL, never the bytes, so reading a
+        page costs no S3 request."""
         parts = []
-        for index, part in enumerate(item.parts):
+        for index, part in enumerate(item.parts or ()):
             filename = part.filename or ""
             if part.url is not None:
-                url = self.protector.open(bytes(part.url), part_identity(authority, task_id, item.id, index, "url"))
+                url = self.protector.open(bytes(part.url), part_identity(authority, task_id, message_id, index, "url"))
                 parts.append(Part(part.media_type, b"", filename=filename, url=url.decode()))
                 continue
             if part.data is None:
@@ -274,43 +315,33 @@ class TaskItems:
                 continue
             stored = bytes(part.data)
             if part.sha256:  # sealed inline part: bound to its message, position and digest
-                data = self.protector.open(stored, part_identity(authority, task_id, item.id, index, part.sha256))
+                data = self.protector.open(stored, part_identity(authority, task_id, message_id, index, part.sha256))
                 if hashlib.sha256(data).hexdigest() != part.sha256:
                     raise CorruptStore("a message part does not match its digest", record="message")
             else:
                 data = self.protector.open(stored, "")  # written before protection: plaintext
             parts.append(Part(part.media_type, data, filename=filename))
         metadata = json.loads(item.metadata) if item.metadata else {}
-        return Message(task_id, item.id, int(item.sk[2:]), item.author, tuple(parts), item.created_at, metadata)
-
-    def event_item(self, authority: str, ev: Event) -> EventItem:
-        return self.events(
-            task_pk(authority, ev.task),
-            f"E#{ev.sequence:020d}",
-            type=ev.type,
-            state=ev.state,
-            revision=ev.revision,
-            occurred_at=ev.occurred_at,
-            message=ev.message,
-            submission=ev.submission,
-            artifact=ev.artifact,
-            reason=ev.reason or None,
-        )
+        return Message(task_id, message_id, sequence, item.author or "", tuple(parts), item.created_at or "", metadata)
 
     @staticmethod
-    def event(task_id: str, item: EventItem) -> Event:
-        return Event(
+    def events_in(task_id: str, item: EventItem) -> tuple[Event, ...]:
+        """The events an item of its own holds: the list of a v2 item, or the one v1 wrote."""
+        if item.records is not None:
+            return events_of(task_id, item.records)
+        event = Event(
             task_id,
             int(item.sk[2:]),
-            item.type,
-            item.state,
-            int(item.revision),
-            item.occurred_at,
+            item.type or "",
+            item.state or "",
+            int(item.revision or 0),
+            item.occurred_at or "",
             message=item.message or "",
             submission=item.submission or "",
             artifact=item.artifact or "",
             reason=item.reason or "",
         )
+        return (event,)
 
     # ---- artifacts, heads, apply receipts ------------------------------------------------------------
 
@@ -360,14 +391,6 @@ def record(kind: type[R], item: Any, *, numbers: tuple[str, ...] = (), **known: 
             value = getattr(item, f.name)
             values[f.name] = int(value or 0) if f.name in numbers else ("" if value is None else value)
     return kind(**values)
-
-
-def _lease_end_text(end: LeaseEnd | None) -> str | None:
-    return json.dumps(end.to_json(), sort_keys=True, separators=(",", ":")) if end is not None else None
-
-
-def _lease_end(text: str | None) -> LeaseEnd | None:
-    return LeaseEnd.from_json(json.loads(text)) if text else None
 
 
 def get_item(model: Any, pk: str, sk: str) -> Any:

@@ -1,17 +1,32 @@
-"""The reads of the DynamoDB TaskStore beyond a command's own read: message and event streams (one
-strongly consistent Query per page), one message by id, a grant, a head, an apply receipt, and the
-index lists (claimable, expiring, by context, by authority with its bounded count, a worker's
-leases), each one Query per page (PynamoDB's iterator would page on by itself: see one_page)."""
+"""The reads of the DynamoDB TaskStore beyond a command's own read: the message, event and grant
+streams, one message by id, a grant, a head, an apply receipt, and the index lists (claimable,
+expiring, by context, by authority with its bounded count, a worker's leases), each one Query per
+page (PynamoDB's iterator would page on by itself: see one_page).
+
+A stream's latest records are inline in the task item, the earlier ones in items of their own
+(tasks/dynamo_inline.py). So a page of events or grants is one strongly consistent GetItem of the
+task item, and a Query of the items of their own only for a page that starts before the inline
+tail. A page of messages is that, then one BatchGetItem (strongly consistent) of the messages' id
+guards, which hold them, taking guards up to MESSAGE_READ_BYTES as a Query page stops at 1 MB; a
+v1 message (its own item) comes with the Query. One message by id is one GetItem of its guard (a
+v1 guard names the message item: a second GetItem)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from dovecote.platform.dynamo import one_page, pynamodb_errors
+from dovecote.platform.errors import CorruptStore
+from dovecote.tasks.dynamo_inline import Inline, MessageRef, inline_of
 from dovecote.tasks.dynamo_items import TaskItems, apply_pk, get_item, head_pk, message_id_pk, task_pk
 from dovecote.tasks.model import TOTAL_SIZE_CAP, ApplyReceipt, Event, Grant, Message, Task, WorkspaceHead
 from dovecote.tasks.ports import LeasePage, TaskFilter, TaskPage
+from dovecote.tasks.records import MessageItem
 from dovecote.tasks.storage import claim_key, invert
+
+# A page of messages reads id guards up to this many bytes (at least one): as a Query page stops at
+# 1 MB. (The page's answer is bounded apart, at MESSAGE_PAGE_BYTES of parts, by the service.)
+MESSAGE_READ_BYTES = 1024 * 1024
 
 
 class TaskQueries:
@@ -20,26 +35,32 @@ class TaskQueries:
     def __init__(self, items: TaskItems) -> None:
         self.items = items
 
-    def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
-        """Two round trips: the authority-wide id claim names the task and the sequence, then the
-        message item itself."""
+    def _task(self, authority: str, task_id: str) -> tuple[Task, Inline] | None:
         with pynamodb_errors(write=False):
-            claim = get_item(self.items.claims, message_id_pk(authority, message_id), "-")
-            if claim is None or claim.task != task_id or claim.sequence is None:
+            item = get_item(self.items.tasks, task_pk(authority, task_id), "T")
+        return (self.items.task(item), inline_of(item)) if item is not None else None
+
+    def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
+        """One GetItem: the id's guard, which names the task and holds the message (v2); a v1
+        guard's message is its task's M# item (a second GetItem)."""
+        with pynamodb_errors(write=False):
+            guard = get_item(self.items.claims, message_id_pk(authority, message_id), "-")
+            if guard is None or guard.task != task_id or guard.sequence is None:
                 return None
-            item = get_item(self.items.messages, task_pk(authority, task_id), f"M#{int(claim.sequence):020d}")
-        return self.items.message(authority, task_id, item) if item is not None else None
+            sequence = int(guard.sequence)
+            if guard.parts is not None:
+                return self.items.message(authority, task_id, message_id, sequence, guard)
+            item = get_item(self.items.messages, task_pk(authority, task_id), f"M#{sequence:020d}")
+        if item is None or item.parts is None:
+            return None
+        return self.items.message(authority, task_id, message_id, sequence, item)
 
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
-        with pynamodb_errors(write=False):
-            item = get_item(self.items.grants, task_pk(authority, task_id), f"G#{fence:020d}")
-        return self.items.grant(task_id, fence, item) if item is not None else None
+        page = self._records(authority, task_id, "grants", fence - 1, 1)
+        return page[0] if page and page[0].fence == fence else None
 
     def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
-        return [
-            self.items.grant(task_id, int(i.sk[2:]), i)
-            for i in self._stream(self.items.grants, authority, task_id, "G", after, limit)
-        ]
+        return self._records(authority, task_id, "grants", after, limit)
 
     def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
         (item,) = self.items.get_many([(self.items.heads, head_pk(authority, workspace), "-")])
@@ -51,27 +72,93 @@ class TaskQueries:
 
     # ---- streams ---------------------------------------------------------------------------------
 
-    def _stream(self, model: Any, authority: str, task_id: str, prefix: str, after: int, limit: int) -> list[Any]:
+    def _stream(
+        self, model: Any, authority: str, task_id: str, prefix: str, after: int, last: int, limit: int
+    ) -> tuple[list[Any], bool]:
+        """The stream's items of their own holding records after `after`, up to `last` (the ones
+        before the inline tail), and whether the Query stopped before `last`: one Query, none when
+        the page starts in the tail. An item is keyed by the last record it holds, so the first one
+        may hold records at or before `after` too; each holds at least one, so `limit` items hold
+        at least `limit` records."""
+        if after >= last:
+            return [], False
         results = model.query(
             task_pk(authority, task_id),
-            model.sk.between(f"{prefix}#{after + 1:020d}", f"{prefix}#{'9' * 20}"),
+            model.sk.between(f"{prefix}#{after + 1:020d}", f"{prefix}#{last:020d}"),
             consistent_read=True,
             page_size=limit,
         )
         with pynamodb_errors(write=False):
-            items, _ = one_page(model, results)
-        return items
+            items, more = one_page(model, results)
+        return items, more is not None
+
+    @staticmethod
+    def _tail(
+        own: list[Any], more: bool, inline: tuple[Any, ...], number: Any, after: int, last: int, limit: int
+    ) -> list[Any]:
+        """A page: the records of their own after `after`, then the inline ones."""
+        own = [r for r in own if number(r) > after]
+        if more and len(own) < limit:
+            return own  # the Query stopped short (its 1 MB): the next page goes on from there
+        start = max(after, last)
+        return (own + [r for r in inline if number(r) > start])[:limit]
+
+    def _records(self, authority: str, task_id: str, stream: str, after: int, limit: int) -> list[Any]:
+        """Up to `limit` records of a stream after `after`: the task item (its inline tail), then the
+        items of their own when the page starts before the tail. Messages come as their places: a
+        v1 message item, or a reference to the guard that holds the message."""
+        found = self._task(authority, task_id)
+        if found is None:
+            return []
+        task, inline = found
+        tail = getattr(inline, stream)
+        items: Any = self.items
+        model, prefix, count, unpack, number = {
+            "events": (items.events, "E", task.event_count, items.events_in, _sequence),
+            "grants": (items.grants, "G", task.fence, items.grants_in, lambda g: g.fence),
+            "messages": (items.messages, "M", task.message_count, lambda _, i: items.places_in(i), _sequence),
+        }[stream]
+        last = count - len(tail)
+        own, more = self._stream(model, authority, task_id, prefix, after, last, limit)
+        records = [r for i in own for r in unpack(task_id, i)]
+        return self._tail(records, more, tail, number, after, last, limit)
 
     def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
-        return [
-            self.items.message(authority, task_id, i)
-            for i in self._stream(self.items.messages, authority, task_id, "M", after, limit)
-        ]
+        places = self._records(authority, task_id, "messages", after, limit)
+        budget, wanted = MESSAGE_READ_BYTES, list[MessageRef]()
+        for place in places:
+            if isinstance(place, MessageRef):
+                if wanted and place.size > budget:
+                    break  # a short page: the next one goes on from here
+                budget -= place.size
+                wanted.append(place)
+        guards = self._guards(authority, [ref.id for ref in wanted])
+        page = []
+        for place in places:
+            if not isinstance(place, MessageRef):
+                page.append(self.items.message(authority, task_id, place.id, int(place.sk[2:]), place))
+                continue
+            guard = guards.get(place.id)
+            if guard is None:
+                break  # not read (past the budget): a short page
+            if guard.task != task_id or guard.sequence != place.sequence or guard.parts is None:
+                raise CorruptStore("a message reference does not match its guard", record="message")
+            page.append(self.items.message(authority, task_id, place.id, place.sequence, guard))
+        return page
+
+    def _guards(self, authority: str, message_ids: list[str]) -> dict[str, Any]:
+        """The id guards of these messages, by message id: one BatchGetItem, strongly consistent
+        (PynamoDB asks again for keys DynamoDB leaves unprocessed)."""
+        if not message_ids:
+            return {}
+        keys = [(message_id_pk(authority, m), "-") for m in message_ids]
+        with pynamodb_errors(write=False):
+            found = list(self.items.claims.batch_get(keys, consistent_read=True))
+        prefix = message_id_pk(authority, "")
+        return {item.pk[len(prefix) :]: item for item in found}
 
     def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]:
-        return [
-            self.items.event(task_id, i) for i in self._stream(self.items.events, authority, task_id, "E", after, limit)
-        ]
+        return self._records(authority, task_id, "events", after, limit)
 
     # ---- index lists ------------------------------------------------------------------------------
 
@@ -81,11 +168,11 @@ class TaskQueries:
             items, _ = one_page(t, t.expiring.query(f"X#{shard}", t.exp_sk < now, page_size=limit))
         return [self.items.task(i) for i in items]
 
-    def claimable(self, authority: str, shard: int, limit: int) -> list[Task]:
+    def claimable_items(self, authority: str, shard: int, limit: int) -> list[Any]:
         with pynamodb_errors(write=False):
             query = self.items.tasks.claimable.query(claim_key(authority, shard), page_size=limit)
             items, _ = one_page(self.items.tasks, query)
-        return [self.items.task(i) for i in items]
+        return items
 
     def _page(
         self,
@@ -164,3 +251,8 @@ class TaskQueries:
         t = self.items.tasks
         items, cursor = self._page(t.leases, f"{authority}#{worker}", t.lease_sk, after, limit)
         return LeasePage(items, cursor)
+
+
+def _sequence(record: Any) -> int:
+    """A record's sequence: an event's or a message reference's own, a v1 message item's sort key."""
+    return int(record.sk[2:]) if isinstance(record, MessageItem) else int(record.sequence)

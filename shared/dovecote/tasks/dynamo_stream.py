@@ -1,31 +1,42 @@
-"""What the tasks table's stream (KEYS_ONLY) says to a consumer: a new event of a task's log. The
-event items' keys are tasks/dynamo_items.py's (pk `T#<authority>#<task>`, sk `E#<sequence:020>`);
-`EVENT_INSERTS` is the Lambda event filter that lets only their inserts invoke the consumer (the
-push fan-out, docs/guides/webhooks.md), and `event_key` reads one record's keys back. Pure."""
+"""What the tasks table's stream (NEW_IMAGE) says to a consumer: the events a write appended to a
+task's log. The events live inline in the task item (tasks/dynamo_inline.py), so the write that
+appends one is the task item's, and it says so: its `ne` is how many events it appended (every other
+write of the task item, a heartbeat, a lease taken or a claimable entry moved, leaves it out); the new
+events are then the last `ne` of the item's `event_count`. Items of their own that records move to
+(`E#`, `G#`, `M#`) carry no new event. `EVENT_APPENDS` is the Lambda event filter that lets only
+those writes invoke the consumer (the push fan-out, docs/guides/webhooks.md), and `event_keys`
+reads one record's events back. Pure."""
 
 from __future__ import annotations
 
 from typing import Any
 
-EVENT_SK_PREFIX = "E#"
 TASK_PK_PREFIX = "T#"
-EVENT_INSERTS: dict[str, Any] = {
-    "eventName": ["INSERT"],
-    "dynamodb": {"Keys": {"sk": {"S": [{"prefix": EVENT_SK_PREFIX}]}}},
+TASK_SK = "T"
+EVENT_APPENDS: dict[str, Any] = {
+    "eventName": ["INSERT", "MODIFY"],
+    "dynamodb": {"Keys": {"sk": {"S": [TASK_SK]}}, "NewImage": {"ne": {"N": [{"exists": True}]}}},
 }
 
 
-def event_key(record: dict[str, Any]) -> tuple[str, str, int] | None:
-    """(authority, task, sequence) of a stream record that inserted an event, else None."""
-    if record.get("eventName") != "INSERT":
-        return None
-    keys = (record.get("dynamodb") or {}).get("Keys") or {}
-    pk = (keys.get("pk") or {}).get("S") or ""
-    sk = (keys.get("sk") or {}).get("S") or ""
-    if not pk.startswith(TASK_PK_PREFIX) or not sk.startswith(EVENT_SK_PREFIX):
-        return None
+def event_keys(record: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(authority, task, sequence) of each event the write of this stream record appended."""
+    if record.get("eventName") not in ("INSERT", "MODIFY"):
+        return []
+    change = record.get("dynamodb") or {}
+    image = change.get("NewImage") or {}
+    pk = ((change.get("Keys") or {}).get("pk") or {}).get("S") or ""
+    sk = ((change.get("Keys") or {}).get("sk") or {}).get("S") or ""
     parts = pk.split("#")
-    digits = sk[len(EVENT_SK_PREFIX) :]
-    if len(parts) != 3 or not digits.isdigit():
-        return None
-    return parts[1], parts[2], int(digits)
+    if sk != TASK_SK or not pk.startswith(TASK_PK_PREFIX) or len(parts) != 3:
+        return []
+    appended = _number(image.get("ne"))
+    count = _number(image.get("event_count"))
+    if appended <= 0 or count < appended:
+        return []
+    return [(parts[1], parts[2], sequence) for sequence in range(count - appended + 1, count + 1)]
+
+
+def _number(value: Any) -> int:
+    text = (value or {}).get("N") if isinstance(value, dict) else None
+    return int(text) if isinstance(text, str) and text.isdigit() else 0
