@@ -34,6 +34,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from dovecote.platform.schema import validated
+from dovecote.tasks.bodies import CreateTaskIn
+
 GET_MS, QUERY_MS, TRANSACT_MS, LAG_MS = 5.0, 8.0, 12.0, 20.0
 PAGE = 16  # CLAIM_CANDIDATES
 BACKOFF_MS = (250.0, 2000.0)  # CLAIM_BACKOFF: the long-poll's first pause, doubling up to the second
@@ -229,7 +232,7 @@ def moto_drain(workers: int, tasks: int, shards: int, *, wait_seconds: int = 1) 
                 "context": "claims",
                 "message": {"id": f"m-{i}", "parts": [{"media_type": "text/plain", "text": "x"}]},
             }
-            service.create(caller, service.gate.create(caller, body))
+            service.create(caller, service.gate.create(caller, validated(CreateTaskIn, body)))
         local = threading.local()
         lock = threading.Lock()
         counted: dict[str, Counter[str]] = {"claimed": Counter(), "nothing": Counter()}

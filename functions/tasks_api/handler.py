@@ -1,6 +1,7 @@
-"""Tasks API function: parse → the command's one gate (dovecote.tasks.commands) → TaskService →
-return a model. No rules here: the gate checks the input and the role in the order docs/design/tasks.md#the-check-order
-gives (a caller token on a worker route is 403), the service decides."""
+"""Tasks API function: the body validated by its model (dovecote.tasks.bodies: each field's type and
+rule) → the command's one gate (dovecote.tasks.commands: the role and the check order of
+docs/design/tasks.md#the-check-order, so a caller token on a worker route is 403) → TaskService →
+return a model. No rules here."""
 
 from __future__ import annotations
 
@@ -14,42 +15,44 @@ from pydantic import BaseModel
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
 from dovecote.platform.principal import Principal
 from dovecote.platform.schema import ID, bounded, instant_pattern, one_of
-from dovecote.tasks.machine import STATES
-from dovecote.tasks.model import MAX_PAGE
-from dovecote.tasks.ports import TaskFilter
-from dovecote.tasks.service import Outcome, TaskService
-from functions.tasks_api.models import (
-    ArtifactEnvelope,
+from dovecote.tasks.bodies import (
     ArtifactUploadIn,
-    ArtifactUploadOut,
-    AssignmentEnvelope,
     CallerCommandIn,
     ClaimIn,
     CommandIn,
     CompleteIn,
-    ContextTasksOut,
     CreateTaskIn,
-    EventPage,
     FenceIn,
     FreezeIn,
+    HeartbeatIn,
+    ReceiptIn,
+    ReplyIn,
+    RequestInputIn,
+    WorkerCommandIn,
+    WorkerDeliveryIn,
+)
+from dovecote.tasks.limits import MAX_PAGE
+from dovecote.tasks.machine import STATES
+from dovecote.tasks.ports import TaskFilter
+from dovecote.tasks.service import Outcome, TaskService
+from functions.tasks_api.models import (
+    ArtifactEnvelope,
+    ArtifactUploadOut,
+    AssignmentEnvelope,
+    ContextTasksOut,
+    EventPage,
     FreezeOut,
     GrantPage,
     HeadOut,
-    HeartbeatIn,
     LeaseListOut,
     MessageEnvelope,
     MessagePage,
     ReceiptEnvelope,
-    ReceiptIn,
-    ReplyIn,
-    RequestInputIn,
     SettlementOut,
     SnapshotOut,
     TaskEnvelope,
     TaskListOut,
     TaskReadOut,
-    WorkerCommandIn,
-    WorkerDeliveryIn,
 )
 
 app = new_resolver()
@@ -90,10 +93,6 @@ def _task(outcome: Outcome) -> dict[str, Any]:
     return {"task": outcome.body}
 
 
-def _body(model: Any) -> dict[str, Any]:
-    return dict(model.model_dump(exclude_none=True))
-
-
 def _caller() -> tuple[TaskService, Principal]:
     return service(), current_principal(app)
 
@@ -112,7 +111,7 @@ def _caller() -> tuple[TaskService, Principal]:
 def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]:
     """Create a task (revision 1, one caller message). An exact retry answers 200 with the same task."""
     tasks, principal = _caller()
-    outcome = tasks.create(principal, tasks.gate.create(principal, _body(body)))
+    outcome = tasks.create(principal, tasks.gate.create(principal, body))
     return Response(status_code=outcome.status, content_type=JSON, body=TaskEnvelope.model_validate(_task(outcome)))
 
 
@@ -160,16 +159,14 @@ def list_context_tasks(
 def reply_task(task_id: TaskId, body: Annotated[ReplyIn, Body()]) -> TaskEnvelope:
     """Answer input_required with the caller's message: back to working."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(_task(tasks.reply(principal, tasks.gate.reply(principal, task_id, _body(body)))))
+    return TaskEnvelope.model_validate(_task(tasks.reply(principal, tasks.gate.reply(principal, task_id, body))))
 
 
 @app.post("/v1/tasks/<task_id>/cancel", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def cancel_task(task_id: TaskId, body: Annotated[CallerCommandIn, Body()]) -> TaskEnvelope:
     """Cancel a task that is not terminal; a frozen artifact is discarded."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(
-        _task(tasks.cancel(principal, tasks.gate.cancel(principal, task_id, _body(body))))
-    )
+    return TaskEnvelope.model_validate(_task(tasks.cancel(principal, tasks.gate.cancel(principal, task_id, body))))
 
 
 @app.get("/v1/tasks/<task_id>/messages", tags=["tasks"], responses=_stream_responses(MessagePage, "message_count"))
@@ -215,7 +212,7 @@ def claim_lease(body: Annotated[ClaimIn, Body()]) -> AssignmentEnvelope:
     deployment has one claimable shard); 404 when there is none (after waiting up to `wait_seconds`
     for one)."""
     tasks, principal = _caller()
-    return AssignmentEnvelope.model_validate(tasks.claim(principal, tasks.gate.claim(principal, _body(body))).body)
+    return AssignmentEnvelope.model_validate(tasks.claim(principal, tasks.gate.claim(principal, body)).body)
 
 
 @app.post("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
@@ -223,7 +220,7 @@ def acquire_lease(task_id: TaskId, body: Annotated[CommandIn, Body()]) -> Assign
     """Lease this task (fence = previous fence + 1). Worker tokens; the worker id comes from the token."""
     tasks, principal = _caller()
     return AssignmentEnvelope.model_validate(
-        tasks.acquire(principal, tasks.gate.acquire(principal, task_id, _body(body))).body
+        tasks.acquire(principal, tasks.gate.acquire(principal, task_id, body)).body
     )
 
 
@@ -237,7 +234,7 @@ def get_lease(task_id: TaskId) -> AssignmentEnvelope:
 def fence_lease(task_id: TaskId, body: Annotated[FenceIn, Body()]) -> Response[None]:
     """Retire the current lease generation: the owner is cleared, the fence kept. Admin or owner."""
     tasks, principal = _caller()
-    tasks.fence(principal, tasks.gate.fence(principal, task_id, _body(body)))
+    tasks.fence(principal, tasks.gate.fence(principal, task_id, body))
     return Response(status_code=204)
 
 
@@ -250,9 +247,7 @@ def heartbeat_lease(task_id: TaskId, body: Annotated[HeartbeatIn, Body()]) -> As
     """A sign of life of the lease (never a revision change); a fence that is not current is
     409 stale_lease. Every worker command counts as one too."""
     tasks, principal = _caller()
-    return AssignmentEnvelope.model_validate(
-        tasks.heartbeat(principal, tasks.gate.heartbeat(principal, task_id, _body(body)))
-    )
+    return AssignmentEnvelope.model_validate(tasks.heartbeat(principal, tasks.gate.heartbeat(principal, task_id, body)))
 
 
 @app.get("/v1/leases", tags=["workers"], responses=responses(200, LeaseListOut, *READ_ERRORS))
@@ -268,25 +263,21 @@ def list_leases(
 def accept_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """submitted → working."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(
-        _task(tasks.accept(principal, tasks.gate.accept(principal, task_id, _body(body))))
-    )
+    return TaskEnvelope.model_validate(_task(tasks.accept(principal, tasks.gate.accept(principal, task_id, body))))
 
 
 @app.post("/v1/tasks/<task_id>/reject", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def reject_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """submitted → rejected."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(
-        _task(tasks.reject(principal, tasks.gate.reject(principal, task_id, _body(body))))
-    )
+    return TaskEnvelope.model_validate(_task(tasks.reject(principal, tasks.gate.reject(principal, task_id, body))))
 
 
 @app.post("/v1/tasks/<task_id>/fail", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def fail_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """working or input_required → failed."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(_task(tasks.fail(principal, tasks.gate.fail(principal, task_id, _body(body)))))
+    return TaskEnvelope.model_validate(_task(tasks.fail(principal, tasks.gate.fail(principal, task_id, body))))
 
 
 @app.post(
@@ -296,7 +287,7 @@ def request_input_task(task_id: TaskId, body: Annotated[RequestInputIn, Body()])
     """working → input_required, with the agent's message."""
     tasks, principal = _caller()
     return TaskEnvelope.model_validate(
-        _task(tasks.request_input(principal, tasks.gate.request_input(principal, task_id, _body(body))))
+        _task(tasks.request_input(principal, tasks.gate.request_input(principal, task_id, body)))
     )
 
 
@@ -304,9 +295,7 @@ def request_input_task(task_id: TaskId, body: Annotated[RequestInputIn, Body()])
 def complete_task(task_id: TaskId, body: Annotated[CompleteIn, Body()]) -> TaskEnvelope:
     """working → completed, with the agent's final message and a submission."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(
-        _task(tasks.complete(principal, tasks.gate.complete(principal, task_id, _body(body))))
-    )
+    return TaskEnvelope.model_validate(_task(tasks.complete(principal, tasks.gate.complete(principal, task_id, body))))
 
 
 @app.post("/v1/tasks/<task_id>/artifacts", tags=["workers"], responses=responses(200, FreezeOut, *COMMAND_ERRORS))
@@ -315,7 +304,7 @@ def freeze_artifact(task_id: TaskId, body: Annotated[FreezeIn, Body()]) -> Freez
     first freeze in a workspace creates the head at expected_base_revision; later ones must match
     it (409 workspace_conflict)."""
     tasks, principal = _caller()
-    return FreezeOut.model_validate(tasks.freeze(principal, tasks.gate.freeze(principal, task_id, _body(body))).body)
+    return FreezeOut.model_validate(tasks.freeze(principal, tasks.gate.freeze(principal, task_id, body)).body)
 
 
 @app.post(
@@ -329,7 +318,7 @@ def create_artifact_upload(task_id: TaskId, body: Annotated[ArtifactUploadIn, Bo
     upload_headers with it, then freeze with payload.upload_sha256."""
     tasks, principal = _caller()
     return ArtifactUploadOut.model_validate(
-        tasks.create_artifact_upload(principal, tasks.gate.create_artifact_upload(principal, task_id, _body(body)))
+        tasks.create_artifact_upload(principal, tasks.gate.create_artifact_upload(principal, task_id, body))
     )
 
 
@@ -338,7 +327,7 @@ def worker_event(body: Annotated[WorkerDeliveryIn, Body()]) -> SettlementOut:
     """Settle one worker event delivery: ack (committed, or an exact replay) or nack with a stable
     code. A 503 settled nothing: retry the exact delivery."""
     tasks, principal = _caller()
-    return SettlementOut.model_validate(tasks.worker_event(principal, tasks.gate.worker_event(principal, _body(body))))
+    return SettlementOut.model_validate(tasks.worker_event(principal, tasks.gate.worker_event(principal, body)))
 
 
 # ---- workspaces (caller) ---------------------------------------------------------------------------
@@ -368,7 +357,7 @@ def record_receipt(
     artifact's base to its result (compare-and-swap); an identical repeat answers the stored one."""
     tasks, principal = _caller()
     outcome = tasks.record_apply_receipt(
-        principal, tasks.gate.record_apply_receipt(principal, workspace, artifact_id, _body(body))
+        principal, tasks.gate.record_apply_receipt(principal, workspace, artifact_id, body)
     )
     return ReceiptEnvelope.model_validate(outcome.body)
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from dovecote.platform.errors import DomainError
 from dovecote.tasks import machine
-from dovecote.tasks.model import MAX_FENCE
+from dovecote.tasks.limits import MAX_FENCE
 from dovecote.tasks.storage import CLAIM_SHARDS, FLEET_CLAIM_SHARDS, claim_shard
 from tests.conftest import examples
 from tests.support.tasks import (
@@ -27,6 +27,8 @@ from tests.support.tasks import (
     Flow,
     ShardOrder,
     code_of,
+    create_body,
+    field_of,
     force_task,
     ids_in_distinct_shards,
     message,
@@ -364,7 +366,9 @@ def test_caller_cannot_run_worker_commands(service: Edge) -> None:
         == "forbidden"
     )
     assert code_of(lambda: service.claim(CALLER, {"command_id": "x"})) == "forbidden"
-    assert code_of(lambda: service.create(WORKER, {})) == "forbidden"
+    # The role is checked first: before a body that also breaks a rule (a type error is answered
+    # before anything, as the edge words it).
+    assert code_of(lambda: service.create(WORKER, {**create_body("t-x"), "id": "bad id"})) == "forbidden"
 
 
 # ---- validation --------------------------------------------------------------------------------
@@ -400,7 +404,7 @@ def test_create_validation(service: Edge, patch: dict[str, Any], field: str) -> 
     body = {"command_id": uid("c"), "workspace": "ws", "id": uid("t"), "context": "c", "message": message(), **patch}
     with pytest.raises(DomainError) as caught:
         service.create(CALLER, body)
-    assert caught.value.code == "invalid_argument" and caught.value.details["field"] == field
+    assert caught.value.code == "invalid_argument" and field_of(caught.value) == field
     assert (
         service.list_tasks(
             CALLER, __import__("dovecote.tasks.ports", fromlist=["TaskFilter"]).TaskFilter(), None, None

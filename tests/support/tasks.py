@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
+from dovecote.platform.schema import validated
 from dovecote.tasks.command_loop import Outcome
 from dovecote.tasks.dynamo import DynamoTaskStore
+from dovecote.tasks.limits import EXPIRY_SHARDS
 from dovecote.tasks.memory import InMemoryTaskStore
-from dovecote.tasks.model import EXPIRY_SHARDS
 from dovecote.tasks.ports import TaskStore
 from dovecote.tasks.service import TaskService
 from dovecote.tasks.storage import FLEET_CLAIM_SHARDS, claim_shard
@@ -30,8 +33,9 @@ _ids = itertools.count(1)
 
 
 class Edge:
-    """The task service as the HTTP handler drives it: each request body through its command's one
-    gate (`TaskService.gate`), then the command; reads and everything else pass straight through."""
+    """The task service as the HTTP handler drives it: each request body (a dict) validated by its
+    model (dovecote.tasks.bodies), through its command's one gate (`TaskService.gate`), then the
+    command; reads and everything else pass straight through."""
 
     def __init__(self, service: TaskService) -> None:
         self.service = service
@@ -41,11 +45,31 @@ class Edge:
         gate = getattr(self.service.gate, name, None)
         if gate is None:
             return run
+        model = body_model(name)
 
         def gated(principal: Principal, *args: Any, **options: Any) -> Any:
-            return run(principal, gate(principal, *args), **options)
+            *path, body = args
+            return run(principal, gate(principal, *path, validated(model, body)), **options)
 
         return gated
+
+
+def field_of(error: DomainError) -> str:
+    """The input a refusal names: a broken rule's `field`, or a type error's first problem (pydantic's
+    path, `message.parts.0.url`, written as the rules write it, `message.parts[0].url`)."""
+    if "field" in error.details:
+        return str(error.details["field"])
+    path = str(error.details["problems"][0]["field"])
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", path)
+
+
+def body_model(gate: str) -> Any:
+    """The model of the body a gate method reads (its last parameter's annotation)."""
+    from dovecote.tasks import bodies, commands
+
+    method = getattr(commands.CommandGate, gate)
+    hints = get_type_hints(method, {**vars(commands), **vars(bodies)})
+    return hints[list(inspect.signature(method).parameters)[-1]]
 
 
 def edge(store: TaskStore, signer: CursorSigner | None = None, **options: Any) -> Edge:

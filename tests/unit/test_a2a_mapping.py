@@ -14,15 +14,14 @@ from google.protobuf import json_format
 from dovecote.a2a import mapping
 from dovecote.a2a.errors import KINDS, A2AError, from_domain
 from dovecote.platform.errors import CommitUnknown, IdempotencyConflict, InvalidArgument, NotFound
-from dovecote.tasks import machine
-from dovecote.tasks.commands import gate_message
+from dovecote.tasks import inputs, machine
 from dovecote.tasks.model import Message as Record
 
 
 def stored(message: Message, author: str = "caller", sequence: int = 1) -> dict[str, Any]:
-    """An A2A message as Dovecote stores it and its reads render it: through the task gate."""
+    """An A2A message as Dovecote stores it and its reads render it: through the message's rule."""
     body = mapping.message_body(message, "m-1")
-    gated = gate_message(body)
+    gated = inputs.message(body)
     return Record(
         "t-1", gated.id, sequence, author, gated.parts, "2026-12-01T10:00:00.123456Z", gated.metadata
     ).to_json()
@@ -231,7 +230,7 @@ def test_media_types_are_compared_by_essence() -> None:
         ),
         "m-1",
     )
-    assert body["parts"][0]["media_type"] == "Text/Plain; charset=utf-8"
+    assert body.parts[0].media_type == "Text/Plain; charset=utf-8"
 
 
 # ---- artifacts ------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
@@ -87,6 +88,25 @@ ROLES = {"caller": Role.ROLE_USER, "agent": Role.ROLE_AGENT}
 SETTLED = frozenset({"input_required", "completed", "canceled", "failed", "rejected"})
 
 
+@dataclass(frozen=True, slots=True)
+class PartBody:
+    """A part as the message's rule (tasks/inputs.py `message`) reads one, the edge's PartIn alike."""
+
+    media_type: str | None = None
+    text: str | None = None
+    data_b64: str | None = None
+    data: Any = None
+    url: str | None = None
+    filename: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageBody:
+    id: str
+    parts: tuple[PartBody, ...]
+    metadata: dict[str, Any] | None = None
+
+
 def essence(media_type: str) -> str:
     return media_type.split(";", 1)[0].strip().lower()
 
@@ -103,11 +123,11 @@ def check_media_type(media_type: str, where: str) -> None:
         )
 
 
-def message_body(message: Message, message_id: str) -> dict[str, Any]:
-    """An A2A Message as the body of a Dovecote message (the task gate's input): each part as a
-    Dovecote part (text, bytes, JSON or URL, with its filename), and what Dovecote's parts cannot say
-    in the metadata. Refuses what Dovecote cannot keep faithfully (ContentTypeNotSupported,
-    InvalidParams)."""
+def message_body(message: Message, message_id: str) -> MessageBody:
+    """An A2A Message as the body of a Dovecote message (what the message's rule, tasks/inputs.py
+    `message`, takes): each part as a Dovecote part (text, bytes, JSON or URL, with its filename), and
+    what Dovecote's parts cannot say in the metadata. Refuses what Dovecote cannot keep faithfully
+    (ContentTypeNotSupported, InvalidParams)."""
     if not message.message_id:
         raise error("INVALID_PARAMS", "message.messageId is required")
     if message.role not in (Role.ROLE_USER, Role.ROLE_UNSPECIFIED):
@@ -119,7 +139,7 @@ def message_body(message: Message, message_id: str) -> dict[str, Any]:
         )
     if not message.parts:
         raise error("INVALID_PARAMS", "message.parts must hold at least one part")
-    parts: list[dict[str, Any]] = []
+    parts: list[PartBody] = []
     hints: list[dict[str, Any]] = []
     for i, part in enumerate(message.parts):
         stored, hint = _part_body(part, f"message.parts[{i}]")
@@ -134,30 +154,31 @@ def message_body(message: Message, message_id: str) -> dict[str, Any]:
         a2a["extensions"] = list(message.extensions)
     if message.reference_task_ids:
         a2a["referenceTaskIds"] = list(message.reference_task_ids)
-    return {"id": message_id, "parts": parts, "metadata": {A2A_KEY: a2a}}
+    return MessageBody(message_id, tuple(parts), {A2A_KEY: a2a})
 
 
-def _part_body(part: Part, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A part as the task gate takes it, and its hint: what the Dovecote part cannot hold."""
+def _part_body(part: Part, where: str) -> tuple[PartBody, dict[str, Any]]:
+    """A part as the message's rule takes it, and its hint: what the Dovecote part cannot hold."""
     content = part.WhichOneof("content")
     check_media_type(part.media_type, where)
-    stored: dict[str, Any]
+    filename = part.filename or None
+    stored: PartBody
     if content == "text":
-        stored = {"media_type": part.media_type or TEXT_MEDIA_TYPE, "text": part.text}
+        stored = PartBody(part.media_type or TEXT_MEDIA_TYPE, text=part.text, filename=filename)
     elif content == "raw":
-        stored = {"media_type": part.media_type or RAW_MEDIA_TYPE, "data_b64": base64.b64encode(part.raw).decode()}
+        raw = base64.b64encode(part.raw).decode()
+        stored = PartBody(part.media_type or RAW_MEDIA_TYPE, data_b64=raw, filename=filename)
     elif content == "url":
-        stored = {"media_type": part.media_type or RAW_MEDIA_TYPE, "url": part.url}
+        stored = PartBody(part.media_type or RAW_MEDIA_TYPE, url=part.url, filename=filename)
     elif content == "data":
-        # A protobuf Value may be null, which the gate's `data` form refuses: its JSON text instead.
+        # A protobuf Value may be null, which the rule's `data` form refuses: its JSON text instead.
         value = json_format.MessageToDict(part.data)
-        stored = {"media_type": part.media_type or DATA_MEDIA_TYPE, "text": json.dumps(value, **_COMPACT)}
+        text = json.dumps(value, **_COMPACT)
+        stored = PartBody(part.media_type or DATA_MEDIA_TYPE, text=text, filename=filename)
     else:
         raise error("INVALID_PARAMS", f"{where} has no content: one of text, raw, url or data")
-    if part.filename:
-        stored["filename"] = part.filename
     hint: dict[str, Any] = {}
-    if content != _implied_kind(stored):
+    if content != _implied_kind(stored.media_type or "", stored.url, stored.text, stored.data_b64):
         hint["kind"] = content
     if not part.media_type:
         hint["mediaType"] = ""  # A2A gave none: the stored one is Dovecote's default
@@ -169,15 +190,15 @@ def _part_body(part: Part, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
 _COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
 
 
-def _implied_kind(stored: dict[str, Any]) -> str:
+def _implied_kind(media_type: str, url: str | None, text: str | None, data_b64: str | None) -> str:
     """The A2A content a stored part reads back as without a hint: a URL part is a url; bytes that
     Dovecote renders as text (a textual media type, UTF-8) are text; other bytes are raw."""
-    if stored.get("url") is not None:
+    if url is not None:
         return "url"
-    if stored.get("text") is not None:
-        return "text" if is_textual(str(stored["media_type"])) else "raw"
-    data = base64.b64decode(stored.get("data_b64") or "")
-    if is_textual(str(stored["media_type"])):
+    if text is not None:
+        return "text" if is_textual(media_type) else "raw"
+    data = base64.b64decode(data_b64 or "")
+    if is_textual(media_type):
         try:
             data.decode("utf-8")
             return "text"
@@ -234,7 +255,9 @@ def part(stored: dict[str, Any], hint: dict[str, Any]) -> Part:
     media_type = str(stored.get("media_type") or "")
     a2a_media_type = str(hint["mediaType"]) if isinstance(hint.get("mediaType"), str) else media_type
     out = Part()
-    content = hint.get("kind") or _implied_kind(stored)
+    content = hint.get("kind") or _implied_kind(
+        media_type, stored.get("url"), stored.get("text"), stored.get("data_b64")
+    )
     if stored.get("download_url"):
         # Kept in S3 past the inline size: the client fetches it by its presigned URL.
         out.url = str(stored["download_url"])

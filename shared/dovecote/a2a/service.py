@@ -46,14 +46,15 @@ from a2a.types import (
 
 from dovecote.a2a import mapping
 from dovecote.a2a.errors import A2AError, error, from_domain
+from dovecote.a2a.mapping import MessageBody
 from dovecote.a2a.waits import MemoryWaits, Waits
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, RevisionConflict
 from dovecote.platform.ids import check_id
 from dovecote.platform.observability import logger
 from dovecote.platform.principal import Principal
 from dovecote.platform.settings import Settings
-from dovecote.tasks import machine
-from dovecote.tasks.commands import Cancel, CreateTask, Reply, gate_message
+from dovecote.tasks import inputs, machine
+from dovecote.tasks.commands import Cancel, CreateTask, Reply, authorize
 from dovecote.tasks.ports import TaskFilter
 from dovecote.tasks.service import TaskService
 
@@ -137,7 +138,7 @@ class A2AService:
         return self._artifacts(principal, record)
 
     def _create(
-        self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: dict[str, Any]
+        self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: MessageBody
     ) -> dict[str, Any]:
         context = request.message.context_id or ids.context
         try:
@@ -149,13 +150,13 @@ class A2AService:
                 contextId=context[:128],
             ) from None
         # The command built directly: its ids are this adapter's own (checked above, or generated),
-        # its message through the one message validator every binding shares.
-        command = CreateTask(ids.command, ids.task, self.workspace, context, gate_message(body))
+        # its message through the one rule of a message every binding shares; who may create, asked
+        # once, as the HTTP gate asks it.
+        command = CreateTask(ids.command, ids.task, self.workspace, context, inputs.message(body))
+        authorize(principal, CreateTask)
         return dict(self.tasks.create(principal, command).body)
 
-    def _reply(
-        self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _reply(self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: MessageBody) -> dict[str, Any]:
         task_id = request.message.task_id
         record = self._get(principal, task_id)
         if request.message.context_id and request.message.context_id != record["context"]:
@@ -183,11 +184,12 @@ class A2AService:
                 taskId=task_id,
                 state=mapping.TaskState.Name(mapping.STATES[record["state"]]),
             )
-        command = Reply(task_id, ids.command, int(record["revision"]), message=gate_message(body))
+        command = Reply(task_id, ids.command, int(record["revision"]), message=inputs.message(body))
+        authorize(principal, Reply)
         return dict(self.tasks.reply(principal, command).body)
 
     def _again(
-        self, principal: Principal, record: dict[str, Any], ids: _Ids, body: dict[str, Any], used: dict[str, Any]
+        self, principal: Principal, record: dict[str, Any], ids: _Ids, body: MessageBody, used: dict[str, Any]
     ) -> dict[str, Any]:
         """A reply under an Idempotency-Key some command already used: that command rebuilt as it
         was first sent (a reply's expected revision is the one before its answer's), so the task
@@ -196,7 +198,9 @@ class A2AService:
         first = used.get("result")
         revision = first.get("revision") if isinstance(first, dict) and used.get("kind") == "reply_task" else None
         expected = int(revision) - 1 if isinstance(revision, int) and revision > 1 else int(record["revision"])
-        self.tasks.reply(principal, Reply(record["id"], ids.command, expected, message=gate_message(body)))
+        command = Reply(record["id"], ids.command, expected, message=inputs.message(body))
+        authorize(principal, Reply)
+        self.tasks.reply(principal, command)
         return self._get(principal, record["id"])
 
     def _take(self, principal: Principal) -> str | None:
@@ -349,6 +353,7 @@ class A2AService:
                 )
             command = Cancel(request.id, "a2a-" + uuid.uuid4().hex, int(record["revision"]))
             try:
+                authorize(principal, Cancel)
                 self.tasks.cancel(principal, command)
                 break
             except RevisionConflict:

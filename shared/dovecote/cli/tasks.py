@@ -38,7 +38,7 @@ from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Pages, Show, Values, Verb, param, register
 from dovecote.client.tasks import ALL_STATES, TERMINAL_STATES, bytes_message
 from dovecote.platform.ids import is_id
-from dovecote.tasks.model import MAX_MESSAGE_BYTES
+from dovecote.tasks.limits import MAX_MESSAGE_BYTES
 
 app = new_app("Tasks, as a caller: create, read, reply, cancel, wait.")
 

@@ -22,7 +22,7 @@ from dovecote.platform.ids import check_id
 from dovecote.platform.media import is_textual
 from dovecote.platform.principal import Principal
 from dovecote.tasks.command_loop import CommandLoop, Outcome
-from dovecote.tasks.commands import CreateArtifactUpload, Freeze, RecordReceipt, worker_id
+from dovecote.tasks.commands import CreateArtifactUpload, Freeze, RecordReceipt
 from dovecote.tasks.model import Artifact, Part, Receipt, Task, WorkspaceHead, intent_digest, result_revision
 from dovecote.tasks.ports import ApplyCommit, ApplySnapshot, ArtifactChange
 
@@ -79,9 +79,8 @@ class Artifacts:
         then with `payload.upload_sha256`. Only for the holder of the task's current lease: one
         GetItem, so a URL is never handed out for a task that does not exist in the authority, or
         that the worker does not hold."""
-        worker = worker_id(principal)
         task = self.work.load(principal, command.task)
-        if task.owner != worker or task.fence != command.fence:
+        if task.owner != principal.worker or task.fence != command.fence:
             raise StaleLease(
                 "the lease this command carries is not current",
                 fence=command.fence,
@@ -98,7 +97,6 @@ class Artifacts:
         (docs/design/tasks.md#artifacts-and-apply-receipts). One read of the
         command receipt, the artifact, its apply receipt and the head; one commit. `success` moves
         the head from the artifact's base to its result by compare-and-swap in the same commit."""
-        principal.require("caller")
         proposed = replace(command.receipt, authority=principal.authority)
         workspace, artifact, base = proposed.workspace, proposed.artifact, proposed.base_revision
         intent = {"workspace": workspace, "artifact": artifact, **proposed.to_json()}
@@ -150,7 +148,6 @@ class Artifacts:
     # ---- reads ----------------------------------------------------------------------------------
 
     def get_apply_receipt(self, principal: Principal, workspace: str, artifact_id: str) -> dict[str, Any]:
-        principal.require("caller", "worker")
         check_id(workspace, "workspace")
         check_id(artifact_id, "artifact")
         found = self.work.store.apply_receipt(principal.authority, workspace, artifact_id)
@@ -163,7 +160,6 @@ class Artifacts:
     ) -> dict[str, Any]:
         """The artifact and its payload: `text` or `data_b64` up to 4 MiB, else a `download_url`;
         always the `download_url` when not `inline` (an answer with no room for the payload)."""
-        principal.require("caller", "worker")
         check_id(workspace, "workspace")
         check_id(artifact_id, "artifact")
         facts = {"authority": principal.authority, "workspace": workspace, "artifact": artifact_id}
@@ -182,7 +178,6 @@ class Artifacts:
         return {"artifact": art.to_json(), "payload": payload}
 
     def get_head(self, principal: Principal, workspace: str) -> dict[str, Any]:
-        principal.require("caller", "worker")
         check_id(workspace, "workspace")
         head = self.work.store.head(principal.authority, workspace)
         if head is None:

@@ -24,9 +24,9 @@ from dovecote.platform.errors import (
 from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
 from dovecote.tasks.command_loop import CommandLoop, Outcome, commit_of, replay
-from dovecote.tasks.commands import Acquire, Claim, CommandGate, Fence, Heartbeat, worker_id
+from dovecote.tasks.commands import Acquire, Claim, Fence, Heartbeat, worker_id
+from dovecote.tasks.limits import MAX_FENCE
 from dovecote.tasks.model import (
-    MAX_FENCE,
     Grant,
     Receipt,
     Task,
@@ -58,7 +58,6 @@ RESHARD_MARGIN_MS = 5_000
 class Leases:
     work: CommandLoop
     pages: Pages
-    gate: CommandGate
     _: KW_ONLY
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
@@ -68,7 +67,7 @@ class Leases:
 
     def acquire(self, principal: Principal, command: Acquire) -> Outcome:
         """Lease this task: fence = previous fence + 1."""
-        worker = worker_id(principal)
+        worker = principal.worker
         intent = {"task": command.task, "worker": worker}
         return self.work.run(
             principal,
@@ -84,7 +83,7 @@ class Leases:
         `_candidates`). With `wait_seconds`, a claim that finds nothing waits, re-checking with
         backoff, and answers as soon as a task becomes claimable (or 404 at the deadline). The wait
         is not part of the command: a retry with another wait replays."""
-        worker = worker_id(principal)
+        worker = principal.worker
         digest = intent_digest("claim_lease", {"worker": worker})
         replayed = replay(
             self.work.store.read(principal.authority, command.command_id, None).receipt, "claim_lease", digest
@@ -182,7 +181,6 @@ class Leases:
         only if no sign of life arrived since, so a late heartbeat or worker command wins cleanly.
         Or `if_unaccepted`, for a grant past its accept deadline: the fence commits only if the grant
         is still not accepted, so an accept (or first sign of life) that lands first wins."""
-        principal.require("worker")
         fence = command.fence
         # The acting worker is part of the intent: the same command id from another worker is an
         # idempotency conflict, never a replay of someone else's fence (docs/design/leases.md).
@@ -218,7 +216,7 @@ class Leases:
     def heartbeat(self, principal: Principal, command: Heartbeat) -> dict[str, Any]:
         """A sign of life of the lease: one conditional write, no receipt (a repeat is harmless),
         never a revision change. A fence that is not current is `stale_lease`."""
-        worker = worker_id(principal)
+        worker = principal.worker
         try:
             task = self.work.store.heartbeat(principal.authority, command.task, worker, command.fence, self.work.now())
         except TaskChanged as exc:
@@ -247,7 +245,7 @@ class Leases:
             try:
                 if not (silent or stranded):
                     raise StaleLease("not due yet", fence=task.fence)  # an index entry behind its item
-                command = self.gate.fence(admin, task.id, {"command_id": command_id(task), "fence": task.fence})
+                command = Fence(task.id, command_id(task), task.fence)
                 if silent:
                     self.fence(admin, command, if_silent_since=task.heartbeat_at)
                 else:

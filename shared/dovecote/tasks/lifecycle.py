@@ -26,9 +26,9 @@ from dovecote.tasks.commands import (
     RequestInput,
     TaskCommand,
     WorkerCommand,
-    worker_id,
 )
-from dovecote.tasks.model import MAX_COUNTER, Event, Message, MessageInput, Task
+from dovecote.tasks.limits import MAX_COUNTER
+from dovecote.tasks.model import Event, Message, MessageInput, Task
 from dovecote.tasks.ports import Commit, Delivery, Expect
 
 
@@ -41,7 +41,6 @@ class Lifecycle:
     def create(self, principal: Principal, command: CreateTask) -> Outcome:
         """A task at revision 1 with the caller's first message. An exact retry answers 200 with
         the original task."""
-        principal.require("caller")
         timeout = self.default_lease_timeout if command.lease_timeout is None else command.lease_timeout
         given_accept = command.accept_timeout
         accept_timeout = self.default_accept_timeout if given_accept is None else given_accept
@@ -88,11 +87,7 @@ class Lifecycle:
         worker event in the same commit. freeze_artifact answers {task, artifact}, the others the task."""
         kind = command.KIND
         transition = machine.TRANSITIONS[kind]
-        if transition.by == "worker":
-            worker = worker_id(principal)
-        else:
-            principal.require("caller")
-            worker = ""
+        worker = principal.worker if transition.by == "worker" else ""
         fence = command.fence if isinstance(command, WorkerCommand) else 0
         message = command.message if isinstance(command, Reply | RequestInput | Complete) else None
         submission = command.submission if isinstance(command, Complete) else ""

@@ -13,33 +13,9 @@ from dovecote.platform import paging
 from dovecote.platform.records import Receipt as Receipt  # a committed command's, as every service keeps it
 from dovecote.platform.records import canonical_digest, fields_json
 from dovecote.platform.records import intent_digest as intent_digest  # the tasks' commands bind their ids with it
-
-MAX_PARTS = 32
-MAX_MESSAGE_BYTES = 2 * 1024 * 1024
-# A message's metadata: a JSON object the service stores and returns but never reads (a protocol
-# binding keeps its own message fields there, e.g. A2A's messageId), at most this many bytes as
-# canonical JSON, so a message item stays far below DynamoDB's 400 KB.
-MAX_METADATA_BYTES = 16 * 1024
-# A part's filename (characters) and a URL part's URL (characters).
-MAX_FILENAME_CHARS = 255
-MAX_URL_CHARS = 2048
-MAX_FENCE = 2**63 - 1
-# A lease that stays silent (no heartbeat, no worker command) this long is fenced by the dispatcher.
-# 0 means never: the reference's explicit fencing only.
-MAX_LEASE_TIMEOUT = 86_400
-# A grant not accepted this long after it was made is fenced by the dispatcher, so a worker that
-# dies between its claim and its accept strands the task for seconds, not a lease timeout. 0 means
-# never. An hour at most: a grant nobody takes up for longer is a stranded task, not a slow worker.
-MAX_ACCEPT_TIMEOUT = 3_600
-# The lease-expiry index is spread over this many partitions, so heartbeats from many workers do
-# not all write one GSI partition; the dispatcher queries each (a constant number per run).
-EXPIRY_SHARDS = 8
-MAX_COUNTER = 2**63 - 1
-DEFAULT_PAGE = 100
-# `total_size` counts at most this many tasks: a list request never reads more than it returns plus
-# this constant. Past it, the count is reported as a lower bound.
-TOTAL_SIZE_CAP = 1000
-MAX_PAGE = 100
+from dovecote.tasks.limits import ARTIFACT_INLINE_ANSWER as ARTIFACT_INLINE_ANSWER  # the adapters read it here
+from dovecote.tasks.limits import DEFAULT_PAGE, EXPIRY_SHARDS, MAX_PAGE
+from dovecote.tasks.limits import TOTAL_SIZE_CAP as TOTAL_SIZE_CAP  # the adapters read it here
 
 
 def page_limit(limit: int | None) -> int:
@@ -338,11 +314,6 @@ def expiry_shard(authority: str, task_id: str) -> int:
     return int(hashlib.sha256(f"{authority}#{task_id}".encode()).hexdigest()[:8], 16) % EXPIRY_SHARDS
 
 
-# A page of messages stops before its parts pass this many bytes (inline parts; remote ones are URLs),
-# so a page stays far below the 6 MB Lambda response limit whatever `limit` asks for.
-MESSAGE_PAGE_BYTES = 4 * 1024 * 1024
-
-
 def task_violations(task: Task) -> list[str]:
     """The aggregate's invariants (docs/design/tasks.md#counters-and-invariants); a non-empty answer
     means the store is corrupt."""
@@ -373,17 +344,6 @@ def message_violations(message: Message) -> list[str]:
 
 
 # ---- artifacts, workspace heads, apply receipts (docs/design/tasks.md#artifacts-and-apply-receipts) ---
-
-ARTIFACT_DEFAULT_MAX = 16 * 1024 * 1024
-# GET artifact answers a payload up to this size inline (read back and checked against its digest);
-# a larger one comes as a presigned download_url.
-ARTIFACT_INLINE_ANSWER = 4 * 1024 * 1024
-ARTIFACT_HARD_MAX = 64 * 1024 * 1024
-MAX_REVISION_BYTES = 512
-MAX_RECEIPT_CODE_BYTES = 128
-MAX_RECEIPT_MESSAGE_BYTES = 4096
-DECISIONS = ("success", "conflict", "rejected", "indeterminate")
-ARTIFACT_STATES = ("frozen", "published", "discarded")
 
 
 def result_revision(base: str, artifact_id: str, payload_digest: str) -> str:

@@ -1,6 +1,8 @@
 """Task reads: a task, its snapshot, its message and event streams, one message, the context and
-authority lists. Every read is scoped by the caller's authority and fails closed (a record that
-breaks an invariant is never served); list cursors are sealed and bound to their list."""
+authority lists. Every role of an authority reads its tasks (callers, workers, admins), so a read
+checks no role: it is scoped by the token's authority, and fails closed (a record that breaks an
+invariant is never served); list cursors are sealed and bound to their list. (The reads of a
+worker's own leases are the workers': tasks/leases.py.)"""
 
 from __future__ import annotations
 
@@ -15,15 +17,8 @@ from dovecote.platform.ids import check_id
 from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
 from dovecote.tasks.command_loop import CommandLoop
-from dovecote.tasks.model import (
-    MESSAGE_PAGE_BYTES,
-    Message,
-    Task,
-    grant_json,
-    lease_json,
-    message_violations,
-    page_limit,
-)
+from dovecote.tasks.limits import MESSAGE_PAGE_BYTES
+from dovecote.tasks.model import Message, Task, grant_json, lease_json, message_violations, page_limit
 from dovecote.tasks.ports import TaskFilter
 
 
@@ -60,12 +55,10 @@ class Reads:
     def get(self, principal: Principal, task_id: str) -> dict[str, Any]:
         """The task, its current lease (who holds it, its last sign of life, when the dispatcher will
         fence it) and how the last lease that ended did end: a caller sees a stranded task at once."""
-        principal.require("caller", "worker")
         task = self.work.load(principal, task_id)
         return {"task": task.to_json(), **leases_json(task)}
 
     def snapshot(self, principal: Principal, task_id: str) -> dict[str, Any]:
-        principal.require("caller", "worker")
         task = self.work.load(principal, task_id)
         return {"task": task.to_json(), "event_cursor": task.event_count, **leases_json(task)}
 
@@ -74,7 +67,6 @@ class Reads:
         held it, when it was granted and accepted, its last sign of life, and when, why and by whom
         it ended (the current one: as the task holds it). A stream by fence, paged like events; kept
         beside the event log, never in it. One read of the task, one Query of its grants."""
-        principal.require("caller", "worker")
         task = self.work.load(principal, task_id)
         start, size = _stream_args(after, limit, task.fence)
         # One grant more than the page: a generation's end is carried by the grant after it.
@@ -89,7 +81,6 @@ class Reads:
         """A page of messages after `after`: at most `limit`, and it also stops before its inline parts
         pass MESSAGE_PAGE_BYTES (always at least one message). Parts stored in S3 come as a
         presigned `download_url`."""
-        principal.require("caller", "worker")
         task = self.work.load(principal, task_id)
         start, size = _stream_args(after, limit, task.message_count)
         page: list[dict[str, Any]] = []
@@ -106,7 +97,6 @@ class Reads:
 
     def message(self, principal: Principal, task_id: str, message_id: str) -> dict[str, Any]:
         """One message by its id (unique in the authority)."""
-        principal.require("caller", "worker")
         check_id(task_id, "task")
         check_id(message_id, "message")
         with self.work.reporting("message", authority=principal.authority, task=task_id, message_id=message_id):
@@ -119,7 +109,6 @@ class Reads:
         """A committed command of the authority by its id: its kind, status and answer (what an exact
         retry of it replays), or None when no command used the id. One read. For a binding that
         rebuilds a retried command as it was first sent (an A2A reply under an Idempotency-Key)."""
-        principal.require("caller", "worker")
         check_id(command_id, "command_id")
         found = self.work.store.read(principal.authority, command_id, None).receipt
         if found is None:
@@ -145,14 +134,12 @@ class Reads:
         return out
 
     def events(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
-        principal.require("caller", "worker")
         task = self.work.load(principal, task_id)
         start, size = _stream_args(after, limit, task.event_count)
         items = self.work.store.events(principal.authority, task_id, start, size)
         return _stream_page([e.to_json() for e in items], start, task.event_count)
 
     def list_context(self, principal: Principal, context: str, limit: int | None, cursor: str | None) -> dict[str, Any]:
-        principal.require("caller", "worker")
         check_id(context, "context")
         size = page_limit(limit)
         scope = "context:" + context
@@ -163,7 +150,6 @@ class Reads:
     def list_tasks(
         self, principal: Principal, task_filter: TaskFilter, limit: int | None, cursor: str | None
     ) -> dict[str, Any]:
-        principal.require("caller", "worker")
         task_filter, scope = _tasks_scope(task_filter)
         size = page_limit(limit)
         page = self.work.store.authority_tasks(
@@ -179,7 +165,6 @@ class Reads:
     def list_tasks_after(self, principal: Principal, task_filter: TaskFilter, task: dict[str, Any]) -> str:
         """The cursor of `list_tasks` (same filter) that continues after `task`, one of its items:
         for a page cut short (an A2A answer bounded in size). No read."""
-        principal.require("caller", "worker")
         task_filter, scope = _tasks_scope(task_filter)
         position = self.work.store.authority_position(str(task["updated_at"]), str(task["workspace"]), str(task["id"]))
         sealed = self.pages.seal(principal, scope, position)

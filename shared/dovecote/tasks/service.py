@@ -23,8 +23,15 @@ from dovecote.platform.clock import Clock, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
 from dovecote.tasks import machine
 from dovecote.tasks.command_loop import CommandLoop, OnCorrupt, Outcome
-from dovecote.tasks.limits import MAX_CLAIM_WAIT, WORKER_EVENT_KINDS
-from dovecote.tasks.model import ARTIFACT_DEFAULT_MAX, ARTIFACT_HARD_MAX
+from dovecote.tasks.limits import (
+    ARTIFACT_DEFAULT_MAX,
+    ARTIFACT_HARD_MAX,
+    DEFAULT_ACCEPT_TIMEOUT,
+    DEFAULT_LEASE_TIMEOUT,
+    DEFAULT_STREAM_SECONDS,
+    MAX_CLAIM_WAIT,
+    WORKER_EVENT_KINDS,
+)
 from dovecote.tasks.ports import TaskFilter, TaskStore
 from dovecote.tasks.reads import Pages, Reads
 
@@ -58,10 +65,6 @@ if TYPE_CHECKING:
     from dovecote.tasks.worker_events import WorkerEvents
 
 __all__ = ["MAX_CLAIM_WAIT", "WORKER_EVENT_KINDS", "Outcome", "TaskService"]
-
-DEFAULT_LEASE_TIMEOUT = 300
-DEFAULT_ACCEPT_TIMEOUT = 30
-DEFAULT_STREAM_SECONDS = 840.0  # dovecote/tasks/streams.py: the cloud front's 15 minutes, less a margin
 
 # The capabilities, built on first use (and all at once by `prime`).
 CAPABILITIES = ("gate", "lifecycle", "leases", "artifacts", "worker_events")
@@ -119,7 +122,7 @@ class TaskService:
     def leases(self) -> Leases:
         from dovecote.tasks.leases import Leases
 
-        return Leases(self.work, self.pages, self.gate, sleep=self._sleep, monotonic=self._monotonic)
+        return Leases(self.work, self.pages, sleep=self._sleep, monotonic=self._monotonic)
 
     @cached_property
     def artifacts(self) -> Artifacts:

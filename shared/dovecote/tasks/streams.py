@@ -150,9 +150,9 @@ class Streams:
         return None if task is None else self.work.checked(task)
 
     def open(self, principal: Principal, task_id: str, after: int | None) -> tuple[Task, int]:
-        """The checks a stream passes before its first byte: the role, the task in the caller's
-        authority (404 otherwise), `after` within its log. The task as read, and where to start."""
-        principal.require("caller", "worker")
+        """The checks a stream passes before its first byte (any role of the authority follows its
+        tasks): the task in the caller's authority (404 otherwise), `after` within its log. The task
+        as read, and where to start."""
         task = self.work.load(principal, task_id)
         start = after or 0
         if start < 0:

@@ -13,7 +13,7 @@ from typing import Any
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
 from dovecote.tasks.command_loop import AlreadySettled, CommandLoop
-from dovecote.tasks.commands import NACK_CODES, WorkerEvent, worker_id
+from dovecote.tasks.commands import NACK_CODES, WorkerEvent
 from dovecote.tasks.lifecycle import Lifecycle
 from dovecote.tasks.ports import Delivery, DeliveryTaken
 
@@ -27,7 +27,7 @@ class WorkerEvents:
 
     def worker_event(self, principal: Principal, event: WorkerEvent) -> dict[str, Any]:
         """Settle one delivery: its command committed with the ACK, or its refusal stored as a NACK."""
-        worker = worker_id(principal)
+        worker = principal.worker
 
         def settlement(decision: str, code: str = "", message: str = "") -> dict[str, Any]:
             out = {"delivery_id": event.delivery_id, "event_id": event.event_id, "decision": decision}
