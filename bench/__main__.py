@@ -114,7 +114,7 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> None:
     fence = run(
         "acquire lease",
         lambda: tasks.acquire(worker, gate.acquire(worker, "t1", validated(CommandIn, {"command_id": "c2"}))),
-    ).body["assignment"]["fence"]
+    ).answer.fence
     accept = {"command_id": "c3", "expected_revision": 1, "fence": fence}
     run("accept", lambda: tasks.accept(worker, gate.accept(worker, "t1", validated(WorkerCommandIn, accept))))
     run(

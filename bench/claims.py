@@ -253,14 +253,14 @@ def moto_drain(workers: int, tasks: int, shards: int, *, wait_seconds: int = 1) 
                 local.requests = Counter()
                 try:
                     command = Claim(f"claim-{n}-{attempt}", wait_seconds)
-                    assignment = service.claim(me, command).body["assignment"]
+                    assignment = service.claim(me, command).answer
                 except NotFound:
                     with lock:
                         counted["nothing"].update(local.requests)
                     return
                 with lock:
                     counted["claimed"].update(local.requests)
-                    claimed.append((assignment["task"]["id"], assignment["worker"], assignment["fence"]))
+                    claimed.append((assignment.task.id, assignment.worker, assignment.fence))
 
         threads = [threading.Thread(target=work, args=(n,)) for n in range(workers)]
         start = time.perf_counter()
@@ -285,7 +285,7 @@ def moto_drain(workers: int, tasks: int, shards: int, *, wait_seconds: int = 1) 
         listed = 0
         for n in range(workers):
             me = Principal(authority, "worker", f"worker-{n}")
-            mine = {a["task"]["id"] for a in service.list_leases(me, 100, None)["items"]}
+            mine = {a.task.id for a in service.list_leases(me, 100, None).items}
             listed += mine == {task for task, worker in owners.items() if worker == me.worker}
     n = max(len(claimed), 1)
     return {

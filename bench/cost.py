@@ -266,8 +266,8 @@ def capacity_per_command() -> dict[str, dict[str, Any]]:
         assignment = measure(
             "task claim",
             lambda: tasks.claim(worker, tasks.gate.claim(worker, validated(ClaimIn, {"command_id": "c2"}))),
-        ).body["assignment"]
-        fence = assignment["fence"]
+        ).answer
+        fence = assignment.fence
         measure(
             "task accept",
             lambda: tasks.accept(

@@ -248,7 +248,7 @@ def event_round_trips() -> dict[str, int]:
             caller, worker = Principal("bench", "caller"), Principal("bench", "worker", "w1")
             text = {"id": "m1", "parts": [{"media_type": "text/plain", "text": "hi"}]}
 
-            def settle(label: str, event: dict[str, Any], delivery: str) -> dict[str, Any]:
+            def settle(label: str, event: dict[str, Any], delivery: str) -> Any:
                 with count_round_trips(*clients) as meter:
                     answer = tasks.worker_event(
                         worker,
@@ -270,7 +270,7 @@ def event_round_trips() -> dict[str, int]:
                 }
                 tasks.create(caller, tasks.gate.create(caller, validated(CreateTaskIn, body)))
                 acquire = tasks.gate.acquire(worker, task_id, validated(CommandIn, {"command_id": f"a-{task_id}"}))
-                return int(tasks.acquire(worker, acquire).body["assignment"]["fence"])
+                return tasks.acquire(worker, acquire).answer.fence
 
             fence = leased("t1")
             accept = {"event_id": "e1", "kind": "accept_task", "task": "t1", "fence": fence, "expected_revision": 1}
@@ -298,7 +298,7 @@ def event_round_trips() -> dict[str, int]:
             upload = tasks.create_artifact_upload(
                 worker, tasks.gate.create_artifact_upload(worker, "t2", validated(ArtifactUploadIn, declared))
             )
-            requests.put(upload["upload_url"], data=body, headers=upload["upload_headers"], timeout=60)
+            requests.put(upload.upload_url, data=body, headers=upload.upload_headers, timeout=60)
             big = {
                 "artifact": "a2",
                 "expected_base_revision": "r0",

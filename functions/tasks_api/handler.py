@@ -6,7 +6,7 @@ return a model. No rules here."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -33,6 +33,7 @@ from dovecote.tasks.bodies import (
 )
 from dovecote.tasks.limits import MAX_PAGE
 from dovecote.tasks.machine import STATES
+from dovecote.tasks.model import TaskView
 from dovecote.tasks.ports import TaskFilter
 from dovecote.tasks.service import Outcome, TaskService
 from functions.tasks_api.models import (
@@ -53,7 +54,12 @@ from functions.tasks_api.models import (
     TaskEnvelope,
     TaskListOut,
     TaskReadOut,
+    message_out,
+    payload_out,
 )
+
+if TYPE_CHECKING:
+    from dovecote.tasks.leases import Assignment
 
 app = new_resolver()
 TaskId = Annotated[str, Path(json_schema_extra=ID)]
@@ -89,8 +95,12 @@ def service() -> TaskService:
     return task_service()
 
 
-def _task(outcome: Outcome) -> dict[str, Any]:
-    return {"task": outcome.body}
+def _task(outcome: Outcome[TaskView]) -> TaskEnvelope:
+    return TaskEnvelope.model_validate({"task": outcome.answer})
+
+
+def _assignment(found: Assignment) -> AssignmentEnvelope:
+    return AssignmentEnvelope.model_validate({"assignment": found})
 
 
 def _caller() -> tuple[TaskService, Principal]:
@@ -112,7 +122,7 @@ def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]
     """Create a task (revision 1, one caller message). An exact retry answers 200 with the same task."""
     tasks, principal = _caller()
     outcome = tasks.create(principal, tasks.gate.create(principal, body))
-    return Response(status_code=outcome.status, content_type=JSON, body=TaskEnvelope.model_validate(_task(outcome)))
+    return Response(status_code=outcome.status, content_type=JSON, body=_task(outcome))
 
 
 @app.get("/v1/tasks/<task_id>", tags=["tasks"], responses=responses(200, TaskReadOut, *READ_ERRORS))
@@ -159,21 +169,22 @@ def list_context_tasks(
 def reply_task(task_id: TaskId, body: Annotated[ReplyIn, Body()]) -> TaskEnvelope:
     """Answer input_required with the caller's message: back to working."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(_task(tasks.reply(principal, tasks.gate.reply(principal, task_id, body))))
+    return _task(tasks.reply(principal, tasks.gate.reply(principal, task_id, body)))
 
 
 @app.post("/v1/tasks/<task_id>/cancel", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def cancel_task(task_id: TaskId, body: Annotated[CallerCommandIn, Body()]) -> TaskEnvelope:
     """Cancel a task that is not terminal; a frozen artifact is discarded."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(_task(tasks.cancel(principal, tasks.gate.cancel(principal, task_id, body))))
+    return _task(tasks.cancel(principal, tasks.gate.cancel(principal, task_id, body)))
 
 
 @app.get("/v1/tasks/<task_id>/messages", tags=["tasks"], responses=_stream_responses(MessagePage, "message_count"))
 def list_messages(task_id: TaskId, after: MessagesAfter = None, limit: Limit = None) -> MessagePage:
     """The task's messages after sequence `after`, oldest first; `next` continues the stream. A page
     also stops before its inline parts pass 4 MiB; parts over 8 KiB come as a `download_url`."""
-    return MessagePage.model_validate(service().messages(current_principal(app), task_id, after, limit))
+    page = service().messages(current_principal(app), task_id, after, limit)
+    return MessagePage(items=[message_out(m) for m in page.items], next=page.next, has_more=page.has_more)
 
 
 @app.get(
@@ -181,7 +192,7 @@ def list_messages(task_id: TaskId, after: MessagesAfter = None, limit: Limit = N
 )
 def get_message(task_id: TaskId, message_id: Annotated[str, Path(json_schema_extra=ID)]) -> MessageEnvelope:
     """One message of the task by its id (message ids are unique in the authority)."""
-    return MessageEnvelope.model_validate(service().message(current_principal(app), task_id, message_id))
+    return MessageEnvelope(message=message_out(service().message(current_principal(app), task_id, message_id)))
 
 
 @app.get("/v1/tasks/<task_id>/events", tags=["tasks"], responses=_stream_responses(EventPage, "event_count"))
@@ -212,22 +223,20 @@ def claim_lease(body: Annotated[ClaimIn, Body()]) -> AssignmentEnvelope:
     deployment has one claimable shard); 404 when there is none (after waiting up to `wait_seconds`
     for one)."""
     tasks, principal = _caller()
-    return AssignmentEnvelope.model_validate(tasks.claim(principal, tasks.gate.claim(principal, body)).body)
+    return _assignment(tasks.claim(principal, tasks.gate.claim(principal, body)).answer)
 
 
 @app.post("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
 def acquire_lease(task_id: TaskId, body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
     """Lease this task (fence = previous fence + 1). Worker tokens; the worker id comes from the token."""
     tasks, principal = _caller()
-    return AssignmentEnvelope.model_validate(
-        tasks.acquire(principal, tasks.gate.acquire(principal, task_id, body)).body
-    )
+    return _assignment(tasks.acquire(principal, tasks.gate.acquire(principal, task_id, body)).answer)
 
 
 @app.get("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *READ_ERRORS))
 def get_lease(task_id: TaskId) -> AssignmentEnvelope:
     """The task's current lease (worker, fence, granted_at, heartbeat_at); 404 when unleased."""
-    return AssignmentEnvelope.model_validate(service().get_lease(current_principal(app), task_id))
+    return _assignment(service().get_lease(current_principal(app), task_id))
 
 
 @app.post("/v1/tasks/<task_id>/lease/fence", tags=["workers"], responses=responses(204, None, *COMMAND_ERRORS))
@@ -247,7 +256,7 @@ def heartbeat_lease(task_id: TaskId, body: Annotated[HeartbeatIn, Body()]) -> As
     """A sign of life of the lease (never a revision change); a fence that is not current is
     409 stale_lease. Every worker command counts as one too."""
     tasks, principal = _caller()
-    return AssignmentEnvelope.model_validate(tasks.heartbeat(principal, tasks.gate.heartbeat(principal, task_id, body)))
+    return _assignment(tasks.heartbeat(principal, tasks.gate.heartbeat(principal, task_id, body)))
 
 
 @app.get("/v1/leases", tags=["workers"], responses=responses(200, LeaseListOut, *READ_ERRORS))
@@ -263,21 +272,21 @@ def list_leases(
 def accept_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """submitted → working."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(_task(tasks.accept(principal, tasks.gate.accept(principal, task_id, body))))
+    return _task(tasks.accept(principal, tasks.gate.accept(principal, task_id, body)))
 
 
 @app.post("/v1/tasks/<task_id>/reject", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def reject_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """submitted → rejected."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(_task(tasks.reject(principal, tasks.gate.reject(principal, task_id, body))))
+    return _task(tasks.reject(principal, tasks.gate.reject(principal, task_id, body)))
 
 
 @app.post("/v1/tasks/<task_id>/fail", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def fail_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """working or input_required → failed."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(_task(tasks.fail(principal, tasks.gate.fail(principal, task_id, body))))
+    return _task(tasks.fail(principal, tasks.gate.fail(principal, task_id, body)))
 
 
 @app.post(
@@ -286,16 +295,14 @@ def fail_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> Task
 def request_input_task(task_id: TaskId, body: Annotated[RequestInputIn, Body()]) -> TaskEnvelope:
     """working → input_required, with the agent's message."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(
-        _task(tasks.request_input(principal, tasks.gate.request_input(principal, task_id, body)))
-    )
+    return _task(tasks.request_input(principal, tasks.gate.request_input(principal, task_id, body)))
 
 
 @app.post("/v1/tasks/<task_id>/complete", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def complete_task(task_id: TaskId, body: Annotated[CompleteIn, Body()]) -> TaskEnvelope:
     """working → completed, with the agent's final message and a submission."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(_task(tasks.complete(principal, tasks.gate.complete(principal, task_id, body))))
+    return _task(tasks.complete(principal, tasks.gate.complete(principal, task_id, body)))
 
 
 @app.post("/v1/tasks/<task_id>/artifacts", tags=["workers"], responses=responses(200, FreezeOut, *COMMAND_ERRORS))
@@ -304,7 +311,7 @@ def freeze_artifact(task_id: TaskId, body: Annotated[FreezeIn, Body()]) -> Freez
     first freeze in a workspace creates the head at expected_base_revision; later ones must match
     it (409 workspace_conflict)."""
     tasks, principal = _caller()
-    return FreezeOut.model_validate(tasks.freeze(principal, tasks.gate.freeze(principal, task_id, body)).body)
+    return FreezeOut.model_validate(tasks.freeze(principal, tasks.gate.freeze(principal, task_id, body)).answer)
 
 
 @app.post(
@@ -340,7 +347,7 @@ ARTIFACT = "/v1/workspaces/<workspace>/artifacts/<artifact_id>"
 @app.get(ARTIFACT, tags=["workspaces"], responses=responses(200, ArtifactEnvelope, *READ_ERRORS))
 def get_artifact(workspace: WorkspaceId, artifact_id: ArtifactId) -> ArtifactEnvelope:
     """An artifact and its payload: text or data_b64 up to 4 MiB, else a presigned download_url."""
-    return ArtifactEnvelope.model_validate(service().get_artifact(current_principal(app), workspace, artifact_id))
+    return payload_out(service().get_artifact(current_principal(app), workspace, artifact_id))
 
 
 @app.get("/v1/workspaces/<workspace>/head", tags=["workspaces"], responses=responses(200, HeadOut, *READ_ERRORS))
@@ -359,13 +366,15 @@ def record_receipt(
     outcome = tasks.record_apply_receipt(
         principal, tasks.gate.record_apply_receipt(principal, workspace, artifact_id, body)
     )
-    return ReceiptEnvelope.model_validate(outcome.body)
+    return ReceiptEnvelope.model_validate({"receipt": outcome.answer})
 
 
 @app.get(f"{ARTIFACT}/receipt", tags=["workspaces"], responses=responses(200, ReceiptEnvelope, *READ_ERRORS))
 def get_receipt(workspace: WorkspaceId, artifact_id: ArtifactId) -> ReceiptEnvelope:
     """The artifact's apply receipt, or 404."""
-    return ReceiptEnvelope.model_validate(service().get_apply_receipt(current_principal(app), workspace, artifact_id))
+    return ReceiptEnvelope.model_validate(
+        {"receipt": service().get_apply_receipt(current_principal(app), workspace, artifact_id)}
+    )
 
 
 handler = lambda_entry(app, service)

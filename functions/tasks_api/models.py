@@ -1,14 +1,34 @@
-"""What the task routes answer (docs/services/tasks.md). The request bodies, with their rules, are
+"""What the task routes answer (docs/services/tasks.md), and how the task service's typed answers
+become it: the HTTP edge's one serializer. Each model is read from the attributes of the value the
+service answers (ApiModel: from_attributes), whose names are the wire's; a record's empty optional
+field ("") is left out like any absent one (`Absent`). A message's parts and an artifact's payload
+are rendered here (`message_out`, `payload_out`): text when Dovecote renders their bytes as text,
+else base64, else their presigned URL. The request bodies, with their rules, are
 dovecote/tasks/bodies.py: the command gate reads them."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import base64
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from dovecote.platform.http import ApiModel
+from dovecote.platform.media import text_of
 from dovecote.tasks.limits import ARTIFACT_STATES, TOTAL_SIZE_CAP
+
+if TYPE_CHECKING:
+    from dovecote.tasks.artifacts import ArtifactRead
+    from dovecote.tasks.model import Part
+    from dovecote.tasks.reads import MessageRead
+
+
+def _absent_if_empty(value: Any) -> Any:
+    return value if value != "" else None
+
+
+# An optional text field of a record, which holds "" when it has no value: absent on the wire.
+Absent = Annotated[str | None, BeforeValidator(_absent_if_empty)]
 
 
 class SubmissionOut(ApiModel):
@@ -89,9 +109,9 @@ class EventOut(ApiModel):
     type: str
     state: str
     revision: int
-    message: str | None = None
-    submission: str | None = None
-    artifact: str | None = None
+    message: Absent = None
+    submission: Absent = None
+    artifact: Absent = None
     occurred_at: str
 
 
@@ -205,8 +225,8 @@ class ArtifactOut(ApiModel):
     payload_size: int
     media_type: str
     frozen_at: str
-    published_at: str | None = None
-    discarded_at: str | None = None
+    published_at: Absent = None
+    discarded_at: Absent = None
 
 
 class FreezeOut(ApiModel):
@@ -247,9 +267,9 @@ class ReceiptOut(ApiModel):
     base_revision: str
     result_revision: str
     decision: str
-    observed_revision: str | None = None
-    code: str | None = None
-    message: str | None = None
+    observed_revision: Absent = None
+    code: Absent = None
+    message: Absent = None
     recorded_at: str
 
 
@@ -278,3 +298,49 @@ class SettlementOut(ApiModel):
         },
     )
     message: str | None = None
+
+
+# ---- what the service's records render as ---------------------------------------------------------------
+
+
+def message_out(read: MessageRead) -> TaskMessageOut:
+    """A message with its parts rendered: a URL part by its URL; a part kept in S3 by its digest,
+    size and presigned URL; bytes Dovecote renders as text (a textual type, UTF-8) as `text`; any
+    other bytes as `data_b64`. `metadata` absent when the message has none."""
+    message = read.message
+    parts = [part_out(part, url) for part, url in zip(message.parts, read.download_urls, strict=True)]
+    return TaskMessageOut(
+        id=message.id,
+        sequence=message.sequence,
+        author=message.author,
+        parts=parts,
+        created_at=message.created_at,
+        metadata=message.metadata or None,
+    )
+
+
+def part_out(part: Part, download_url: str = "") -> PartOut:
+    named = part.filename or None
+    if part.url:
+        return PartOut(media_type=part.media_type, url=part.url, filename=named)
+    if part.remote:
+        return PartOut(
+            media_type=part.media_type, sha256=part.sha256, size=part.size, filename=named, download_url=download_url
+        )
+    text = text_of(part.media_type, part.data)
+    if text is not None:
+        return PartOut(media_type=part.media_type, text=text, filename=named)
+    return PartOut(media_type=part.media_type, data_b64=base64.b64encode(part.data).decode(), filename=named)
+
+
+def payload_out(read: ArtifactRead) -> ArtifactEnvelope:
+    """An artifact and its payload: `text` (a textual type, UTF-8) or `data_b64` when answered
+    inline, else its `download_url`."""
+    media_type = read.artifact.media_type
+    if read.data is None:
+        payload = PayloadOut(media_type=media_type, download_url=read.download_url)
+    elif (text := text_of(media_type, read.data)) is not None:
+        payload = PayloadOut(media_type=media_type, text=text)
+    else:
+        payload = PayloadOut(media_type=media_type, data_b64=base64.b64encode(read.data).decode())
+    return ArtifactEnvelope.model_validate({"artifact": read.artifact, "payload": payload})

@@ -458,7 +458,9 @@ def test_lists_and_total_size(service: Edge) -> None:
     page2 = service.list_context(CALLER, "c1", 2, page1["cursor"])
     page3 = service.list_context(CALLER, "c1", 2, page2["cursor"])
     ids = [t["id"] for p in (page1, page2, page3) for t in p["items"]]
-    assert ids == [f.task_id for f in flows] and page3["cursor"] is None
+    assert (
+        ids == [f.task_id for f in flows] and "cursor" not in page3
+    )  # the last page: no cursor, as the API leaves it out
     everything = service.list_tasks(CALLER, TaskFilter(), 100, None)
     assert everything["total_size"] == 6 and everything["total_is_lower_bound"] is False
     updated = [t["updated_at"] for t in everything["items"]]
@@ -521,7 +523,7 @@ def test_updated_since_and_state_filters_with_paging(service: Edge) -> None:
     while True:
         page = service.list_tasks(CALLER, TaskFilter(context="since", updated_since=since), 1, cursor)
         pages.append([t["id"] for t in page["items"]])
-        cursor = page["cursor"]
+        cursor = page.get("cursor")
         if not cursor:
             break
     assert [i for p in pages for i in p] == list(reversed(ids[2:]))  # newest update first

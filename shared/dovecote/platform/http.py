@@ -13,7 +13,7 @@ from typing import Any, Callable, cast
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
 from aws_lambda_powertools.logging import correlation_paths
-from pydantic import BaseModel, GetJsonSchemaHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, GetJsonSchemaHandler, model_serializer
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
@@ -28,7 +28,10 @@ JSON = "application/json"
 
 
 class ApiModel(EdgeModel):
-    """Response models leave out null fields: an absent cursor or body form is omitted, not null."""
+    """Response models leave out null fields: an absent cursor or body form is omitted, not null.
+    They are read from the attributes of the value a service answers (a record, a typed read)."""
+
+    model_config = ConfigDict(from_attributes=True)
 
     @model_serializer(mode="wrap")
     def _omit_none(self, handler: Any) -> Any:

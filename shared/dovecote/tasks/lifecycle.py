@@ -17,7 +17,8 @@ from dovecote.platform.errors import (
 )
 from dovecote.platform.principal import Principal
 from dovecote.tasks import artifacts, machine
-from dovecote.tasks.command_loop import CommandLoop, Outcome, commit_of
+from dovecote.tasks.artifacts import Frozen
+from dovecote.tasks.command_loop import CommandLoop, Outcome, Recorded, answered, commit_of
 from dovecote.tasks.commands import (
     Complete,
     CreateTask,
@@ -28,7 +29,7 @@ from dovecote.tasks.commands import (
     WorkerCommand,
 )
 from dovecote.tasks.limits import MAX_COUNTER
-from dovecote.tasks.model import Event, Message, MessageInput, Task
+from dovecote.tasks.model import Event, Message, MessageInput, Task, TaskView
 from dovecote.tasks.ports import Commit, Delivery, Expect
 
 
@@ -38,7 +39,7 @@ class Lifecycle:
         self.default_lease_timeout = default_lease_timeout
         self.default_accept_timeout = default_accept_timeout
 
-    def create(self, principal: Principal, command: CreateTask) -> Outcome:
+    def create(self, principal: Principal, command: CreateTask) -> Outcome[TaskView]:
         """A task at revision 1 with the caller's first message. An exact retry answers 200 with
         the original task."""
         timeout = self.default_lease_timeout if command.lease_timeout is None else command.lease_timeout
@@ -57,7 +58,7 @@ class Lifecycle:
             # timeouts existed, so its exact retry still replays.
             intent["accept_timeout_seconds"] = given_accept
 
-        def decide(existing: Task | None) -> Commit | Outcome:
+        def decide(existing: Task | None) -> Commit | Recorded:
             if existing is not None:
                 raise TaskConflict("a task with this id already exists", task=task_id)
             now = self.work.now()
@@ -79,12 +80,23 @@ class Lifecycle:
             event = Event(task_id, 1, "task_submitted", "submitted", 1, now, message=message.id)
             return commit_of(task, None, 201, task.to_json(), messages=(record,), events=(event,))
 
-        outcome = self.work.run(principal, "create_task", command.command_id, task_id, intent, decide)
-        return Outcome(200, outcome.body, True) if outcome.replayed else outcome
+        recorded = self.work.run(principal, "create_task", command.command_id, task_id, intent, decide)
+        status = 200 if recorded.replayed else recorded.status  # an exact retry of a create is a 200
+        return Outcome(status, TaskView.from_json(recorded.body), recorded.replayed)
 
-    def transition(self, principal: Principal, command: TaskCommand, *, delivery: Delivery | None = None) -> Outcome:
-        """Any command of the state machine (machine.TRANSITIONS[command.KIND]); `delivery` settles a
-        worker event in the same commit. freeze_artifact answers {task, artifact}, the others the task."""
+    def move(self, principal: Principal, command: TaskCommand) -> Outcome[TaskView]:
+        """A transition that answers the task: every one but a freeze."""
+        return answered(self.transition(principal, command), TaskView.from_json)
+
+    def freeze(self, principal: Principal, command: Freeze) -> Outcome[Frozen]:
+        """freeze_artifact: it answers the task and the artifact it froze."""
+        recorded = self.transition(principal, command)
+        return answered(recorded, lambda body: Frozen.from_json(body, principal.authority))
+
+    def transition(self, principal: Principal, command: TaskCommand, *, delivery: Delivery | None = None) -> Recorded:
+        """Any command of the state machine (machine.TRANSITIONS[command.KIND]), as its receipt records
+        it; `delivery` settles a worker event in the same commit. The role was authorized where the
+        command was built (commands.authorize)."""
         kind = command.KIND
         transition = machine.TRANSITIONS[kind]
         worker = principal.worker if transition.by == "worker" else ""
@@ -105,7 +117,7 @@ class Lifecycle:
         if freeze is not None:
             intent["freeze"] = freeze.intent()
 
-        def decide(task: Task | None) -> Commit | Outcome:
+        def decide(task: Task | None) -> Commit | Recorded:
             task = self._check(command, task, worker, fence)
             to = machine.next_state(kind, task.state)
             assert to is not None  # _check refused the transition otherwise
