@@ -127,7 +127,7 @@ def body_model(gate: str) -> Any:
     from dovecote.tasks import bodies, commands
 
     method = getattr(commands.CommandGate, gate)
-    hints = get_type_hints(method, {**vars(commands), **vars(bodies)})
+    hints = get_type_hints(method, {**vars(commands), "bodies": bodies})
     return hints[list(inspect.signature(method).parameters)[-1]]
 
 

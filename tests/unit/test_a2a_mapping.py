@@ -304,18 +304,10 @@ def test_an_a2a_artifact_payload_is_the_artifact_itself() -> None:
 
 # ---- tasks ----------------------------------------------------------------------------------------------
 
-TASK = TaskView(
-    id="t-1",
-    workspace="ws",
-    context="c-1",
-    state="input_required",
-    revision=3,
-    message_count=2,
-    event_count=3,
-    created_at="2026-12-01T10:00:00.000000Z",
-    updated_at="2026-12-01T10:00:01.250000Z",
-    lease_timeout_seconds=300,
-    accept_timeout_seconds=30,
+# The task as the service answers it: input required, its question the agent's latest message.
+TASK = TaskView.from_json(
+    dict(id="t-1", workspace="ws", context="c-1", state="input_required", revision=3, message_count=2)
+    | dict(event_count=3, created_at="2026-12-01T10:00:00.000000Z", updated_at="2026-12-01T10:00:01.250000Z")
 )
 
 

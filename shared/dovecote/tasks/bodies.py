@@ -310,6 +310,11 @@ class WorkerEventIn(_In):
     )
     freeze: WorkerFreezeIn | None = None
 
+    @property
+    def command_id(self) -> str:
+        """The event's command id is its event id (what the gate reads as any command's)."""
+        return self.event_id
+
     def as_delivered(self) -> dict[str, Any]:
         """The event as the worker sent it, integers as integers (JSON Schema's `3.0` is 3): what a
         delivery's digest covers, so an exact retry is the same delivery."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from dovecote.platform.errors import DomainError, Forbidden, InvalidArgument
 from dovecote.platform.ids import check_id
@@ -37,23 +37,7 @@ if TYPE_CHECKING:
         @property
         def fence(self) -> int: ...
 
-    from dovecote.tasks.bodies import (
-        ArtifactUploadIn,
-        CallerCommandIn,
-        ClaimIn,
-        CommandIn,
-        CompleteIn,
-        CreateTaskIn,
-        FenceIn,
-        FreezeIn,
-        HeartbeatIn,
-        ReceiptIn,
-        ReplyIn,
-        RequestInputIn,
-        WorkerCommandIn,
-        WorkerDeliveryIn,
-        WorkerEventIn,
-    )
+    from dovecote.tasks import bodies
 
 # The fields each worker event kind carries beside the command's own (every other one must be empty).
 _EVENT_FIELDS: dict[str, set[str]] = {
@@ -245,6 +229,7 @@ class WorkerEvent:
 
 # ---- who runs what ---------------------------------------------------------------------------------------
 
+W = TypeVar("W", bound=WorkerCommand)
 Command = CreateTask | TaskCommand | Acquire | Claim | Fence | Heartbeat | CreateArtifactUpload | RecordReceipt
 
 
@@ -294,7 +279,7 @@ class CommandGate:
 
     # ---- caller ----------------------------------------------------------------------------------
 
-    def create(self, principal: Principal, body: CreateTaskIn) -> CreateTask:
+    def create(self, principal: Principal, body: bodies.CreateTaskIn) -> CreateTask:
         authorize(principal, CreateTask)
         command_id, task_id, workspace, context = body.command_id, body.id, body.workspace, body.context
         _ = body.expected_revision  # 0 for a create: checked here, in its turn
@@ -302,42 +287,45 @@ class CommandGate:
         lease_timeout, accept_timeout = body.lease_timeout_seconds, body.accept_timeout_seconds
         return CreateTask(command_id, task_id, workspace, context, message, lease_timeout, accept_timeout)
 
-    def reply(self, principal: Principal, task_id: str, body: ReplyIn) -> Reply:
+    def reply(self, principal: Principal, task_id: str, body: bodies.ReplyIn) -> Reply:
         authorize(principal, Reply)
         message = body.message
         return Reply(*self._task_command(task_id, body), message=message)
 
-    def cancel(self, principal: Principal, task_id: str, body: CallerCommandIn) -> Cancel:
+    def cancel(self, principal: Principal, task_id: str, body: bodies.CallerCommandIn) -> Cancel:
         authorize(principal, Cancel)
         return Cancel(*self._task_command(task_id, body))
 
     # ---- worker transitions ----------------------------------------------------------------------
 
-    def accept(self, principal: Principal, task_id: str, body: WorkerCommandIn) -> Accept:
-        authorize(principal, Accept)
-        return Accept(*self._worker_command(task_id, body))
+    def accept(self, principal: Principal, task_id: str, body: bodies.WorkerCommandIn) -> Accept:
+        return self._bare(Accept, principal, task_id, body)
 
-    def reject(self, principal: Principal, task_id: str, body: WorkerCommandIn) -> Reject:
-        authorize(principal, Reject)
-        return Reject(*self._worker_command(task_id, body))
+    def reject(self, principal: Principal, task_id: str, body: bodies.WorkerCommandIn) -> Reject:
+        return self._bare(Reject, principal, task_id, body)
 
-    def fail(self, principal: Principal, task_id: str, body: WorkerCommandIn) -> Fail:
-        authorize(principal, Fail)
-        return Fail(*self._worker_command(task_id, body))
+    def fail(self, principal: Principal, task_id: str, body: bodies.WorkerCommandIn) -> Fail:
+        return self._bare(Fail, principal, task_id, body)
 
-    def request_input(self, principal: Principal, task_id: str, body: RequestInputIn) -> RequestInput:
+    def _bare(self, command: type[W], principal: Principal, task_id: str, head: WorkerHead) -> W:
+        """A worker transition that carries nothing but its head (accept, reject, fail): the role,
+        then the head's fields."""
+        authorize(principal, command)
+        return command(*self._worker_command(task_id, head))
+
+    def request_input(self, principal: Principal, task_id: str, body: bodies.RequestInputIn) -> RequestInput:
         message = body.message  # the message comes before the role here, as it always has
         authorize(principal, RequestInput)
         return RequestInput(*self._worker_command(task_id, body), message=message)
 
-    def complete(self, principal: Principal, task_id: str, body: CompleteIn) -> Complete:
+    def complete(self, principal: Principal, task_id: str, body: bodies.CompleteIn) -> Complete:
         # The submission and the message come before the role here, as they always have.
         submission, message, artifact = body.submission_id, body.message, body.artifact_id
         authorize(principal, Complete)
         head = self._worker_command(task_id, body)
         return Complete(*head, message=message, submission=submission, artifact=artifact)
 
-    def freeze(self, principal: Principal, task_id: str, body: FreezeIn) -> Freeze:
+    def freeze(self, principal: Principal, task_id: str, body: bodies.FreezeIn) -> Freeze:
         """freeze_artifact (worker, working, at most once per task): the artifact with its payload
         (inline, or a presigned upload committed by SHA-256)."""
         authorize(principal, Freeze)
@@ -365,23 +353,23 @@ class CommandGate:
 
     # ---- leases ------------------------------------------------------------------------------------
 
-    def acquire(self, principal: Principal, task_id: str, body: CommandIn) -> Acquire:
+    def acquire(self, principal: Principal, task_id: str, body: bodies.CommandIn) -> Acquire:
         authorize(principal, Acquire)
         check_id(task_id, "task")
         return Acquire(task_id, body.command_id)
 
-    def claim(self, principal: Principal, body: ClaimIn) -> Claim:
+    def claim(self, principal: Principal, body: bodies.ClaimIn) -> Claim:
         authorize(principal, Claim)
         command_id = body.command_id
         return Claim(command_id, body.wait_seconds)
 
-    def fence(self, principal: Principal, task_id: str, body: FenceIn) -> Fence:
+    def fence(self, principal: Principal, task_id: str, body: bodies.FenceIn) -> Fence:
         authorize(principal, Fence)  # an admin may fence any lease of its authority
         check_id(task_id, "task")
         command_id = body.command_id
         return Fence(task_id, command_id, body.fence)
 
-    def heartbeat(self, principal: Principal, task_id: str, body: HeartbeatIn) -> Heartbeat:
+    def heartbeat(self, principal: Principal, task_id: str, body: bodies.HeartbeatIn) -> Heartbeat:
         authorize(principal, Heartbeat)
         check_id(task_id, "task")
         return Heartbeat(task_id, body.fence)
@@ -389,7 +377,7 @@ class CommandGate:
     # ---- artifacts and receipts ----------------------------------------------------------------------
 
     def create_artifact_upload(
-        self, principal: Principal, task_id: str, body: ArtifactUploadIn
+        self, principal: Principal, task_id: str, body: bodies.ArtifactUploadIn
     ) -> CreateArtifactUpload:
         authorize(principal, CreateArtifactUpload)
         check_id(task_id, "task")
@@ -398,7 +386,7 @@ class CommandGate:
         return CreateArtifactUpload(task_id, size, sha256, body.fence)
 
     def record_apply_receipt(
-        self, principal: Principal, workspace: str, artifact_id: str, body: ReceiptIn
+        self, principal: Principal, workspace: str, artifact_id: str, body: bodies.ReceiptIn
     ) -> RecordReceipt:
         authorize(principal, RecordReceipt)
         check_id(workspace, "workspace")
@@ -428,7 +416,7 @@ class CommandGate:
 
     # ---- worker events ---------------------------------------------------------------------------------
 
-    def worker_event(self, principal: Principal, delivery: WorkerDeliveryIn) -> WorkerEvent:
+    def worker_event(self, principal: Principal, delivery: bodies.WorkerDeliveryIn) -> WorkerEvent:
         """A delivery that is itself malformed raises (400); a refused event is a WorkerEvent with
         its refusal, which the service settles as a NACK; an AWS failure while staging raises."""
         worker = authorize(principal, WorkerEvent)
@@ -447,7 +435,7 @@ class CommandGate:
             return WorkerEvent(delivery_id, str(given["event_id"]), digest, refusal=exc)
         return WorkerEvent(delivery_id, str(given["event_id"]), digest, command=command)
 
-    def _event_command(self, principal: Principal, event: WorkerEventIn) -> WorkerCommand:
+    def _event_command(self, principal: Principal, event: bodies.WorkerEventIn) -> WorkerCommand:
         """The event's kind, every field the kind does not use empty (so no adapter can smuggle an
         ignored interpretation through), then the kind's command, its fields in the order of the
         route that runs it."""
@@ -459,41 +447,20 @@ class CommandGate:
             if not event.given(name):
                 raise InvalidArgument(f"event.{name} is required for {kind}", field=f"event.{name}")
         task_id = event.task
-        head = _EventHead(event)
         if kind == "freeze_artifact":
             assert event.freeze is not None
             freeze = event.freeze
             what = (freeze.artifact, freeze.expected_base_revision, *self._payload(principal, freeze.payload))
-            return Freeze(*self._worker_command(task_id, head), *what)
+            return Freeze(*self._worker_command(task_id, event), *what)
         if kind == "complete_task":
             artifact = event.artifact or None
             message, submission = event.message, event.submission
             assert message is not None and submission is not None
-            head_fields = self._worker_command(task_id, head)
-            return Complete(*head_fields, message=message, submission=submission, artifact=artifact)
+            head = self._worker_command(task_id, event)
+            return Complete(*head, message=message, submission=submission, artifact=artifact)
         if kind == "request_input":
             assert event.message is not None
             message = event.message
-            return RequestInput(*self._worker_command(task_id, head), message=message)
+            return RequestInput(*self._worker_command(task_id, event), message=message)
         command = {"accept_task": Accept, "reject_task": Reject, "fail_task": Fail}[kind]
-        return command(*self._worker_command(task_id, head))
-
-
-@dataclass(frozen=True, slots=True)
-class _EventHead:
-    """A worker event's command fields under the names a command body gives them (its event_id is the
-    command id), read when the gate reads them."""
-
-    event: WorkerEventIn
-
-    @property
-    def command_id(self) -> str:
-        return self.event.event_id
-
-    @property
-    def expected_revision(self) -> int:
-        return self.event.expected_revision
-
-    @property
-    def fence(self) -> int:
-        return self.event.fence
+        return command(*self._worker_command(task_id, event))

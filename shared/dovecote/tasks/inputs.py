@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -77,14 +78,12 @@ if TYPE_CHECKING:
         def metadata(self) -> dict[str, Any] | None: ...
 
     class PayloadFields(Protocol):
-        @property
-        def media_type(self) -> str: ...
-        @property
-        def text(self) -> str | None: ...
-        @property
-        def data_b64(self) -> str | None: ...
-        @property
-        def upload_sha256(self) -> str | None: ...
+        """An artifact payload as it arrives (the edge's PayloadIn)."""
+
+        media_type: str
+        text: str | None
+        data_b64: str | None
+        upload_sha256: str | None
 
 
 # The patterns are compiled on first use (re keeps them), and the types above exist for the type
@@ -120,13 +119,13 @@ def fence(value: int, label: str) -> int:
 
 def at_most(maximum: int) -> Rule:
     """An integer from 0 to `maximum` (a timeout in seconds, where 0 means never; a claim's wait)."""
+    return functools.partial(_at_most, maximum)
 
-    def rule(value: int, label: str) -> int:
-        if not 0 <= value <= maximum:
-            raise InvalidArgument(f"{label} must be an integer between 0 and {maximum}", field=label)
-        return value
 
-    return rule
+def _at_most(maximum: int, value: int, label: str) -> int:
+    if not 0 <= value <= maximum:
+        raise InvalidArgument(f"{label} must be an integer between 0 and {maximum}", field=label)
+    return value
 
 
 wait_seconds = at_most(MAX_CLAIM_WAIT)
@@ -137,13 +136,13 @@ wait_seconds = at_most(MAX_CLAIM_WAIT)
 
 def bounded_text(limit: int) -> Rule:
     """Free text of at most `limit` bytes of UTF-8."""
+    return functools.partial(_bounded_text, limit)
 
-    def rule(value: str, label: str) -> str:
-        if len(value.encode("utf-8")) > limit:
-            raise InvalidArgument(f"{label} is longer than {limit} bytes", field=label, limit=limit)
-        return value
 
-    return rule
+def _bounded_text(limit: int, value: str, label: str) -> str:
+    if len(value.encode("utf-8")) > limit:
+        raise InvalidArgument(f"{label} is longer than {limit} bytes", field=label, limit=limit)
+    return value
 
 
 def revision(value: str, label: str) -> str:
