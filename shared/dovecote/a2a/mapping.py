@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf import json_format
@@ -94,8 +93,7 @@ ROLES = {"caller": Role.ROLE_USER, "agent": Role.ROLE_AGENT}
 SETTLED = frozenset({"input_required", "completed", "canceled", "failed", "rejected"})
 
 
-@dataclass(frozen=True, slots=True)
-class PartBody:
+class PartBody(NamedTuple):
     """A part as the message's rule (tasks/inputs.py `message`) reads one, the edge's PartIn alike."""
 
     media_type: str | None = None
@@ -106,8 +104,7 @@ class PartBody:
     filename: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MessageBody:
+class MessageBody(NamedTuple):
     id: str
     parts: tuple[PartBody, ...]
     metadata: dict[str, Any] | None = None

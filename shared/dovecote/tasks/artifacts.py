@@ -5,9 +5,9 @@ presigned upload of a large payload, the apply receipt command, and the artifact
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from dovecote.platform.clock import rfc3339
 from dovecote.platform.errors import (
@@ -77,8 +77,7 @@ def frozen(task: Task, freeze: Freeze, now: str) -> tuple[Artifact, WorkspaceHea
     return artifact, WorkspaceHead(task.authority, task.workspace, freeze.base_revision, now)
 
 
-@dataclass(frozen=True, slots=True)
-class Frozen:
+class Frozen(NamedTuple):
     """A freeze's answer: the task, one revision on, and the artifact it froze."""
 
     task: TaskView
@@ -89,8 +88,7 @@ class Frozen:
         return cls(TaskView.from_json(data["task"]), Artifact.from_json(data["artifact"], authority))
 
 
-@dataclass(frozen=True, slots=True)
-class ArtifactRead:
+class ArtifactRead(NamedTuple):
     """An artifact and its payload: the bytes when they are answered inline (up to
     ARTIFACT_INLINE_ANSWER), else a presigned download URL."""
 
@@ -99,8 +97,7 @@ class ArtifactRead:
     download_url: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class UploadGrant:
+class UploadGrant(NamedTuple):
     """A presigned PUT for a large artifact payload: send every one of its headers with it."""
 
     upload_url: str

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from dataclasses import replace
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from dovecote.platform.clock import Clock, rfc3339
 from dovecote.platform.errors import (
@@ -59,8 +59,7 @@ ATTEMPTS = 3
 OnCorrupt = Callable[[str, dict[str, Any]], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
+class Recorded(NamedTuple):
     """A command's answer as its receipt records it (JSON: what an exact retry answers again), its
     status, and whether this is that retry."""
 
@@ -72,8 +71,7 @@ class Recorded:
 A = TypeVar("A")
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome(Generic[A]):
+class Outcome(NamedTuple, Generic[A]):
     """What the service answers a command: its status, its typed answer, and whether it replays an
     earlier run. The answer is read from the receipt's JSON, a first run's and a retry's alike."""
 

@@ -10,7 +10,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from dovecote.platform.errors import (
     Forbidden,
@@ -55,8 +55,7 @@ RESHARD_PAGE = 100
 RESHARD_MARGIN_MS = 5_000
 
 
-@dataclass(frozen=True, slots=True)
-class Assignment:
+class Assignment(NamedTuple):
     """A lease as its worker holds it: the task, the fence, the grant, its last sign of life and
     (once the grant is accepted) its acceptance. What acquire and claim answer (and their receipts
     keep: `to_json`), and what a heartbeat and the lease reads answer."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from dovecote.platform import paging
 from dovecote.platform.records import Receipt as Receipt  # a committed command's, as every service keeps it
@@ -111,8 +111,7 @@ class Task:
         return replace(self, **changes)
 
 
-@dataclass(frozen=True, slots=True)
-class TaskView:
+class TaskView(NamedTuple):
     """A task as the service answers it, after a command or in a read, under the names the API gives
     its fields: what a command's receipt stores (`to_json`) and an exact retry answers again
     (`from_json`), so a replay answers what the first run did, to the field."""
@@ -275,8 +274,7 @@ class Grant:
     previous: LeaseEnd | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Lease:
+class Lease(NamedTuple):
     """The current lease as a task read shows it: who holds it, its fence, its grant, acceptance and
     last sign of life, its timeouts, and when the dispatcher will fence it if nothing changes
     (`fenced_after`: None when no timeout applies)."""

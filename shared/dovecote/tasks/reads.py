@@ -7,9 +7,8 @@ worker's own leases are the workers': tasks/leases.py.)"""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from dovecote.platform.clock import rfc3339
 from dovecote.platform.cursors import CursorSigner, LazySigner
@@ -62,8 +61,7 @@ class Pages:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRead:
+class TaskRead(NamedTuple):
     """A task read: the task, its current lease (who holds it, its last sign of life, when the
     dispatcher will fence it) and how the last lease that ended did end; `event_cursor`, its event
     count at that read (read the events after it, gap-free)."""
@@ -78,8 +76,7 @@ class TaskRead:
         return cls(TaskView.of(task), Lease.of(task), task.last_end, task.event_count)
 
 
-@dataclass(frozen=True, slots=True)
-class StreamPage(Generic[T]):
+class StreamPage(NamedTuple, Generic[T]):
     """A page of one of a task's streams (messages, events, grants) after a sequence: `next` is the
     last sequence it holds (or where it started, when empty), `has_more` whether the stream goes on."""
 
@@ -88,8 +85,7 @@ class StreamPage(Generic[T]):
     has_more: bool
 
 
-@dataclass(frozen=True, slots=True)
-class ListPage(Generic[T]):
+class ListPage(NamedTuple, Generic[T]):
     """A page of a list, and the sealed cursor that continues it (None: the list ends here);
     `total_size` counts the filtered set, at most TOTAL_SIZE_CAP (then `total_is_lower_bound`)."""
 
@@ -99,8 +95,7 @@ class ListPage(Generic[T]):
     total_is_lower_bound: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class MessageRead:
+class MessageRead(NamedTuple):
     """A message as read: the record, and for each of its parts kept in S3 (past the inline size) a
     presigned download URL ("" for a part held inline)."""
 
@@ -108,8 +103,7 @@ class MessageRead:
     download_urls: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Generation:
+class Generation(NamedTuple):
     """One generation of a task's lease, by fence (`sequence`): its grant, and how it ended (the
     current one: as the task holds it; one whose end was never recorded: its grant alone)."""
 

@@ -7,8 +7,8 @@ exact delivery)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
@@ -20,8 +20,7 @@ from dovecote.tasks.ports import Delivery, DeliveryTaken
 CONFLICT = "this delivery id was settled for a different event"
 
 
-@dataclass(frozen=True, slots=True)
-class Settlement:
+class Settlement(NamedTuple):
     """How a delivery settled: ack, or nack with a stable code and why. Its JSON is the delivery's
     stored receipt, which an exact retry answers again."""
 
