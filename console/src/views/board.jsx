@@ -7,7 +7,7 @@ import { ApiError, call, seg } from '../api.js';
 import { tokenFor } from '../session.js';
 import { Busy, Columns, ErrorNote, Field, Missing, TextBody, When, useLoad, useNow } from '../ui.jsx';
 import { TERMINAL } from '../live.js';
-import { textMessage, useCommandIds } from './commands.js';
+import { textMessage, useCommand } from './commands.js';
 import { TaskPanel } from './task.jsx';
 
 const STATES = ['', 'submitted', 'working', 'input_required', 'completed', 'canceled', 'rejected', 'failed'];
@@ -111,9 +111,8 @@ function RowBody({ task, lease, want, now }) {
 }
 
 function Receipt({ token, recorder, task }) {
-  const ids = useCommandIds();
+  const { ids, error, setError, send } = useCommand(recorder);
   const [found, setFound] = useState(null);
-  const [error, setError] = useState(null);
   const [decision, setDecision] = useState('success');
   const [observed, setObserved] = useState('');
   const [note, setNote] = useState('');
@@ -138,26 +137,17 @@ function Receipt({ token, recorder, task }) {
   const { artifact, payload, receipt } = found;
   const record = async (e) => {
     e.preventDefault();
-    setError(null);
-    try {
-      await call(recorder, 'POST', `${base}/receipt`, {
-        body: {
-          command_id: ids.id('receipt'),
-          receipt_id: `${ids.id('receipt')}-r`,
-          artifact_digest: artifact.digest,
-          base_revision: artifact.base_revision,
-          result_revision: artifact.result_revision,
-          decision,
-          ...(decision === 'success' ? { observed_revision: artifact.result_revision } : {}),
-          ...(decision === 'conflict' ? { observed_revision: observed } : {}),
-          ...(note ? { message: note } : {}),
-        },
-      });
-      ids.done('receipt');
-      setTick((t) => t + 1);
-    } catch (err) {
-      setError(err);
-    }
+    const recorded = await send('receipt', `${base}/receipt`, {
+      receipt_id: `${ids.id('receipt')}-r`,
+      artifact_digest: artifact.digest,
+      base_revision: artifact.base_revision,
+      result_revision: artifact.result_revision,
+      decision,
+      ...(decision === 'success' ? { observed_revision: artifact.result_revision } : {}),
+      ...(decision === 'conflict' ? { observed_revision: observed } : {}),
+      ...(note ? { message: note } : {}),
+    });
+    if (recorded) setTick((t) => t + 1);
   };
   return (
     <section class="artifact" aria-labelledby="artifact-title">
@@ -200,9 +190,8 @@ function Receipt({ token, recorder, task }) {
 }
 
 function CallerActions({ token, reader, data, refresh }) {
-  const ids = useCommandIds();
+  const { ids, error, send: post } = useCommand(token);
   const [reply, setReply] = useState('');
-  const [error, setError] = useState(null);
   const [confirmCancel, setConfirmCancel] = useState(false);
   const task = data.task;
   if (!token) {
@@ -215,16 +204,9 @@ function CallerActions({ token, reader, data, refresh }) {
   }
   const path = `/v1/tasks/${seg(task.id)}`;
   const send = async (action, kind, body) => {
-    setError(null);
-    try {
-      await call(token, 'POST', `${path}/${kind}`, { body: { command_id: ids.id(action), expected_revision: task.revision, ...body } });
-      ids.done(action);
-      refresh();
-      return true;
-    } catch (e) {
-      setError(e);
-      return false;
-    }
+    const sent = await post(action, `${path}/${kind}`, { expected_revision: task.revision, ...body });
+    if (sent) refresh();
+    return sent;
   };
   return (
     <section class="actions" aria-labelledby="caller-actions">

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { call, seg } from '../api.js';
 import { tokenFor } from '../session.js';
 import { Busy, Columns, ErrorNote, Field, Missing, When, useLoad } from '../ui.jsx';
-import { useCommandIds } from './commands.js';
+import { useCommand } from './commands.js';
 
 async function pages(token, path, query, limit = 20) {
   const items = [];
@@ -37,24 +37,11 @@ function MemoryCard({ memory, id, label }) {
 }
 
 function Candidate({ token, relation, memories, onJudged }) {
-  const ids = useCommandIds();
+  const { error, busy, send } = useCommand(token);
   const [note, setNote] = useState('');
-  const [error, setError] = useState(null);
-  const [busy, setBusy] = useState(false);
   const judge = async (decision) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await call(token, 'POST', `/v1/memory/relations/${seg(relation.id)}/judgment`, {
-        body: { command_id: ids.id('judge'), decision, ...(note.trim() ? { note } : {}) },
-      });
-      ids.done('judge');
-      onJudged();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+    const path = `/v1/memory/relations/${seg(relation.id)}/judgment`;
+    if (await send('judge', path, { decision, ...(note.trim() ? { note } : {}) })) onJudged();
   };
   const noteId = `note-${relation.id}`;
   return (
