@@ -18,6 +18,8 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import ROOT, throughput, write_results
+from dovecote.platform.schema import validated
+from dovecote.tasks.bodies import ClaimIn, CommandIn, CompleteIn, CreateTaskIn, ReplyIn, RequestInputIn, WorkerCommandIn
 
 console = Console()
 
@@ -101,15 +103,24 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> None:
         "create",
         lambda: tasks.create(
             caller,
-            gate.create(caller, {"command_id": "c1", "workspace": "w", "id": "t1", "context": "x", "message": msg}),
+            gate.create(
+                caller,
+                validated(
+                    CreateTaskIn, {"command_id": "c1", "workspace": "w", "id": "t1", "context": "x", "message": msg}
+                ),
+            ),
         ),
     )
-    fence = run("acquire lease", lambda: tasks.acquire(worker, gate.acquire(worker, "t1", {"command_id": "c2"}))).body[
-        "assignment"
-    ]["fence"]
+    fence = run(
+        "acquire lease",
+        lambda: tasks.acquire(worker, gate.acquire(worker, "t1", validated(CommandIn, {"command_id": "c2"}))),
+    ).answer.fence
     accept = {"command_id": "c3", "expected_revision": 1, "fence": fence}
-    run("accept", lambda: tasks.accept(worker, gate.accept(worker, "t1", accept)))
-    run("accept, exact replay", lambda: tasks.accept(worker, gate.accept(worker, "t1", accept)))
+    run("accept", lambda: tasks.accept(worker, gate.accept(worker, "t1", validated(WorkerCommandIn, accept))))
+    run(
+        "accept, exact replay",
+        lambda: tasks.accept(worker, gate.accept(worker, "t1", validated(WorkerCommandIn, accept))),
+    )
     run(
         "request_input",
         lambda: tasks.request_input(
@@ -117,12 +128,15 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> None:
             gate.request_input(
                 worker,
                 "t1",
-                {
-                    "command_id": "c4",
-                    "expected_revision": 2,
-                    "fence": fence,
-                    "message": {"id": "m2", "parts": [{"media_type": "text/plain", "text": "?"}]},
-                },
+                validated(
+                    RequestInputIn,
+                    {
+                        "command_id": "c4",
+                        "expected_revision": 2,
+                        "fence": fence,
+                        "message": {"id": "m2", "parts": [{"media_type": "text/plain", "text": "?"}]},
+                    },
+                ),
             ),
         ),
     )
@@ -133,11 +147,14 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> None:
             gate.reply(
                 caller,
                 "t1",
-                {
-                    "command_id": "c5",
-                    "expected_revision": 3,
-                    "message": {"id": "m3", "parts": [{"media_type": "text/plain", "text": "!"}]},
-                },
+                validated(
+                    ReplyIn,
+                    {
+                        "command_id": "c5",
+                        "expected_revision": 3,
+                        "message": {"id": "m3", "parts": [{"media_type": "text/plain", "text": "!"}]},
+                    },
+                ),
             ),
         ),
     )
@@ -148,13 +165,16 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> None:
             gate.complete(
                 worker,
                 "t1",
-                {
-                    "command_id": "c6",
-                    "expected_revision": 4,
-                    "fence": fence,
-                    "submission_id": "s1",
-                    "message": {"id": "m4", "parts": [{"media_type": "text/plain", "text": "done"}]},
-                },
+                validated(
+                    CompleteIn,
+                    {
+                        "command_id": "c6",
+                        "expected_revision": 4,
+                        "fence": fence,
+                        "submission_id": "s1",
+                        "message": {"id": "m4", "parts": [{"media_type": "text/plain", "text": "done"}]},
+                    },
+                ),
             ),
         ),
     )
@@ -162,16 +182,21 @@ def task_round_trips(ddb: Any, s3: Any, measure: Any) -> None:
         caller,
         gate.create(
             caller,
-            {
-                "command_id": "c7",
-                "workspace": "w",
-                "id": "t2",
-                "context": "x",
-                "message": {"id": "m5", "parts": [{"media_type": "text/plain", "text": "hi"}]},
-            },
+            validated(
+                CreateTaskIn,
+                {
+                    "command_id": "c7",
+                    "workspace": "w",
+                    "id": "t2",
+                    "context": "x",
+                    "message": {"id": "m5", "parts": [{"media_type": "text/plain", "text": "hi"}]},
+                },
+            ),
         ),
     )
-    run("claim (uncontended)", lambda: tasks.claim(worker, gate.claim(worker, {"command_id": "c8"})))
+    run(
+        "claim (uncontended)", lambda: tasks.claim(worker, gate.claim(worker, validated(ClaimIn, {"command_id": "c8"})))
+    )
     # The reads of t1: the task's read, then the store's. Its 5 events outgrew its item at the
     # complete (4 message places and a grant stay inline): a page from the start adds a Query.
     run("get", lambda: tasks.get(caller, "t1"))

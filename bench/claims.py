@@ -34,6 +34,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from dovecote.platform.schema import validated
+from dovecote.tasks.bodies import CreateTaskIn
+
 GET_MS, QUERY_MS, TRANSACT_MS, LAG_MS = 5.0, 8.0, 12.0, 20.0
 PAGE = 16  # CLAIM_CANDIDATES
 BACKOFF_MS = (250.0, 2000.0)  # CLAIM_BACKOFF: the long-poll's first pause, doubling up to the second
@@ -229,7 +232,7 @@ def moto_drain(workers: int, tasks: int, shards: int, *, wait_seconds: int = 1) 
                 "context": "claims",
                 "message": {"id": f"m-{i}", "parts": [{"media_type": "text/plain", "text": "x"}]},
             }
-            service.create(caller, service.gate.create(caller, body))
+            service.create(caller, service.gate.create(caller, validated(CreateTaskIn, body)))
         local = threading.local()
         lock = threading.Lock()
         counted: dict[str, Counter[str]] = {"claimed": Counter(), "nothing": Counter()}
@@ -250,14 +253,14 @@ def moto_drain(workers: int, tasks: int, shards: int, *, wait_seconds: int = 1) 
                 local.requests = Counter()
                 try:
                     command = Claim(f"claim-{n}-{attempt}", wait_seconds)
-                    assignment = service.claim(me, command).body["assignment"]
+                    assignment = service.claim(me, command).answer
                 except NotFound:
                     with lock:
                         counted["nothing"].update(local.requests)
                     return
                 with lock:
                     counted["claimed"].update(local.requests)
-                    claimed.append((assignment["task"]["id"], assignment["worker"], assignment["fence"]))
+                    claimed.append((assignment.task.id, assignment.worker, assignment.fence))
 
         threads = [threading.Thread(target=work, args=(n,)) for n in range(workers)]
         start = time.perf_counter()
@@ -282,7 +285,7 @@ def moto_drain(workers: int, tasks: int, shards: int, *, wait_seconds: int = 1) 
         listed = 0
         for n in range(workers):
             me = Principal(authority, "worker", f"worker-{n}")
-            mine = {a["task"]["id"] for a in service.list_leases(me, 100, None)["items"]}
+            mine = {a.task.id for a in service.list_leases(me, 100, None).items}
             listed += mine == {task for task, worker in owners.items() if worker == me.worker}
     n = max(len(claimed), 1)
     return {

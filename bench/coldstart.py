@@ -30,6 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from dovecote.platform.schema import validated
+from dovecote.tasks.bodies import CreateTaskIn
+
 ROOT = Path(__file__).resolve().parent.parent
 
 FLOOR = """
@@ -128,7 +131,7 @@ def _seed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
         "context": "c",
         "message": {"id": "cold-m", "parts": [{"media_type": "text/plain", "text": "hi"}]},
     }
-    tasks.create(caller, tasks.gate.create(caller, create))
+    tasks.create(caller, tasks.gate.create(caller, validated(CreateTaskIn, create)))
     push = _seed_push(s, ddb)
     token, _ = TokenService(DynamoTokenStore(table=s.tokens_table, dynamodb=ddb), audit=lambda *_: None).mint(
         None, "bench", "admin", None

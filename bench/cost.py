@@ -25,6 +25,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from dovecote.platform.schema import validated
+from dovecote.tasks.bodies import ClaimIn, CompleteIn, CreateTaskIn, WorkerCommandIn
+
 # Published on-demand prices, us-east-1 (AWS pricing pages; the figures in force since the
 # November 2024 DynamoDB on-demand reduction, still listed in 2025). Prices change: re-check them.
 PRICES = {
@@ -308,7 +311,10 @@ def capacity_per_command() -> dict[str, dict[str, Any]]:
             lambda: tasks.create(
                 caller,
                 tasks.gate.create(
-                    caller, {"command_id": "c1", "workspace": "w", "id": "t1", "context": "x", "message": msg}
+                    caller,
+                    validated(
+                        CreateTaskIn, {"command_id": "c1", "workspace": "w", "id": "t1", "context": "x", "message": msg}
+                    ),
                 ),
             ),
         )
@@ -316,13 +322,19 @@ def capacity_per_command() -> dict[str, dict[str, Any]]:
         # task, that takes fixing the shards' order (else the figure would depend on a random sweep).
         tasks.leases.rng = _ShardFirst(claim_shard("bench", "t1", tasks.store.claim_shards))
         assignment = measure(
-            "task claim", lambda: tasks.claim(worker, tasks.gate.claim(worker, {"command_id": "c2"}))
-        ).body["assignment"]
-        fence = assignment["fence"]
+            "task claim",
+            lambda: tasks.claim(worker, tasks.gate.claim(worker, validated(ClaimIn, {"command_id": "c2"}))),
+        ).answer
+        fence = assignment.fence
         measure(
             "task accept",
             lambda: tasks.accept(
-                worker, tasks.gate.accept(worker, "t1", {"command_id": "c3", "expected_revision": 1, "fence": fence})
+                worker,
+                tasks.gate.accept(
+                    worker,
+                    "t1",
+                    validated(WorkerCommandIn, {"command_id": "c3", "expected_revision": 1, "fence": fence}),
+                ),
             ),
         )
         done = {"id": "m2", "parts": [{"media_type": "text/plain", "text": "here is the summary " * 10}]}
@@ -333,13 +345,16 @@ def capacity_per_command() -> dict[str, dict[str, Any]]:
                 tasks.gate.complete(
                     worker,
                     "t1",
-                    {
-                        "command_id": "c4",
-                        "expected_revision": 2,
-                        "fence": fence,
-                        "submission_id": "s1",
-                        "message": done,
-                    },
+                    validated(
+                        CompleteIn,
+                        {
+                            "command_id": "c4",
+                            "expected_revision": 2,
+                            "fence": fence,
+                            "submission_id": "s1",
+                            "message": done,
+                        },
+                    ),
                 ),
             ),
         )

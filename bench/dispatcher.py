@@ -13,6 +13,9 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from dovecote.platform.schema import validated
+from dovecote.tasks.bodies import CommandIn, CreateTaskIn
+
 PER_MINUTE = 1  # EventBridge runs the dispatcher once a minute in the cloud
 
 
@@ -22,7 +25,7 @@ def measure(open_leases: int, overdue: int) -> dict[str, Any]:
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.principal import Principal
     from dovecote.tasks.dynamo import DynamoTaskStore
-    from dovecote.tasks.model import EXPIRY_SHARDS
+    from dovecote.tasks.limits import EXPIRY_SHARDS
     from dovecote.tasks.service import TaskService
     from infra.local.metering import count_round_trips
     from infra.local.moto_patches import serialize_dynamodb
@@ -49,8 +52,10 @@ def measure(open_leases: int, overdue: int) -> dict[str, Any]:
                 "accept_timeout_seconds": 0,
                 "message": {"id": f"m{i}", "parts": [{"media_type": "text/plain", "text": "x"}]},
             }
-            service.create(caller, service.gate.create(caller, create))
-            service.acquire(worker, service.gate.acquire(worker, task_id, {"command_id": f"a{i}"}))
+            service.create(caller, service.gate.create(caller, validated(CreateTaskIn, create)))
+            service.acquire(
+                worker, service.gate.acquire(worker, task_id, validated(CommandIn, {"command_id": f"a{i}"}))
+            )
         now[0] += timedelta(seconds=120)
         read = 0
         with count_round_trips(ddb, s3) as meter:

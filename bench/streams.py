@@ -25,6 +25,8 @@ from typing import Any
 from bench.common import run_alone
 from bench.cost import PRICES
 from bench.devstart import Dev
+from dovecote.platform.schema import validated
+from dovecote.tasks.bodies import CreateTaskIn
 
 MESSAGE = {"parts": [{"media_type": "text/plain", "text": "bench"}]}
 
@@ -159,7 +161,9 @@ def _idle(streams: int, window: float, *, tasks: int) -> dict[str, float]:
     ids = [f"t{i}" for i in range(tasks)]
     for task_id in ids:
         body = {"command_id": f"c-{task_id}", "workspace": "w", "id": task_id, "context": "c"}
-        command = service.gate.create(caller, {**body, "message": {**MESSAGE, "id": f"m-{task_id}"}})
+        command = service.gate.create(
+            caller, validated(CreateTaskIn, {**body, "message": {**MESSAGE, "id": f"m-{task_id}"}})
+        )
         service.create(caller, command)
     # Each stream ends by itself at its bound (event: reconnect), shortly after the window.
     threads = [

@@ -38,6 +38,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dovecote.platform.schema import validated
+from dovecote.tasks.bodies import ArtifactUploadIn, CommandIn, CreateTaskIn, WorkerDeliveryIn
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -245,10 +248,13 @@ def event_round_trips() -> dict[str, int]:
             caller, worker = Principal("bench", "caller"), Principal("bench", "worker", "w1")
             text = {"id": "m1", "parts": [{"media_type": "text/plain", "text": "hi"}]}
 
-            def settle(label: str, event: dict[str, Any], delivery: str) -> dict[str, Any]:
+            def settle(label: str, event: dict[str, Any], delivery: str) -> Any:
                 with count_round_trips(*clients) as meter:
                     answer = tasks.worker_event(
-                        worker, tasks.gate.worker_event(worker, {"delivery_id": delivery, "event": event})
+                        worker,
+                        tasks.gate.worker_event(
+                            worker, validated(WorkerDeliveryIn, {"delivery_id": delivery, "event": event})
+                        ),
                     )
                 out[label] = meter.total
                 return answer
@@ -262,9 +268,9 @@ def event_round_trips() -> dict[str, int]:
                     "context": "x",
                     "message": message,
                 }
-                tasks.create(caller, tasks.gate.create(caller, body))
-                acquire = tasks.gate.acquire(worker, task_id, {"command_id": f"a-{task_id}"})
-                return int(tasks.acquire(worker, acquire).body["assignment"]["fence"])
+                tasks.create(caller, tasks.gate.create(caller, validated(CreateTaskIn, body)))
+                acquire = tasks.gate.acquire(worker, task_id, validated(CommandIn, {"command_id": f"a-{task_id}"}))
+                return tasks.acquire(worker, acquire).answer.fence
 
             fence = leased("t1")
             accept = {"event_id": "e1", "kind": "accept_task", "task": "t1", "fence": fence, "expected_revision": 1}
@@ -282,12 +288,17 @@ def event_round_trips() -> dict[str, int]:
 
             fence = leased("t2")
             accept2 = {"event_id": "e5", "kind": "accept_task", "task": "t2", "fence": fence, "expected_revision": 1}
-            tasks.worker_event(worker, tasks.gate.worker_event(worker, {"delivery_id": "d5", "event": accept2}))
+            tasks.worker_event(
+                worker,
+                tasks.gate.worker_event(worker, validated(WorkerDeliveryIn, {"delivery_id": "d5", "event": accept2})),
+            )
             body = b"x" * (2 * 1024 * 1024)
             digest = hashlib.sha256(body).hexdigest()
             declared = {"size": len(body), "sha256": digest, "fence": fence}
-            upload = tasks.create_artifact_upload(worker, tasks.gate.create_artifact_upload(worker, "t2", declared))
-            requests.put(upload["upload_url"], data=body, headers=upload["upload_headers"], timeout=60)
+            upload = tasks.create_artifact_upload(
+                worker, tasks.gate.create_artifact_upload(worker, "t2", validated(ArtifactUploadIn, declared))
+            )
+            requests.put(upload.upload_url, data=body, headers=upload.upload_headers, timeout=60)
             big = {
                 "artifact": "a2",
                 "expected_base_revision": "r0",

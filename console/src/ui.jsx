@@ -189,6 +189,34 @@ export function Conversation({ messages }) {
   );
 }
 
+// A table's column headings; an empty name is a column whose heading only a screen reader needs
+// (`hidden`, e.g. a row's actions).
+export function Columns({ names, hidden = 'Actions' }) {
+  return (
+    <thead>
+      <tr>
+        {names.map((name) => (
+          <th scope="col" key={name || hidden}>
+            {name || <span class="visually-hidden">{hidden}</span>}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+// Runs `load(live)` whenever `deps` change, `live()` false once the view has moved on (a newer load
+// or an unmounted view must not set state); a failure goes to `onError`, unless the view moved on.
+export function useLoad(load, deps, onError) {
+  useEffect(() => {
+    let live = true;
+    load(() => live).catch((e) => live && onError(e));
+    return () => {
+      live = false;
+    };
+  }, deps);
+}
+
 export function Facts({ rows }) {
   return (
     <dl class="facts">

@@ -26,7 +26,8 @@ from typing import Any
 
 from dovecote.platform import gc_pause
 from dovecote.platform.observability import logger, metrics
-from dovecote.tasks.model import EXPIRY_SHARDS, Task
+from dovecote.tasks.limits import EXPIRY_SHARDS
+from dovecote.tasks.model import Task
 
 PAGE = 100
 

@@ -155,13 +155,13 @@ def frames(items: Iterable[StreamItem]) -> Iterator[bytes]:
     yield sse.comment("dovecote task stream")  # the headers and a first byte reach the client now
     for item in items:
         if isinstance(item, Logged):
-            yield sse.frame(item.data, event=item.type, id=item.sequence)
+            yield sse.frame(item.to_json(), event=item.type, id=item.sequence)
         elif isinstance(item, LeaseState):
-            yield sse.frame(item.data, event=LEASE)
+            yield sse.frame(item.to_json(), event=LEASE)
         elif isinstance(item, KeepAlive):
             yield sse.comment("keep-alive")
         elif isinstance(item, Reconnect):
-            yield sse.frame(item.data, event=RECONNECT)
+            yield sse.frame(item.to_json(), event=RECONNECT)
 
 
 def _app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:

@@ -1,11 +1,12 @@
-"""Tasks API function: parse → the command's one gate (dovecote.tasks.commands) → TaskService →
-return a model. No rules here: the gate checks the input and the role in the order docs/design/tasks.md#the-check-order
-gives (a caller token on a worker route is 403), the service decides."""
+"""Tasks API function: the body validated by its model (dovecote.tasks.bodies: each field's type and
+rule) → the command's one gate (dovecote.tasks.commands: the role and the check order of
+docs/design/tasks.md#the-check-order, so a caller token on a worker route is 403) → TaskService →
+return a model. No rules here."""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -14,44 +15,52 @@ from pydantic import BaseModel
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
 from dovecote.platform.principal import Principal
 from dovecote.platform.schema import ID, bounded, instant_pattern, one_of
-from dovecote.tasks.machine import STATES
-from dovecote.tasks.model import MAX_PAGE
-from dovecote.tasks.ports import TaskFilter
-from dovecote.tasks.service import Outcome, TaskService
-from functions.tasks_api.models import (
-    ArtifactEnvelope,
+from dovecote.tasks.bodies import (
     ArtifactUploadIn,
-    ArtifactUploadOut,
-    AssignmentEnvelope,
     CallerCommandIn,
     ClaimIn,
     CommandIn,
     CompleteIn,
-    ContextTasksOut,
     CreateTaskIn,
-    EventPage,
     FailIn,
     FenceIn,
     FreezeIn,
+    HeartbeatIn,
+    ReceiptIn,
+    ReplyIn,
+    RequestInputIn,
+    WorkerCommandIn,
+    WorkerDeliveryIn,
+)
+from dovecote.tasks.limits import MAX_PAGE
+from dovecote.tasks.machine import STATES
+from dovecote.tasks.model import TaskView
+from dovecote.tasks.ports import TaskFilter
+from dovecote.tasks.service import Outcome, TaskService
+from functions.tasks_api.models import (
+    ArtifactEnvelope,
+    ArtifactUploadOut,
+    AssignmentEnvelope,
+    ContextTasksOut,
+    EventPage,
     FreezeOut,
     GrantPage,
     HeadOut,
-    HeartbeatIn,
     LeaseListOut,
     MessageEnvelope,
     MessagePage,
     ReceiptEnvelope,
-    ReceiptIn,
-    ReplyIn,
-    RequestInputIn,
     SettlementOut,
     SnapshotOut,
     TaskEnvelope,
     TaskListOut,
     TaskReadOut,
-    WorkerCommandIn,
-    WorkerDeliveryIn,
+    message_out,
+    payload_out,
 )
+
+if TYPE_CHECKING:
+    from dovecote.tasks.leases import Assignment
 
 app = new_resolver()
 TaskId = Annotated[str, Path(json_schema_extra=ID)]
@@ -87,12 +96,12 @@ def service() -> TaskService:
     return task_service()
 
 
-def _task(outcome: Outcome) -> dict[str, Any]:
-    return {"task": outcome.body}
+def _task(outcome: Outcome[TaskView]) -> TaskEnvelope:
+    return TaskEnvelope.model_validate({"task": outcome.answer})
 
 
-def _body(model: Any) -> dict[str, Any]:
-    return dict(model.model_dump(exclude_none=True))
+def _assignment(found: Assignment) -> AssignmentEnvelope:
+    return AssignmentEnvelope.model_validate({"assignment": found})
 
 
 def _caller() -> tuple[TaskService, Principal]:
@@ -113,8 +122,8 @@ def _caller() -> tuple[TaskService, Principal]:
 def create_task(body: Annotated[CreateTaskIn, Body()]) -> Response[TaskEnvelope]:
     """Create a task (revision 1, one caller message). An exact retry answers 200 with the same task."""
     tasks, principal = _caller()
-    outcome = tasks.create(principal, tasks.gate.create(principal, _body(body)))
-    return Response(status_code=outcome.status, content_type=JSON, body=TaskEnvelope.model_validate(_task(outcome)))
+    outcome = tasks.create(principal, tasks.gate.create(principal, body))
+    return Response(status_code=outcome.status, content_type=JSON, body=_task(outcome))
 
 
 @app.get("/v1/tasks/<task_id>", tags=["tasks"], responses=responses(200, TaskReadOut, *READ_ERRORS))
@@ -161,23 +170,22 @@ def list_context_tasks(
 def reply_task(task_id: TaskId, body: Annotated[ReplyIn, Body()]) -> TaskEnvelope:
     """Answer input_required with the caller's message: back to working."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(_task(tasks.reply(principal, tasks.gate.reply(principal, task_id, _body(body)))))
+    return _task(tasks.reply(principal, tasks.gate.reply(principal, task_id, body)))
 
 
 @app.post("/v1/tasks/<task_id>/cancel", tags=["tasks"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def cancel_task(task_id: TaskId, body: Annotated[CallerCommandIn, Body()]) -> TaskEnvelope:
     """Cancel a task that is not terminal; a frozen artifact is discarded."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(
-        _task(tasks.cancel(principal, tasks.gate.cancel(principal, task_id, _body(body))))
-    )
+    return _task(tasks.cancel(principal, tasks.gate.cancel(principal, task_id, body)))
 
 
 @app.get("/v1/tasks/<task_id>/messages", tags=["tasks"], responses=_stream_responses(MessagePage, "message_count"))
 def list_messages(task_id: TaskId, after: MessagesAfter = None, limit: Limit = None) -> MessagePage:
     """The task's messages after sequence `after`, oldest first; `next` continues the stream. A page
     also stops before its inline parts pass 4 MiB; parts over 8 KiB come as a `download_url`."""
-    return MessagePage.model_validate(service().messages(current_principal(app), task_id, after, limit))
+    page = service().messages(current_principal(app), task_id, after, limit)
+    return MessagePage(items=[message_out(m) for m in page.items], next=page.next, has_more=page.has_more)
 
 
 @app.get(
@@ -185,7 +193,7 @@ def list_messages(task_id: TaskId, after: MessagesAfter = None, limit: Limit = N
 )
 def get_message(task_id: TaskId, message_id: Annotated[str, Path(json_schema_extra=ID)]) -> MessageEnvelope:
     """One message of the task by its id (message ids are unique in the authority)."""
-    return MessageEnvelope.model_validate(service().message(current_principal(app), task_id, message_id))
+    return MessageEnvelope(message=message_out(service().message(current_principal(app), task_id, message_id)))
 
 
 @app.get("/v1/tasks/<task_id>/events", tags=["tasks"], responses=_stream_responses(EventPage, "event_count"))
@@ -216,29 +224,27 @@ def claim_lease(body: Annotated[ClaimIn, Body()]) -> AssignmentEnvelope:
     deployment has one claimable shard); 404 when there is none (after waiting up to `wait_seconds`
     for one)."""
     tasks, principal = _caller()
-    return AssignmentEnvelope.model_validate(tasks.claim(principal, tasks.gate.claim(principal, _body(body))).body)
+    return _assignment(tasks.claim(principal, tasks.gate.claim(principal, body)).answer)
 
 
 @app.post("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *COMMAND_ERRORS))
 def acquire_lease(task_id: TaskId, body: Annotated[CommandIn, Body()]) -> AssignmentEnvelope:
     """Lease this task (fence = previous fence + 1). Worker tokens; the worker id comes from the token."""
     tasks, principal = _caller()
-    return AssignmentEnvelope.model_validate(
-        tasks.acquire(principal, tasks.gate.acquire(principal, task_id, _body(body))).body
-    )
+    return _assignment(tasks.acquire(principal, tasks.gate.acquire(principal, task_id, body)).answer)
 
 
 @app.get("/v1/tasks/<task_id>/lease", tags=["workers"], responses=responses(200, AssignmentEnvelope, *READ_ERRORS))
 def get_lease(task_id: TaskId) -> AssignmentEnvelope:
     """The task's current lease (worker, fence, granted_at, heartbeat_at); 404 when unleased."""
-    return AssignmentEnvelope.model_validate(service().get_lease(current_principal(app), task_id))
+    return _assignment(service().get_lease(current_principal(app), task_id))
 
 
 @app.post("/v1/tasks/<task_id>/lease/fence", tags=["workers"], responses=responses(204, None, *COMMAND_ERRORS))
 def fence_lease(task_id: TaskId, body: Annotated[FenceIn, Body()]) -> Response[None]:
     """Retire the current lease generation: the owner is cleared, the fence kept. Admin or owner."""
     tasks, principal = _caller()
-    tasks.fence(principal, tasks.gate.fence(principal, task_id, _body(body)))
+    tasks.fence(principal, tasks.gate.fence(principal, task_id, body))
     return Response(status_code=204)
 
 
@@ -251,9 +257,7 @@ def heartbeat_lease(task_id: TaskId, body: Annotated[HeartbeatIn, Body()]) -> As
     """A sign of life of the lease (never a revision change); a fence that is not current is
     409 stale_lease. Every worker command counts as one too."""
     tasks, principal = _caller()
-    return AssignmentEnvelope.model_validate(
-        tasks.heartbeat(principal, tasks.gate.heartbeat(principal, task_id, _body(body)))
-    )
+    return _assignment(tasks.heartbeat(principal, tasks.gate.heartbeat(principal, task_id, body)))
 
 
 @app.get("/v1/leases", tags=["workers"], responses=responses(200, LeaseListOut, *READ_ERRORS))
@@ -269,25 +273,21 @@ def list_leases(
 def accept_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """submitted → working."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(
-        _task(tasks.accept(principal, tasks.gate.accept(principal, task_id, _body(body))))
-    )
+    return _task(tasks.accept(principal, tasks.gate.accept(principal, task_id, body)))
 
 
 @app.post("/v1/tasks/<task_id>/reject", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def reject_task(task_id: TaskId, body: Annotated[WorkerCommandIn, Body()]) -> TaskEnvelope:
     """submitted → rejected."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(
-        _task(tasks.reject(principal, tasks.gate.reject(principal, task_id, _body(body))))
-    )
+    return _task(tasks.reject(principal, tasks.gate.reject(principal, task_id, body)))
 
 
 @app.post("/v1/tasks/<task_id>/fail", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def fail_task(task_id: TaskId, body: Annotated[FailIn, Body()]) -> TaskEnvelope:
     """working or input_required → failed, with an optional `reason` kept on the task_failed event."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(_task(tasks.fail(principal, tasks.gate.fail(principal, task_id, _body(body)))))
+    return _task(tasks.fail(principal, tasks.gate.fail(principal, task_id, body)))
 
 
 @app.post(
@@ -296,18 +296,14 @@ def fail_task(task_id: TaskId, body: Annotated[FailIn, Body()]) -> TaskEnvelope:
 def request_input_task(task_id: TaskId, body: Annotated[RequestInputIn, Body()]) -> TaskEnvelope:
     """working → input_required, with the agent's message."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(
-        _task(tasks.request_input(principal, tasks.gate.request_input(principal, task_id, _body(body))))
-    )
+    return _task(tasks.request_input(principal, tasks.gate.request_input(principal, task_id, body)))
 
 
 @app.post("/v1/tasks/<task_id>/complete", tags=["workers"], responses=responses(200, TaskEnvelope, *COMMAND_ERRORS))
 def complete_task(task_id: TaskId, body: Annotated[CompleteIn, Body()]) -> TaskEnvelope:
     """working → completed, with the agent's final message and a submission."""
     tasks, principal = _caller()
-    return TaskEnvelope.model_validate(
-        _task(tasks.complete(principal, tasks.gate.complete(principal, task_id, _body(body))))
-    )
+    return _task(tasks.complete(principal, tasks.gate.complete(principal, task_id, body)))
 
 
 @app.post("/v1/tasks/<task_id>/artifacts", tags=["workers"], responses=responses(200, FreezeOut, *COMMAND_ERRORS))
@@ -316,7 +312,7 @@ def freeze_artifact(task_id: TaskId, body: Annotated[FreezeIn, Body()]) -> Freez
     first freeze in a workspace creates the head at expected_base_revision; later ones must match
     it (409 workspace_conflict)."""
     tasks, principal = _caller()
-    return FreezeOut.model_validate(tasks.freeze(principal, tasks.gate.freeze(principal, task_id, _body(body))).body)
+    return FreezeOut.model_validate(tasks.freeze(principal, tasks.gate.freeze(principal, task_id, body)).answer)
 
 
 @app.post(
@@ -330,7 +326,7 @@ def create_artifact_upload(task_id: TaskId, body: Annotated[ArtifactUploadIn, Bo
     upload_headers with it, then freeze with payload.upload_sha256."""
     tasks, principal = _caller()
     return ArtifactUploadOut.model_validate(
-        tasks.create_artifact_upload(principal, tasks.gate.create_artifact_upload(principal, task_id, _body(body)))
+        tasks.create_artifact_upload(principal, tasks.gate.create_artifact_upload(principal, task_id, body))
     )
 
 
@@ -339,7 +335,7 @@ def worker_event(body: Annotated[WorkerDeliveryIn, Body()]) -> SettlementOut:
     """Settle one worker event delivery: ack (committed, or an exact replay) or nack with a stable
     code. A 503 settled nothing: retry the exact delivery."""
     tasks, principal = _caller()
-    return SettlementOut.model_validate(tasks.worker_event(principal, tasks.gate.worker_event(principal, _body(body))))
+    return SettlementOut.model_validate(tasks.worker_event(principal, tasks.gate.worker_event(principal, body)))
 
 
 # ---- workspaces (caller) ---------------------------------------------------------------------------
@@ -352,7 +348,7 @@ ARTIFACT = "/v1/workspaces/<workspace>/artifacts/<artifact_id>"
 @app.get(ARTIFACT, tags=["workspaces"], responses=responses(200, ArtifactEnvelope, *READ_ERRORS))
 def get_artifact(workspace: WorkspaceId, artifact_id: ArtifactId) -> ArtifactEnvelope:
     """An artifact and its payload: text or data_b64 up to 4 MiB, else a presigned download_url."""
-    return ArtifactEnvelope.model_validate(service().get_artifact(current_principal(app), workspace, artifact_id))
+    return payload_out(service().get_artifact(current_principal(app), workspace, artifact_id))
 
 
 @app.get("/v1/workspaces/<workspace>/head", tags=["workspaces"], responses=responses(200, HeadOut, *READ_ERRORS))
@@ -369,15 +365,17 @@ def record_receipt(
     artifact's base to its result (compare-and-swap); an identical repeat answers the stored one."""
     tasks, principal = _caller()
     outcome = tasks.record_apply_receipt(
-        principal, tasks.gate.record_apply_receipt(principal, workspace, artifact_id, _body(body))
+        principal, tasks.gate.record_apply_receipt(principal, workspace, artifact_id, body)
     )
-    return ReceiptEnvelope.model_validate(outcome.body)
+    return ReceiptEnvelope.model_validate({"receipt": outcome.answer})
 
 
 @app.get(f"{ARTIFACT}/receipt", tags=["workspaces"], responses=responses(200, ReceiptEnvelope, *READ_ERRORS))
 def get_receipt(workspace: WorkspaceId, artifact_id: ArtifactId) -> ReceiptEnvelope:
     """The artifact's apply receipt, or 404."""
-    return ReceiptEnvelope.model_validate(service().get_apply_receipt(current_principal(app), workspace, artifact_id))
+    return ReceiptEnvelope.model_validate(
+        {"receipt": service().get_apply_receipt(current_principal(app), workspace, artifact_id)}
+    )
 
 
 handler = lambda_entry(app, service)

@@ -1,170 +1,34 @@
-"""HTTP shapes of the task routes (docs/services/tasks.md). Types only: dovecote.tasks holds the rules."""
+"""What the task routes answer (docs/services/tasks.md), and how the task service's typed answers
+become it: the HTTP edge's one serializer. Each model is read from the attributes of the value the
+service answers (ApiModel: from_attributes), whose names are the wire's; a record's empty optional
+field ("") is left out like any absent one (`Absent`). A message's parts and an artifact's payload
+are rendered here (`message_out`, `payload_out`): text when Dovecote renders their bytes as text,
+else base64, else their presigned URL. The request bodies, with their rules, are
+dovecote/tasks/bodies.py: the command gate reads them."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import base64
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, StrictStr
+from pydantic import BeforeValidator, Field
 
 from dovecote.platform.http import ApiModel
-from dovecote.platform.schema import (
-    BASE64,
-    ID,
-    MEDIA_TYPE,
-    SAFE_MAX,
-    JsonInt,
-    RequestModel,
-    bounded,
-    optional_int,
-    utf8_text,
-    with_schema,
-)
-from dovecote.tasks import limits
-from dovecote.tasks.model import (
-    ARTIFACT_HARD_MAX,
-    ARTIFACT_STATES,
-    DECISIONS,
-    MAX_ACCEPT_TIMEOUT,
-    MAX_FAIL_REASON_BYTES,
-    MAX_FILENAME_CHARS,
-    MAX_LEASE_TIMEOUT,
-    MAX_METADATA_BYTES,
-    MAX_PARTS,
-    MAX_RECEIPT_CODE_BYTES,
-    MAX_RECEIPT_MESSAGE_BYTES,
-    MAX_REVISION_BYTES,
-    MAX_URL_CHARS,
-    TOTAL_SIZE_CAP,
-)
+from dovecote.platform.media import text_of
+from dovecote.tasks.limits import ARTIFACT_STATES, TOTAL_SIZE_CAP
+
+if TYPE_CHECKING:
+    from dovecote.tasks.artifacts import ArtifactRead
+    from dovecote.tasks.model import Part
+    from dovecote.tasks.reads import MessageRead
 
 
-class _In(RequestModel):
-    pass
+def _absent_if_empty(value: Any) -> Any:
+    return value if value != "" else None
 
 
-def _id(description: str = "") -> Any:
-    return Field(json_schema_extra=ID, description=description or None)
-
-
-REVISION = Field(json_schema_extra=bounded(1, SAFE_MAX), description="the revision this command expects (CAS)")
-FENCE = Field(json_schema_extra=bounded(1, SAFE_MAX), description="the lease generation this worker holds")
-
-
-class PartIn(_In):
-    """Exactly one of `text`, `data_b64` (non-empty), `data` (any JSON value but null, stored as its
-    compact JSON text; media_type application/json unless given) or `url` (a reference: media_type
-    is the type of what it points at). `media_type` is required except with `data`."""
-
-    model_config = with_schema(
-        {
-            "oneOf": [{"required": [form]} for form in limits.PART_FORMS],
-            "anyOf": [{"required": ["media_type"]}, {"required": ["data"]}],
-        }
-    )
-    media_type: StrictStr | None = Field(default=None, json_schema_extra=MEDIA_TYPE)
-    text: StrictStr | None = Field(default=None, json_schema_extra={"minLength": 1})
-    data_b64: StrictStr | None = Field(default=None, json_schema_extra=BASE64)
-    data: Any = Field(default=None, json_schema_extra={"not": {"type": "null"}}, description="any JSON value but null")
-    url: StrictStr | None = Field(
-        default=None,
-        json_schema_extra={
-            "pattern": f"^{limits.URL_CHARS}$",
-            "not": {"pattern": f"^{limits.HOST_MISSING}"},
-            "maxLength": MAX_URL_CHARS,
-        },
-        description="an absolute http(s) URL with a host, no whitespace or control characters",
-    )
-    filename: StrictStr | None = Field(
-        default=None,
-        json_schema_extra={
-            "pattern": f"^{limits.FILENAME_CHARS}$",
-            "not": {"enum": list(limits.NOT_FILENAMES)},
-            "minLength": 1,
-            "maxLength": MAX_FILENAME_CHARS,
-        },
-        description="a file name: no control characters, no / or \\, not . or ..",
-    )
-
-
-class MessageIn(_In):
-    id: StrictStr = _id("unique in the authority")
-    parts: list[PartIn] = Field(
-        json_schema_extra={"minItems": 1, "maxItems": MAX_PARTS}, description="1 to 32 parts, at most 2 MiB in total"
-    )
-    metadata: dict[str, Any] | None = Field(
-        default=None,
-        description=f"a JSON object stored and returned as given (at most {MAX_METADATA_BYTES} bytes as JSON)",
-    )
-
-
-class CreateTaskIn(_In):
-    command_id: StrictStr = _id("reuse to retry safely: an exact retry replays")
-    workspace: StrictStr = _id()
-    id: StrictStr = _id()
-    context: StrictStr = _id()
-    message: MessageIn
-    expected_revision: JsonInt = Field(default=0, json_schema_extra=bounded(0, 0), description="0 for create")
-    lease_timeout_seconds: JsonInt | None = optional_int(
-        0, MAX_LEASE_TIMEOUT, "how long a lease may stay silent before the dispatcher fences it; 0 = never"
-    )
-    accept_timeout_seconds: JsonInt | None = optional_int(
-        0, MAX_ACCEPT_TIMEOUT, "how long a grant may stay unaccepted before the dispatcher fences it; 0 = never"
-    )
-
-
-class CallerCommandIn(_In):
-    command_id: StrictStr = _id()
-    expected_revision: JsonInt = REVISION
-
-
-class ReplyIn(CallerCommandIn):
-    message: MessageIn
-
-
-class WorkerCommandIn(_In):
-    command_id: StrictStr = _id()
-    expected_revision: JsonInt = REVISION
-    fence: JsonInt = FENCE
-
-
-class RequestInputIn(WorkerCommandIn):
-    message: MessageIn
-
-
-class FailIn(WorkerCommandIn):
-    reason: StrictStr | None = Field(
-        default=None,
-        json_schema_extra=utf8_text(MAX_FAIL_REASON_BYTES),
-        description="why the task failed, in the worker's words: kept on the task_failed event",
-    )
-
-
-class CompleteIn(WorkerCommandIn):
-    submission_id: StrictStr = _id("unique in the authority")
-    message: MessageIn
-    artifact_id: StrictStr | None = Field(default=None, json_schema_extra=ID)
-
-
-class CommandIn(_In):
-    command_id: StrictStr = _id()
-
-
-class ClaimIn(_In):
-    command_id: StrictStr = _id()
-    wait_seconds: JsonInt = Field(
-        default=0,
-        json_schema_extra=bounded(0, limits.MAX_CLAIM_WAIT),
-        description="long-poll: wait up to this long for a claimable task (billed as Lambda duration)",
-    )
-
-
-class HeartbeatIn(_In):
-    fence: JsonInt = FENCE
-
-
-class FenceIn(_In):
-    command_id: StrictStr = _id()
-    fence: JsonInt = FENCE
+# An optional text field of a record, which holds "" when it has no value: absent on the wire.
+Absent = Annotated[str | None, BeforeValidator(_absent_if_empty)]
 
 
 class SubmissionOut(ApiModel):
@@ -245,10 +109,10 @@ class EventOut(ApiModel):
     type: str
     state: str
     revision: int
-    message: str | None = None
-    submission: str | None = None
-    artifact: str | None = None
-    reason: str | None = Field(default=None, description="task_failed: the worker's reason, when it gave one")
+    message: Absent = None
+    submission: Absent = None
+    artifact: Absent = None
+    reason: Absent = Field(default=None, description="task_failed: the worker's reason, when it gave one")
     occurred_at: str
 
 
@@ -349,51 +213,6 @@ class LeaseListOut(ApiModel):
 
 # ---- artifacts, workspaces, apply receipts, worker events --------------------------------------------
 
-# Byte limits declared as such (platform/schema.py utf8_text); patterns are the gates' own
-# (dovecote.tasks.commands), anchored.
-REVISION_TEXT: dict[str, Any] = utf8_text(MAX_REVISION_BYTES, minLength=1, pattern=f"^{limits.REVISION_CHARS}$")
-SHA256_TEXT: dict[str, Any] = {"pattern": f"^{limits.SHA256_HEX}$"}
-DIGEST_TEXT: dict[str, Any] = {"pattern": f"^{limits.DIGEST}$"}
-
-
-class PayloadIn(_In):
-    """Exactly one of `text`, `data_b64` (inline, up to the request limit) or `upload_sha256` (a
-    presigned upload from POST /v1/tasks/{id}/artifacts/uploads)."""
-
-    model_config = with_schema(
-        {"oneOf": [{"required": ["text"]}, {"required": ["data_b64"]}, {"required": ["upload_sha256"]}]}
-    )
-    media_type: StrictStr = Field(json_schema_extra=MEDIA_TYPE)
-    text: StrictStr | None = None
-    data_b64: StrictStr | None = Field(default=None, json_schema_extra=BASE64)
-    upload_sha256: StrictStr | None = Field(default=None, json_schema_extra=SHA256_TEXT)
-
-
-class FreezeIn(WorkerCommandIn):
-    artifact_id: StrictStr = _id("unique in the workspace")
-    expected_base_revision: StrictStr = Field(
-        json_schema_extra=REVISION_TEXT,
-        description="the workspace revision this artifact applies to; the first freeze in a workspace sets its head",
-    )
-    payload: PayloadIn
-
-
-def _deployment_artifact_max(schema: dict[str, Any]) -> None:
-    """The maximum this deployment enforces (DOVECOTE_ARTIFACT_MAX_BYTES, 16 MiB by default, at most
-    ARTIFACT_HARD_MAX), read when the document is built: the deployment serves its own document."""
-    from dovecote.platform.settings import get_settings
-
-    schema.update(bounded(1, get_settings().artifact_max_bytes))
-
-
-class ArtifactUploadIn(_In):
-    size: JsonInt = Field(
-        json_schema_extra=_deployment_artifact_max,
-        description=f"exact byte size, at most this deployment's maximum (the hard maximum is {ARTIFACT_HARD_MAX})",
-    )
-    sha256: StrictStr = Field(json_schema_extra=SHA256_TEXT, description="hex SHA-256 of the payload")
-    fence: JsonInt = FENCE
-
 
 class ArtifactOut(ApiModel):
     id: str
@@ -407,8 +226,8 @@ class ArtifactOut(ApiModel):
     payload_size: int
     media_type: str
     frozen_at: str
-    published_at: str | None = None
-    discarded_at: str | None = None
+    published_at: Absent = None
+    discarded_at: Absent = None
 
 
 class FreezeOut(ApiModel):
@@ -442,33 +261,6 @@ class HeadOut(ApiModel):
     updated_at: str
 
 
-class ReceiptIn(_In):
-    """`success` and `conflict` name the observed revision (a success observes exactly the result
-    revision: a rule between two fields, which JSON Schema cannot state)."""
-
-    model_config = with_schema(
-        {
-            "anyOf": [
-                {"properties": {"decision": {"not": {"enum": ["success", "conflict"]}}}},
-                {"required": ["observed_revision"]},
-            ]
-        }
-    )
-    command_id: StrictStr = _id()
-    receipt_id: StrictStr = _id()
-    artifact_digest: StrictStr = Field(json_schema_extra=DIGEST_TEXT, description="the artifact's `digest`")
-    base_revision: StrictStr = Field(json_schema_extra=REVISION_TEXT)
-    result_revision: StrictStr = Field(json_schema_extra=REVISION_TEXT)
-    decision: StrictStr = Field(json_schema_extra={"enum": list(DECISIONS)})
-    observed_revision: StrictStr | None = Field(
-        default=None,
-        json_schema_extra=REVISION_TEXT,
-        description="required for conflict; equal to result_revision for success",
-    )
-    code: StrictStr | None = Field(default=None, json_schema_extra=utf8_text(MAX_RECEIPT_CODE_BYTES))
-    message: StrictStr | None = Field(default=None, json_schema_extra=utf8_text(MAX_RECEIPT_MESSAGE_BYTES))
-
-
 class ReceiptOut(ApiModel):
     id: str
     artifact: str
@@ -476,41 +268,14 @@ class ReceiptOut(ApiModel):
     base_revision: str
     result_revision: str
     decision: str
-    observed_revision: str | None = None
-    code: str | None = None
-    message: str | None = None
+    observed_revision: Absent = None
+    code: Absent = None
+    message: Absent = None
     recorded_at: str
 
 
 class ReceiptEnvelope(ApiModel):
     receipt: ReceiptOut
-
-
-class WorkerFreezeIn(_In):
-    artifact: StrictStr = _id()
-    expected_base_revision: StrictStr = Field(json_schema_extra=REVISION_TEXT)
-    payload: PayloadIn
-
-
-class WorkerEventIn(_In):
-    """One worker command. `message` only for request_input and complete_task; `submission` (and an
-    optional `artifact`) only for complete_task; `freeze` only for freeze_artifact. Every field a kind
-    does not use must be absent."""
-
-    event_id: StrictStr = _id("the command id: the same event retried is the same command")
-    kind: StrictStr = Field(json_schema_extra={"enum": list(limits.WORKER_EVENT_KINDS)})
-    task: StrictStr = _id("the task id")
-    fence: JsonInt = FENCE
-    expected_revision: JsonInt = REVISION
-    message: MessageIn | None = None
-    submission: StrictStr | None = Field(default=None, json_schema_extra=ID)
-    artifact: StrictStr | None = Field(default=None, json_schema_extra=ID)
-    freeze: WorkerFreezeIn | None = None
-
-
-class WorkerDeliveryIn(_In):
-    delivery_id: StrictStr = _id("the outbox entry: retry it with the same id and the same event")
-    event: WorkerEventIn
 
 
 class SettlementOut(ApiModel):
@@ -534,3 +299,49 @@ class SettlementOut(ApiModel):
         },
     )
     message: str | None = None
+
+
+# ---- what the service's records render as ---------------------------------------------------------------
+
+
+def message_out(read: MessageRead) -> TaskMessageOut:
+    """A message with its parts rendered: a URL part by its URL; a part kept in S3 by its digest,
+    size and presigned URL; bytes Dovecote renders as text (a textual type, UTF-8) as `text`; any
+    other bytes as `data_b64`. `metadata` absent when the message has none."""
+    message = read.message
+    parts = [part_out(part, url) for part, url in zip(message.parts, read.download_urls, strict=True)]
+    return TaskMessageOut(
+        id=message.id,
+        sequence=message.sequence,
+        author=message.author,
+        parts=parts,
+        created_at=message.created_at,
+        metadata=message.metadata or None,
+    )
+
+
+def part_out(part: Part, download_url: str = "") -> PartOut:
+    named = part.filename or None
+    if part.url:
+        return PartOut(media_type=part.media_type, url=part.url, filename=named)
+    if part.remote:
+        return PartOut(
+            media_type=part.media_type, sha256=part.sha256, size=part.size, filename=named, download_url=download_url
+        )
+    text = text_of(part.media_type, part.data)
+    if text is not None:
+        return PartOut(media_type=part.media_type, text=text, filename=named)
+    return PartOut(media_type=part.media_type, data_b64=base64.b64encode(part.data).decode(), filename=named)
+
+
+def payload_out(read: ArtifactRead) -> ArtifactEnvelope:
+    """An artifact and its payload: `text` (a textual type, UTF-8) or `data_b64` when answered
+    inline, else its `download_url`."""
+    media_type = read.artifact.media_type
+    if read.data is None:
+        payload = PayloadOut(media_type=media_type, download_url=read.download_url)
+    elif (text := text_of(media_type, read.data)) is not None:
+        payload = PayloadOut(media_type=media_type, text=text)
+    else:
+        payload = PayloadOut(media_type=media_type, data_b64=base64.b64encode(read.data).decode())
+    return ArtifactEnvelope.model_validate({"artifact": read.artifact, "payload": payload})

@@ -7,12 +7,10 @@ Idempotency-Key replay."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import httpx
@@ -32,30 +30,15 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 
-from tests.conftest import ROOT
 from tests.e2e.conftest import TLS
 from tests.support.authorities import Authority, fresh_authority
+from tests.support.workers import a2a_world
 
-WORKER = str(ROOT / "examples" / "a2a_worker.py")
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 T = TypeVar("T")
 
 
-@pytest.fixture(scope="module")
-def authority(dev_runtime: dict[str, Any]) -> Authority:
-    return fresh_authority(dev_runtime, "a2a")
-
-
-@pytest.fixture(scope="module")
-def worker(dev_runtime: dict[str, Any], authority: Authority) -> Iterator[subprocess.Popen[str]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")}
-    env.update(DOVECOTE_ENDPOINT=authority.endpoint, DOVECOTE_TOKEN=authority.token("worker", "a2a-e2e"))
-    process = subprocess.Popen(
-        [sys.executable, WORKER, "--wait", "2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    yield process
-    process.kill()
-    process.communicate(timeout=10)
+authority, worker = a2a_world("a2a", "a2a-e2e")
 
 
 def run(call: Callable[[], Any]) -> Any:

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -21,29 +18,14 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest, SubscribeToTaskRequest, TaskState
 
 from dovecote.platform import sse
-from tests.conftest import ROOT
 from tests.e2e.conftest import TLS
 from tests.support.authorities import Authority, fresh_authority
+from tests.support.workers import a2a_world
 
-WORKER = str(ROOT / "examples" / "a2a_worker.py")
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 
 
-@pytest.fixture(scope="module")
-def authority(dev_runtime: dict[str, Any]) -> Authority:
-    return fresh_authority(dev_runtime, "a2a-streams")
-
-
-@pytest.fixture(scope="module")
-def worker(dev_runtime: dict[str, Any], authority: Authority) -> Iterator[subprocess.Popen[str]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")}
-    env.update(DOVECOTE_ENDPOINT=authority.endpoint, DOVECOTE_TOKEN=authority.token("worker", "a2a-streams"))
-    process = subprocess.Popen(
-        [sys.executable, WORKER, "--wait", "2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    yield process
-    process.kill()
-    process.communicate(timeout=10)
+authority, worker = a2a_world("a2a-streams", "a2a-streams")
 
 
 def message(prefix: str, text: str = "hello", **fields: Any) -> Message:

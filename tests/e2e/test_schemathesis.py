@@ -13,7 +13,7 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi import checks as openapi_checks
 
 from dovecote.platform.schema import MAX_UTF8_BYTES
-from dovecote.tasks.service import MAX_CLAIM_WAIT
+from dovecote.tasks.limits import MAX_CLAIM_WAIT
 from functions.admin_api.handler import openapi_document
 from tests.conftest import CI, examples
 from tests.e2e.conftest import start_dev

@@ -142,11 +142,13 @@ def test_the_history_pages_like_a_stream(service: Edge) -> None:
 def test_a_generation_that_ended_before_the_history_was_kept_shows_only_its_grant() -> None:
     """Data written before lease ends were recorded: the grant is known, how it ended is not, and
     the history says nothing it does not know (no reason, no end time)."""
-    from dovecote.tasks.model import Grant, Task, grant_json
+    from dovecote.tasks.model import Grant, Task
+    from dovecote.tasks.reads import Generation
+    from functions.tasks_api.models import GrantOut
 
     task = Task("acme", "t", "ws", "c", "working", 2, 1, 2, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z")
-    old = grant_json(Grant("t", "w1", 1, "2026-01-01T00:00:01.000Z"), task.evolve(fence=1), None)
-    assert old == {
+    old = Generation.of(Grant("t", "w1", 1, "2026-01-01T00:00:01.000Z"), task.evolve(fence=1), None)
+    assert GrantOut.model_validate(old).model_dump(mode="json") == {
         "sequence": 1,
         "fence": 1,
         "worker": "w1",

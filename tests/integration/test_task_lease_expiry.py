@@ -13,7 +13,7 @@ import pytest
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, StaleLease
 from dovecote.platform.principal import Principal
-from dovecote.tasks.model import EXPIRY_SHARDS
+from dovecote.tasks.limits import EXPIRY_SHARDS
 from infra.local.metering import count_round_trips
 from tests.support.tasks import (
     CALLER,

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
+from dovecote.platform.schema import validated
 from dovecote.tasks.command_loop import Outcome
 from dovecote.tasks.dynamo import DynamoTaskStore
+from dovecote.tasks.limits import EXPIRY_SHARDS
 from dovecote.tasks.memory import InMemoryTaskStore
-from dovecote.tasks.model import EXPIRY_SHARDS
 from dovecote.tasks.ports import TaskStore
 from dovecote.tasks.service import TaskService
 from dovecote.tasks.storage import FLEET_CLAIM_SHARDS, claim_shard
@@ -29,9 +32,20 @@ OTHER_WORKER = Principal("acme", "worker", "w2")
 _ids = itertools.count(1)
 
 
+@dataclass(frozen=True)
+class WireOutcome:
+    """A command's outcome as the API answers it: its status and its JSON body."""
+
+    status: int
+    body: dict[str, Any]
+    replayed: bool = False
+
+
 class Edge:
-    """The task service as the HTTP handler drives it: each request body through its command's one
-    gate (`TaskService.gate`), then the command; reads and everything else pass straight through."""
+    """The task service as the HTTP handler drives it: each request body (a dict) validated by its
+    model (dovecote.tasks.bodies), through its command's one gate (`TaskService.gate`), then the
+    command; every answer turned into the JSON the API answers, by the HTTP edge's own serializer
+    (functions/tasks_api/models.py). Anything else passes straight through."""
 
     def __init__(self, service: TaskService) -> None:
         self.service = service
@@ -39,13 +53,82 @@ class Edge:
     def __getattr__(self, name: str) -> Any:
         run = getattr(self.service, name)
         gate = getattr(self.service.gate, name, None)
+        wire = _wire_of(name)
         if gate is None:
-            return run
+            if wire is None:
+                return run
+            return lambda *args, **options: wire(run(*args, **options))
+        model = body_model(name)
 
         def gated(principal: Principal, *args: Any, **options: Any) -> Any:
-            return run(principal, gate(principal, *args), **options)
+            *path, body = args
+            answer = run(principal, gate(principal, *path, validated(model, body)), **options)
+            if isinstance(answer, Outcome):
+                return WireOutcome(answer.status, wire(answer.answer) if wire else {}, answer.replayed)
+            return wire(answer) if wire else answer
 
         return gated
+
+    def list_tasks_after(self, principal: Principal, task_filter: Any, task: dict[str, Any]) -> str:
+        from dovecote.tasks.model import TaskView
+
+        return self.service.list_tasks_after(principal, task_filter, TaskView.from_json(task))
+
+
+def _wire_of(name: str) -> Callable[[Any], dict[str, Any]] | None:
+    """How the HTTP handler answers what the service's method `name` returns."""
+    from functions.tasks_api import models as out
+
+    def dump(model: Any, key: str = "") -> Callable[[Any], dict[str, Any]]:
+        return lambda value: model.model_validate({key: value} if key else value).model_dump(mode="json")
+
+    def messages(page: Any) -> dict[str, Any]:
+        items = [out.message_out(m) for m in page.items]
+        return out.MessagePage(items=items, next=page.next, has_more=page.has_more).model_dump(mode="json")
+
+    tasks = dump(out.TaskOut)
+    table: dict[str, Callable[[Any], dict[str, Any]]] = {
+        **dict.fromkeys(("create", "reply", "cancel", "accept", "reject", "fail", "request_input", "complete"), tasks),
+        "freeze": dump(out.FreezeOut),
+        "acquire": dump(out.AssignmentEnvelope, "assignment"),
+        "claim": dump(out.AssignmentEnvelope, "assignment"),
+        "heartbeat": dump(out.AssignmentEnvelope, "assignment"),
+        "get_lease": dump(out.AssignmentEnvelope, "assignment"),
+        "list_leases": dump(out.LeaseListOut),
+        "create_artifact_upload": dump(out.ArtifactUploadOut),
+        "record_apply_receipt": dump(out.ReceiptEnvelope, "receipt"),
+        "get_apply_receipt": dump(out.ReceiptEnvelope, "receipt"),
+        "worker_event": dump(out.SettlementOut),
+        "get": dump(out.TaskReadOut),
+        "snapshot": dump(out.SnapshotOut),
+        "messages": messages,
+        "message": lambda read: out.MessageEnvelope(message=out.message_out(read)).model_dump(mode="json"),
+        "events": dump(out.EventPage),
+        "grants": dump(out.GrantPage),
+        "list_context": dump(out.ContextTasksOut),
+        "list_tasks": dump(out.TaskListOut),
+        "get_artifact": lambda read: out.payload_out(read).model_dump(mode="json"),
+        "get_head": dump(out.HeadOut),
+    }
+    return table.get(name)
+
+
+def field_of(error: DomainError) -> str:
+    """The input a refusal names: a broken rule's `field`, or a type error's first problem (pydantic's
+    path, `message.parts.0.url`, written as the rules write it, `message.parts[0].url`)."""
+    if "field" in error.details:
+        return str(error.details["field"])
+    path = str(error.details["problems"][0]["field"])
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", path)
+
+
+def body_model(gate: str) -> Any:
+    """The model of the body a gate method reads (its last parameter's annotation)."""
+    from dovecote.tasks import bodies, commands
+
+    method = getattr(commands.CommandGate, gate)
+    hints = get_type_hints(method, {**vars(commands), "bodies": bodies})
+    return hints[list(inspect.signature(method).parameters)[-1]]
 
 
 def edge(store: TaskStore, signer: CursorSigner | None = None, **options: Any) -> Edge:
@@ -178,7 +261,7 @@ class Flow:
     context: str = "ctx"
     workspace: str = "ws"
 
-    def create(self, **extra: Any) -> Outcome:
+    def create(self, **extra: Any) -> WireOutcome:
         out = self.service.create(
             CALLER,
             {
@@ -193,12 +276,12 @@ class Flow:
         self.revision = out.body["revision"]
         return out
 
-    def acquire(self) -> Outcome:
+    def acquire(self) -> WireOutcome:
         out = self.service.acquire(self.worker, self.task_id, {"command_id": uid("c")})
         self.fence = out.body["assignment"]["fence"]
         return out
 
-    def worker_cmd(self, kind: str, **extra: Any) -> Outcome:
+    def worker_cmd(self, kind: str, **extra: Any) -> WireOutcome:
         body = {"command_id": uid("c"), "expected_revision": self.revision, "fence": max(self.fence, 1), **extra}
         if kind in ("request_input", "complete") and "message" not in body:
             body["message"] = message("from the agent")
@@ -208,7 +291,7 @@ class Flow:
         self.revision = out.body["revision"]
         return out
 
-    def caller_cmd(self, kind: str, **extra: Any) -> Outcome:
+    def caller_cmd(self, kind: str, **extra: Any) -> WireOutcome:
         body = {"command_id": uid("c"), "expected_revision": self.revision, **extra}
         if kind == "reply" and "message" not in body:
             body["message"] = message("from the caller")
@@ -256,7 +339,7 @@ def freeze_body(
     }
 
 
-def freeze(flow: Flow, **kw: Any) -> Outcome:
+def freeze(flow: Flow, **kw: Any) -> WireOutcome:
     out = flow.service.freeze(flow.worker, flow.task_id, freeze_body(flow, **kw))
     flow.revision = out.body["task"]["revision"]
     return out

@@ -14,18 +14,27 @@ from google.protobuf import json_format
 from dovecote.a2a import mapping
 from dovecote.a2a.errors import KINDS, A2AError, from_domain
 from dovecote.platform.errors import CommitUnknown, IdempotencyConflict, InvalidArgument, NotFound
-from dovecote.tasks import machine
-from dovecote.tasks.commands import gate_message
+from dovecote.tasks import inputs, machine
+from dovecote.tasks.artifacts import ArtifactRead
+from dovecote.tasks.model import Artifact as StoredArtifact
 from dovecote.tasks.model import Message as Record
+from dovecote.tasks.model import Part as StoredPart
+from dovecote.tasks.model import TaskView
+from dovecote.tasks.reads import MessageRead
+from functions.tasks_api.models import message_out
 
 
-def stored(message: Message, author: str = "caller", sequence: int = 1) -> dict[str, Any]:
-    """An A2A message as Dovecote stores it and its reads render it: through the task gate."""
+def stored(message: Message, author: str = "caller", sequence: int = 1) -> MessageRead:
+    """An A2A message as Dovecote stores it and its reads answer it: through the message's rule."""
     body = mapping.message_body(message, "m-1")
-    gated = gate_message(body)
-    return Record(
-        "t-1", gated.id, sequence, author, gated.parts, "2026-12-01T10:00:00.123456Z", gated.metadata
-    ).to_json()
+    gated = inputs.message(body)
+    kept = Record("t-1", gated.id, sequence, author, gated.parts, "2026-12-01T10:00:00.123456Z", gated.metadata)
+    return MessageRead(kept, ("",) * len(kept.parts))
+
+
+def wire(read: MessageRead) -> dict[str, Any]:
+    """The message as /v1 answers it (the HTTP edge's serializer)."""
+    return message_out(read).model_dump(mode="json")
 
 
 # A part of each A2A kind: a text, a file (bytes, filename), a file URL and a data part with metadata.
@@ -37,9 +46,34 @@ EVERY_KIND = [
 ]
 
 
-def record(message_id: str, author: str, *parts: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A message as the task reads render it: what `mapping.message` maps."""
-    return {"id": message_id, "author": author, "parts": list(parts), **extra}
+def record(message_id: str, author: str, *parts: dict[str, Any], metadata: Any = None) -> MessageRead:
+    """A message as the task reads answer it, from its parts as /v1 renders them (text, data_b64, a
+    url, or a part kept in S3 by its sha256, size and download URL)."""
+    kept = [_part(p) for p in parts]
+    found = Record("t-1", message_id, 2, author, tuple(p for p, _ in kept), "2026-12-01T10:00:00Z", metadata or {})
+    return MessageRead(found, tuple(url for _, url in kept))
+
+
+def _part(rendered: dict[str, Any]) -> tuple[StoredPart, str]:
+    media_type, name = rendered["media_type"], rendered.get("filename", "")
+    if "download_url" in rendered:
+        return StoredPart(media_type, b"", sha256=rendered["sha256"], size=rendered["size"], filename=name), str(
+            rendered["download_url"]
+        )
+    if "url" in rendered:
+        return StoredPart(media_type, b"", url=rendered["url"], filename=name), ""
+    data = rendered["text"].encode() if "text" in rendered else base64.b64decode(rendered["data_b64"])
+    return StoredPart(media_type, data, filename=name), ""
+
+
+def artifact_read(payload: dict[str, Any]) -> ArtifactRead:
+    """A published artifact and its payload as the task reads answer them (ARTIFACT's id)."""
+    media_type = payload["media_type"]
+    found = StoredArtifact("acme", "ws", ARTIFACT["id"], "t-1", "published", "r0", "r1", "sha256:x", 1, media_type, "x")
+    if "download_url" in payload:
+        return ArtifactRead(found, None, payload["download_url"])
+    data = payload["text"].encode() if "text" in payload else base64.b64decode(payload["data_b64"])
+    return ArtifactRead(found, data, None)
 
 
 def a2a(json_dict: dict[str, Any]) -> Message:
@@ -86,7 +120,7 @@ def test_a_message_of_every_part_kind_comes_back_as_it_was_sent() -> None:
     expected.task_id, expected.context_id = "t-1", "ctx-1"
     assert back == expected
     # And Dovecote kept its own message id: the A2A one is metadata (TCK messageIds repeat)
-    assert record["id"] == "m-1" and record["metadata"]["a2a"]["messageId"] == "tck-complete-task-1"
+    assert record.message.id == "m-1" and record.message.metadata["a2a"]["messageId"] == "tck-complete-task-1"
 
 
 def test_a_url_a_filename_and_json_are_the_dovecote_parts_own() -> None:
@@ -107,7 +141,7 @@ def test_a_url_a_filename_and_json_are_the_dovecote_parts_own() -> None:
     # When it becomes a Dovecote message
     record = stored(sent)
     # Then the URL and the filenames are the parts' own, and the data part is its JSON
-    assert record["parts"] == [
+    assert wire(record)["parts"] == [
         {"media_type": "application/pdf", "url": "https://example.com/x.pdf", "filename": "x.pdf"},
         {"media_type": "image/png", "data_b64": "AAE=", "filename": "a.png"},
         {"media_type": "text/csv", "text": "csv,bytes", "filename": "t.csv"},
@@ -116,21 +150,21 @@ def test_a_url_a_filename_and_json_are_the_dovecote_parts_own() -> None:
     ]
     # And the metadata keeps only what those parts cannot say: a kind the stored part does not
     # imply (raw bytes of a textual type, JSON data), and a media type A2A did not give
-    assert record["metadata"]["a2a"]["parts"] == [
+    assert record.message.metadata["a2a"]["parts"] == [
         {},
         {},
         {"kind": "raw"},
         {"kind": "data", "mediaType": ""},
         {"mediaType": ""},
     ]
-    assert record["metadata"]["a2a"]["partsVersion"] == mapping.PARTS_VERSION
+    assert record.message.metadata["a2a"]["partsVersion"] == mapping.PARTS_VERSION
     back = mapping.message(record, "t-1", "c-1")
     assert list(back.parts) == list(sent.parts)
 
 
 def test_a_message_whose_parts_need_no_hint_has_none() -> None:
     sent = a2a({"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi", "mediaType": "text/plain"}]})
-    assert stored(sent)["metadata"] == {"a2a": {"messageId": "m"}}
+    assert stored(sent).message.metadata == {"a2a": {"messageId": "m"}}
 
 
 def test_a_worker_url_part_is_an_a2a_file_by_url() -> None:
@@ -231,7 +265,7 @@ def test_media_types_are_compared_by_essence() -> None:
         ),
         "m-1",
     )
-    assert body["parts"][0]["media_type"] == "Text/Plain; charset=utf-8"
+    assert body.parts[0].media_type == "Text/Plain; charset=utf-8"
 
 
 # ---- artifacts ------------------------------------------------------------------------------------------
@@ -249,7 +283,7 @@ ARTIFACT = {"id": "a2a-t-1", "media_type": "text/plain"}
     ],
 )
 def test_a_published_payload_is_one_part_by_its_media_type(payload: dict[str, Any], kind: str) -> None:
-    artifact = mapping.artifact(ARTIFACT, payload)
+    artifact = mapping.artifact(artifact_read(payload))
     assert artifact.artifact_id == "a2a-t-1" and len(artifact.parts) == 1
     assert artifact.parts[0].WhichOneof("content") == kind
     if kind == "data":
@@ -258,31 +292,28 @@ def test_a_published_payload_is_one_part_by_its_media_type(payload: dict[str, An
 
 def test_an_a2a_artifact_payload_is_the_artifact_itself() -> None:
     held = {"parts": [{"url": "https://example.com/output.txt", "mediaType": "text/plain", "filename": "output.txt"}]}
-    artifact = mapping.artifact(ARTIFACT, {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": json.dumps(held)})
+    artifact = mapping.artifact(artifact_read({"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": json.dumps(held)}))
     assert artifact.artifact_id == "a2a-t-1"
     part = artifact.parts[0]
     assert (part.url, part.media_type, part.filename) == ("https://example.com/output.txt", "text/plain", "output.txt")
     # A payload that is no A2A Artifact is its bytes, the artifact marked: never a failed read
-    broken = mapping.artifact(ARTIFACT, {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": "{not json"})
+    broken = mapping.artifact(artifact_read({"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": "{not json"}))
     assert broken.artifact_id == "a2a-t-1" and broken.parts[0].raw == b"{not json"
     assert "not an A2A Artifact" in broken.metadata[mapping.UNREPRESENTABLE]
 
 
 # ---- tasks ----------------------------------------------------------------------------------------------
 
-TASK = {
-    "id": "t-1",
-    "context": "c-1",
-    "state": "input_required",
-    "revision": 3,
-    "message_count": 2,
-    "updated_at": "2026-12-01T10:00:01.250000Z",
-}
+# The task as the service answers it: input required, its question the agent's latest message.
+TASK = TaskView.from_json(
+    dict(id="t-1", workspace="ws", context="c-1", state="input_required", revision=3, message_count=2)
+    | dict(event_count=3, created_at="2026-12-01T10:00:00.000000Z", updated_at="2026-12-01T10:00:01.250000Z")
+)
 
 
-def conversation() -> list[dict[str, Any]]:
+def conversation() -> list[MessageRead]:
     asked = stored(a2a({"messageId": "tck-input-required-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}))
-    question = {"id": "m-2", "sequence": 2, "author": "agent", "parts": [{"media_type": "text/plain", "text": "more?"}]}
+    question = record("m-2", "agent", {"media_type": "text/plain", "text": "more?"})
     return [asked, question]
 
 
@@ -377,7 +408,7 @@ def test_an_artifact_protobuf_cannot_hold_is_its_bytes_marked() -> None:
         {"media_type": mapping.ARTIFACT_MEDIA_TYPE, "text": '{"metadata": {"n": ' + BIG + "}}"},
         {"media_type": "application/json", "text": "[1e999]"},
     ):
-        artifact = mapping.artifact(ARTIFACT, payload)
+        artifact = mapping.artifact(artifact_read(payload))
         wire = mapping.as_json(artifact)
         assert base64.b64decode(wire["parts"][0]["raw"]) == payload["text"].encode()
         marks = {**wire.get("metadata", {}), **wire["parts"][0].get("metadata", {})}

@@ -83,7 +83,7 @@ class World:
     # The worker's side, through the same task service.
 
     def task(self, task_id: str) -> dict[str, Any]:
-        return dict(self.tasks.get(CALLER, task_id)["task"])
+        return dict(self.edge.get(CALLER, task_id)["task"])
 
     def worker(self, task_id: str, kind: str, **extra: Any) -> None:
         if task_id not in self.fences:
@@ -95,7 +95,7 @@ class World:
 
     def latest(self) -> str:
         page = self.tasks.list_tasks(CALLER, TaskFilter(), 1, None)
-        return str(page["items"][0]["id"])
+        return page.items[0].id
 
     def script(self, *steps: Callable[[str], None]) -> None:
         """Worker steps to run, one per sleep of the blocking wait, on the task created last."""
@@ -196,7 +196,7 @@ def test_an_unacceptable_context_id_is_refused_and_none_is_generated(world: Worl
     with pytest.raises(A2AError) as info:
         world.send(contextId="not acceptable/", configuration={"returnImmediately": True})
     assert info.value.reason == "INVALID_PARAMS"
-    assert world.tasks.list_tasks(CALLER, TaskFilter(), 1, None)["items"] == []
+    assert world.edge.list_tasks(CALLER, TaskFilter(), 1, None)["items"] == []
 
 
 def test_an_idempotency_key_makes_a_retried_send_create_one_task(world: World) -> None:
@@ -205,7 +205,7 @@ def test_an_idempotency_key_makes_a_retried_send_create_one_task(world: World) -
     first = world.send("once", key="retry-me-1", **request).task
     again = world.send("once", key="retry-me-1", **request).task
     assert again.id == first.id and again.context_id == first.context_id
-    page = world.tasks.list_tasks(CALLER, TaskFilter(), 10, None)
+    page = world.edge.list_tasks(CALLER, TaskFilter(), 10, None)
     assert [t["id"] for t in page["items"]] == [first.id]
     # The same key for another message is the command id reused: a conflict, not a second task
     with pytest.raises(A2AError) as info:
@@ -286,7 +286,7 @@ def test_cancel_reads_again_when_the_task_moved_between_its_read_and_its_command
     task = world.send(configuration={"returnImmediately": True}).task
     real_get, moved = world.tasks.get, []
 
-    def get_then_move(principal: Principal, task_id: str) -> dict[str, Any]:
+    def get_then_move(principal: Principal, task_id: str) -> Any:
         found = real_get(principal, task_id)
         if not moved:  # the worker accepts right after the first read: the cancel's CAS misses
             moved.append(True)

@@ -19,7 +19,7 @@ from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.client.artifacts import ARTIFACT_INLINE_SEND
 from dovecote.client.notes import CHUNK
 from dovecote.client.worker import EventNacked, Job, Worker
-from dovecote.tasks.model import ARTIFACT_HARD_MAX
+from dovecote.tasks.limits import ARTIFACT_HARD_MAX
 
 TASK: dict[str, Any] = {"id": "t1", "workspace": "ws", "state": "working", "revision": 2}
 

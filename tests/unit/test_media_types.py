@@ -81,13 +81,14 @@ def test_the_trailing_semicolon_adds_no_parameter() -> None:
 @pytest.mark.parametrize("value", ["text/plain ", "text/plain; ", "text/plain;;"])
 def test_every_gate_refuses_them(value: str) -> None:
     """Notes, task message parts and artifact payloads share the one definition."""
+    from dovecote.a2a.mapping import MessageBody, PartBody
     from dovecote.notes.service import PutNote, gate_put
-    from dovecote.tasks.commands import gate_message, gate_payload
+    from dovecote.tasks import inputs
 
     with pytest.raises(InvalidArgument, match="media type"):
         gate_put(PutNote(key="k", run=1, name="n", text="x", content_type=value))
     with pytest.raises(InvalidArgument, match="media type"):
-        gate_message({"id": "m1", "parts": [{"media_type": value, "text": "x"}]})
+        inputs.message(MessageBody("m1", (PartBody(value, text="x"),)))
     with pytest.raises(InvalidArgument, match="media type"):
-        gate_payload({"media_type": value, "text": "x"}, 1024)
+        inputs.payload(PartBody(value, text="x"), 1024)  # type: ignore[arg-type]
     assert gate_put(PutNote(key="k", run=1, name="n", text="x", content_type="text/plain;"))[1] == "text/plain;"

@@ -8,6 +8,8 @@ import ast
 import inspect
 from pathlib import Path
 
+import pytest
+
 from dovecote.tasks.service import TaskService
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,3 +79,51 @@ def test_the_a2a_adapter_builds_commands_not_request_bodies() -> None:
     source = (ROOT / "shared/dovecote/a2a/service.py").read_text()
     assert ".gate." not in source
     assert '"input_required"' not in source
+
+
+def test_roles_are_checked_once_in_one_place() -> None:
+    """Who may run a command is checked once, by `commands.authorize` (the one table: each command's
+    BY, or the machine's `by` for a transition), where the command is built: its gate, or the A2A
+    binding that builds it itself. The capabilities that run commands check no role; reads check
+    none either (every role of an authority reads its tasks), but for a worker's own leases."""
+    checks = {"require", "authorize", "worker_id"}
+    found: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "shared/dovecote/tasks").glob("*.py")) + [ROOT / "shared/dovecote/a2a/service.py"]:
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                calls = [
+                    n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+                    for n in ast.walk(node)
+                    if isinstance(n, ast.Call)
+                ]
+                if checks & set(calls):
+                    found.setdefault(path.name, []).append(node.name)
+    gates = {n for n, m in vars(__import__("dovecote.tasks.commands", fromlist=["x"]).CommandGate).items()}
+    assert set(found) == {"commands.py", "leases.py", "service.py"}, found
+    assert set(found["commands.py"]) - {"authorize", "worker_id"} <= gates
+    assert found["leases.py"] == ["get_lease", "list_leases"]
+    assert sorted(found["service.py"]) == ["_again", "_create", "_reply", "cancel_task"]
+
+
+def test_every_role_of_the_authority_reads() -> None:
+    from dovecote.platform.cursors import CursorSigner
+    from dovecote.platform.principal import Principal
+    from dovecote.tasks.memory import InMemoryTaskStore
+    from dovecote.tasks.ports import TaskFilter
+    from tests.support.tasks import CALLER, Edge, Flow
+
+    service = Edge(TaskService(InMemoryTaskStore(), CursorSigner(b"k" * 32)))
+    flow = Flow(service).to_state("working")
+    for who in (CALLER, Principal("acme", "worker"), Principal("acme", "worker", "w9"), Principal("acme", "admin")):
+        assert service.get(who, flow.task_id)["task"]["state"] == "working"
+        assert service.events(who, flow.task_id, None, None)["items"]
+        assert service.list_tasks(who, TaskFilter(), None, None)["total_size"] == 1
+        assert next(service.follow(who, flow.task_id, None)) is not None
+    # A worker's own leases are the workers' (and an admin's); and no principal has another role.
+    from dovecote.platform.errors import Forbidden
+
+    with pytest.raises(Forbidden):
+        service.list_leases(CALLER, None, None)
+    with pytest.raises(Forbidden):
+        Principal("acme", "reader")  # type: ignore[arg-type]

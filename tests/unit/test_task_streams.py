@@ -70,8 +70,8 @@ def test_events_come_as_they_commit_and_the_stream_ends_with_the_terminal_one(se
     assert [e.type for e in events] == ["task_submitted", "task_accepted", "task_completed"]
     assert items[-1] == events[-1]  # nothing after the terminal event
     # data is the event exactly as the events route pages it
-    page = service.service.events(CALLER, flow.task_id, 0, None)["items"]
-    assert [e.data for e in events] == page
+    page = service.events(CALLER, flow.task_id, 0, None)["items"]
+    assert [e.to_json() for e in events] == page
     assert all(e.sequence == d["sequence"] and e.type == d["type"] for e, d in zip(events, page, strict=True))
 
 
@@ -80,7 +80,7 @@ def test_the_lease_state_comes_first_and_at_each_change_without_a_sequence(servi
     flow.create()
     clock.script = [flow.acquire, lambda: flow.worker_cmd("accept"), lambda: flow.worker_cmd("complete")]
     items = follow(service, flow.task_id)
-    leases = [i.data for i in items if isinstance(i, LeaseState)]
+    leases = [i.to_json() for i in items if isinstance(i, LeaseState)]
     assert leases[0] == {"lease": None, "last_lease": None}
     assert leases[1]["lease"]["state"] == "granted" and leases[1]["lease"]["worker"] == "w1"
     assert leases[2]["lease"]["state"] == "accepted"
@@ -91,11 +91,11 @@ def test_a_resumed_stream_sends_every_later_event_once_and_starts_with_the_curre
     service: Edge, clock: Clock
 ) -> None:
     flow = Flow(service).to_state("completed")
-    count = service.service.get(CALLER, flow.task_id)["task"]["event_count"]
+    count = service.get(CALLER, flow.task_id)["task"]["event_count"]
     for after in range(count + 1):
         items = follow(service, flow.task_id, after)
         assert sequences(items) == list(range(after + 1, count + 1))
-        assert isinstance(items[0], LeaseState) and items[0].data["last_lease"]["reason"] == "task_ended"
+        assert isinstance(items[0], LeaseState) and items[0].to_json()["last_lease"]["reason"] == "task_ended"
 
 
 def test_after_past_the_end_another_authority_and_a_missing_task_are_refused_before_any_item(service: Edge) -> None:

@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, seg } from '../api.js';
 import { held, tokenFor } from '../session.js';
-import { Busy, ErrorNote, Field, When } from '../ui.jsx';
+import { Busy, Columns, ErrorNote, Field, When } from '../ui.jsx';
 
 function WhoAmI() {
   const [answers, setAnswers] = useState(null);
@@ -22,16 +22,7 @@ function WhoAmI() {
       <h3 id="whoami-title">Who you are (whoami)</h3>
       <Busy when={!answers} />
       <table class="whoami">
-        <thead>
-          <tr>
-            <th scope="col">Token id</th>
-            <th scope="col">Authority</th>
-            <th scope="col">Role</th>
-            <th scope="col">Worker</th>
-            <th scope="col">Agent</th>
-            <th scope="col">Expires</th>
-          </tr>
-        </thead>
+        <Columns names={['Token id', 'Authority', 'Role', 'Worker', 'Agent', 'Expires']} />
         <tbody>
           {(answers || []).map((a, i) =>
             a.ok ? (
@@ -174,21 +165,19 @@ export function AdminView() {
             <ErrorNote error={error} />
             <Busy when={!tokens && !error} />
             <table class="tokens">
-              <thead>
-                <tr>
-                  <th scope="col">Token id</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Worker</th>
-                  <th scope="col">Agent</th>
-                  <th scope="col">Minted by</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Revoked</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <Columns
+                names={[
+                  'Token id',
+                  'Role',
+                  'Worker',
+                  'Agent',
+                  'Minted by',
+                  'Created',
+                  'Expires',
+                  'Revoked',
+                  '',
+                ]}
+              />
               <tbody>
                 {(tokens || []).map((t) => (
                   <tr key={t.token_id}>

@@ -5,9 +5,9 @@ import { Component } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, call, seg } from '../api.js';
 import { tokenFor } from '../session.js';
-import { Busy, ErrorNote, Field, Missing, TextBody, When, useNow } from '../ui.jsx';
+import { Busy, Columns, ErrorNote, Field, Missing, TextBody, When, useLoad, useNow } from '../ui.jsx';
 import { TERMINAL } from '../live.js';
-import { textMessage, useCommandIds } from './commands.js';
+import { textMessage, useCommand } from './commands.js';
 import { TaskPanel } from './task.jsx';
 
 const STATES = ['', 'submitted', 'working', 'input_required', 'completed', 'canceled', 'rejected', 'failed'];
@@ -111,59 +111,43 @@ function RowBody({ task, lease, want, now }) {
 }
 
 function Receipt({ token, recorder, task }) {
-  const ids = useCommandIds();
+  const { ids, error, setError, send } = useCommand(recorder);
   const [found, setFound] = useState(null);
-  const [error, setError] = useState(null);
   const [decision, setDecision] = useState('success');
   const [observed, setObserved] = useState('');
   const [note, setNote] = useState('');
   const [tick, setTick] = useState(0);
   const base = `/v1/workspaces/${seg(task.workspace)}/artifacts/${seg(task.artifact)}`;
-  useEffect(() => {
-    let live = true;
-    (async () => {
+  useLoad(
+    async (live) => {
+      const artifact = await call(token, 'GET', base);
+      let receipt = null;
       try {
-        const artifact = await call(token, 'GET', base);
-        let receipt = null;
-        try {
-          receipt = (await call(token, 'GET', `${base}/receipt`)).receipt;
-        } catch (e) {
-          if (!(e instanceof ApiError) || e.status !== 404) throw e;
-        }
-        if (live) setFound({ ...artifact, receipt });
+        receipt = (await call(token, 'GET', `${base}/receipt`)).receipt;
       } catch (e) {
-        if (live) setError(e);
+        if (!(e instanceof ApiError) || e.status !== 404) throw e;
       }
-    })();
-    return () => {
-      live = false;
-    };
-  }, [token, base, tick]);
+      if (live()) setFound({ ...artifact, receipt });
+    },
+    [token, base, tick],
+    setError,
+  );
   if (error && !found) return <ErrorNote error={error} />;
   if (!found) return <Busy when>Loading the artifact…</Busy>;
   const { artifact, payload, receipt } = found;
   const record = async (e) => {
     e.preventDefault();
-    setError(null);
-    try {
-      await call(recorder, 'POST', `${base}/receipt`, {
-        body: {
-          command_id: ids.id('receipt'),
-          receipt_id: `${ids.id('receipt')}-r`,
-          artifact_digest: artifact.digest,
-          base_revision: artifact.base_revision,
-          result_revision: artifact.result_revision,
-          decision,
-          ...(decision === 'success' ? { observed_revision: artifact.result_revision } : {}),
-          ...(decision === 'conflict' ? { observed_revision: observed } : {}),
-          ...(note ? { message: note } : {}),
-        },
-      });
-      ids.done('receipt');
-      setTick((t) => t + 1);
-    } catch (err) {
-      setError(err);
-    }
+    const recorded = await send('receipt', `${base}/receipt`, {
+      receipt_id: `${ids.id('receipt')}-r`,
+      artifact_digest: artifact.digest,
+      base_revision: artifact.base_revision,
+      result_revision: artifact.result_revision,
+      decision,
+      ...(decision === 'success' ? { observed_revision: artifact.result_revision } : {}),
+      ...(decision === 'conflict' ? { observed_revision: observed } : {}),
+      ...(note ? { message: note } : {}),
+    });
+    if (recorded) setTick((t) => t + 1);
   };
   return (
     <section class="artifact" aria-labelledby="artifact-title">
@@ -206,9 +190,8 @@ function Receipt({ token, recorder, task }) {
 }
 
 function CallerActions({ token, reader, data, refresh }) {
-  const ids = useCommandIds();
+  const { ids, error, send: post } = useCommand(token);
   const [reply, setReply] = useState('');
-  const [error, setError] = useState(null);
   const [confirmCancel, setConfirmCancel] = useState(false);
   const task = data.task;
   if (!token) {
@@ -221,16 +204,9 @@ function CallerActions({ token, reader, data, refresh }) {
   }
   const path = `/v1/tasks/${seg(task.id)}`;
   const send = async (action, kind, body) => {
-    setError(null);
-    try {
-      await call(token, 'POST', `${path}/${kind}`, { body: { command_id: ids.id(action), expected_revision: task.revision, ...body } });
-      ids.done(action);
-      refresh();
-      return true;
-    } catch (e) {
-      setError(e);
-      return false;
-    }
+    const sent = await post(action, `${path}/${kind}`, { expected_revision: task.revision, ...body });
+    if (sent) refresh();
+    return sent;
   };
   return (
     <section class="actions" aria-labelledby="caller-actions">
@@ -291,35 +267,29 @@ export function BoardView({ taskId, query }) {
   const [tick, setTick] = useState(0);
   const leases = useLeases(token);
   const now = useNow(15000);
-  useEffect(() => {
-    if (!token) return undefined;
-    let live = true;
-    const started = performance.now();
-    setTasks(null);
-    leases.forget();
-    (async () => {
-      try {
-        let all = [];
-        let next = null;
-        do {
-          const page = await call(token, 'GET', '/v1/tasks', { query: { context, state, limit: 100, cursor: next } });
-          if (!live) return;
-          all = all.concat(page.items);
-          next = page.cursor || null;
-          if (page.total_size !== undefined) setTotal({ size: page.total_size, lower: page.total_is_lower_bound });
-          setTasks(all);
-        } while (next && all.length < BOARD_MAX);
-        setCursor(next);
-        performance.mark('board-loaded');
-        window.__boardLoadMs = performance.now() - started;
-      } catch (e) {
-        if (live) setError(e);
-      }
-    })();
-    return () => {
-      live = false;
-    };
-  }, [token, context, state, tick]);
+  useLoad(
+    async (live) => {
+      if (!token) return;
+      const started = performance.now();
+      setTasks(null);
+      leases.forget();
+      let all = [];
+      let next = null;
+      do {
+        const page = await call(token, 'GET', '/v1/tasks', { query: { context, state, limit: 100, cursor: next } });
+        if (!live()) return;
+        all = all.concat(page.items);
+        next = page.cursor || null;
+        if (page.total_size !== undefined) setTotal({ size: page.total_size, lower: page.total_is_lower_bound });
+        setTasks(all);
+      } while (next && all.length < BOARD_MAX);
+      setCursor(next);
+      performance.mark('board-loaded');
+      window.__boardLoadMs = performance.now() - started;
+    },
+    [token, context, state, tick],
+    setError,
+  );
   const counts = useMemo(() => {
     const c = {};
     for (const t of tasks || []) c[t.state] = (c[t.state] || 0) + 1;
@@ -372,19 +342,19 @@ export function BoardView({ taskId, query }) {
       </p>
       <div class="table-wrap" tabindex="0" role="region" aria-label="Tasks">
         <table class="tasks" data-testid="board">
-          <thead>
-            <tr>
-              <th scope="col">Task</th>
-              <th scope="col">Context</th>
-              <th scope="col">State</th>
-              <th scope="col">Rev</th>
-              <th scope="col">Lease holder</th>
-              <th scope="col">Fence</th>
-              <th scope="col">Last heartbeat</th>
-              <th scope="col">Dispatcher fences</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
+          <Columns
+            names={[
+              'Task',
+              'Context',
+              'State',
+              'Rev',
+              'Lease holder',
+              'Fence',
+              'Last heartbeat',
+              'Dispatcher fences',
+              'Updated',
+            ]}
+          />
           <tbody>
             {(tasks || []).map((t) => (
               <Row key={t.id} task={t} lease={leases.leases[t.id]} want={leases.want} now={now} />

@@ -1,8 +1,8 @@
 // Commands with ids that make a retry a replay: an action keeps its command id until it succeeds,
 // so pressing the button again after a lost answer (a dropped connection, 503 commit_unknown) sends
 // the same command and gets the original answer, never a second command.
-import { useRef } from 'preact/hooks';
-import { newId } from '../api.js';
+import { useRef, useState } from 'preact/hooks';
+import { call, newId } from '../api.js';
 
 export function useCommandIds() {
   const ids = useRef({});
@@ -15,6 +15,29 @@ export function useCommandIds() {
       delete ids.current[action];
     },
   };
+}
+
+// A view's commands: each POSTed under its action's id (above), with the last one's error and the
+// action in flight (`busy`). `send` answers true once the command committed.
+export function useCommand(token) {
+  const ids = useCommandIds();
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState('');
+  const send = async (action, path, body) => {
+    setBusy(action);
+    setError(null);
+    try {
+      await call(token, 'POST', path, { body: { command_id: ids.id(action), ...body } });
+      ids.done(action);
+      return true;
+    } catch (e) {
+      setError(e);
+      return false;
+    } finally {
+      setBusy('');
+    }
+  };
+  return { ids, error, setError, busy, send };
 }
 
 export function textMessage(ids, action, text) {

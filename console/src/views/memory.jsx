@@ -1,10 +1,10 @@
 // Judging memory: a scope's pending relation candidates with their evidence, both memories side by
 // side, confirm or dismiss with a note; the audit of past judgments.
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { call, seg } from '../api.js';
 import { tokenFor } from '../session.js';
-import { Busy, ErrorNote, Field, Missing, When } from '../ui.jsx';
-import { useCommandIds } from './commands.js';
+import { Busy, Columns, ErrorNote, Field, Missing, When, useLoad } from '../ui.jsx';
+import { useCommand } from './commands.js';
 
 async function pages(token, path, query, limit = 20) {
   const items = [];
@@ -37,24 +37,11 @@ function MemoryCard({ memory, id, label }) {
 }
 
 function Candidate({ token, relation, memories, onJudged }) {
-  const ids = useCommandIds();
+  const { error, busy, send } = useCommand(token);
   const [note, setNote] = useState('');
-  const [error, setError] = useState(null);
-  const [busy, setBusy] = useState(false);
   const judge = async (decision) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await call(token, 'POST', `/v1/memory/relations/${seg(relation.id)}/judgment`, {
-        body: { command_id: ids.id('judge'), decision, ...(note.trim() ? { note } : {}) },
-      });
-      ids.done('judge');
-      onJudged();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+    const path = `/v1/memory/relations/${seg(relation.id)}/judgment`;
+    if (await send('judge', path, { decision, ...(note.trim() ? { note } : {}) })) onJudged();
   };
   const noteId = `note-${relation.id}`;
   return (
@@ -93,31 +80,25 @@ export function MemoryView({ query }) {
   const [found, setFound] = useState(null);
   const [error, setError] = useState(null);
   const [tick, setTick] = useState(0);
-  useEffect(() => {
-    if (!token || !scope) return undefined;
-    let live = true;
-    setFound(null);
-    (async () => {
-      try {
-        const [pending, confirmed, dismissed, memories] = await Promise.all([
-          pages(token, '/v1/memory/relations', { scope, status: 'pending' }),
-          pages(token, '/v1/memory/relations', { scope, status: 'confirmed' }),
-          pages(token, '/v1/memory/relations', { scope, status: 'dismissed' }),
-          pages(token, '/v1/memory', { scope }),
-        ]);
-        if (!live) return;
-        const byId = Object.fromEntries(memories.map((m) => [m.id, m]));
-        const audit = [...confirmed, ...dismissed].sort((a, b) => (b.judgment?.judged_at || '').localeCompare(a.judgment?.judged_at || ''));
-        setFound({ pending, audit, byId });
-        setError(null);
-      } catch (e) {
-        if (live) setError(e);
-      }
-    })();
-    return () => {
-      live = false;
-    };
-  }, [token, scope, tick]);
+  useLoad(
+    async (live) => {
+      if (!token || !scope) return;
+      setFound(null);
+      const [pending, confirmed, dismissed, memories] = await Promise.all([
+        pages(token, '/v1/memory/relations', { scope, status: 'pending' }),
+        pages(token, '/v1/memory/relations', { scope, status: 'confirmed' }),
+        pages(token, '/v1/memory/relations', { scope, status: 'dismissed' }),
+        pages(token, '/v1/memory', { scope }),
+      ]);
+      if (!live()) return;
+      const byId = Object.fromEntries(memories.map((m) => [m.id, m]));
+      const audit = [...confirmed, ...dismissed].sort((a, b) => (b.judgment?.judged_at || '').localeCompare(a.judgment?.judged_at || ''));
+      setFound({ pending, audit, byId });
+      setError(null);
+    },
+    [token, scope, tick],
+    setError,
+  );
   if (!held) return <Missing need="caller or worker" />;
   return (
     <div class="view memory">
@@ -157,15 +138,7 @@ export function MemoryView({ query }) {
           <section aria-labelledby="audit-title">
             <h3 id="audit-title">Past judgments ({found.audit.length})</h3>
             <table class="audit">
-              <thead>
-                <tr>
-                  <th scope="col">Candidate</th>
-                  <th scope="col">Verb</th>
-                  <th scope="col">Decision</th>
-                  <th scope="col">Note</th>
-                  <th scope="col">Judged</th>
-                </tr>
-              </thead>
+              <Columns names={['Candidate', 'Verb', 'Decision', 'Note', 'Judged']} />
               <tbody>
                 {found.audit.map((r) => (
                   <tr key={r.id}>

@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, seg } from '../api.js';
 import { tokenFor } from '../session.js';
-import { Busy, ErrorNote, External, Field, Missing, TextBody, When } from '../ui.jsx';
+import { Busy, Columns, ErrorNote, External, Field, Missing, TextBody, When } from '../ui.jsx';
 
 function Body({ token, noteRef }) {
   const [note, setNote] = useState(null);
@@ -93,16 +93,7 @@ export function NotesView({ query, noteRef }) {
       <ErrorNote error={error} />
       {items ? (
         <table class="notes-list">
-          <thead>
-            <tr>
-              <th scope="col">Key</th>
-              <th scope="col">Run</th>
-              <th scope="col">Name</th>
-              <th scope="col">Author</th>
-              <th scope="col">Size</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
+          <Columns names={['Key', 'Run', 'Name', 'Author', 'Size', 'Updated']} />
           <tbody>
             {items.map((n) => (
               <tr key={n.ref}>

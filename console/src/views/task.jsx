@@ -3,7 +3,7 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { call, seg } from '../api.js';
 import { follow, TERMINAL } from '../live.js';
-import { Busy, Conversation, ErrorNote, Facts, When, useNow } from '../ui.jsx';
+import { Busy, Conversation, ErrorNote, Facts, When, useLoad, useNow } from '../ui.jsx';
 
 export async function readAll(token, path, key = 'items') {
   const items = [];
@@ -24,25 +24,19 @@ export function useTask(token, taskId) {
   const [error, setError] = useState(null);
   const [tick, setTick] = useState(0);
   const refresh = useCallback(() => setTick((t) => t + 1), []);
-  useEffect(() => {
-    if (!token || !taskId) return undefined;
-    let live = true;
-    (async () => {
-      try {
-        const read = await call(token, 'GET', `/v1/tasks/${seg(taskId)}`);
-        const msgs = await readAll(token, `/v1/tasks/${seg(taskId)}/messages`);
-        if (!live) return;
-        setData(read);
-        setMessages(msgs);
-        setError(null);
-      } catch (e) {
-        if (live) setError(e);
-      }
-    })();
-    return () => {
-      live = false;
-    };
-  }, [token, taskId, tick]);
+  useLoad(
+    async (live) => {
+      if (!token || !taskId) return;
+      const read = await call(token, 'GET', `/v1/tasks/${seg(taskId)}`);
+      const msgs = await readAll(token, `/v1/tasks/${seg(taskId)}/messages`);
+      if (!live()) return;
+      setData(read);
+      setMessages(msgs);
+      setError(null);
+    },
+    [token, taskId, tick],
+    setError,
+  );
   return { data, messages, error, refresh };
 }
 

@@ -28,7 +28,7 @@ from dovecote.a2a.mapping import as_json
 from dovecote.a2a.service import A2AService
 from dovecote.platform import jsonvalues
 from dovecote.platform.principal import Principal
-from dovecote.tasks.model import MAX_PARTS
+from dovecote.tasks.limits import MAX_PARTS
 
 JSON = "application/json"
 SUPPORTED_VERSIONS = ("1.0",)

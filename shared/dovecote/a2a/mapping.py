@@ -29,14 +29,20 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf import json_format
 
 from dovecote.a2a.errors import error
 from dovecote.platform import jsonvalues
-from dovecote.platform.media import is_textual
+from dovecote.platform.media import text_of
+from dovecote.tasks.model import Part as StoredPart
+from dovecote.tasks.model import TaskView
+
+if TYPE_CHECKING:
+    from dovecote.tasks.artifacts import ArtifactRead
+    from dovecote.tasks.reads import MessageRead
 
 # The message metadata key under which A2A's own message fields are kept.
 A2A_KEY = "a2a"
@@ -87,6 +93,23 @@ ROLES = {"caller": Role.ROLE_USER, "agent": Role.ROLE_AGENT}
 SETTLED = frozenset({"input_required", "completed", "canceled", "failed", "rejected"})
 
 
+class PartBody(NamedTuple):
+    """A part as the message's rule (tasks/inputs.py `message`) reads one, the edge's PartIn alike."""
+
+    media_type: str | None = None
+    text: str | None = None
+    data_b64: str | None = None
+    data: Any = None
+    url: str | None = None
+    filename: str | None = None
+
+
+class MessageBody(NamedTuple):
+    id: str
+    parts: tuple[PartBody, ...]
+    metadata: dict[str, Any] | None = None
+
+
 def essence(media_type: str) -> str:
     return media_type.split(";", 1)[0].strip().lower()
 
@@ -103,11 +126,11 @@ def check_media_type(media_type: str, where: str) -> None:
         )
 
 
-def message_body(message: Message, message_id: str) -> dict[str, Any]:
-    """An A2A Message as the body of a Dovecote message (the task gate's input): each part as a
-    Dovecote part (text, bytes, JSON or URL, with its filename), and what Dovecote's parts cannot say
-    in the metadata. Refuses what Dovecote cannot keep faithfully (ContentTypeNotSupported,
-    InvalidParams)."""
+def message_body(message: Message, message_id: str) -> MessageBody:
+    """An A2A Message as the body of a Dovecote message (what the message's rule, tasks/inputs.py
+    `message`, takes): each part as a Dovecote part (text, bytes, JSON or URL, with its filename), and
+    what Dovecote's parts cannot say in the metadata. Refuses what Dovecote cannot keep faithfully
+    (ContentTypeNotSupported, InvalidParams)."""
     if not message.message_id:
         raise error("INVALID_PARAMS", "message.messageId is required")
     if message.role not in (Role.ROLE_USER, Role.ROLE_UNSPECIFIED):
@@ -119,7 +142,7 @@ def message_body(message: Message, message_id: str) -> dict[str, Any]:
         )
     if not message.parts:
         raise error("INVALID_PARAMS", "message.parts must hold at least one part")
-    parts: list[dict[str, Any]] = []
+    parts: list[PartBody] = []
     hints: list[dict[str, Any]] = []
     for i, part in enumerate(message.parts):
         stored, hint = _part_body(part, f"message.parts[{i}]")
@@ -134,30 +157,32 @@ def message_body(message: Message, message_id: str) -> dict[str, Any]:
         a2a["extensions"] = list(message.extensions)
     if message.reference_task_ids:
         a2a["referenceTaskIds"] = list(message.reference_task_ids)
-    return {"id": message_id, "parts": parts, "metadata": {A2A_KEY: a2a}}
+    return MessageBody(message_id, tuple(parts), {A2A_KEY: a2a})
 
 
-def _part_body(part: Part, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A part as the task gate takes it, and its hint: what the Dovecote part cannot hold."""
+def _part_body(part: Part, where: str) -> tuple[PartBody, dict[str, Any]]:
+    """A part as the message's rule takes it, and its hint: what the Dovecote part cannot hold."""
     content = part.WhichOneof("content")
     check_media_type(part.media_type, where)
-    stored: dict[str, Any]
+    filename = part.filename or None
+    stored: PartBody
     if content == "text":
-        stored = {"media_type": part.media_type or TEXT_MEDIA_TYPE, "text": part.text}
+        stored = PartBody(part.media_type or TEXT_MEDIA_TYPE, text=part.text, filename=filename)
     elif content == "raw":
-        stored = {"media_type": part.media_type or RAW_MEDIA_TYPE, "data_b64": base64.b64encode(part.raw).decode()}
+        raw = base64.b64encode(part.raw).decode()
+        stored = PartBody(part.media_type or RAW_MEDIA_TYPE, data_b64=raw, filename=filename)
     elif content == "url":
-        stored = {"media_type": part.media_type or RAW_MEDIA_TYPE, "url": part.url}
+        stored = PartBody(part.media_type or RAW_MEDIA_TYPE, url=part.url, filename=filename)
     elif content == "data":
-        # A protobuf Value may be null, which the gate's `data` form refuses: its JSON text instead.
+        # A protobuf Value may be null, which the rule's `data` form refuses: its JSON text instead.
         value = json_format.MessageToDict(part.data)
-        stored = {"media_type": part.media_type or DATA_MEDIA_TYPE, "text": json.dumps(value, **_COMPACT)}
+        text = json.dumps(value, **_COMPACT)
+        stored = PartBody(part.media_type or DATA_MEDIA_TYPE, text=text, filename=filename)
     else:
         raise error("INVALID_PARAMS", f"{where} has no content: one of text, raw, url or data")
-    if part.filename:
-        stored["filename"] = part.filename
     hint: dict[str, Any] = {}
-    if content != _implied_kind(stored):
+    data = stored.text.encode("utf-8") if stored.text is not None else base64.b64decode(stored.data_b64 or "")
+    if content != _implied_kind(stored.media_type or "", stored.url, data):
         hint["kind"] = content
     if not part.media_type:
         hint["mediaType"] = ""  # A2A gave none: the stored one is Dovecote's default
@@ -169,21 +194,12 @@ def _part_body(part: Part, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
 _COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
 
 
-def _implied_kind(stored: dict[str, Any]) -> str:
+def _implied_kind(media_type: str, url: str | None, data: bytes) -> str:
     """The A2A content a stored part reads back as without a hint: a URL part is a url; bytes that
     Dovecote renders as text (a textual media type, UTF-8) are text; other bytes are raw."""
-    if stored.get("url") is not None:
+    if url:
         return "url"
-    if stored.get("text") is not None:
-        return "text" if is_textual(str(stored["media_type"])) else "raw"
-    data = base64.b64decode(stored.get("data_b64") or "")
-    if is_textual(str(stored["media_type"])):
-        try:
-            data.decode("utf-8")
-            return "text"
-        except UnicodeDecodeError:
-            pass
-    return "raw"
+    return "text" if text_of(media_type, data) is not None else "raw"
 
 
 # ---- Dovecote → A2A ------------------------------------------------------------------------------------
@@ -195,23 +211,24 @@ def a2a_of(metadata: dict[str, Any] | None) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def message(record: dict[str, Any], task_id: str, context_id: str) -> Message:
-    """A Dovecote message (as the task reads render it) as an A2A Message."""
-    a2a = a2a_of(record.get("metadata"))
+def message(read: MessageRead, task_id: str, context_id: str) -> Message:
+    """A Dovecote message (as the task service reads it) as an A2A Message."""
+    record = read.message
+    a2a = a2a_of(record.metadata)
     out = Message(
-        message_id=str(a2a.get("messageId") or record["id"]),
+        message_id=str(a2a.get("messageId") or record.id),
         context_id=context_id,
         task_id=task_id,
-        role=ROLES.get(record["author"], Role.ROLE_UNSPECIFIED),
+        role=ROLES.get(record.author, Role.ROLE_UNSPECIFIED),
     )
     found = a2a.get("parts")
     hints: list[Any] = found if isinstance(found, list) else []
     # Hints without the version are the first convention (kind, filename, mediaType of every part,
     # a URL stored as text/uri-list), kept readable for the messages stored with it.
-    read = part if a2a.get("partsVersion") == PARTS_VERSION or not hints else _legacy_part
-    for i, stored in enumerate(record["parts"]):
+    read_part = part if a2a.get("partsVersion") == PARTS_VERSION or not hints else _legacy_part
+    for i, (stored, download_url) in enumerate(zip(record.parts, read.download_urls, strict=True)):
         hint = hints[i] if i < len(hints) and isinstance(hints[i], dict) else {}
-        out.parts.append(read(stored, hint))
+        out.parts.append(read_part(stored, download_url, hint))
     if isinstance(a2a.get("metadata"), dict):
         held_into(out.metadata, a2a["metadata"], "metadata")
     for name, target in (("extensions", out.extensions), ("referenceTaskIds", out.reference_task_ids)):
@@ -221,46 +238,41 @@ def message(record: dict[str, Any], task_id: str, context_id: str) -> Message:
     return out
 
 
-def _bytes_of(stored: dict[str, Any]) -> bytes:
-    if stored.get("text") is not None:
-        return str(stored["text"]).encode("utf-8")
-    return base64.b64decode(stored.get("data_b64") or "")
-
-
-def part(stored: dict[str, Any], hint: dict[str, Any]) -> Part:
-    """One stored part (text, data_b64, a url, or a download_url past the inline size) as an A2A
-    Part. Its hint (from the message metadata) gives its A2A kind where the stored part does not
-    imply it, an A2A mediaType of "" when A2A gave none, and the part's A2A metadata."""
-    media_type = str(stored.get("media_type") or "")
+def part(stored: StoredPart, download_url: str, hint: dict[str, Any]) -> Part:
+    """One stored part (bytes, a url, or one kept in S3 past the inline size, with its presigned
+    `download_url`) as an A2A Part. Its hint (from the message metadata) gives its A2A kind where the
+    stored part does not imply it, an A2A mediaType of "" when A2A gave none, and the part's A2A
+    metadata."""
+    media_type = stored.media_type
     a2a_media_type = str(hint["mediaType"]) if isinstance(hint.get("mediaType"), str) else media_type
     out = Part()
-    content = hint.get("kind") or _implied_kind(stored)
-    if stored.get("download_url"):
+    content = hint.get("kind") or _implied_kind(media_type, stored.url, stored.data)
+    if download_url:
         # Kept in S3 past the inline size: the client fetches it by its presigned URL.
-        out.url = str(stored["download_url"])
-    elif stored.get("url"):
-        out.url = str(stored["url"])
+        out.url = download_url
+    elif stored.url:
+        out.url = stored.url
     elif content == "data":
-        unheld = _parse_data(stored, out)
+        unheld = _parse_data(stored.data, out)
         if unheld is not None:
-            out.raw, a2a_media_type = _bytes_of(stored), media_type
+            out.raw, a2a_media_type = stored.data, media_type
             if unheld:
                 out.metadata.update({UNREPRESENTABLE: unheld + "; served as its bytes"})
     elif content == "text":
-        out.text = _bytes_of(stored).decode("utf-8", "replace")
+        out.text = stored.data.decode("utf-8", "replace")
     else:
-        out.raw = _bytes_of(stored)
+        out.raw = stored.data
     if a2a_media_type:
         out.media_type = a2a_media_type
-    return _named(out, stored.get("filename"), hint.get("metadata"))
+    return _named(out, stored.filename, hint.get("metadata"))
 
 
-def _parse_data(stored: dict[str, Any], out: Part) -> str | None:
+def _parse_data(data: bytes, out: Part) -> str | None:
     """The stored bytes as JSON into the part's data: None when they are, else why not ("" when
     they are not JSON at all, the problem when they are JSON protobuf cannot hold: NaN, Infinity,
     an integer beyond a double). Either way the caller keeps them as raw bytes."""
     try:
-        value = json.loads(_bytes_of(stored))
+        value = json.loads(data)
     except ValueError:
         return ""
     unheld = jsonvalues.problem(value, "data")
@@ -293,63 +305,66 @@ def _named(out: Part, filename: Any, metadata: Any) -> Part:
     return out
 
 
-def _legacy_part(stored: dict[str, Any], kind: dict[str, Any]) -> Part:
+def _legacy_part(stored: StoredPart, download_url: str, kind: dict[str, Any]) -> Part:
     """A part of a message stored under the first convention: its A2A kind, filename, mediaType and
     metadata all in the message metadata, a URL as a text/uri-list part."""
-    media_type = str(stored.get("media_type") or "")
+    media_type = stored.media_type
     out = Part()
-    content = kind.get("kind") or ("text" if stored.get("text") is not None else "raw")
-    if stored.get("download_url"):
-        out.url = str(stored["download_url"])
+    as_text = not stored.url and not stored.remote and text_of(media_type, stored.data) is not None
+    content = kind.get("kind") or ("text" if as_text else "raw")
+    if download_url:
+        out.url = download_url
         out.media_type = str(kind.get("mediaType") or media_type)
     elif content == "url":
-        out.url = _bytes_of(stored).decode("utf-8", "replace")
+        out.url = stored.data.decode("utf-8", "replace")
         if kind.get("mediaType"):
             out.media_type = str(kind["mediaType"])
     elif content == "data":
-        unheld = _parse_data(stored, out)
+        unheld = _parse_data(stored.data, out)
         if unheld is not None:
-            out.raw = _bytes_of(stored)
+            out.raw = stored.data
             out.media_type = media_type
             if unheld:
                 out.metadata.update({UNREPRESENTABLE: unheld + "; served as its bytes"})
         if kind.get("mediaType"):
             out.media_type = str(kind["mediaType"])
     elif content == "text":
-        out.text = _bytes_of(stored).decode("utf-8", "replace")
+        out.text = stored.data.decode("utf-8", "replace")
         if kind.get("mediaType") or not kind:
             out.media_type = str(kind.get("mediaType") or media_type)
     else:
-        out.raw = _bytes_of(stored)
+        out.raw = stored.data
         out.media_type = media_type
     return _named(out, kind.get("filename"), kind.get("metadata"))
 
 
-def artifact(record: dict[str, Any], payload: dict[str, Any]) -> Artifact:
+def artifact(read: ArtifactRead) -> Artifact:
     """A published Dovecote artifact as an A2A Artifact: the A2A Artifact its payload holds (for
     ARTIFACT_MEDIA_TYPE), else one part by its media type: text/*, JSON as data, bytes, or the
     presigned URL of a payload too large to answer inline. A payload of ARTIFACT_MEDIA_TYPE that is
     no A2A Artifact protobuf can hold is one part of its bytes, the artifact marked (UNREPRESENTABLE):
     a worker's mistake never fails the task's reads, or every page of a list that shows it."""
-    media_type = str(payload.get("media_type") or record.get("media_type") or "")
-    out = Artifact(artifact_id=str(record["id"]), name=str(record["id"]))
-    if essence(media_type) == ARTIFACT_MEDIA_TYPE and payload.get("download_url") is None:
-        unheld = _parse_artifact(_bytes_of(payload), out)
+    artifact_id, media_type = read.artifact.id, read.artifact.media_type
+    data = read.data or b""
+    out = Artifact(artifact_id=artifact_id, name=artifact_id)
+    if essence(media_type) == ARTIFACT_MEDIA_TYPE and read.download_url is None:
+        unheld = _parse_artifact(data, out)
         if unheld is None:
-            out.artifact_id = str(record["id"])
+            out.artifact_id = artifact_id
             return out
-        out = Artifact(artifact_id=str(record["id"]), name=str(record["id"]))
-        out.parts.append(Part(raw=_bytes_of(payload), media_type=media_type))
+        out = Artifact(artifact_id=artifact_id, name=artifact_id)
+        out.parts.append(Part(raw=data, media_type=media_type))
         out.metadata.update({UNREPRESENTABLE: f"the payload is not an A2A Artifact ({unheld}); served as its bytes"})
         return out
-    if payload.get("download_url"):
-        out.parts.append(Part(url=str(payload["download_url"]), media_type=media_type))
+    text = text_of(media_type, data) if read.download_url is None else None
+    if read.download_url:
+        out.parts.append(Part(url=read.download_url, media_type=media_type))
     elif essence(media_type) == DATA_MEDIA_TYPE:
-        out.parts.append(part(payload, {"kind": "data", "mediaType": ""}))
-    elif essence(media_type).startswith("text/") and payload.get("text") is not None:
-        out.parts.append(Part(text=str(payload["text"]), media_type=media_type))
+        out.parts.append(part(StoredPart(media_type, data), "", {"kind": "data", "mediaType": ""}))
+    elif essence(media_type).startswith("text/") and text is not None:
+        out.parts.append(Part(text=text, media_type=media_type))
     else:
-        out.parts.append(Part(raw=_bytes_of(payload), media_type=media_type))
+        out.parts.append(Part(raw=data, media_type=media_type))
     return out
 
 
@@ -369,29 +384,29 @@ def _parse_artifact(data: bytes, out: Artifact) -> str | None:
     return None
 
 
-def status_message(messages: list[dict[str, Any]], state: str) -> dict[str, Any] | None:
+def status_message(messages: list[MessageRead], state: str) -> MessageRead | None:
     """The agent's message that goes with the current state (its question, or its last word), or None."""
     if state in ("submitted", "working") or not messages:
         return None
     last = messages[-1]
-    return last if last.get("author") == "agent" else None
+    return last if last.message.author == "agent" else None
 
 
 def task(
-    record: dict[str, Any],
-    messages: list[dict[str, Any]],
+    record: TaskView,
+    messages: list[MessageRead],
     artifacts: list[Artifact],
     *,
     history_length: int | None,
     with_artifacts: bool = True,
     room: int | None = None,
 ) -> Task:
-    """A Dovecote task (its JSON, its messages oldest first, its published artifact) as an A2A Task.
-    With `room` (bytes, by `weight`), the history keeps the latest messages that fit in it."""
-    task_id, context_id = str(record["id"]), str(record["context"])
-    status = TaskStatus(state=STATES[record["state"]])
-    status.timestamp.FromJsonString(str(record["updated_at"]))
-    current = status_message(messages, str(record["state"]))
+    """A Dovecote task (as the service answers it, its messages oldest first, its published artifact)
+    as an A2A Task. With `room` (bytes, by `weight`), the history keeps the latest messages that fit."""
+    task_id, context_id = record.id, record.context
+    status = TaskStatus(state=STATES[record.state])
+    status.timestamp.FromJsonString(record.updated_at)
+    current = status_message(messages, record.state)
     if current is not None:
         status.message.CopyFrom(message(current, task_id, context_id))
     out = Task(id=task_id, context_id=context_id, status=status)
@@ -426,11 +441,11 @@ def weight(value: Any) -> int:
     return len(text.encode("utf-8")) + text.count('"') + text.count("\\")
 
 
-def answers_with_message(messages: list[dict[str, Any]], state: str) -> bool:
+def answers_with_message(messages: list[MessageRead], state: str) -> bool:
     """The worker's final message asks to be the answer itself (a Message-only answer)."""
     current = status_message(messages, state)
     return (
-        state == "completed" and current is not None and a2a_of(current.get("metadata")).get("messageResponse") is True
+        state == "completed" and current is not None and a2a_of(current.message.metadata).get("messageResponse") is True
     )
 
 

@@ -34,12 +34,11 @@ class A2ABodies:
         if not page or page[0].sequence != sequence:
             # The stream only names committed events, and the read is consistent: never skip one.
             raise Unavailable("the task event is not readable yet", task_id=task, sequence=sequence)
-        event = page[0].to_json()
-        item = Logged(sequence, page[0].type, event)
-        updates = event_updates(self.a2a, principal, task, str(record["context"]), item)
+        item = Logged(page[0])
+        updates = event_updates(self.a2a, principal, task, record.context, item)
         bodies = [
             json.dumps(as_json(u.response), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             for u in updates
             if u.response is not None
         ]
-        return Built(bodies, machine.is_terminal(str(event["state"])))
+        return Built(bodies, machine.is_terminal(item.event.state))

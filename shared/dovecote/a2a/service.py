@@ -46,15 +46,18 @@ from a2a.types import (
 
 from dovecote.a2a import mapping
 from dovecote.a2a.errors import A2AError, error, from_domain
+from dovecote.a2a.mapping import MessageBody
 from dovecote.a2a.waits import MemoryWaits, Waits
 from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, RevisionConflict
 from dovecote.platform.ids import check_id
 from dovecote.platform.observability import logger
 from dovecote.platform.principal import Principal
 from dovecote.platform.settings import Settings
-from dovecote.tasks import machine
-from dovecote.tasks.commands import Cancel, CreateTask, Reply, gate_message
+from dovecote.tasks import inputs, machine
+from dovecote.tasks.commands import Cancel, CreateTask, Reply, authorize
+from dovecote.tasks.model import Receipt, TaskView
 from dovecote.tasks.ports import TaskFilter
+from dovecote.tasks.reads import MessageRead
 from dovecote.tasks.service import TaskService
 
 if TYPE_CHECKING:
@@ -114,7 +117,7 @@ class A2AService:
 
     def commit_message(
         self, principal: Principal, request: SendMessageRequest, idempotency_key: str = ""
-    ) -> tuple[dict[str, Any], int | None]:
+    ) -> tuple[TaskView, int | None]:
         """SendMessage's commit without its wait (SendStreamingMessage follows the task instead):
         the task record after the create or reply, and the historyLength asked for."""
         if not request.HasField("message"):
@@ -151,20 +154,18 @@ class A2AService:
         if webhook and self.push is not None and not request.message.task_id:
             self.push.forget(principal, ids.task, webhook)  # the task it was for was never created
 
-    def answer(self, principal: Principal, record: dict[str, Any], history: int | None = None) -> Task | Message:
+    def answer(self, principal: Principal, record: TaskView, history: int | None = None) -> Task | Message:
         """The task as SendMessage answers it: the Task, or the Message of a Message-only answer."""
         return self._answer(principal, record, history)  # type: ignore[no-any-return]
 
-    def record(self, principal: Principal, task_id: str) -> dict[str, Any]:
+    def record(self, principal: Principal, task_id: str) -> TaskView:
         """The task's record (TaskNotFound for none, another authority's included)."""
         return self._get(principal, task_id)
 
-    def artifacts(self, principal: Principal, record: dict[str, Any]) -> list[Artifact]:
+    def artifacts(self, principal: Principal, record: TaskView) -> list[Artifact]:
         return self._artifacts(principal, record)
 
-    def _create(
-        self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _create(self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: MessageBody) -> TaskView:
         context = request.message.context_id or ids.context
         try:
             check_id(context, "contextId")
@@ -175,16 +176,16 @@ class A2AService:
                 contextId=context[:128],
             ) from None
         # The command built directly: its ids are this adapter's own (checked above, or generated),
-        # its message through the one message validator every binding shares.
-        command = CreateTask(ids.command, ids.task, self.workspace, context, gate_message(body))
-        return dict(self.tasks.create(principal, command).body)
+        # its message through the one rule of a message every binding shares; who may create, asked
+        # once, as the HTTP gate asks it.
+        command = CreateTask(ids.command, ids.task, self.workspace, context, inputs.message(body))
+        authorize(principal, CreateTask)
+        return self.tasks.create(principal, command).answer
 
-    def _reply(
-        self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _reply(self, principal: Principal, request: SendMessageRequest, ids: _Ids, body: MessageBody) -> TaskView:
         task_id = request.message.task_id
         record = self._get(principal, task_id)
-        if request.message.context_id and request.message.context_id != record["context"]:
+        if request.message.context_id and request.message.context_id != record.context:
             raise error(
                 "INVALID_PARAMS",
                 "contextId does not match the task's",
@@ -195,35 +196,35 @@ class A2AService:
             used = self.tasks.command_receipt(principal, ids.command)
             if used is not None:
                 return self._again(principal, record, ids, body, used)
-        if machine.is_terminal(record["state"]):
+        if machine.is_terminal(record.state):
             raise error(
                 "UNSUPPORTED_OPERATION",
-                f"the task is {record['state']}: a terminal task takes no more messages",
+                f"the task is {record.state}: a terminal task takes no more messages",
                 taskId=task_id,
-                state=mapping.TaskState.Name(mapping.STATES[record["state"]]),
+                state=mapping.TaskState.Name(mapping.STATES[record.state]),
             )
-        if not self.tasks.allows(Reply, record["state"]):
+        if not self.tasks.allows(Reply, record.state):
             raise error(
                 "UNSUPPORTED_OPERATION",
-                f"the task is {record['state']}: a message continues a task only when it requires input",
+                f"the task is {record.state}: a message continues a task only when it requires input",
                 taskId=task_id,
-                state=mapping.TaskState.Name(mapping.STATES[record["state"]]),
+                state=mapping.TaskState.Name(mapping.STATES[record.state]),
             )
-        command = Reply(task_id, ids.command, int(record["revision"]), message=gate_message(body))
-        return dict(self.tasks.reply(principal, command).body)
+        command = Reply(task_id, ids.command, record.revision, message=inputs.message(body))
+        authorize(principal, Reply)
+        return self.tasks.reply(principal, command).answer
 
-    def _again(
-        self, principal: Principal, record: dict[str, Any], ids: _Ids, body: dict[str, Any], used: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _again(self, principal: Principal, record: TaskView, ids: _Ids, body: MessageBody, used: Receipt) -> TaskView:
         """A reply under an Idempotency-Key some command already used: that command rebuilt as it
         was first sent (a reply's expected revision is the one before its answer's), so the task
         service's own replay rule decides. An exact retry replays; another message, another task,
         or a key the create used is its IdempotencyConflict (409), as on create."""
-        first = used.get("result")
-        revision = first.get("revision") if isinstance(first, dict) and used.get("kind") == "reply_task" else None
-        expected = int(revision) - 1 if isinstance(revision, int) and revision > 1 else int(record["revision"])
-        self.tasks.reply(principal, Reply(record["id"], ids.command, expected, message=gate_message(body)))
-        return self._get(principal, record["id"])
+        revision = TaskView.from_json(used.result).revision if used.kind == "reply_task" else None
+        expected = revision - 1 if revision is not None and revision > 1 else record.revision
+        command = Reply(record.id, ids.command, expected, message=inputs.message(body))
+        authorize(principal, Reply)
+        self.tasks.reply(principal, command)
+        return self._get(principal, record.id)
 
     def _take(self, principal: Principal) -> str | None:
         """A slot of the authority's bound, or None: all are held, or the bound could not be read
@@ -240,11 +241,11 @@ class A2AService:
         except DomainError as exc:  # the entry expires by itself (waits.HOLD_SECONDS)
             logger.warning("a blocking wait's slot was not given back", extra={"code": exc.code})
 
-    def _wait(self, principal: Principal, record: dict[str, Any], started: float) -> dict[str, Any]:
+    def _wait(self, principal: Principal, record: TaskView, started: float) -> TaskView:
         """Follow the task's events from its current revision until a terminal or interrupted state,
         or the deadline, less the room the next poll and the answer's reads need; then the task as
         it stands."""
-        state, cursor = record["state"], int(record["revision"])
+        state, cursor = record.state, record.revision
         delay = POLL_FIRST
         deadline = started + self.block_seconds
         slowest = 0.0
@@ -253,28 +254,28 @@ class A2AService:
                 break
             polled = self.monotonic()
             try:
-                page = self.tasks.events(principal, record["id"], cursor, None)
+                page = self.tasks.events(principal, record.id, cursor, None)
             except DomainError as exc:
-                raise from_domain(exc, taskId=record["id"]) from None
+                raise from_domain(exc, taskId=record.id) from None
             slowest = max(slowest, self.monotonic() - polled)
-            for event in page["items"]:
-                state = event["state"]
+            for event in page.items:
+                state = event.state
                 if state in mapping.SETTLED:
                     break
-            cursor = int(page["next"])
-            if state in mapping.SETTLED or page["has_more"]:
+            cursor = page.next
+            if state in mapping.SETTLED or page.has_more:
                 continue
             remaining = deadline - self.monotonic() - slowest * (1 + ANSWER_READS)
             if remaining <= 0:
                 break
             self.sleep(min(delay, remaining))
             delay = min(delay * 2, POLL_MAX)
-        return self._get(principal, record["id"])
+        return self._get(principal, record.id)
 
-    def _answer(self, principal: Principal, record: dict[str, Any], history: int | None) -> Any:
+    def _answer(self, principal: Principal, record: TaskView, history: int | None) -> Any:
         messages = self._messages(principal, record, None if history is None else max(history, 1))
-        if mapping.answers_with_message(messages, record["state"]):
-            answer = mapping.message(messages[-1], "", record["context"])
+        if mapping.answers_with_message(messages, record.state):
+            answer = mapping.message(messages[-1], "", record.context)
             answer.ClearField("task_id")  # a Message-only answer: no task for the client to follow
             return answer
         return self._task(principal, record, messages, history)
@@ -291,8 +292,8 @@ class A2AService:
     def _task(
         self,
         principal: Principal,
-        record: dict[str, Any],
-        messages: list[dict[str, Any]],
+        record: TaskView,
+        messages: list[MessageRead],
         history: int | None,
         *,
         with_artifacts: bool = True,
@@ -331,14 +332,12 @@ class A2AService:
         except DomainError as exc:
             raise from_domain(exc) from None
         with_artifacts = request.include_artifacts
-        out = ListTasksResponse(
-            next_page_token=page.get("cursor") or "", page_size=size, total_size=int(page.get("total_size") or 0)
-        )
+        out = ListTasksResponse(next_page_token=page.cursor or "", page_size=size, total_size=page.total_size)
         # The page stops before the answer would pass ANSWER_BYTES (as /v1's pages stop at 4 MiB):
         # its first task always, shaped to fit; any later one only whole, else the page is cut
         # before it and nextPageToken continues there.
         room = mapping.ANSWER_BYTES - mapping.weight(out) - LIST_ENVELOPE
-        for i, record in enumerate(page["items"]):
+        for i, record in enumerate(page.items):
             messages = self._messages(principal, record, history) if history != 0 else []
             task = self._task(
                 principal,
@@ -350,7 +349,7 @@ class A2AService:
             )
             used = mapping.weight(task) + 1  # and its comma
             if i > 0 and used > room:
-                last = page["items"][i - 1]
+                last = page.items[i - 1]
                 out.next_page_token = self.tasks.list_tasks_after(principal, listed, last)
                 break
             out.tasks.append(task)
@@ -364,17 +363,18 @@ class A2AService:
         _require_id(request.id)
         for _attempt in range(CANCEL_ATTEMPTS):
             record = self._get(principal, request.id)
-            if record["state"] == "canceled":
+            if record.state == "canceled":
                 break  # canceled already (by this request's first try, or another): idempotent
-            if not self.tasks.allows(Cancel, record["state"]):
+            if not self.tasks.allows(Cancel, record.state):
                 raise error(
                     "TASK_NOT_CANCELABLE",
-                    f"the task is {record['state']}: only a task that has not ended can be canceled",
+                    f"the task is {record.state}: only a task that has not ended can be canceled",
                     taskId=request.id,
-                    state=mapping.TaskState.Name(mapping.STATES[record["state"]]),
+                    state=mapping.TaskState.Name(mapping.STATES[record.state]),
                 )
-            command = Cancel(request.id, "a2a-" + uuid.uuid4().hex, int(record["revision"]))
+            command = Cancel(request.id, "a2a-" + uuid.uuid4().hex, record.revision)
             try:
+                authorize(principal, Cancel)
                 self.tasks.cancel(principal, command)
                 break
             except RevisionConflict:
@@ -389,42 +389,42 @@ class A2AService:
 
     # ---- reads ----------------------------------------------------------------------------------------
 
-    def _get(self, principal: Principal, task_id: str) -> dict[str, Any]:
+    def _get(self, principal: Principal, task_id: str) -> TaskView:
         try:
-            return dict(self.tasks.get(principal, task_id)["task"])
+            return self.tasks.get(principal, task_id).task
         except (NotFound, InvalidArgument):
             # An id that is not a Dovecote id names no task either; another authority's is not found.
             raise error("TASK_NOT_FOUND", "task not found", taskId=task_id[:128]) from None
         except DomainError as exc:
             raise from_domain(exc, taskId=task_id[:128]) from None
 
-    def _messages(self, principal: Principal, record: dict[str, Any], history: int | None) -> list[dict[str, Any]]:
+    def _messages(self, principal: Principal, record: TaskView, history: int | None) -> list[MessageRead]:
         """The task's last `history` messages (DEFAULT_HISTORY when None), oldest first."""
         wanted = DEFAULT_HISTORY if history is None else history
-        count = int(record["message_count"])
+        count = record.message_count
         after = max(0, count - wanted)
-        found: list[dict[str, Any]] = []
+        found: list[MessageRead] = []
         try:
             while after < count:
-                page = self.tasks.messages(principal, record["id"], after, None)
-                found.extend(page["items"])
-                if not page["has_more"] or not page["items"]:
+                page = self.tasks.messages(principal, record.id, after, None)
+                found.extend(page.items)
+                if not page.has_more or not page.items:
                     break
-                after = int(page["next"])
+                after = page.next
         except DomainError as exc:
-            raise from_domain(exc, taskId=record["id"]) from None
+            raise from_domain(exc, taskId=record.id) from None
         return found
 
-    def _artifacts(self, principal: Principal, record: dict[str, Any], *, inline: bool = True) -> list[Artifact]:
+    def _artifacts(self, principal: Principal, record: TaskView, *, inline: bool = True) -> list[Artifact]:
         """The published artifact (a completed task's), as A2A sees artifacts: a frozen one is not
         the task's output until the task completes. Not `inline`: its payload by presigned URL."""
-        if record["state"] != "completed" or not record.get("artifact"):
+        if record.state != "completed" or not record.artifact:
             return []
         try:
-            found = self.tasks.get_artifact(principal, record["workspace"], record["artifact"], inline=inline)
+            found = self.tasks.get_artifact(principal, record.workspace, record.artifact, inline=inline)
         except DomainError as exc:
-            raise from_domain(exc, taskId=record["id"]) from None
-        return [mapping.artifact(found["artifact"], found["payload"])]
+            raise from_domain(exc, taskId=record.id) from None
+        return [mapping.artifact(found)]
 
 
 class _Ids:

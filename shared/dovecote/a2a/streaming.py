@@ -35,6 +35,7 @@ from dovecote.a2a.service import A2AService
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
+from dovecote.tasks.model import TaskView
 from dovecote.tasks.streams import KeepAlive, Logged
 
 
@@ -53,7 +54,7 @@ def send_streaming(
     """SendStreamingMessage: the commit happens here, before any byte (its errors raise now)."""
     record, history = a2a.commit_message(principal, request, idempotency_key)
     first = a2a.answer(principal, record, history)
-    sequence = int(record["event_count"])
+    sequence = record.event_count
     if isinstance(first, Message):
         return iter([Update(sequence, StreamResponse(message=first))])
     return _stream(a2a, principal, record, StreamResponse(task=first), sequence, ends=mapping.SETTLED)
@@ -66,13 +67,13 @@ def subscribe(
     if not request.id:
         raise error("INVALID_PARAMS", "id is required: the task's id")
     record = a2a.record(principal, request.id)
-    if machine.is_terminal(record["state"]):
+    if machine.is_terminal(record.state):
         raise error(
             "UNSUPPORTED_OPERATION",
-            f"the task is {record['state']}: a terminal task has no updates to subscribe to",
+            f"the task is {record.state}: a terminal task has no updates to subscribe to",
             taskId=request.id,
         )
-    count = int(record["event_count"])
+    count = record.event_count
     after = count if last_event_id is None else last_event_id
     if after > count:
         raise error(
@@ -86,14 +87,14 @@ def subscribe(
 def _stream(
     a2a: A2AService,
     principal: Principal,
-    record: dict[str, object],
+    record: TaskView,
     opening: StreamResponse,
     sequence: int,
     *,
     after: int | None = None,
     ends: frozenset[str],
 ) -> Iterator[Update]:
-    task_id, context_id = str(record["id"]), str(record["context"])
+    task_id, context_id = record.id, record.context
     try:
         items = a2a.tasks.follow(principal, task_id, sequence if after is None else after)
     except DomainError as exc:
@@ -109,11 +110,11 @@ def _updates(
     opening: StreamResponse,
     sequence: int,
     items: Iterator[object],
-    record: dict[str, object],
+    record: TaskView,
     ends: frozenset[str],
 ) -> Iterator[Update]:
     yield Update(sequence, opening)
-    if str(record["state"]) in ends and int(str(record["event_count"])) <= sequence:
+    if record.state in ends and record.event_count <= sequence:
         return  # it already stands in a state that ends this stream, and it was read there
     for item in items:
         if isinstance(item, KeepAlive):
@@ -122,7 +123,7 @@ def _updates(
         if not isinstance(item, Logged):
             continue  # lease states are Dovecote's; a reconnect bound simply ends the A2A stream
         yield from event_updates(a2a, principal, task_id, context_id, item)
-        if str(item.data["state"]) in ends:
+        if item.event.state in ends:
             return
 
 
@@ -131,7 +132,7 @@ def event_updates(a2a: A2AService, principal: Principal, task_id: str, context_i
     artifact a completion publishes, then the TaskStatusUpdateEvent. Push notifications are built
     here too (dovecote/a2a/notifications.py): one notification per update."""
     out: list[Update] = []
-    state = str(item.data["state"])
+    state = item.event.state
     if item.type == "task_completed":
         done = a2a.record(principal, task_id)
         for artifact in a2a.artifacts(principal, done):
@@ -139,8 +140,8 @@ def event_updates(a2a: A2AService, principal: Principal, task_id: str, context_i
             event.artifact.CopyFrom(artifact)
             out.append(Update(item.sequence, StreamResponse(artifact_update=event)))
     status = TaskStatus(state=mapping.STATES[state])
-    status.timestamp.FromJsonString(str(item.data["occurred_at"]))
-    said = _agent_message(a2a, principal, task_id, context_id, item.data.get("message"), state)
+    status.timestamp.FromJsonString(item.event.occurred_at)
+    said = _agent_message(a2a, principal, task_id, context_id, item.event.message, state)
     if said is not None:
         status.message.CopyFrom(said)
     update = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)
@@ -156,7 +157,7 @@ def _agent_message(
     if not message_id or state in ("submitted", "working"):
         return None
     try:
-        found = a2a.tasks.message(principal, task_id, str(message_id))["message"]
+        found = a2a.tasks.message(principal, task_id, str(message_id))
     except DomainError as exc:
         raise from_domain(exc, taskId=task_id) from None
-    return mapping.message(found, task_id, context_id) if found.get("author") == "agent" else None
+    return mapping.message(found, task_id, context_id) if found.message.author == "agent" else None

@@ -17,7 +17,7 @@ import typer
 
 from dovecote.cli.common import EXIT_API, EXIT_USAGE, CliError, CommandId, Json, client, emit, note, transfer
 from dovecote.cli.groups import new_app
-from dovecote.tasks.model import DECISIONS
+from dovecote.tasks.limits import DECISIONS
 
 app = new_app("Artifacts of a workspace (caller): read one, its workspace head, its apply receipt.")
 receipt_app = new_app("An artifact's apply receipt: record it, or read it.")

@@ -14,6 +14,7 @@ shape whatever failed; and the exit code that says which kind:
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,16 @@ class CliError(Exception):
         self.exit_code = exit_code
         self.code = code
         self.details = details or {}
+
+
+def swapped(argument: str, value: str, why: str, *right_order: str) -> CliError:
+    """Two positional arguments given the wrong way round: the usage error says why `value` cannot
+    be `argument`, and shows the command with its arguments in the right order."""
+    return CliError(
+        f"{argument} {value!r} {why} (`{shlex.join(right_order)}`)",
+        EXIT_USAGE,
+        details={"argument": argument, "value": value},
+    )
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,12 @@ only by route and fields are built from the verb table (`dovecote.cli.verbs`).""
 
 from __future__ import annotations
 
-import shlex
 from typing import Annotated, Any
 
 import typer
 
-from dovecote.cli.common import EXIT_NOTHING, EXIT_USAGE, CliError, Json, client, done, fields, print_json, say
+from dovecote.cli.common import EXIT_NOTHING, Json, client, done, fields, print_json, say
+from dovecote.cli.errors import swapped
 from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Pages, Show, Verb, param, register
 from dovecote.memory.model import DECISIONS
@@ -19,12 +19,8 @@ def relation_of(values: dict[str, Any]) -> str:
     """RELATION, unless it is a decision (the two arguments swapped): a usage error in the right order."""
     relation, decision = values["relation_id"], values["decision"]
     if relation in DECISIONS and decision not in DECISIONS:
-        raise CliError(
-            f"RELATION {relation!r} is a decision: the order is RELATION DECISION "
-            f"(`dovecote memory judge {shlex.join([decision, relation])}`)",
-            EXIT_USAGE,
-            details={"argument": "RELATION", "value": relation},
-        )
+        why = "is a decision: the order is RELATION DECISION"
+        raise swapped("RELATION", relation, why, "dovecote", "memory", "judge", decision, relation)
     return str(relation)
 
 

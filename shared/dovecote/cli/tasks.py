@@ -11,7 +11,6 @@ the same command: the message id is derived from it, so the retry replays instea
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from typing import Annotated, Any
 
@@ -34,11 +33,12 @@ from dovecote.cli.common import (
     note,
     say,
 )
+from dovecote.cli.errors import swapped
 from dovecote.cli.groups import ParentGroup, new_app
 from dovecote.cli.verbs import Pages, Show, Values, Verb, param, register
 from dovecote.client.tasks import ALL_STATES, TERMINAL_STATES, bytes_message
 from dovecote.platform.ids import is_id
-from dovecote.tasks.model import MAX_MESSAGE_BYTES
+from dovecote.tasks.limits import MAX_MESSAGE_BYTES
 
 # `dovecote tasks webhooks …` is a sub-group of its own module, loaded when used (groups.SUBGROUPS).
 app = new_app("Tasks, as a caller: create, read, reply, cancel, wait.", cls=ParentGroup)
@@ -108,12 +108,10 @@ def task_of(values: Values, verb: str) -> str:
     error shows the command in the right order (an id that is simply wrong is the API's to refuse)."""
     task, text = values["task_id"], values.get("text")
     if not is_id(task) and text is not None and is_id(text):
-        raise CliError(
-            f"TASK {task!r} is not a task id (letters, digits and . _ : -, at most 128); {text!r} is one: "
-            f"did you swap TASK and TEXT? (`dovecote tasks {verb} {shlex.join([text, task])}`)",
-            EXIT_USAGE,
-            details={"argument": "TASK", "value": task},
+        why = (
+            f"is not a task id (letters, digits and . _ : -, at most 128); {text!r} is one: did you swap TASK and TEXT?"
         )
+        raise swapped("TASK", task, why, "dovecote", "tasks", verb, text, task)
     return str(task)
 
 

@@ -111,7 +111,7 @@ class ArtifactsMixin:
     def _staged(
         self, task_id: str, fence: int, stream: IO[bytes], media_type: str | None, progress: Progress | None
     ) -> dict[str, Any]:
-        from dovecote.tasks.model import ARTIFACT_HARD_MAX  # only a freeze needs it: `notes get` starts faster
+        from dovecote.tasks.limits import ARTIFACT_HARD_MAX
 
         size, digest, utf8 = scan(stream)
         if size > ARTIFACT_HARD_MAX:

@@ -13,7 +13,7 @@ from typing import Any, Callable, cast
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
 from aws_lambda_powertools.logging import correlation_paths
-from pydantic import BaseModel, GetJsonSchemaHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, GetJsonSchemaHandler, model_serializer
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
@@ -22,13 +22,16 @@ from dovecote.platform.errors import DomainError, InvalidArgument, NotFound
 from dovecote.platform.observability import logger, metrics
 from dovecote.platform.principal import Principal, principal_from_event
 from dovecote.platform.request_text import SURROGATE, bad_text, not_utf8, query_refusal
-from dovecote.platform.schema import EdgeModel
+from dovecote.platform.schema import EdgeModel, type_error
 
 JSON = "application/json"
 
 
 class ApiModel(EdgeModel):
-    """Response models leave out null fields: an absent cursor or body form is omitted, not null."""
+    """Response models leave out null fields: an absent cursor or body form is omitted, not null.
+    They are read from the attributes of the value a service answers (a record, a typed read)."""
+
+    model_config = ConfigDict(from_attributes=True)
 
     @model_serializer(mode="wrap")
     def _omit_none(self, handler: Any) -> Any:
@@ -112,16 +115,6 @@ def error_responses(*statuses: int, why: dict[int, str] | None = None) -> dict[i
 
 def error_response(error: DomainError) -> Response:
     return Response(status_code=error.status, content_type=JSON, body=json.dumps(error.envelope()))
-
-
-def _validation_details(exc: RequestValidationError) -> dict[str, Any]:
-    problems = []
-    for err in exc.errors():
-        location = [str(part) for part in err.get("loc", ()) if part not in ("body",)]
-        if err.get("type") == "json_invalid":
-            location = []
-        problems.append({"field": ".".join(location), "problem": err.get("msg", "invalid")})
-    return {"problems": problems}
 
 
 # Routes API Gateway serves without the authorizer (infra/routes.py; tests/unit/test_routes.py
@@ -292,10 +285,7 @@ def new_resolver() -> APIGatewayHttpResolver:
 
     @app.exception_handler(RequestValidationError)
     def _invalid(exc: RequestValidationError) -> Response:
-        details = _validation_details(exc)
-        first = details["problems"][0] if details["problems"] else {"field": "", "problem": "invalid"}
-        where = f"{first['field']}: " if first["field"] else ""
-        return error_response(InvalidArgument(f"{where}{first['problem']}", **details))
+        return error_response(type_error(exc.errors()))
 
     @app.exception_handler(ResponseValidationError)
     def _bad_response(exc: ResponseValidationError) -> Response:

@@ -133,3 +133,14 @@ def validate_media_type(value: str, *, field: str = "content_type") -> str:
 def is_textual(media_type: str) -> bool:
     essence = media_type.split(";", 1)[0].strip().lower()
     return essence.startswith("text/") or essence == "application/json" or essence.endswith("+json")
+
+
+def text_of(media_type: str, data: bytes) -> str | None:
+    """The bytes as the text Dovecote renders them as (a textual media type, valid UTF-8), or None:
+    what every binding shows as text rather than bytes."""
+    if not is_textual(media_type):
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

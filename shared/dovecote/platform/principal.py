@@ -24,6 +24,12 @@ class Principal:
     # When that token expires (RFC 3339 UTC, as stored); "" when unknown.
     expires_at: str = ""
 
+    def __post_init__(self) -> None:
+        # Every role check (`require`, and whatever lets every role through, as the reads do) can
+        # rely on the role being one of ROLES: a principal with any other role does not exist.
+        if self.role not in ROLES:
+            raise Forbidden(f"{self.role!r} is not a role", role=str(self.role), allowed=list(ROLES))
+
     def require(self, *roles: Role) -> Principal:
         """Admin can do what callers and workers do; anyone else needs a listed role."""
         if self.role != "admin" and self.role not in roles:

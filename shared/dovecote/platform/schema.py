@@ -1,9 +1,18 @@
-"""What the OpenAPI document declares about inputs, in one place.
+"""What the edge's models declare about inputs, and how a field's rule becomes its validator.
 
-The domain gates enforce every rule with their own stable codes and the reference's messages; these
-constraints only *document* them (`json_schema_extra`), so the published schema is exact without a
-second, differently worded validation in pydantic. tests/e2e/test_schemathesis.py holds the two
-together: every schema-valid request must be accepted (positive data acceptance).
+A request model checks each field's type (pydantic: a string, an integer as JSON Schema means it, an
+object of known fields, never null) and then its rule (`checked`: the context's own rule function,
+e.g. dovecote/tasks/inputs.py), the one validator of that input. The two fail differently:
+- a type error answers as pydantic words it (platform/http.py: `400 invalid_argument`, the
+  problems listed), before anything else is looked at;
+- a broken rule is the DomainError the rule raised (its stable code, message and details), and it is
+  not raised by validation: a body whose every field has its type reaches its route with each refused
+  field holding its refusal, raised when the field is read (`RequestModel`). The route's gate reads
+  its fields in its check order, the caller's role among them, so the first refusal in that order
+  is the answer (a caller's token on a worker route is 403 even when a field breaks its rule).
+The published document states the same rules (`json_schema_extra`, `pattern`, bounds), built from the
+same constants; tests/e2e/test_schemathesis.py holds the two together (every schema-valid request is
+accepted).
 
 `JsonInt` is an integer as JSON Schema means it: `3` and `3.0` are both the integer 3 (a schema
 validator accepts both, so the server must), while a string or a boolean is never an integer.
@@ -11,10 +20,25 @@ validator accepts both, so the server must), while a string or a boolean is neve
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetPydanticSchema,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError, core_schema
 
+from dovecote.platform.errors import DomainError, InvalidArgument
 from dovecote.platform.ids import ID_SCHEMA_PATTERN
 
 ID: dict[str, Any] = {"pattern": ID_SCHEMA_PATTERN}
@@ -121,10 +145,90 @@ class EdgeModel(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
 
+# The pydantic error type of a broken rule (its DomainError in the error's context, "refusal"); every
+# other error type is a type error.
+REFUSED = "refused"
+
+
+def refusing(rule: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`rule` as a pydantic validator function: the DomainError it raises becomes a REFUSED error
+    carrying it."""
+
+    def validate(value: Any) -> Any:
+        try:
+            return rule(value)
+        except DomainError as exc:
+            raise PydanticCustomError(REFUSED, "{message}", {"message": exc.message, "refusal": exc}) from None
+
+    return validate
+
+
+def checked(rule: Callable[[Any, str], Any], label: str) -> AfterValidator:
+    """A field's rule as its validator, after its type: `rule(value, label)` answers the value (or
+    what it means) or raises its refusal, naming the input `label`."""
+    return AfterValidator(refusing(functools.partial(_apply, rule, label)))
+
+
+def _apply(rule: Callable[[Any, str], Any], label: str, value: Any) -> Any:
+    return rule(value, label)
+
+
+def checked_as(model: type[BaseModel], rule: Callable[[Any], Any]) -> GetPydanticSchema:
+    """An object field: `model` checks its fields' types (and is what the document shows), then
+    `rule` turns it into what it means (a message's parts as bytes), or refuses it whole. Annotate
+    the field with the rule's answer: `Annotated[MessageInput, checked_as(MessageIn, message)]`."""
+    return GetPydanticSchema(
+        lambda _source, handler: core_schema.no_info_after_validator_function(refusing(rule), handler(model))
+    )
+
+
+def refusal_of(error: Any) -> DomainError | None:
+    """The DomainError of a REFUSED pydantic error (None for a type error)."""
+    if error.get("type") != REFUSED:
+        return None
+    found = (error.get("ctx") or {}).get("refusal")
+    return found if isinstance(found, DomainError) else None
+
+
+def type_error(errors: Sequence[Any]) -> InvalidArgument:
+    """A request that failed its types, as pydantic words it: the first problem in the message, every
+    one in `details.problems` (`field` is its path in the body). A field that also broke its rule is
+    not among them: a broken rule is reported only once every type holds, by the route's gate."""
+    problems = []
+    for err in errors:
+        if refusal_of(err) is not None:
+            continue
+        location = [str(part) for part in err.get("loc", ()) if part != "body"]
+        if err.get("type") == "json_invalid":
+            location = []
+        problems.append({"field": ".".join(location), "problem": err.get("msg", "invalid")})
+    first = problems[0] if problems else {"field": "", "problem": "invalid"}
+    where = f"{first['field']}: " if first["field"] else ""
+    return InvalidArgument(f"{where}{first['problem']}", problems=problems)
+
+
+def validated(model: type[RequestModelT], data: Any) -> RequestModelT:
+    """`data` as `model`, validated as the HTTP edge validates a body (for a caller that holds a body
+    as a dict: a test, a benchmark): a type error raises as the API answers it; a broken rule is held
+    for the gate."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise type_error(exc.errors()) from None
+
+
 class RequestModel(EdgeModel):
-    """Base of every request body: unknown fields are refused, and so is an explicit `null`."""
+    """Base of every request body: unknown fields are refused, and so is an explicit `null`.
+
+    A body whose fields all have their types, but some break their rule, is still this model: each
+    such field holds its refusal and raises it when read, so the gate that reads the fields in its
+    check order reports the first one in that order (this module's docstring). Any type error anywhere
+    fails validation as pydantic words it, as before."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_drop_nulls)
+    # The body as given (presence: `given`), and the refusal of each field that broke its rule.
+    _given: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _refused: dict[str, DomainError] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -134,6 +238,75 @@ class RequestModel(EdgeModel):
                 if value is None:
                     raise ValueError(f"{name} must not be null: leave it out instead")
         return data
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _refusals(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
+        try:
+            body = handler(data)
+        except ValidationError as exc:
+            errors = exc.errors()
+            if not isinstance(data, dict) or not errors or any(refusal_of(e) is None for e in errors):
+                raise
+            body = cls._holding_refusals(data)
+        if isinstance(body, RequestModel) and isinstance(data, dict):
+            body._given = data
+        return body
+
+    @classmethod
+    def _holding_refusals(cls, data: dict[str, Any]) -> RequestModel:
+        """The body with each field validated alone: its value, or (for a field that broke its rule)
+        its refusal, raised when the field is read. Only ever after every type has held."""
+        values: dict[str, Any] = {}
+        refused: dict[str, DomainError] = {}
+        for name in cls.model_fields:
+            if name not in data:
+                continue
+            try:
+                values[name] = _field_validator(cls, name).validate_python(data[name])
+            except ValidationError as exc:
+                refusal = refusal_of(exc.errors()[0])
+                assert refusal is not None  # the whole body failed on refusals alone
+                refused[name] = refusal
+        body = cls.model_construct(**values)
+        for name in refused:
+            body.__dict__.pop(name, None)  # no default stands in for a refused field
+        body._refused = refused
+        return body
+
+    def given(self, name: str) -> bool:
+        """Whether the body gives `name` a value (neither left out nor empty), as sent: what a rule
+        between fields asks without reading a value that may be refused."""
+        return self._given.get(name) not in (None, "", {})
+
+    def refused(self) -> bool:
+        """Whether a field of this body (or of a body within it) broke its rule."""
+        return bool(self._refused) or any(
+            isinstance(value, RequestModel) and value.refused() for value in self.__dict__.values()
+        )
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            try:
+                refused = object.__getattribute__(self, "__pydantic_private__") or {}
+            except AttributeError:
+                refused = {}
+            refusal = (refused.get("_refused") or {}).get(name)
+            if refusal is not None:
+                raise refusal
+            return super().__getattr__(name)
+
+
+RequestModelT = TypeVar("RequestModelT", bound=RequestModel)
+
+
+@functools.cache
+def _field_validator(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
+    """One field of `model` validated alone, with its type and its rule."""
+    field = model.model_fields[name]
+    annotation: Any = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+    return TypeAdapter(annotation)
 
 
 def with_schema(base: dict[str, Any]) -> ConfigDict:

@@ -26,9 +26,8 @@ class TaskServiceFacts:
         self._tasks = tasks
 
     def facts(self, principal: Principal, task: str) -> TaskFacts:
-        found = self._tasks.get(principal, task)["task"]
-        state = str(found["state"])
-        return TaskFacts(state, int(found["event_count"]), machine.is_terminal(state))
+        found = self._tasks.get(principal, task).task
+        return TaskFacts(found.state, found.event_count, machine.is_terminal(found.state))
 
 
 class StoreFacts:

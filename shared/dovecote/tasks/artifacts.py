@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from dovecote.platform.clock import rfc3339
 from dovecote.platform.errors import (
@@ -19,11 +19,19 @@ from dovecote.platform.errors import (
     WorkspaceConflict,
 )
 from dovecote.platform.ids import check_id
-from dovecote.platform.media import is_textual
 from dovecote.platform.principal import Principal
-from dovecote.tasks.command_loop import CommandLoop, Outcome
-from dovecote.tasks.commands import CreateArtifactUpload, Freeze, RecordReceipt, worker_id
-from dovecote.tasks.model import Artifact, Part, Receipt, Task, WorkspaceHead, intent_digest, result_revision
+from dovecote.tasks.command_loop import CommandLoop, Outcome, Recorded, answered
+from dovecote.tasks.commands import CreateArtifactUpload, Freeze, RecordReceipt
+from dovecote.tasks.model import (
+    ApplyReceipt,
+    Artifact,
+    Receipt,
+    Task,
+    TaskView,
+    WorkspaceHead,
+    intent_digest,
+    result_revision,
+)
 from dovecote.tasks.ports import ApplyCommit, ApplySnapshot, ArtifactChange
 
 # The commands that end a task's frozen artifact: complete publishes it, cancel and fail discard it.
@@ -69,19 +77,46 @@ def frozen(task: Task, freeze: Freeze, now: str) -> tuple[Artifact, WorkspaceHea
     return artifact, WorkspaceHead(task.authority, task.workspace, freeze.base_revision, now)
 
 
+class Frozen(NamedTuple):
+    """A freeze's answer: the task, one revision on, and the artifact it froze."""
+
+    task: TaskView
+    artifact: Artifact
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], authority: str) -> Frozen:
+        return cls(TaskView.from_json(data["task"]), Artifact.from_json(data["artifact"], authority))
+
+
+class ArtifactRead(NamedTuple):
+    """An artifact and its payload: the bytes when they are answered inline (up to
+    ARTIFACT_INLINE_ANSWER), else a presigned download URL."""
+
+    artifact: Artifact
+    data: bytes | None
+    download_url: str | None
+
+
+class UploadGrant(NamedTuple):
+    """A presigned PUT for a large artifact payload: send every one of its headers with it."""
+
+    upload_url: str
+    upload_headers: dict[str, str]
+    expires_at: str
+
+
 class Artifacts:
     def __init__(self, work: CommandLoop, *, presign_seconds: int) -> None:
         self.work = work
         self.presign_seconds = presign_seconds
 
-    def create_artifact_upload(self, principal: Principal, command: CreateArtifactUpload) -> dict[str, Any]:
+    def create_artifact_upload(self, principal: Principal, command: CreateArtifactUpload) -> UploadGrant:
         """A presigned PUT for a large artifact payload, bound to its size and SHA-256; freeze it
         then with `payload.upload_sha256`. Only for the holder of the task's current lease: one
         GetItem, so a URL is never handed out for a task that does not exist in the authority, or
         that the worker does not hold."""
-        worker = worker_id(principal)
         task = self.work.load(principal, command.task)
-        if task.owner != worker or task.fence != command.fence:
+        if task.owner != principal.worker or task.fence != command.fence:
             raise StaleLease(
                 "the lease this command carries is not current",
                 fence=command.fence,
@@ -91,21 +126,20 @@ class Artifacts:
             principal.authority, command.size, command.sha256, self.presign_seconds
         )
         expires = rfc3339(self.work.clock() + timedelta(seconds=self.presign_seconds))
-        return {"upload_url": presigned.url, "upload_headers": presigned.headers, "expires_at": expires}
+        return UploadGrant(presigned.url, presigned.headers, expires)
 
-    def record_apply_receipt(self, principal: Principal, command: RecordReceipt) -> Outcome:
+    def record_apply_receipt(self, principal: Principal, command: RecordReceipt) -> Outcome[ApplyReceipt]:
         """The caller's durable decision about a published artifact
         (docs/design/tasks.md#artifacts-and-apply-receipts). One read of the
         command receipt, the artifact, its apply receipt and the head; one commit. `success` moves
         the head from the artifact's base to its result by compare-and-swap in the same commit."""
-        principal.require("caller")
         proposed = replace(command.receipt, authority=principal.authority)
         workspace, artifact, base = proposed.workspace, proposed.artifact, proposed.base_revision
         intent = {"workspace": workspace, "artifact": artifact, **proposed.to_json()}
         intent.pop("recorded_at", None)
         digest = intent_digest("record_apply_receipt", intent)
 
-        def decide(snapshot: ApplySnapshot) -> ApplyCommit | Outcome:
+        def decide(snapshot: ApplySnapshot) -> ApplyCommit | Recorded:
             art = snapshot.artifact
             if art is None:
                 raise NotFound("artifact not found", workspace=workspace, artifact=artifact)
@@ -114,7 +148,7 @@ class Artifacts:
             existing = snapshot.apply_receipt
             if existing is not None:
                 if existing.same_decision(proposed):
-                    return Outcome(200, {"receipt": existing.to_json()}, replayed=True)
+                    return Recorded(200, {"receipt": existing.to_json()}, replayed=True)
                 raise ReceiptConflict("the artifact already has a different apply receipt", receipt=existing.to_json())
             if (proposed.artifact_digest, base, proposed.result_revision) != (
                 art.digest,
@@ -145,25 +179,24 @@ class Artifacts:
             receipt = Receipt(principal.authority, command.command_id, "record_apply_receipt", digest, 200, answer)
             return ApplyCommit(receipt, recorded, head_from=base if head_to else None, head_to=head_to)
 
-        return self.work.run_apply(principal, command.command_id, workspace, artifact, digest, decide)
+        recorded = self.work.run_apply(principal, command.command_id, workspace, artifact, digest, decide)
+        return answered(recorded, lambda body: ApplyReceipt.from_json(body["receipt"], principal.authority, workspace))
 
     # ---- reads ----------------------------------------------------------------------------------
 
-    def get_apply_receipt(self, principal: Principal, workspace: str, artifact_id: str) -> dict[str, Any]:
-        principal.require("caller", "worker")
+    def get_apply_receipt(self, principal: Principal, workspace: str, artifact_id: str) -> ApplyReceipt:
         check_id(workspace, "workspace")
         check_id(artifact_id, "artifact")
         found = self.work.store.apply_receipt(principal.authority, workspace, artifact_id)
         if found is None:
             raise NotFound("the artifact has no apply receipt", workspace=workspace, artifact=artifact_id)
-        return {"receipt": found.to_json()}
+        return found
 
     def get_artifact(
         self, principal: Principal, workspace: str, artifact_id: str, *, inline: bool = True
-    ) -> dict[str, Any]:
-        """The artifact and its payload: `text` or `data_b64` up to 4 MiB, else a `download_url`;
-        always the `download_url` when not `inline` (an answer with no room for the payload)."""
-        principal.require("caller", "worker")
+    ) -> ArtifactRead:
+        """The artifact and its payload: its bytes up to 4 MiB, else a `download_url`; always the
+        `download_url` when not `inline` (an answer with no room for the payload)."""
         check_id(workspace, "workspace")
         check_id(artifact_id, "artifact")
         facts = {"authority": principal.authority, "workspace": workspace, "artifact": artifact_id}
@@ -172,27 +205,13 @@ class Artifacts:
         if content is None:
             raise NotFound("artifact not found", workspace=workspace, artifact=artifact_id)
         art, data = content
-        payload: dict[str, Any] = {"media_type": art.media_type}
         if data is None or not inline:
-            payload["download_url"] = self.work.store.artifact_url(art, self.presign_seconds)
-        elif is_textual(art.media_type) and _utf8(data):
-            payload["text"] = data.decode("utf-8")
-        else:
-            payload.update(Part(art.media_type, data).to_json())
-        return {"artifact": art.to_json(), "payload": payload}
+            return ArtifactRead(art, None, self.work.store.artifact_url(art, self.presign_seconds))
+        return ArtifactRead(art, data, None)
 
-    def get_head(self, principal: Principal, workspace: str) -> dict[str, Any]:
-        principal.require("caller", "worker")
+    def get_head(self, principal: Principal, workspace: str) -> WorkspaceHead:
         check_id(workspace, "workspace")
         head = self.work.store.head(principal.authority, workspace)
         if head is None:
             raise NotFound("the workspace has no head yet", workspace=workspace)
-        return head.to_json()
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+        return head

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from dovecote.platform.clock import Clock, rfc3339
 from dovecote.platform.errors import (
@@ -59,11 +59,29 @@ ATTEMPTS = 3
 OnCorrupt = Callable[[str, dict[str, Any]], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Recorded(NamedTuple):
+    """A command's answer as its receipt records it (JSON: what an exact retry answers again), its
+    status, and whether this is that retry."""
+
     status: int
     body: dict[str, Any]
     replayed: bool = False
+
+
+A = TypeVar("A")
+
+
+class Outcome(NamedTuple, Generic[A]):
+    """What the service answers a command: its status, its typed answer, and whether it replays an
+    earlier run. The answer is read from the receipt's JSON, a first run's and a retry's alike."""
+
+    status: int
+    answer: A
+    replayed: bool = False
+
+
+def answered(recorded: Recorded, read: Callable[[dict[str, Any]], A]) -> Outcome[A]:
+    return Outcome(recorded.status, read(recorded.body), recorded.replayed)
 
 
 class AlreadySettled(Exception):
@@ -74,7 +92,7 @@ class AlreadySettled(Exception):
         self.delivery = delivery
 
 
-def replay(receipt: Receipt | None, kind: str, digest: str) -> Outcome | None:
+def replay(receipt: Receipt | None, kind: str, digest: str) -> Recorded | None:
     """The stored answer of an exact retry; another command under the same id is a conflict."""
     if receipt is None:
         return None
@@ -82,7 +100,7 @@ def replay(receipt: Receipt | None, kind: str, digest: str) -> Outcome | None:
         raise IdempotencyConflict(
             "this command id was already used for a different command", command_id=receipt.id, kind=receipt.kind
         )
-    return Outcome(receipt.status, receipt.result, replayed=True)
+    return Recorded(receipt.status, receipt.result, replayed=True)
 
 
 def commit_of(
@@ -146,10 +164,10 @@ class CommandLoop:
         command_id: str,
         task_id: str | None,
         command: dict[str, Any],
-        decide: Callable[[Task | None], Commit | Outcome],
+        decide: Callable[[Task | None], Commit | Recorded],
         *,
         delivery: Delivery | None = None,
-    ) -> Outcome:
+    ) -> Recorded:
         """Replay first, then decide on the loaded task, then commit once. `command` is the intent
         the receipt's digest binds the command id to. `delivery` reads and, on commit, stores a
         worker event's settlement with the command."""
@@ -169,7 +187,7 @@ class CommandLoop:
             if snapshot.task is not None:
                 self.checked(snapshot.task)  # a corrupt aggregate is neither served nor changed
             decided = decide(snapshot.task)
-            if isinstance(decided, Outcome):
+            if isinstance(decided, Recorded):
                 return decided
             receipt = Receipt(
                 principal.authority, command_id, kind, digest, decided.receipt.status, decided.receipt.result
@@ -203,7 +221,7 @@ class CommandLoop:
                 raise MessageConflict("message id is already in use", message_id=ids[0] if ids else "") from None
             except SubmissionIdTaken:
                 raise SubmissionConflict("submission id is already in use", submission=commit.submission) from None
-            return Outcome(commit.receipt.status, commit.receipt.result)
+            return Recorded(commit.receipt.status, commit.receipt.result)
         raise RevisionConflict("the task kept changing; retry with the current revision", task=task_id)
 
     def run_apply(
@@ -213,8 +231,8 @@ class CommandLoop:
         workspace: str,
         artifact: str,
         digest: str,
-        decide: Callable[[ApplySnapshot], ApplyCommit | Outcome],
-    ) -> Outcome:
+        decide: Callable[[ApplySnapshot], ApplyCommit | Recorded],
+    ) -> Recorded:
         """The same loop for an apply receipt: one read of the command receipt, the artifact, its
         apply receipt and the workspace head; one commit."""
         for _ in range(ATTEMPTS):
@@ -223,7 +241,7 @@ class CommandLoop:
             if replayed is not None:
                 return replayed
             decided = decide(snapshot)
-            if isinstance(decided, Outcome):
+            if isinstance(decided, Recorded):
                 return decided
             try:
                 self.store.commit_apply(decided)
@@ -235,7 +253,7 @@ class CommandLoop:
                     expected=decided.head_from,
                     actual=exc.actual.confirmed_revision if exc.actual else None,
                 ) from None
-            return Outcome(decided.receipt.status, decided.receipt.result)
+            return Recorded(decided.receipt.status, decided.receipt.result)
         raise ReceiptConflict("the artifact's receipt kept changing; read it and retry", artifact=artifact)
 
     # ---- fail-closed reads ----------------------------------------------------------------------

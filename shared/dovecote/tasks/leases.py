@@ -10,7 +10,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from dovecote.platform.errors import (
     Forbidden,
@@ -22,22 +22,23 @@ from dovecote.platform.errors import (
     TerminalTask,
 )
 from dovecote.platform.principal import Principal
+from dovecote.platform.records import fields_json
 from dovecote.tasks import machine
-from dovecote.tasks.command_loop import CommandLoop, Outcome, commit_of, replay
-from dovecote.tasks.commands import Acquire, Claim, CommandGate, Fence, Heartbeat, worker_id
+from dovecote.tasks.command_loop import CommandLoop, Outcome, Recorded, answered, commit_of, replay
+from dovecote.tasks.commands import Acquire, Claim, Fence, Heartbeat, worker_id
+from dovecote.tasks.limits import MAX_FENCE
 from dovecote.tasks.model import (
-    MAX_FENCE,
     Grant,
     Receipt,
     Task,
+    TaskView,
     accept_deadline,
-    assignment_json,
     intent_digest,
     page_limit,
     silence_deadline,
 )
 from dovecote.tasks.ports import ClaimableLayout, Commit, Expect, ReceiptTaken, TaskChanged
-from dovecote.tasks.reads import Pages
+from dovecote.tasks.reads import ListPage, Pages
 from dovecote.tasks.storage import created_order
 
 # A claim reads this many candidates (oldest first) of a claimable shard; each lost CAS race moves
@@ -54,11 +55,53 @@ RESHARD_PAGE = 100
 RESHARD_MARGIN_MS = 5_000
 
 
+class Assignment(NamedTuple):
+    """A lease as its worker holds it: the task, the fence, the grant, its last sign of life and
+    (once the grant is accepted) its acceptance. What acquire and claim answer (and their receipts
+    keep: `to_json`), and what a heartbeat and the lease reads answer."""
+
+    task: TaskView
+    fence: int
+    worker: str
+    granted_at: str
+    heartbeat_at: str
+    accepted_at: str | None = None  # absent while the grant is not accepted (its accept deadline runs)
+
+    @classmethod
+    def of(cls, task: Task) -> Assignment:
+        """The task's current lease."""
+        return cls(
+            TaskView.of(task),
+            task.fence,
+            task.owner,
+            task.granted_at,
+            task.heartbeat_at or task.granted_at,
+            task.accepted_at or None,
+        )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Assignment:
+        found = data["assignment"]
+        return cls(
+            TaskView.from_json(found["task"]),
+            found["fence"],
+            found["worker"],
+            found["granted_at"],
+            found["heartbeat_at"],
+            found.get("accepted_at"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"task": self.task.to_json(), **fields_json(self, ("fence", "worker", "granted_at", "heartbeat_at"))}
+        if self.accepted_at:
+            out["accepted_at"] = self.accepted_at
+        return {"assignment": out}
+
+
 @dataclass(eq=False)
 class Leases:
     work: CommandLoop
     pages: Pages
-    gate: CommandGate
     _: KW_ONLY
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
@@ -66,11 +109,11 @@ class Leases:
     # one SnapStart snapshot must not make the same choices.
     rng: random.Random = field(default_factory=random.SystemRandom)
 
-    def acquire(self, principal: Principal, command: Acquire) -> Outcome:
+    def acquire(self, principal: Principal, command: Acquire) -> Outcome[Assignment]:
         """Lease this task: fence = previous fence + 1."""
-        worker = worker_id(principal)
+        worker = principal.worker
         intent = {"task": command.task, "worker": worker}
-        return self.work.run(
+        recorded = self.work.run(
             principal,
             "acquire_lease",
             command.command_id,
@@ -78,24 +121,25 @@ class Leases:
             intent,
             lambda task: self._grant(task, worker, command.task),
         )
+        return answered(recorded, Assignment.from_json)
 
-    def claim(self, principal: Principal, command: Claim) -> Outcome:
+    def claim(self, principal: Principal, command: Claim) -> Outcome[Assignment]:
         """A claimable task, close to the oldest (with one shard, strictly the oldest; see
         `_candidates`). With `wait_seconds`, a claim that finds nothing waits, re-checking with
         backoff, and answers as soon as a task becomes claimable (or 404 at the deadline). The wait
         is not part of the command: a retry with another wait replays."""
-        worker = worker_id(principal)
+        worker = principal.worker
         digest = intent_digest("claim_lease", {"worker": worker})
         replayed = replay(
             self.work.store.read(principal.authority, command.command_id, None).receipt, "claim_lease", digest
         )
         if replayed is not None:
-            return replayed
+            return answered(replayed, Assignment.from_json)
         deadline = self.monotonic() + command.wait_seconds
         pause = CLAIM_BACKOFF[0]
         while True:
             try:
-                return self._claim_once(principal, worker, command.command_id, digest)
+                return answered(self._claim_once(principal, worker, command.command_id, digest), Assignment.from_json)
             except NotFound:
                 left = deadline - self.monotonic()
                 if left <= 0:
@@ -120,7 +164,7 @@ class Leases:
             while page:
                 yield page.pop(self.rng.randrange(min(pick, len(page))))
 
-    def _claim_once(self, principal: Principal, worker: str, command_id: str, digest: str) -> Outcome:
+    def _claim_once(self, principal: Principal, worker: str, command_id: str, digest: str) -> Recorded:
         store = self.work.store
         # At most CLAIM_CANDIDATES tries, whichever shards they come from: under contention a long-poll
         # backs off rather than spending one transaction per lost race without bound.
@@ -146,7 +190,7 @@ class Leases:
                 if replayed is not None:
                     return replayed
                 raise
-            return Outcome(200, commit.receipt.result)
+            return Recorded(200, commit.receipt.result)
         raise NotFound("no claimable task")
 
     def _grant(self, task: Task | None, worker: str, task_id: str) -> Commit:
@@ -165,7 +209,7 @@ class Leases:
             after,
             Expect(task.revision, "", task.fence),
             200,
-            {"assignment": assignment_json(after, worker, fence, now)},
+            Assignment.of(after).to_json(),
             grant=Grant(task.id, worker, fence, now, previous=task.last_end),
         )
 
@@ -176,19 +220,18 @@ class Leases:
         *,
         if_silent_since: str | None = None,
         if_unaccepted: bool = False,
-    ) -> Outcome:
+    ) -> Outcome[None]:
         """Retire the current lease generation (the owner releasing it, or an admin). The
         dispatcher passes `if_silent_since`, the heartbeat it judged stale: the fence then commits
         only if no sign of life arrived since, so a late heartbeat or worker command wins cleanly.
         Or `if_unaccepted`, for a grant past its accept deadline: the fence commits only if the grant
         is still not accepted, so an accept (or first sign of life) that lands first wins."""
-        principal.require("worker")
         fence = command.fence
         # The acting worker is part of the intent: the same command id from another worker is an
         # idempotency conflict, never a replay of someone else's fence (docs/design/leases.md).
         intent = {"task": command.task, "fence": fence, "worker": principal.worker, "role": principal.role}
 
-        def decide(task: Task | None) -> Commit | Outcome:
+        def decide(task: Task | None) -> Commit | Recorded:
             if task is None:
                 raise NotFound("task not found", task=command.task)
             if not task.owner or task.fence != fence:
@@ -213,12 +256,13 @@ class Leases:
                 reason = "released" if task.owner == principal.worker else "fenced"
             return commit_of(after, expect, 204, {}, ends_lease=reason)
 
-        return self.work.run(principal, "fence_lease", command.command_id, command.task, intent, decide)
+        recorded = self.work.run(principal, "fence_lease", command.command_id, command.task, intent, decide)
+        return answered(recorded, lambda _: None)
 
-    def heartbeat(self, principal: Principal, command: Heartbeat) -> dict[str, Any]:
+    def heartbeat(self, principal: Principal, command: Heartbeat) -> Assignment:
         """A sign of life of the lease: one conditional write, no receipt (a repeat is harmless),
         never a revision change. A fence that is not current is `stale_lease`."""
-        worker = worker_id(principal)
+        worker = principal.worker
         try:
             task = self.work.store.heartbeat(principal.authority, command.task, worker, command.fence, self.work.now())
         except TaskChanged as exc:
@@ -230,7 +274,7 @@ class Leases:
                 fence=command.fence,
                 current_fence=current.fence if current.owner else None,
             ) from None
-        return {"assignment": assignment_json(task, task.owner, task.fence, task.granted_at)}
+        return Assignment.of(task)
 
     def expire_silent_leases(self, shard: int, *, limit: int, command_id: Callable[[Task], str]) -> dict[str, int]:
         """The dispatcher's pass over one expiry shard: fence every lease silent past its lease
@@ -247,7 +291,7 @@ class Leases:
             try:
                 if not (silent or stranded):
                     raise StaleLease("not due yet", fence=task.fence)  # an index entry behind its item
-                command = self.gate.fence(admin, task.id, {"command_id": command_id(task), "fence": task.fence})
+                command = Fence(task.id, command_id(task), task.fence)
                 if silent:
                     self.fence(admin, command, if_silent_since=task.heartbeat_at)
                 else:
@@ -288,7 +332,7 @@ class Leases:
 
     # ---- reads ----------------------------------------------------------------------------------
 
-    def get_lease(self, principal: Principal, task_id: str) -> dict[str, Any]:
+    def get_lease(self, principal: Principal, task_id: str) -> Assignment:
         principal.require("worker")
         task = self.work.load(principal, task_id)
         if not task.owner:
@@ -304,16 +348,13 @@ class Leases:
                 owner=task.owner,
                 granted_to=grant.worker if grant else None,
             )
-        return {"assignment": assignment_json(task, task.owner, task.fence, task.granted_at)}
+        return Assignment.of(task)
 
-    def list_leases(self, principal: Principal, limit: int | None, cursor: str | None) -> dict[str, Any]:
+    def list_leases(self, principal: Principal, limit: int | None, cursor: str | None) -> ListPage[Assignment]:
         """This worker's current leases: the restart-recovery scan."""
         worker = worker_id(principal)
         size = page_limit(limit)
         scope = "leases:" + worker
         after = self.pages.open(principal, cursor, scope)
         page = self.work.store.leases(principal.authority, worker, after, size)
-        return {
-            "items": [assignment_json(t, t.owner, t.fence, t.granted_at) for t in page.items],
-            "cursor": self.pages.seal(principal, scope, page.after),
-        }
+        return ListPage(tuple(Assignment.of(t) for t in page.items), self.pages.seal(principal, scope, page.after))

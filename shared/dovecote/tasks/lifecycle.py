@@ -17,7 +17,8 @@ from dovecote.platform.errors import (
 )
 from dovecote.platform.principal import Principal
 from dovecote.tasks import artifacts, machine
-from dovecote.tasks.command_loop import CommandLoop, Outcome, commit_of
+from dovecote.tasks.artifacts import Frozen
+from dovecote.tasks.command_loop import CommandLoop, Outcome, Recorded, answered, commit_of
 from dovecote.tasks.commands import (
     Complete,
     CreateTask,
@@ -27,9 +28,9 @@ from dovecote.tasks.commands import (
     RequestInput,
     TaskCommand,
     WorkerCommand,
-    worker_id,
 )
-from dovecote.tasks.model import MAX_COUNTER, Event, Message, MessageInput, Task
+from dovecote.tasks.limits import MAX_COUNTER
+from dovecote.tasks.model import Event, Message, MessageInput, Task, TaskView
 from dovecote.tasks.ports import Commit, Delivery, Expect
 
 
@@ -39,10 +40,9 @@ class Lifecycle:
         self.default_lease_timeout = default_lease_timeout
         self.default_accept_timeout = default_accept_timeout
 
-    def create(self, principal: Principal, command: CreateTask) -> Outcome:
+    def create(self, principal: Principal, command: CreateTask) -> Outcome[TaskView]:
         """A task at revision 1 with the caller's first message. An exact retry answers 200 with
         the original task."""
-        principal.require("caller")
         timeout = self.default_lease_timeout if command.lease_timeout is None else command.lease_timeout
         given_accept = command.accept_timeout
         accept_timeout = self.default_accept_timeout if given_accept is None else given_accept
@@ -59,7 +59,7 @@ class Lifecycle:
             # timeouts existed, so its exact retry still replays.
             intent["accept_timeout_seconds"] = given_accept
 
-        def decide(existing: Task | None) -> Commit | Outcome:
+        def decide(existing: Task | None) -> Commit | Recorded:
             if existing is not None:
                 raise TaskConflict("a task with this id already exists", task=task_id)
             now = self.work.now()
@@ -81,19 +81,26 @@ class Lifecycle:
             event = Event(task_id, 1, "task_submitted", "submitted", 1, now, message=message.id)
             return commit_of(task, None, 201, task.to_json(), messages=(record,), events=(event,))
 
-        outcome = self.work.run(principal, "create_task", command.command_id, task_id, intent, decide)
-        return Outcome(200, outcome.body, True) if outcome.replayed else outcome
+        recorded = self.work.run(principal, "create_task", command.command_id, task_id, intent, decide)
+        status = 200 if recorded.replayed else recorded.status  # an exact retry of a create is a 200
+        return Outcome(status, TaskView.from_json(recorded.body), recorded.replayed)
 
-    def transition(self, principal: Principal, command: TaskCommand, *, delivery: Delivery | None = None) -> Outcome:
-        """Any command of the state machine (machine.TRANSITIONS[command.KIND]); `delivery` settles a
-        worker event in the same commit. freeze_artifact answers {task, artifact}, the others the task."""
+    def move(self, principal: Principal, command: TaskCommand) -> Outcome[TaskView]:
+        """A transition that answers the task: every one but a freeze."""
+        return answered(self.transition(principal, command), TaskView.from_json)
+
+    def freeze(self, principal: Principal, command: Freeze) -> Outcome[Frozen]:
+        """freeze_artifact: it answers the task and the artifact it froze."""
+        recorded = self.transition(principal, command)
+        return answered(recorded, lambda body: Frozen.from_json(body, principal.authority))
+
+    def transition(self, principal: Principal, command: TaskCommand, *, delivery: Delivery | None = None) -> Recorded:
+        """Any command of the state machine (machine.TRANSITIONS[command.KIND]), as its receipt records
+        it; `delivery` settles a worker event in the same commit. The role was authorized where the
+        command was built (commands.authorize)."""
         kind = command.KIND
         transition = machine.TRANSITIONS[kind]
-        if transition.by == "worker":
-            worker = worker_id(principal)
-        else:
-            principal.require("caller")
-            worker = ""
+        worker = principal.worker if transition.by == "worker" else ""
         fence = command.fence if isinstance(command, WorkerCommand) else 0
         message = command.message if isinstance(command, Reply | RequestInput | Complete) else None
         submission = command.submission if isinstance(command, Complete) else ""
@@ -115,7 +122,7 @@ class Lifecycle:
             # Only when given: a fail without one keeps the digest it had before reasons existed.
             intent["reason"] = reason
 
-        def decide(task: Task | None) -> Commit | Outcome:
+        def decide(task: Task | None) -> Commit | Recorded:
             task = self._check(command, task, worker, fence)
             to = machine.next_state(kind, task.state)
             assert to is not None  # _check refused the transition otherwise

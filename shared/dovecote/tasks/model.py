@@ -7,39 +7,15 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from dovecote.platform import paging
 from dovecote.platform.records import Receipt as Receipt  # a committed command's, as every service keeps it
 from dovecote.platform.records import canonical_digest, fields_json
 from dovecote.platform.records import intent_digest as intent_digest  # the tasks' commands bind their ids with it
-
-MAX_PARTS = 32
-MAX_MESSAGE_BYTES = 2 * 1024 * 1024
-# A message's metadata: a JSON object the service stores and returns but never reads (a protocol
-# binding keeps its own message fields there, e.g. A2A's messageId), at most this many bytes as
-# canonical JSON, so a message item stays far below DynamoDB's 400 KB.
-MAX_METADATA_BYTES = 16 * 1024
-# A part's filename (characters) and a URL part's URL (characters).
-MAX_FILENAME_CHARS = 255
-MAX_URL_CHARS = 2048
-MAX_FENCE = 2**63 - 1
-# A lease that stays silent (no heartbeat, no worker command) this long is fenced by the dispatcher.
-# 0 means never: the reference's explicit fencing only.
-MAX_LEASE_TIMEOUT = 86_400
-# A grant not accepted this long after it was made is fenced by the dispatcher, so a worker that
-# dies between its claim and its accept strands the task for seconds, not a lease timeout. 0 means
-# never. An hour at most: a grant nobody takes up for longer is a stranded task, not a slow worker.
-MAX_ACCEPT_TIMEOUT = 3_600
-# The lease-expiry index is spread over this many partitions, so heartbeats from many workers do
-# not all write one GSI partition; the dispatcher queries each (a constant number per run).
-EXPIRY_SHARDS = 8
-MAX_COUNTER = 2**63 - 1
-DEFAULT_PAGE = 100
-# `total_size` counts at most this many tasks: a list request never reads more than it returns plus
-# this constant. Past it, the count is reported as a lower bound.
-TOTAL_SIZE_CAP = 1000
-MAX_PAGE = 100
+from dovecote.tasks.limits import ARTIFACT_INLINE_ANSWER as ARTIFACT_INLINE_ANSWER  # the adapters read it here
+from dovecote.tasks.limits import DEFAULT_PAGE, EXPIRY_SHARDS, MAX_PAGE
+from dovecote.tasks.limits import TOTAL_SIZE_CAP as TOTAL_SIZE_CAP  # the adapters read it here
 
 
 def page_limit(limit: int | None) -> int:
@@ -129,16 +105,66 @@ class Task:
     last_end: LeaseEnd | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = fields_json(self, (*TASK_FIELDS, "updated_at"))
-        out["lease_timeout_seconds"] = self.lease_timeout
-        out["accept_timeout_seconds"] = self.accept_timeout
-        out.update(fields_json(self, (), ("artifact",)))
-        if self.submission:
-            out["submission"] = dict(self.submission)
-        return out
+        return TaskView.of(self).to_json()
 
     def evolve(self, **changes: Any) -> Task:
         return replace(self, **changes)
+
+
+class TaskView(NamedTuple):
+    """A task as the service answers it, after a command or in a read, under the names the API gives
+    its fields: what a command's receipt stores (`to_json`) and an exact retry answers again
+    (`from_json`), so a replay answers what the first run did, to the field."""
+
+    id: str
+    workspace: str
+    context: str
+    state: str
+    revision: int
+    message_count: int
+    event_count: int
+    created_at: str
+    updated_at: str
+    lease_timeout_seconds: int
+    accept_timeout_seconds: int
+    artifact: str | None = None  # the frozen artifact's id, once there is one
+    submission: dict[str, str] | None = None  # {"id", "final_message", "published_at"}, once completed
+
+    @classmethod
+    def of(cls, task: Task) -> TaskView:
+        return cls(
+            task.id,
+            task.workspace,
+            task.context,
+            task.state,
+            task.revision,
+            task.message_count,
+            task.event_count,
+            task.created_at,
+            task.updated_at,
+            task.lease_timeout,
+            task.accept_timeout,
+            task.artifact or None,
+            dict(task.submission) if task.submission else None,
+        )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TaskView:
+        return cls(
+            **{name: data[name] for name in (*TASK_FIELDS, "updated_at")},
+            lease_timeout_seconds=int(data.get("lease_timeout_seconds", 0)),
+            accept_timeout_seconds=int(data.get("accept_timeout_seconds", 0)),
+            artifact=data.get("artifact") or None,
+            submission=data.get("submission") or None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = fields_json(self, (*TASK_FIELDS, "updated_at", "lease_timeout_seconds", "accept_timeout_seconds"))
+        if self.artifact:
+            out["artifact"] = self.artifact
+        if self.submission:
+            out["submission"] = dict(self.submission)
+        return out
 
 
 # Why a lease generation ended: its owner released it; an admin fenced it; the dispatcher fenced it
@@ -251,57 +277,54 @@ class Grant:
     previous: LeaseEnd | None = None
 
 
-def assignment_json(task: Task, worker: str, fence: int, granted_at: str) -> dict[str, Any]:
-    out = {
-        "task": task.to_json(),
-        "fence": fence,
-        "worker": worker,
-        "granted_at": granted_at,
-        "heartbeat_at": task.heartbeat_at or granted_at,
-    }
-    if task.accepted_at:  # absent while the grant is not accepted (its accept deadline runs)
-        out["accepted_at"] = task.accepted_at
-    return out
+class Lease(NamedTuple):
+    """The current lease as a task read shows it: who holds it, its fence, its grant, acceptance and
+    last sign of life, its timeouts, and when the dispatcher will fence it if nothing changes
+    (`fenced_after`: None when no timeout applies)."""
+
+    worker: str
+    fence: int
+    state: str  # granted | accepted
+    granted_at: str
+    accepted_at: str | None
+    heartbeat_at: str
+    lease_timeout_seconds: int
+    accept_timeout_seconds: int
+    fenced_after: str | None
+
+    @classmethod
+    def of(cls, task: Task) -> Lease | None:
+        """The task's current lease, or None when it is unleased."""
+        if not task.owner:
+            return None
+        return cls(
+            task.owner,
+            task.fence,
+            "accepted" if task.accepted_at else "granted",
+            task.granted_at,
+            task.accepted_at or None,
+            task.heartbeat_at or task.granted_at,
+            task.lease_timeout,
+            task.accept_timeout,
+            lease_deadline(task),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """Fields with no value absent, as the API leaves them out."""
+        return {name: getattr(self, name) for name in LEASE_FIELDS if getattr(self, name) is not None}
 
 
-def lease_json(task: Task) -> dict[str, Any] | None:
-    """The current lease as a task read shows it (None: unleased): who holds it, its fence, its
-    grant, acceptance and last sign of life, its timeouts, and when the dispatcher will fence it
-    if nothing changes (`fenced_after`; absent when no timeout applies). Fields with no value are
-    absent, as the API leaves them out."""
-    if not task.owner:
-        return None
-    return _present(
-        {
-            "worker": task.owner,
-            "fence": task.fence,
-            "state": "accepted" if task.accepted_at else "granted",
-            "granted_at": task.granted_at,
-            "accepted_at": task.accepted_at or None,
-            "heartbeat_at": task.heartbeat_at or task.granted_at,
-            "lease_timeout_seconds": task.lease_timeout,
-            "accept_timeout_seconds": task.accept_timeout,
-            "fenced_after": lease_deadline(task),
-        }
-    )
-
-
-def grant_json(grant: Grant, task: Task, ended: LeaseEnd | None) -> dict[str, Any]:
-    """One generation of the lease history, by fence (`sequence`): the grant, and how it ended. With
-    `ended` None it is the current lease (shown as the task holds it), or a generation that ended
-    before its end was recorded (only the grant is known)."""
-    if ended is None and task.owner and task.fence == grant.fence:
-        return {"sequence": grant.fence, **(lease_json(task) or {})}
-    out = {"sequence": grant.fence, "fence": grant.fence, "worker": grant.worker, "state": "ended"}
-    out["granted_at"] = grant.granted_at
-    if ended is not None:
-        out |= {"accepted_at": ended.accepted_at or None, "heartbeat_at": ended.heartbeat_at or None}
-        out |= {"ended_at": ended.ended_at, "reason": ended.reason, "by": ended.by}
-    return _present(out)
-
-
-def _present(fields: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if v is not None}
+LEASE_FIELDS = (
+    "worker",
+    "fence",
+    "state",
+    "granted_at",
+    "accepted_at",
+    "heartbeat_at",
+    "lease_timeout_seconds",
+    "accept_timeout_seconds",
+    "fenced_after",
+)
 
 
 def lease_deadline(task: Task) -> str | None:
@@ -341,11 +364,6 @@ def expiry_shard(authority: str, task_id: str) -> int:
     return int(hashlib.sha256(f"{authority}#{task_id}".encode()).hexdigest()[:8], 16) % EXPIRY_SHARDS
 
 
-# A page of messages stops before its parts pass this many bytes (inline parts; remote ones are URLs),
-# so a page stays far below the 6 MB Lambda response limit whatever `limit` asks for.
-MESSAGE_PAGE_BYTES = 4 * 1024 * 1024
-
-
 def task_violations(task: Task) -> list[str]:
     """The aggregate's invariants (docs/design/tasks.md#counters-and-invariants); a non-empty answer
     means the store is corrupt."""
@@ -376,19 +394,6 @@ def message_violations(message: Message) -> list[str]:
 
 
 # ---- artifacts, workspace heads, apply receipts (docs/design/tasks.md#artifacts-and-apply-receipts) ---
-
-ARTIFACT_DEFAULT_MAX = 16 * 1024 * 1024
-# GET artifact answers a payload up to this size inline (read back and checked against its digest);
-# a larger one comes as a presigned download_url.
-ARTIFACT_INLINE_ANSWER = 4 * 1024 * 1024
-ARTIFACT_HARD_MAX = 64 * 1024 * 1024
-MAX_REVISION_BYTES = 512
-MAX_RECEIPT_CODE_BYTES = 128
-MAX_RECEIPT_MESSAGE_BYTES = 4096
-# Why a worker failed a task (fail_task's optional `reason`, kept on its task_failed event).
-MAX_FAIL_REASON_BYTES = 2048
-DECISIONS = ("success", "conflict", "rejected", "indeterminate")
-ARTIFACT_STATES = ("frozen", "published", "discarded")
 
 
 def result_revision(base: str, artifact_id: str, payload_digest: str) -> str:
@@ -448,6 +453,15 @@ class Artifact:
     def to_json(self) -> dict[str, Any]:
         return fields_json(self, _ARTIFACT_JSON, ("published_at", "discarded_at"))
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any], authority: str) -> Artifact:
+        """An artifact from its JSON (a freeze's receipt keeps it), in `authority`."""
+        names = [name for name in _ARTIFACT_JSON if name != "digest"]
+        found = cls(
+            authority, **{name: data[name] for name in names}, **_optional(data, "published_at", "discarded_at")
+        )
+        return found
+
 
 @dataclass(frozen=True, slots=True)
 class WorkspaceHead:
@@ -484,8 +498,21 @@ class ApplyReceipt:
         return replace(self, recorded_at="") == replace(other, recorded_at="")
 
     def to_json(self) -> dict[str, Any]:
-        names = ("id", "artifact", "artifact_digest", "base_revision", "result_revision", "decision", "recorded_at")
-        return fields_json(self, names, ("observed_revision", "code", "message"))
+        return fields_json(self, _RECEIPT_JSON, ("observed_revision", "code", "message"))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], authority: str, workspace: str) -> ApplyReceipt:
+        """A receipt from its JSON (its command's receipt keeps it), in `authority` and `workspace`."""
+        given = {name: data[name] for name in _RECEIPT_JSON}
+        return cls(authority, workspace, **given, **_optional(data, "observed_revision", "code", "message"))
+
+
+_RECEIPT_JSON = ("id", "artifact", "artifact_digest", "base_revision", "result_revision", "decision", "recorded_at")
+
+
+def _optional(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    """The optional fields a record's JSON holds (absent: empty)."""
+    return {name: data[name] for name in names if name in data}
 
 
 @dataclass(frozen=True, slots=True)

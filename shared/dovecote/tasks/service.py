@@ -23,14 +23,21 @@ from dovecote.platform.clock import Clock, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
 from dovecote.tasks import machine
 from dovecote.tasks.command_loop import CommandLoop, OnCorrupt, Outcome
-from dovecote.tasks.limits import MAX_CLAIM_WAIT, WORKER_EVENT_KINDS
-from dovecote.tasks.model import ARTIFACT_DEFAULT_MAX, ARTIFACT_HARD_MAX
+from dovecote.tasks.limits import (
+    ARTIFACT_DEFAULT_MAX,
+    ARTIFACT_HARD_MAX,
+    DEFAULT_ACCEPT_TIMEOUT,
+    DEFAULT_LEASE_TIMEOUT,
+    DEFAULT_STREAM_SECONDS,
+    MAX_CLAIM_WAIT,
+    WORKER_EVENT_KINDS,
+)
 from dovecote.tasks.ports import TaskFilter, TaskStore
-from dovecote.tasks.reads import Pages, Reads
+from dovecote.tasks.reads import Generation, ListPage, MessageRead, Pages, Reads, StreamPage, TaskRead
 
 if TYPE_CHECKING:
     from dovecote.platform.principal import Principal
-    from dovecote.tasks.artifacts import Artifacts
+    from dovecote.tasks.artifacts import ArtifactRead, Artifacts, Frozen, UploadGrant
     from dovecote.tasks.commands import (
         Accept,
         Acquire,
@@ -51,17 +58,13 @@ if TYPE_CHECKING:
         TaskCommand,
         WorkerEvent,
     )
-    from dovecote.tasks.leases import Leases
+    from dovecote.tasks.leases import Assignment, Leases
     from dovecote.tasks.lifecycle import Lifecycle
-    from dovecote.tasks.model import Task
+    from dovecote.tasks.model import ApplyReceipt, Event, Receipt, Task, TaskView, WorkspaceHead
     from dovecote.tasks.streams import StreamItem, Streams
-    from dovecote.tasks.worker_events import WorkerEvents
+    from dovecote.tasks.worker_events import Settlement, WorkerEvents
 
 __all__ = ["MAX_CLAIM_WAIT", "WORKER_EVENT_KINDS", "Outcome", "TaskService"]
-
-DEFAULT_LEASE_TIMEOUT = 300
-DEFAULT_ACCEPT_TIMEOUT = 30
-DEFAULT_STREAM_SECONDS = 840.0  # dovecote/tasks/streams.py: the cloud front's 15 minutes, less a margin
 
 # The capabilities, built on first use (and all at once by `prime`).
 CAPABILITIES = ("gate", "lifecycle", "leases", "artifacts", "worker_events")
@@ -119,7 +122,7 @@ class TaskService:
     def leases(self) -> Leases:
         from dovecote.tasks.leases import Leases
 
-        return Leases(self.work, self.pages, self.gate, sleep=self._sleep, monotonic=self._monotonic)
+        return Leases(self.work, self.pages, sleep=self._sleep, monotonic=self._monotonic)
 
     @cached_property
     def artifacts(self) -> Artifacts:
@@ -156,55 +159,55 @@ class TaskService:
     # Every transition (freeze included) runs through the lifecycle's `transition`: the command's
     # type says which. A freeze answers {task, artifact}.
 
-    def create(self, principal: Principal, command: CreateTask) -> Outcome:
+    def create(self, principal: Principal, command: CreateTask) -> Outcome[TaskView]:
         return self.lifecycle.create(principal, command)
 
-    def reply(self, principal: Principal, command: Reply) -> Outcome:
-        return self.lifecycle.transition(principal, command)
+    def reply(self, principal: Principal, command: Reply) -> Outcome[TaskView]:
+        return self.lifecycle.move(principal, command)
 
-    def cancel(self, principal: Principal, command: Cancel) -> Outcome:
-        return self.lifecycle.transition(principal, command)
+    def cancel(self, principal: Principal, command: Cancel) -> Outcome[TaskView]:
+        return self.lifecycle.move(principal, command)
 
-    def accept(self, principal: Principal, command: Accept) -> Outcome:
-        return self.lifecycle.transition(principal, command)
+    def accept(self, principal: Principal, command: Accept) -> Outcome[TaskView]:
+        return self.lifecycle.move(principal, command)
 
-    def reject(self, principal: Principal, command: Reject) -> Outcome:
-        return self.lifecycle.transition(principal, command)
+    def reject(self, principal: Principal, command: Reject) -> Outcome[TaskView]:
+        return self.lifecycle.move(principal, command)
 
-    def fail(self, principal: Principal, command: Fail) -> Outcome:
-        return self.lifecycle.transition(principal, command)
+    def fail(self, principal: Principal, command: Fail) -> Outcome[TaskView]:
+        return self.lifecycle.move(principal, command)
 
-    def request_input(self, principal: Principal, command: RequestInput) -> Outcome:
-        return self.lifecycle.transition(principal, command)
+    def request_input(self, principal: Principal, command: RequestInput) -> Outcome[TaskView]:
+        return self.lifecycle.move(principal, command)
 
-    def complete(self, principal: Principal, command: Complete) -> Outcome:
-        return self.lifecycle.transition(principal, command)
+    def complete(self, principal: Principal, command: Complete) -> Outcome[TaskView]:
+        return self.lifecycle.move(principal, command)
 
-    def freeze(self, principal: Principal, command: Freeze) -> Outcome:
-        return self.lifecycle.transition(principal, command)
+    def freeze(self, principal: Principal, command: Freeze) -> Outcome[Frozen]:
+        return self.lifecycle.freeze(principal, command)
 
-    def acquire(self, principal: Principal, command: Acquire) -> Outcome:
+    def acquire(self, principal: Principal, command: Acquire) -> Outcome[Assignment]:
         return self.leases.acquire(principal, command)
 
-    def claim(self, principal: Principal, command: Claim) -> Outcome:
+    def claim(self, principal: Principal, command: Claim) -> Outcome[Assignment]:
         return self.leases.claim(principal, command)
 
     def fence(
         self, principal: Principal, command: Fence, *, if_silent_since: str | None = None, if_unaccepted: bool = False
-    ) -> Outcome:
+    ) -> Outcome[None]:
         """The dispatcher's fences are conditional (`if_silent_since`, `if_unaccepted`: Leases.fence)."""
         return self.leases.fence(principal, command, if_silent_since=if_silent_since, if_unaccepted=if_unaccepted)
 
-    def heartbeat(self, principal: Principal, command: Heartbeat) -> dict[str, Any]:
+    def heartbeat(self, principal: Principal, command: Heartbeat) -> Assignment:
         return self.leases.heartbeat(principal, command)
 
-    def create_artifact_upload(self, principal: Principal, command: CreateArtifactUpload) -> dict[str, Any]:
+    def create_artifact_upload(self, principal: Principal, command: CreateArtifactUpload) -> UploadGrant:
         return self.artifacts.create_artifact_upload(principal, command)
 
-    def record_apply_receipt(self, principal: Principal, command: RecordReceipt) -> Outcome:
+    def record_apply_receipt(self, principal: Principal, command: RecordReceipt) -> Outcome[ApplyReceipt]:
         return self.artifacts.record_apply_receipt(principal, command)
 
-    def worker_event(self, principal: Principal, event: WorkerEvent) -> dict[str, Any]:
+    def worker_event(self, principal: Principal, event: WorkerEvent) -> Settlement:
         return self.worker_events.worker_event(principal, event)
 
     # ---- the dispatcher's passes ------------------------------------------------------------------
@@ -217,22 +220,27 @@ class TaskService:
 
     # ---- reads ------------------------------------------------------------------------------------
 
-    def get(self, principal: Principal, task_id: str) -> dict[str, Any]:
+    def get(self, principal: Principal, task_id: str) -> TaskRead:
         return self.reads.get(principal, task_id)
 
-    def snapshot(self, principal: Principal, task_id: str) -> dict[str, Any]:
-        return self.reads.snapshot(principal, task_id)
+    def snapshot(self, principal: Principal, task_id: str) -> TaskRead:
+        """The task and its event count from one read (`event_cursor`): read the events after it."""
+        return self.reads.get(principal, task_id)
 
-    def messages(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
+    def messages(
+        self, principal: Principal, task_id: str, after: int | None, limit: int | None
+    ) -> StreamPage[MessageRead]:
         return self.reads.messages(principal, task_id, after, limit)
 
-    def message(self, principal: Principal, task_id: str, message_id: str) -> dict[str, Any]:
+    def message(self, principal: Principal, task_id: str, message_id: str) -> MessageRead:
         return self.reads.message(principal, task_id, message_id)
 
-    def events(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
+    def events(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> StreamPage[Event]:
         return self.reads.events(principal, task_id, after, limit)
 
-    def grants(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> dict[str, Any]:
+    def grants(
+        self, principal: Principal, task_id: str, after: int | None, limit: int | None
+    ) -> StreamPage[Generation]:
         return self.reads.grants(principal, task_id, after, limit)
 
     def follow(self, principal: Principal, task_id: str, after: int | None) -> Iterator[StreamItem]:
@@ -240,35 +248,37 @@ class TaskService:
         task, `after`) raise here, before the first item."""
         return self.streams.follow(principal, task_id, after)
 
-    def list_context(self, principal: Principal, context: str, limit: int | None, cursor: str | None) -> dict[str, Any]:
+    def list_context(
+        self, principal: Principal, context: str, limit: int | None, cursor: str | None
+    ) -> ListPage[TaskView]:
         return self.reads.list_context(principal, context, limit, cursor)
 
     def list_tasks(
         self, principal: Principal, task_filter: TaskFilter, limit: int | None, cursor: str | None
-    ) -> dict[str, Any]:
+    ) -> ListPage[TaskView]:
         return self.reads.list_tasks(principal, task_filter, limit, cursor)
 
-    def list_tasks_after(self, principal: Principal, task_filter: TaskFilter, task: dict[str, Any]) -> str:
+    def list_tasks_after(self, principal: Principal, task_filter: TaskFilter, task: TaskView) -> str:
         return self.reads.list_tasks_after(principal, task_filter, task)
 
-    def command_receipt(self, principal: Principal, command_id: str) -> dict[str, Any] | None:
+    def command_receipt(self, principal: Principal, command_id: str) -> Receipt | None:
         return self.reads.command_receipt(principal, command_id)
 
-    def get_lease(self, principal: Principal, task_id: str) -> dict[str, Any]:
+    def get_lease(self, principal: Principal, task_id: str) -> Assignment:
         return self.leases.get_lease(principal, task_id)
 
-    def list_leases(self, principal: Principal, limit: int | None, cursor: str | None) -> dict[str, Any]:
+    def list_leases(self, principal: Principal, limit: int | None, cursor: str | None) -> ListPage[Assignment]:
         return self.leases.list_leases(principal, limit, cursor)
 
     def get_artifact(
         self, principal: Principal, workspace: str, artifact_id: str, *, inline: bool = True
-    ) -> dict[str, Any]:
+    ) -> ArtifactRead:
         return self.artifacts.get_artifact(principal, workspace, artifact_id, inline=inline)
 
-    def get_apply_receipt(self, principal: Principal, workspace: str, artifact_id: str) -> dict[str, Any]:
+    def get_apply_receipt(self, principal: Principal, workspace: str, artifact_id: str) -> ApplyReceipt:
         return self.artifacts.get_apply_receipt(principal, workspace, artifact_id)
 
-    def get_head(self, principal: Principal, workspace: str) -> dict[str, Any]:
+    def get_head(self, principal: Principal, workspace: str) -> WorkspaceHead:
         return self.artifacts.get_head(principal, workspace)
 
     @property

@@ -27,8 +27,7 @@ from dovecote.platform.errors import InvalidArgument
 from dovecote.platform.principal import Principal
 from dovecote.tasks import machine
 from dovecote.tasks.command_loop import CommandLoop
-from dovecote.tasks.model import Task
-from dovecote.tasks.reads import leases_json
+from dovecote.tasks.model import Event, Lease, LeaseEnd, Task
 
 KEEPALIVE_SECONDS = 15.0  # the issue's bound; proxies and the cloud front's idle timeout are longer
 POLL_SECONDS = 0.25
@@ -41,11 +40,20 @@ LEASE = "lease"
 
 @dataclass(frozen=True, slots=True)
 class Logged:
-    """An event of the task's log: `data` is the event object exactly as GET /v1/tasks/{id}/events pages it."""
+    """An event of the task's log; its JSON is the event object as GET /v1/tasks/{id}/events pages it."""
 
-    sequence: int
-    type: str
-    data: dict[str, Any]
+    event: Event
+
+    @property
+    def sequence(self) -> int:
+        return self.event.sequence
+
+    @property
+    def type(self) -> str:
+        return self.event.type
+
+    def to_json(self) -> dict[str, Any]:
+        return self.event.to_json()
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +61,18 @@ class LeaseState:
     """The lease as a task read shows it: `lease` (None when unleased) and `last_lease` (how the
     last generation ended, None before any ended)."""
 
-    data: dict[str, Any]
+    lease: Lease | None
+    last_lease: LeaseEnd | None
+
+    @classmethod
+    def of(cls, task: Task) -> LeaseState:
+        return cls(Lease.of(task), task.last_end)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lease": self.lease.to_json() if self.lease else None,
+            "last_lease": self.last_lease.to_json() if self.last_lease else None,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,17 +86,11 @@ class Reconnect:
 
     after: int
 
-    @property
-    def data(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"after": self.after, "reason": "the stream reached its time limit; resume with Last-Event-ID"}
 
 
 StreamItem = Logged | LeaseState | KeepAlive | Reconnect
-
-
-def lease_state(task: Task) -> dict[str, Any]:
-    found = leases_json(task)
-    return {"lease": found.get("lease"), "last_lease": found.get("last_lease")}
 
 
 def _lease_key(task: Task) -> tuple[str, int, str]:
@@ -150,9 +163,9 @@ class Streams:
         return None if task is None else self.work.checked(task)
 
     def open(self, principal: Principal, task_id: str, after: int | None) -> tuple[Task, int]:
-        """The checks a stream passes before its first byte: the role, the task in the caller's
-        authority (404 otherwise), `after` within its log. The task as read, and where to start."""
-        principal.require("caller", "worker")
+        """The checks a stream passes before its first byte (any role of the authority follows its
+        tasks): the task in the caller's authority (404 otherwise), `after` within its log. The task
+        as read, and where to start."""
         task = self.work.load(principal, task_id)
         start = after or 0
         if start < 0:
@@ -172,21 +185,21 @@ class Streams:
 
     def items(self, authority: str, task: Task, after: int) -> Iterator[StreamItem]:
         started = last_sent = self._monotonic()
-        yield LeaseState(lease_state(task))
+        yield LeaseState.of(task)
         seen = _lease_key(task)
         while True:
             for event in self._events(authority, task, after):
                 after = event.sequence
                 last_sent = self._monotonic()
                 yield event
-                if machine.is_terminal(event.data["state"]):
+                if machine.is_terminal(event.event.state):
                     return
             if machine.is_terminal(task.state) and after >= task.event_count:
                 return  # resumed after the terminal event: nothing more will come
             if _lease_key(task) != seen:
                 seen = _lease_key(task)
                 last_sent = self._monotonic()
-                yield LeaseState(lease_state(task))
+                yield LeaseState.of(task)
             now = self._monotonic()
             if now - started >= self.max_seconds:
                 yield Reconnect(after)
@@ -210,6 +223,6 @@ class Streams:
                 if event.sequence != after + 1:
                     return
                 after = event.sequence
-                yield Logged(event.sequence, event.type, event.to_json())
+                yield Logged(event)
             if not page:
                 return

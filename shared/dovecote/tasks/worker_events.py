@@ -8,16 +8,37 @@ exact delivery)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
 from dovecote.tasks.command_loop import AlreadySettled, CommandLoop
-from dovecote.tasks.commands import NACK_CODES, WorkerEvent, worker_id
+from dovecote.tasks.commands import NACK_CODES, WorkerEvent
 from dovecote.tasks.lifecycle import Lifecycle
 from dovecote.tasks.ports import Delivery, DeliveryTaken
 
 CONFLICT = "this delivery id was settled for a different event"
+
+
+class Settlement(NamedTuple):
+    """How a delivery settled: ack, or nack with a stable code and why. Its JSON is the delivery's
+    stored receipt, which an exact retry answers again."""
+
+    delivery_id: str
+    event_id: str
+    decision: str  # ack | nack
+    code: str | None = None
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"delivery_id": self.delivery_id, "event_id": self.event_id, "decision": self.decision}
+        if self.code:
+            out.update(code=self.code, message=self.message or "")
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Settlement:
+        return cls(data["delivery_id"], data["event_id"], data["decision"], data.get("code"), data.get("message"))
 
 
 class WorkerEvents:
@@ -25,15 +46,15 @@ class WorkerEvents:
         self.work = work
         self.lifecycle = lifecycle
 
-    def worker_event(self, principal: Principal, event: WorkerEvent) -> dict[str, Any]:
+    def worker_event(self, principal: Principal, event: WorkerEvent) -> Settlement:
         """Settle one delivery: its command committed with the ACK, or its refusal stored as a NACK."""
-        worker = worker_id(principal)
+        return Settlement.from_json(self._settle(principal, event))
+
+    def _settle(self, principal: Principal, event: WorkerEvent) -> dict[str, Any]:
+        worker = principal.worker
 
         def settlement(decision: str, code: str = "", message: str = "") -> dict[str, Any]:
-            out = {"delivery_id": event.delivery_id, "event_id": event.event_id, "decision": decision}
-            if code:
-                out.update(code=code, message=message)
-            return out
+            return Settlement(event.delivery_id, event.event_id, decision, code or None, message).to_json()
 
         ack = settlement("ack")
         delivery = Delivery(principal.authority, worker, event.delivery_id, event.digest, ack)
