@@ -99,10 +99,16 @@ class Meter:
     # 2 characters each): the cost levers below fold them.
     transactions: list[list[tuple[str, int, int]]] = field(default_factory=list)
     _schemas: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = field(default_factory=dict)
+    _consistent: bool = True  # the last read's ConsistentRead (the meter counts one thread's calls)
 
     def _before(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         name = model.name
-        if name == "PutItem":
+        if name in ("GetItem", "Query", "Scan"):
+            # An eventually consistent read costs half: the answer does not say which it was.
+            self._consistent = bool(params.get("ConsistentRead"))
+        elif name == "BatchGetItem":
+            self._consistent = any(t.get("ConsistentRead") for t in params["RequestItems"].values())
+        elif name == "PutItem":
             size = item_size(params["Item"])
             self.items_written.append(size)
             self.wru += wru(size)
@@ -130,17 +136,19 @@ class Meter:
         name = model.name
         if name == "GetItem":
             size = item_size(parsed.get("Item") or {})
-            factor = 1.0 if parsed.get("_consistent", True) else 0.5
-            self.rru += factor * rru(size)
+            self.rru += self._read_factor() * rru(size)
         elif name == "TransactGetItems":
             for response in parsed.get("Responses", []):
                 self.rru += 2 * rru(item_size(response.get("Item") or {}))
         elif name in ("Query", "Scan"):
             total = sum(item_size(i) for i in parsed.get("Items", []))
-            self.rru += rru(total)  # counted as consistent; a GSI query is half of this
+            self.rru += self._read_factor() * rru(total)
         elif name == "BatchGetItem":
             for items in parsed.get("Responses", {}).values():
-                self.rru += sum(rru(item_size(i)) for i in items)
+                self.rru += self._read_factor() * sum(rru(item_size(i)) for i in items)
+
+    def _read_factor(self) -> float:
+        return 1.0 if self._consistent else 0.5
 
     def _s3(self, model: Any, **_: Any) -> None:
         if model.name in ("PutObject", "CopyObject"):

@@ -6,6 +6,7 @@ receipt replayed), with the task item within its allowance; then the round trips
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -245,11 +246,11 @@ def test_round_trips_of_the_reads(moto_env: dict[str, Any]) -> None:
         with count_round_trips(ddb) as meter:
             call()
         counted[name] = meter.calls
-    # A stream page: the task's read, then the task item (its inline tail) once more in the store.
-    assert counted["events"] == {"dynamodb.GetItem": 2}
-    assert counted["grants"] == {"dynamodb.GetItem": 2}
+    # A stream page: the task's read, whose inline tail the store pages from (no second read).
+    assert counted["events"] == {"dynamodb.GetItem": 1}
+    assert counted["grants"] == {"dynamodb.GetItem": 1}
     # Messages: the same, then their guards in one BatchGetItem.
-    assert counted["messages"] == {"dynamodb.GetItem": 2, "dynamodb.BatchGetItem": 1}
+    assert counted["messages"] == {"dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 1}
     assert counted["message"] == {"dynamodb.GetItem": 1}  # its guard holds it (v1: two)
     assert counted["get"] == {"dynamodb.GetItem": 1}
 
@@ -259,7 +260,7 @@ def test_a_stream_page_past_the_inline_tail_reads_the_items_of_their_own(moto_en
     conversation(twin, "deep", rounds=8, rng=random.Random(4), check=False)
     with count_round_trips(moto_env["dynamodb"]) as meter:
         twin.dynamo.events(CALLER, "deep", 0, 3)
-    assert meter.calls == {"dynamodb.GetItem": 2, "dynamodb.Query": 1}
+    assert meter.calls == {"dynamodb.GetItem": 1, "dynamodb.Query": 1}
     store: DynamoTaskStore = twin.dynamo.store  # type: ignore[assignment]
     with count_round_trips(moto_env["dynamodb"]) as meter:
         store.events("acme", "deep", 0, 3)
@@ -282,3 +283,91 @@ def test_a_failure_reason_of_2_kib_reads_back_whether_inline_or_not(moto_env: di
         twin.within_allowance(task_id)
     assert twin.own_items("failed-long") == ["E#00000000000000000003"]
     assert twin.own_items("failed-short") == []
+
+
+def test_a_stream_page_whose_read_is_forgotten_reads_the_task_item_again(moto_env: dict[str, Any]) -> None:
+    # The store pages from the service's read only while it remembers that version's records.
+    twin = Twin(moto_env)
+    conversation(twin, "gone", rounds=0, rng=random.Random(6))  # everything inline
+    store: DynamoTaskStore = twin.dynamo.store  # type: ignore[assignment]
+    remembered = twin.dynamo.events(CALLER, "gone", None, None)
+    store.inline = InlineMemory(capacity=0)
+    with count_round_trips(moto_env["dynamodb"]) as meter:
+        forgotten = twin.dynamo.events(CALLER, "gone", None, None)
+    assert meter.calls == {"dynamodb.GetItem": 2}
+    assert forgotten == remembered == twin.fake.events(CALLER, "gone", None, None)
+
+
+class StaleReplica:
+    """A read replica behind the leader, at botocore level: an eventually consistent GetItem or
+    BatchGetItem answers as if the item were not written yet; a strongly consistent one goes on."""
+
+    def __init__(self) -> None:
+        self.stale = 0
+
+    def __call__(self, model: Any, params: dict[str, Any], **_: Any) -> Any:
+        sent = _sent(params)
+        if model.name == "GetItem" and not sent.get("ConsistentRead"):
+            self.stale += 1
+            return _http_200(), {}
+        if model.name == "BatchGetItem" and not any(t.get("ConsistentRead") for t in sent["RequestItems"].values()):
+            self.stale += 1
+            return _http_200(), {"Responses": {table: [] for table in sent["RequestItems"]}, "UnprocessedKeys": {}}
+        return None
+
+
+def _sent(request: dict[str, Any]) -> dict[str, Any]:
+    """The API parameters of a request as botocore is about to send it (DynamoDB's JSON body)."""
+    return json.loads(request["body"] or b"{}")
+
+
+def _http_200() -> Any:
+    from botocore.awsrequest import AWSResponse
+
+    return AWSResponse("https://dynamodb", 200, {}, None)
+
+
+def test_guards_read_from_a_replica_behind_are_read_again_strongly(moto_env: dict[str, Any]) -> None:
+    # A message's guard is read eventually consistent (half the price): a replica that has not
+    # seen it yet costs a second, strong read, never a short page or a missing message.
+    twin = Twin(moto_env)
+    conversation(twin, "lag", rounds=2, rng=random.Random(8))
+    ddb = moto_env["dynamodb"]
+    whole = twin.fake.messages(CALLER, "lag", None, None)
+    first = whole["items"][0]["id"]
+    replica = StaleReplica()
+    ddb.meta.events.register_first("before-call.dynamodb.*", replica, unique_id="stale-replica")
+    try:
+        with count_round_trips(ddb) as meter:
+            page = twin.dynamo.messages(CALLER, "lag", None, None)
+            one = twin.dynamo.message(CALLER, "lag", first)
+    finally:
+        ddb.meta.events.unregister("before-call.dynamodb.*", unique_id="stale-replica")
+    assert page == whole and one == twin.fake.message(CALLER, "lag", first)
+    # Two reads answered by the replica (the guards' BatchGetItem, the message's GetItem), then
+    # what reached the leader: the task's read and the two strong reads again.
+    assert replica.stale == 2
+    assert meter.calls == {"dynamodb.GetItem": 2, "dynamodb.BatchGetItem": 1}
+
+
+def test_guards_are_read_eventually_consistent_first(moto_env: dict[str, Any]) -> None:
+    twin = Twin(moto_env)
+    conversation(twin, "ec", rounds=1, rng=random.Random(9))
+    ddb = moto_env["dynamodb"]
+    seen: list[tuple[str, bool]] = []
+
+    def note(model: Any, params: dict[str, Any], **_: Any) -> None:
+        sent = _sent(params)
+        if model.name == "GetItem":
+            seen.append((model.name, bool(sent.get("ConsistentRead"))))
+        elif model.name == "BatchGetItem":
+            seen.extend((model.name, bool(t.get("ConsistentRead"))) for t in sent["RequestItems"].values())
+
+    ddb.meta.events.register("before-call.dynamodb.*", note, unique_id="note-consistency")
+    try:
+        first = twin.dynamo.messages(CALLER, "ec", None, None)["items"][0]["id"]
+        twin.dynamo.message(CALLER, "ec", first)
+    finally:
+        ddb.meta.events.unregister("before-call.dynamodb.*", unique_id="note-consistency")
+    # The task item strongly (a caller reads its own writes), the guards eventually consistent.
+    assert seen == [("GetItem", True), ("BatchGetItem", False), ("GetItem", False)]

@@ -189,8 +189,10 @@ class DynamoTaskStore:
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
         return self.queries.grant(authority, task_id, fence)
 
-    def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
-        return self.queries.grant_history(authority, task_id, after, limit)
+    def grant_history(
+        self, authority: str, task_id: str, after: int, limit: int, *, seen: Task | None = None
+    ) -> list[Grant]:
+        return self.queries.grant_history(authority, task_id, after, limit, self._seen(authority, task_id, seen))
 
     def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
         return self.queries.head(authority, workspace)
@@ -198,11 +200,21 @@ class DynamoTaskStore:
     def apply_receipt(self, authority: str, workspace: str, artifact: str) -> ApplyReceipt | None:
         return self.queries.apply_receipt(authority, workspace, artifact)
 
-    def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
-        return self.queries.messages(authority, task_id, after, limit)
+    def messages(
+        self, authority: str, task_id: str, after: int, limit: int, *, seen: Task | None = None
+    ) -> list[Message]:
+        return self.queries.messages(authority, task_id, after, limit, self._seen(authority, task_id, seen))
 
-    def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]:
-        return self.queries.events(authority, task_id, after, limit)
+    def events(self, authority: str, task_id: str, after: int, limit: int, *, seen: Task | None = None) -> list[Event]:
+        return self.queries.events(authority, task_id, after, limit, self._seen(authority, task_id, seen))
+
+    def _seen(self, authority: str, task_id: str, seen: Task | None) -> tuple[Task, Inline] | None:
+        """The task item as the caller's read saw it, when its inline records are remembered (the
+        read was this store's, lately): a stream page then reads no task item again."""
+        if seen is None or (seen.authority, seen.id) != (authority, task_id):
+            return None
+        inline = self.inline.recall((seen.authority, seen.id, seen.revision, seen.fence, seen.owner))
+        return (seen, inline) if inline is not None else None
 
     def expired(self, shard: int, now: str, limit: int) -> list[Task]:
         return self.queries.expired(shard, now, limit)

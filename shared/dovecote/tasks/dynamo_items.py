@@ -393,9 +393,9 @@ def record(kind: type[R], item: Any, *, numbers: tuple[str, ...] = (), **known: 
     return kind(**values)
 
 
-def get_item(model: Any, pk: str, sk: str) -> Any:
+def get_item(model: Any, pk: str, sk: str, *, consistent: bool = True) -> Any:
     try:
-        return model.get(pk, sk, consistent_read=True)
+        return model.get(pk, sk, consistent_read=consistent)
     except model.DoesNotExist:
         return None
 

@@ -4,12 +4,13 @@ expiring, by context, by authority with its bounded count, a worker's leases), e
 page (PynamoDB's iterator would page on by itself: see one_page).
 
 A stream's latest records are inline in the task item, the earlier ones in items of their own
-(tasks/dynamo_inline.py). So a page of events or grants is one strongly consistent GetItem of the
-task item, and a Query of the items of their own only for a page that starts before the inline
-tail. A page of messages is that, then one BatchGetItem (strongly consistent) of the messages' id
-guards, which hold them, taking guards up to MESSAGE_READ_BYTES as a Query page stops at 1 MB; a
-v1 message (its own item) comes with the Query. One message by id is one GetItem of its guard (a
-v1 guard names the message item: a second GetItem)."""
+(tasks/dynamo_inline.py). So a page of events or grants is the task item (as the service's read of
+the task just saw it, else one strongly consistent GetItem), and a Query of the items of their own
+only for a page that starts before the inline tail. A page of messages is that, then one
+BatchGetItem (eventually consistent: see _guards) of the messages' id guards, which hold them,
+taking guards up to MESSAGE_READ_BYTES as a Query page stops at 1 MB; a v1 message (its own item)
+comes with the Query. One message by id is one GetItem of its guard (a v1 guard names the message
+item: a second GetItem)"""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ from dovecote.tasks.storage import claim_key, invert
 # 1 MB. (The page's answer is bounded apart, at MESSAGE_PAGE_BYTES of parts, by the service.)
 MESSAGE_READ_BYTES = 1024 * 1024
 
+# A task item as a read just saw it: the task and its inline records.
+Seen = tuple[Task, Inline]
+
 
 class TaskQueries:
     """The store's reads beyond a command's own, over the table's item mapping."""
@@ -42,9 +46,14 @@ class TaskQueries:
 
     def message(self, authority: str, task_id: str, message_id: str) -> Message | None:
         """One GetItem: the id's guard, which names the task and holds the message (v2); a v1
-        guard's message is its task's M# item (a second GetItem)."""
+        guard's message is its task's M# item (a second GetItem). Read eventually consistent first
+        (half the price): a guard is written once, with its message, so a stale read can only miss
+        it, and a miss or a guard of another task is read again strongly before it is an answer."""
+        pk = message_id_pk(authority, message_id)
         with pynamodb_errors(write=False):
-            guard = get_item(self.items.claims, message_id_pk(authority, message_id), "-")
+            guard = get_item(self.items.claims, pk, "-", consistent=False)
+            if guard is None or guard.task != task_id:
+                guard = get_item(self.items.claims, pk, "-")
             if guard is None or guard.task != task_id or guard.sequence is None:
                 return None
             sequence = int(guard.sequence)
@@ -56,11 +65,13 @@ class TaskQueries:
         return self.items.message(authority, task_id, message_id, sequence, item)
 
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
-        page = self._records(authority, task_id, "grants", fence - 1, 1)
+        page = self._records(authority, task_id, "grants", fence - 1, 1, None)
         return page[0] if page and page[0].fence == fence else None
 
-    def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
-        return self._records(authority, task_id, "grants", after, limit)
+    def grant_history(
+        self, authority: str, task_id: str, after: int, limit: int, seen: Seen | None = None
+    ) -> list[Grant]:
+        return self._records(authority, task_id, "grants", after, limit, seen)
 
     def head(self, authority: str, workspace: str) -> WorkspaceHead | None:
         (item,) = self.items.get_many([(self.items.heads, head_pk(authority, workspace), "-")])
@@ -103,11 +114,14 @@ class TaskQueries:
         start = max(after, last)
         return (own + [r for r in inline if number(r) > start])[:limit]
 
-    def _records(self, authority: str, task_id: str, stream: str, after: int, limit: int) -> list[Any]:
-        """Up to `limit` records of a stream after `after`: the task item (its inline tail), then the
-        items of their own when the page starts before the tail. Messages come as their places: a
-        v1 message item, or a reference to the guard that holds the message."""
-        found = self._task(authority, task_id)
+    def _records(
+        self, authority: str, task_id: str, stream: str, after: int, limit: int, seen: Seen | None
+    ) -> list[Any]:
+        """Up to `limit` records of a stream after `after`: the task item (its inline tail, as
+        `seen` if given, else read), then the items of their own when the page starts before the
+        tail. Messages come as their places: a v1 message item, or a reference to the guard that
+        holds the message."""
+        found = seen or self._task(authority, task_id)
         if found is None:
             return []
         task, inline = found
@@ -123,8 +137,8 @@ class TaskQueries:
         records = [r for i in own for r in unpack(task_id, i)]
         return self._tail(records, more, tail, number, after, last, limit)
 
-    def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
-        places = self._records(authority, task_id, "messages", after, limit)
+    def messages(self, authority: str, task_id: str, after: int, limit: int, seen: Seen | None = None) -> list[Message]:
+        places = self._records(authority, task_id, "messages", after, limit, seen)
         budget, wanted = MESSAGE_READ_BYTES, list[MessageRef]()
         for place in places:
             if isinstance(place, MessageRef):
@@ -132,7 +146,7 @@ class TaskQueries:
                     break  # a short page: the next one goes on from here
                 budget -= place.size
                 wanted.append(place)
-        guards = self._guards(authority, [ref.id for ref in wanted])
+        guards = self._guards(authority, task_id, wanted)
         page = []
         for place in places:
             if not isinstance(place, MessageRef):
@@ -146,19 +160,31 @@ class TaskQueries:
             page.append(self.items.message(authority, task_id, place.id, place.sequence, guard))
         return page
 
-    def _guards(self, authority: str, message_ids: list[str]) -> dict[str, Any]:
-        """The id guards of these messages, by message id: one BatchGetItem, strongly consistent
-        (PynamoDB asks again for keys DynamoDB leaves unprocessed)."""
+    def _guards(self, authority: str, task_id: str, wanted: list[MessageRef]) -> dict[str, Any]:
+        """The id guards of these messages, by message id: one BatchGetItem, eventually consistent
+        (half the price; PynamoDB asks again for keys DynamoDB leaves unprocessed). A guard is
+        written once, in the commit that wrote the task item referring to it, so a stale read can
+        only miss it (or, were an id ever reused, show another task's): those are read again,
+        strongly, in a second BatchGetItem."""
+        found = self._batch_guards(authority, [ref.id for ref in wanted], consistent=False)
+        again = [
+            ref.id
+            for ref in wanted
+            if (g := found.get(ref.id)) is None or g.task != task_id or g.sequence != ref.sequence
+        ]
+        return found | self._batch_guards(authority, again, consistent=True) if again else found
+
+    def _batch_guards(self, authority: str, message_ids: list[str], *, consistent: bool) -> dict[str, Any]:
         if not message_ids:
             return {}
         keys = [(message_id_pk(authority, m), "-") for m in message_ids]
         with pynamodb_errors(write=False):
-            found = list(self.items.claims.batch_get(keys, consistent_read=True))
+            found = list(self.items.claims.batch_get(keys, consistent_read=consistent))
         prefix = message_id_pk(authority, "")
         return {item.pk[len(prefix) :]: item for item in found}
 
-    def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]:
-        return self._records(authority, task_id, "events", after, limit)
+    def events(self, authority: str, task_id: str, after: int, limit: int, seen: Seen | None = None) -> list[Event]:
+        return self._records(authority, task_id, "events", after, limit, seen)
 
     # ---- index lists ------------------------------------------------------------------------------
 

@@ -271,7 +271,9 @@ class InMemoryTaskStore:
     def record_claimable_layout(self, layout: ClaimableLayout) -> None:
         self.layout = layout
 
-    def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
+    def messages(
+        self, authority: str, task_id: str, after: int, limit: int, *, seen: Task | None = None
+    ) -> list[Message]:
         with self._lock:
             found = [m for m in self.messages_by_task[(authority, task_id)] if m.sequence > after][:limit]
         return [stored_message(m) for m in found]
@@ -286,7 +288,9 @@ class InMemoryTaskStore:
     def grant(self, authority: str, task_id: str, fence: int) -> Grant | None:
         return self.grants.get((authority, task_id, fence))
 
-    def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
+    def grant_history(
+        self, authority: str, task_id: str, after: int, limit: int, *, seen: Task | None = None
+    ) -> list[Grant]:
         with self._lock:
             found = [g for (a, t, fence), g in self.grants.items() if a == authority and t == task_id and fence > after]
         return sorted(found, key=lambda g: g.fence)[:limit]
@@ -294,7 +298,7 @@ class InMemoryTaskStore:
     def part_url(self, authority: str, sha256: str, expires_in: int) -> str:
         return f"memory://parts/{authority}/{sha256}"
 
-    def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]:
+    def events(self, authority: str, task_id: str, after: int, limit: int, *, seen: Task | None = None) -> list[Event]:
         with self._lock:
             return [e for e in self.events_by_task[(authority, task_id)] if e.sequence > after][:limit]
 

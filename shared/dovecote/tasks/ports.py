@@ -251,12 +251,20 @@ class TaskStore(Protocol):
 
     def record_claimable_layout(self, layout: ClaimableLayout) -> None: ...
 
-    def messages(self, authority: str, task_id: str, after: int, limit: int) -> list[Message]:
+    # A stream read (messages, events, grant_history) may be given `seen`: the task as this caller
+    # just read it (strongly, through `read`). A store that kept that version's records may page
+    # from them instead of reading the task again; either way the page is the same.
+
+    def messages(
+        self, authority: str, task_id: str, after: int, limit: int, *, seen: Task | None = None
+    ) -> list[Message]:
         """Oldest first. Parts stored out of line (over INLINE_PART_BYTES) come back remote: their
         digest and size, no bytes (see part_url)."""
         ...
 
-    def events(self, authority: str, task_id: str, after: int, limit: int) -> list[Event]: ...
+    def events(
+        self, authority: str, task_id: str, after: int, limit: int, *, seen: Task | None = None
+    ) -> list[Event]: ...
 
     def context_tasks(self, authority: str, context: str, after: tuple[str, ...] | None, limit: int) -> TaskPage: ...
 
@@ -279,8 +287,10 @@ class TaskStore(Protocol):
         """The grant history's record for one lease generation, or None."""
         ...
 
-    def grant_history(self, authority: str, task_id: str, after: int, limit: int) -> list[Grant]:
-        """The grant history after fence `after`, oldest first (one strongly consistent Query)."""
+    def grant_history(
+        self, authority: str, task_id: str, after: int, limit: int, *, seen: Task | None = None
+    ) -> list[Grant]:
+        """The grant history after fence `after`, oldest first."""
         ...
 
     def part_url(self, authority: str, sha256: str, expires_in: int) -> str:

@@ -163,7 +163,7 @@ class Reads:
         task = self.work.load(principal, task_id)
         start, size = _stream_args(after, limit, task.fence)
         # One grant more than the page: a generation's end is carried by the grant after it.
-        found = self.work.store.grant_history(principal.authority, task_id, start, size + 1)
+        found = self.work.store.grant_history(principal.authority, task_id, start, size + 1, seen=task)
         items = []
         for grant, following in zip(found[:size], [*found[1:], None], strict=False):
             ended = following.previous if following is not None else task.last_end
@@ -183,7 +183,7 @@ class Reads:
         page: list[MessageRead] = []
         used = 0
         with self.work.reporting("message", authority=principal.authority, task=task_id):
-            found_messages = list(self.work.store.messages(principal.authority, task_id, start, size))
+            found_messages = list(self.work.store.messages(principal.authority, task_id, start, size, seen=task))
         for message in found_messages:
             weight = sum(len(p.data) + len(p.url) for p in message.parts)
             if page and used + weight > MESSAGE_PAGE_BYTES:
@@ -228,7 +228,7 @@ class Reads:
     def events(self, principal: Principal, task_id: str, after: int | None, limit: int | None) -> StreamPage[Event]:
         task = self.work.load(principal, task_id)
         start, size = _stream_args(after, limit, task.event_count)
-        items = self.work.store.events(principal.authority, task_id, start, size)
+        items = self.work.store.events(principal.authority, task_id, start, size, seen=task)
         return _stream_page(list(items), start, task.event_count)
 
     def list_context(

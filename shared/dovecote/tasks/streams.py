@@ -218,7 +218,7 @@ class Streams:
         a sequence (a read replica behind) stops there, and the next poll reads on from it."""
         while after < task.event_count:
             with self.work.reporting("event", authority=authority, task=task.id):
-                page = self.work.store.events(authority, task.id, after, PAGE)
+                page = self.work.store.events(authority, task.id, after, PAGE, seen=task)
             for event in page:
                 if event.sequence != after + 1:
                     return
