@@ -220,7 +220,8 @@ CASES = [
         "judge_relation",
         "POST /v1/memory/relations/{id}/judgment",
         lambda c, v: c.judge_relation(v["id"], "confirmed"),
-    ),    Case(
+    ),
+    Case(
         "add_webhook",
         "POST /v1/tasks/{id}/webhooks",
         lambda c, v: c.add_webhook(v["id"], "https://hooks.example.com/"),

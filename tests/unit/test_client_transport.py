@@ -227,9 +227,9 @@ def test_wait_for_follows_the_event_stream_and_times_out(monkeypatch: pytest.Mon
 
 def test_wait_for_follows_the_stream_when_there_is_one() -> None:
     stream = (
-        "event: lease\ndata: {\"lease\":null,\"last_lease\":null}\n\n"
-        "id: 2\nevent: task_accepted\ndata: {\"sequence\":2,\"state\":\"working\",\"revision\":2}\n\n"
-        "id: 3\nevent: input_required\ndata: {\"sequence\":3,\"state\":\"input_required\",\"revision\":3}\n\n"
+        'event: lease\ndata: {"lease":null,"last_lease":null}\n\n'
+        'id: 2\nevent: task_accepted\ndata: {"sequence":2,"state":"working","revision":2}\n\n'
+        'id: 3\nevent: input_required\ndata: {"sequence":3,"state":"input_required","revision":3}\n\n'
     )
     calls: list[str] = []
 
