@@ -118,6 +118,44 @@ def test_subscribe_to_task_follows_a_task_to_completion(binding: str, dev_runtim
     assert [p.text for p in answers[-1].status_update.status.message.parts] == ["all done"]
 
 
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a_failed_task_streams_the_workers_reason_as_the_status_message(
+    binding: str, dev_runtime: dict[str, Any]
+) -> None:
+    from dovecote.client import DovecoteClient
+
+    quiet = fresh_authority(dev_runtime, "a2a-fail")
+    worker = DovecoteClient(quiet.endpoint, quiet.token("worker", "fail-worker"))
+    auth = {"Authorization": f"Bearer {quiet.token('caller')}", "A2A-Version": "1.0"}
+    body = {
+        "message": {"messageId": "m-fail", "role": "ROLE_USER", "parts": [{"text": "try"}]},
+        "configuration": {"returnImmediately": True},
+    }
+    created = httpx.post(quiet.endpoint + "/a2a/message:send", json=body, headers=auth, timeout=30, verify=TLS)
+    task_id = created.json()["task"]["id"]
+    reason = "the disk is full <script>alert(1)</script>"
+
+    async def follow(client: Any) -> Any:
+        async def act() -> None:
+            await asyncio.sleep(1.0)
+            assignment = await asyncio.to_thread(worker.acquire, task_id)
+            task = await asyncio.to_thread(worker.accept, task_id, assignment["task"]["revision"], assignment["fence"])
+            await asyncio.to_thread(worker.fail, task_id, task["revision"], assignment["fence"], reason=reason)
+
+        acting = asyncio.create_task(act())
+        async for answer in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+            yield answer
+        await acting
+
+    answers = asyncio.run(streamed(quiet, binding, follow))
+    last = answers[-1].status_update.status
+    assert last.state == TaskState.TASK_STATE_FAILED
+    assert last.message.role == Role.ROLE_AGENT and [p.text for p in last.message.parts] == [reason]
+    # The id is the event's: a resumed stream or a notification's retry carries the same message.
+    events = httpx.get(f"{quiet.endpoint}/v1/tasks/{task_id}/events", headers=auth, timeout=30, verify=TLS).json()
+    assert last.message.message_id == f"{task_id}:event:{events['items'][-1]['sequence']}"
+
+
 def test_sse_ids_are_sequences_and_last_event_id_resumes_a_subscription(
     authority: Authority, worker: subprocess.Popen[str]
 ) -> None:
