@@ -372,7 +372,8 @@ def capacity_per_command() -> dict[str, dict[str, Any]]:
         measure("task messages page", lambda: tasks.messages(caller, "t1", None, None))
         measure("task message by id", lambda: tasks.message(caller, "t1", "m2"))
         accept = {"command_id": "c3", "expected_revision": 1, "fence": fence}
-        measure("task accept, exact retry", lambda: tasks.accept(worker, tasks.gate.accept(worker, "t1", accept)))
+        again = validated(WorkerCommandIn, accept)
+        measure("task accept, exact retry", lambda: tasks.accept(worker, tasks.gate.accept(worker, "t1", again)))
     return out
 
 

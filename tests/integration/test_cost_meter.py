@@ -43,3 +43,21 @@ def test_a_read_after_an_eventually_consistent_one_is_priced_by_its_own_flag(mot
         ddb.get_item(TableName=table, Key={"pk": {"S": "a"}})  # eventually consistent by default
         ddb.get_item(TableName=table, Key={"pk": {"S": "b"}}, ConsistentRead=True)
     assert meter.rru == 3.0
+
+
+def test_the_cost_pages_capacity_figures_from_the_real_items() -> None:
+    # What the docs' cost page is built from (bench/cost.py on moto, the real adapters): the
+    # capacity is deterministic, so it is held here; the dollars follow from it and the prices.
+    from bench.cost import capacity_per_command
+
+    figures = {label: (row["wru"], row["rru"]) for label, row in capacity_per_command().items()}
+    assert {label: figures[label][0] for label in ("task create", "task claim", "task accept", "task complete")} == {
+        "task create": 6.0,
+        "task claim": 4.0,
+        "task accept": 4.0,
+        "task complete": 8.0,
+    }
+    # The reads: the task item once (1 RRU), a page of two messages' guards eventually consistent
+    # (0.5 each), a message by id eventually consistent, an exact retry its receipt and task.
+    reads = ("task get", "task events page", "task messages page", "task message by id", "task accept, exact retry")
+    assert [figures[label][1] for label in reads] == [1.0, 1.0, 2.0, 0.5, 4.0]
