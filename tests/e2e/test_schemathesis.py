@@ -95,14 +95,15 @@ schema_few = schemathesis.pytest.from_fixture("api_schema_few").include(path_reg
 def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A runtime of this module's own: with the worker token the fuzzer claims the oldest claimable
     task, which on the shared runtime would be another test's (its worker would then find it leased)."""
-    # A task stream lasts until its task ends: here 2 s at most (then `event: reconnect`), so a fuzzed
+    # A task stream lasts until its task ends: here 5 s at most (the least the setting takes; then
+    # `event: reconnect`), so a fuzzed
     # stream of a live task is read whole, its messages checked against the document, and ends.
     with start_dev(
         tmp_path_factory.mktemp("dev-fuzz"),
         "--faults",
         "--dispatch-interval",
         "0.5",
-        settings={"DOVECOTE_STREAM_SECONDS": "2"},
+        settings={"DOVECOTE_STREAM_SECONDS": "5"},
     ) as runtime:
         yield runtime
 
