@@ -56,7 +56,8 @@ def openapi_paths() -> dict[str, Any]:
                         "name": "after",
                         "in": "query",
                         "required": False,
-                        "schema": {"type": "integer", "minimum": 0},
+                        # At most 12 digits, as Last-Event-ID (resume_after reads both the same way).
+                        "schema": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999},
                         "description": "a sequence number, at most the task's event_count: a larger one is 400 "
                         "invalid_argument",
                     },

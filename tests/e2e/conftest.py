@@ -65,7 +65,7 @@ def start_dev(
     )
     try:
         # A bound on a hang, not a speed check (bench/devstart.py measures starts): two workers and their
-        # runtimes share two cores under `make test -n 2`.
+        # runtimes share two cores under `make test` (four workers).
         deadline = time.monotonic() + READY_SECONDS
         endpoint = f"http://127.0.0.1:{port}"
         while time.monotonic() < deadline:

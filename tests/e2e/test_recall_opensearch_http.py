@@ -4,7 +4,7 @@ tests/opensearch_fixture.py), with indices of this module's own.
 
 The tests are tests/e2e/test_recall_http.py's, imported here so they run a second time with this
 module's `dev_runtime` (and `other_authority`, which depends on it), and the recall routes' schema
-fuzz with tests/e2e/test_schemathesis.py's checks.
+fuzz with the checks of tests/support/fuzzing.py.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from tests.e2e.test_recall_http import (  # noqa: F401 - collected again, with t
     test_topics,
     test_upload_is_indexed_asynchronously,
 )
-from tests.e2e.test_schemathesis import DevBearer, conforms
+from tests.support.fuzzing import DevBearer, conforms
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def dev_runtime(tmp_path_factory: pytest.TempPathFactory, opensearch_url: str) -
     client.close()
 
 
-# The recall routes' schema fuzz, on this engine: the same checks as tests/e2e/test_schemathesis.py.
+# The recall routes' schema fuzz, on this engine: the same checks as tests/e2e/fuzz/ (tests/support/fuzzing.py).
 recall_schema = schemathesis.openapi.from_dict(openapi_document()).include(path_regex="^/v1/(recall|transcripts)")
 recall_schema.auth()(DevBearer)
 

@@ -1,15 +1,15 @@
 """The order in which xdist hands test files to its workers: the slowest first.
 
-`make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: each file goes whole to one
+`make test` runs `pytest -n 4 --dist loadfile --no-loadscope-reorder`: each file goes whole to one
 worker, in collection order, as a worker frees up. Handing out the longest files first (longest
-processing time first) keeps the two workers' finishing times close; in file order, or xdist's own
+processing time first) keeps the workers' finishing times close; in file order, or xdist's own
 order by test count, a slow file drawn last ran alone while the other worker sat idle (about a tenth
 of the suite's wall time).
 
 tests/schedule.txt holds one file per line, `seconds path`, from a whole run's `--durations=0`
 output (setup, call and teardown summed per file). Regenerate it after a suite changes much:
 
-    .venv/bin/python -m pytest -n 2 --dist loadfile --durations=0 -q > /tmp/durations.txt
+    .venv/bin/python -m pytest -n 4 --dist loadfile --durations=0 -q > /tmp/durations.txt
     .venv/bin/python -m tests.support.schedule /tmp/durations.txt > tests/schedule.txt
 
 A file it does not list (a new one) runs after the listed ones, in collection order.

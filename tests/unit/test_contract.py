@@ -1,6 +1,6 @@
 """The contract says exactly what it checks (issue 15 item 11): what the OpenAPI document declares
 is enforced, and what the gates enforce is declared. Over HTTP: tests/e2e/test_contract_http.py;
-the fuzzer holding the two together for every operation and role: tests/e2e/test_schemathesis.py."""
+the fuzzer holding the two together for every operation and role: tests/e2e/fuzz/."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ e.g. dovecote/tasks/inputs.py), the one validator of that input. The two fail di
   its fields in its check order, the caller's role among them, so the first refusal in that order
   is the answer (a caller's token on a worker route is 403 even when a field breaks its rule).
 The published document states the same rules (`json_schema_extra`, `pattern`, bounds), built from the
-same constants; tests/e2e/test_schemathesis.py holds the two together (every schema-valid request is
+same constants; tests/e2e/fuzz/ holds the two together (every schema-valid request is
 accepted).
 
 `JsonInt` is an integer as JSON Schema means it: `3` and `3.0` are both the integer 3 (a schema
@@ -69,7 +69,7 @@ def instant_pattern(fraction_digits: int = 6) -> str:
 # document declares the byte limit as `maxLength` (a longer string is over the limit in bytes too:
 # every string the schema refuses, the server refuses) and states the byte limit itself under this
 # extension keyword: a string within `maxLength` but over its bytes (multi-byte characters) is refused
-# as documented. tests/e2e/test_schemathesis.py reads it to tell those refusals from a broken contract.
+# as documented. tests/e2e/fuzz/ reads it to tell those refusals from a broken contract.
 MAX_UTF8_BYTES = "x-max-utf8-bytes"
 
 

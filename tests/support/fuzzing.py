@@ -1,22 +1,21 @@
-"""Fuzz the local runtime from its own OpenAPI document: no 5xx, and every response matches the
-documented status codes and schemas. New services join by adding their path prefix here."""
+"""Fuzzing the local runtime from its own OpenAPI document (tests/e2e/test_schemathesis*.py): no
+5xx, and every response matches the documented status codes and schemas. The document, the
+schemathesis configuration, the runtime each fuzzing module starts, the roles, and the refusals the
+document states in words (each asserted by name elsewhere). New services join by adding their path
+prefix here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi import checks as openapi_checks
 
 from dovecote.platform.schema import MAX_UTF8_BYTES
 from dovecote.tasks.limits import MAX_CLAIM_WAIT
 from functions.admin_api.handler import openapi_document
-from tests.conftest import CI, examples
-from tests.e2e.conftest import start_dev
+from tests.conftest import CI
 
 FUZZED_PREFIXES = (
     "/v1/notes",
@@ -60,61 +59,13 @@ CONFIG_DICT: dict[str, Any] = {
     }
 }
 CONFIG = SchemathesisConfig.from_dict(CONFIG_DICT)
-FUZZED = "^(" + "|".join(FUZZED_PREFIXES) + ")"
+# The task service's operations are fuzzed in a file of their own (test_schemathesis_tasks.py), the
+# rest in test_schemathesis.py: two workers, each with its runtime, share what was the suite's
+# longest file.
+TASK_PREFIXES = ("/v1/tasks", "/v1/contexts", "/v1/leases", "/v1/workspaces", "/v1/worker")
+OTHER_PREFIXES = tuple(p for p in FUZZED_PREFIXES if p not in TASK_PREFIXES)
 # Without the coverage phase: the other roles' few examples (below) need not repeat every boundary case.
 CONFIG_FEW = SchemathesisConfig.from_dict({**CONFIG_DICT, "phases": {"coverage": {"enabled": False}}})
-
-
-# Lazy schemas, loaded from a fixture when a test runs, each operation a subtest: the coverage phase
-# computes every boundary case of every operation when its test is built, which for eagerly
-# parametrized tests is at collection, in every xdist worker, whichever of them runs this file
-# (50 s of each worker's start on CI's two cores).
-@pytest.fixture(scope="module")
-def api_schema() -> Any:
-    return schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
-
-
-@pytest.fixture(scope="module")
-def api_schema_few() -> Any:
-    return schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG_FEW)
-
-
-@pytest.fixture(autouse=True)
-def _node_id_for_schemathesis(request: pytest.FixtureRequest) -> None:
-    """schemathesis' lazy tests read and rename `node._nodeid` to label each operation's subtest; pytest
-    9.2 keeps the id elsewhere (`_id`), so the attribute it reads is given (the renaming is cosmetic)."""
-    if not hasattr(request.node, "_nodeid"):
-        request.node._nodeid = request.node.nodeid
-
-
-schema = schemathesis.pytest.from_fixture("api_schema").include(path_regex=FUZZED)
-schema_few = schemathesis.pytest.from_fixture("api_schema_few").include(path_regex=FUZZED)
-
-
-@pytest.fixture(scope="module")
-def dev_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A runtime of this module's own: with the worker token the fuzzer claims the oldest claimable
-    task, which on the shared runtime would be another test's (its worker would then find it leased)."""
-    # A task stream lasts until its task ends: here 5 s at most (the least the setting takes; then
-    # `event: reconnect`), so a fuzzed
-    # stream of a live task is read whole, its messages checked against the document, and ends.
-    with start_dev(
-        tmp_path_factory.mktemp("dev-fuzz"),
-        "--faults",
-        "--dispatch-interval",
-        "0.5",
-        settings={"DOVECOTE_STREAM_SECONDS": "5"},
-    ) as runtime:
-        yield runtime
-
-
-def test_served_document_is_the_fuzzed_one(dev_runtime: dict[str, Any]) -> None:
-    import httpx
-
-    # The runtime builds the document on the first request (every function's routes and models: a few
-    # seconds on a loaded machine, more than httpx's 5 s default when this file runs first).
-    served = httpx.get(dev_runtime["endpoint"] + "/v1/openapi.json", timeout=120)
-    assert served.json() == openapi_document()
 
 
 TOKEN: dict[str, str] = {}  # "current": the token of the role being fuzzed
@@ -235,15 +186,22 @@ def over_a_byte_limit(case: Any) -> bool:
 
 
 def after_past_the_end(case: Any, dev_runtime: dict[str, Any]) -> bool:
-    """`after` beyond the task's message or event count: a 400 the document states in words (its
-    bound is the task's own count). Asked of the server, so only a real overrun is excused."""
+    """`after` beyond the task's message or event count (a page of either, or the task's stream): a
+    400 the document states in words (its bound is the task's own count). Asked of the server, so
+    only a real overrun is excused."""
     import httpx
 
     path = case.operation.path
     after = (case.query or {}).get("after")
-    if not path.endswith(("/messages", "/events")) or not isinstance(after, int):
+    if isinstance(after, str) and after.isascii() and after.isdigit():
+        after = int(after)  # the coverage phase sends its boundary values as text
+    resumed = str((case.headers or {}).get("Last-Event-ID") or "").strip()
+    if path.endswith("/stream") and resumed.isdigit():
+        after = int(resumed)  # the header comes before `after` (functions/streams_api resume_after)
+    if not path.endswith(("/messages", "/events", "/stream")) or not isinstance(after, int):
         return False
-    task_id = (case.path_parameters or {}).get("task_id")
+    parameters = case.path_parameters or {}
+    task_id = parameters.get("task_id", parameters.get("id"))  # the stream's route names it `id`
     if not isinstance(task_id, str):
         return False
     from urllib.parse import quote
@@ -289,8 +247,17 @@ class DevBearer:
         case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
 
 
-schema.auth()(DevBearer)
-schema_few.auth()(DevBearer)
+def lazy_schemas(prefixes: tuple[str, ...]) -> tuple[Any, Any]:
+    """The operations under `prefixes`, fuzzed from the module's lazy schemas (api_schema: the full
+    count with the coverage phase; api_schema_few: a few examples), each case sent with the role's
+    bearer token."""
+    regex = "^(" + "|".join(prefixes) + ")"
+    full = schemathesis.pytest.from_fixture("api_schema").include(path_regex=regex)
+    few = schemathesis.pytest.from_fixture("api_schema_few").include(path_regex=regex)
+    full.auth()(DevBearer)
+    few.auth()(DevBearer)
+    return full, few
+
 
 # Each operation is fuzzed at the full count as the role that runs it (`OWNER`), and at a few
 # examples as each of the other two roles: a route refuses the wrong role with 403 (which both data
@@ -323,24 +290,6 @@ def owner(method: str, path: str) -> str:
         if owned_method in ("*", method.upper()) and path.startswith(prefix):
             return role
     return "caller"
-
-
-@schema.parametrize()
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
-def test_api_conforms_to_its_schema(case: Any, dev_runtime: dict[str, Any]) -> None:
-    conforms(case, dev_runtime, "owner")
-
-
-@pytest.fixture(params=OTHER_ROLES)
-def role(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@schema_few.parametrize()
-@pytest.mark.usefixtures("role")  # a lazy schema's test takes fixtures (pytest.mark.parametrize cannot see it)
-@settings(max_examples=OTHER_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-def test_the_other_roles_get_documented_answers(case: Any, dev_runtime: dict[str, Any], role: str) -> None:
-    conforms(case, dev_runtime, role)
 
 
 def conforms(case: Any, dev_runtime: dict[str, Any], role: str = "caller") -> None:
@@ -404,13 +353,3 @@ def conforms(case: Any, dev_runtime: dict[str, Any], role: str = "caller") -> No
     if fuzzing_as_owner and response.status_code == 403:
         details = response.json().get("error", {}).get("details", {})
         assert "allowed" not in details, f"OWNER names the wrong role for {case.operation.method} {case.operation.path}"
-
-
-def test_unknown_methods_are_404_like_api_gateway(dev_runtime: dict[str, Any]) -> None:
-    """The reason unsupported_method is excluded above, checked: a method a path does not have is
-    API Gateway's own 404, before any function runs."""
-    import httpx
-
-    for method, path in (("PATCH", "/v1/notes"), ("DELETE", "/v1/tasks"), ("PUT", "/v1/health")):
-        response = httpx.request(method, dev_runtime["endpoint"] + path, headers={"Authorization": "Bearer x"})
-        assert (response.status_code, response.json()) == (404, {"message": "Not Found"}), (method, path)
