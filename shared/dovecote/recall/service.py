@@ -730,22 +730,7 @@ def _scope_reports(scopes: list[Any], pending: list[PendingUpload]) -> list[Scop
 
 
 def _search_command(p: SearchParams, limit: int) -> str:
-    raw = p.raw
-    return _command(
-        "search",
-        p.q,
-        limit=limit,
-        role=raw.get("role"),
-        sort=raw.get("sort"),
-        since=raw.get("since"),
-        before=raw.get("before"),
-        min_messages=raw.get("min_messages"),
-        project=raw.get("project"),
-        source=raw.get("source"),
-        include_path=raw.get("include_path"),
-        exclude_path=raw.get("exclude_path"),
-        current_session=raw.get("current_session"),
-        include_tools=raw.get("include_tools"),
-        include_subagents=raw.get("include_subagents"),
-        semantic=raw.get("semantic"),
-    )
+    """The search again as asked (`p.raw`: every option the gate read, in its order), with `limit`."""
+    options = {name: value for name, value in p.raw.items() if name != "q"}
+    options["limit"] = limit
+    return _command("search", p.q, **options)
