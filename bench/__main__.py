@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import ROOT, throughput, write_results
+from bench.common import ROOT, task_body, throughput, write_results
 from dovecote.platform.schema import validated
 from dovecote.tasks.bodies import ClaimIn, CommandIn, CompleteIn, CreateTaskIn, ReplyIn, RequestInputIn, WorkerCommandIn
 
@@ -380,13 +380,7 @@ def task_figures(runtime: Any, count: int, workers: int) -> dict[str, dict[str, 
             http.post(
                 "/v1/tasks",
                 headers=caller,
-                json={
-                    "command_id": f"cc{i}",
-                    "workspace": "w",
-                    "id": f"claim-{i}",
-                    "context": "claims",
-                    "message": {"id": f"claim-m{i}", "parts": [{"media_type": "text/plain", "text": "x"}]},
-                },
+                json=task_body(f"claim-{i}", f"claim-{i}", "claims"),
             )
 
     def claim_all(token: str) -> list[float]:

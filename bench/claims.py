@@ -201,7 +201,7 @@ def moto_drain(workers: int, tasks: int, shards: int, *, wait_seconds: int = 1) 
     import time
     from collections import Counter
 
-    from bench.common import CURSOR_KEY, moto_resources
+    from bench.common import CURSOR_KEY, moto_resources, task_body
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.errors import NotFound
     from dovecote.platform.principal import Principal
@@ -225,13 +225,7 @@ def moto_drain(workers: int, tasks: int, shards: int, *, wait_seconds: int = 1) 
         service = TaskService(store, CursorSigner(CURSOR_KEY))
         caller = Principal(authority, "caller")
         for i in range(tasks):
-            body = {
-                "command_id": f"create-{i}",
-                "workspace": "w",
-                "id": f"task-{i:06d}",
-                "context": "claims",
-                "message": {"id": f"m-{i}", "parts": [{"media_type": "text/plain", "text": "x"}]},
-            }
+            body = task_body(f"task-{i:06d}", str(i), "claims")
             service.create(caller, service.gate.create(caller, validated(CreateTaskIn, body)))
         local = threading.local()
         lock = threading.Lock()

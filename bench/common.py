@@ -56,6 +56,18 @@ def moto_resources(*, sqs: bool = False) -> Iterator[MotoResources]:
         aws.reset_clients()
 
 
+def task_body(task_id: str, tag: str, context: str, text: str = "x") -> dict[str, Any]:
+    """A `POST /v1/tasks` body as the benches create their tasks: workspace `w`, one text part; the
+    command and message ids made from `tag`."""
+    return {
+        "command_id": f"c-{tag}",
+        "workspace": "w",
+        "id": task_id,
+        "context": context,
+        "message": {"id": f"m-{tag}", "parts": [{"media_type": "text/plain", "text": text}]},
+    }
+
+
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]

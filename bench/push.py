@@ -110,17 +110,19 @@ def latency(dev: Dev, turns: int) -> dict[str, Any]:
 def sender_rate(tasks: int) -> dict[str, Any]:
     """One Sender, one thread: `tasks` tasks of two events each (submitted, canceled) with a webhook
     from their first event, each caught up by one notice: notifications per second over the whole."""
-    from bench.common import CURSOR_KEY, moto_resources
+    from bench.common import CURSOR_KEY, moto_resources, task_body
     from dovecote.a2a.notifications import A2ABodies
     from dovecote.a2a.service import A2AService
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.principal import Principal
+    from dovecote.platform.schema import validated
     from dovecote.push.dial import PinnedPoster
     from dovecote.push.dynamo import DynamoConfigStore
     from dovecote.push.keys import FileKeys
     from dovecote.push.memory import MemoryQueue
     from dovecote.push.model import Notice, PushConfig
     from dovecote.push.sender import Sender
+    from dovecote.tasks.bodies import CallerCommandIn, CreateTaskIn
     from dovecote.tasks.dynamo import DynamoTaskStore
     from dovecote.tasks.service import TaskService
     from infra.local.moto_patches import serialize_dynamodb
@@ -137,15 +139,9 @@ def sender_rate(tasks: int) -> dict[str, Any]:
             service = TaskService(store, CursorSigner(CURSOR_KEY))
             configs = DynamoConfigStore(table=DEFAULT_NAMES["push_table"], dynamodb=aws.ddb)
             for i in range(tasks):
-                body = {
-                    "command_id": f"c{i}",
-                    "workspace": "w",
-                    "id": f"t{i}",
-                    "context": "c",
-                    "message": {"id": f"m{i}", "parts": [{"media_type": "text/plain", "text": "notify me"}]},
-                }
-                service.create(caller, service.gate.create(caller, body))
-                cancel = {"command_id": f"x{i}", "expected_revision": 1}
+                body = task_body(f"t{i}", str(i), "c", "notify me")
+                service.create(caller, service.gate.create(caller, validated(CreateTaskIn, body)))
+                cancel = validated(CallerCommandIn, {"command_id": f"x{i}", "expected_revision": 1})
                 service.cancel(caller, service.gate.cancel(caller, f"t{i}", cancel))
                 configs.put(PushConfig("bench", f"t{i}", "w", receiver.url, "2026-01-01T00:00:00.000Z"), limit=10)
             sender = Sender(

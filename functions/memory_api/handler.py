@@ -12,14 +12,13 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from dovecote.memory.model import MAX_PAGE, MAX_WAIT_SECONDS, RELATION_STATUSES
 from dovecote.memory.service import MemoryService
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
-from dovecote.platform.schema import ID, bounded, one_of
+from dovecote.platform.schema import ID, RedriveIn, bounded, one_of
 from functions.memory_api.models import (
     RELATION,
     SCOPE,
     CancelOut,
     JudgmentIn,
     MemoryPage,
-    RedriveIn,
     RedriveOut,
     RelationEnvelope,
     RelationPage,

@@ -16,9 +16,9 @@ from dovecote.memory.model import (
     SUBJECT_PREFIX,
     TAG_PATTERN,
 )
-from dovecote.memory.service import MAX_REDRIVE, RELATION_ID
+from dovecote.memory.service import RELATION_ID
 from dovecote.platform.http import ApiModel
-from dovecote.platform.schema import ID, PY_SPACE, JsonInt, RequestModel, bounded, one_of, utf8_text
+from dovecote.platform.schema import ID, PY_SPACE, RequestModel, one_of, utf8_text
 
 # The gate's rules, declared (tests/e2e/test_schemathesis.py holds the two together). Sizes are in
 # UTF-8 bytes, declared as such (platform/schema.py utf8_text).
@@ -53,12 +53,6 @@ class JudgmentIn(RequestModel):
     command_id: StrictStr = Field(json_schema_extra=ID)
     decision: StrictStr = Field(json_schema_extra=one_of(*DECISIONS))
     note: StrictStr | None = Field(default=None, json_schema_extra=NOTE)
-
-
-class RedriveIn(RequestModel):
-    limit: JsonInt = Field(
-        description="how many dead letters to look at; 0: the default (10)", json_schema_extra=bounded(0, MAX_REDRIVE)
-    )
 
 
 class SubmitOut(ApiModel):

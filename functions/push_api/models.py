@@ -9,9 +9,8 @@ from typing import Any
 from pydantic import Field, StrictStr
 
 from dovecote.platform.http import ApiModel
-from dovecote.platform.schema import ID, JsonInt, RequestModel, bounded
+from dovecote.platform.schema import ID, RedriveIn, RequestModel
 from dovecote.push.model import HEADER_TEXT, MAX_CREDENTIALS, MAX_TOKEN, MAX_URL, SCHEME
-from dovecote.push.service import MAX_REDRIVE
 
 URL: dict[str, Any] = {"maxLength": MAX_URL, "pattern": r"^[\x21-\x7e]+$", "format": "uri"}
 TOKEN: dict[str, Any] = {"maxLength": MAX_TOKEN, "pattern": f"^{HEADER_TEXT.pattern}$"}
@@ -71,10 +70,9 @@ class WebhookList(ApiModel):
     items: list[WebhookOut]
 
 
-class WebhookRedriveIn(RequestModel):
-    limit: JsonInt = Field(
-        description="how many dead letters to look at; 0: the default (10)", json_schema_extra=bounded(0, MAX_REDRIVE)
-    )
+# The webhook route's name for a redrive (platform/schema.RedriveIn) in the API document.
+class WebhookRedriveIn(RedriveIn):
+    pass
 
 
 class WebhookRedrivenOut(ApiModel):

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from dovecote.platform import sse
+from dovecote.platform.api_event import http_api_event
 from dovecote.platform.principal import Principal
 from functions.streams_api.wsgi import guarded, json_answer
 
@@ -139,32 +140,20 @@ def _event(
     principal: Principal | None,
 ) -> dict[str, Any]:
     """The HTTP API (payload 2.0) event API Gateway would send the A2A function for this request."""
-    raw_query = str(environ.get("QUERY_STRING", ""))
-    query: dict[str, str] = {}
-    for name, value in parse_qsl(raw_query, keep_blank_values=True):
-        query[name] = f"{query[name]},{value}" if name in query else value
-    text_type = not body or headers.get("content-type", "").startswith(("application/json", "text/"))
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": key,
-        "rawPath": str(environ.get("PATH_INFO", "")),
-        "rawQueryString": raw_query,
-        "headers": headers,
-        "requestContext": {
-            "http": {"method": key.split(" ", 1)[0], "path": str(environ.get("PATH_INFO", ""))},
-            "routeKey": key,
-        },
-        "isBase64Encoded": not text_type,
-    }
+    path = str(environ.get("PATH_INFO", ""))
+    context: dict[str, Any] = {"http": {"method": key.split(" ", 1)[0], "path": path}, "routeKey": key}
     if principal is not None:
-        event["requestContext"]["authorizer"] = {"lambda": principal.as_context()}
-    if query:
-        event["queryStringParameters"] = query
-    if variables:
-        event["pathParameters"] = variables
-    if body:
-        event["body"] = body.decode("utf-8", "surrogateescape") if text_type else base64.b64encode(body).decode()
-    return event
+        context["authorizer"] = {"lambda": principal.as_context()}
+    return http_api_event(
+        route_key=key,
+        path=path,
+        raw_query=str(environ.get("QUERY_STRING", "")),
+        headers=headers,
+        request_context=context,
+        path_parameters=variables,
+        body=body,
+        text=not body or headers.get("content-type", "").startswith(("application/json", "text/")),
+    )
 
 
 def _result(start_response: StartResponse, result: dict[str, Any]) -> list[bytes]:

@@ -26,6 +26,25 @@ def private_queue(scope: Construct, id: str, **options: Any) -> sqs.Queue:
     return sqs.Queue(scope, id, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True, **options)
 
 
+def fifo_queues(
+    scope: Construct, id: str, dlq_id: str, *, max_receives: int, visibility: Duration, **options: Any
+) -> tuple[sqs.Queue, sqs.Queue]:
+    """A FIFO queue (`private_queue`) whose deduplication ids its senders choose (content-based
+    deduplication off), and its FIFO dead-letter queue (same group, same rules), to which SQS moves a
+    message received `max_receives` times: the queue and the dead-letter queue."""
+    dlq = private_queue(scope, dlq_id, fifo=True, content_based_deduplication=False)
+    queue = private_queue(
+        scope,
+        id,
+        fifo=True,
+        content_based_deduplication=False,
+        visibility_timeout=visibility,
+        dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=max_receives, queue=dlq),
+        **options,
+    )
+    return queue, dlq
+
+
 def sqs_source(function: lambda_.Function, queue: sqs.IQueue, spec: QueueSource) -> None:
     """`function` consumes `queue` in batches as its row of infra/event_sources.py says, reporting
     the messages that failed."""

@@ -22,12 +22,11 @@ from collections.abc import Mapping
 
 from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dovecote.memory.worker import REDRIVE_MAX_RECEIVES
 from infra.constructs.data import Data
-from infra.constructs.grants import Grants, private_queue, sqs_source
+from infra.constructs.grants import Grants, fifo_queues, sqs_source
 from infra.event_sources import queue_of
 from infra.routes import MEMORY_WORKER
 
@@ -38,15 +37,13 @@ class MemoryQueue(Construct):
     def __init__(self, scope: Construct, id: str, *, data: Data) -> None:
         super().__init__(scope, id)
         self._data = data
-        self.dlq = private_queue(self, "WriteFailures", fifo=True, content_based_deduplication=False)
-        self.queue = private_queue(
+        self.queue, self.dlq = fifo_queues(
             self,
             "Writes",
-            fifo=True,
-            content_based_deduplication=False,
-            visibility_timeout=Duration.seconds(6 * MEMORY_WORKER.timeout_s),
+            "WriteFailures",
+            max_receives=REDRIVE_MAX_RECEIVES,
+            visibility=Duration.seconds(6 * MEMORY_WORKER.timeout_s),
             retention_period=Duration.days(4),
-            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=REDRIVE_MAX_RECEIVES, queue=self.dlq),
         )
 
     @property

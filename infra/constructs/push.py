@@ -28,12 +28,11 @@ from collections.abc import Mapping
 from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as sm
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dovecote.push.queue import redrive_max_receives
 from infra.constructs.data import Data
-from infra.constructs.grants import Grants, private_queue, sqs_source, stream_source
+from infra.constructs.grants import Grants, fifo_queues, private_queue, sqs_source, stream_source
 from infra.event_sources import queue_of, stream_of
 from infra.routes import PUSH_FANOUT, PUSH_QUEUE_VISIBILITY_S, PUSH_SENDER, STREAMS
 
@@ -44,14 +43,12 @@ class Push(Construct):
     def __init__(self, scope: Construct, id: str, *, data: Data) -> None:
         super().__init__(scope, id)
         self._data = data
-        self.dlq = private_queue(self, "WebhookDeadLetters", fifo=True, content_based_deduplication=False)
-        self.queue = private_queue(
+        self.queue, self.dlq = fifo_queues(
             self,
             "Webhooks",
-            fifo=True,
-            content_based_deduplication=False,
-            visibility_timeout=Duration.seconds(PUSH_QUEUE_VISIBILITY_S),
-            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=redrive_max_receives(), queue=self.dlq),
+            "WebhookDeadLetters",
+            max_receives=redrive_max_receives(),
+            visibility=Duration.seconds(PUSH_QUEUE_VISIBILITY_S),
         )
         # The fan-out's stream batches that failed every retry (metadata only: shard, sequence numbers).
         self.fanout_failures = private_queue(self, "FanoutFailures")

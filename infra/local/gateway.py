@@ -41,10 +41,11 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
-from urllib.parse import parse_qsl, quote_from_bytes, unquote_to_bytes, urlsplit
+from urllib.parse import quote_from_bytes, unquote_to_bytes, urlsplit
 
 from werkzeug.wrappers import Request, Response
 
+from dovecote.platform.api_event import http_api_event
 from infra.local.log_lines import printable
 from infra.routes import ALL_ROUTES, AUTHORIZER, FUNCTIONS, STREAM_ROUTES, STREAMS, Function, Route
 
@@ -350,46 +351,35 @@ class Gateway:
         for name, value in request.headers.items():
             key = name.lower()
             headers[key] = f"{headers[key]},{value}" if key in headers else value
-        raw_query = request.query_string.decode("latin-1")
-        query: dict[str, str] = {}
-        for name, value in parse_qsl(raw_query, keep_blank_values=True):
-            query[name] = f"{query[name]},{value}" if name in query else value
-        content_type = headers.get("content-type", "")
-        is_text = not body or content_type.startswith(TEXT_TYPES)
         now = time.time()
-        event: dict[str, Any] = {
-            "version": "2.0",
-            "routeKey": f"{route.method} {route.path}",
-            "rawPath": path,
-            "rawQueryString": raw_query,
-            "headers": headers,
-            "requestContext": {
-                "accountId": "000000000000",
-                "apiId": "local",
-                "domainName": request.host,
-                "domainPrefix": "local",
-                "http": {
-                    "method": request.method,
-                    "path": path,
-                    "protocol": "HTTP/1.1",
-                    "sourceIp": request.remote_addr or "127.0.0.1",
-                    "userAgent": headers.get("user-agent", ""),
-                },
-                "requestId": str(uuid.uuid4()),
-                "routeKey": f"{route.method} {route.path}",
-                "stage": "$default",
-                "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
-                "timeEpoch": int(now * 1000),
+        context: dict[str, Any] = {
+            "accountId": "000000000000",
+            "apiId": "local",
+            "domainName": request.host,
+            "domainPrefix": "local",
+            "http": {
+                "method": request.method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": request.remote_addr or "127.0.0.1",
+                "userAgent": headers.get("user-agent", ""),
             },
-            "isBase64Encoded": not is_text,
+            "requestId": str(uuid.uuid4()),
+            "routeKey": f"{route.method} {route.path}",
+            "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "timeEpoch": int(now * 1000),
         }
-        if query:
-            event["queryStringParameters"] = query
-        if path_parameters:
-            event["pathParameters"] = path_parameters
-        if body:
-            event["body"] = body.decode("utf-8", "surrogateescape") if is_text else base64.b64encode(body).decode()
-        return event
+        return http_api_event(
+            route_key=f"{route.method} {route.path}",
+            path=path,
+            raw_query=request.query_string.decode("latin-1"),
+            headers=headers,
+            request_context=context,
+            path_parameters=path_parameters,
+            body=body,
+            text=not body or headers.get("content-type", "").startswith(TEXT_TYPES),
+        )
 
     @staticmethod
     def _authorizer_event(event: dict[str, Any]) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from dovecote.recall.results import SearchEnvelope
 from dovecote.recall.service import STORE_NOTE_TRIGRAM, RecallService
 from dovecote.recall.sqlite import SqliteSearchIndex
 from tests.conftest import CI, DATA
-from tests.support.opensearch_indices import IndexPool, index_pool
+from tests.support.opensearch_indices import pool_fixture, pooled_index
 
 ACME = Principal("acme", "caller")
 GLOBEX = Principal("globex", "caller")
@@ -44,11 +44,7 @@ T0 = datetime(2025, 6, 1, tzinfo=UTC)
 SAMPLES = DATA / "transcripts"
 
 
-@pytest.fixture(scope="module")
-def opensearch_pool(opensearch_url: str) -> Iterator[IndexPool]:
-    """Each test's own new indices, created while the test before runs."""
-    with index_pool(opensearch_url, "conformance") as pool:
-        yield pool
+opensearch_pool = pool_fixture("conformance")
 
 
 @pytest.fixture(params=["sqlite", "opensearch"])
@@ -58,22 +54,8 @@ def index_engine(request: pytest.FixtureRequest) -> Iterator[SearchIndex]:
         yield engine
         engine.close()
     else:
-        from opensearchpy import OpenSearch
-
-        from dovecote.recall.opensearch import OpenSearchIndex
-
-        # A real node shared by the run (tests/opensearch_fixture.py); indices of this test's own,
-        # made ahead (tests/support/opensearch_indices.py).
-        # refresh="true": the same contract as the default "wait_for" (a write that returned is
-        # searchable) without waiting out the 1 s refresh interval on every ingest;
-        # tests/integration/test_recall_opensearch.py holds the default to it.
-        pool: IndexPool = request.getfixturevalue("opensearch_pool")
-        prefix = pool.take()
-        client = OpenSearch(hosts=[request.getfixturevalue("opensearch_url")], timeout=60)
-        search = OpenSearchIndex(client, index_prefix=prefix, refresh="true")
-        yield search
-        search.close()
-        pool.give_back(prefix)
+        with pooled_index(request) as search:
+            yield search
 
 
 @pytest.fixture

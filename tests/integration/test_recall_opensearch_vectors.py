@@ -21,7 +21,7 @@ from dovecote.recall.opensearch_store import message_id
 from dovecote.recall.ports import IndexQuery, SearchFilter, SemanticQuery, Withhold
 from dovecote.recall.query import parse_query
 from dovecote.recall.sqlite import SqliteSearchIndex
-from tests.support.opensearch_indices import IndexPool, index_pool
+from tests.support.opensearch_indices import IndexPool, pool_fixture
 
 EMBEDDER = HashingEmbedder(dimension=8)
 MODEL = model_key(EMBEDDER.info.model_id, EMBEDDER.info.dimension)
@@ -54,10 +54,7 @@ def query(q: str, *, fusion: str = "rrf", limit: int = 8, withhold: Withhold | N
     )
 
 
-@pytest.fixture(scope="module")
-def opensearch_pool(opensearch_url: str) -> Iterator[IndexPool]:
-    with index_pool(opensearch_url, "osvectors") as pool:
-        yield pool
+opensearch_pool = pool_fixture("osvectors")
 
 
 @pytest.fixture

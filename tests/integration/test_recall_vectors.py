@@ -21,7 +21,7 @@ from dovecote.recall.ports import IndexQuery, SearchFilter, SemanticQuery, Vecto
 from dovecote.recall.query import parse_query
 from dovecote.recall.sqlite import SqliteSearchIndex
 from dovecote.recall.sqlite_vectors import Scope, SqliteVectors
-from tests.support.opensearch_indices import IndexPool, index_pool
+from tests.support.opensearch_indices import pool_fixture, pooled_index
 
 EMBEDDER = HashingEmbedder(dimension=64)
 MODEL = model_key(EMBEDDER.info.model_id, EMBEDDER.info.dimension)
@@ -61,32 +61,20 @@ def fill(index: Any) -> Any:
     return index
 
 
-@pytest.fixture(scope="module")
-def opensearch_pool(opensearch_url: str) -> Iterator[IndexPool]:
-    with index_pool(opensearch_url, "vectors") as pool:
-        yield pool
+opensearch_pool = pool_fixture("vectors")
 
 
 @pytest.fixture(params=["sqlite", "opensearch"])
 def engine(request: pytest.FixtureRequest) -> Iterator[Any]:
     """Either engine, holding s1 and s2 (acme) and s9 (other). OpenSearch: this test's own indices on
-    the shared node, refresh="true" as in the conformance suite."""
+    the shared node (tests/support/opensearch_indices.pooled_index)."""
     if request.param == "sqlite":
         index = SqliteSearchIndex(":memory:")
         yield fill(index)
         index.close()
         return
-    from opensearchpy import OpenSearch
-
-    from dovecote.recall.opensearch import OpenSearchIndex
-
-    pool: IndexPool = request.getfixturevalue("opensearch_pool")
-    prefix = pool.take()
-    client = OpenSearch(hosts=[request.getfixturevalue("opensearch_url")], timeout=60)
-    search = OpenSearchIndex(client, index_prefix=prefix, refresh="true")
-    yield fill(search)
-    search.close()
-    pool.give_back(prefix)
+    with pooled_index(request) as search:
+        yield fill(search)
 
 
 @pytest.fixture

@@ -7,16 +7,15 @@ accept or that first heartbeat gives exactly one outcome (real threads)."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
 
 from dovecote.platform.clock import rfc3339
 from dovecote.platform.cursors import CursorSigner
-from dovecote.platform.errors import DomainError, IdempotencyConflict, InvalidArgument, NotFound, StaleLease
+from dovecote.platform.errors import IdempotencyConflict, InvalidArgument, NotFound, StaleLease
 from dovecote.tasks.limits import MAX_ACCEPT_TIMEOUT
 from dovecote.tasks.model import expiry_shard
 from tests.support.tasks import (
@@ -26,6 +25,7 @@ from tests.support.tasks import (
     Clock,
     Edge,
     Flow,
+    against_dispatcher,
     dispatch,
     dynamo_store,
     edge,
@@ -187,29 +187,6 @@ def test_the_accept_timeout_is_part_of_the_create_only_as_given(service: Edge) -
 # ---- races (real threads) ------------------------------------------------------------------------
 
 
-def race(first: Callable[[], str], second: Callable[[], str]) -> tuple[str, str]:
-    barrier = threading.Barrier(2)
-    out: list[str] = ["", ""]
-
-    def run(index: int, call: Callable[[], str]) -> None:
-        barrier.wait()
-        try:
-            out[index] = call()
-        except DomainError as exc:
-            out[index] = exc.code
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate((first, second))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out[0], out[1]
-
-
-def fenced_or_lost(service: Edge) -> str:
-    return "fenced" if dispatch(service)["fenced"] else "lost"
-
-
 def test_the_dispatcher_racing_a_late_accept_gives_exactly_one_outcome(service: Edge, clock: Clock) -> None:
     seen = set()
     for _ in range(6):
@@ -218,11 +195,7 @@ def test_the_dispatcher_racing_a_late_accept_gives_exactly_one_outcome(service: 
         flow.acquire()
         clock.advance(31)
 
-        def accept(flow: Flow = flow) -> str:
-            flow.worker_cmd("accept")
-            return "ok"
-
-        worker, dispatcher = race(accept, lambda: fenced_or_lost(service))
+        worker, dispatcher = against_dispatcher(service, partial(flow.worker_cmd, "accept"))
         task = service.get(CALLER, flow.task_id)["task"]
         seen.add((worker, dispatcher))
         if worker == "ok":
@@ -248,11 +221,8 @@ def test_the_dispatcher_racing_the_first_heartbeat_of_a_taken_over_task_gives_on
         fence = service.acquire(OTHER_WORKER, flow.task_id, {"command_id": uid("c")}).body["assignment"]["fence"]
         clock.advance(31)
 
-        def beat(flow: Flow = flow, fence: int = fence) -> str:
-            service.heartbeat(OTHER_WORKER, flow.task_id, {"fence": fence})
-            return "ok"
-
-        worker, dispatcher = race(beat, lambda: fenced_or_lost(service))
+        beat = partial(service.heartbeat, OTHER_WORKER, flow.task_id, {"fence": fence})
+        worker, dispatcher = against_dispatcher(service, beat)
         assert (worker, dispatcher) in {("ok", "lost"), ("stale_lease", "fenced")}
         held = worker == "ok"
         try:

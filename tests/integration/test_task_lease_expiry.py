@@ -5,13 +5,13 @@ the dispatcher wins cleanly; the fenced worker gets stale_lease; long-poll claim
 
 from __future__ import annotations
 
-import threading
+from functools import partial
 from typing import Any
 
 import pytest
 
 from dovecote.platform.cursors import CursorSigner
-from dovecote.platform.errors import DomainError, InvalidArgument, NotFound, StaleLease
+from dovecote.platform.errors import InvalidArgument, NotFound, StaleLease
 from dovecote.platform.principal import Principal
 from dovecote.tasks.limits import EXPIRY_SHARDS
 from infra.local.metering import count_round_trips
@@ -22,6 +22,7 @@ from tests.support.tasks import (
     Clock,
     Edge,
     Flow,
+    against_dispatcher,
     dispatch,
     dynamo_store,
     edge,
@@ -136,27 +137,8 @@ def _race_dispatcher_and_complete(service: Edge, clock: Clock) -> tuple[dict[str
     flow.acquire()
     flow.worker_cmd("accept")
     clock.advance(61)
-    barrier = threading.Barrier(2)
-    outcomes: dict[str, str] = {}
-
-    def complete() -> None:
-        barrier.wait()
-        try:
-            flow.worker_cmd("complete")
-            outcomes["worker"] = "ok"
-        except DomainError as exc:
-            outcomes["worker"] = exc.code
-
-    def fence() -> None:
-        barrier.wait()
-        outcomes["dispatcher"] = "fenced" if dispatch(service)["fenced"] else "lost"
-
-    threads = [threading.Thread(target=complete), threading.Thread(target=fence)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return outcomes, service.get(CALLER, flow.task_id)["task"]
+    worker, dispatcher = against_dispatcher(service, partial(flow.worker_cmd, "complete"))
+    return {"worker": worker, "dispatcher": dispatcher}, service.get(CALLER, flow.task_id)["task"]
 
 
 def test_the_dispatcher_racing_a_worker_command_gives_exactly_one_outcome(service: Edge, clock: Clock) -> None:

@@ -10,9 +10,15 @@ set in a background thread while the current test runs, and drops a used set the
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from dovecote.recall.opensearch import OpenSearchIndex
 
 
 class IndexPool:
@@ -61,3 +67,37 @@ def index_pool(url: str, kind: str) -> Iterator[IndexPool]:
         yield pool
     finally:
         pool.close()
+
+
+def pool_fixture(kind: str) -> Callable[..., Any]:
+    """A test module's `opensearch_pool` fixture: one pool of index sets named for `kind`, for the
+    module's tests."""
+
+    @pytest.fixture(scope="module")
+    def opensearch_pool(opensearch_url: str) -> Iterator[IndexPool]:
+        with index_pool(opensearch_url, kind) as pool:
+            yield pool
+
+    return opensearch_pool
+
+
+@contextmanager
+def pooled_index(request: pytest.FixtureRequest) -> Iterator[OpenSearchIndex]:
+    """An engine on the real node shared by the run (tests/opensearch_fixture.py), on indices of this
+    test's own from the module's `opensearch_pool`, handed back after. refresh="true": the contract
+    of the default "wait_for" (a write that returned is searchable) without waiting out the 1 s
+    refresh interval on every ingest; tests/integration/test_recall_opensearch.py holds the default
+    to it."""
+    from opensearchpy import OpenSearch
+
+    from dovecote.recall.opensearch import OpenSearchIndex
+
+    pool: IndexPool = request.getfixturevalue("opensearch_pool")
+    prefix = pool.take()
+    client = OpenSearch(hosts=[request.getfixturevalue("opensearch_url")], timeout=60)
+    search = OpenSearchIndex(client, index_prefix=prefix, refresh="true")
+    try:
+        yield search
+    finally:
+        search.close()
+        pool.give_back(prefix)

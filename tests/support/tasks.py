@@ -25,6 +25,7 @@ from dovecote.tasks.ports import TaskStore
 from dovecote.tasks.service import TaskService
 from dovecote.tasks.storage import FLEET_CLAIM_SHARDS, claim_shard
 from tests.support.stores import fake_or_moto
+from tests.support.threads import together
 
 CALLER = Principal("acme", "caller")
 WORKER = Principal("acme", "worker", "w1")
@@ -207,6 +208,16 @@ def dispatch(service: Edge) -> dict[str, int]:
         for name, n in service.expire_silent_leases(shard, limit=100, command_id=lambda t: uid("x")).items():
             totals[name] += n
     return totals
+
+
+def against_dispatcher(service: Edge, call: Callable[[], Any]) -> tuple[str, str]:
+    """`call` (a worker's) and one dispatcher pass, released at once (real threads): the worker's
+    outcome ("ok" or the code it raised) and the dispatcher's ("fenced" or "lost")."""
+    outcomes = together(2, lambda i: code_of(call) if i == 0 else "fenced" if dispatch(service)["fenced"] else "lost")
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return outcomes[0], outcomes[1]
 
 
 class ShardOrder(random.Random):

@@ -13,8 +13,11 @@ import pytest
 from dovecote.platform.lazy import lazy_package
 
 
-def _package(root: Path) -> None:
-    pkg = root / "lazypkg"
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A folder holding `lazypkg`: an __init__ that marks that it ran and exports a relative, an
+    absolute and a submodule import; its `light` and `heavy` modules."""
+    pkg = tmp_path / "lazypkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text(
         textwrap.dedent(
@@ -30,9 +33,10 @@ def _package(root: Path) -> None:
     )
     (pkg / "light.py").write_text("class Light: ...\n")
     (pkg / "heavy.py").write_text("class Heavy: ...\n")
+    return tmp_path
 
 
-def _run(root: Path, package: str, code: str) -> str:
+def _run(root: Path, code: str, package: str = "lazypkg") -> str:
     """`code` in a fresh interpreter, after `lazy_package(package)`; what it prints."""
     script = f"import sys\nfrom dovecote.platform.lazy import lazy_package\nlazy_package({package!r})\n"
     out = subprocess.run(  # noqa: S603 - this interpreter, fixed code
@@ -41,11 +45,9 @@ def _run(root: Path, package: str, code: str) -> str:
     return out.stdout.strip()
 
 
-def test_a_relative_export_loads_only_its_module(tmp_path: Path) -> None:
-    _package(tmp_path)
+def test_a_relative_export_loads_only_its_module(root: Path) -> None:
     out = _run(
-        tmp_path,
-        "lazypkg",
+        root,
         """
         from lazypkg import Light
         print(Light.__module__, "lazypkg.heavy" in sys.modules, "RAN" in vars(sys.modules["lazypkg"]))
@@ -54,11 +56,9 @@ def test_a_relative_export_loads_only_its_module(tmp_path: Path) -> None:
     assert out == "lazypkg.light False False"
 
 
-def test_an_absolute_export_and_a_submodule_import_as_usual(tmp_path: Path) -> None:
-    _package(tmp_path)
+def test_an_absolute_export_and_a_submodule_import_as_usual(root: Path) -> None:
     out = _run(
-        tmp_path,
-        "lazypkg",
+        root,
         """
         from lazypkg import Heavy
         from lazypkg import light
@@ -69,11 +69,9 @@ def test_an_absolute_export_and_a_submodule_import_as_usual(tmp_path: Path) -> N
     assert out == "lazypkg.heavy lazypkg.light Light False"
 
 
-def test_any_other_name_runs_the_real_init_once(tmp_path: Path) -> None:
-    _package(tmp_path)
+def test_any_other_name_runs_the_real_init_once(root: Path) -> None:
     out = _run(
-        tmp_path,
-        "lazypkg",
+        root,
         """
         import lazypkg
         print(lazypkg.EXTRA, lazypkg.RAN, lazypkg.Light.__module__)
@@ -82,18 +80,17 @@ def test_any_other_name_runs_the_real_init_once(tmp_path: Path) -> None:
     assert out == "only the real __init__ defines me True lazypkg.light"
 
 
-def test_a_nested_package_is_its_parents_attribute(tmp_path: Path) -> None:
-    _package(tmp_path)
-    (tmp_path / "lazypkg" / "inner").mkdir()
-    (tmp_path / "lazypkg" / "inner" / "__init__.py").write_text("import sys\nsys.modules[__name__].RAN = True\n")
-    (tmp_path / "lazypkg" / "inner" / "leaf.py").write_text("LEAF = 1\n")
+def test_a_nested_package_is_its_parents_attribute(root: Path) -> None:
+    (root / "lazypkg" / "inner").mkdir()
+    (root / "lazypkg" / "inner" / "__init__.py").write_text("import sys\nsys.modules[__name__].RAN = True\n")
+    (root / "lazypkg" / "inner" / "leaf.py").write_text("LEAF = 1\n")
     out = _run(
-        tmp_path,
-        "lazypkg.inner",
+        root,
         """
         import lazypkg.inner.leaf
         print(lazypkg.inner.leaf.LEAF, "RAN" in vars(sys.modules["lazypkg.inner"]))
         """,
+        package="lazypkg.inner",
     )
     assert out == "1 False"
 

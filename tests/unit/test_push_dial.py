@@ -30,17 +30,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/slow":
             time.sleep(2)
         if self.path == "/redirect":
-            self.send_response(302)
-            self.send_header("Location", "http://127.0.0.1:9/elsewhere")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
+            return self._empty(302, "Location", "http://127.0.0.1:9/elsewhere")
         if self.path == "/busy":
-            self.send_response(503)
-            self.send_header("Retry-After", "120")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
+            return self._empty(503, "Retry-After", "120")
         body = b"x" * (1 << 20)  # a megabyte the sender must not read
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -49,6 +41,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except OSError:
             pass  # the sender closed after its bounded read
+
+    def _empty(self, status: int, header: str, value: str) -> None:
+        """An answer with no body and one header."""
+        self.send_response(status)
+        self.send_header(header, value)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def log_message(self, *args: Any) -> None:
         pass

@@ -11,7 +11,7 @@ import typer
 from dovecote.cli.common import EXIT_NOTHING, Json, client, done, fields, print_json, say
 from dovecote.cli.errors import swapped
 from dovecote.cli.groups import new_app
-from dovecote.cli.verbs import Pages, Show, Verb, param, register
+from dovecote.cli.verbs import Pages, Show, Verb, param, redrive, register
 from dovecote.memory.model import DECISIONS
 
 
@@ -132,13 +132,10 @@ register(
             lambda c, v: c.judge_relation(relation_of(v), v["decision"], note=v["note"], command_id=v["command_id"]),
             Show("relation"),
         ),
-        Verb(
-            "redrive",
+        redrive(
             "POST /v1/memory/redrive",
             "Move this authority's dead-lettered writes back to the queue (admin token).",
-            (param("limit", Annotated[int, typer.Option(help="Dead letters to look at, 1–100.")], 10),),
-            lambda c, v: c.redrive_memory(limit=v["limit"]),
-            role="admin",
+            lambda c, limit: c.redrive_memory(limit=limit),
         ),
     ),
 )

@@ -123,6 +123,22 @@ class Verb:
     role: str = "caller"
 
 
+def redrive(route: str, help: str, call: Callable[[Any, int], Any]) -> Verb:
+    """`redrive` (admin token): a dead-letter queue's redrive, memory's or the webhooks', whose
+    `--limit` is the one rule of platform/redrive.py."""
+    from dovecote.platform.redrive import DEFAULT_REDRIVE, MAX_REDRIVE
+
+    limit = Annotated[int, typer.Option(help=f"Dead letters to look at, 1–{MAX_REDRIVE}.")]
+    return Verb(
+        "redrive",
+        route,
+        help,
+        (param("limit", limit, DEFAULT_REDRIVE),),
+        lambda c, v: call(c, v["limit"]),
+        role="admin",
+    )
+
+
 def run(verb: Verb, values: Values) -> None:
     as_json = bool(values.pop("as_json", False))
     sdk = client(verb.role)
@@ -148,4 +164,4 @@ def register(app: typer.Typer, verbs: Sequence[Verb]) -> None:
         app.command(verb.name)(command(verb))
 
 
-__all__ = ["Did", "Pages", "Show", "Values", "Verb", "command", "param", "register", "run"]
+__all__ = ["Did", "Pages", "Show", "Values", "Verb", "command", "param", "redrive", "register", "run"]

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from dovecote.cli.groups import new_app
-from dovecote.cli.verbs import Did, Rows, Show, Verb, param, register
+from dovecote.cli.verbs import Did, Rows, Show, Verb, param, redrive, register
 
 app = new_app("A task's webhooks: notified of every event, signed, retried for hours, in order.")
 
@@ -85,13 +85,10 @@ register(
                 lambda v: f"deleted webhook {v['webhook_id']} of task {v['task_id']}",
             ),
         ),
-        Verb(
-            "redrive",
+        redrive(
             "POST /v1/admin/webhooks/redrive",
             "Send this authority's dead-lettered notifications again, same webhook-id (admin token).",
-            (param("limit", Annotated[int, typer.Option(help="Dead letters to look at, 1–100.")], 10),),
-            lambda c, v: c.redrive_webhooks(limit=v["limit"]),
-            role="admin",
+            lambda c, limit: c.redrive_webhooks(limit=limit),
         ),
         Verb(
             "keys",

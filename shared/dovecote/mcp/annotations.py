@@ -20,7 +20,12 @@ not MCP tools.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
+
+from dovecote.mcp.errors import P, R, guarded
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -79,3 +84,13 @@ TOOLS: dict[str, ToolAnnotations] = {
 def hints(name: str) -> ToolAnnotations:
     """The annotations of tool `name` (a KeyError for a tool missing from the table)."""
     return TOOLS[name]
+
+
+def tool(server: MCPServer, name: str, description: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Register a tool as every tool is: under `name`, with its hints from the table, and `guarded`
+    (any failure leaves as the API's error envelope)."""
+
+    def register(fn: Callable[P, R]) -> Callable[P, R]:
+        return server.tool(name=name, description=description, annotations=hints(name))(guarded(fn))
+
+    return register

@@ -8,13 +8,11 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 
 from dovecote.client import DovecoteClient
-from dovecote.mcp.annotations import hints
-from dovecote.mcp.errors import guarded
+from dovecote.mcp.annotations import tool
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="whoami", annotations=hints("whoami"))
-    @guarded
+    @tool(server, "whoami")
     def whoami() -> dict[str, Any]:
         """Who this server's token is: {authority, role, worker?, agent?, token_id, expires_at}. An
         agent claim means notes may be written and deleted only with that author."""

@@ -11,14 +11,12 @@ from pydantic import Field
 
 from dovecote.client import DovecoteClient, new_id
 from dovecote.client.memory import MAX_WAIT_SECONDS
-from dovecote.mcp.annotations import hints
-from dovecote.mcp.errors import guarded
+from dovecote.mcp.annotations import tool
 from dovecote.mcp.fields import CommandId, Cursor, Limit, Scope, WriteId
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="memory_submit", annotations=hints("memory_submit"))
-    @guarded
+    @tool(server, "memory_submit")
     def memory_submit(
         scope: Scope,
         content: Annotated[str, Field(description="The fact or decision to remember, as plain text.")],
@@ -31,8 +29,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         with the returned id (and wait) for the evidence: the candidates it relates to."""
         return client.submit_memory(scope, content, tags=tags, write_id=write_id or new_id("mw"))
 
-    @server.tool(name="memory_status", annotations=hints("memory_status"))
-    @guarded
+    @tool(server, "memory_status")
     def memory_status(
         write_id: WriteId,
         wait: Annotated[
@@ -43,15 +40,13 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         its evidence: {code, write_ok, candidates: [{from, to, verb, note}]}."""
         return client.memory_write(write_id, wait=wait or None)
 
-    @server.tool(name="memory_list", annotations=hints("memory_list"))
-    @guarded
+    @tool(server, "memory_list")
     def memory_list(scope: Scope, limit: Limit = None, cursor: Cursor = None) -> dict[str, Any]:
         """A scope's memories in applied order (oldest first). One page: pass the returned `cursor`
         back for the next."""
         return client.list_memories(scope, limit=limit, cursor=cursor)
 
-    @server.tool(name="memory_relations", annotations=hints("memory_relations"))
-    @guarded
+    @tool(server, "memory_relations")
     def memory_relations(
         scope: Scope,
         status: Annotated[
@@ -64,8 +59,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         another), to judge. One page: pass the returned `cursor` back for the next."""
         return client.memory_relations(scope, status=status, limit=limit, cursor=cursor)
 
-    @server.tool(name="memory_judge", annotations=hints("memory_judge"))
-    @guarded
+    @tool(server, "memory_judge")
     def memory_judge(
         relation_id: Annotated[str, Field(description="The candidate's id (from memory_relations).")],
         decision: Annotated[Literal["confirmed", "dismissed"], Field(description="Your judgment.")],

@@ -10,8 +10,8 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from dovecote.client import DovecoteClient, note_ref
-from dovecote.mcp.annotations import hints
-from dovecote.mcp.errors import guarded, invalid
+from dovecote.mcp.annotations import tool
+from dovecote.mcp.errors import invalid
 from dovecote.mcp.fields import Author, Cursor, Key, Limit, Name, Ref, Run, Text
 
 
@@ -29,8 +29,7 @@ def resolve_ref(ref: str | None, key: str | None, run: int | None, name: str | N
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="notes_put", annotations=hints("notes_put"))
-    @guarded
+    @tool(server, "notes_put")
     def notes_put(
         key: Key,
         run: Run,
@@ -45,8 +44,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         metadata with the `ref` to read it back. Putting the same coordinates again replaces the body."""
         return client.put_note(key, run, name, text, author=author, content_type=content_type)
 
-    @server.tool(name="notes_get", annotations=hints("notes_get"))
-    @guarded
+    @tool(server, "notes_get")
     def notes_get(
         ref: Ref = None, key: Key | None = None, run: Run | None = None, name: Name | None = None, author: Author = ""
     ) -> dict[str, Any]:
@@ -54,8 +52,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         for binary bodies, or a `download_url` above 256 KiB). A missing note is the error not_found."""
         return client.get_note_meta(resolve_ref(ref, key, run, name, author))
 
-    @server.tool(name="notes_list", annotations=hints("notes_list"))
-    @guarded
+    @tool(server, "notes_list")
     def notes_list(
         key: Key = "",
         run: Run | None = None,
@@ -69,8 +66,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
         back for the next one; no cursor means the list is done."""
         return client.list_notes(key=key, run=run, name=name, author=author, limit=limit, cursor=cursor)
 
-    @server.tool(name="notes_delete", annotations=hints("notes_delete"))
-    @guarded
+    @tool(server, "notes_delete")
     def notes_delete(
         ref: Ref = None, key: Key | None = None, run: Run | None = None, name: Name | None = None, author: Author = ""
     ) -> dict[str, Any]:

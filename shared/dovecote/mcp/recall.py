@@ -11,8 +11,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from dovecote.client import DovecoteClient
-from dovecote.mcp.annotations import hints
-from dovecote.mcp.errors import guarded
+from dovecote.mcp.annotations import tool
 from dovecote.mcp.fields import Project, Q, RecallRef, Session
 from dovecote.recall.model import MAX_READ_BUDGET, MAX_SEARCH_LIMIT, MIN_READ_BUDGET
 
@@ -24,8 +23,7 @@ IncludeThinking = Annotated[bool, Field(description="Include the assistant's thi
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="recall_search", annotations=hints("recall_search"))
-    @guarded
+    @tool(server, "recall_search")
     def recall_search(
         q: Q,
         limit: Annotated[int | None, Field(ge=0, le=MAX_SEARCH_LIMIT, description="Results (one per session).")] = None,
@@ -60,8 +58,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             semantic=semantic,
         )
 
-    @server.tool(name="recall_read", annotations=hints("recall_read"))
-    @guarded
+    @tool(server, "recall_read")
     def recall_read(
         ref: RecallRef,
         budget: Annotated[
@@ -93,8 +90,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             include_thinking=include_thinking,
         )
 
-    @server.tool(name="recall_outline", annotations=hints("recall_outline"))
-    @guarded
+    @tool(server, "recall_outline")
     def recall_outline(
         session: Session,
         include_tools: IncludeTools = False,
@@ -106,8 +102,7 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             session, include_tools=include_tools, include_thinking=include_thinking, include_subagents=include_subagents
         )
 
-    @server.tool(name="recall_topics", annotations=hints("recall_topics"))
-    @guarded
+    @tool(server, "recall_topics")
     def recall_topics(
         q: Annotated[str, Field(description="Only topics matching these words; '' for all.")] = "",
         limit: Annotated[int | None, Field(ge=0, le=MAX_SEARCH_LIMIT, description="Topics to return.")] = None,

@@ -15,8 +15,7 @@ from pydantic import Field
 
 from dovecote.client import DovecoteClient, new_id, text_message
 from dovecote.client.tasks import MAX_CLAIM_WAIT
-from dovecote.mcp.annotations import hints
-from dovecote.mcp.errors import guarded
+from dovecote.mcp.annotations import tool
 from dovecote.mcp.fields import (
     After,
     CommandId,
@@ -47,8 +46,7 @@ def command_id_or_new(command_id: str | None) -> str:
 
 
 def register_caller(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="tasks_create", annotations=hints("tasks_create"))
-    @guarded
+    @tool(server, "tasks_create")
     def tasks_create(
         text: Text,
         task_id: NewTaskId = None,
@@ -79,8 +77,7 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         )
         return {"task": task}
 
-    @server.tool(name="tasks_get", annotations=hints("tasks_get"))
-    @guarded
+    @tool(server, "tasks_get")
     def tasks_get(task_id: TaskId) -> dict[str, Any]:
         """One task: {task: {id, state, revision, message_count, ...}, lease, last_lease}. Use its
         `revision` as the `expected_revision` of your next command on it. `lease` is who holds it
@@ -89,8 +86,7 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         unaccepted, task_ended)."""
         return client.read_task(task_id)
 
-    @server.tool(name="tasks_list", annotations=hints("tasks_list"))
-    @guarded
+    @tool(server, "tasks_list")
     def tasks_list(
         context: Annotated[str, Field(description="Only tasks of this context; '' for all.")] = "",
         state: Annotated[State, Field(description="Only tasks in this state; '' for all.")] = "",
@@ -101,38 +97,33 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         """List tasks, newest update first. One page: pass the returned `cursor` back for the next."""
         return client.list_tasks(context=context, state=state, updated_since=updated_since, limit=limit, cursor=cursor)
 
-    @server.tool(name="tasks_reply", annotations=hints("tasks_reply"))
-    @guarded
+    @tool(server, "tasks_reply")
     def tasks_reply(
         task_id: TaskId, expected_revision: ExpectedRevision, text: Text, command_id: CommandId = None
     ) -> dict[str, Any]:
         """Answer a task that asked for input (state input_required → working), as its caller."""
         return {"task": client.reply(task_id, expected_revision, text_message(text), command_id_or_new(command_id))}
 
-    @server.tool(name="tasks_cancel", annotations=hints("tasks_cancel"))
-    @guarded
+    @tool(server, "tasks_cancel")
     def tasks_cancel(
         task_id: TaskId, expected_revision: ExpectedRevision, command_id: CommandId = None
     ) -> dict[str, Any]:
         """Cancel a task that has not ended (→ canceled)."""
         return {"task": client.cancel(task_id, expected_revision, command_id_or_new(command_id))}
 
-    @server.tool(name="tasks_messages", annotations=hints("tasks_messages"))
-    @guarded
+    @tool(server, "tasks_messages")
     def tasks_messages(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
         """The task's conversation, oldest first: {items: [{id, sequence, author, parts}], next,
         has_more}. For more, call again with after = `next`."""
         return client.messages(task_id, after, limit)
 
-    @server.tool(name="tasks_events", annotations=hints("tasks_events"))
-    @guarded
+    @tool(server, "tasks_events")
     def tasks_events(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
         """The task's history of state changes, oldest first: {items: [{sequence, type, state,
         revision}], next, has_more}. For more (or to follow it), call again with after = `next`."""
         return client.events(task_id, after, limit)
 
-    @server.tool(name="tasks_grants", annotations=hints("tasks_grants"))
-    @guarded
+    @tool(server, "tasks_grants")
     def tasks_grants(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
         """The task's lease history, oldest first: {items: [{fence, worker, state, granted_at,
         accepted_at, heartbeat_at, ended_at, reason, by}], next, has_more}: who held it and how each
@@ -146,17 +137,15 @@ TRANSITIONS = {
 
 
 def transition(server: MCPServer, name: str, description: str, command: Any, kind: str) -> None:
-    @server.tool(name=name, description=description, annotations=hints(name))
-    @guarded
-    def tool(
+    @tool(server, name, description)
+    def transition_tool(
         task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, command_id: CommandId = None
     ) -> dict[str, Any]:
         return dict(command(kind, task_id, expected_revision, fence, command_id))
 
 
 def register_worker(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="tasks_claim", annotations=hints("tasks_claim"))
-    @guarded
+    @tool(server, "tasks_claim")
     def tasks_claim(wait_seconds: WaitSeconds = 0, command_id: CommandId = None) -> dict[str, Any]:
         """Take the oldest task waiting for a worker: {assignment: {task, fence, ...}} (or
         assignment null when there is none). Then accept it with its revision and fence."""
@@ -171,8 +160,7 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
     for kind, description in TRANSITIONS.items():
         transition(server, f"tasks_{kind}", description, command, kind)
 
-    @server.tool(name="tasks_fail", annotations=hints("tasks_fail"))
-    @guarded
+    @tool(server, "tasks_fail")
     def tasks_fail(
         task_id: TaskId,
         expected_revision: ExpectedRevision,
@@ -185,16 +173,14 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
         """Give up on a task you accepted (working or input_required → failed), saying why."""
         return command("fail", task_id, expected_revision, fence, command_id, reason=reason)
 
-    @server.tool(name="tasks_request_input", annotations=hints("tasks_request_input"))
-    @guarded
+    @tool(server, "tasks_request_input")
     def tasks_request_input(
         task_id: TaskId, expected_revision: ExpectedRevision, fence: Fence, text: Text, command_id: CommandId = None
     ) -> dict[str, Any]:
         """Ask the task's caller a question (working → input_required); their tasks_reply moves it back."""
         return command("request-input", task_id, expected_revision, fence, command_id, message=text_message(text))
 
-    @server.tool(name="tasks_complete", annotations=hints("tasks_complete"))
-    @guarded
+    @tool(server, "tasks_complete")
     def tasks_complete(
         task_id: TaskId,
         expected_revision: ExpectedRevision,
@@ -214,8 +200,7 @@ def register_worker(server: MCPServer, client: DovecoteClient) -> None:
             artifact_id=artifact_id,
         )
 
-    @server.tool(name="tasks_freeze_artifact", annotations=hints("tasks_freeze_artifact"))
-    @guarded
+    @tool(server, "tasks_freeze_artifact")
     def tasks_freeze_artifact(
         task_id: TaskId,
         expected_revision: ExpectedRevision,

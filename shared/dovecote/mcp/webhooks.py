@@ -12,16 +12,14 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from dovecote.client import DovecoteClient
-from dovecote.mcp.annotations import hints
-from dovecote.mcp.errors import guarded
+from dovecote.mcp.annotations import tool
 from dovecote.mcp.fields import TaskId
 
 WebhookId = Annotated[str, Field(description="The webhook's id.")]
 
 
 def register(server: MCPServer, client: DovecoteClient) -> None:
-    @server.tool(name="webhooks_add", annotations=hints("webhooks_add"))
-    @guarded
+    @tool(server, "webhooks_add")
     def webhooks_add(
         task_id: TaskId,
         url: Annotated[str, Field(description="An https URL (no private address): it gets every event.")],
@@ -38,20 +36,17 @@ def register(server: MCPServer, client: DovecoteClient) -> None:
             task_id, url, webhook_id=webhook_id, token=token, scheme=scheme, credentials=credentials
         )
 
-    @server.tool(name="webhooks_list", annotations=hints("webhooks_list"))
-    @guarded
+    @tool(server, "webhooks_list")
     def webhooks_list(task_id: TaskId) -> dict[str, Any]:
         """The task's webhooks: where each points, how far it delivered, its last failure."""
         return {"items": client.list_webhooks(task_id)}
 
-    @server.tool(name="webhooks_get", annotations=hints("webhooks_get"))
-    @guarded
+    @tool(server, "webhooks_get")
     def webhooks_get(task_id: TaskId, webhook_id: WebhookId) -> dict[str, Any]:
         """One webhook of the task."""
         return {"webhook": client.get_webhook(task_id, webhook_id)}
 
-    @server.tool(name="webhooks_delete", annotations=hints("webhooks_delete"))
-    @guarded
+    @tool(server, "webhooks_delete")
     def webhooks_delete(task_id: TaskId, webhook_id: WebhookId) -> dict[str, Any]:
         """Stop notifying that webhook (deleting one that is not there is not an error)."""
         client.delete_webhook(task_id, webhook_id)

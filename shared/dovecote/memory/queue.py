@@ -4,62 +4,35 @@
   serialized, scopes run in parallel) and MessageDeduplicationId = digest(authority, write id,
   generation) (a resubmit or a status read that re-sends within five minutes is dropped by SQS).
 - `bury`: the worker's give-up copy into the DLQ (a FIFO queue too), same group.
-- `dead_letters`: ReceiveMessage on the DLQ, ≤ 10 per call; the letters stay hidden for
-  LETTER_HOLD_S until deleted (moved back) or released (visibility 0: left for another authority).
+- `dead_letters`: ReceiveMessage on the DLQ, ≤ 10 per call, at most ceil(limit / 10) calls; the
+  letters stay hidden (platform/queues.py) until deleted (moved back) or released.
 The queue's RedrivePolicy (infra/local/resources.py, CDK) sends a message SQS delivered
 REDRIVE_MAX_RECEIVES times to the DLQ by itself: the backstop for a worker that cannot run.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from dovecote.memory.model import QueueMessage
 from dovecote.memory.ports import DeadLetter
-from dovecote.platform.aws import aws_errors
-
-LETTER_HOLD_S = 60
-RECEIVE_BATCH = 10  # the SQS maximum per ReceiveMessage
+from dovecote.platform.queues import BATCH, FifoQueues
 
 
-class SqsMemoryQueue:
-    def __init__(self, *, queue_url: str, dlq_url: str, sqs: Any) -> None:
-        if not queue_url or not dlq_url:
-            raise ValueError("the memory queue needs its queue and dead-letter queue URLs (DOVECOTE_MEMORY_*)")
-        self._queue_url = queue_url
-        self._dlq_url = dlq_url
-        self._sqs = sqs
+class SqsMemoryQueue(FifoQueues):
+    WHAT = "the memory queue"
+    SETTINGS = "DOVECOTE_MEMORY_*"
 
     def send(self, message: QueueMessage) -> None:
-        with aws_errors(write=True):
-            self._sqs.send_message(
-                QueueUrl=self._queue_url,
-                MessageBody=message.to_body(),
-                MessageGroupId=message.group_id,
-                MessageDeduplicationId=message.deduplication_id,
-            )
+        self._send_one(self._queue_url, message.to_body(), message.group_id, message.deduplication_id)
 
     def bury(self, body: str, group_id: str, deduplication_id: str) -> None:
-        with aws_errors(write=True):
-            self._sqs.send_message(
-                QueueUrl=self._dlq_url,
-                MessageBody=body,
-                MessageGroupId=group_id or "unreadable",
-                MessageDeduplicationId=deduplication_id,
-            )
+        self._send_one(self._dlq_url, body, group_id or "unreadable", deduplication_id)
 
     def dead_letters(self, limit: int) -> list[DeadLetter]:
         letters: list[DeadLetter] = []
-        for _ in range(-(-limit // RECEIVE_BATCH)):
-            with aws_errors(write=False):
-                response = self._sqs.receive_message(
-                    QueueUrl=self._dlq_url,
-                    MaxNumberOfMessages=min(RECEIVE_BATCH, limit - len(letters)),
-                    VisibilityTimeout=LETTER_HOLD_S,
-                    WaitTimeSeconds=0,
-                    MessageSystemAttributeNames=["MessageGroupId"],
-                )
-            received = response.get("Messages") or []
+        for _ in range(-(-limit // BATCH)):
+            received = self._receive_letters(
+                min(BATCH, limit - len(letters)), MessageSystemAttributeNames=["MessageGroupId"]
+            )
             for raw in received:
                 try:
                     message: QueueMessage | None = QueueMessage.from_body(raw["Body"])
@@ -72,11 +45,7 @@ class SqsMemoryQueue:
         return letters
 
     def delete_dead_letter(self, letter: DeadLetter) -> None:
-        with aws_errors(write=True):
-            self._sqs.delete_message(QueueUrl=self._dlq_url, ReceiptHandle=letter.handle)
+        self._delete_letter(letter.handle)
 
     def release_dead_letter(self, letter: DeadLetter) -> None:
-        with aws_errors(write=True):
-            self._sqs.change_message_visibility(
-                QueueUrl=self._dlq_url, ReceiptHandle=letter.handle, VisibilityTimeout=0
-            )
+        self._release_letter(letter.handle)

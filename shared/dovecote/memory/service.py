@@ -48,11 +48,11 @@ from dovecote.platform.errors import (
     NotFound,
 )
 from dovecote.platform.principal import Principal
+from dovecote.platform.redrive import redrive_size
 
 RELATION_ID = re.compile(r"r-[0-9a-f]{32}")
 # Status long polls re-read with this backoff (seconds), so a 20 s wait costs at most ~25 reads.
 POLL_FIRST, POLL_MAX = 0.05, 1.0
-MAX_REDRIVE = 100
 JUDGE = "judge_relation"
 
 
@@ -255,9 +255,7 @@ class MemoryService:
         to `queued` with a new generation, so its message is not dropped as a duplicate of the
         first send. Other authorities' letters are left in the dead-letter queue."""
         principal.require("admin")
-        size = 10 if limit is None or limit == 0 else limit
-        if isinstance(size, bool) or not 1 <= size <= MAX_REDRIVE:
-            raise InvalidArgument(f"limit must be between 1 and {MAX_REDRIVE}", field="limit")
+        size = redrive_size(limit)
         moved: list[str] = []
         others = []
         for letter in self._queue.dead_letters(size):

@@ -40,6 +40,7 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from dovecote.platform.errors import DomainError, InvalidArgument
 from dovecote.platform.ids import ID_SCHEMA_PATTERN
+from dovecote.platform.redrive import DEFAULT_REDRIVE, MAX_REDRIVE
 
 ID: dict[str, Any] = {"pattern": ID_SCHEMA_PATTERN}
 SHA256_HEX: dict[str, Any] = {"pattern": "^(sha256:)?[0-9a-f]{64}$"}
@@ -321,3 +322,12 @@ def with_schema(base: dict[str, Any]) -> ConfigDict:
                 schema[keyword] = value
 
     return ConfigDict(extra="forbid", json_schema_extra=extra)
+
+
+# A redrive of dead letters (platform/redrive.py), memory's and the webhooks' alike. (No docstring:
+# it would become the schema's description in the API document.)
+class RedriveIn(RequestModel):
+    limit: JsonInt = Field(
+        description=f"how many dead letters to look at; 0: the default ({DEFAULT_REDRIVE})",
+        json_schema_extra=bounded(0, MAX_REDRIVE),
+    )

@@ -8,27 +8,22 @@
   give-up: the messages behind it in its group were received and skipped with it each time, so
   their receive counts climb too, and SQS's own redrive would sweep them away with it. The queue's
   RedrivePolicy (MAX_ATTEMPTS + REDRIVE_MARGIN receives) stays as the backstop.
-- `dead_letters`: ReceiveMessage on the dead-letter queue, the letters hidden LETTER_HOLD_S until
-  forgotten (redriven) or released (left for another authority's redrive).
+- `dead_letters`: ReceiveMessage on the dead-letter queue until `limit` letters or none, the letters
+  hidden (platform/queues.py) until forgotten (redriven) or released.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from dovecote.platform.aws import aws_errors
+from dovecote.platform.queues import BATCH, FifoQueues
 from dovecote.push.model import MAX_ATTEMPTS, Notice
 
-LETTER_HOLD_S = 60
-BATCH = 10  # the SQS maximum per SendMessageBatch and ReceiveMessage
 REDRIVE_MARGIN = 5  # the queue's own redrive: a message received this many times past MAX_ATTEMPTS
 
 
-class SqsNotificationQueue:
-    def __init__(self, *, queue_url: str, dlq_url: str, sqs: Any) -> None:
-        if not queue_url or not dlq_url:
-            raise ValueError("the webhook queue needs its queue and dead-letter queue URLs (DOVECOTE_PUSH_*)")
-        self._queue_url, self._dlq_url, self._sqs = queue_url, dlq_url, sqs
+class SqsNotificationQueue(FifoQueues):
+    WHAT = "the webhook queue"
+    SETTINGS = "DOVECOTE_PUSH_*"
 
     def send(self, notices: list[Notice]) -> None:
         for at in range(0, len(notices), BATCH):
@@ -56,25 +51,12 @@ class SqsNotificationQueue:
             )
 
     def bury(self, notice: Notice) -> None:
-        with aws_errors(write=True):
-            self._sqs.send_message(
-                QueueUrl=self._dlq_url,
-                MessageBody=notice.to_body(),
-                MessageGroupId=notice.group_id,
-                MessageDeduplicationId=notice.deduplication_id,
-            )
+        self._send_one(self._dlq_url, notice.to_body(), notice.group_id, notice.deduplication_id)
 
     def dead_letters(self, limit: int) -> list[tuple[Notice | None, str]]:
         letters: list[tuple[Notice | None, str]] = []
         while len(letters) < limit:
-            with aws_errors(write=False):
-                response = self._sqs.receive_message(
-                    QueueUrl=self._dlq_url,
-                    MaxNumberOfMessages=min(BATCH, limit - len(letters)),
-                    VisibilityTimeout=LETTER_HOLD_S,
-                    WaitTimeSeconds=0,
-                )
-            received = response.get("Messages") or []
+            received = self._receive_letters(min(BATCH, limit - len(letters)))
             for raw in received:
                 try:
                     notice: Notice | None = Notice.from_body(raw["Body"])
@@ -86,12 +68,10 @@ class SqsNotificationQueue:
         return letters
 
     def forget_dead_letter(self, handle: str) -> None:
-        with aws_errors(write=True):
-            self._sqs.delete_message(QueueUrl=self._dlq_url, ReceiptHandle=handle)
+        self._delete_letter(handle)
 
     def release_dead_letter(self, handle: str) -> None:
-        with aws_errors(write=True):
-            self._sqs.change_message_visibility(QueueUrl=self._dlq_url, ReceiptHandle=handle, VisibilityTimeout=0)
+        self._release_letter(handle)
 
 
 def redrive_max_receives() -> int:

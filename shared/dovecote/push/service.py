@@ -30,11 +30,10 @@ from dovecote.platform.clock import rfc3339, utc_now
 from dovecote.platform.errors import InvalidArgument, NotFound
 from dovecote.platform.ids import check_id
 from dovecote.platform.principal import Principal
+from dovecote.platform.redrive import redrive_size
 from dovecote.push import addresses
 from dovecote.push.model import GRACE_SECONDS, MAX_CONFIGS_PER_TASK, ConfigInput, Notice, PushConfig
 from dovecote.push.ports import ConfigStore, NotificationQueue, Tasks
-
-MAX_REDRIVE = 100
 
 
 @dataclass(eq=False)
@@ -103,9 +102,7 @@ class PushService:
         """Move this authority's dead letters back to the queue (admin); other authorities' are
         left in the dead-letter queue."""
         principal.require("admin")
-        size = 10 if not limit else limit
-        if isinstance(size, bool) or not 1 <= size <= MAX_REDRIVE:
-            raise InvalidArgument(f"limit must be between 1 and {MAX_REDRIVE}", field="limit")
+        size = redrive_size(limit)
         if self.queue is None:
             raise InvalidArgument("this deployment has no webhook queue")
         moved: list[dict[str, Any]] = []

@@ -258,21 +258,18 @@ class OpenSearchIndex:
             return Resolution([prefix], 1)
         return Resolution([s["uuid"] for s in sources_of(responses[0])], total)
 
-    def message(self, authority: str, session_id: str, uuid: str) -> Row | None:
+    def _first_message(
+        self, authority: str, session_id: str, clause: dict[str, Any], **search: Any
+    ) -> dict[str, Any] | None:
+        """The first visible message of the session that matches `clause` (in `search`'s sort)."""
         snap = self.store.snapshot(authority)
-        found = self.store.find(
-            self.store.messages,
-            authority,
-            {
-                "query": self.store.visible(
-                    authority, snap, {"term": {"session_id": session_id}}, {"term": {"uuid": uuid}}
-                ),
-                "size": 1,
-                "_source": ROW_FIELDS,
-            },
-        )
-        rows = sources_of(found)
-        return row_of(rows[0]) if rows else None
+        query = self.store.visible(authority, snap, {"term": {"session_id": session_id}}, clause)
+        rows = sources_of(self.store.find(self.store.messages, authority, {"query": query, "size": 1, **search}))
+        return rows[0] if rows else None
+
+    def message(self, authority: str, session_id: str, uuid: str) -> Row | None:
+        found = self._first_message(authority, session_id, {"term": {"uuid": uuid}}, _source=ROW_FIELDS)
+        return row_of(found) if found is not None else None
 
     def printed_ref(self, authority: str, session_id: str, uuid: str) -> str:
         snap = self.store.snapshot(authority)
@@ -282,21 +279,10 @@ class OpenSearchIndex:
         )[0]
 
     def turn_start(self, authority: str, session_id: str) -> int | None:
-        snap = self.store.snapshot(authority)
-        found = self.store.find(
-            self.store.messages,
-            authority,
-            {
-                "query": self.store.visible(
-                    authority, snap, {"term": {"session_id": session_id}}, {"term": {"human": True}}
-                ),
-                "size": 1,
-                "sort": [{"pos": "desc"}],
-                "_source": ["pos"],
-            },
+        found = self._first_message(
+            authority, session_id, {"term": {"human": True}}, sort=[{"pos": "desc"}], _source=["pos"]
         )
-        rows = sources_of(found)
-        return int(rows[0]["pos"]) if rows else None
+        return int(found["pos"]) if found is not None else None
 
     def subagents(self, authority: str, session: SessionInfo) -> list[SessionInfo]:
         snap = self.store.snapshot(authority)

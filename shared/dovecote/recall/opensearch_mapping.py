@@ -67,13 +67,14 @@ ANALYSIS = {
 }
 _KEYWORD = {"type": "keyword"}
 _STORED = {"type": "keyword", "index": False, "doc_values": False}
+# The session version every versioned document (a message, a session, a session document) belongs to:
+# its authority and generation are what `OpenSearchStore.visible` scopes every read by.
+_SESSION_VERSION = {"authority": _KEYWORD, "gen": {"type": "long"}, "session_id": _KEYWORD}
 MESSAGE_MAPPING: dict[str, Any] = {
     "dynamic": "strict",
     "properties": {
-        "authority": _KEYWORD,
-        "gen": {"type": "long"},
+        **_SESSION_VERSION,
         "rowid": {"type": "long"},
-        "session_id": _KEYWORD,
         "pos": {"type": "integer"},
         "uuid": _KEYWORD,
         "role": _KEYWORD,
@@ -135,9 +136,7 @@ def message_mapping(dimension: int | None) -> dict[str, Any]:
 SESSION_MAPPING = {
     "dynamic": "strict",
     "properties": {
-        "authority": _KEYWORD,
-        "gen": {"type": "long"},
-        "session_id": _KEYWORD,
+        **_SESSION_VERSION,
         "sid_lower": _KEYWORD,
         "depth": {"type": "integer"},
         "source": _KEYWORD,
@@ -163,9 +162,7 @@ SESSION_MAPPING = {
 DOCUMENT_MAPPING = {
     "dynamic": "strict",
     "properties": {
-        "authority": _KEYWORD,
-        "gen": {"type": "long"},
-        "session_id": _KEYWORD,
+        **_SESSION_VERSION,
         "project": _KEYWORD,
         "source": _KEYWORD,
         "cwd": _KEYWORD,

@@ -187,103 +187,14 @@ class OpenSearchSearch:
         """The sessions matching the query, each with the rows its ranker reads (see the module
         docstring), whether the candidate ceiling was hit, the matches withheld as the caller's
         live turn, and the newest matching timestamp; with the answers to `extra`, searches sent in
-        the same msearch (none when no term is left to match)."""
-        if query.max_candidates > MAX_WINDOW:
-            return self._sampled_candidates(authority, snap, query, field, keep, extra)
-        start = self._start(authority, snap, query, field, keep)
-        if start is None:
-            return [], False, 0, "", []
-        matching, held, searches, scored = start
-        terms = query.query.terms
-        # The newest matching timestamp, filter-only (no scoring); then the best max_candidates rows
-        # as plain hits, grouped by session here. A sampler + terms aggregation with top_hits per
-        # session read the same rows, at the cost of one top_hits fetch per session (docs/benchmarks/notes.md#recall).
-        searches.append(
-            (
-                self.store.messages,
-                {
-                    "query": {"bool": {"filter": [matching], "must_not": [held] if held is not None else []}},
-                    "size": 0,
-                    "track_total_hits": False,
-                    "aggs": {"newest": {"terms": {"field": "ts", "size": 1, "order": {"_key": "desc"}}}},
-                },
-            )
-        )
-        searches.append(
-            (
-                self.store.messages,
-                {
-                    "query": scored,
-                    "size": query.max_candidates,
-                    "sort": [{"_score": "desc"}, {"rowid": "asc"}],
-                    "track_scores": True,
-                    "track_total_hits": query.max_candidates + 1,
-                    "_source": False,
-                    "docvalue_fields": ["rowid", "pos", "ts", "session_id"],
-                },
-            )
-        )
-        answers, responses = _split(self.store.find_many(authority, [*extra, *searches], query=True), len(extra))
-        withheld = total_of(responses[0]) if held is not None else 0
-        found = responses[-1]
-        truncated = total_of(found) > query.max_candidates
-        newest_buckets = responses[-2]["aggregations"]["newest"]["buckets"]
-        newest = newest_buckets[0]["key"] if newest_buckets else ""
-        # The hits come best first (score desc, rowid asc): each session's rows in ranker order.
-        sessions: dict[str, list[tuple[float, int, int, str, frozenset[int]]]] = {}
-        for hit in found["hits"]["hits"]:
-            values = hit["fields"]
-            sessions.setdefault(values["session_id"][0], []).append(
-                (
-                    float(hit["_score"]),
-                    int(values["rowid"][0]),
-                    int(values["pos"][0]),
-                    (values.get("ts") or [""])[0],
-                    _terms_of(tuple(hit.get("matched_queries") or [])),
-                )
-            )
-        rows_read = RANKER_ROWS[query.ranker]
-        scored_rows: list[tuple[float, Candidate]] = []
-        # Sessions in a terms aggregation's order (rows desc, id asc): rowids repeat across the
-        # sessions of one generation, so equal (score, rowid) pairs keep this order.
-        for sid, rows in sorted(sessions.items(), key=lambda item: (-len(item[1]), item[0])):
-            union = None
-            if query.ranker in ("session", DOCUMENT_RANKER) and len(terms) > 1:
-                union = frozenset().union(*(r[4] for r in rows))
-            session_score = None
-            if query.ranker == "fused":
-                # Every row's score, less the coverage weight of every (row, term) match.
-                matches = sum(len(r[4]) for r in rows) if len(terms) > 1 else len(rows)
-                session_score = sum(r[0] for r in rows) - matches * COVERAGE_WEIGHT
-            picked = list(rows[:rows_read])
-            if query.sort in ("newest", "oldest"):  # the row the sort picks per session (ranking.py)
-                # ts then rowid ascending; a missing ts is last for newest, first for oldest.
-                dated = [r for r in rows if r[3]]
-                if query.sort == "newest" and dated:
-                    latest = max(r[3] for r in dated)
-                    pick = min((r for r in dated if r[3] == latest), key=lambda r: r[1])
-                else:
-                    pick = min(rows, key=lambda r: (r[3], r[1]))
-                if pick not in picked:
-                    picked.append(pick)
-            for encoded, rowid, pos, ts, matched in picked:
-                scored_rows.append((encoded, _candidate(encoded, rowid, sid, pos, ts, matched, union, session_score)))
-        return _engine_order(scored_rows), truncated, withheld, newest, answers
-
-    def _start(
-        self,
-        authority: str,
-        snap: Snapshot,
-        query: IndexQuery,
-        field: str,
-        keep: Callable[[Term], bool] | None,
-    ) -> tuple[dict[str, Any], dict[str, Any] | None, list[tuple[str, dict[str, Any]]], dict[str, Any]] | None:
-        """What both candidate shapes start from, or None when no term is left to match: the visible
-        matching filter, the caller's live turn (held out, and counted by the first search) and the
-        scored query."""
+        the same msearch (none when no term is left to match). A ceiling above MAX_WINDOW (a search
+        returns at most that many hits) is read through a sampler (`_sampled_search`), else as plain
+        hits (`_hits_searches`)."""
+        # The visible matching filter, the caller's live turn (held out, and counted by the first
+        # search) and the scored query.
         root = compile_node(query.query.root, field, keep)
         if root is None:
-            return None
+            return [], False, 0, "", []
         terms = query.query.terms
         clauses = [term_clause(i, t, field) for i, t in enumerate(terms) if keep is None or keep(t)]
         matching = self.store.visible(authority, snap, root, *filter_clauses(query.filter))
@@ -303,107 +214,18 @@ class OpenSearchSearch:
         scored: dict[str, Any] = {"bool": {"filter": [matching], "should": clauses}}
         if held is not None:
             scored["bool"]["must_not"] = [held]
-        return matching, held, searches, scored
-
-    def _sampled_candidates(
-        self,
-        authority: str,
-        snap: Snapshot,
-        query: IndexQuery,
-        field: str,
-        keep: Callable[[Term], bool] | None,
-        extra: list[tuple[str, dict[str, Any]]],
-    ) -> tuple[list[Candidate], bool, int, str, list[dict[str, Any]]]:
-        """_candidates for a ceiling above MAX_WINDOW (a search returns at most that many hits): a
-        sampler of the best max_candidates messages, a terms aggregation of their sessions with
-        top_hits of the rows each ranker reads (one top_hits fetch per session: slower)."""
-        start = self._start(authority, snap, query, field, keep)
-        if start is None:
-            return [], False, 0, "", []
-        matching, held, searches, scored = start
-        terms = query.query.terms
-        per_session: dict[str, Any] = {
-            "top": {
-                "top_hits": {
-                    "size": RANKER_ROWS[query.ranker],
-                    "sort": [{"_score": "desc"}, {"rowid": "asc"}],
-                    "_source": False,
-                    "docvalue_fields": ["rowid", "pos", "ts"],
-                }
-            }
-        }
-        if query.sort in ("newest", "oldest"):  # the row the sort picks per session (ranking.py)
-            latest = query.sort == "newest"
-            per_session["picked"] = {
-                "top_hits": {
-                    "size": 1,
-                    "sort": [
-                        {"ts": {"order": "desc" if latest else "asc", "missing": "_last" if latest else "_first"}},
-                        {"rowid": "asc"},
-                    ],
-                    "track_scores": True,
-                    "_source": False,
-                    "docvalue_fields": ["rowid", "pos", "ts"],
-                }
-            }
-        if query.ranker in ("session", "fused", DOCUMENT_RANKER) and len(terms) > 1:
-            for i, term in enumerate(terms):
-                if keep is None or keep(term):
-                    per_session[f"t{i}"] = {"filter": leaf(term, field)}
-        if query.ranker == "fused":  # every matching row's score: bm25 + the weight per term matched
-            per_session["total"] = {"sum": {"script": {"source": "_score"}}}
-        searches.append(
-            (
-                self.store.messages,
-                {
-                    "query": scored,
-                    "size": 0,
-                    "track_total_hits": query.max_candidates + 1,
-                    "aggs": {
-                        "newest": {"terms": {"field": "ts", "size": 1, "order": {"_key": "desc"}}},
-                        "sample": {
-                            "sampler": {"shard_size": query.max_candidates},
-                            "aggs": {
-                                "sessions": {
-                                    "terms": {"field": "session_id", "size": query.max_candidates},
-                                    "aggs": per_session,
-                                }
-                            },
-                        },
-                    },
-                },
-            )
-        )
+        sampled = query.max_candidates > MAX_WINDOW
+        if sampled:
+            searches.append((self.store.messages, _sampled_search(query, field, keep, scored)))
+        else:
+            searches += [(self.store.messages, body) for body in _hits_searches(query, matching, held, scored)]
         answers, responses = _split(self.store.find_many(authority, [*extra, *searches], query=True), len(extra))
         withheld = total_of(responses[0]) if held is not None else 0
         found = responses[-1]
         truncated = total_of(found) > query.max_candidates
-        newest_buckets = found["aggregations"]["newest"]["buckets"]
+        newest_buckets = (found if sampled else responses[-2])["aggregations"]["newest"]["buckets"]
         newest = newest_buckets[0]["key"] if newest_buckets else ""
-        scored_rows: list[tuple[float, Candidate]] = []
-        for bucket in found["aggregations"]["sample"]["sessions"]["buckets"]:
-            sid = bucket["key"]
-            union = None
-            if query.ranker in ("session", DOCUMENT_RANKER) and len(terms) > 1:
-                union = frozenset(i for i in range(len(terms)) if bucket.get(f"t{i}", {}).get("doc_count"))
-            session_score = None
-            if query.ranker == "fused":
-                # Less the coverage weight of every (row, term) match: one per row for one term.
-                matches = sum(bucket.get(f"t{i}", {}).get("doc_count", 0) for i in range(len(terms)))
-                matches = matches if len(terms) > 1 else int(bucket["doc_count"])
-                session_score = float(bucket["total"]["value"]) - matches * COVERAGE_WEIGHT
-            seen: set[int] = set()
-            hits = bucket["top"]["hits"]["hits"] + (bucket["picked"]["hits"]["hits"] if "picked" in bucket else [])
-            for hit in hits:
-                values = hit["fields"]
-                rowid = int(values["rowid"][0])
-                if rowid in seen:
-                    continue
-                seen.add(rowid)
-                matched = _terms_of(tuple(hit.get("matched_queries") or []))
-                encoded = float(hit["_score"] if hit.get("_score") is not None else hit["sort"][0])
-                pos, ts = int(values["pos"][0]), (values.get("ts") or [""])[0]
-                scored_rows.append((encoded, _candidate(encoded, rowid, sid, pos, ts, matched, union, session_score)))
+        scored_rows = _sampled_rows(query, found) if sampled else _hit_rows(query, found)
         return _engine_order(scored_rows), truncated, withheld, newest, answers
 
     def _details(self, authority: str, snap: Snapshot, query: IndexQuery, best: list[Candidate], tier: str) -> _Details:
@@ -616,6 +438,162 @@ class OpenSearchSearch:
             return {}
         index, body = self.starts_search(authority, snap, wanted)
         return _starts_from(self.store.find(index, authority, body), wanted)
+
+
+def _hits_searches(
+    query: IndexQuery, matching: dict[str, Any], held: dict[str, Any] | None, scored: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The newest matching timestamp, filter-only (no scoring); then the best max_candidates rows as
+    plain hits, grouped by session by `_hit_rows`. A sampler + terms aggregation with top_hits per
+    session read the same rows, at the cost of one top_hits fetch per session (docs/benchmarks/notes.md#recall)."""
+    return [
+        {
+            "query": {"bool": {"filter": [matching], "must_not": [held] if held is not None else []}},
+            "size": 0,
+            "track_total_hits": False,
+            "aggs": {"newest": {"terms": {"field": "ts", "size": 1, "order": {"_key": "desc"}}}},
+        },
+        {
+            "query": scored,
+            "size": query.max_candidates,
+            "sort": [{"_score": "desc"}, {"rowid": "asc"}],
+            "track_scores": True,
+            "track_total_hits": query.max_candidates + 1,
+            "_source": False,
+            "docvalue_fields": ["rowid", "pos", "ts", "session_id"],
+        },
+    ]
+
+
+def _hit_rows(query: IndexQuery, found: dict[str, Any]) -> list[tuple[float, Candidate]]:
+    """The candidates of `_hits_searches`'s answer, each with its engine score."""
+    terms = query.query.terms
+    # The hits come best first (score desc, rowid asc): each session's rows in ranker order.
+    sessions: dict[str, list[tuple[float, int, int, str, frozenset[int]]]] = {}
+    for hit in found["hits"]["hits"]:
+        values = hit["fields"]
+        sessions.setdefault(values["session_id"][0], []).append(
+            (
+                float(hit["_score"]),
+                int(values["rowid"][0]),
+                int(values["pos"][0]),
+                (values.get("ts") or [""])[0],
+                _terms_of(tuple(hit.get("matched_queries") or [])),
+            )
+        )
+    rows_read = RANKER_ROWS[query.ranker]
+    scored_rows: list[tuple[float, Candidate]] = []
+    # Sessions in a terms aggregation's order (rows desc, id asc): rowids repeat across the
+    # sessions of one generation, so equal (score, rowid) pairs keep this order.
+    for sid, rows in sorted(sessions.items(), key=lambda item: (-len(item[1]), item[0])):
+        union = None
+        if query.ranker in ("session", DOCUMENT_RANKER) and len(terms) > 1:
+            union = frozenset().union(*(r[4] for r in rows))
+        session_score = None
+        if query.ranker == "fused":
+            # Every row's score, less the coverage weight of every (row, term) match.
+            matches = sum(len(r[4]) for r in rows) if len(terms) > 1 else len(rows)
+            session_score = sum(r[0] for r in rows) - matches * COVERAGE_WEIGHT
+        picked = list(rows[:rows_read])
+        if query.sort in ("newest", "oldest"):  # the row the sort picks per session (ranking.py)
+            # ts then rowid ascending; a missing ts is last for newest, first for oldest.
+            dated = [r for r in rows if r[3]]
+            if query.sort == "newest" and dated:
+                latest = max(r[3] for r in dated)
+                pick = min((r for r in dated if r[3] == latest), key=lambda r: r[1])
+            else:
+                pick = min(rows, key=lambda r: (r[3], r[1]))
+            if pick not in picked:
+                picked.append(pick)
+        for encoded, rowid, pos, ts, matched in picked:
+            scored_rows.append((encoded, _candidate(encoded, rowid, sid, pos, ts, matched, union, session_score)))
+    return scored_rows
+
+
+def _sampled_search(
+    query: IndexQuery, field: str, keep: Callable[[Term], bool] | None, scored: dict[str, Any]
+) -> dict[str, Any]:
+    """The candidates for a ceiling above MAX_WINDOW: a sampler of the best max_candidates messages,
+    a terms aggregation of their sessions with top_hits of the rows each ranker reads (one top_hits
+    fetch per session: slower), and the newest matching timestamp."""
+    terms = query.query.terms
+    per_session: dict[str, Any] = {
+        "top": {
+            "top_hits": {
+                "size": RANKER_ROWS[query.ranker],
+                "sort": [{"_score": "desc"}, {"rowid": "asc"}],
+                "_source": False,
+                "docvalue_fields": ["rowid", "pos", "ts"],
+            }
+        }
+    }
+    if query.sort in ("newest", "oldest"):  # the row the sort picks per session (ranking.py)
+        latest = query.sort == "newest"
+        per_session["picked"] = {
+            "top_hits": {
+                "size": 1,
+                "sort": [
+                    {"ts": {"order": "desc" if latest else "asc", "missing": "_last" if latest else "_first"}},
+                    {"rowid": "asc"},
+                ],
+                "track_scores": True,
+                "_source": False,
+                "docvalue_fields": ["rowid", "pos", "ts"],
+            }
+        }
+    if query.ranker in ("session", "fused", DOCUMENT_RANKER) and len(terms) > 1:
+        for i, term in enumerate(terms):
+            if keep is None or keep(term):
+                per_session[f"t{i}"] = {"filter": leaf(term, field)}
+    if query.ranker == "fused":  # every matching row's score: bm25 + the weight per term matched
+        per_session["total"] = {"sum": {"script": {"source": "_score"}}}
+    return {
+        "query": scored,
+        "size": 0,
+        "track_total_hits": query.max_candidates + 1,
+        "aggs": {
+            "newest": {"terms": {"field": "ts", "size": 1, "order": {"_key": "desc"}}},
+            "sample": {
+                "sampler": {"shard_size": query.max_candidates},
+                "aggs": {
+                    "sessions": {
+                        "terms": {"field": "session_id", "size": query.max_candidates},
+                        "aggs": per_session,
+                    }
+                },
+            },
+        },
+    }
+
+
+def _sampled_rows(query: IndexQuery, found: dict[str, Any]) -> list[tuple[float, Candidate]]:
+    """The candidates of `_sampled_search`'s answer, each with its engine score."""
+    terms = query.query.terms
+    scored_rows: list[tuple[float, Candidate]] = []
+    for bucket in found["aggregations"]["sample"]["sessions"]["buckets"]:
+        sid = bucket["key"]
+        union = None
+        if query.ranker in ("session", DOCUMENT_RANKER) and len(terms) > 1:
+            union = frozenset(i for i in range(len(terms)) if bucket.get(f"t{i}", {}).get("doc_count"))
+        session_score = None
+        if query.ranker == "fused":
+            # Less the coverage weight of every (row, term) match: one per row for one term.
+            matches = sum(bucket.get(f"t{i}", {}).get("doc_count", 0) for i in range(len(terms)))
+            matches = matches if len(terms) > 1 else int(bucket["doc_count"])
+            session_score = float(bucket["total"]["value"]) - matches * COVERAGE_WEIGHT
+        seen: set[int] = set()
+        hits = bucket["top"]["hits"]["hits"] + (bucket["picked"]["hits"]["hits"] if "picked" in bucket else [])
+        for hit in hits:
+            values = hit["fields"]
+            rowid = int(values["rowid"][0])
+            if rowid in seen:
+                continue
+            seen.add(rowid)
+            matched = _terms_of(tuple(hit.get("matched_queries") or []))
+            encoded = float(hit["_score"] if hit.get("_score") is not None else hit["sort"][0])
+            pos, ts = int(values["pos"][0]), (values.get("ts") or [""])[0]
+            scored_rows.append((encoded, _candidate(encoded, rowid, sid, pos, ts, matched, union, session_score)))
+    return scored_rows
 
 
 def _split(responses: list[dict[str, Any]], n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

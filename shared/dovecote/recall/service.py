@@ -23,7 +23,14 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from dovecote.platform.clock import Clock, utc_now
-from dovecote.platform.errors import AmbiguousRef, InvalidArgument, NotFound, PayloadTooLarge, Unavailable
+from dovecote.platform.errors import (
+    AmbiguousRef,
+    DomainError,
+    InvalidArgument,
+    NotFound,
+    PayloadTooLarge,
+    Unavailable,
+)
 from dovecote.platform.principal import Principal
 from dovecote.recall.digests import IngestedDigests, TranscriptCheck
 from dovecote.recall.fusion import DEFAULT_FUSION, LEXICAL_SHARE, SEMANTIC_DEFAULT, model_key
@@ -73,6 +80,7 @@ from dovecote.recall.ports import (
     IndexQuery,
     IngestLedger,
     PendingUpload,
+    Resolution,
     SearchFilter,
     SearchIndex,
     SemanticQuery,
@@ -524,33 +532,25 @@ class RecallService:
 
     def _session_id(self, authority: str, prefix: str) -> str:
         found = self.index.resolve_sessions(authority, prefix)
-        if found.total == 0:
-            raise NotFound(f"session {prefix!r} not found", session=prefix)
-        if found.total > 1:
-            raise AmbiguousRef(
-                f"session prefix {prefix!r} is ambiguous: it matches {found.total} sessions; give more of the id",
-                session=prefix,
-                candidates=found.ids,
-                total=found.total,
-            )
-        return found.ids[0]
+        return _the_one(
+            found,
+            NotFound(f"session {prefix!r} not found", session=prefix),
+            f"session prefix {prefix!r} is ambiguous: it matches {found.total} sessions; give more of the id",
+            session=prefix,
+        )
 
     def _anchor(self, authority: str, ref: ReadRef) -> tuple[SessionInfo, Row]:
         session_id = self._session_id(authority, ref.session)
         found = self.index.resolve_messages(authority, session_id, ref.uuid)
-        if found.total == 0:
-            if ref.numeric:
-                raise old_numeric_ref(ref)
-            raise NotFound(f"no message {ref.uuid!r} in session {session_id}", session_id=session_id, uuid=ref.uuid)
-        if found.total > 1:
-            raise AmbiguousRef(
-                f"uuid prefix {ref.uuid!r} is ambiguous in session {session_id}: it matches {found.total} messages",
-                session_id=session_id,
-                uuid=ref.uuid,
-                candidates=found.ids,
-                total=found.total,
-            )
-        row = self.index.message(authority, session_id, found.ids[0])
+        missing = NotFound(f"no message {ref.uuid!r} in session {session_id}", session_id=session_id, uuid=ref.uuid)
+        uuid = _the_one(
+            found,
+            old_numeric_ref(ref) if ref.numeric else missing,
+            f"uuid prefix {ref.uuid!r} is ambiguous in session {session_id}: it matches {found.total} messages",
+            session_id=session_id,
+            uuid=ref.uuid,
+        )
+        row = self.index.message(authority, session_id, uuid)
         info = self.index.session(authority, session_id)
         if row is None or info is None:  # replaced between the two reads
             raise NotFound(f"no message {ref.uuid!r} in session {session_id}", session_id=session_id)
@@ -729,23 +729,18 @@ def _scope_reports(scopes: list[Any], pending: list[PendingUpload]) -> list[Scop
     return reports
 
 
+def _the_one(found: Resolution, missing: DomainError, ambiguous: str, **facts: Any) -> str:
+    """The one id a prefix resolved to: `missing` raised when none, AmbiguousRef (the facts, then
+    the first candidates and their total) when several."""
+    if found.total == 0:
+        raise missing
+    if found.total > 1:
+        raise AmbiguousRef(ambiguous, **facts, candidates=found.ids, total=found.total)
+    return found.ids[0]
+
+
 def _search_command(p: SearchParams, limit: int) -> str:
-    raw = p.raw
-    return _command(
-        "search",
-        p.q,
-        limit=limit,
-        role=raw.get("role"),
-        sort=raw.get("sort"),
-        since=raw.get("since"),
-        before=raw.get("before"),
-        min_messages=raw.get("min_messages"),
-        project=raw.get("project"),
-        source=raw.get("source"),
-        include_path=raw.get("include_path"),
-        exclude_path=raw.get("exclude_path"),
-        current_session=raw.get("current_session"),
-        include_tools=raw.get("include_tools"),
-        include_subagents=raw.get("include_subagents"),
-        semantic=raw.get("semantic"),
-    )
+    """The search again as asked (`p.raw`: every option the gate read, in its order), with `limit`."""
+    options = {name: value for name, value in p.raw.items() if name != "q"}
+    options["limit"] = limit
+    return _command("search", p.q, **options)

@@ -11,7 +11,34 @@ from dovecote.recall.sqlite_driver import OperationalError, dbapi
 
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 
-SCHEMA = """
+WORDS = "porter unicode61"  # the word tokenizer (English stems); `trigram` for substrings
+
+
+def _fts_index(table: str, column: str, **tokenizers: str) -> str:
+    """External-content FTS5 tables over `table.column`, one per name (with its tokenizer), kept in
+    step with `table` by an insert and a delete trigger."""
+    tables = "".join(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5(\n"
+        f"    {column}, content='{table}', content_rowid='id', tokenize='{tokenize}'\n);\n"
+        for name, tokenize in tokenizers.items()
+    )
+    added = "".join(
+        f"    INSERT INTO {name} (rowid, {column}) VALUES (new.id, new.{column});\n"  # noqa: S608 (constants)
+        for name in tokenizers
+    )
+    deleted = "".join(
+        f"    INSERT INTO {name} ({name}, rowid, {column}) VALUES ('delete', old.id, old.{column});\n"  # noqa: S608
+        for name in tokenizers
+    )
+    return (
+        f"{tables}CREATE TRIGGER IF NOT EXISTS {table}_ai AFTER INSERT ON {table} BEGIN\n{added}END;\n"
+        f"CREATE TRIGGER IF NOT EXISTS {table}_ad AFTER DELETE ON {table} BEGIN\n{deleted}END;\n"
+    )
+
+
+SCHEMA = "".join(
+    (
+        """
 CREATE TABLE IF NOT EXISTS sessions (
     authority TEXT NOT NULL,
     session_id TEXT NOT NULL,
@@ -53,20 +80,9 @@ CREATE TABLE IF NOT EXISTS messages (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS messages_pos ON messages (authority, session_id, pos);
 CREATE UNIQUE INDEX IF NOT EXISTS messages_uuid ON messages (authority, session_id, uuid);
-CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
-    text, content='messages', content_rowid='id', tokenize='porter unicode61'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS messages_tri USING fts5(
-    text, content='messages', content_rowid='id', tokenize='trigram'
-);
-CREATE TRIGGER IF NOT EXISTS messages_ai AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
-    INSERT INTO messages_tri (rowid, text) VALUES (new.id, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS messages_ad AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
-    INSERT INTO messages_tri (messages_tri, rowid, text) VALUES ('delete', old.id, old.text);
-END;
+""",
+        _fts_index("messages", "text", messages_fts=WORDS, messages_tri="trigram"),
+        """\
 CREATE TABLE IF NOT EXISTS topics (
     id INTEGER PRIMARY KEY,
     authority TEXT NOT NULL,
@@ -75,15 +91,9 @@ CREATE TABLE IF NOT EXISTS topics (
     label TEXT NOT NULL,
     UNIQUE (authority, session_id, start_uuid)
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS topics_fts USING fts5(
-    label, content='topics', content_rowid='id', tokenize='porter unicode61'
-);
-CREATE TRIGGER IF NOT EXISTS topics_ai AFTER INSERT ON topics BEGIN
-    INSERT INTO topics_fts (rowid, label) VALUES (new.id, new.label);
-END;
-CREATE TRIGGER IF NOT EXISTS topics_ad AFTER DELETE ON topics BEGIN
-    INSERT INTO topics_fts (topics_fts, rowid, label) VALUES ('delete', old.id, old.label);
-END;
+""",
+        _fts_index("topics", "label", topics_fts=WORDS),
+        """\
 -- Session documents (the `session-doc` ranker, ranking.py): one row per session, the text of its
 -- conversation rows (ranking.session_document), indexed with its own bm25 statistics (a document's
 -- length is its session's). Written with the session in replace_session's transaction and deleted
@@ -96,15 +106,9 @@ CREATE TABLE IF NOT EXISTS session_docs (
     text TEXT NOT NULL,
     UNIQUE (authority, session_id)
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS session_docs_fts USING fts5(
-    text, content='session_docs', content_rowid='id', tokenize='porter unicode61'
-);
-CREATE TRIGGER IF NOT EXISTS session_docs_ai AFTER INSERT ON session_docs BEGIN
-    INSERT INTO session_docs_fts (rowid, text) VALUES (new.id, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS session_docs_ad AFTER DELETE ON session_docs BEGIN
-    INSERT INTO session_docs_fts (session_docs_fts, rowid, text) VALUES ('delete', old.id, old.text);
-END;
+""",
+        _fts_index("session_docs", "text", session_docs_fts=WORDS),
+        """\
 -- The vector tier (dovecote.recall.sqlite_vectors). A vector belongs to a text, not to a row: a
 -- re-ingest replaces a session's rows (new ids) and most texts come back unchanged, so their vectors
 -- are found again by digest instead of being embedded again. `message_digests` maps a row to its
@@ -127,7 +131,9 @@ CREATE TABLE IF NOT EXISTS embeddings (
 CREATE TRIGGER IF NOT EXISTS message_digests_ad AFTER DELETE ON messages BEGIN
     DELETE FROM message_digests WHERE id = old.id;
 END;
-"""
+""",
+    )
+)
 
 
 def check_sqlite() -> None:
