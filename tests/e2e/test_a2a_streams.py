@@ -83,17 +83,20 @@ def test_a_streamed_reply_follows_an_input_required_task_to_completion(
     assert answers[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-@pytest.mark.parametrize("binding", BINDINGS)
-def test_subscribe_to_task_follows_a_task_to_completion(binding: str, dev_runtime: dict[str, Any]) -> None:
-    """No example worker in this authority: the test is the worker, so the subscription is open
-    before anything happens to the task."""
+def worked_while_followed(
+    dev_runtime: dict[str, Any], binding: str, name: str, finish: Any
+) -> tuple[Authority, str, list[Any]]:
+    """A task sent over A2A to a fresh authority with no example worker, a SubscribeToTask stream
+    opened on it, then the test as the worker: it acquires and accepts the task and calls
+    `finish(worker, task_id, revision, fence)`. Returns the authority, the task id and what the
+    stream sent."""
     from dovecote.client import DovecoteClient
 
-    quiet = fresh_authority(dev_runtime, "a2a-sub")
-    worker = DovecoteClient(quiet.endpoint, quiet.token("worker", "sub-worker"))
+    quiet = fresh_authority(dev_runtime, name)
+    worker = DovecoteClient(quiet.endpoint, quiet.token("worker", f"{name}-worker"))
     auth = {"Authorization": f"Bearer {quiet.token('caller')}", "A2A-Version": "1.0"}
     body = {
-        "message": {"messageId": "m-sub", "role": "ROLE_USER", "parts": [{"text": "follow me"}]},
+        "message": {"messageId": f"m-{name}", "role": "ROLE_USER", "parts": [{"text": "follow me"}]},
         "configuration": {"returnImmediately": True},
     }
     created = httpx.post(quiet.endpoint + "/a2a/message:send", json=body, headers=auth, timeout=30, verify=TLS)
@@ -101,17 +104,25 @@ def test_subscribe_to_task_follows_a_task_to_completion(binding: str, dev_runtim
 
     async def follow(client: Any) -> Any:
         async def act() -> None:
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(1.0)  # the subscription is open before anything happens to the task
             assignment = await asyncio.to_thread(worker.acquire, task_id)
             task = await asyncio.to_thread(worker.accept, task_id, assignment["task"]["revision"], assignment["fence"])
-            await asyncio.to_thread(worker.complete, task_id, task["revision"], assignment["fence"], "all done")
+            await asyncio.to_thread(finish, worker, task_id, task["revision"], assignment["fence"])
 
         acting = asyncio.create_task(act())
         async for answer in client.subscribe(SubscribeToTaskRequest(id=task_id)):
             yield answer
         await acting
 
-    answers = asyncio.run(streamed(quiet, binding, follow))
+    return quiet, task_id, asyncio.run(streamed(quiet, binding, follow))
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_subscribe_to_task_follows_a_task_to_completion(binding: str, dev_runtime: dict[str, Any]) -> None:
+    def complete(worker: Any, task_id: str, revision: int, fence: int) -> None:
+        worker.complete(task_id, revision, fence, "all done")
+
+    _, _, answers = worked_while_followed(dev_runtime, binding, "a2a-sub", complete)
     assert kinds(answers)[0] == "task"
     states = [a.status_update.status.state for a in answers[1:]]
     assert states == [TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED]
@@ -122,36 +133,17 @@ def test_subscribe_to_task_follows_a_task_to_completion(binding: str, dev_runtim
 def test_a_failed_task_streams_the_workers_reason_as_the_status_message(
     binding: str, dev_runtime: dict[str, Any]
 ) -> None:
-    from dovecote.client import DovecoteClient
-
-    quiet = fresh_authority(dev_runtime, "a2a-fail")
-    worker = DovecoteClient(quiet.endpoint, quiet.token("worker", "fail-worker"))
-    auth = {"Authorization": f"Bearer {quiet.token('caller')}", "A2A-Version": "1.0"}
-    body = {
-        "message": {"messageId": "m-fail", "role": "ROLE_USER", "parts": [{"text": "try"}]},
-        "configuration": {"returnImmediately": True},
-    }
-    created = httpx.post(quiet.endpoint + "/a2a/message:send", json=body, headers=auth, timeout=30, verify=TLS)
-    task_id = created.json()["task"]["id"]
     reason = "the disk is full <script>alert(1)</script>"
 
-    async def follow(client: Any) -> Any:
-        async def act() -> None:
-            await asyncio.sleep(1.0)
-            assignment = await asyncio.to_thread(worker.acquire, task_id)
-            task = await asyncio.to_thread(worker.accept, task_id, assignment["task"]["revision"], assignment["fence"])
-            await asyncio.to_thread(worker.fail, task_id, task["revision"], assignment["fence"], reason=reason)
+    def fail(worker: Any, task_id: str, revision: int, fence: int) -> None:
+        worker.fail(task_id, revision, fence, reason=reason)
 
-        acting = asyncio.create_task(act())
-        async for answer in client.subscribe(SubscribeToTaskRequest(id=task_id)):
-            yield answer
-        await acting
-
-    answers = asyncio.run(streamed(quiet, binding, follow))
+    quiet, task_id, answers = worked_while_followed(dev_runtime, binding, "a2a-fail", fail)
     last = answers[-1].status_update.status
     assert last.state == TaskState.TASK_STATE_FAILED
     assert last.message.role == Role.ROLE_AGENT and [p.text for p in last.message.parts] == [reason]
     # The id is the event's: a resumed stream or a notification's retry carries the same message.
+    auth = {"Authorization": f"Bearer {quiet.token('caller')}"}
     events = httpx.get(f"{quiet.endpoint}/v1/tasks/{task_id}/events", headers=auth, timeout=30, verify=TLS).json()
     assert last.message.message_id == f"{task_id}:event:{events['items'][-1]['sequence']}"
 

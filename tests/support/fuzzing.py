@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import schemathesis
+from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi import checks as openapi_checks
 
 from dovecote.platform.schema import MAX_UTF8_BYTES
 from dovecote.tasks.limits import MAX_CLAIM_WAIT
 from functions.admin_api.handler import openapi_document
-from tests.conftest import CI
+from tests.conftest import CI, examples
 
 FUZZED_PREFIXES = (
     "/v1/notes",
@@ -245,6 +247,25 @@ class DevBearer:
 
     def set(self, case: Any, data: str, context: Any) -> None:
         case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
+
+
+def fuzz_tests(prefixes: tuple[str, ...]) -> tuple[Any, Any]:
+    """The two fuzzing tests of a module, over the operations under `prefixes`: each fuzzed at the
+    full count as its owner, then at a few examples as each of the other two roles."""
+    schema, schema_few = lazy_schemas(prefixes)
+
+    @schema.parametrize()
+    @settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
+    def test_api_conforms_to_its_schema(case: Any, dev_runtime: dict[str, Any]) -> None:
+        conforms(case, dev_runtime, "owner")
+
+    @schema_few.parametrize()
+    @pytest.mark.usefixtures("role")  # a lazy schema's test takes fixtures (pytest.mark.parametrize cannot see it)
+    @settings(max_examples=OTHER_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+    def test_the_other_roles_get_documented_answers(case: Any, dev_runtime: dict[str, Any], role: str) -> None:
+        conforms(case, dev_runtime, role)
+
+    return test_api_conforms_to_its_schema, test_the_other_roles_get_documented_answers
 
 
 def lazy_schemas(prefixes: tuple[str, ...]) -> tuple[Any, Any]:

@@ -1,6 +1,7 @@
 """Recall's ports: the search index (one port, two engines), the transcript archive, the ingest ledger.
 
-SearchIndex contract (held by tests/integration/test_recall_index_conformance.py for every engine):
+SearchIndex contract (held by tests/integration/test_recall_index_conformance.py and
+test_recall_reads_conformance.py for every engine):
 
 - Scope. Every call takes the authority; nothing reads or writes another authority's data, and an
   id from another authority resolves to nothing.

@@ -6,19 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from hypothesis import HealthCheck, settings
-
 from functions.admin_api.handler import openapi_document
-from tests.conftest import examples
-from tests.support.fuzzing import (
-    OTHER_EXAMPLES,
-    OTHER_PREFIXES,
-    conforms,
-    lazy_schemas,
-)
+from tests.support.fuzzing import OTHER_PREFIXES, fuzz_tests
 
-schema, schema_few = lazy_schemas(OTHER_PREFIXES)
+test_api_conforms_to_its_schema, test_the_other_roles_get_documented_answers = fuzz_tests(OTHER_PREFIXES)
 
 
 def test_served_document_is_the_fuzzed_one(dev_runtime: dict[str, Any]) -> None:
@@ -28,19 +19,6 @@ def test_served_document_is_the_fuzzed_one(dev_runtime: dict[str, Any]) -> None:
     # seconds on a loaded machine, more than httpx's 5 s default when this file runs first).
     served = httpx.get(dev_runtime["endpoint"] + "/v1/openapi.json", timeout=120)
     assert served.json() == openapi_document()
-
-
-@schema.parametrize()
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
-def test_api_conforms_to_its_schema(case: Any, dev_runtime: dict[str, Any]) -> None:
-    conforms(case, dev_runtime, "owner")
-
-
-@schema_few.parametrize()
-@pytest.mark.usefixtures("role")  # a lazy schema's test takes fixtures (pytest.mark.parametrize cannot see it)
-@settings(max_examples=OTHER_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-def test_the_other_roles_get_documented_answers(case: Any, dev_runtime: dict[str, Any], role: str) -> None:
-    conforms(case, dev_runtime, role)
 
 
 def test_unknown_methods_are_404_like_api_gateway(dev_runtime: dict[str, Any]) -> None:
