@@ -379,3 +379,18 @@ def test_a_refused_or_wrong_role_token_is_blamed_on_where_the_token_came_from(
     assert caught.value.code == "forbidden" and caught.value.details == {"role": "caller", "allowed": ["worker"]}
     assert "this command needs a worker token; the token from DOVECOTE_TOKEN is a caller token" in message
     assert "DOVECOTE_TOKEN is the token of every role: set it to a worker token" in message
+
+
+def test_adding_a_webhook_without_an_id_is_retried_as_the_same_webhook() -> None:
+    # The server keys a webhook by its id (the same id again replaces it): the SDK picks the id
+    # when the caller does not, so a retry after a lost answer cannot make a second webhook.
+    hook = {"id": "wh-x", "url": "https://hooks.example.com/"}
+    script = Script(
+        envelope(503, "unavailable"), httpx.ReadTimeout("timed out"), httpx.Response(201, json={"webhook": hook})
+    )
+    assert client(script).add_webhook("t1", "https://hooks.example.com/") == hook
+    assert len(script.bodies) == 3 and all(body == script.bodies[0] for body in script.bodies)
+    assert script.bodies[0]["id"].startswith("wh-")
+    again = Script(httpx.Response(201, json={"webhook": hook}))
+    client(again).add_webhook("t1", "https://hooks.example.com/")
+    assert again.bodies[0]["id"] != script.bodies[0]["id"], "each call is a webhook of its own"

@@ -135,3 +135,25 @@ def test_the_check_answers_what_the_resolver_says_now() -> None:
     resolver.table["hooks.example.com"] = ["127.0.0.1"]
     with pytest.raises(InvalidArgument, match="loopback"):
         addresses.check("https://hooks.example.com/", resolver)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("https://10.0.0.1/hook", "a webhook may not reach a private address: the url names 10.0.0.1"),
+        (
+            "https://hooks.example.com/",
+            "a webhook may not reach a private address: hooks.example.com resolves to 10.0.0.1",
+        ),
+        (
+            "http://127.0.0.1:8794/hook",
+            "a webhook may not reach a loopback address: the url names 127.0.0.1 (a receiver on this machine: "
+            "run dovecote dev with --allow-loopback-webhooks)",
+        ),
+    ],
+)
+def test_an_address_refusal_is_a_whole_sentence_naming_the_way_out(url: str, message: str) -> None:
+    resolver = Answers({"hooks.example.com": ["10.0.0.1"]})
+    with pytest.raises(InvalidArgument) as refused:
+        addresses.check(url, resolver)
+    assert refused.value.message == message

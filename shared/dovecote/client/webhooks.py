@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dovecote.client.paths import path, segment
+from dovecote.client.tasks import new_id
 
 
 class WebhooksMixin:
@@ -31,10 +32,10 @@ class WebhooksMixin:
         """`POST /v1/tasks/{id}/webhooks`: notify `url` (https) of every event of the task from now on,
         signed, retried for hours, in order. `token` is sent as X-A2A-Notification-Token, `scheme` and
         `credentials` as `Authorization: <scheme> <credentials>`; neither is ever answered back. The
-        same `webhook_id` again replaces that webhook's settings. The webhook, as `{id, url, ...}`."""
-        body: dict[str, Any] = {"url": url}
-        if webhook_id:
-            body["id"] = webhook_id
+        same `webhook_id` again replaces that webhook's settings; without one the SDK picks it, so a
+        retry of this call (a lost answer) is the same webhook, never a second. The webhook, as
+        `{id, url, ...}`."""
+        body: dict[str, Any] = {"url": url, "id": webhook_id or new_id("wh")}
         if token:
             body["token"] = token
         if scheme:

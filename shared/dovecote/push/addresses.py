@@ -157,8 +157,11 @@ def check(url: str, resolver: Resolver, *, allow_loopback: bool = False) -> Targ
     for address in addresses:
         why = refusal(address, allow_loopback=allow_loopback)
         if why is not None:
-            detail = f"{host} resolves to {address}" if literal is None else f"{address} is"
-            raise _refused(f"a webhook may not reach {why}: {detail}", "address", address=address)
+            detail = f"{host} resolves to {address}" if literal is None else f"the url names {address}"
+            hint = ""
+            if ipaddress.ip_address(address.split("%", 1)[0]).is_loopback:
+                hint = " (a receiver on this machine: run dovecote dev with --allow-loopback-webhooks)"
+            raise _refused(f"a webhook may not reach {why}: {detail}{hint}", "address", address=address)
     if scheme == "http" and not (allow_loopback and all(ipaddress.ip_address(a).is_loopback for a in addresses)):
         raise _refused(
             "a webhook url is https (plain http only to loopback, under dovecote dev --allow-loopback-webhooks)",
