@@ -13,6 +13,7 @@ from typing import Any
 UNAVAILABLE = "unavailable"  # no answer: connection refused, reset, cut, timed out
 CONFIGURATION = "configuration"  # no endpoint or token found
 WAIT_TIMEOUT = "wait_timeout"  # wait_for ran out of time before the task reached a wanted state
+TASK_ENDED = "task_ended"  # wait_for: the task ended in a state not waited for, so it never will reach one
 UPLOAD_FAILED = "upload_failed"  # the presigned S3 PUT was refused
 INTEGRITY = "integrity"  # a downloaded body does not hash to the note's SHA-256
 BAD_RESPONSE = "bad_response"  # a 2xx answer that is not the JSON the API promises
@@ -60,3 +61,18 @@ class WaitTimeout(DovecoteError):
             {"task": task_id, "states": list(states), "state": last.get("state"), "revision": last.get("revision")},
         )
         self.task = last
+
+
+class TaskEnded(DovecoteError):
+    """`wait_for` gave up at once: the task ended in a terminal state not waited for, so it can no
+    longer reach one (not a timeout: no time ran out)."""
+
+    def __init__(self, task_id: str, states: tuple[str, ...], task: dict[str, Any]) -> None:
+        super().__init__(
+            0,
+            TASK_ENDED,
+            f"task {task_id} ended {task.get('state')} (revision {task.get('revision')}); "
+            f"it can no longer become {' or '.join(states)}",
+            {"task": task_id, "states": list(states), "state": task.get("state"), "revision": task.get("revision")},
+        )
+        self.task = task
