@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from typing import Any
 
 import httpx
@@ -21,17 +20,13 @@ from dovecote.client import DovecoteClient, TaskEnded, WaitTimeout
 from dovecote.tasks.streams import KEEPALIVE_SECONDS
 from tests.conftest import ROOT
 from tests.e2e.conftest import bearer
-from tests.e2e.test_cli import base_env, run
+from tests.e2e.test_cli import base_env, run, uid
 from tests.support.authorities import Authority, fresh_authority
 
 # Longer than the keep-alive interval (fixed at 15 s, not a setting), so keep-alives reset the read
 # timeout during the wait: what made a wait of 20 s last until the server ended the stream.
 TIMEOUT = KEEPALIVE_SECONDS + 1.5
 HOSTILE = "[red]disk[/red] full \x1b[2J\nsee [link=http://x]log[/link]"
-
-
-def uid(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
@@ -116,16 +111,22 @@ def test_waits_end_at_their_timeout_while_keep_alives_arrive(authority: Authorit
     comments.join(10)
 
 
-def test_a_task_that_ended_otherwise_is_task_ended_at_once(authority: Authority) -> None:
+def working(authority: Authority) -> tuple[DovecoteClient, DovecoteClient, str, int, int]:
+    """A task a worker accepted: the caller, the worker, its id, revision and fence."""
     caller, worker = sdk(authority, "caller"), sdk(authority, "worker", "w-fail")
     task_id = uid("f")
     caller.create_task(task_id, "fail me")
     assignment = worker.acquire(task_id)
     task = worker.accept(task_id, assignment["task"]["revision"], assignment["fence"])
+    return caller, worker, task_id, task["revision"], assignment["fence"]
+
+
+def test_a_task_that_ended_otherwise_is_task_ended_at_once(authority: Authority) -> None:
+    caller, worker, task_id, revision, fence = working(authority)
     # Waiting while it fails: the wait ends with the failure, not at its timeout.
     waiting = cli(authority, "tasks", "wait", task_id, "--state", "completed", "--timeout", "60", "--json")
     time.sleep(1.0)
-    worker.fail(task_id, task["revision"], assignment["fence"], reason="no")
+    worker.fail(task_id, revision, fence, reason="no")
     out, err = waiting.communicate(timeout=30)
     assert waiting.returncode == 5, (out, err)
     error = json.loads(out)["error"]
@@ -150,12 +151,8 @@ def test_a_task_that_ended_otherwise_is_task_ended_at_once(authority: Authority)
 
 
 def test_events_and_watch_show_a_failure_reason_literally(authority: Authority) -> None:
-    caller, worker = sdk(authority, "caller"), sdk(authority, "worker", "w-reason")
-    task_id = uid("r")
-    caller.create_task(task_id, "fail me with a reason")
-    assignment = worker.acquire(task_id)
-    task = worker.accept(task_id, assignment["task"]["revision"], assignment["fence"])
-    worker.fail(task_id, task["revision"], assignment["fence"], reason=HOSTILE)
+    _, worker, task_id, revision, fence = working(authority)
+    worker.fail(task_id, revision, fence, reason=HOSTILE)
     shown = "[red]disk[/red] full \\x1b[2J see [link=http://x]log[/link]"  # one line, ESC shown, no markup
 
     watched = run(env(authority), "tasks", "watch", task_id)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -35,25 +35,35 @@ def keepalives(every: float, lasting: float) -> Iterator[bytes]:
         yield b": keep-alive\n\n"
 
 
-def test_a_wait_times_out_on_time_while_keep_alives_arrive() -> None:
-    """Keep-alives every 0.2 s for 20 s (MockTransport has no read timeout: only the deadline check on
-    each line can end it); wait_for(timeout=1) raises WaitTimeout within about a second of it."""
-    opened: list[str] = []
+def quiet_task(opened: list[str], body: Callable[[int], Iterator[bytes]]) -> DovecoteClient:
+    """A client of a server whose task stays working: each stream it opens (its Last-Event-ID noted
+    in `opened`) sends `body(n)`, n counting the connections from 1."""
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/snapshot"):
             return httpx.Response(200, json={"task": TASK, "event_cursor": 2})
         if request.url.path.endswith("/stream"):
             opened.append(request.headers["last-event-id"])
-            return httpx.Response(200, content=keepalives(0.2, 20.0), headers={"content-type": "text/event-stream"})
+            return httpx.Response(200, content=body(len(opened)), headers={"content-type": "text/event-stream"})
         return httpx.Response(200, json={"task": TASK})
 
+    return client(handler)
+
+
+def timed_out(waiting: DovecoteClient, timeout: float) -> tuple[WaitTimeout, float]:
     started = time.monotonic()
     with pytest.raises(WaitTimeout) as caught:
-        client(handler).wait_for("t1", "completed", timeout=1.0)
-    took = time.monotonic() - started
+        waiting.wait_for("t1", "completed", timeout=timeout)
+    return caught.value, time.monotonic() - started
+
+
+def test_a_wait_times_out_on_time_while_keep_alives_arrive() -> None:
+    """Keep-alives every 0.2 s for 20 s (MockTransport has no read timeout: only the deadline check on
+    each line can end it); wait_for(timeout=1) raises WaitTimeout within about a second of it."""
+    opened: list[str] = []
+    error, took = timed_out(quiet_task(opened, lambda n: keepalives(0.2, 20.0)), 1.0)
     assert 1.0 <= took < 2.5, took
-    assert caught.value.code == "wait_timeout" and caught.value.details["state"] == "working"
+    assert error.code == "wait_timeout" and error.details["state"] == "working"
     assert opened == ["2"]
 
 
@@ -98,22 +108,12 @@ def test_a_renewed_connection_resumes_after_the_last_event_and_is_no_failure(mon
     opened: list[str] = []
     event = b'id: 3\nevent: message_added\ndata: {"sequence":3,"state":"working","revision":3}\n\n'
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.path.endswith("/snapshot"):
-            return httpx.Response(200, json={"task": TASK, "event_cursor": 2})
-        if request.url.path.endswith("/stream"):
-            opened.append(request.headers["last-event-id"])
-            body = [event] if len(opened) == 1 else []
-            content = itertools.chain(body, keepalives(0.3, 5.0))
-            return httpx.Response(200, content=content, headers={"content-type": "text/event-stream"})
-        return httpx.Response(200, json={"task": TASK})
+    def body(n: int) -> Iterator[bytes]:
+        return itertools.chain([event] if n == 1 else [], keepalives(0.3, 5.0))
 
-    started = time.monotonic()
-    with pytest.raises(WaitTimeout) as caught:
-        client(handler).wait_for("t1", "completed", timeout=2.0)
-    took = time.monotonic() - started
+    error, took = timed_out(quiet_task(opened, body), 2.0)
     assert 2.0 <= took < 3.0, took
-    assert caught.value.details["revision"] == 3
+    assert error.details["revision"] == 3
     assert opened[0] == "2" and len(opened) > 1 and set(opened[1:]) == {"3"}
 
 

@@ -49,30 +49,30 @@ class DovecoteError(Exception):
         return (self.status == 0 and self.code == UNAVAILABLE) or self.status in (429, 502, 503, 504)
 
 
-class WaitTimeout(DovecoteError):
+class _Waited(DovecoteError):
+    """A wait that ended without a wanted state: its facts (the task, the states waited for, the state
+    and revision it was seen at) and the task as last seen (`task`)."""
+
+    def __init__(self, code: str, sentence: str, task_id: str, states: tuple[str, ...], task: dict[str, Any]) -> None:
+        facts = {"task": task_id, "states": list(states), "state": task.get("state"), "revision": task.get("revision")}
+        super().__init__(0, code, sentence, facts)
+        self.task = task
+
+
+class WaitTimeout(_Waited):
     """`wait_for` gave up: the task did not reach one of the wanted states in time."""
 
     def __init__(self, task_id: str, states: tuple[str, ...], timeout: float, last: dict[str, Any]) -> None:
+        seen = f"task {task_id} is {last.get('state')} (revision {last.get('revision')})"
         super().__init__(
-            0,
-            WAIT_TIMEOUT,
-            f"task {task_id} is {last.get('state')} (revision {last.get('revision')}) after {timeout:g} s; "
-            f"waited for {' or '.join(states)}",
-            {"task": task_id, "states": list(states), "state": last.get("state"), "revision": last.get("revision")},
+            WAIT_TIMEOUT, f"{seen} after {timeout:g} s; waited for {' or '.join(states)}", task_id, states, last
         )
-        self.task = last
 
 
-class TaskEnded(DovecoteError):
+class TaskEnded(_Waited):
     """`wait_for` gave up at once: the task ended in a terminal state not waited for, so it can no
     longer reach one (not a timeout: no time ran out)."""
 
     def __init__(self, task_id: str, states: tuple[str, ...], task: dict[str, Any]) -> None:
-        super().__init__(
-            0,
-            TASK_ENDED,
-            f"task {task_id} ended {task.get('state')} (revision {task.get('revision')}); "
-            f"it can no longer become {' or '.join(states)}",
-            {"task": task_id, "states": list(states), "state": task.get("state"), "revision": task.get("revision")},
-        )
-        self.task = task
+        seen = f"task {task_id} ended {task.get('state')} (revision {task.get('revision')})"
+        super().__init__(TASK_ENDED, f"{seen}; it can no longer become {' or '.join(states)}", task_id, states, task)
