@@ -8,6 +8,7 @@ shape whatever failed; and the exit code that says which kind:
 | 2 | `usage` | bad arguments, a missing or unreadable file |
 | 3 | `wait_timeout` | a wait ran out (nothing claimable is not an error: `worker claim` exits 3 too) |
 | 4 | `unavailable`, `configuration` | Dovecote cannot be reached, or no endpoint and token were found |
+| 5 | `task_ended` | a wait cannot succeed: the task ended in another state |
 | 1 | `internal` | anything unexpected (DOVECOTE_DEBUG=1 shows the traceback) |
 """
 
@@ -19,13 +20,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from dovecote.client.errors import CONFIGURATION, UNAVAILABLE, WAIT_TIMEOUT, DovecoteError
+from dovecote.client.errors import CONFIGURATION, TASK_ENDED, UNAVAILABLE, WAIT_TIMEOUT, DovecoteError
 
 EXIT_OK = 0
 EXIT_API = 1
 EXIT_USAGE = 2
 EXIT_NOTHING = 3
 EXIT_UNREACHABLE = 4
+EXIT_ENDED = 5
 USAGE = "usage"
 
 
@@ -105,6 +107,8 @@ def _api_failure(exc: DovecoteError) -> Failure:
         message += f" (it may have committed: retry with --command-id {exc.command_id})"
     if exc.code == WAIT_TIMEOUT:
         return Failure(EXIT_NOTHING, exc.code, message, exc.details)
+    if exc.code == TASK_ENDED:
+        return Failure(EXIT_ENDED, exc.code, message, exc.details)
     line = f"{exc.status} {exc.code}: {exc.message}" if exc.status else f"{exc.code}: {exc.message}"
     if exc.details:
         line += f" {json.dumps(exc.details, ensure_ascii=False, separators=(',', ':'))}"
@@ -137,6 +141,7 @@ def report(exc: BaseException, *, as_json: bool) -> int:
 
 __all__ = [
     "EXIT_API",
+    "EXIT_ENDED",
     "EXIT_NOTHING",
     "EXIT_OK",
     "EXIT_UNREACHABLE",

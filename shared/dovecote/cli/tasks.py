@@ -33,7 +33,7 @@ from dovecote.cli.common import (
     note,
     say,
 )
-from dovecote.cli.errors import swapped
+from dovecote.cli.errors import one_line, swapped
 from dovecote.cli.groups import ParentGroup, new_app
 from dovecote.cli.verbs import Pages, Show, Values, Verb, param, register
 from dovecote.client.tasks import ALL_STATES, TERMINAL_STATES, bytes_message
@@ -144,11 +144,28 @@ MESSAGE_COLUMNS = [
     *fields("author", "created_at"),
     ("text", lambda m: " ".join(_part_text(p) for p in m["parts"])),
 ]
+
+
+def printable(text: str) -> str:
+    """Agent-written text on one terminal line: whitespace runs as one space, and any other character
+    a terminal would act on (ESC and the other controls) shown as its escape (`\\x1b`), never sent."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in one_line(text))
+
+
+def reason_of(event: dict[str, Any]) -> str | None:
+    """A task_failed event's reason (the worker's words) as rich prints it literally: escaped, as
+    `print_fields` escapes every value, so agent-written text is never read as markup."""
+    from rich.markup import escape
+
+    return escape(printable(str(event["reason"]))) if event.get("reason") else None
+
+
 EVENT_COLUMNS = [
     ("seq", lambda e: e["sequence"]),
     *fields("type", "state"),
     ("rev", lambda e: e["revision"]),
     *fields("message", "occurred_at"),
+    ("reason", reason_of),
 ]
 
 
@@ -282,7 +299,13 @@ def tasks_wait(
         list[str] | None,
         typer.Option(help="A state to wait for (repeat for several). Default: any terminal state."),
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait; 0 waits forever. Exit 3 when it runs out.")] = 60.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds to wait; 0 waits forever. Exit 3 when it runs out; exit 5 when the task ended in "
+            "another state."
+        ),
+    ] = 60.0,
     as_json: Json = False,
 ) -> None:
     """Wait until the task enters one of the states (followed on its event stream), then print it."""
@@ -308,4 +331,6 @@ def tasks_watch(
             say(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
         else:
             line = f"{event['sequence']:>4}  {event['occurred_at']}  {event['type']}"
-            say(f"{line}  → {event['state']} (revision {event['revision']})")
+            line += f"  → {event['state']} (revision {event['revision']})"
+            # Plain stdout (never rich): the worker's reason is printed as it wrote it, on this one line.
+            say(f"{line}: {printable(str(event['reason']))}" if event.get("reason") else line)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dovecote.client.errors import DovecoteError, WaitTimeout
+from dovecote.client.errors import DovecoteError, TaskEnded, WaitTimeout
 from dovecote.notes.refs import note_ref
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ __all__ = [
     "DovecoteClient",
     "DovecoteError",
     "Note",
+    "TaskEnded",
     "WaitTimeout",
     "new_id",
     "note_ref",

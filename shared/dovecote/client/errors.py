@@ -13,6 +13,7 @@ from typing import Any
 UNAVAILABLE = "unavailable"  # no answer: connection refused, reset, cut, timed out
 CONFIGURATION = "configuration"  # no endpoint or token found
 WAIT_TIMEOUT = "wait_timeout"  # wait_for ran out of time before the task reached a wanted state
+TASK_ENDED = "task_ended"  # wait_for: the task ended in a state not waited for, so it never will reach one
 UPLOAD_FAILED = "upload_failed"  # the presigned S3 PUT was refused
 INTEGRITY = "integrity"  # a downloaded body does not hash to the note's SHA-256
 BAD_RESPONSE = "bad_response"  # a 2xx answer that is not the JSON the API promises
@@ -48,15 +49,30 @@ class DovecoteError(Exception):
         return (self.status == 0 and self.code == UNAVAILABLE) or self.status in (429, 502, 503, 504)
 
 
-class WaitTimeout(DovecoteError):
+class _Waited(DovecoteError):
+    """A wait that ended without a wanted state: its facts (the task, the states waited for, the state
+    and revision it was seen at) and the task as last seen (`task`)."""
+
+    def __init__(self, code: str, sentence: str, task_id: str, states: tuple[str, ...], task: dict[str, Any]) -> None:
+        facts = {"task": task_id, "states": list(states), "state": task.get("state"), "revision": task.get("revision")}
+        super().__init__(0, code, sentence, facts)
+        self.task = task
+
+
+class WaitTimeout(_Waited):
     """`wait_for` gave up: the task did not reach one of the wanted states in time."""
 
     def __init__(self, task_id: str, states: tuple[str, ...], timeout: float, last: dict[str, Any]) -> None:
+        seen = f"task {task_id} is {last.get('state')} (revision {last.get('revision')})"
         super().__init__(
-            0,
-            WAIT_TIMEOUT,
-            f"task {task_id} is {last.get('state')} (revision {last.get('revision')}) after {timeout:g} s; "
-            f"waited for {' or '.join(states)}",
-            {"task": task_id, "states": list(states), "state": last.get("state"), "revision": last.get("revision")},
+            WAIT_TIMEOUT, f"{seen} after {timeout:g} s; waited for {' or '.join(states)}", task_id, states, last
         )
-        self.task = last
+
+
+class TaskEnded(_Waited):
+    """`wait_for` gave up at once: the task ended in a terminal state not waited for, so it can no
+    longer reach one (not a timeout: no time ran out)."""
+
+    def __init__(self, task_id: str, states: tuple[str, ...], task: dict[str, Any]) -> None:
+        seen = f"task {task_id} ended {task.get('state')} (revision {task.get('revision')})"
+        super().__init__(TASK_ENDED, f"{seen}; it can no longer become {' or '.join(states)}", task_id, states, task)

@@ -7,22 +7,31 @@ own `event: reconnect` (a stream's time bound) is resumed with `Last-Event-ID`: 
 durable log after that sequence, so nothing is missed or seen twice. Reconnects without progress
 are bounded (`max_reconnects`, with the client's backoff between them); past them the usual
 `DovecoteError` (code `unavailable`) is raised.
+
+A `timeout` holds however the server keeps the connection alive: its `: keep-alive` comments (every
+15 s of silence) reset httpx's read timeout, so the deadline is checked on every line received,
+comments included, and a connection whose next silent read could outlast the deadline (its read
+timeout is fixed when it opens) is renewed at a message boundary with a read timeout of what is left.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from dovecote.client.errors import DovecoteError, WaitTimeout
+from dovecote.client.errors import DovecoteError, TaskEnded, WaitTimeout
 from dovecote.client.paths import path
 from dovecote.platform import sse
 
 # The server sends a comment at least every 15 s: a read silent for this long is a dead connection.
 READ_TIMEOUT = 45.0
+# The longest silence of a live stream (docs/guides/streams.md: a comment at least every 15 s), and the
+# most a wait may overrun its timeout by before a renewed connection's read timeout bounds it.
+KEEPALIVE_SECONDS = 15.0
+SLACK_SECONDS = 1.0
 TERMINAL = frozenset({"completed", "canceled", "rejected", "failed"})
 LEASE, RECONNECT = "lease", "reconnect"
 
@@ -39,6 +48,30 @@ def _envelope(response: httpx.Response) -> bool:
 class NoStreamRoute(DovecoteError):
     """The endpoint has no stream route (its gateway's own 404, no error envelope): an older
     deployment, or a stream endpoint that is not configured. `wait_for` polls instead."""
+
+
+class _Deadline(Exception):
+    """A wait's deadline passed while its stream was still sending (keep-alives, other events)."""
+
+
+class _Renew(Exception):
+    """End this connection and resume on a new one: its read timeout could outlast the deadline."""
+
+
+def bounded(lines: Iterable[str], deadline: float | None, read: float) -> Iterator[str]:
+    """`lines`, checking `deadline` after each (comments included) before the next read blocks:
+    `_Deadline` once it has passed; `_Renew` at a message boundary (a blank line) when the next
+    silent read, up to `read` seconds or the server's keep-alive interval, could end more than
+    SLACK_SECONDS after it."""
+    for line in lines:
+        yield line
+        if deadline is None:
+            continue
+        now = time.monotonic()
+        if now >= deadline:
+            raise _Deadline
+        if not line and now + min(read, KEEPALIVE_SECONDS) > deadline + SLACK_SECONDS:
+            raise _Renew
 
 
 class StreamsMixin:
@@ -87,6 +120,10 @@ class StreamsMixin:
                     yield data
                     if data.get("state") in TERMINAL:
                         return
+            except _Deadline:
+                raise WaitTimeout(task_id, tuple(sorted(TERMINAL)), float(timeout or 0), last) from None
+            except _Renew:
+                continue  # at once, on a new connection (resumed after `after`): not a failure
             except httpx.TimeoutException as exc:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise WaitTimeout(task_id, tuple(sorted(TERMINAL)), float(timeout or 0), last) from None
@@ -125,9 +162,10 @@ class StreamsMixin:
         """One connection: its messages until the server ends it. A 4xx is raised as the API's
         error; 429 and 5xx are raised as TransportError-like retries by the caller's loop."""
         read = READ_TIMEOUT if deadline is None else max(0.1, min(READ_TIMEOUT, deadline - time.monotonic()))
+        timeout = httpx.Timeout(min(10.0, read), read=read)
         headers = {"Accept": sse.MEDIA_TYPE, "Last-Event-ID": str(after)}
         url = self.stream_endpoint + path("tasks", task_id, "stream")
-        with self._http.stream("GET", url, headers=headers, timeout=httpx.Timeout(10.0, read=read)) as response:
+        with self._http.stream("GET", url, headers=headers, timeout=timeout) as response:
             if response.status_code >= 400:
                 response.read()
                 if response.status_code == 429 or response.status_code >= 502:
@@ -136,14 +174,17 @@ class StreamsMixin:
                 if response.status_code == 404 and not _envelope(response):
                     raise NoStreamRoute(error.status, error.code, error.message, error.details)
                 raise error
-            yield from sse.parse(response.iter_lines())
+            yield from sse.parse(bounded(response.iter_lines(), deadline, read))
 
     def watch_until(self, task_id: str, states: tuple[str, ...], *, timeout: float | None) -> dict[str, Any]:
         """The task once it is in one of `states` (any event of the stream reaching one counts),
-        read after that event; `WaitTimeout` when `timeout` passes first."""
+        read after that event; `WaitTimeout` when `timeout` passes first; `TaskEnded` when the task
+        is (or becomes) terminal in another state."""
         snap: dict[str, Any] = self._snapshot(task_id)
         if snap["task"]["state"] in states:
             return dict(snap["task"])
+        if snap["task"]["state"] in TERMINAL:
+            raise TaskEnded(task_id, states, dict(snap["task"]))
         after = int(snap.get("event_cursor") or 0)
         try:
             for event in self.follow(task_id, after, timeout=timeout):
@@ -153,8 +194,7 @@ class StreamsMixin:
             seen = exc.task if exc.task.get("state") else snap["task"]
             raise WaitTimeout(task_id, states, float(timeout or 0), seen) from None
         # The stream ended at a terminal state that is not wanted: it will never be reached.
-        task = self.get_task(task_id)
-        raise WaitTimeout(task_id, states, float(timeout or 0), task)
+        raise TaskEnded(task_id, states, self.get_task(task_id))
 
     if TYPE_CHECKING:
 

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from dovecote.client.errors import DovecoteError, WaitTimeout
+from dovecote.client.errors import DovecoteError, TaskEnded, WaitTimeout
 from dovecote.client.paging import keyset_items, query, stream_items
 from dovecote.client.paths import path
 from dovecote.platform.media import is_textual
@@ -188,9 +188,11 @@ class TasksMixin:
         Built on the task's stream (`follow`): one snapshot, then every event after it as it
         commits, so a state the task passes through briefly still counts. The task returned is read
         after the event that matched (it may have moved on since). Raises `WaitTimeout` (code
-        `wait_timeout`) when `timeout` seconds pass first, or when the task ends in another state;
-        None waits forever. An endpoint without the stream route (the gateway's own 404) is polled
-        instead: `GET /v1/tasks/{id}/events?after=N` with backoff from `poll` to `max_poll` seconds."""
+        `wait_timeout`) when `timeout` seconds pass first (within about a second of it, keep-alives
+        or not); `TaskEnded` (code `task_ended`) at once when the task is or becomes terminal in
+        another state, which it can never leave; None waits forever. An endpoint without the stream
+        route (the gateway's own 404) is polled instead: `GET /v1/tasks/{id}/events?after=N` with
+        backoff from `poll` to `max_poll` seconds."""
         wanted = (states,) if isinstance(states, str) else tuple(states)
         from dovecote.client.streams import NoStreamRoute
 
@@ -211,6 +213,8 @@ class TasksMixin:
         task = snap["task"]
         if task["state"] in wanted:
             return dict(task)
+        if task["state"] in TERMINAL_STATES:
+            raise TaskEnded(task_id, wanted, dict(task))
         after = int(snap.get("event_cursor") or 0)
         pause = poll
         last = {"state": task["state"], "revision": task["revision"]}
@@ -221,6 +225,8 @@ class TasksMixin:
                 last = {"state": event["state"], "revision": event["revision"]}
                 if event["state"] in wanted:
                     return self.get_task(task_id)
+                if event["state"] in TERMINAL_STATES:
+                    raise TaskEnded(task_id, wanted, self.get_task(task_id))
             if page.get("has_more"):
                 continue
             pause = poll if page["items"] else min(max_poll, pause * 1.5)
