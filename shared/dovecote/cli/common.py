@@ -129,12 +129,10 @@ def _flatten(value: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, str
 
 def print_fields(value: dict[str, Any]) -> None:
     """One object as a two-column field table (nested objects flattened: task.id, task.state)."""
-    from rich.markup import escape
-
     rows = list(_flatten(value))
     width = max((len(name) for name, _ in rows), default=0)
     for name, text in rows:
-        out.print(f"[bold]{name.ljust(width)}[/bold]  {escape(text)}", highlight=False, soft_wrap=True)
+        out.print(f"[bold]{name.ljust(width)}[/bold]  {shown(text)}", highlight=False, soft_wrap=True)
 
 
 def emit(value: Any, as_json: bool, envelope: str | None = None) -> None:
@@ -171,6 +169,16 @@ Column = tuple[str, Callable[[dict[str, Any]], Any]]
 FULL = {"ref", "read_ref", "id", "task", "token_id"}  # never folded or cut: what a list prints works elsewhere
 
 
+def shown(text: str) -> str:
+    """Text an agent may have written, as rich prints it literally: its markup escaped, and every
+    character a terminal would act on (ESC and the other controls) shown as its escape (`\\x1b`),
+    never sent; newlines kept. Every cell and field the CLI prints goes through it."""
+    from rich.markup import escape
+
+    kept = (c if c.isprintable() or c == "\n" else c.encode("unicode_escape").decode("ascii") for c in text)
+    return escape("".join(kept))
+
+
 def print_table(items: Sequence[dict[str, Any]], columns: Sequence[Column]) -> None:
     from rich.table import Table
 
@@ -184,7 +192,7 @@ def print_table(items: Sequence[dict[str, Any]], columns: Sequence[Column]) -> N
         row = []
         for _, get in columns:
             cell = get(item)
-            row.append("" if cell is None else str(cell))
+            row.append("" if cell is None else shown(str(cell)))
         table.add_row(*row)
     out.print(table)
 

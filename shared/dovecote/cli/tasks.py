@@ -153,11 +153,8 @@ def printable(text: str) -> str:
 
 
 def reason_of(event: dict[str, Any]) -> str | None:
-    """A task_failed event's reason (the worker's words) as rich prints it literally: escaped, as
-    `print_fields` escapes every value, so agent-written text is never read as markup."""
-    from rich.markup import escape
-
-    return escape(printable(str(event["reason"]))) if event.get("reason") else None
+    """A task_failed event's reason (the worker's words) on one line; print_table shows it literally."""
+    return printable(str(event["reason"])) if event.get("reason") else None
 
 
 EVENT_COLUMNS = [
