@@ -8,6 +8,7 @@ gains one is in the table below or this test fails."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -15,7 +16,7 @@ import httpx
 import pytest
 
 from functions.admin_api.handler import openapi_document
-from tests.e2e.conftest import bearer
+from tests.e2e.conftest import bearer, local_http
 
 # Percent-encoded as sent on the wire (`+` is a space in a query string).
 ODD_INTEGERS = [
@@ -104,7 +105,7 @@ def task(dev_runtime: dict[str, Any]) -> dict[str, str]:
         "context": context,
         "message": {"id": f"m-{uuid.uuid4().hex}", "parts": [{"media_type": "text/plain", "text": "hi"}]},
     }
-    with httpx.Client(base_url=dev_runtime["endpoint"], timeout=30) as http:
+    with local_http(dev_runtime["endpoint"], timeout=30) as http:
         created = http.post("/v1/tasks", json=body, headers=tokens["caller"])
         assert created.status_code == 201, created.text
         leased = http.post(
@@ -135,7 +136,7 @@ def test_an_integer_query_is_its_canonical_decimal_text(
     wrong = {}
     for odd in ODD_INTEGERS:
         status, body = _get(http, f"{path}?{extra}{name}={odd}{others}", headers)
-        error = httpx.Response(status, content=body).json().get("error", {}) if status == 400 else {}
+        error = json.loads(body).get("error", {}) if status == 400 else {}
         if status != 400 or error.get("code") != "invalid_argument" or name not in error.get("message", ""):
             wrong[odd] = (status, body[:200])
     assert wrong == {}
