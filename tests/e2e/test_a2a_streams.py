@@ -219,8 +219,8 @@ def test_a_streaming_request_that_does_not_declare_json_is_refused_as_a_buffered
     auth = {"Authorization": f"Bearer {authority.token('caller')}", "A2A-Version": "1.0"}
     headers = {**auth, **({"Content-Type": content_type} if content_type else {})}
     context = f"ctx-{uuid.uuid4().hex[:10]}"
-    sent = {"message": {"messageId": f"m-{uuid.uuid4().hex[:8]}", "contextId": context, "role": "ROLE_USER"}}
-    sent["message"]["parts"] = [{"text": "hello"}]
+    said = {"messageId": f"m-{uuid.uuid4().hex[:8]}", "contextId": context, "role": "ROLE_USER"}
+    sent = {"message": {**said, "parts": [{"text": "hello"}]}}
 
     def rpc(method: str, params: dict[str, Any]) -> bytes:
         return json.dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).encode()
