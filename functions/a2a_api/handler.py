@@ -86,19 +86,10 @@ def _answer(status: int, body: dict[str, Any], **headers: str) -> dict[str, Any]
 
 
 def _text(event: dict[str, Any], headers: dict[str, str]) -> str:
-    """The request body: JSON (the bindings' one content type, `application/json` or a `+json` type
-    such as `application/a2a+json`), as strictly UTF-8 text. Every POST declares it, an empty one
-    too: a browser's cross-site request can carry no Content-Type, or text/plain, without asking
-    first (CORS), so a POST that does not say JSON is never served."""
+    """The request body, declared JSON (bindings.check_json), as strictly UTF-8 text."""
     body = event.get("body") or ""
-    declared = headers.get("content-type", "").split(";", 1)[0].strip().lower()
     post = str(event.get("routeKey") or "").startswith("POST ")
-    if (body or post) and declared != JSON and not declared.endswith("+json"):
-        raise error(
-            "CONTENT_TYPE_NOT_SUPPORTED",
-            f"requests are JSON: send Content-Type: application/json, not {declared[:100] or 'none'}",
-            contentType=declared[:100],
-        )
+    bindings.check_json(headers.get("content-type", ""), body=bool(body), post=post)
     try:
         if not event.get("isBase64Encoded"):
             # A lone surrogate here is the local gateway's surrogateescape of a byte that is not UTF-8.

@@ -18,7 +18,15 @@ from typing import Any
 
 from a2a.types import SendMessageRequest, SubscribeToTaskRequest
 
-from dovecote.a2a.bindings import STREAMING_METHODS, Call, check_version, json_body, parse_params, rpc_error
+from dovecote.a2a.bindings import (
+    STREAMING_METHODS,
+    Call,
+    check_json,
+    check_version,
+    json_body,
+    parse_params,
+    rpc_error,
+)
 from dovecote.a2a.errors import A2AError, error
 from dovecote.a2a.mapping import as_json
 from dovecote.a2a.service import A2AService
@@ -65,6 +73,11 @@ def last_event_id(call: Call) -> int | None:
 
 def jsonrpc(a2a: A2AService, call: Call, text: str) -> Answer:
     try:
+        # Every streaming request is a POST: JSON declared, as on the buffered routes (no id yet).
+        check_json(call.header("content-type"), body=bool(text), post=True)
+    except A2AError as exc:
+        return 200, rpc_error(None, exc)
+    try:
         request = json.loads(text)
     except (ValueError, RecursionError):
         return 200, rpc_error(None, error("PARSE_ERROR", "Invalid JSON payload"))
@@ -89,6 +102,7 @@ def jsonrpc(a2a: A2AService, call: Call, text: str) -> Answer:
 
 def rest(a2a: A2AService, call: Call, verb: str, text: str, task_id: str = "") -> Answer:
     try:
+        check_json(call.header("content-type"), body=bool(text), post=True, bodiless=verb == REST_SUBSCRIBE_VERB)
         check_version(call)
         if verb == REST_STREAM_VERB:
             updates = _open(a2a, call, "SendStreamingMessage", json_body(text))

@@ -22,7 +22,17 @@ from dovecote.platform.http import (
     new_resolver,
     responses,
 )
-from dovecote.platform.schema import ID, EdgeModel, JsonInt, RequestModel, bounded, one_of, optional_int, with_schema
+from dovecote.platform.schema import (
+    ID,
+    EdgeModel,
+    JsonInt,
+    QueryInt,
+    RequestModel,
+    bounded,
+    one_of,
+    optional_int,
+    with_schema,
+)
 
 app = new_resolver()
 
@@ -182,7 +192,7 @@ def create_token(body: Annotated[TokenBody, Body()]) -> Response[TokenOut]:
 
 @app.get("/v1/admin/tokens", tags=["admin"], responses=responses(200, TokenListOut, 400, 401, 403, 429, 503))
 def list_tokens(
-    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, LIST_MAX))] = None,
+    limit: Annotated[QueryInt | None, Query(json_schema_extra=bounded(0, LIST_MAX))] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> TokenListOut:
     """The authority's tokens, newest first: never their secrets or hashes. Admin only."""

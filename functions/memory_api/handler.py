@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from dovecote.memory.model import MAX_PAGE, MAX_WAIT_SECONDS, RELATION_STATUSES
 from dovecote.memory.service import MemoryService
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
-from dovecote.platform.schema import ID, RedriveIn, bounded, one_of
+from dovecote.platform.schema import ID, QueryInt, RedriveIn, bounded, one_of
 from functions.memory_api.models import (
     RELATION,
     SCOPE,
@@ -64,7 +64,9 @@ def submit_write(body: Annotated[SubmitIn, Body()]) -> Response[SubmitOut]:
 @app.get("/v1/memory/writes/<write_id>", tags=["memory"], responses=responses(200, WriteStatusOut, *READ_ERRORS))
 def get_write(
     write_id: Annotated[str, Path(json_schema_extra=ID)],
-    wait: Annotated[int | None, Query(description="seconds to wait for the evidence", json_schema_extra=WAIT)] = None,
+    wait: Annotated[
+        QueryInt | None, Query(description="seconds to wait for the evidence", json_schema_extra=WAIT)
+    ] = None,
 ) -> WriteStatusOut:
     """The write's status, and its evidence once settled. With `wait`, long-polls until then."""
     return WriteStatusOut.model_validate(service().status(current_principal(app), write_id, wait))
@@ -79,7 +81,7 @@ def cancel_write(write_id: Annotated[str, Path(json_schema_extra=ID)]) -> Cancel
 @app.get("/v1/memory", tags=["memory"], responses=responses(200, MemoryPage, *READ_ERRORS))
 def list_memories(
     scope: Annotated[str, Query(json_schema_extra=SCOPE)],
-    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_PAGE))] = None,
+    limit: Annotated[QueryInt | None, Query(json_schema_extra=bounded(0, MAX_PAGE))] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> MemoryPage:
     """A scope's memories in applied order (oldest first)."""
@@ -92,7 +94,7 @@ def list_relations(
     status: Annotated[
         str, Query(description="all when absent or empty", json_schema_extra=one_of("", *RELATION_STATUSES))
     ] = "",
-    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_PAGE))] = None,
+    limit: Annotated[QueryInt | None, Query(json_schema_extra=bounded(0, MAX_PAGE))] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> RelationPage:
     """A scope's relation candidates, by the new memory's place in the scope."""

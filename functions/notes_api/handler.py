@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from dovecote.notes.model import MAX_LIST_LIMIT, NoteFilter, NoteMeta
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.http import current_principal, lambda_entry, new_resolver, responses
-from dovecote.platform.schema import bounded
+from dovecote.platform.schema import QueryInt, bounded
 from functions.notes_api.models import (
     COORDINATE,
     RUN,
@@ -95,12 +95,12 @@ def delete_note(ref: Annotated[str, Path()]) -> Response[None]:
 @app.get("/v1/notes", tags=["notes"], responses=responses(200, NoteListOut, 400, 401, 403, 429, 503))
 def list_notes(
     key: Annotated[str, Query(json_schema_extra=COORDINATE)] = "",
-    run: Annotated[int | None, Query(json_schema_extra=RUN)] = None,
+    run: Annotated[QueryInt | None, Query(json_schema_extra=RUN)] = None,
     name: Annotated[str, Query(json_schema_extra=COORDINATE)] = "",
     author: Annotated[
         str | None, Query(json_schema_extra=COORDINATE, description="absent: any author; empty: the shared scope")
     ] = None,
-    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_LIST_LIMIT))] = None,
+    limit: Annotated[QueryInt | None, Query(json_schema_extra=bounded(0, MAX_LIST_LIMIT))] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> NoteListOut:
     """List notes in ref order. Empty or absent filters are wildcards; `author=` (empty) is the

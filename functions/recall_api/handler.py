@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
-from dovecote.platform.schema import DATE_PATTERN, OFFSET_PATTERN, TIME_PATTERN, bounded, one_of
+from dovecote.platform.schema import DATE_PATTERN, OFFSET_PATTERN, TIME_PATTERN, QueryInt, bounded, one_of
 from dovecote.recall.model import (
     MAX_PROJECT_CHARS,
     MAX_QUERY_CHARS,
@@ -143,7 +143,7 @@ def check(body: Annotated[TranscriptCheckBody, Body()]) -> TranscriptCheckOut:
 )
 def search(
     q: Annotated[str, Query(json_schema_extra=text(MAX_QUERY_CHARS))] = "",
-    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_SEARCH_LIMIT))] = None,
+    limit: Annotated[QueryInt | None, Query(json_schema_extra=bounded(0, MAX_SEARCH_LIMIT))] = None,
     role: Annotated[str, Query(json_schema_extra=one_of("", *ROLES))] = "",
     sort: Annotated[
         str, Query(json_schema_extra=one_of(*SORTS), description="absent (relevance), newest or oldest")
@@ -152,7 +152,7 @@ def search(
     before: Annotated[
         str, Query(json_schema_extra=INSTANT_OR_DATE, description="inclusive: a date or an instant")
     ] = "",
-    min_messages: Annotated[int | None, Query(json_schema_extra=bounded(0, 10**9))] = None,
+    min_messages: Annotated[QueryInt | None, Query(json_schema_extra=bounded(0, 10**9))] = None,
     project: Annotated[str, Query(json_schema_extra=text(MAX_PROJECT_CHARS))] = "",
     source: Annotated[str, Query(json_schema_extra=text(MAX_SOURCE_CHARS))] = "",
     include_path: Annotated[str, Query(json_schema_extra=PATH_PATTERN, description=PATH_PATTERN_DOC)] = "",
@@ -219,7 +219,7 @@ def search(
 def read(
     ref: Annotated[str, Path(json_schema_extra=REF)],
     budget: Annotated[
-        int | None,
+        QueryInt | None,
         Query(
             json_schema_extra=bounded(MIN_READ_BUDGET, MAX_READ_BUDGET),
             description="characters; absent: no cap. The anchor is always shown: below the marker's length it is "
@@ -227,18 +227,18 @@ def read(
         ),
     ] = None,
     more: Annotated[
-        int | None,
+        QueryInt | None,
         Query(
             json_schema_extra=bounded(0, MAX_READ_RADIUS // READ_WINDOW - 1),
             description="level n widens the radius to (n + 1) × 8",
         ),
     ] = None,
     around: Annotated[
-        int | None,
+        QueryInt | None,
         Query(json_schema_extra=bounded(-(10**9), 10**9), description="re-centre N messages after the anchor"),
     ] = None,
     window: Annotated[
-        int | None, Query(json_schema_extra=bounded(0, MAX_READ_RADIUS), description="an explicit radius")
+        QueryInt | None, Query(json_schema_extra=bounded(0, MAX_READ_RADIUS), description="an explicit radius")
     ] = None,
     include_tools: Annotated[bool, Query()] = False,
     include_thinking: Annotated[bool, Query()] = False,
@@ -277,7 +277,7 @@ def outline(
 @app.get("/v1/recall/topics", tags=["recall"], responses=responses(200, TopicsOut, 400, 401, 403, 429, 503))
 def topics(
     q: Annotated[str, Query(json_schema_extra=text(MAX_QUERY_CHARS))] = "",
-    limit: Annotated[int | None, Query(json_schema_extra=bounded(0, MAX_TOPICS_LIMIT))] = None,
+    limit: Annotated[QueryInt | None, Query(json_schema_extra=bounded(0, MAX_TOPICS_LIMIT))] = None,
     project: Annotated[str, Query(json_schema_extra=text(MAX_PROJECT_CHARS))] = "",
 ) -> TopicsOut:
     """Search the topic layer only: labelled segments ranked globally, one global limit."""

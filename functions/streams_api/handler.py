@@ -26,6 +26,7 @@ from dovecote.platform import gc_pause, sse
 from dovecote.platform.errors import DomainError, InvalidArgument
 from dovecote.platform.observability import logger
 from dovecote.platform.principal import Principal
+from dovecote.platform.request_text import QUERY_INT, QUERY_INT_RULE
 from dovecote.tasks.service import TaskService
 from dovecote.tasks.streams import LEASE, RECONNECT, KeepAlive, LeaseState, Logged, Reconnect, StreamItem
 from functions.streams_api.wsgi import guarded, json_answer
@@ -143,7 +144,10 @@ def resume_after(environ: dict[str, Any]) -> int | None:
         if not values:
             return None
         given, field = values[0], "after"
-    text = str(given).strip()
+        # The query's integer as every route reads one: its canonical decimal text, nothing around it.
+        if not QUERY_INT.fullmatch(given):
+            raise InvalidArgument(f"after {QUERY_INT_RULE}", field=field)
+    text = str(given)
     if not text.isascii() or not text.isdigit() or len(text) > 12:
         raise InvalidArgument(f"{field} must be a sequence number (a non-negative integer)", field=field)
     return int(text)

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from dovecote.platform.http import JSON, current_principal, lambda_entry, new_resolver, responses
 from dovecote.platform.principal import Principal
-from dovecote.platform.schema import ID, bounded, instant_pattern, one_of
+from dovecote.platform.schema import ID, QueryInt, bounded, instant_pattern, one_of
 from dovecote.tasks.bodies import (
     ArtifactUploadIn,
     CallerCommandIn,
@@ -74,13 +74,15 @@ AFTER = "a sequence number, at most the task's {count}: a larger one is 400 inva
 PAST_THE_END = "invalid_argument: `after` is past the end of the stream (the task's {count}), or a bad `limit`"
 COMMAND_ERRORS = (400, 401, 403, 404, 409, 413, 429, 503)
 READ_ERRORS = (400, 401, 403, 404, 429, 503)
-Limit = Annotated[int | None, Query(json_schema_extra=LIMIT)]
+Limit = Annotated[QueryInt | None, Query(json_schema_extra=LIMIT)]
 Cursor = Annotated[str | None, Query()]
 MessagesAfter = Annotated[
-    int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="message_count"))
+    QueryInt | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="message_count"))
 ]
-EventsAfter = Annotated[int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="event_count"))]
-GrantsAfter = Annotated[int | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="fence"))]
+EventsAfter = Annotated[
+    QueryInt | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="event_count"))
+]
+GrantsAfter = Annotated[QueryInt | None, Query(json_schema_extra=bounded(0), description=AFTER.format(count="fence"))]
 
 
 def _stream_responses(page: type[BaseModel], count: str) -> dict[int, Any]:

@@ -181,7 +181,7 @@ def test_sse_ids_are_sequences_and_last_event_id_resumes_a_subscription(
 
         def subscribe(after: int) -> None:
             url = f"/a2a/tasks/{task_id}:subscribe"
-            with http.stream("POST", url, headers={"Last-Event-ID": str(after)}, content=b"{}") as streamed:
+            with http.stream("POST", url, headers={"Last-Event-ID": str(after)}, json={}) as streamed:
                 for message in sse.parse(streamed.iter_lines()):
                     got[after].append(message)
                     opened[after].set()
@@ -201,5 +201,60 @@ def test_sse_ids_are_sequences_and_last_event_id_resumes_a_subscription(
         for after, stream in got.items():
             assert "task" in stream[0].json() and int(stream[0].id or -1) == count
             assert [int(m.id or -1) for m in stream[1:]] == [e["sequence"] for e in every if e["sequence"] > after]
-        refused = http.post(f"/a2a/tasks/{task_id}:subscribe", content=b"{}")
+        refused = http.post(f"/a2a/tasks/{task_id}:subscribe", json={})
         assert refused.status_code == 400 and "terminal" in json.dumps(refused.json())
+
+
+# What a browser may send cross-site without a CORS preflight, and no Content-Type at all.
+NOT_JSON = [None, "text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded"]
+
+
+@pytest.mark.parametrize("content_type", NOT_JSON)
+def test_a_streaming_request_that_does_not_declare_json_is_refused_as_a_buffered_one(
+    authority: Authority, content_type: str | None
+) -> None:
+    """Every streaming POST, on both bindings, is refused before anything is read or stored, with
+    the very answer its buffered sibling gives (ContentTypeNotSupported: JSON-RPC's error object at
+    200, HTTP+JSON's 415), never a stream and never a later error such as "message is required"."""
+    auth = {"Authorization": f"Bearer {authority.token('caller')}", "A2A-Version": "1.0"}
+    headers = {**auth, **({"Content-Type": content_type} if content_type else {})}
+    context = f"ctx-{uuid.uuid4().hex[:10]}"
+    said = {"messageId": f"m-{uuid.uuid4().hex[:8]}", "contextId": context, "role": "ROLE_USER"}
+    sent = {"message": {**said, "parts": [{"text": "hello"}]}}
+
+    def rpc(method: str, params: dict[str, Any]) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).encode()
+
+    # (streaming request, its buffered sibling): path and body.
+    pairs = [
+        (("/", rpc("SendStreamingMessage", sent)), ("/", rpc("SendMessage", sent))),
+        (("/", rpc("SubscribeToTask", {"id": "t-none"})), ("/", rpc("GetTask", {"id": "t-none"}))),
+        (("/a2a/message:stream", json.dumps(sent).encode()), ("/a2a/message:send", json.dumps(sent).encode())),
+        (("/a2a/tasks/t-none:subscribe", b"{}"), ("/a2a/tasks/t-none:cancel", b"{}")),
+    ]
+    # HTTP+JSON SubscribeToTask has no body (a2a-sdk's client sends neither body nor Content-Type):
+    # without a body, what it declares must still be JSON; declaring nothing is that client's request.
+    if content_type:
+        pairs.append((("/a2a/tasks/t-none:subscribe", b""), ("/a2a/tasks/t-none:cancel", b"")))
+    with httpx.Client(base_url=authority.endpoint, headers=auth, timeout=40, verify=TLS) as http:
+        for (path, body), (buffered_path, buffered_body) in pairs:
+            buffered = http.post(buffered_path, content=buffered_body, headers=headers)
+            # Read only past the status line: a stream that opened would run to its time bound.
+            with http.stream("POST", path, content=body, headers=headers) as streamed:
+                assert not streamed.headers["content-type"].startswith("text/event-stream"), path
+                streamed.read()
+            assert (streamed.status_code, streamed.json()) == (buffered.status_code, buffered.json()), path
+            error = streamed.json()["error"]
+            if path == "/":
+                assert streamed.status_code == 200 and error["code"] == -32005, error
+            else:
+                assert streamed.status_code == 415, error
+            assert "requests are JSON" in error["message"], error
+        if not content_type:
+            bare = http.post("/a2a/tasks/t-none:subscribe", headers=auth)
+            assert (bare.status_code, bare.json()["error"]["status"]) == (404, "NOT_FOUND"), bare.text
+        # Nothing was stored: the context is empty, and the same message declared JSON is served.
+        assert http.get(f"/v1/contexts/{context}/tasks", headers=auth).json()["items"] == []
+        served = http.post("/a2a/message:send", json=sent)
+        assert served.status_code == 200, served.text
+        assert len(http.get(f"/v1/contexts/{context}/tasks", headers=auth).json()["items"]) == 1

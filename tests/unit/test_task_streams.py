@@ -160,6 +160,14 @@ def test_the_wire_ids_are_sequences_and_the_lease_has_none(service: Edge, clock:
         ("x", "", "invalid_argument"),
         (None, "after=1&after=2", "invalid_argument"),
         (None, "limit=3", "invalid_argument"),
+        # `after` is the canonical decimal text, as every route's integer query (request_text.QUERY_INT).
+        (None, "after=12", 12),
+        (None, "after=01", "invalid_argument"),
+        (None, "after=%201", "invalid_argument"),
+        (None, "after=1%0A", "invalid_argument"),
+        (None, "after=%2B1", "invalid_argument"),
+        (None, "after=1_0", "invalid_argument"),
+        (None, "after=%EF%BC%91", "invalid_argument"),
     ],
 )
 def test_where_a_stream_resumes(header: str | None, query: str, expected: object) -> None:

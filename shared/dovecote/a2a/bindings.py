@@ -62,6 +62,26 @@ class Call:
         return self.header("idempotency-key").strip()
 
 
+def check_json(content_type: str, *, body: bool, post: bool, bodiless: bool = False) -> None:
+    """The request's declared media type: JSON (the bindings' one content type, `application/json`
+    or a `+json` type such as `application/a2a+json`), by essence, case-insensitively, on every POST
+    (an empty one too) and any body, on the buffered routes and the streaming ones alike: a
+    browser's cross-site request can carry no Content-Type, or text/plain, without asking first
+    (CORS), so a POST that does not say JSON is never served (ContentTypeNotSupported).
+    `bodiless`: a POST the spec sends without a body, HTTP+JSON SubscribeToTask (the task id is in
+    the path; a2a-sdk's client sends neither body nor Content-Type): with no body it may declare
+    nothing, but what it declares is JSON."""
+    declared = content_type.split(";", 1)[0].strip().lower()
+    if not (body or post) or (bodiless and not body and not declared):
+        return
+    if declared != JSON and not declared.endswith("+json"):
+        raise error(
+            "CONTENT_TYPE_NOT_SUPPORTED",
+            f"requests are JSON: send Content-Type: application/json, not {declared[:100] or 'none'}",
+            contentType=declared[:100],
+        )
+
+
 def check_version(call: Call) -> None:
     """A2A-Version (header, or query parameter): Major.Minor must be one this agent serves. An empty
     one means 0.3 to the spec (A2A v1.0 §3.6), which it does not serve."""

@@ -6,10 +6,17 @@ resolver or pydantic, so the A2A function's cold start pays for neither."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from dovecote.platform.errors import DomainError, InvalidArgument
+
+# An integer in a query string is its canonical decimal text, whole (fullmatch): int() would also
+# read " 1", "1\n", "+1", "01" and "1_0" (as 10), so one value could be spelt many ways and a stray
+# byte would pass unnoticed. A negative one passes here and meets the route's bound.
+QUERY_INT = re.compile(r"0|-?[1-9][0-9]*")
+QUERY_INT_RULE = "must be an integer in canonical decimal form (digits; no +, space, _ or leading zero)"
 
 SURROGATE = "request text must be valid Unicode (a lone surrogate is not)"
 

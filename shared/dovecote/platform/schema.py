@@ -14,6 +14,9 @@ The published document states the same rules (`json_schema_extra`, `pattern`, bo
 same constants; tests/e2e/fuzz/ holds the two together (every schema-valid request is
 accepted).
 
+`QueryInt` is an integer query parameter, read only from its canonical decimal text
+(platform/request_text.py QUERY_INT).
+
 `JsonInt` is an integer as JSON Schema means it: `3` and `3.0` are both the integer 3 (a schema
 validator accepts both, so the server must), while a string or a boolean is never an integer.
 """
@@ -41,6 +44,7 @@ from pydantic_core import PydanticCustomError, core_schema
 from dovecote.platform.errors import DomainError, InvalidArgument
 from dovecote.platform.ids import ID_SCHEMA_PATTERN
 from dovecote.platform.redrive import DEFAULT_REDRIVE, MAX_REDRIVE
+from dovecote.platform.request_text import QUERY_INT, QUERY_INT_RULE
 
 ID: dict[str, Any] = {"pattern": ID_SCHEMA_PATTERN}
 SHA256_HEX: dict[str, Any] = {"pattern": "^(sha256:)?[0-9a-f]{64}$"}
@@ -116,6 +120,18 @@ def _json_int(value: Any) -> Any:
 
 
 JsonInt = Annotated[int, BeforeValidator(_json_int)]
+
+
+def _query_int(value: Any) -> Any:
+    if isinstance(value, str) and not QUERY_INT.fullmatch(value):
+        # pydantic's own error type for an integer it cannot parse, with the rule in words.
+        raise PydanticCustomError("int_parsing", QUERY_INT_RULE)
+    return value
+
+
+# Every route's integer query parameter (`Annotated[QueryInt | None, Query(...)]`): the validator
+# leaves the published schema as it is (an integer with the route's bounds).
+QueryInt = Annotated[int, BeforeValidator(_query_int)]
 
 
 # Integers the document declares as bounded by this: JSON Schema tools handle numbers as doubles, so
