@@ -104,6 +104,7 @@ def test_literal_addresses_are_judged_without_dns(url: str) -> None:
         ("https://under_score.example.com/", "host"),
         ("https://nowhere.invalid/", "unresolved"),
         ("https://hooks.example.com:99999/", "format"),
+        ("https://hooks.example.com:0/", "format"),
     ],
 )
 def test_the_url_shape_is_refused_with_its_reason(url: str, reason: str) -> None:

@@ -150,6 +150,8 @@ def check(url: str, resolver: Resolver, *, allow_loopback: bool = False) -> Targ
     literal = _literal(host)
     if literal is None and not _HOST.fullmatch(host):
         raise _refused("the url's host is not a DNS name or an IP address", "host")
+    if port == 0:
+        raise _refused("the url's port 0 is no port a receiver listens on", "format")
     port = port or (443 if scheme == "https" else 80)
     addresses = [literal] if literal is not None else resolver.resolve(host.rstrip("."), port)
     if not addresses:
