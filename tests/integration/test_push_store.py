@@ -99,7 +99,7 @@ def test_the_cursor_only_moves_up_and_the_expiry_only_later(store: Any) -> None:
 def test_a_failure_is_recorded_without_moving_the_cursor(store: Any) -> None:
     store.put(config(), limit=10)
     failure = {"at": "2026-01-01T00:00:00.000Z", "webhook_id": "wh_1", "sequence": 1, "status": 503}
-    store.advance(store.get("acme", "t1", "w1"), 0, failure=failure)
+    store.record_failure(store.get("acme", "t1", "w1"), failure)
     found = store.get("acme", "t1", "w1")
     assert found.last_failure == failure and found.delivered == 0
 
@@ -115,7 +115,8 @@ def test_advancing_a_deleted_config_does_not_bring_it_back(store: Any) -> None:
     store.put(config(), limit=10)
     found = store.get("acme", "t1", "w1")
     store.delete("acme", "t1", "w1")
-    store.advance(found, 3, expires_at=int(NOW) + 10, failure={"status": 500})
+    store.advance(found, 3, expires_at=int(NOW) + 10)
+    store.record_failure(found, {"status": 500})
     assert store.get("acme", "t1", "w1") is None
 
 

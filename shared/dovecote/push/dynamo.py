@@ -41,6 +41,8 @@ class Sealer(Protocol):
 
 KEYS_PK = "JWKS"
 NO_SORT = "-"
+# The fields an item keeps as the config has them (the secrets are sealed, the numbers defaulted).
+_PLAIN = ("authority", "task", "id", "url", "created_at")
 
 
 def config_pk(authority: str, task: str) -> str:
@@ -82,11 +84,7 @@ class DynamoConfigStore:
 
     def _config(self, item: ConfigItem) -> PushConfig:
         return PushConfig(
-            authority=item.authority,
-            task=item.task,
-            id=item.id,
-            url=item.url,
-            created_at=item.created_at,
+            **{name: getattr(item, name) for name in _PLAIN},
             token=self._open(item, "token", item.token),
             scheme=item.scheme or "",
             credentials=self._open(item, "credentials", item.credentials),
@@ -107,11 +105,7 @@ class DynamoConfigStore:
         item = self._configs(
             config_pk(config.authority, config.task),
             config_sk(config.id),
-            authority=config.authority,
-            task=config.task,
-            id=config.id,
-            url=config.url,
-            created_at=config.created_at,
+            **{name: getattr(config, name) for name in _PLAIN},
             token=self._seal(config, "token", config.token),
             scheme=config.scheme,
             credentials=self._seal(config, "credentials", config.credentials),
@@ -142,18 +136,17 @@ class DynamoConfigStore:
         with pynamodb_errors(write=True):
             self._configs(config_pk(authority, task), config_sk(config_id)).delete()
 
-    def advance(
-        self,
-        config: PushConfig,
-        delivered: int,
-        *,
-        expires_at: int | None = None,
-        failure: dict[str, Any] | None = None,
-    ) -> None:
-        item = self._configs(config_pk(config.authority, config.task), config_sk(config.id))
+    def _item(self, config: PushConfig) -> ConfigItem:
+        return self._configs(config_pk(config.authority, config.task), config_sk(config.id))
+
+    def record_failure(self, config: PushConfig, failure: dict[str, Any]) -> None:
         cls = self._configs
-        if failure is not None:
-            conditionally(lambda: item.update(actions=[cls.last_failure.set(failure)], condition=cls.pk.exists()))
+        item = self._item(config)
+        conditionally(lambda: item.update(actions=[cls.last_failure.set(failure)], condition=cls.pk.exists()))
+
+    def advance(self, config: PushConfig, delivered: int, *, expires_at: int | None = None) -> None:
+        item = self._item(config)
+        cls = self._configs
         # Up only: a delivery that moved it further already wins.
         moved = cls.pk.exists() & (cls.delivered.does_not_exist() | (cls.delivered < delivered))
         # Never shortened: a dead letter keeps its config for the dead-letter queue's retention.

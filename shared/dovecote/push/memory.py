@@ -48,21 +48,18 @@ class MemoryConfigStore:
         with self._lock:
             self._configs.pop((authority, task, config_id), None)
 
-    def advance(
-        self,
-        config: PushConfig,
-        delivered: int,
-        *,
-        expires_at: int | None = None,
-        failure: dict[str, Any] | None = None,
-    ) -> None:
+    def record_failure(self, config: PushConfig, failure: dict[str, Any]) -> None:
+        key = (config.authority, config.task, config.id)
+        with self._lock:
+            if (found := self._configs.get(key)) is not None:
+                self._configs[key] = replace(found, last_failure=failure)
+
+    def advance(self, config: PushConfig, delivered: int, *, expires_at: int | None = None) -> None:
         key = (config.authority, config.task, config.id)
         with self._lock:
             found = self._configs.get(key)
             if found is None:
                 return
-            if failure is not None:
-                found = replace(found, last_failure=failure)
             if delivered > found.delivered:
                 found = replace(found, delivered=delivered)
             if expires_at is not None and (not found.expires_at or found.expires_at < expires_at):

@@ -38,17 +38,14 @@ class ConfigStore(Protocol):
         """Gone (whether it was there or not)."""
         ...
 
-    def advance(
-        self,
-        config: PushConfig,
-        delivered: int,
-        *,
-        expires_at: int | None = None,
-        failure: dict[str, Any] | None = None,
-    ) -> None:
+    def advance(self, config: PushConfig, delivered: int, *, expires_at: int | None = None) -> None:
         """Move the cursor up to `delivered` (never down), set the expiry when given (never
-        shortened below one already set later), record `failure` when given. A config deleted
-        meanwhile stays deleted."""
+        shortened below one already set later). A config deleted meanwhile stays deleted."""
+        ...
+
+    def record_failure(self, config: PushConfig, failure: dict[str, Any]) -> None:
+        """Keep `failure` as the config's last one (the cursor stays). A config deleted meanwhile
+        stays deleted."""
         ...
 
     def published_keys(self) -> dict[str, Any] | None:

@@ -134,7 +134,7 @@ class Sender:
                     attempt, base=self.retry_base, retry_after=answer.retry_after if answer else None, rng=self.rng
                 )
                 failure["retry_in_s"] = wait
-                self.store.advance(config, 0, failure=failure)
+                self.store.record_failure(config, failure)
                 log.warning(
                     "webhook delivery failed: retrying",
                     extra={"task": config.task, "webhook": config.id, "status": failure["status"], "in_s": wait},
@@ -143,7 +143,7 @@ class Sender:
                     self.queue.retry_later(handle, wait)
                 raise RetryLater(wait)
             failure["dead_lettered"] = True
-            self.store.advance(config, 0, failure=failure)
+            self.store.record_failure(config, failure)
             self.queue.bury(Notice(config.authority, config.task, config.id, sequence))
             log.error(
                 "webhook delivery given up: dead-lettered",
