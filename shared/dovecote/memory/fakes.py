@@ -19,21 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dovecote.memory import machine
+from dovecote.memory import machine, ports
 from dovecote.memory.dynamo import posting_key
 from dovecote.memory.model import Evidence, Memory, QueueMessage, Receipt, Relation, Write
-from dovecote.memory.ports import (
-    MAX_KEY_BYTES,
-    Application,
-    DeadLetter,
-    ReceiptTaken,
-    RelationChanged,
-    RelationsRefused,
-    ScopeMoved,
-    ScopeView,
-    StoreRefused,
-    WriteSettled,
-)
 from dovecote.memory.retrieval import Posting
 from dovecote.memory.worker import REDRIVE_MAX_RECEIVES
 
@@ -111,38 +99,40 @@ class InMemoryMemoryStore:
 
     # ---- the worker --------------------------------------------------------------------------
 
-    def scope_view(self, authority: str, scope: str, terms: tuple[str, ...]) -> ScopeView:
+    def scope_view(self, authority: str, scope: str, terms: tuple[str, ...]) -> ports.ScopeView:
         with self._lock:
             found = {t: self.postings[(authority, scope, t)] for t in terms if (authority, scope, t) in self.postings}
-            return ScopeView(self.heads[(authority, scope)], found)
+            return ports.ScopeView(self.heads[(authority, scope)], found)
 
     def memories_at(self, authority: str, scope: str, seqs: list[int]) -> list[Memory]:
         with self._lock:
             memories = self.memories_by_scope[(authority, scope)]
             return [memories[s] for s in seqs if s in memories]
 
-    def apply(self, application: Application) -> None:
+    def apply(self, application: ports.Application) -> None:
         write, memory = application.write, application.memory
         a, scope = write.authority, write.scope
         with self._lock:
             for term in application.postings:
                 # What DynamoDB refuses before looking at any condition: a key over its limit.
-                if len(posting_key(a, scope, term).encode("utf-8")) > MAX_KEY_BYTES:
-                    raise StoreRefused("ValidationException", f"a posting key is over {MAX_KEY_BYTES} bytes")
+                if len(posting_key(a, scope, term).encode("utf-8")) > ports.MAX_KEY_BYTES:
+                    raise ports.StoreRefused(
+                        "ValidationException", f"a posting key is over {ports.MAX_KEY_BYTES} bytes"
+                    )
             current = self.writes.get((a, write.id))
             if current is None or current.status != "started":
-                raise WriteSettled()
+                raise ports.WriteSettled()
             if (
                 self.heads[(a, scope)] != application.expected_memories
                 or memory.seq != application.expected_memories + 1
             ):
-                raise ScopeMoved()
+                raise ports.ScopeMoved()
             for term, (before, _) in application.postings.items():
                 stored = self.postings.get((a, scope, term))
                 if (stored.df if stored else None) != (before.df if before else None):
-                    raise ScopeMoved()
+                    raise ports.ScopeMoved()
             if any((a, r.id) in self.relations_by_id for r in application.relations):
-                raise RelationsRefused("a relation with this id already exists")
+                raise ports.RelationsRefused("a relation with this id already exists")
             # every condition holds: change everything
             self.heads[(a, scope)] = memory.seq
             self.memories_by_scope[(a, scope)][memory.seq] = memory
@@ -199,10 +189,10 @@ class InMemoryMemoryStore:
     def commit_judgment(self, receipt: Receipt, before: Relation, after: Relation) -> None:
         with self._lock:
             if (receipt.authority, receipt.id) in self.receipts:
-                raise ReceiptTaken()
+                raise ports.ReceiptTaken()
             current = self.relations_by_id.get((before.authority, before.id))
             if current is None or current.status != "pending":
-                raise RelationChanged()
+                raise ports.RelationChanged()
             self.receipts[(receipt.authority, receipt.id)] = receipt
             self.relations_by_id[(after.authority, after.id)] = after
 
@@ -245,9 +235,9 @@ class InMemoryMemoryQueue:
             self._dead_seen.add(deduplication_id)
             self.dead.append(_Message(str(next(self._ids)), body, group_id, deduplication_id))
 
-    def dead_letters(self, limit: int) -> list[DeadLetter]:
+    def dead_letters(self, limit: int) -> list[ports.DeadLetter]:
         with self._lock:
-            out: list[DeadLetter] = []
+            out: list[ports.DeadLetter] = []
             for m in self.dead:
                 if len(out) >= limit:
                     break
@@ -258,14 +248,14 @@ class InMemoryMemoryQueue:
                     message: QueueMessage | None = QueueMessage.from_body(m.body)
                 except ValueError:
                     message = None
-                out.append(DeadLetter(m.body, m.id, m.group_id, message))
+                out.append(ports.DeadLetter(m.body, m.id, m.group_id, message))
             return out
 
-    def delete_dead_letter(self, letter: DeadLetter) -> None:
+    def delete_dead_letter(self, letter: ports.DeadLetter) -> None:
         with self._lock:
             self.dead = [m for m in self.dead if m.id != letter.handle]
 
-    def release_dead_letter(self, letter: DeadLetter) -> None:
+    def release_dead_letter(self, letter: ports.DeadLetter) -> None:
         with self._lock:
             for m in self.dead:
                 if m.id == letter.handle:

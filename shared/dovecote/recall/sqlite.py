@@ -39,14 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from dovecote.platform.errors import InvalidArgument
-from dovecote.recall.engine_rules import (
-    SNIPPET_CHARS,
-    nested_session_length,
-    substring_snippet,
-    topic_at,
-    trigram_leaf,
-    unique_length,
-)
+from dovecote.recall import engine_rules as rules
 from dovecote.recall.model import (
     AMBIGUITY_CANDIDATES,
     Row,
@@ -321,7 +314,7 @@ class SqliteSearchIndex(VectorTierMethods):
 
     def _session_len(self, authority: str, session_id: str) -> int:
         if "/" in session_id:
-            return nested_session_length(session_id, lambda prefix: self.resolve_sessions(authority, prefix))
+            return rules.nested_session_length(session_id, lambda prefix: self.resolve_sessions(authority, prefix))
         lowered = session_id.lower()
         neighbours = self._db.execute(
             "SELECT sid_lower FROM (SELECT sid_lower FROM sessions WHERE authority = ? AND depth = 0 "
@@ -330,7 +323,7 @@ class SqliteSearchIndex(VectorTierMethods):
             "AND sid_lower >= ? AND session_id != ? ORDER BY sid_lower LIMIT 2)",
             (authority, lowered, authority, lowered, session_id),
         ).fetchall()
-        return unique_length(lowered, (n[0] for n in neighbours))
+        return rules.unique_length(lowered, (n[0] for n in neighbours))
 
     def _uuid_len(self, authority: str, session_id: str, uuid: str) -> int:
         neighbours = self._db.execute(
@@ -339,7 +332,7 @@ class SqliteSearchIndex(VectorTierMethods):
             "authority = ? AND session_id = ? AND uuid > ? ORDER BY uuid LIMIT 1)",
             (authority, session_id, uuid, authority, session_id, uuid),
         ).fetchall()
-        return unique_length(uuid, (n[0] for n in neighbours))
+        return rules.unique_length(uuid, (n[0] for n in neighbours))
 
     def turn_start(self, authority: str, session_id: str) -> int | None:
         with self._lock:
@@ -379,7 +372,7 @@ class SqliteSearchIndex(VectorTierMethods):
             table = "messages_fts"
             found = ranked(self._execute, authority, lexical, table, expression)
             if not found.shown and not found.withheld:
-                trigram = to_fts5(query.query.root, trigram_leaf)
+                trigram = to_fts5(query.query.root, rules.trigram_leaf)
                 if trigram is not None:
                     table = "messages_tri"
                     found = ranked(self._execute, authority, lexical, table, trigram)
@@ -400,7 +393,7 @@ class SqliteSearchIndex(VectorTierMethods):
                     score=score,
                     coverage=coverage,
                     ref=refs[(sid, rows[rowid].uuid)],
-                    topic=topic_at(topics.get(sid, ()), rows[rowid].pos),
+                    topic=rules.topic_at(topics.get(sid, ()), rows[rowid].pos),
                 )
                 for sid, rowid, coverage, score in found.shown
             ]
@@ -469,7 +462,7 @@ class SqliteSearchIndex(VectorTierMethods):
         if len(query.terms) == 1:
             return dict.fromkeys(rowids, frozenset({0}))
         matched: dict[int, set[int]] = {}
-        keep = trigram_leaf if table == "messages_tri" else None
+        keep = rules.trigram_leaf if table == "messages_tri" else None
         for index, term in enumerate(query.terms):
             expression = to_fts5(term, keep)
             if expression is None:
@@ -491,7 +484,7 @@ class SqliteSearchIndex(VectorTierMethods):
     def _snippets(self, table: str, rows: dict[int, Row], query: Query) -> dict[int, str]:
         """The page's snippets in one statement (FTS5 seeks each rowid of the IN list)."""
         if table == "messages_tri":
-            return {i: substring_snippet(r.text, [t.text for t in query.terms]) for i, r in rows.items()}
+            return {i: rules.substring_snippet(r.text, [t.text for t in query.terms]) for i, r in rows.items()}
         expression = to_fts5(Or(query.terms) if len(query.terms) > 1 else query.terms[0])
         found = dict(
             self._db.execute(
@@ -500,7 +493,7 @@ class SqliteSearchIndex(VectorTierMethods):
                 (SNIPPET_TOKENS, expression, json.dumps(list(rows))),
             ).fetchall()
         )
-        return {i: found.get(i) or r.text[:SNIPPET_CHARS] for i, r in rows.items()}
+        return {i: found.get(i) or r.text[: rules.SNIPPET_CHARS] for i, r in rows.items()}
 
     def _refs(self, authority: str, messages: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
         """printed_ref for a page of (session, uuid) in one statement: each message's sort-order
@@ -528,8 +521,8 @@ class SqliteSearchIndex(VectorTierMethods):
                 session_len = self._session_len(authority, session_id)
             else:
                 near = [n for n in (sid_before, *json.loads(sid_after)) if n is not None]
-                session_len = unique_length(session_id.lower(), near)
-            uuid_len = unique_length(uuid, [n for n in (uuid_before, uuid_after) if n is not None])
+                session_len = rules.unique_length(session_id.lower(), near)
+            uuid_len = rules.unique_length(uuid, [n for n in (uuid_before, uuid_after) if n is not None])
             out[(session_id, uuid)] = format_ref(session_id, uuid, session_len, uuid_len)
         return out
 

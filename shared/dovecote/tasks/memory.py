@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from dovecote.platform.uploads import PresignedUpload
+from dovecote.tasks import ports
 from dovecote.tasks.model import (
     ARTIFACT_INLINE_ANSWER,
     TOTAL_SIZE_CAP,
@@ -27,18 +28,6 @@ from dovecote.tasks.model import (
     WorkspaceHead,
     expiry_shard,
     lease_deadline,
-)
-from dovecote.tasks.ports import (
-    ApplyCommit,
-    ApplySnapshot,
-    ClaimableLayout,
-    Commit,
-    Delivery,
-    DeliveryKey,
-    LeasePage,
-    Snapshot,
-    TaskFilter,
-    TaskPage,
 )
 from dovecote.tasks.storage import (
     CLAIM_SHARDS,
@@ -65,7 +54,7 @@ class InMemoryTaskStore:
         # The shard count each task's claimable entry was written under, as the DynamoDB store's key
         # records it: a store opened with another count finds an entry only once it is resharded.
         self.indexed_under: dict[tuple[str, str], int] = {}
-        self.layout = ClaimableLayout()
+        self.layout = ports.ClaimableLayout()
         self._lock = threading.RLock()
         self.tasks: dict[tuple[str, str], Task] = {}
         self.receipts: dict[tuple[str, str], Receipt] = {}
@@ -78,19 +67,19 @@ class InMemoryTaskStore:
         self.payloads: dict[tuple[str, str, str], bytes] = {}
         self.heads: dict[tuple[str, str], WorkspaceHead] = {}
         self.apply_receipts: dict[tuple[str, str, str], ApplyReceipt] = {}
-        self.deliveries: dict[tuple[str, str, str], Delivery] = {}
+        self.deliveries: dict[tuple[str, str, str], ports.Delivery] = {}
         self.uploads: dict[tuple[str, str], bytes] = {}  # (authority, sha256) → an uploaded payload
 
     def read(
-        self, authority: str, command_id: str | None, task_id: str | None, *, delivery: DeliveryKey | None = None
-    ) -> Snapshot:
+        self, authority: str, command_id: str | None, task_id: str | None, *, delivery: ports.DeliveryKey | None = None
+    ) -> ports.Snapshot:
         with self._lock:
             receipt = self.receipts.get((authority, command_id)) if command_id else None
             task = self.tasks.get((authority, task_id)) if task_id else None
             settled = self.deliveries.get((authority, *delivery)) if delivery else None
-            return Snapshot(receipt, task, settled)
+            return ports.Snapshot(receipt, task, settled)
 
-    def commit(self, commit: Commit) -> None:
+    def commit(self, commit: ports.Commit) -> None:
         authority = commit.receipt.authority
         key = (authority, commit.task.id)
         with self._lock:
@@ -189,16 +178,16 @@ class InMemoryTaskStore:
     def apply_receipt(self, authority: str, workspace: str, artifact: str) -> ApplyReceipt | None:
         return self.apply_receipts.get((authority, workspace, artifact))
 
-    def read_apply(self, authority: str, command_id: str, workspace: str, artifact: str) -> ApplySnapshot:
+    def read_apply(self, authority: str, command_id: str, workspace: str, artifact: str) -> ports.ApplySnapshot:
         with self._lock:
-            return ApplySnapshot(
+            return ports.ApplySnapshot(
                 self.receipts.get((authority, command_id)),
                 self.artifacts.get((authority, workspace, artifact)),
                 self.apply_receipts.get((authority, workspace, artifact)),
                 self.heads.get((authority, workspace)),
             )
 
-    def commit_apply(self, commit: ApplyCommit) -> None:
+    def commit_apply(self, commit: ports.ApplyCommit) -> None:
         authority = commit.receipt.authority
         ap = commit.apply_receipt
         with self._lock:
@@ -216,7 +205,7 @@ class InMemoryTaskStore:
             if commit.head_to is not None:
                 self.heads[(authority, ap.workspace)] = commit.head_to
 
-    def settle(self, delivery: Delivery) -> None:
+    def settle(self, delivery: ports.Delivery) -> None:
         with self._lock:
             key = (delivery.authority, delivery.worker, delivery.id)
             if key in self.deliveries:
@@ -265,10 +254,10 @@ class InMemoryTaskStore:
                 self.indexed_under[key] = self.claim_shards
             return moved, str(start + limit) if start + limit < len(entries) else None
 
-    def claimable_layout(self) -> ClaimableLayout:
+    def claimable_layout(self) -> ports.ClaimableLayout:
         return self.layout
 
-    def record_claimable_layout(self, layout: ClaimableLayout) -> None:
+    def record_claimable_layout(self, layout: ports.ClaimableLayout) -> None:
         self.layout = layout
 
     def messages(
@@ -304,22 +293,22 @@ class InMemoryTaskStore:
 
     def _page(
         self, tasks: list[Task], order: Callable[[Task], tuple[str, ...]], after: tuple[str, ...] | None, limit: int
-    ) -> TaskPage:
+    ) -> ports.TaskPage:
         ordered = sorted(tasks, key=order)
         if after is not None:
             ordered = [t for t in ordered if order(t) > after]
         page = ordered[:limit]
         more = len(ordered) > limit
-        return TaskPage(page, order(page[-1]) if more and page else None)
+        return ports.TaskPage(page, order(page[-1]) if more and page else None)
 
-    def context_tasks(self, authority: str, context: str, after: tuple[str, ...] | None, limit: int) -> TaskPage:
+    def context_tasks(self, authority: str, context: str, after: tuple[str, ...] | None, limit: int) -> ports.TaskPage:
         with self._lock:
             tasks = [t for (a, _), t in self.tasks.items() if a == authority and t.context == context]
         return self._page(tasks, created_order, after, limit)
 
     def authority_tasks(
-        self, authority: str, task_filter: TaskFilter, after: tuple[str, ...] | None, limit: int
-    ) -> TaskPage:
+        self, authority: str, task_filter: ports.TaskFilter, after: tuple[str, ...] | None, limit: int
+    ) -> ports.TaskPage:
         with self._lock:
             tasks = [
                 t
@@ -331,19 +320,21 @@ class InMemoryTaskStore:
             ]
         page = self._page(tasks, updated_order, after, limit)
         capped = min(len(tasks), TOTAL_SIZE_CAP)
-        return TaskPage(page.items, page.after, total_size=capped, total_is_lower_bound=len(tasks) > TOTAL_SIZE_CAP)
+        return ports.TaskPage(
+            page.items, page.after, total_size=capped, total_is_lower_bound=len(tasks) > TOTAL_SIZE_CAP
+        )
 
     def authority_position(self, updated_at: str, workspace: str, task_id: str) -> tuple[str, ...]:
         return (invert(updated_at), workspace, task_id)  # storage.updated_order of that task
 
-    def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> LeasePage:
+    def leases(self, authority: str, worker: str, after: tuple[str, ...] | None, limit: int) -> ports.LeasePage:
         with self._lock:
             tasks = [t for (a, _), t in self.tasks.items() if a == authority and t.owner == worker]
         page = self._page(tasks, lease_order, after, limit)
-        return LeasePage(page.items, page.after)
+        return ports.LeasePage(page.items, page.after)
 
 
-def _expected(commit: Commit, current: Task | None) -> bool:
+def _expected(commit: ports.Commit, current: Task | None) -> bool:
     """The CAS precondition (ports.Expect) against the stored task."""
     e = commit.expect
     if current is None or e is None:
