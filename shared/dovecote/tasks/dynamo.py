@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from dovecote.platform.dynamo import (
     attributes,
@@ -69,12 +69,12 @@ from dovecote.platform.dynamo import (
     pynamodb_errors,
 )
 from dovecote.platform.errors import CommitUnknown
-from dovecote.platform.protection import Protector, Unprotected
 from dovecote.platform.uploads import PresignedUpload
 from dovecote.tasks.dynamo_inline import Inline, InlineMemory, fit, inline_of, message_ref
 from dovecote.tasks.dynamo_items import (
     LAYOUT_PK,
     TaskItems,
+    TaskTable,
     apply_pk,
     artifact_identity,
     artifact_pk,
@@ -112,7 +112,7 @@ from dovecote.tasks.ports import (
     TaskFilter,
     TaskPage,
 )
-from dovecote.tasks.storage import CLAIM_SHARDS, INLINE_PART_BYTES, claim_key, claim_shard, commit_failure, heartbeat
+from dovecote.tasks.storage import INLINE_PART_BYTES, claim_key, claim_shard, commit_failure, heartbeat
 
 __all__ = [
     "INLINE_PART_BYTES",
@@ -154,19 +154,8 @@ class DynamoTaskStore:
     command's one read and its one atomic commit, apply receipts, settlements, heartbeats and the
     claimable index's layout."""
 
-    def __init__(
-        self,
-        *,
-        table: str,
-        bucket: str,
-        dynamodb: Any,
-        s3: Any,
-        protector: Protector | Unprotected | None = None,
-        claim_shards: int = CLAIM_SHARDS,
-    ) -> None:
-        self.items = TaskItems(
-            table=table, bucket=bucket, dynamodb=dynamodb, s3=s3, protector=protector, claim_shards=claim_shards
-        )
+    def __init__(self, **where: Unpack[TaskTable]) -> None:
+        self.items = TaskItems(**where)
         self.queries = TaskQueries(self.items)
         self.objects = TaskObjects(self.items)
         # The inline records of the task items read lately, by version: what a commit rewrites

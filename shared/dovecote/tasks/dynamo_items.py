@@ -9,7 +9,7 @@ import hashlib
 import json
 from dataclasses import fields
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NotRequired, TypedDict, TypeVar, Unpack
 
 from dovecote.platform.dynamo import bind, connection, pynamodb_errors
 from dovecote.platform.errors import CorruptStore
@@ -109,30 +109,33 @@ _KINDS: dict[str, type[Any]] = {
 }
 
 
+class TaskTable(TypedDict):
+    """Where a tasks table is and how it is written: what both the store and its item mapping are
+    made from."""
+
+    table: str
+    bucket: str
+    dynamodb: Any
+    s3: Any
+    # Seals inline message parts and artifact payloads (platform/protection.py); the fakes and the
+    # tests that do not test protection store bytes as they are.
+    protector: NotRequired[Protector | Unprotected | None]
+    # The claimable index's partitions per authority: part of the layout (a task's key names its
+    # shard), so every writer and every claim of a deployment must agree on it.
+    claim_shards: NotRequired[int]
+
+
 class TaskItems:
     """One tasks table: its item models bound to it, the S3 bucket beside it, and the mapping
     between items and records."""
 
-    def __init__(
-        self,
-        *,
-        table: str,
-        bucket: str,
-        dynamodb: Any,
-        s3: Any,
-        protector: Protector | Unprotected | None = None,
-        claim_shards: int = CLAIM_SHARDS,
-    ) -> None:
-        # The claimable index's partitions per authority: part of the layout (a task's key names its
-        # shard), so every writer and every claim of a deployment must agree on it.
-        self.claim_shards = claim_shards
-        self.bucket = bucket
-        self.dynamodb = dynamodb
-        self.s3 = s3
-        # Seals inline message parts and artifact payloads (platform/protection.py); the fakes and
-        # the tests that do not test protection store bytes as they are.
-        self.protector = protector or Unprotected()
-        self.table = table
+    def __init__(self, **where: Unpack[TaskTable]) -> None:
+        self.claim_shards = where.get("claim_shards", CLAIM_SHARDS)
+        self.bucket = where["bucket"]
+        self.dynamodb = where["dynamodb"]
+        self.s3 = where["s3"]
+        self.protector = where.get("protector") or Unprotected()
+        self.table = where["table"]
 
     # Each item kind bound to the table on first use (`__getattr__`): a read binds the one or two
     # kinds it touches, not all ten (each bind is a PynamoDB model class and connection).
