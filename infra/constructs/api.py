@@ -18,6 +18,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from dovecote.platform.settings import Settings
+from infra import routes
 from infra.constructs.data import Data
 from infra.constructs.grants import Grants, private_queue, stream_source
 from infra.constructs.memory import MemoryQueue
@@ -25,20 +26,6 @@ from infra.constructs.push import Push
 from infra.constructs.search import Search
 from infra.constructs.streams import LWA_ENVIRONMENT, STREAM_HANDLER, StreamFront, lwa_layer_arn
 from infra.event_sources import schedule_of, stream_of
-from infra.routes import (
-    ALL_ROUTES,
-    AUTHORIZER,
-    DISPATCHER,
-    FUNCTIONS,
-    JANITOR,
-    MEMORY_WORKER,
-    PUSH_FANOUT,
-    PUSH_SENDER,
-    RECONCILER,
-    STREAMS,
-    TRANSCRIPT_INDEXER,
-    Function,
-)
 
 
 class Api(Construct):
@@ -103,16 +90,16 @@ class Api(Construct):
         self.targets: dict[str, lambda_.IFunction] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
         for spec in (
-            AUTHORIZER,
-            JANITOR,
-            RECONCILER,
-            DISPATCHER,
-            MEMORY_WORKER,
-            TRANSCRIPT_INDEXER,
-            STREAMS,
-            PUSH_FANOUT,
-            PUSH_SENDER,
-            *FUNCTIONS.values(),
+            routes.AUTHORIZER,
+            routes.JANITOR,
+            routes.RECONCILER,
+            routes.DISPATCHER,
+            routes.MEMORY_WORKER,
+            routes.TRANSCRIPT_INDEXER,
+            routes.STREAMS,
+            routes.PUSH_FANOUT,
+            routes.PUSH_SENDER,
+            *routes.FUNCTIONS.values(),
         ):
             self.functions[spec.name] = self._function(spec)
             self.targets[spec.name] = self._target(spec)
@@ -122,19 +109,23 @@ class Api(Construct):
         # the reconciler deletes the body versions those records named. SQS-managed encryption:
         # the messages hold no data, and a KMS key here would only widen the janitor's grants.
         self.janitor_dlq = private_queue(self, "JanitorFailures")
-        stream_source(self.functions[JANITOR.name], "NotesStream", data.notes, stream_of(JANITOR), self.janitor_dlq)
-        Grants(self, self.functions, data).stream_read(JANITOR.name, data.notes)
-        self.reconcile_failures = self._schedule(RECONCILER, "Reconcile")
-        self.dispatch_failures = self._schedule(DISPATCHER, "Dispatch")
+        stream_source(
+            self.functions[routes.JANITOR.name], "NotesStream", data.notes, stream_of(routes.JANITOR), self.janitor_dlq
+        )
+        Grants(self, self.functions, data).stream_read(routes.JANITOR.name, data.notes)
+        self.reconcile_failures = self._schedule(routes.RECONCILER, "Reconcile")
+        self.dispatch_failures = self._schedule(routes.DISPATCHER, "Dispatch")
 
         self.access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention, encryption_key=data.key)
         self.http_api = apigw.HttpApi(self, "HttpApi", api_name="dovecote", create_default_stage=True)
         # The A2A Agent Card names the deployment's URL: the API's endpoint, or (context `public_url`)
         # the custom domain in front of it. Configured, never taken from a request's headers.
         # The A2A interface lives on the streaming front (its JSON-RPC URL serves every method).
-        self.streams = StreamFront(self, "Streams", function=self.functions[STREAMS.name], access_logs=self.access_logs)
+        self.streams = StreamFront(
+            self, "Streams", function=self.functions[routes.STREAMS.name], access_logs=self.access_logs
+        )
         public_url = self.node.try_get_context("public_url") or self.streams.url
-        for name in ("a2a_api", STREAMS.name):
+        for name in ("a2a_api", routes.STREAMS.name):
             self.functions[name].add_environment("DOVECOTE_PUBLIC_URL", str(public_url))
         stage: apigw.CfnStage = self.http_api.default_stage.node.default_child  # type: ignore[union-attr,assignment]
         stage.access_log_settings = apigw.CfnStage.AccessLogSettingsProperty(
@@ -153,7 +144,7 @@ class Api(Construct):
         )
         authorizer = authorizers.HttpLambdaAuthorizer(
             "BearerAuthorizer",
-            self.targets[AUTHORIZER.name],
+            self.targets[routes.AUTHORIZER.name],
             response_types=[authorizers.HttpLambdaResponseType.SIMPLE],
             identity_source=["$request.header.Authorization"],
             results_cache_ttl=Duration.seconds(authorizer_cache_seconds),
@@ -161,10 +152,10 @@ class Api(Construct):
         integration_by_function = {
             name: integrations.HttpLambdaIntegration(f"{name}-integration", self.targets[name])
             for name in self.functions
-            if name != AUTHORIZER.name
+            if name != routes.AUTHORIZER.name
         }
         self.routes: dict[str, apigw.HttpRoute] = {}
-        for route in ALL_ROUTES:
+        for route in routes.ALL_ROUTES:
             self.routes[f"{route.method} {route.path}"] = apigw.HttpRoute(
                 self,
                 f"Route {route.method} {route.path}",
@@ -174,7 +165,7 @@ class Api(Construct):
                 authorizer=authorizer if route.authorized else apigw.HttpNoneAuthorizer(),
             )
 
-    def _schedule(self, spec: Function, name: str) -> sqs.Queue:
+    def _schedule(self, spec: routes.Function, name: str) -> sqs.Queue:
         """Run `spec` on its schedule (infra/event_sources.py). The schedule invokes asynchronously:
         two retries, then the event lands in the returned failure queue (alarmed; the next run
         repeats the work, which is idempotent)."""
@@ -196,12 +187,12 @@ class Api(Construct):
         )
         return failures
 
-    def _snapstarts(self, spec: Function) -> bool:
+    def _snapstarts(self, spec: routes.Function) -> bool:
         """SnapStart, when on, for what answers a request (the API functions and the authorizer):
         the background functions' start is no caller's wait."""
-        return self._snapstart and (spec is AUTHORIZER or spec.name in FUNCTIONS)
+        return self._snapstart and (spec is routes.AUTHORIZER or spec.name in routes.FUNCTIONS)
 
-    def _target(self, spec: Function) -> lambda_.IFunction:
+    def _target(self, spec: routes.Function) -> lambda_.IFunction:
         fn = self.functions[spec.name]
         if not self._snapstarts(spec):
             return fn
@@ -209,7 +200,7 @@ class Api(Construct):
         # publishes one (its snapshot is taken then) and moves the alias API Gateway invokes.
         return lambda_.Alias(self, f"{spec.name}-live", alias_name="live", version=fn.current_version)
 
-    def _function(self, spec: Function) -> lambda_.Function:
+    def _function(self, spec: routes.Function) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{spec.name}-logs", retention=self._retention, encryption_key=self._data.key)
         self.log_groups[spec.name] = log_group
         role = iam.Role(
@@ -225,7 +216,7 @@ class Api(Construct):
                 resources=[log_group.log_group_arn, f"{log_group.log_group_arn}:*"],
             )
         )
-        streams = spec is STREAMS  # a WSGI app behind the Lambda Web Adapter (infra/constructs/streams.py)
+        streams = spec is routes.STREAMS  # a WSGI app behind the Lambda Web Adapter (infra/constructs/streams.py)
         layers = [self.layer]
         if streams:
             layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "WebAdapter", lwa_layer_arn(self)))
@@ -285,14 +276,19 @@ class Api(Construct):
         g.allow("notes_api", ["s3:ListBucket"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["uploads/notes/*"]})
         g.bucket_key("notes_api", write=True)
         g.cursor_secret("notes_api")
-        g.allow(JANITOR.name, ["s3:DeleteObject", "s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
+        g.allow(
+            routes.JANITOR.name, ["s3:DeleteObject", "s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")]
+        )
         # The reconciler lists note body versions, reads which one each note pins, deletes the rest.
         g.allow(
-            RECONCILER.name, ["s3:ListBucketVersions"], [d.bucket.bucket_arn], StringLike={"s3:prefix": ["notes/*"]}
+            routes.RECONCILER.name,
+            ["s3:ListBucketVersions"],
+            [d.bucket.bucket_arn],
+            StringLike={"s3:prefix": ["notes/*"]},
         )
-        g.allow(RECONCILER.name, ["s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
-        g.allow(RECONCILER.name, ["dynamodb:BatchGetItem"], [d.notes.table_arn])
-        g.table_key(RECONCILER.name, d.notes, write=False)
+        g.allow(routes.RECONCILER.name, ["s3:DeleteObjectVersion"], [d.bucket.arn_for_objects("notes/*")])
+        g.allow(routes.RECONCILER.name, ["dynamodb:BatchGetItem"], [d.notes.table_arn])
+        g.table_key(routes.RECONCILER.name, d.notes, write=False)
         # GetItem/PutItem are the actions inside TransactGetItems/TransactWriteItems; no Scan, no Delete.
         # UpdateItem: the heartbeat (one conditional update of the task item).
         g.allow(
@@ -306,14 +302,14 @@ class Api(Construct):
         # After a change of claim_shards: a Scan of the sparse claimable index and one UpdateItem per
         # entry it moves (TaskService.reshard_claimable); the layout item is a GetItem/PutItem.
         g.allow(
-            DISPATCHER.name,
+            routes.DISPATCHER.name,
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
             [d.tasks.table_arn, f"{d.tasks.table_arn}/index/expiring"],
         )
-        g.allow(DISPATCHER.name, ["dynamodb:UpdateItem"], [d.tasks.table_arn])
-        g.allow(DISPATCHER.name, ["dynamodb:Scan"], [f"{d.tasks.table_arn}/index/claimable"])
-        g.table_key(DISPATCHER.name, d.tasks, write=True)
-        g.cursor_secret(DISPATCHER.name)
+        g.allow(routes.DISPATCHER.name, ["dynamodb:UpdateItem"], [d.tasks.table_arn])
+        g.allow(routes.DISPATCHER.name, ["dynamodb:Scan"], [f"{d.tasks.table_arn}/index/claimable"])
+        g.table_key(routes.DISPATCHER.name, d.tasks, write=True)
+        g.cursor_secret(routes.DISPATCHER.name)
         # Large message parts and artifact payloads (content-addressed), and the expiring uploads
         # prefix the artifact upload URLs land in (signed with this role; freeze copies out of it).
         g.allow(
@@ -339,7 +335,7 @@ class Api(Construct):
         # The streams function serves the whole A2A interface (the streaming front) besides the task
         # streams, which read the task item and Query its events: the A2A function's grants, and the
         # authorizer's read of the tokens table (it checks the token itself).
-        for name in ("a2a_api", STREAMS.name):
+        for name in ("a2a_api", routes.STREAMS.name):
             g.allow(
                 name,
                 ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
@@ -359,8 +355,8 @@ class Api(Construct):
             g.bucket_key(name, write=True)
             g.payload_key(name)
             g.cursor_secret(name)
-        g.allow(STREAMS.name, ["dynamodb:GetItem"], [d.tokens.table_arn])
-        g.table_key(STREAMS.name, d.tokens, write=False)
+        g.allow(routes.STREAMS.name, ["dynamodb:GetItem"], [d.tokens.table_arn])
+        g.table_key(routes.STREAMS.name, d.tokens, write=False)
 
     @property
     def region(self) -> str:

@@ -30,22 +30,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, replace
 
-from dovecote.memory import retrieval
+from dovecote.memory import model, retrieval
 from dovecote.memory.detector import CandidateDetector
-from dovecote.memory.model import (
-    RELATION_DETECTION_FAILED,
-    VERBS,
-    WRITE_COMPLETE,
-    WRITE_FAILED,
-    Candidate,
-    Evidence,
-    Memory,
-    QueueMessage,
-    Relation,
-    Write,
-    digest,
-    error_facts,
-)
 from dovecote.memory.ports import (
     Application,
     MemoryQueue,
@@ -90,11 +76,11 @@ class WriteWorker:
     def handle(self, body: str, *, receive_count: int = 1, group_id: str = "") -> str:
         """Process one message; returns what happened. Raises to have the message retried."""
         try:
-            message = QueueMessage.from_body(body)
+            message = model.QueueMessage.from_body(body)
         except ValueError as exc:
             # It can never succeed: straight to the dead-letter queue, no retries.
             log.error("unreadable memory write message buried", extra={"reason": str(exc)})
-            self.queue.bury(body, group_id, digest("dead", body))
+            self.queue.bury(body, group_id, model.digest("dead", body))
             return "buried"
         try:
             return self.process(message)
@@ -107,11 +93,11 @@ class WriteWorker:
             self.give_up(message, body, group_id or message.group_id, exc)
             return "failed"
 
-    def give_up(self, message: QueueMessage, body: str, group_id: str, exc: BaseException) -> None:
+    def give_up(self, message: model.QueueMessage, body: str, group_id: str, exc: BaseException) -> None:
         # The DLQ copy first: a write marked failed whose message is gone could not be redriven.
-        self.queue.bury(body, group_id, digest("dead", message.deduplication_id))
-        facts = error_facts(exc)
-        evidence = Evidence(WRITE_FAILED, False, error=facts)
+        self.queue.bury(body, group_id, model.digest("dead", message.deduplication_id))
+        facts = model.error_facts(exc)
+        evidence = model.Evidence(model.WRITE_FAILED, False, error=facts)
         self.store.fail_write(message.authority, message.id, evidence, self._now())
         extra = {"write": message.id, "code": facts["code"], "error": facts["message"]}
         if isinstance(exc, StoreRefused):
@@ -121,7 +107,7 @@ class WriteWorker:
 
     # ---- the reference's Submit steps ------------------------------------------------------------
 
-    def process(self, message: QueueMessage) -> str:
+    def process(self, message: model.QueueMessage) -> str:
         _, write = self.store.start_write(message.authority, message.id, self._now())
         if write is None:
             log.warning("message for an unknown memory write dropped", extra={"write": message.id})
@@ -134,12 +120,14 @@ class WriteWorker:
             return "duplicate"  # complete or failed: a redelivery
         return self._apply(write)
 
-    def _apply(self, write: Write) -> str:
+    def _apply(self, write: model.Write) -> str:
         terms = retrieval.index_terms(write.content, write.tags)
         for _ in range(APPLY_ATTEMPTS):
             view = self.store.scope_view(write.authority, write.scope, terms)
             now = self._now()
-            memory = Memory(write.authority, write.id, write.scope, view.memories + 1, write.content, write.tags, now)
+            memory = model.Memory(
+                write.authority, write.id, write.scope, view.memories + 1, write.content, write.tags, now
+            )
             evidence, relations = self._detect(memory, terms, view, now)
             postings = {}
             for term in terms:
@@ -151,7 +139,7 @@ class WriteWorker:
                     self.store.apply(application)
                 except RelationsRefused as exc:
                     # The reference: a save error is detection-failed evidence; the write still applies.
-                    evidence = Evidence(RELATION_DETECTION_FAILED, True, error=error_facts(exc))
+                    evidence = model.Evidence(model.RELATION_DETECTION_FAILED, True, error=model.error_facts(exc))
                     self.store.apply(replace(application, evidence=evidence, relations=()))
             except WriteSettled:
                 return "duplicate"
@@ -161,10 +149,10 @@ class WriteWorker:
         raise ScopeBusy(f"the memory count of scope {write.scope!r} kept changing")
 
     def _detect(
-        self, memory: Memory, terms: tuple[str, ...], view: ScopeView, now: str
-    ) -> tuple[Evidence, tuple[Relation, ...]]:
+        self, memory: model.Memory, terms: tuple[str, ...], view: ScopeView, now: str
+    ) -> tuple[model.Evidence, tuple[model.Relation, ...]]:
         if self.detector is None:
-            return Evidence(WRITE_COMPLETE, True), ()
+            return model.Evidence(model.WRITE_COMPLETE, True), ()
         try:
             picks = retrieval.pick(terms, view.postings, view.memories)
             prior = self.store.memories_at(memory.authority, memory.scope, [p.seq for p in picks]) if picks else []
@@ -173,30 +161,30 @@ class WriteWorker:
             relations = _relations(memory, candidates, prior, now)
         except Exception as exc:  # the reference: detection never fails the write
             log.warning("relation detection failed", extra={"write": memory.id, "error": str(exc)})
-            return Evidence(RELATION_DETECTION_FAILED, True, error=error_facts(exc)), ()
-        stored = tuple(Candidate(r.from_id, r.to_id, r.verb, r.note, r.evidence_ids) for r in relations)
-        return Evidence(WRITE_COMPLETE, True, stored), relations
+            return model.Evidence(model.RELATION_DETECTION_FAILED, True, error=model.error_facts(exc)), ()
+        stored = tuple(model.Candidate(r.from_id, r.to_id, r.verb, r.note, r.evidence_ids) for r in relations)
+        return model.Evidence(model.WRITE_COMPLETE, True, stored), relations
 
 
 def _relations(
-    memory: Memory, candidates: Sequence[Candidate], prior: Sequence[Memory], now: str
-) -> tuple[Relation, ...]:
+    memory: model.Memory, candidates: Sequence[model.Candidate], prior: Sequence[model.Memory], now: str
+) -> tuple[model.Relation, ...]:
     """Check what a detector returned (it may be third-party code) and make the PENDING relations."""
     if len(candidates) > MAX_CANDIDATES:
         raise ValueError(f"the detector returned {len(candidates)} candidates; at most {MAX_CANDIDATES}")
     by_id = {m.id: m for m in prior}
-    relations: dict[str, Relation] = {}
+    relations: dict[str, model.Relation] = {}
     for c in candidates:
-        if not isinstance(c, Candidate):
+        if not isinstance(c, model.Candidate):
             raise TypeError(f"the detector returned {type(c).__name__}, not a Candidate")
         if c.from_id != memory.id or c.to_id not in by_id:
             raise ValueError(f"candidate {c.from_id!r} → {c.to_id!r} is not from the new memory to a prior one")
-        if c.verb not in VERBS:
+        if c.verb not in model.VERBS:
             raise ValueError(f"candidate verb {c.verb!r} is not in the vocabulary")
         if c.id in relations:
             raise ValueError(f"duplicate candidate {c.from_id!r} → {c.to_id!r} {c.verb}")
         older = by_id[c.to_id]
-        relations[c.id] = Relation(
+        relations[c.id] = model.Relation(
             memory.authority,
             memory.scope,
             c.from_id,
