@@ -1,6 +1,6 @@
-"""Artifacts, workspace heads, apply receipts and worker events through DynamoDB on moto: the
-scenarios of tests/unit/test_task_artifacts.py once per store, then protection at rest (KMS data
-keys on moto), races with real threads, faults at botocore level, and round trips."""
+"""Artifacts, workspace heads, apply receipts and worker events where only DynamoDB on moto has
+something to show: protection at rest (KMS data keys on moto), races with real threads, faults at
+botocore level, and round trips. The scenarios every store runs are in test_task_artifacts.py."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from botocore.exceptions import ReadTimeoutError
 from dovecote.platform import aws
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, CorruptStore, DomainError
-from dovecote.platform.protection import MAGIC, Protector
+from dovecote.platform.protection import MAGIC
 from dovecote.tasks.dynamo import artifact_pk
 from dovecote.tasks.dynamo_items import message_id_pk
 from infra.local.metering import count_round_trips
+from tests.integration.test_task_artifacts import KEY, deliver, event, published, sealed_store, working
 from tests.integration.test_task_store import _error, _state, commits_nothing, failing, race
 from tests.support.tasks import (
     CALLER,
@@ -25,60 +26,14 @@ from tests.support.tasks import (
     Edge,
     Flow,
     code_of,
-    dynamo_store,
     edge,
     freeze,
     freeze_body,
     message,
     put_upload,
     receipt_body,
-    store_of,
     uid,
 )
-
-# The conformance suite: these scenarios run here once per store (fixture `service` below).
-from tests.unit.test_task_artifacts import (  # noqa: F401
-    deliver,
-    event,
-    published,
-    test_a_rejected_freeze_writes_no_artifact_and_no_head,
-    test_a_submission_id_is_unique_in_the_authority,
-    test_a_success_receipt_advances_the_head_and_a_stale_freeze_then_conflicts,
-    test_a_success_that_misses_the_head_is_workspace_conflict,
-    test_an_artifact_id_is_unique_in_its_workspace,
-    test_an_upload_url_goes_only_to_the_holder_of_the_current_lease,
-    test_cancel_and_fail_discard_the_frozen_artifact,
-    test_complete_must_name_exactly_the_frozen_artifact,
-    test_complete_publishes_the_frozen_artifact_in_the_same_commit,
-    test_each_nack_code,
-    test_every_worker_event_kind_acks,
-    test_exact_retry_returns_the_same_receipt_and_a_reused_delivery_id_is_refused,
-    test_freeze_by_upload,
-    test_freeze_only_while_working,
-    test_freeze_payload_forms_and_limits,
-    test_freeze_records_digests_result_revision_and_an_event,
-    test_freeze_replays_and_its_command_id_is_bound_to_the_payload,
-    test_receipt_checks,
-    test_receipt_repeats_and_conflicts,
-    test_the_workspace_head_across_two_tasks,
-    test_worker_event_identity_comes_from_the_token,
-    working,
-)
-
-KEY = b"task-integration-key-0123456789ab"
-
-
-def sealed_store(env: dict[str, Any], *, plaintext: bool = False, allow_plaintext_reads: bool = False) -> Any:
-    """The DynamoDB store, sealing with KMS data keys on moto (`plaintext`: no protector at all)."""
-    if plaintext:
-        return dynamo_store(env)
-    kms = Protector(aws.client("kms"), env["settings"].data_key_id, allow_plaintext_reads=allow_plaintext_reads)
-    return dynamo_store(env, protector=kms)
-
-
-@pytest.fixture(params=["memory", "dynamo"])
-def service(request: pytest.FixtureRequest) -> Edge:
-    return edge(store_of(request, sealed_store), CursorSigner(KEY))
 
 
 @pytest.fixture

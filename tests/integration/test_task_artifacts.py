@@ -1,5 +1,6 @@
-"""docs/design/tasks.md#artifacts-and-apply-receipts and #worker-events over the in-memory store. The
-scenarios run again through DynamoDB on moto (tests/integration/test_task_artifacts_dynamo.py)."""
+"""docs/design/tasks.md#artifacts-and-apply-receipts and #worker-events: every scenario once per
+TaskStore (the fake, then DynamoDB on moto sealing with KMS data keys). What only DynamoDB has
+(protection at rest, faults at botocore level, round trips) is in test_task_artifacts_dynamo.py."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from dovecote.platform import aws
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
-from dovecote.tasks.memory import InMemoryTaskStore
+from dovecote.platform.protection import Protector
 from dovecote.tasks.model import canonical_digest
 from tests.support.tasks import (
     CALLER,
@@ -21,19 +23,32 @@ from tests.support.tasks import (
     Edge,
     Flow,
     code_of,
+    dynamo_store,
     edge,
+    force_task,
     freeze,
     freeze_body,
     message,
     put_upload,
     receipt_body,
+    store_of,
     uid,
 )
 
+KEY = b"task-artifacts-key-0123456789abcd"
 
-@pytest.fixture
-def service() -> Edge:
-    return edge(InMemoryTaskStore(), CursorSigner(b"task-unit-key-0123456789abcdef"))
+
+def sealed_store(env: dict[str, Any], *, plaintext: bool = False, allow_plaintext_reads: bool = False) -> Any:
+    """The DynamoDB store, sealing with KMS data keys on moto (`plaintext`: no protector at all)."""
+    if plaintext:
+        return dynamo_store(env)
+    kms = Protector(aws.client("kms"), env["settings"].data_key_id, allow_plaintext_reads=allow_plaintext_reads)
+    return dynamo_store(env, protector=kms)
+
+
+@pytest.fixture(params=["memory", "dynamo"])
+def service(request: pytest.FixtureRequest) -> Edge:
+    return edge(store_of(request, sealed_store), CursorSigner(KEY))
 
 
 def working(service: Edge, workspace: str = "ws") -> Flow:
@@ -135,7 +150,7 @@ def test_freeze_payload_forms_and_limits(service: Edge) -> None:
         other = working(service)
         body = freeze_body(other) | {"payload": bad}
         assert code_of(lambda o=other, b=body: service.freeze(WORKER, o.task_id, b)) == "invalid_argument", bad
-    small = edge(InMemoryTaskStore(), CursorSigner(b"k" * 32), artifact_max_bytes=8)
+    small = edge(service.store, CursorSigner(KEY), artifact_max_bytes=8)
     tiny = working(small)
     assert code_of(lambda: freeze(tiny, text="123456789")) == "payload_too_large"
 
@@ -419,16 +434,12 @@ def test_each_nack_code(service: Edge) -> None:
 
 
 def test_fence_exhausted_is_state_conflict(service: Edge) -> None:
-    from dataclasses import replace
-
     from dovecote.tasks.limits import MAX_FENCE
 
     flow = Flow(service)
     flow.create()
     flow.acquire()
-    store: Any = service.store
-    key = ("acme", flow.task_id)
-    store.tasks[key] = replace(store.tasks[key], fence=MAX_FENCE)
+    force_task(service, flow.task_id, fence=MAX_FENCE)
     flow.fence = MAX_FENCE
     flow.service.fence(WORKER, flow.task_id, {"command_id": uid("c"), "fence": MAX_FENCE})
     # The lease is gone and cannot be granted again: the event's fence is stale first.
