@@ -13,18 +13,15 @@ from dovecote.recall.model import Visibility
 from dovecote.recall.ports import IndexQuery, SearchFilter, SearchIndex
 from dovecote.recall.query import parse_query
 from dovecote.recall.service import RecallService
+from tests.integration import test_recall_index_conformance as conformance
+
+# The conformance suite's fixtures: an engine per parameter, the service over it.
 from tests.integration.test_recall_index_conformance import (  # noqa: F401 - fixtures
-    ACME,
-    GLOBEX,
     archive,
     index_engine,
     ledger,
     opensearch_pool,
-    put,
-    read_sample,
     recall,
-    search,
-    sessions_of,
 )
 
 
@@ -36,25 +33,25 @@ def documents(engine: SearchIndex, q: str, who: str = "acme", **filters: Any) ->
 
 
 def test_every_ingested_session_has_a_document(recall: RecallService, index_engine: SearchIndex) -> None:
-    put(recall, "one", ["the heron nests by the quarry", "nice"])
-    put(recall, "two", ["a quarry lake", "and a heron"])  # the words over two messages: one document
-    put(recall, "other", ["nothing related"])
+    conformance.put(recall, "one", ["the heron nests by the quarry", "nice"])
+    conformance.put(recall, "two", ["a quarry lake", "and a heron"])  # the words over two messages: one document
+    conformance.put(recall, "other", ["nothing related"])
     assert sorted(documents(index_engine, "heron quarry")) == ["one", "two"]
     assert documents(index_engine, "related") == ["other"]
 
 
 def test_a_document_follows_its_session_through_replace(recall: RecallService, index_engine: SearchIndex) -> None:
-    put(recall, "r", ["alpha original wording", "beta second"])
+    conformance.put(recall, "r", ["alpha original wording", "beta second"])
     assert documents(index_engine, "alpha") == ["r"]
-    put(recall, "r", ["gamma rewritten"])
+    conformance.put(recall, "r", ["gamma rewritten"])
     assert documents(index_engine, "alpha") == []  # the old version's words are gone from it
     assert documents(index_engine, "gamma") == ["r"]
     assert documents(index_engine, "gamma rewritten alpha") == ["r"]  # one document, not two versions
 
 
 def test_documents_go_with_the_authority(recall: RecallService, index_engine: SearchIndex) -> None:
-    put(recall, "shared-id", ["acme secret plan"], who=ACME)
-    put(recall, "shared-id", ["globex other plan"], who=GLOBEX)
+    conformance.put(recall, "shared-id", ["acme secret plan"], who=conformance.ACME)
+    conformance.put(recall, "shared-id", ["globex other plan"], who=conformance.GLOBEX)
     assert documents(index_engine, "secret") == ["shared-id"]
     assert documents(index_engine, "secret", who="globex") == []
     index_engine.delete_authority("acme")
@@ -63,15 +60,15 @@ def test_documents_go_with_the_authority(recall: RecallService, index_engine: Se
 
 
 def test_documents_hold_what_a_default_search_shows(recall: RecallService, index_engine: SearchIndex) -> None:
-    put(recall, "tooly", [("user", "run it"), ("assistant", "zanzibar output of a tool", "tool")])
-    put(recall, "thinky", [("user", "hm"), ("assistant", "zanzibar pondered", "thinking")])
+    conformance.put(recall, "tooly", [("user", "run it"), ("assistant", "zanzibar output of a tool", "tool")])
+    conformance.put(recall, "thinky", [("user", "hm"), ("assistant", "zanzibar pondered", "thinking")])
     # Tool rows are not in a document (a search without include_tools hides them); thinking is.
     assert documents(index_engine, "zanzibar") == ["thinky"]
 
 
 def test_documents_keep_the_session_level_filters(recall: RecallService, index_engine: SearchIndex) -> None:
-    put(recall, "a", ["kumquat tree"], project="alpha")
-    put(recall, "b", ["kumquat jam", "and toast", "and tea"], project="beta", source="codex")
+    conformance.put(recall, "a", ["kumquat tree"], project="alpha")
+    conformance.put(recall, "b", ["kumquat jam", "and toast", "and tea"], project="beta", source="codex")
     assert sorted(documents(index_engine, "kumquat")) == ["a", "b"]
     assert documents(index_engine, "kumquat", project="beta") == ["b"]
     assert documents(index_engine, "kumquat", source="codex") == ["b"]
@@ -82,8 +79,8 @@ def test_documents_keep_the_session_level_filters(recall: RecallService, index_e
 def test_a_subagent_thread_has_a_document_found_only_when_asked(
     recall: RecallService, index_engine: SearchIndex
 ) -> None:
-    read_sample(recall, "claude-code", "lanegrid-agtrace__claude_session.jsonl")
-    read_sample(recall, "claude-code", "lanegrid-agtrace__claude_agent.jsonl")
+    conformance.read_sample(recall, "claude-code", "lanegrid-agtrace__claude_session.jsonl")
+    conformance.read_sample(recall, "claude-code", "lanegrid-agtrace__claude_agent.jsonl")
     assert all("/" not in s for s in documents(index_engine, "codebase"))
     assert any(s.endswith("/0c4c3cf8") for s in documents(index_engine, "codebase", subagents=True))
 
@@ -95,35 +92,37 @@ def test_the_documents_reorder_the_sessions_the_messages_found(recall: RecallSer
     puts the conversation about the words first. A session only a document would find is never
     added: the message candidates decide what matches."""
     for i in range(12):  # the words are rare in the corpus, as in a real one
-        put(recall, f"filler{i}", [f"unrelated chatter {i}", "weather and lunch", "see you"])
-    put(recall, "once", ["the wombat burrow and the dingo fence", *[f"talk of other things {i}" for i in range(20)]])
-    put(
+        conformance.put(recall, f"filler{i}", [f"unrelated chatter {i}", "weather and lunch", "see you"])
+    conformance.put(
+        recall, "once", ["the wombat burrow and the dingo fence", *[f"talk of other things {i}" for i in range(20)]]
+    )
+    conformance.put(
         recall,
         "about",
         ["the wombat burrow and the dingo fence", *[f"the wombat dug; the dingo {i}" for i in range(6)]],
     )
-    fused = search(recall, "wombat dingo")
+    fused = conformance.search(recall, "wombat dingo")
     assert fused.results[0].session_id == "about"
-    assert sorted(sessions_of(fused)) == ["about", "once"]
+    assert sorted(conformance.sessions_of(fused)) == ["about", "once"]
     assert fused.results[0].read_ref.startswith("about:")
     # A filter a document cannot apply (per message) still selects: only the candidates are ranked.
-    assert sessions_of(search(recall, "wombat dingo", role="assistant")) == ["about"]
+    assert conformance.sessions_of(conformance.search(recall, "wombat dingo", role="assistant")) == ["about"]
 
 
 def test_the_page_is_a_prefix_of_the_wider_page(recall: RecallService) -> None:
     """The fused order does not depend on the limit (next_command widens it)."""
     for i in range(14):
-        put(recall, f"s{i:02d}", [f"marmot {'burrow ' * (i % 4)}note {i}", *(["marmot again"] * (i % 3))])
-    wide = sessions_of(search(recall, "marmot burrow", limit=30))
+        conformance.put(recall, f"s{i:02d}", [f"marmot {'burrow ' * (i % 4)}note {i}", *(["marmot again"] * (i % 3))])
+    wide = conformance.sessions_of(conformance.search(recall, "marmot burrow", limit=30))
     for limit in (1, 3, 8):
-        assert sessions_of(search(recall, "marmot burrow", limit=limit)) == wide[:limit]
+        assert conformance.sessions_of(conformance.search(recall, "marmot burrow", limit=limit)) == wide[:limit]
 
 
 @pytest.mark.parametrize("sort", ["newest", "oldest"])
 def test_a_sort_by_time_ignores_the_documents(recall: RecallService, sort: str) -> None:
-    put(recall, "early", ["llama llama llama talk", "llama"], base=_day(1))
-    put(recall, "late", ["a llama once"], base=_day(5))
-    assert sessions_of(search(recall, "llama", sort=sort)) == (
+    conformance.put(recall, "early", ["llama llama llama talk", "llama"], base=_day(1))
+    conformance.put(recall, "late", ["a llama once"], base=_day(5))
+    assert conformance.sessions_of(conformance.search(recall, "llama", sort=sort)) == (
         ["late", "early"] if sort == "newest" else ["early", "late"]
     )
 
@@ -137,8 +136,8 @@ def _day(n: int) -> Any:
 def test_the_backfill_writes_what_is_missing_and_only_that(recall: RecallService, index_engine: SearchIndex) -> None:
     """The migration for an index made before the documents: `fill_session_docs` writes the
     document of every session without one (here removed by hand, as an old index lacks them)."""
-    put(recall, "old", ["pangolin scales", "more"])
-    put(recall, "new", ["pangolin"])
+    conformance.put(recall, "old", ["pangolin scales", "more"])
+    conformance.put(recall, "new", ["pangolin"])
     assert index_engine.fill_session_docs() == 0  # type: ignore[attr-defined]  # nothing missing
     _forget_document(index_engine, "acme", "old")
     assert documents(index_engine, "pangolin") == ["new"]
