@@ -35,7 +35,8 @@ def round_trips() -> dict[str, int]:
 
     from bench.common import CURSOR_KEY, moto_resources
     from dovecote.notes.dynamo import DynamoNoteStore
-    from dovecote.notes.model import INLINE_LIMIT, NoteFilter
+    from dovecote.notes.limits import INLINE_LIMIT
+    from dovecote.notes.model import NoteFilter
     from dovecote.notes.service import NotesService, PutNote
     from dovecote.platform.cursors import CursorSigner
     from dovecote.platform.principal import Principal

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from dovecote.notes.model import MAX_LIST_LIMIT, NoteFilter, NoteMeta
+from dovecote.notes.limits import MAX_LIST_LIMIT
+from dovecote.notes.model import NoteFilter, NoteMeta
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.http import current_principal, lambda_entry, new_resolver, responses
 from dovecote.platform.schema import QueryInt, bounded

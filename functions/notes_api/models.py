@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, StrictBool, StrictStr
 
-from dovecote.notes.model import INLINE_LIMIT, MAX_COORDINATE_BYTES, MAX_NOTE_BYTES, MAX_RUN
+from dovecote.notes.limits import INLINE_LIMIT, MAX_COORDINATE_BYTES, MAX_NOTE_BYTES, MAX_RUN
 from dovecote.platform.http import ApiModel
 from dovecote.platform.schema import (
     MEDIA_TYPE,

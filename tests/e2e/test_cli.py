@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from dovecote.notes.model import INLINE_LIMIT, note_ref
+from dovecote.notes.limits import INLINE_LIMIT
+from dovecote.notes.model import note_ref
 from tests.conftest import ROOT
 from tests.support.authorities import Authority, fresh_authority
 

@@ -19,7 +19,8 @@ import pytest
 
 from dovecote.cli.quick import _parse
 from dovecote.client import DovecoteClient
-from dovecote.notes.model import INLINE_LIMIT, note_ref
+from dovecote.notes.limits import INLINE_LIMIT
+from dovecote.notes.model import note_ref
 from tests.conftest import ROOT
 from tests.e2e.test_cli import base_env
 

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from dovecote.client import DovecoteClient, DovecoteError
-from dovecote.notes.model import INLINE_LIMIT, note_ref
+from dovecote.notes.limits import INLINE_LIMIT
+from dovecote.notes.model import note_ref
 from tests.e2e.conftest import bearer
 from tests.support.notes import put_uploaded_note
 

@@ -9,7 +9,8 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from dovecote.notes.dynamo import DynamoNoteStore
-from dovecote.notes.model import INLINE_LIMIT, NoteFilter, note_ref
+from dovecote.notes.limits import INLINE_LIMIT
+from dovecote.notes.model import NoteFilter, note_ref
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import CommitUnknown, InvalidArgument, NotFound, Throttled, Unavailable

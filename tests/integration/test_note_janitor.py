@@ -10,7 +10,8 @@ from typing import Any
 import requests
 
 from dovecote.notes.dynamo import DynamoNoteStore, blob_key
-from dovecote.notes.model import INLINE_LIMIT, note_ref
+from dovecote.notes.limits import INLINE_LIMIT
+from dovecote.notes.model import note_ref
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.principal import Principal

@@ -12,8 +12,9 @@ import pytest
 import requests
 
 from dovecote.notes.dynamo import DynamoNoteStore
+from dovecote.notes.limits import INLINE_LIMIT
 from dovecote.notes.memory import InMemoryNoteStore
-from dovecote.notes.model import INLINE_LIMIT, NoteFilter, note_ref
+from dovecote.notes.model import NoteFilter, note_ref
 from dovecote.notes.service import NotesService, PutNote
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import Forbidden, InvalidArgument, NotFound

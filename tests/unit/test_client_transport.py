@@ -17,7 +17,7 @@ import pytest
 from dovecote.client import DovecoteClient, DovecoteError, WaitTimeout
 from dovecote.client.config import resolve
 from dovecote.client.notes import CHUNK
-from dovecote.notes.model import INLINE_LIMIT
+from dovecote.notes.limits import INLINE_LIMIT
 
 Handler = Callable[[httpx.Request], httpx.Response]
 

@@ -10,7 +10,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from dovecote.notes.model import MAX_COORDINATE_BYTES, NoteFilter
+from dovecote.notes.limits import MAX_COORDINATE_BYTES
+from dovecote.notes.model import NoteFilter
 from dovecote.notes.service import PutNote, gate_put
 from dovecote.platform.errors import InvalidArgument
 from dovecote.platform.schema import MAX_UTF8_BYTES, SAFE_MAX

@@ -6,7 +6,8 @@ import base64
 
 import pytest
 
-from dovecote.notes.model import INLINE_LIMIT, NoteCoordinates, NoteFilter, list_limit
+from dovecote.notes.limits import INLINE_LIMIT
+from dovecote.notes.model import NoteCoordinates, NoteFilter, list_limit
 from dovecote.notes.service import BINARY_DEFAULT, TEXT_DEFAULT, PutNote, gate_put
 from dovecote.platform.errors import InvalidArgument, PayloadTooLarge
 

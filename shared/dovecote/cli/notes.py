@@ -33,7 +33,8 @@ from dovecote.cli.common import (
 from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Pages, Verb, param, register
 from dovecote.client.errors import DovecoteError
-from dovecote.notes.refs import INLINE_LIMIT, is_ref, note_ref
+from dovecote.notes.limits import INLINE_LIMIT
+from dovecote.notes.refs import is_ref, note_ref
 
 app = new_app("Notes: pass work between agents by (key, run, name, author).")
 

@@ -25,7 +25,8 @@ import httpx
 from dovecote.client.errors import INTEGRITY, UPLOAD_FAILED, DovecoteError
 from dovecote.client.paging import keyset_items
 from dovecote.client.paths import path
-from dovecote.notes.refs import INLINE_LIMIT, note_ref
+from dovecote.notes.limits import INLINE_LIMIT
+from dovecote.notes.refs import note_ref
 from dovecote.platform.media import is_textual
 
 CHUNK = 1024 * 1024

@@ -34,8 +34,8 @@ import random
 import time
 from typing import Any
 
+from dovecote.notes.limits import INLINE_LIMIT
 from dovecote.notes.model import (
-    INLINE_LIMIT,
     NoteCoordinates,
     NoteFilter,
     NoteMeta,

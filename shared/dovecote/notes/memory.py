@@ -8,6 +8,7 @@ import threading
 from bisect import bisect_right
 
 from dovecote.notes import model
+from dovecote.notes.limits import INLINE_LIMIT
 from dovecote.platform.errors import Forbidden, NotFound
 
 
@@ -59,7 +60,7 @@ class InMemoryNoteStore:
         if found is None:
             raise NotFound("note not found", ref=ref)
         meta, body = found
-        if meta.size > model.INLINE_LIMIT:
+        if meta.size > INLINE_LIMIT:
             return model.StoredNote(meta=meta, body=None, blob_key=f"memory://{authority}/{ref}")
         return model.StoredNote(meta=meta, body=body)
 

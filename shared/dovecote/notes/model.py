@@ -9,22 +9,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-# Re-exported: the ref and the inline limit are the notes' own rules; they live apart so that the SDK
-# and the CLI compute refs without loading this module's dataclasses (`dovecote notes get` starts faster).
-from dovecote.notes.refs import INLINE_LIMIT, is_ref, note_ref, ref_preimage  # noqa: F401
+from dovecote.notes.limits import DEFAULT_LIST_LIMIT, MAX_COORDINATE_BYTES, MAX_LIST_LIMIT, MAX_NOTE_BYTES, MAX_RUN
+
+# Re-exported: the ref is the notes' own rule; it lives apart so that the SDK and the CLI compute refs
+# without loading this module's dataclasses (`dovecote notes get` starts faster).
+from dovecote.notes.refs import is_ref, note_ref, ref_preimage  # noqa: F401
 from dovecote.platform.errors import InvalidArgument, PayloadTooLarge
 from dovecote.platform.paging import page_limit
 from dovecote.platform.uploads import PresignedUpload  # noqa: F401 (re-exported: the notes port names it)
-
-# The reference's blob-backed store caps a note at 64 MiB.
-MAX_NOTE_BYTES = 64 * 1024 * 1024
-# DynamoDB items are capped at 400 KB; bounded coordinates keep index items well under it.
-MAX_COORDINATE_BYTES = 1024
-# The reference's run is a Go int; the API promises what every JSON client can hold exactly (2^53-1,
-# JavaScript's Number.MAX_SAFE_INTEGER): a larger run would be rounded by some client on its way back.
-MAX_RUN = 2**53 - 1
-DEFAULT_LIST_LIMIT = 1000
-MAX_LIST_LIMIT = 1000
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,11 @@
-"""A note's ref: the primary key any agent computes from the coordinates alone (docs/design/notes.md), and the
-inline body limit. Kept apart from dovecote.notes.model, which re-exports them, so that the SDK and
-the CLI need neither its dataclasses nor its gates."""
+"""A note's ref: the primary key any agent computes from the coordinates alone (docs/design/notes.md).
+Kept apart from dovecote.notes.model, which re-exports it, so that the SDK and the CLI need neither
+its dataclasses nor its gates."""
 
 from __future__ import annotations
 
 import hashlib
 import struct
-
-# Bodies up to this size travel inline (text / body_b64) and are kept inline in the index item so
-# Get is one round trip. Larger bodies use the presigned upload and come back as download_url.
-INLINE_LIMIT = 256 * 1024
 
 
 def _field(value: bytes) -> bytes:

@@ -9,16 +9,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Callable
 
-from dovecote.notes.model import (
-    BINARY_DEFAULT,
-    INLINE_LIMIT,
-    MAX_NOTE_BYTES,
-    NoteCoordinates,
-    NoteFilter,
-    NoteMeta,
-    is_ref,
-    list_limit,
-)
+from dovecote.notes.limits import INLINE_LIMIT, MAX_NOTE_BYTES
+from dovecote.notes.model import BINARY_DEFAULT, NoteCoordinates, NoteFilter, NoteMeta, is_ref, list_limit
 from dovecote.notes.ports import NoteStore
 from dovecote.platform.clock import Clock, rfc3339, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
