@@ -6,6 +6,11 @@ attributes `BaseRouter.current_event` and `lambda_context`, and one `context` di
 two requests in flight together could read each other's event: a worker's call answered as a
 caller, a body validated against another request's body. This makes that state per thread. Lambda
 itself never loads this module.
+
+The functions share one Powertools Logger too (platform/observability.py), whose keys are
+process-wide: `inject_lambda_context` appends `function_name` and the request id, so a log line of
+the push sender could carry the authorizer's name. Here a key appended during an invocation is the
+thread's own (Powertools' thread-safe keys, held in a context variable).
 """
 
 from __future__ import annotations
@@ -46,4 +51,7 @@ def isolate_powertools_requests() -> None:
     resolver.current_event = per_thread("event", lambda: None)
     resolver.lambda_context = per_thread("lambda_context", lambda: None)
     resolver.context = per_thread("context", dict)
+    from dovecote.platform.observability import logger
+
+    logger.append_keys = logger.thread_safe_append_keys  # type: ignore[method-assign]
     _installed = True
