@@ -216,6 +216,13 @@ def test_tasks_and_worker_commands(own: Authority, tmp_path: Path) -> None:
     assert (len(first_two["items"]), first_two["next"], first_two["has_more"]) == (2, 2, True)
     all_messages = as_json(run(caller, "tasks", "messages", task_id, "--limit", "2", "--all", "--json"))
     assert [m["sequence"] for m in all_messages["items"]] == [1, 2, 3, 4] and not all_messages["has_more"]
+    second = messages["items"][1]
+    one = as_json(run(caller, "tasks", "message", task_id, second["id"], "--json"))
+    assert one == {"message": second}
+    shown = run(caller, "tasks", "message", task_id, second["id"])
+    assert shown.returncode == 0 and second["id"].encode() in shown.stdout and b"# Why?" in shown.stdout
+    unknown = run(caller, "tasks", "message", task_id, "m-nowhere")
+    assert unknown.returncode == 1 and unknown.stderr.decode().startswith("error: 404 not_found")
     events = as_json(run(caller, "tasks", "events", task_id, "--after", "3", "--json"))
     assert [e["type"] for e in events["items"]] == ["caller_replied", "task_completed"]
     table = run(caller, "tasks", "events", task_id)

@@ -247,6 +247,9 @@ def test_task_path_caller_then_worker_and_revision_conflict(dev_runtime: dict[st
         messages = await call(client, "tasks_messages", task_id=created["id"])
         texts = [p.get("text") for m in messages["items"] for p in m["parts"]]
         assert texts == ["summarize the log", "3 errors, all timeouts"]
+        answer = messages["items"][1]
+        one = await call(client, "tasks_message", task_id=created["id"], message_id=answer["id"])
+        assert one == {"message": answer}
         got = await call(client, "tasks_get", task_id=created["id"])
         assert got["task"]["state"] == "completed"
 

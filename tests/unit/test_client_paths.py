@@ -130,6 +130,11 @@ CASES = [
         frozenset({"after", "limit"}),
     ),
     Case(
+        "message",
+        "GET /v1/tasks/{id}/messages/{message_id}",
+        lambda c, v: c.message(v["id"], v["message_id"]),
+    ),
+    Case(
         "iter_messages",
         "GET /v1/tasks/{id}/messages",
         lambda c, v: list(c.iter_messages(v["id"])),

@@ -46,7 +46,7 @@ def described(prop: dict[str, Any]) -> bool:
 
 def test_every_parameter_of_every_tool_is_typed_and_described() -> None:
     tools = schemas(worker_tools=True)
-    assert len(tools) == 32
+    assert len(tools) == 33
     for name, schema in tools.items():
         assert schema["type"] == "object", name
         for field, prop in schema["properties"].items():
@@ -177,6 +177,7 @@ READ_ONLY = {
     "tasks_get",
     "tasks_list",
     "tasks_messages",
+    "tasks_message",
     "tasks_events",
     "tasks_grants",
     "recall_search",
@@ -195,7 +196,7 @@ NOT_IDEMPOTENT = {"tasks_create", "tasks_claim", "memory_submit"}
 
 def test_every_tool_states_every_hint() -> None:
     hints = annotations()
-    assert len(hints) == 32
+    assert len(hints) == 33
     for name, hint in hints.items():
         assert hint is not None, name
         for field in ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"):

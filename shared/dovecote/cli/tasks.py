@@ -276,6 +276,14 @@ VERBS = (
         Show("task"),
     ),
     _stream("messages", MESSAGE_COLUMNS),
+    Verb(
+        "message",
+        "GET /v1/tasks/{id}/messages/{message_id}",
+        "One message of the task by its id (a message page's id, or an event's message).",
+        (TASK, param("message_id", Annotated[str, typer.Argument(help="The message's id.")])),
+        lambda c, v: c.message(v["task_id"], v["message_id"])["message"],
+        Show("message"),
+    ),
     _stream("events", EVENT_COLUMNS),
     _stream("grants", GRANT_COLUMNS),
     Verb(

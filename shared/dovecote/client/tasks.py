@@ -150,6 +150,11 @@ class TasksMixin:
         params = {"after": after, **({"limit": limit} if limit else {})}
         return dict(self.request("GET", path("tasks", task_id, "messages"), params=params))
 
+    def message(self, task_id: str, message_id: str) -> dict[str, Any]:
+        """`GET /v1/tasks/{id}/messages/{message_id}`: one message of the task by its id (the `id`
+        a page or an event names), `{message}`; `not_found` when the task has no such message."""
+        return dict(self.request("GET", path("tasks", task_id, "messages", message_id)))
+
     def iter_messages(self, task_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
         return stream_items(lambda start: self.messages(task_id, start), after)
 

@@ -53,6 +53,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("reply", "POST /v1/tasks/{id}/reply", "reply", "tasks reply", "tasks_reply"),
     Operation("cancel", "POST /v1/tasks/{id}/cancel", "cancel", "tasks cancel", "tasks_cancel"),
     Operation("messages", "GET /v1/tasks/{id}/messages", "messages", "tasks messages", "tasks_messages"),
+    Operation("a message", "GET /v1/tasks/{id}/messages/{message_id}", "message", "tasks message", "tasks_message"),
     Operation("events", "GET /v1/tasks/{id}/events", "events", "tasks events", "tasks_events"),
     Operation("task stream", "GET /v1/tasks/{id}/stream", "follow", "tasks watch"),
     Operation("grant history", "GET /v1/tasks/{id}/grants", "grants", "tasks grants", "tasks_grants"),

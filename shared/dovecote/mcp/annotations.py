@@ -54,6 +54,7 @@ TOOLS: dict[str, ToolAnnotations] = {
     "tasks_reply": ADDITIVE,
     "tasks_cancel": DESTRUCTIVE,
     "tasks_messages": READ,
+    "tasks_message": READ,
     "tasks_events": READ,
     "tasks_grants": READ,
     "tasks_claim": EACH_CALL_ADDS,

@@ -24,6 +24,7 @@ Cursor = Annotated[str | None, Field(description="The `cursor` of the previous p
 After = Annotated[int, Field(ge=0, description="Return items after this sequence number (the previous page's `next`).")]
 # Tasks.
 TaskId = Annotated[str, Field(description="The task's id.")]
+MessageId = Annotated[str, Field(description="A message's id (a message page's `id`, or an event's `message`).")]
 NewTaskId = Annotated[
     str | None, Field(description="The new task's id (letters, digits, '.', '_', '-'); generated when absent.")
 ]

@@ -24,6 +24,7 @@ from dovecote.mcp.fields import (
     ExpectedRevision,
     Fence,
     Limit,
+    MessageId,
     NewTaskId,
     TaskId,
     Text,
@@ -116,6 +117,12 @@ def register_caller(server: MCPServer, client: DovecoteClient) -> None:
         """The task's conversation, oldest first: {items: [{id, sequence, author, parts}], next,
         has_more}. For more, call again with after = `next`."""
         return client.messages(task_id, after, limit)
+
+    @tool(server, "tasks_message")
+    def tasks_message(task_id: TaskId, message_id: MessageId) -> dict[str, Any]:
+        """One message of the task by its id (as a page or an event names it): {message: {id,
+        sequence, author, parts, created_at}}."""
+        return client.message(task_id, message_id)
 
     @tool(server, "tasks_events")
     def tasks_events(task_id: TaskId, after: After = 0, limit: Limit = None) -> dict[str, Any]:
