@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.types import Message, Part, Role, SendMessageRequest, SubscribeToTaskRequest, TaskState
+from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, SubscribeToTaskRequest, TaskState
 
 from dovecote.platform import sse
 from tests.e2e.conftest import TLS
@@ -130,7 +130,7 @@ def test_subscribe_to_task_follows_a_task_to_completion(binding: str, dev_runtim
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_a_failed_task_streams_the_workers_reason_as_the_status_message(
+def test_a_failed_task_streams_the_workers_reason_as_the_status_message_and_get_task_says_it_too(
     binding: str, dev_runtime: dict[str, Any]
 ) -> None:
     reason = "the disk is full <script>alert(1)</script>"
@@ -146,6 +146,13 @@ def test_a_failed_task_streams_the_workers_reason_as_the_status_message(
     auth = {"Authorization": f"Bearer {quiet.token('caller')}"}
     events = httpx.get(f"{quiet.endpoint}/v1/tasks/{task_id}/events", headers=auth, timeout=30, verify=TLS).json()
     assert last.message.message_id == f"{task_id}:event:{events['items'][-1]['sequence']}"
+
+    async def get(client: Any) -> Any:
+        yield await client.get_task(GetTaskRequest(id=task_id))
+
+    # GetTask explains the failed status with the same message.
+    status = asyncio.run(streamed(quiet, binding, get))[0].status
+    assert status.state == TaskState.TASK_STATE_FAILED and status.message == last.message
 
 
 def test_sse_ids_are_sequences_and_last_event_id_resumes_a_subscription(

@@ -37,8 +37,8 @@ from google.protobuf import json_format
 from dovecote.a2a.errors import error
 from dovecote.platform import jsonvalues
 from dovecote.platform.media import text_of
+from dovecote.tasks.model import Event, TaskView
 from dovecote.tasks.model import Part as StoredPart
-from dovecote.tasks.model import TaskView
 
 if TYPE_CHECKING:
     from dovecote.tasks.artifacts import ArtifactRead
@@ -392,6 +392,20 @@ def status_message(messages: list[MessageRead], state: str) -> MessageRead | Non
     return last if last.message.author == "agent" else None
 
 
+def reason_message(task_id: str, context_id: str, sequence: int, reason: str) -> Message:
+    """The worker's reason for failing (the task_failed event's, tasks/inputs.py bounds it) as the
+    agent's word on the failed status: A2A carries a status's explanation in its message. Its id is
+    the event's, so a replayed or resumed stream, every retry of a notification and GetTask send
+    the same."""
+    return Message(
+        message_id=f"{task_id}:event:{sequence}",
+        context_id=context_id,
+        task_id=task_id,
+        role=Role.ROLE_AGENT,
+        parts=[Part(text=reason)],
+    )
+
+
 def task(
     record: TaskView,
     messages: list[MessageRead],
@@ -400,15 +414,20 @@ def task(
     history_length: int | None,
     with_artifacts: bool = True,
     room: int | None = None,
+    failure: Event | None = None,
 ) -> Task:
     """A Dovecote task (as the service answers it, its messages oldest first, its published artifact)
-    as an A2A Task. With `room` (bytes, by `weight`), the history keeps the latest messages that fit."""
+    as an A2A Task. With `room` (bytes, by `weight`), the history keeps the latest messages that fit.
+    `failure`: a failed task's task_failed event, whose reason explains the status when the agent
+    said nothing last."""
     task_id, context_id = record.id, record.context
     status = TaskStatus(state=STATES[record.state])
     status.timestamp.FromJsonString(record.updated_at)
     current = status_message(messages, record.state)
     if current is not None:
         status.message.CopyFrom(message(current, task_id, context_id))
+    elif failure is not None and failure.reason:
+        status.message.CopyFrom(reason_message(task_id, context_id, failure.sequence, failure.reason))
     out = Task(id=task_id, context_id=context_id, status=status)
     if with_artifacts:
         out.artifacts.extend(artifacts)

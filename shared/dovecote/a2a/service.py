@@ -55,7 +55,7 @@ from dovecote.platform.principal import Principal
 from dovecote.platform.settings import Settings
 from dovecote.tasks import inputs, machine
 from dovecote.tasks.commands import Cancel, CreateTask, Reply, authorize
-from dovecote.tasks.model import Receipt, TaskView
+from dovecote.tasks.model import Event, Receipt, TaskView
 from dovecote.tasks.ports import TaskFilter
 from dovecote.tasks.reads import MessageRead
 from dovecote.tasks.service import TaskService
@@ -298,11 +298,15 @@ class A2AService:
         *,
         with_artifacts: bool = True,
         room: int = mapping.ANSWER_BYTES,
+        explain: bool = True,
     ) -> Task:
         """The task as an answer of at most `room` bytes (mapping.weight): its status and artifact,
         then as many of the latest messages as fit (the rest left out, marked). An artifact with no
-        room beside the task is served by its presigned URL instead, marked."""
+        room beside the task is served by its presigned URL instead, marked. `explain`: a failed
+        task's status carries the worker's reason (one more read: its last event), as its stream
+        and its notifications do; a ListTasks page does not read it."""
         artifacts = self._artifacts(principal, record) if with_artifacts else []
+        failure = self._failure(principal, record) if explain and record.state == "failed" else None
         if artifacts:
             bare = mapping.task(record, messages, [], history_length=0)
             if mapping.weight(bare) + sum(mapping.weight(a) for a in artifacts) > room:
@@ -310,8 +314,19 @@ class A2AService:
                 for one in artifacts:
                     one.metadata.update({mapping.TRUNCATED: "served by its URL: no room for it inline in this answer"})
         return mapping.task(
-            record, messages, artifacts, history_length=history, with_artifacts=with_artifacts, room=room
+            record,
+            messages,
+            artifacts,
+            history_length=history,
+            with_artifacts=with_artifacts,
+            room=room,
+            failure=failure,
         )
+
+    def _failure(self, principal: Principal, record: TaskView) -> Event | None:
+        """A failed task's task_failed event: its last (nothing follows a terminal state)."""
+        last = self.tasks.events(principal, record.id, record.event_count - 1, 1).items
+        return last[0] if last and last[0].type == "task_failed" else None
 
     def list_tasks(self, principal: Principal, request: ListTasksRequest) -> ListTasksResponse:
         size = request.page_size if request.HasField("page_size") else DEFAULT_PAGE_SIZE
@@ -346,6 +361,7 @@ class A2AService:
                 history,
                 with_artifacts=with_artifacts,
                 room=room if i == 0 else mapping.ANSWER_BYTES,
+                explain=False,
             )
             used = mapping.weight(task) + 1  # and its comma
             if i > 0 and used > room:

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 
 from a2a.types import (
     Message,
-    Part,
-    Role,
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
@@ -145,25 +143,12 @@ def event_updates(a2a: A2AService, principal: Principal, task_id: str, context_i
     status.timestamp.FromJsonString(item.event.occurred_at)
     said = _agent_message(a2a, principal, task_id, context_id, item.event.message, state)
     if said is None and state == "failed" and item.event.reason:
-        said = _reason_message(task_id, context_id, item.sequence, item.event.reason)
+        said = mapping.reason_message(task_id, context_id, item.sequence, item.event.reason)
     if said is not None:
         status.message.CopyFrom(said)
     update = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)
     out.append(Update(item.sequence, StreamResponse(status_update=update)))
     return out
-
-
-def _reason_message(task_id: str, context_id: str, sequence: int, reason: str) -> Message:
-    """The worker's reason for failing (the task_failed event's, tasks/inputs.py bounds it) as the
-    agent's word on the failed status: A2A carries a status's explanation in its message. Its id is
-    the event's, so a replayed or resumed stream and every retry of a notification send the same."""
-    return Message(
-        message_id=f"{task_id}:event:{sequence}",
-        context_id=context_id,
-        task_id=task_id,
-        role=Role.ROLE_AGENT,
-        parts=[Part(text=reason)],
-    )
 
 
 def _agent_message(
