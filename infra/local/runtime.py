@@ -503,7 +503,11 @@ class LocalRuntime:
 
     @property
     def console_link_file(self) -> Path:
-        return self.tokens_file.with_name(CONSOLE_LINK_FILE)
+        """Beside the tokens file, named after it: a second runtime's (dev-tokens-PORT.json, see
+        `dovecote dev`) is console-link-PORT, so it leaves the first one's link alone."""
+        stem = self.tokens_file.stem
+        suffix = stem.removeprefix(Path(TOKENS_FILE).stem) if stem.startswith(Path(TOKENS_FILE).stem) else f"-{stem}"
+        return self.tokens_file.with_name(CONSOLE_LINK_FILE + suffix)
 
     def console_link(self) -> str:
         """A one-time sign-in link for the web console: a new admin token of one day in the URL's

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dovecote.cli.dev import write_profiles
+from dovecote.cli.dev import own_tokens_file, write_profiles
 from dovecote.client.config import load_profiles, save_profiles
 
 
@@ -57,3 +57,30 @@ def test_nothing_is_written_when_the_fallback_names_are_held_too(config: Path) -
     assert (path, names) == (None, [])
     assert why.endswith("so do dev-8788, dev-8788-worker, dev-8788-admin (http://other:8788): no profile written")
     assert load_profiles() == before
+
+
+def test_a_second_runtime_in_the_same_clone_leaves_the_first_ones_tokens_file(tmp_path: Path) -> None:
+    first = tokens(tmp_path, FIRST, "dev-tokens")
+    own, why = own_tokens_file(first, 8788, live=lambda endpoint: endpoint == FIRST)
+    assert own == tmp_path / "dev-tokens-8788.json"
+    assert why == f"{first} holds the tokens of another running dovecote dev ({FIRST}), kept; this one's: {own}"
+    # A stopped runtime's file, a missing one or an unreadable one is this runtime's to write.
+    assert own_tokens_file(first, 8788, live=lambda endpoint: False) == (first, "")
+    assert own_tokens_file(tmp_path / "none.json", 8788, live=lambda endpoint: True) == (tmp_path / "none.json", "")
+    (tmp_path / "bad.json").write_text("{not json")
+    assert own_tokens_file(tmp_path / "bad.json", 8788, live=lambda endpoint: True) == (tmp_path / "bad.json", "")
+
+
+@pytest.mark.parametrize(
+    ("tokens_file", "link"),
+    [
+        ("dev-tokens.json", "console-link"),
+        ("dev-tokens-8788.json", "console-link-8788"),
+        ("mine.json", "console-link-mine"),
+    ],
+)
+def test_each_tokens_file_has_its_own_console_link(tmp_path: Path, tokens_file: str, link: str) -> None:
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(tokens_file=tmp_path / tokens_file)
+    assert runtime.console_link_file == tmp_path / link

@@ -7,7 +7,8 @@ picks another name, `--write-profile ''` writes none). A second runtime (another
 never takes those names over from a first one that still answers: it writes `dev-PORT`,
 `dev-PORT-worker` and `dev-PORT-admin` instead and says so (and writes none, saying why, when those
 too point at another live runtime). Inside a clone the CLI uses the clone's own tokens file before
-the `dev` profile (dovecote.client.config).
+the `dev` profile (dovecote.client.config); a second runtime in the same clone likewise leaves that
+file to the first while it answers and writes `dev-tokens-PORT.json` beside it.
 
 `dev` is a group that runs the runtime when no subcommand is given, so local-only subcommands can sit
 under it. The runtime is the checkout's (`infra/` is not installed): its root goes on the path.
@@ -68,6 +69,20 @@ def _held_elsewhere(name: str, endpoint: str, live: Callable[[str], bool]) -> st
         if isinstance(other, str) and other.rstrip("/") != endpoint.rstrip("/") and live(other):
             return other
     return ""
+
+
+def own_tokens_file(path: Path, port: int, *, live: Callable[[str], bool] = answers) -> tuple[Path, str]:
+    """Where this runtime writes its tokens: `path`, unless it holds another runtime's that still
+    answers (a second `dovecote dev` in the same clone), whose CLI would otherwise be pointed at
+    this one and left pointing at nothing when it stops; then `<stem>-PORT.json` beside it, and why."""
+    try:
+        endpoint = json.loads(path.read_text())["endpoint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return path, ""
+    if not isinstance(endpoint, str) or not live(endpoint):
+        return path, ""
+    own = path.with_name(f"{path.stem}-{port}{path.suffix}")
+    return own, f"{path} holds the tokens of another running dovecote dev ({endpoint}), kept; this one's: {own}"
 
 
 def write_profiles(
@@ -165,6 +180,7 @@ def dev(
     dev_log.addHandler(line)
     dev_log.propagate = False
     dev_log.setLevel(logging.WARNING if quiet else logging.INFO)
+    tokens_file, moved = own_tokens_file(tokens_file, port)
     try:
         runtime = LocalRuntime(
             host=host,
@@ -198,6 +214,8 @@ def dev(
             code="unavailable",
         ) from None
     say(f"Dovecote dev runtime ready at {runtime.endpoint}")
+    if moved:
+        say(f"tokens: {moved}")
     say(
         f"tokens: {tokens_file} (authority 'dev'; roles admin, caller, worker; the admin token lasts 7 days, "
         "renewed at a start when less than a day is left; the others 365)"
