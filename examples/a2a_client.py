@@ -8,6 +8,7 @@ The endpoint and the caller's token are found as the CLI finds them (`dovecote.c
     .venv/bin/python examples/a2a_client.py "summarise the design doc"            # waits (≤ 20 s)
     .venv/bin/python examples/a2a_client.py "hello" --immediately                 # answers at once
     .venv/bin/python examples/a2a_client.py "all of it" --task-id TASK --context-id CONTEXT  # a reply
+    .venv/bin/python examples/a2a_client.py --subscribe TASK   # each update, until it ends or needs input
 
 SendMessage waits for the task to end or to need input, so a worker should be running: any Dovecote
 worker serves A2A tasks (`examples/echo_worker.py`, `examples/a2a_worker.py`).
@@ -22,7 +23,16 @@ import uuid
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState
+from a2a.types import (
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+    TaskStatus,
+)
 
 from dovecote.client.config import resolve
 
@@ -53,14 +63,48 @@ async def send(text: str, *, immediately: bool, task_id: str, context_id: str, p
     raise SystemExit("the server sent no answer")
 
 
+def _status(status: TaskStatus) -> dict[str, str]:
+    said = " ".join(p.text for p in status.message.parts) if status.HasField("message") else ""
+    return {"state": TaskState.Name(status.state), "agent_said": said}
+
+
+async def subscribe(task_id: str, *, profile: str | None) -> None:
+    """SubscribeToTask: print the task, then each update as it commits (one JSON line each), until
+    the task ends or needs input (then it is the caller's turn: reply, and subscribe again)."""
+    config = resolve("caller", profile=profile)
+    headers = {"Authorization": f"Bearer {config.token}"}
+    stop = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+    async with httpx.AsyncClient(headers=headers, timeout=40) as http:
+        card = await A2ACardResolver(http, config.endpoint).get_agent_card()
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        async for answer in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+            kind = answer.WhichOneof("payload")
+            if kind == "task":
+                line, status = {"task_id": answer.task.id}, answer.task.status
+            elif kind == "status_update":
+                line, status = {"task_id": answer.status_update.task_id}, answer.status_update.status
+            else:  # an artifact update: the task's published artifact, before its completion
+                print(json.dumps({"task_id": task_id, "artifact": answer.artifact_update.artifact.artifact_id}))
+                continue
+            print(json.dumps(line | _status(status)), flush=True)
+            if status.state in stop:
+                return
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("text", help="the message's text")
+    parser.add_argument("text", nargs="?", default="", help="the message's text")
     parser.add_argument("--immediately", action="store_true", help="answer at once (returnImmediately)")
     parser.add_argument("--task-id", default="", help="reply to this task (it must wait for input)")
     parser.add_argument("--context-id", default="", help="the task's context, with --task-id")
     parser.add_argument("--profile", default=None, help="a profile of ~/.config/dovecote/config.toml")
+    parser.add_argument("--subscribe", default="", metavar="TASK_ID", help="follow this task's updates instead")
     args = parser.parse_args()
+    if args.subscribe:
+        asyncio.run(subscribe(args.subscribe, profile=args.profile))
+        return
+    if not args.text:
+        parser.error("the message's text is required (or --subscribe TASK_ID)")
     answer = asyncio.run(
         send(
             args.text,
