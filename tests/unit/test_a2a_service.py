@@ -254,6 +254,29 @@ def test_get_task_honours_history_length(world: World) -> None:
     assert info.value.reason == "INVALID_PARAMS"
 
 
+def test_history_length_trims_the_history_never_the_status(world: World) -> None:
+    world.script(lambda t: world.worker(t, "accept"), lambda t: world.worker(t, "request_input", message=say("more?")))
+    task = world.send("one").task
+    got = world.a2a.get_task(CALLER, GetTaskRequest(id=task.id, history_length=0))
+    assert not got.history and [p.text for p in got.status.message.parts] == ["more?"]
+
+
+def test_a_failed_tasks_status_says_the_workers_reason_not_its_earlier_question(world: World) -> None:
+    world.script(lambda t: world.worker(t, "accept"), lambda t: world.worker(t, "request_input", message=say("which?")))
+    task = world.send("one").task
+    world.worker(task.id, "fail", reason="gave up waiting")
+    for history in (None, 0, 1):
+        asked = GetTaskRequest(id=task.id) if history is None else GetTaskRequest(id=task.id, history_length=history)
+        status = world.a2a.get_task(CALLER, asked).status
+        assert [p.text for p in status.message.parts] == ["gave up waiting"], history
+        assert status.message.message_id == f"{task.id}:event:{world.task(task.id)['event_count']}"
+    # Without a reason, the agent's last word stays the status's message.
+    world.script(lambda t: world.worker(t, "accept"), lambda t: world.worker(t, "request_input", message=say("which?")))
+    other = world.send("two").task
+    world.worker(other.id, "fail")
+    assert [p.text for p in world.a2a.get_task(CALLER, GetTaskRequest(id=other.id)).status.message.parts] == ["which?"]
+
+
 def test_another_authoritys_task_is_not_found(world: World) -> None:
     task = world.send(configuration={"returnImmediately": True}).task
     stranger = Principal("globex", "caller")

@@ -418,16 +418,17 @@ def task(
 ) -> Task:
     """A Dovecote task (as the service answers it, its messages oldest first, its published artifact)
     as an A2A Task. With `room` (bytes, by `weight`), the history keeps the latest messages that fit.
-    `failure`: a failed task's task_failed event, whose reason explains the status when the agent
-    said nothing last."""
+    `failure`: a failed task's task_failed event, whose reason (when the worker gave one) is the
+    status's message, as on the task's stream. `history_length` trims the history, never the status:
+    `messages` holds at least the last one."""
     task_id, context_id = record.id, record.context
     status = TaskStatus(state=STATES[record.state])
     status.timestamp.FromJsonString(record.updated_at)
     current = status_message(messages, record.state)
-    if current is not None:
-        status.message.CopyFrom(message(current, task_id, context_id))
-    elif failure is not None and failure.reason:
+    if failure is not None and failure.reason:  # why it failed, not the agent's earlier word
         status.message.CopyFrom(reason_message(task_id, context_id, failure.sequence, failure.reason))
+    elif current is not None:
+        status.message.CopyFrom(message(current, task_id, context_id))
     out = Task(id=task_id, context_id=context_id, status=status)
     if with_artifacts:
         out.artifacts.extend(artifacts)

@@ -415,8 +415,9 @@ class A2AService:
             raise from_domain(exc, taskId=task_id[:128]) from None
 
     def _messages(self, principal: Principal, record: TaskView, history: int | None) -> list[MessageRead]:
-        """The task's last `history` messages (DEFAULT_HISTORY when None), oldest first."""
-        wanted = DEFAULT_HISTORY if history is None else history
+        """The task's last `history` messages (DEFAULT_HISTORY when None), oldest first; at least the
+        last one, whose author may make it the status's message (historyLength trims the history only)."""
+        wanted = max(1, DEFAULT_HISTORY if history is None else history)
         count = record.message_count
         after = max(0, count - wanted)
         found: list[MessageRead] = []
