@@ -40,7 +40,9 @@ def process_batch(event: dict[str, Any], context: Any, consumer: Sender) -> dict
         count = int(record.attributes.approximate_receive_count or 1)
         return consumer.deliver(notice, receive_count=count, handle=record.receipt_handle)
 
-    return process_fifo(event, context, record_handler)
+    # A notification waiting for its retry is the normal course, not a fault of the function: a batch
+    # of only such is answered with its batchItemFailures, not raised (a Lambda error each retry).
+    return process_fifo(event, context, record_handler, raise_when_all_fail=False)
 
 
 @gc_pause.resumes_gc
