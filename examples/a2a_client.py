@@ -33,8 +33,10 @@ from a2a.types import (
     TaskState,
     TaskStatus,
 )
+from a2a.utils.errors import A2AError
 
 from dovecote.client.config import resolve
+from dovecote.client.errors import DovecoteError
 
 
 async def send(text: str, *, immediately: bool, task_id: str, context_id: str, profile: str | None) -> dict[str, str]:
@@ -70,25 +72,32 @@ def _status(status: TaskStatus) -> dict[str, str]:
 
 async def subscribe(task_id: str, *, profile: str | None) -> None:
     """SubscribeToTask: print the task, then each update as it commits (one JSON line each), until
-    the task ends or needs input (then it is the caller's turn: reply, and subscribe again)."""
+    the task ends or needs input (then it is the caller's turn: reply, and subscribe again). A stream
+    the server closes at its time limit (840 s locally, under 15 minutes in the cloud) is opened again:
+    it starts with the task as it stands, printed only when its state moved."""
     config = resolve("caller", profile=profile)
     headers = {"Authorization": f"Bearer {config.token}"}
     stop = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+    ended = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED}
+    ended |= {TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED}
+    shown: TaskState.ValueType | None = None
     async with httpx.AsyncClient(headers=headers, timeout=40) as http:
         card = await A2ACardResolver(http, config.endpoint).get_agent_card()
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        async for answer in client.subscribe(SubscribeToTaskRequest(id=task_id)):
-            kind = answer.WhichOneof("payload")
-            if kind == "task":
-                line, status = {"task_id": answer.task.id}, answer.task.status
-            elif kind == "status_update":
-                line, status = {"task_id": answer.status_update.task_id}, answer.status_update.status
-            else:  # an artifact update: the task's published artifact, before its completion
-                print(json.dumps({"task_id": task_id, "artifact": answer.artifact_update.artifact.artifact_id}))
-                continue
-            print(json.dumps(line | _status(status)), flush=True)
-            if status.state in stop:
-                return
+        while True:
+            async for answer in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                kind = answer.WhichOneof("payload")
+                if kind == "artifact_update":  # the task's published artifact, before its completion
+                    print(json.dumps({"task_id": task_id, "artifact": answer.artifact_update.artifact.artifact_id}))
+                    continue
+                status = answer.task.status if kind == "task" else answer.status_update.status
+                if kind == "task" and status.state == shown:
+                    continue  # a stream opened again: the task where the last one left it
+                print(json.dumps({"task_id": task_id} | _status(status)), flush=True)
+                shown = status.state
+                if status.state in stop or status.state in ended:
+                    return
+            # The server closed the stream before the task ended or needed input: its time limit.
 
 
 def main() -> None:
@@ -100,20 +109,26 @@ def main() -> None:
     parser.add_argument("--profile", default=None, help="a profile of ~/.config/dovecote/config.toml")
     parser.add_argument("--subscribe", default="", metavar="TASK_ID", help="follow this task's updates instead")
     args = parser.parse_args()
-    if args.subscribe:
-        asyncio.run(subscribe(args.subscribe, profile=args.profile))
-        return
-    if not args.text:
+    if args.subscribe and args.text:
+        parser.error("--subscribe follows a task: give no message text with it")
+    if not args.subscribe and not args.text:
         parser.error("the message's text is required (or --subscribe TASK_ID)")
-    answer = asyncio.run(
-        send(
-            args.text,
-            immediately=args.immediately,
-            task_id=args.task_id,
-            context_id=args.context_id,
-            profile=args.profile,
+    try:
+        if args.subscribe:
+            asyncio.run(subscribe(args.subscribe, profile=args.profile))
+            return
+        answer = asyncio.run(
+            send(
+                args.text,
+                immediately=args.immediately,
+                task_id=args.task_id,
+                context_id=args.context_id,
+                profile=args.profile,
+            )
         )
-    )
+    except (A2AError, DovecoteError, httpx.HTTPError) as exc:
+        # One line, as the CLI says it (the server's message says what and why), not a traceback.
+        raise SystemExit(f"error: {type(exc).__name__}: {exc}") from None
     print(json.dumps(answer))
 
 
