@@ -1,4 +1,5 @@
-"""The CLI's message table names a part's filename and URL (the JSON output is the API's own)."""
+"""The CLI's message table names a part's filename, URL and size, and each message's id (what
+`tasks message` takes); the JSON output is the API's own."""
 
 from __future__ import annotations
 
@@ -16,5 +17,19 @@ def test_the_message_table_shows_a_url_part_and_a_filename() -> None:
         ]
     }
     assert text(message) == (
-        "see <p.png, image/png at https://example.com/p.png> <r.pdf, application/pdf, 6 bytes> <text/plain, 9000 bytes>"
+        "see <p.png, image/png at https://example.com/p.png> <r.pdf, application/pdf, 5 bytes> <text/plain, 9000 bytes>"
     )
+
+
+def test_a_parts_size_is_its_bytes_whatever_its_padding() -> None:
+    import base64
+
+    text = dict(MESSAGE_COLUMNS)["text"]
+    for size in range(7):
+        data = base64.b64encode(b"x" * size).decode()
+        part = {"media_type": "application/octet-stream", "data_b64": data}
+        assert text({"parts": [part]}) == f"<application/octet-stream, {size} bytes>"
+
+
+def test_the_message_table_shows_each_messages_id() -> None:
+    assert dict(MESSAGE_COLUMNS)["id"]({"id": "m-1", "parts": []}) == "m-1"

@@ -135,13 +135,18 @@ def _part_text(part: dict[str, Any]) -> str:
     named = f"{part['filename']}, " if part.get("filename") else ""
     if part.get("url"):
         return f"<{named}{part.get('media_type')} at {part['url']}>"
-    size = part.get("size") or len(part.get("data_b64") or "") * 3 // 4
+    size = part.get("size") or _decoded_size(str(part.get("data_b64") or ""))
     return f"<{named}{part.get('media_type')}, {size} bytes>"
+
+
+def _decoded_size(data_b64: str) -> int:
+    """The bytes a base64 text holds, without decoding it: its padding holds none."""
+    return len(data_b64) * 3 // 4 - len(data_b64) + len(data_b64.rstrip("="))
 
 
 MESSAGE_COLUMNS = [
     ("seq", lambda m: m["sequence"]),
-    *fields("author", "created_at"),
+    *fields("id", "author", "created_at"),
     ("text", lambda m: " ".join(_part_text(p) for p in m["parts"])),
 ]
 
