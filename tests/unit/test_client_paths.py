@@ -402,6 +402,14 @@ def test_segment_refuses_what_no_route_can_carry(value: str) -> None:
     assert refused.value.details["segment"] == value
 
 
+@pytest.mark.parametrize("value", [None, True, 1.5, b"t1", ["t1"]])
+def test_segment_refuses_what_is_not_text_rather_than_sending_its_str(value: object) -> None:
+    with pytest.raises(DovecoteError) as refused:
+        segment(value)
+    assert refused.value.status == 0 and refused.value.code == "invalid_argument"
+    assert refused.value.details == {"segment": repr(value), "reason": "not text"}
+
+
 # The before-stop hook's check, as a test: no path is pasted together by hand.
 HAND_MADE = re.compile(r'f"/v1/[^"]*\{[a-z_]+\}')
 

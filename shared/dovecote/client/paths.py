@@ -13,6 +13,8 @@ status 0 and code `invalid_argument`):
   spells its level separator `~` in paths for this reason);
 - `.` and `..`: HTTP clients (httpx among them) resolve them before sending, and no id is either;
 - the empty one, which would name the collection instead of an item.
+A value that is neither text nor a whole number (None, a bool, a float) is refused the same way
+rather than sent as its `str()` (`"None"` would ask for an item of that name).
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ UNSENDABLE = ("", ".", "..")
 
 def segment(value: object) -> str:
     """One path segment, percent-encoded; refuses what no route can carry (see the module docstring)."""
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        raise DovecoteError(
+            0,
+            INVALID_ARGUMENT,
+            f"{value!r} cannot be a segment of a request path: it is a {type(value).__name__}, not text",
+            {"segment": repr(value), "reason": "not text"},
+        )
     text = str(value)
     if text in UNSENDABLE or "/" in text:
         reason = "it holds a '/'" if "/" in text else "it is empty" if not text else "it is a dot segment"
