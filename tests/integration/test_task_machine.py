@@ -609,6 +609,29 @@ def test_parts_keep_their_filename_url_and_json_data(service: Edge) -> None:
         assert service.message(CALLER, flow.task_id, m["id"])["message"]["parts"] == m["parts"]
 
 
+def test_a_message_read_by_id_says_which_id_is_unknown(service: Edge) -> None:
+    flow = Flow(service)
+    flow.create()
+    first = service.messages(CALLER, flow.task_id, None, None)["items"][0]["id"]
+
+    def refusal(task_id: str, message_id: str) -> tuple[str, str, dict[str, Any]]:
+        try:
+            service.message(CALLER, task_id, message_id)
+        except DomainError as err:
+            return err.code, err.message, dict(err.details)
+        raise AssertionError("read")
+
+    assert refusal(flow.task_id, "m-nowhere") == (
+        "not_found",
+        "message not found",
+        {"task": flow.task_id, "message_id": "m-nowhere"},
+    )
+    # The ids swapped (a message id where the task's goes): the task is what is not there.
+    assert refusal(first, flow.task_id)[:2] == ("not_found", "task not found")
+    code, _, details = refusal(flow.task_id, "m/../x")
+    assert code == "invalid_argument" and details["field"] == "message_id"
+
+
 def test_an_exact_retry_of_a_message_with_a_filename_replays_and_a_changed_filename_conflicts(service: Edge) -> None:
     body = {
         "command_id": uid("c"),

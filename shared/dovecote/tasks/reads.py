@@ -193,12 +193,14 @@ class Reads:
         return _stream_page(page, start, task.message_count)
 
     def message(self, principal: Principal, task_id: str, message_id: str) -> MessageRead:
-        """One message by its id (unique in the authority)."""
+        """One message by its id (unique in the authority). A miss reads the task too, so an unknown
+        task (the ids swapped, say) is said as such: one more read, on that path only."""
         check_id(task_id, "task")
-        check_id(message_id, "message")
+        check_id(message_id, "message_id")
         with self.work.reporting("message", authority=principal.authority, task=task_id, message_id=message_id):
             found = self.work.store.message(principal.authority, task_id, message_id)
         if found is None:
+            self.work.load(principal, task_id)  # NotFound "task not found" when there is no such task
             raise NotFound("message not found", task=task_id, message_id=message_id)
         return self._message_read(principal, found)
 
