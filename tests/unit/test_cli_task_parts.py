@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dovecote.cli.tasks import MESSAGE_COLUMNS
 
 
@@ -33,3 +35,24 @@ def test_a_parts_size_is_its_bytes_whatever_its_padding() -> None:
 
 def test_the_message_table_shows_each_messages_id() -> None:
     assert dict(MESSAGE_COLUMNS)["id"]({"id": "m-1", "parts": []}) == "m-1"
+
+
+def test_one_message_shows_its_parts_as_the_table_does_and_json_as_the_api(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from dovecote.cli.tasks import ShowMessage
+
+    message = {
+        "id": "m-1",
+        "sequence": 2,
+        "author": "agent",
+        "parts": [
+            {"media_type": "text/markdown", "text": "# Why?\n"},
+            {"media_type": "application/pdf", "data_b64": "JVBERi0=", "filename": "r.pdf"},
+        ],
+    }
+    ShowMessage("message").print(message, {}, False)
+    shown = capsys.readouterr().out
+    assert "# Why?\n<r.pdf, application/pdf, 5 bytes>" in shown and "JVBERi0=" not in shown
+    ShowMessage("message").print(message, {}, True)
+    assert json.loads(capsys.readouterr().out) == {"message": message}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -171,6 +172,19 @@ EVENT_COLUMNS = [
 ]
 
 
+@dataclass(frozen=True)
+class ShowMessage(Show):
+    """One message: with --json the API's envelope; for a person its fields, the parts as the
+    messages table shows them (text as text, anything else named with its type and size)."""
+
+    def print(self, result: Any, values: Values, as_json: bool) -> None:
+        if as_json:
+            return super().print(result, values, as_json)
+        parts = "\n".join(_part_text(p).rstrip("\n") for p in result["parts"])
+        shown = {k: v for k, v in result.items() if k != "parts"}
+        super().print({**shown, "parts": parts}, values, as_json)
+
+
 GRANT_COLUMNS = [
     *fields("fence", "worker", "state", "granted_at", "accepted_at", "heartbeat_at"),
     *fields("ended_at", "reason", "by"),
@@ -287,7 +301,7 @@ VERBS = (
         "One message of the task by its id (a message page's id, or an event's message).",
         (TASK, param("message_id", Annotated[str, typer.Argument(help="The message's id.")])),
         lambda c, v: c.message(v["task_id"], v["message_id"])["message"],
-        Show("message"),
+        ShowMessage("message"),
     ),
     _stream("events", EVENT_COLUMNS),
     _stream("grants", GRANT_COLUMNS),
