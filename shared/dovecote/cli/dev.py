@@ -222,7 +222,9 @@ def dev(
     )
     # `whoami` reaches this runtime as it stands, or, when another one keeps the clone's tokens file
     # and the `dev` profiles, through the profile this one wrote (or its endpoint and token).
-    reach = "" if not moved else f"DOVECOTE_ENDPOINT={runtime.endpoint} DOVECOTE_TOKEN=<caller token in {tokens_file}> "
+    whoami = ".venv/bin/dovecote whoami"
+    if moved:
+        whoami = f"DOVECOTE_ENDPOINT={runtime.endpoint} DOVECOTE_TOKEN=<caller token in {tokens_file}> {whoami}"
     if write_profile:
         path, names, why = write_profiles(write_profile, tokens_file)
         if why:
@@ -231,13 +233,10 @@ def dev(
             use = f"; use `--profile {names[0]}`" if why else ""
             say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory{use})")
             if moved or why:
-                reach = f"--profile {names[0]} "
+                whoami = f".venv/bin/dovecote --profile {names[0]} whoami"
     say(f"data: {data} (kept across restarts; --fresh starts empty)")
     say(runtime.console_line(to_terminal=sys.stdout.isatty()))
-    if reach.startswith("--"):
-        say(f"try: .venv/bin/dovecote {reach}whoami    stop: Ctrl-C")
-    else:
-        say(f"try: {reach}.venv/bin/dovecote whoami    stop: Ctrl-C")
+    say(f"try: {whoami}    stop: Ctrl-C")
     if os.environ.get("DOVECOTE_EMBEDDER", "off") not in ("", "off"):
         say(f"recall: semantic tier on ({os.environ['DOVECOTE_EMBEDDER']} embedder; messages embed in the background)")
     if allow_loopback_webhooks:

@@ -142,7 +142,8 @@ def _part_text(part: dict[str, Any]) -> str:
 
 def _decoded_size(data_b64: str) -> int:
     """The bytes a base64 text holds, without decoding it: its padding holds none."""
-    return len(data_b64) * 3 // 4 - len(data_b64) + len(data_b64.rstrip("="))
+    padding = len(data_b64) - len(data_b64.rstrip("="))
+    return len(data_b64) * 3 // 4 - padding
 
 
 MESSAGE_COLUMNS = [
