@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.e2e.conftest import start_dev
 
 
@@ -88,3 +89,44 @@ def test_each_clone_answers_from_its_own_runtime_and_whoami_says_so(two_clones: 
         )
     )
     assert env["settings"] == "the environment (DOVECOTE_ENDPOINT, DOVECOTE_TOKEN)"
+
+
+def test_a_second_runtime_on_port_zero_names_its_files_after_the_port_it_serves(tmp_path: Path) -> None:
+    """Beside a running runtime, `dovecote dev --port 0` writes `dev-tokens-PORT.json` and
+    `console-link-PORT` with the port it took, never `-0` (the next `--port 0` runtime's name too)."""
+    import time
+
+    import httpx
+
+    with start_dev(tmp_path / ".dovecote") as first:
+        log_file = tmp_path / "second.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_"))}
+        with log_file.open("w") as log:
+            second = subprocess.Popen(
+                [sys.executable, "-m", "dovecote.cli", "dev", "--port", "0"]
+                + ["--tokens-file", str(first["tokens_file"]), "--data", str(tmp_path / "second-data")]
+                + ["--write-profile", ""],
+                cwd=ROOT,
+                env=env | {"XDG_CONFIG_HOME": str(tmp_path / "xdg")},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            try:
+                deadline = time.monotonic() + 120
+                while "stop: Ctrl-C" not in log_file.read_text() and second.poll() is None:
+                    assert time.monotonic() < deadline, log_file.read_text()
+                    time.sleep(0.2)
+                assert second.poll() is None, log_file.read_text()
+                moved = sorted(p.name for p in first["tokens_file"].parent.glob("dev-tokens-*.json"))
+                assert len(moved) == 1 and moved != ["dev-tokens-0.json"], moved
+                port = int(moved[0].removeprefix("dev-tokens-").removesuffix(".json"))
+                written = json.loads((first["tokens_file"].parent / moved[0]).read_text())
+                assert written["endpoint"] == f"http://127.0.0.1:{port}"
+                assert httpx.get(written["endpoint"] + "/v1/health", timeout=5).status_code == 200
+                assert (first["tokens_file"].parent / f"console-link-{port}").exists()
+                # The first runtime's file is untouched.
+                assert json.loads(first["tokens_file"].read_text())["endpoint"] == first["endpoint"]
+            finally:
+                second.terminate()
+                second.wait(timeout=20)

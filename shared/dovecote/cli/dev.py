@@ -85,6 +85,14 @@ def own_tokens_file(path: Path, port: int, *, live: Callable[[str], bool] = answ
     return own, f"{path} holds the tokens of another running dovecote dev ({endpoint}), kept; this one's: {own}"
 
 
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
 def write_profiles(
     name: str, tokens_file: Path, *, live: Callable[[str], bool] = answers
 ) -> tuple[Path | None, list[str], str]:
@@ -180,7 +188,12 @@ def dev(
     dev_log.addHandler(line)
     dev_log.propagate = False
     dev_log.setLevel(logging.WARNING if quiet else logging.INFO)
-    tokens_file, moved = own_tokens_file(tokens_file, port)
+    # Moved files are named after the port, so `--port 0` takes its port now: a name with 0 in it
+    # would be the next `--port 0` runtime's too.
+    named = port or _free_port(host)
+    tokens_file, moved = own_tokens_file(tokens_file, named)
+    if moved:
+        port = named
     try:
         runtime = LocalRuntime(
             host=host,
