@@ -190,3 +190,20 @@ def test_a_retry_by_hand_with_the_same_command_id_replays_through_the_cli(cli_en
     different = cli(cli_env, "tasks", "reply", tid, "other text", "--rev", "3", "--command-id", uid("c"))
     assert different.returncode == 1  # a new command, judged on its own: the task has moved on
     assert different.stderr.startswith("error: 409 revision_conflict:") and different.stderr.count("\n") == 1
+
+
+def test_a_command_id_without_a_revision_is_refused_before_sending(cli_env: dict[str, str]) -> None:
+    """Without --rev the CLI reads the revision; a retry would read the one the first run made and
+    send another command (409 idempotency_conflict), so --command-id takes --rev with it."""
+    tid = uid("norev")
+    assert cli(cli_env, "tasks", "create", tid, "hello").returncode == 0
+    command_id = uid("c")
+    for args in (("tasks", "cancel", tid), ("tasks", "reply", tid, "because")):
+        refused = cli(cli_env, *args, "--command-id", command_id)
+        assert refused.returncode == 2, refused.stderr
+        assert "--command-id needs --rev" in refused.stderr and refused.stderr.count("\n") == 1
+    task = json.loads(cli(cli_env, "tasks", "get", tid, "--json").stdout)
+    assert (unwrap(task)["state"], unwrap(task)["revision"]) == ("submitted", 1)  # nothing was sent
+    first = cli(cli_env, "tasks", "cancel", tid, "--rev", "1", "--command-id", command_id, "--json")
+    again = cli(cli_env, "tasks", "cancel", tid, "--rev", "1", "--command-id", command_id, "--json")
+    assert first.returncode == again.returncode == 0 and json.loads(first.stdout) == json.loads(again.stdout)

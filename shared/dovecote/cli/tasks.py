@@ -4,7 +4,7 @@
 Options are the HTTP fields: `--expected-revision` (alias `--rev`; optional for a person: omitted, the
 task is read and its revision sent, `--verbose` says so), `--lease-timeout-seconds`, `--command-id`;
 the task id is the positional TASK (a TASK that cannot be an id while TEXT can is a swap, refused
-before sending). A message is TEXT, or `--file FILE` (`-` reads stdin). `--command-id` makes a retry
+before sending). A message is TEXT, or `--file FILE` (`-` reads stdin). `--command-id` (with `--rev`) makes a retry
 the same command: the message id is derived from it, so the retry replays instead of conflicting.
 `--json` prints the HTTP answer: `{"task": …}` for a command."""
 
@@ -67,7 +67,7 @@ CALLER_REVISION = param(
             "--expected-revision",
             "--rev",
             help="The task revision you expect (a compare-and-swap). Omitted: the task is read and its "
-            "current revision sent (--verbose says which).",
+            "current revision sent (--verbose says which); required with --command-id.",
         ),
     ],
     None,
@@ -120,6 +120,14 @@ def revision_of(c: Any, values: Values) -> int:
     """--rev as given; else the task's current revision, read now (said on stderr with --verbose)."""
     if values["expected_revision"] is not None:
         return int(values["expected_revision"])
+    if values.get("command_id"):
+        # A retry would read the revision the first run made and send that: another command (409
+        # idempotency_conflict), not the replay --command-id promises.
+        raise CliError(
+            "--command-id needs --rev: a retry sends the same command only with the same revision "
+            "(`dovecote tasks get TASK` shows it)",
+            EXIT_USAGE,
+        )
     task = c.get_task(values["task_id"])
     if values.get("verbose"):
         note(f"--rev not given: read task {task['id']} at revision {task['revision']} ({task['state']}); sent it")
