@@ -90,6 +90,10 @@ def test_freeze_a_file_complete_with_it_read_it_and_record_its_receipt(
     assert as_json(cli(dev_runtime, "artifacts", "receipt", "get", workspace, "patch", "--json"))["receipt"] == receipt
     moved = as_json(cli(dev_runtime, "artifacts", "head", workspace, "--json"))
     assert moved["confirmed_revision"] == frozen["artifact"]["result_revision"]
+    # The same command again (a new command id) is an identical repeat: the stored receipt.
+    again = cli(dev_runtime, "artifacts", "receipt", "record", workspace, "patch", "--decision", "success", "--json")
+    assert again.returncode == 0, again.stderr
+    assert as_json(again)["receipt"] == receipt
     # A different receipt for the same artifact is the API's conflict: exit 1, one line.
     conflict = cli(dev_runtime, "artifacts", "receipt", "record", workspace, "patch", "--decision", "rejected")
     assert "receipt_conflict" in stderr_line(conflict, 1)

@@ -83,7 +83,10 @@ def receipt_record(
     ] = None,
     code: Annotated[str | None, typer.Option(help="A short code of your own (at most 128 bytes).")] = None,
     message: Annotated[str | None, typer.Option(help="A sentence (at most 4096 bytes).")] = None,
-    receipt_id: Annotated[str | None, typer.Option(help="Default: derived from the command id.")] = None,
+    receipt_id: Annotated[
+        str | None,
+        typer.Option(help="Default: derived from the artifact, so an identical repeat answers the stored receipt."),
+    ] = None,
     command_id: CommandId = None,
     as_json: Json = False,
 ) -> None:
@@ -93,6 +96,9 @@ def receipt_record(
         raise CliError(f"unknown decision {decision!r}; one of {', '.join(DECISIONS)}", EXIT_USAGE)
     c = client()
     meta = c.get_artifact(workspace, artifact_id)["artifact"]
+    # An artifact has one receipt, and a repeat is identical only with the same id: a person who runs
+    # the command again (a new command id) gets the stored receipt, not 409 receipt_conflict.
+    receipt_id = receipt_id or c.derived_id("r", "apply-receipt", workspace, artifact_id, meta["digest"])
     receipt = c.receipt_for(
         meta,
         decision,
