@@ -87,7 +87,12 @@ def worker_client(worker_id: str) -> DovecoteClient:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--once", action="store_true", help="handle one task (or wait one long-poll), then exit")
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="handle one task (or wait one long-poll), then exit; a task claimed while it waits for its "
+        "caller is kept, not counted",
+    )
     parser.add_argument("--wait", type=int, default=20, help="long-poll seconds per claim (0-20)")
     parser.add_argument("--worker-id", default="echo-worker", help="worker id to mint a token for (dev only)")
     parser.add_argument("--concurrency", type=int, default=1, help="tasks handled at once")

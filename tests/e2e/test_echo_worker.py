@@ -103,3 +103,42 @@ def test_once_exits_after_one_task_even_one_that_waits_for_input(dev_runtime: di
     assert f"resuming 1 lease(s): {tid}" in finished and "handled 1 task(s)" in finished
     assert caller.messages(tid)["items"][-1]["parts"][0]["text"] == "echo: ping"
     assert "handled 0 task(s)" in once()  # nothing to do: one long-poll, then exit
+
+
+def test_once_keeps_a_task_that_waits_for_its_caller_and_takes_the_next(dev_runtime: dict[str, Any]) -> None:
+    """A task whose lease expired while it waited for input is claimable again (the oldest): a `--once`
+    worker that claims it has nothing to do on it, so it keeps it and handles the next task instead
+    of releasing it and exiting (every later `--once` run would have claimed it again)."""
+    import time
+
+    authority = fresh_authority(dev_runtime, "echo")
+    caller = DovecoteClient(authority.endpoint, authority.token("caller"))
+
+    def once(identity: str) -> str:
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("DOVECOTE_")},
+            "DOVECOTE_ENDPOINT": authority.endpoint,
+            "DOVECOTE_TOKEN": authority.token("worker", identity),
+        }
+        done = subprocess.run(
+            [sys.executable, ECHO, "--once", "--wait", "2"], env=env, capture_output=True, text=True, timeout=90
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    waiting = f"wait-{uuid.uuid4().hex[:8]}"
+    caller.create_task(waiting, "echo", lease_timeout_seconds=2)
+    assert f"{waiting}: asked for input" in once("echo-first")
+    deadline = time.monotonic() + 60
+    while "lease" in caller.read_task(waiting) and time.monotonic() < deadline:
+        time.sleep(0.5)  # the dispatcher fences the silent lease
+    assert caller.read_task(waiting)["last_lease"]["reason"] == "expired"
+    nxt = f"next-{uuid.uuid4().hex[:8]}"
+    caller.create_task(nxt, "echo")
+    second = once("echo-second")
+    assert f"{waiting}: waits for its caller; kept, taking the next task" in second, second
+    assert f"{nxt}: asked for input" in second and "handled 1 task(s)" in second, second
+    assert caller.get_task(nxt)["state"] == "input_required"
+    # The kept task is held by the second worker (accepted), not handed to the next claim.
+    held = caller.read_task(waiting)["lease"]
+    assert held["state"] != "granted" and held["fence"] == 2, held

@@ -366,7 +366,8 @@ class Worker:
     def run(self, *, once: bool = False, handle_signals: bool = True) -> int:
         """Work until `stop()` (or SIGINT / SIGTERM, when called from the main thread and
         `handle_signals`); with `once`, return after one handler call (or when one long-poll found
-        nothing to do). Returns how many times `handle` was called."""
+        nothing to do; a claimed task that waits for its caller is kept, not counted). Returns how
+        many times `handle` was called."""
         self._beats_stop.clear()
         self._hurry.clear()
         self._signals = 0
@@ -384,7 +385,10 @@ class Worker:
                             break
                         continue
                     if once:
+                        handled = self.handled
                         self._work(job)
+                        if self.handled == handled and job.parked and self._keep_parked(job):
+                            continue
                         break
                     # Daemon threads: a handler still running after a signal's grace does not keep
                     # the process alive (its lease is kept, and resumed after a restart).
@@ -400,6 +404,21 @@ class Worker:
             if restore is not None:
                 restore()
         return self.handled
+
+    def _keep_parked(self, job: Job) -> bool:
+        """`once` claimed a task that waits for its caller (its lease expired while it waited): there
+        is nothing to do on it now. Keep it, accepting the grant as a first run keeps the task it
+        parked, and go on to the next task: released, it would be the next claim's answer again
+        (the oldest claimable), and every `--once` run would end on it."""
+        with job.wire:
+            try:
+                job.heartbeat()
+            except DovecoteError as exc:
+                log.info("%s: could not keep the lease (%s)", job.id, exc.code)
+                return False
+        self.beaten(job)
+        log.info("%s: waits for its caller; kept, taking the next task", job.id)
+        return job.accepted
 
     def _install_signals(self) -> Callable[[], None] | None:
         """SIGINT and SIGTERM stop the worker (see the module's docstring); only the main thread
