@@ -128,7 +128,9 @@ def main() -> None:
         )
     except (A2AError, DovecoteError, httpx.HTTPError) as exc:
         # One line, as the CLI says it (the server's message says what and why), not a traceback.
-        raise SystemExit(f"error: {type(exc).__name__}: {exc}") from None
+        # httpx's status errors add a second line (a link to MDN): the first one says it.
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise SystemExit(f"error: {type(exc).__name__}: {first}") from None
     print(json.dumps(answer))
 
 
