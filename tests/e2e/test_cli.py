@@ -168,6 +168,7 @@ def test_version_health_and_help(dev_runtime: dict[str, Any]) -> None:
     assert as_json(cli(dev_runtime, "health", "--json"))["status"] == "ok"
     helped = cli(dev_runtime, "--help")
     assert helped.returncode == 0 and b"Exit codes" in helped.stdout and b"4 Dovecote" in helped.stdout
+    assert b"5 a wait cannot succeed" in helped.stdout
 
 
 # ---- tasks and worker ---------------------------------------------------------------------------

@@ -136,6 +136,7 @@ def test_usage_errors_of_our_own_are_one_line_with_exit_2(tmp_path: Path, dev_ru
     )
     assert "not a ref" in one_line(run(env, "notes", "rm", "plan", cwd=tmp_path), 2)
     assert "KEY RUN NAME" in one_line(run(env, "notes", "get", "k", "1", cwd=tmp_path), 2)
+    assert "--timeout must be 0" in one_line(run(env, "tasks", "wait", "t1", "--timeout", "-1", cwd=tmp_path), 2)
 
 
 def test_an_api_error_is_one_line_with_exit_1(tmp_path: Path, dev_runtime: dict[str, Any]) -> None:

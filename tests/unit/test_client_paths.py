@@ -443,5 +443,8 @@ def test_the_cli_goes_through_the_same_builder(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv("DOVECOTE_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.setenv("DOVECOTE_TOKEN", "dvc_x")
     result = CliRunner().invoke(app, [*args, "--json"])
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output  # a bad argument (usage), not an answer of the API
     assert json.loads(result.stdout)["error"]["code"] == "invalid_argument"
+    plain = CliRunner().invoke(app, args)
+    assert plain.exit_code == 2 and plain.stderr.startswith("error: invalid_argument: ")
+    assert plain.stderr.count("\n") == 1, plain.stderr

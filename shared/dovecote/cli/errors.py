@@ -6,6 +6,7 @@ shape whatever failed; and the exit code that says which kind:
 |---|---|---|
 | 1 | the API's (`not_found`, `revision_conflict`, …) | the API answered an error |
 | 2 | `usage` | bad arguments, a missing or unreadable file |
+| 2 | `invalid_argument` | an argument no request can carry (an id with a `/`), refused before sending |
 | 3 | `wait_timeout` | a wait ran out (nothing claimable is not an error: `worker claim` exits 3 too) |
 | 4 | `unavailable`, `configuration` | Dovecote cannot be reached, or no endpoint and token were found |
 | 5 | `task_ended` | a wait cannot succeed: the task ended in another state |
@@ -20,7 +21,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from dovecote.client.errors import CONFIGURATION, TASK_ENDED, UNAVAILABLE, WAIT_TIMEOUT, DovecoteError
+from dovecote.client.errors import (
+    CONFIGURATION,
+    INVALID_ARGUMENT,
+    TASK_ENDED,
+    UNAVAILABLE,
+    WAIT_TIMEOUT,
+    DovecoteError,
+)
 
 EXIT_OK = 0
 EXIT_API = 1
@@ -102,6 +110,9 @@ def describe(exc: BaseException) -> Failure:
 def _api_failure(exc: DovecoteError) -> Failure:
     if exc.status == 0 and exc.code in (UNAVAILABLE, CONFIGURATION):
         return Failure(EXIT_UNREACHABLE, exc.code, exc.message, exc.details)
+    if exc.status == 0 and exc.code == INVALID_ARGUMENT:
+        # Refused before sending (an id no request path can carry): a bad argument, not an API answer.
+        return Failure(EXIT_USAGE, exc.code, exc.message, exc.details, f"{exc.code}: {exc.message}")
     message = exc.message
     if exc.retryable and exc.command_id:
         message += f" (it may have committed: retry with --command-id {exc.command_id})"

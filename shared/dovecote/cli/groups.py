@@ -28,7 +28,8 @@ coercion.install()  # plain values without pydantic (dovecote.cli.coercion)
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 the API answered an error; 2 usage (bad arguments, a missing file); "
-    "3 nothing claimable, or a wait timed out; 4 Dovecote unreachable or not configured. "
+    "3 nothing claimable, or a wait timed out; 4 Dovecote unreachable or not configured; "
+    "5 a wait cannot succeed (the task ended in another state). "
     "Endpoint and token (both from one place): --profile NAME, else DOVECOTE_ENDPOINT and DOVECOTE_TOKEN, "
     "else the DOVECOTE_PROFILE or default profile of ~/.config/dovecote/config.toml (`dovecote login`), "
     "else the nearest .dovecote/dev-tokens.json (yours, writable by no one else), else the dev profile "

@@ -342,6 +342,8 @@ def tasks_wait(
     as_json: Json = False,
 ) -> None:
     """Wait until the task enters one of the states (followed on its event stream), then print it."""
+    if timeout < 0:
+        raise CliError(f"--timeout must be 0 (wait forever) or more seconds, not {timeout:g}", EXIT_USAGE)
     wanted = tuple(state or TERMINAL_STATES)
     unknown = [s for s in wanted if s not in ALL_STATES]
     if unknown:
