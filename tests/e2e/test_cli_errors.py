@@ -358,12 +358,31 @@ def test_logout_removes_a_profile_and_its_role_profiles(tmp_path: Path) -> None:
             "(`dovecote memory judge rel-1 confirmed`)",
         ),
         (
+            ("memory", "submit", "the db host is db-3", "team/infra"),
+            "SCOPE 'the db host is db-3' cannot be a scope (letters, digits and . _ : / -, at most 128); the "
+            "order is SCOPE CONTENT (`dovecote memory submit team/infra 'the db host is db-3'`)",
+        ),
+        (
+            ("tasks", "webhooks", "add", "https://example.com/hook", "T1"),
+            "TASK 'https://example.com/hook' is a URL: the order is TASK URL "
+            "(`dovecote tasks webhooks add T1 https://example.com/hook`)",
+        ),
+        (
             ("tokens", "revoke", "dvc_0123456789abcdef_c2VjcmV0c2VjcmV0c2VjcmV0"),
             "TOKEN_ID is a token's id (16 hex digits, as `dovecote tokens list` shows), not the token: this "
             "token's id is 0123456789abcdef",
         ),
     ],
-    ids=["notes get", "notes rm", "notes put", "tasks create", "memory judge", "tokens revoke"],
+    ids=[
+        "notes get",
+        "notes rm",
+        "notes put",
+        "tasks create",
+        "memory judge",
+        "memory submit",
+        "webhooks add",
+        "tokens revoke",
+    ],
 )
 def test_swapped_arguments_are_caught_before_any_request(args: tuple[str, ...], expected: str, tmp_path: Path) -> None:
     """Checked here, not sent: the endpoint is a closed port (a request would be exit 4)."""

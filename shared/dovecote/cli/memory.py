@@ -12,7 +12,7 @@ from dovecote.cli.common import EXIT_NOTHING, Json, client, done, fields, print_
 from dovecote.cli.errors import swapped
 from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Pages, Show, Verb, param, redrive, register
-from dovecote.memory.model import DECISIONS
+from dovecote.memory.model import DECISIONS, SCOPE_PATTERN
 
 
 def relation_of(values: dict[str, Any]) -> str:
@@ -55,6 +55,9 @@ def submit(
     as_json: Json = False,
 ) -> None:
     """Queue a memory write (202 queued); with --wait, print its status and evidence once settled."""
+    if not SCOPE_PATTERN.fullmatch(scope) and SCOPE_PATTERN.fullmatch(content):
+        why = "cannot be a scope (letters, digits and . _ : / -, at most 128); the order is SCOPE CONTENT"
+        raise swapped("SCOPE", scope, why, "dovecote", "memory", "submit", content, scope)
     c = client()
     answer = c.submit_memory(scope, content, tags=tags, write_id=write_id)
     if wait:

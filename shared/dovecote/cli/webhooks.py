@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dovecote.cli.errors import swapped
 from dovecote.cli.groups import new_app
 from dovecote.cli.verbs import Did, Rows, Show, Verb, param, redrive, register
 
@@ -21,6 +22,15 @@ TASK = param("task_id", Annotated[str, typer.Argument(metavar="TASK", help="The 
 WEBHOOK = param(
     "webhook_id", Annotated[str, typer.Argument(metavar="WEBHOOK", help="The webhook's id.", show_default=False)]
 )
+
+
+def _task_of(values: dict[str, Any]) -> str:
+    """TASK, unless it is the URL and URL the task (the two swapped): a usage error in the right order."""
+    task, url = str(values["task_id"]), str(values["url"])
+    if "://" in task and "://" not in url:
+        why = "is a URL: the order is TASK URL"
+        raise swapped("TASK", task, why, "dovecote", "tasks", "webhooks", "add", url, task)
+    return task
 
 
 def _line(hook: dict[str, Any]) -> str:
@@ -49,7 +59,7 @@ register(
                 ),
             ),
             lambda c, v: c.add_webhook(
-                v["task_id"],
+                _task_of(v),
                 v["url"],
                 webhook_id=v["webhook_id"],
                 token=v["token"],
