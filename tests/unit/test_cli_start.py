@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,30 @@ def test_the_package_version_is_the_distributions() -> None:
     from dovecote import __version__
 
     assert __version__ == version("dovecote")
+
+
+def _usages() -> dict[str, str]:
+    root = typer.main.get_command(app)
+    found: dict[str, str] = {}
+
+    def walk(group: Any, path: str) -> None:
+        context = group.make_context(path, ["--help"], resilient_parsing=True)
+        for name in group.list_commands(context):
+            command = group.get_command(context, name)
+            if hasattr(command, "list_commands"):
+                walk(command, f"{path} {name}")
+            else:
+                sub = command.make_context(f"{path} {name}", ["--help"], resilient_parsing=True)
+                found[f"{path} {name}"] = command.get_usage(sub)
+
+    walk(root, "dovecote")
+    return found
+
+
+def test_every_positional_argument_is_named_in_capitals() -> None:
+    """A usage line names its arguments as the docs do (TASK MESSAGE_ID, SCOPE CONTENT): typer shows a
+    parameter without a metavar by its Python name (`{message_id}`), so each argument sets one."""
+    usages = _usages()
+    assert len(usages) > 50 and "dovecote tasks message" in usages
+    lower = {name: usage for name, usage in usages.items() if re.search(r"[{\[][a-z][a-z_]*[}\]]", usage)}
+    assert not lower, lower

@@ -26,7 +26,7 @@ def relation_of(values: dict[str, Any]) -> str:
 
 app = new_app("Memory: submit writes to the serialized queue, read evidence, judge relation candidates.")
 
-Scope = Annotated[str, typer.Argument(help="The memory scope (e.g. team/infra).")]
+Scope = Annotated[str, typer.Argument(metavar="SCOPE", help="The memory scope (e.g. team/infra).")]
 WriteId = Annotated[str, typer.Argument(metavar="WRITE", help="The write's id (from submit).")]
 Wait = Annotated[int, typer.Option(help="Wait up to N seconds (≤ 20) for the write to settle.")]
 
@@ -46,7 +46,7 @@ def _status_line(status: dict[str, Any]) -> None:
 @app.command("submit")
 def submit(
     scope: Scope,
-    content: Annotated[str, typer.Argument(help="The memory (a fact, up to 8 KiB).")],
+    content: Annotated[str, typer.Argument(metavar="CONTENT", help="The memory (a fact, up to 8 KiB).")],
     tags: Annotated[
         list[str] | None, typer.Option("--tags", "--tag", "-t", help="A tag (repeat for more); subject:<key>.")
     ] = None,
@@ -124,7 +124,7 @@ register(
             "Confirm or dismiss a pending relation candidate, once.",
             (
                 param("relation_id", Annotated[str, typer.Argument(metavar="RELATION", help="The candidate's id.")]),
-                param("decision", Annotated[str, typer.Argument(help="confirmed | dismissed")]),
+                param("decision", Annotated[str, typer.Argument(metavar="DECISION", help="confirmed | dismissed")]),
                 param("note", Annotated[str | None, typer.Option(help="Why.")], None),
                 param(
                     "command_id",

@@ -98,9 +98,9 @@ def named_by_coordinates(args: list[str], author: str) -> Iterator[None]:
 
 @app.command("put")
 def notes_put(
-    key: str,
+    key: Annotated[str, typer.Argument(metavar="KEY", help="The note's key.", show_default=False)],
     run: Annotated[str, typer.Argument(metavar="RUN", help="The run number (an integer).", show_default=False)],
-    name: str,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The note's name.", show_default=False)],
     file: FileOpt = None,
     author: Author = "",
     content_type: Annotated[

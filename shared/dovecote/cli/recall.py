@@ -66,7 +66,8 @@ def _summary(outcomes: list[Outcome], files: int) -> dict[str, Any]:
 @app.command("push")
 def push(
     paths: Annotated[
-        list[Path] | None, typer.Argument(help="Files or trees (default: ~/.claude/projects ~/.codex/sessions).")
+        list[Path] | None,
+        typer.Argument(metavar="PATHS", help="Files or trees (default: ~/.claude/projects ~/.codex/sessions)."),
     ] = None,
     fmt: Annotated[
         str | None,
@@ -308,7 +309,7 @@ def _print_messages(messages: list[dict[str, Any]], anchor: str = "") -> None:
 
 @app.command("read")
 def read(
-    ref: Annotated[str, typer.Argument(help="<session8>:<uuid8> as printed by search")],
+    ref: Annotated[str, typer.Argument(metavar="REF", help="<session8>:<uuid8> as printed by search")],
     budget: Annotated[int | None, typer.Option(help="characters (default: no cap)")] = None,
     more: Annotated[int | None, typer.Option(help="level n: radius (n + 1) × 8")] = None,
     around: Annotated[int | None, typer.Option(help="re-centre N messages after the anchor")] = None,
@@ -340,7 +341,7 @@ def read(
 
 @app.command("outline")
 def outline(
-    session: Annotated[str, typer.Argument(help="a session id or prefix (<session8>)")],
+    session: Annotated[str, typer.Argument(metavar="SESSION", help="a session id or prefix (<session8>)")],
     include_tools: IncludeTools = False,
     include_thinking: IncludeThinking = False,
     include_subagents: Annotated[

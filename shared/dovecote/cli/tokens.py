@@ -96,7 +96,12 @@ register(
             "revoke",
             "DELETE /v1/admin/tokens/{token_id}",
             "Revoke a token. It stops working once the authorizer's cache expires (5 minutes by default).",
-            (param("token_id", Annotated[str, typer.Argument(help="The token's id (from `tokens list`).")]),),
+            (
+                param(
+                    "token_id",
+                    Annotated[str, typer.Argument(metavar="TOKEN_ID", help="The token's id (from `tokens list`).")],
+                ),
+            ),
             lambda c, v: c.revoke_token(token_id_of(v["token_id"])),
             Did(lambda v: {"token_id": v["token_id"], "revoked": True}, lambda v: f"revoked {v['token_id']}"),
             role="admin",

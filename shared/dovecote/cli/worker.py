@@ -284,7 +284,9 @@ def worker_freeze_artifact(
 def worker_event(
     file: Annotated[
         str | None,
-        typer.Argument(help="A JSON file: {delivery_id?, event} or the event alone; - or none reads stdin."),
+        typer.Argument(
+            metavar="FILE", help="A JSON file: {delivery_id?, event} or the event alone; - or none reads stdin."
+        ),
     ] = None,
     as_json: Json = False,
 ) -> None:
