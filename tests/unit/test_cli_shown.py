@@ -33,3 +33,14 @@ def test_a_field_is_shown_literally_with_its_newlines(printed: io.StringIO) -> N
     text = printed.getvalue()
     assert "[red]x[/red]" in text and "\x1b" not in text and "\\x1b[31m" in text
     assert "second line" in text.split("\n")[1]
+
+
+def test_a_webhook_line_says_where_it_is_not_what_it_sent() -> None:
+    """`delivered` is the webhook's cursor: a webhook added after five events that sent nothing is at
+    event 5; the line does not claim five deliveries."""
+    from dovecote.cli.webhooks import _line
+
+    line = _line({"id": "h1", "url": "https://example.com/x", "delivered": 5})
+    assert line == "h1  https://example.com/x  at event 5" and "delivered" not in line
+    failed = _line({"id": "h1", "url": "u", "delivered": 5, "last_failure": {"status": 503, "reason": "busy"}})
+    assert failed.endswith("at event 5  last failure: 503 busy")

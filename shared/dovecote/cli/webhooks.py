@@ -36,7 +36,9 @@ def _task_of(values: dict[str, Any]) -> str:
 def _line(hook: dict[str, Any]) -> str:
     failure = hook.get("last_failure") or {}
     last = f"  last failure: {failure.get('status')} {failure.get('reason', '')}" if failure else ""
-    return f"{hook['id']}  {hook['url']}  delivered {hook['delivered']}{last}"
+    # `delivered` is a cursor: the last event sent, or for a webhook that has sent nothing yet, the
+    # last one before it was added (it notifies from then on).
+    return f"{hook['id']}  {hook['url']}  at event {hook['delivered']}{last}"
 
 
 register(
