@@ -65,11 +65,14 @@ def test_a_silent_lease_is_fenced_after_its_timeout_and_claimed_again_with_fence
     with pytest.raises(NotFound):
         service.get_lease(WORKER, flow.task_id)
     # The old worker is stale on its next command and heartbeat.
-    with pytest.raises(StaleLease):
+    with pytest.raises(StaleLease) as unheld:
         flow.worker_cmd("complete")
+    # Nobody holds it now: the message says so, and what to do.
+    assert unheld.value.message.startswith("no worker holds this task's lease now")
+    assert "claim or acquire the task first" in unheld.value.message
     with pytest.raises(StaleLease) as stale:
         service.heartbeat(WORKER, flow.task_id, {"fence": flow.fence})
-    assert stale.value.details["current_fence"] is None
+    assert stale.value.details["current_fence"] is None and "the heartbeat's fence" in stale.value.message
     claimed = service.claim(OTHER_WORKER, {"command_id": uid("c")}).body["assignment"]
     assert claimed["task"]["id"] == flow.task_id and claimed["fence"] == flow.fence + 1
     assert dispatch(service) == {"fenced": 0, "lost": 0}

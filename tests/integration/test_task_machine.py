@@ -275,6 +275,7 @@ def test_stale_lease_details_carry_the_current_fence(service: Edge) -> None:
     with pytest.raises(DomainError) as caught:
         flow.worker_cmd("accept")
     assert caught.value.details["current_fence"] == 1
+    assert caught.value.message == "the lease this command carries is not current"  # someone holds it
 
 
 def test_another_worker_cannot_drive_or_fence_the_lease(service: Edge) -> None:

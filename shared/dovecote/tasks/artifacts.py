@@ -15,7 +15,6 @@ from dovecote.platform.errors import (
     ArtifactState,
     NotFound,
     ReceiptConflict,
-    StaleLease,
     WorkspaceConflict,
 )
 from dovecote.platform.ids import check_id
@@ -31,6 +30,7 @@ from dovecote.tasks.model import (
     WorkspaceHead,
     intent_digest,
     result_revision,
+    stale_lease,
 )
 from dovecote.tasks.ports import ApplyCommit, ApplySnapshot, ArtifactChange
 
@@ -117,11 +117,7 @@ class Artifacts:
         that the worker does not hold."""
         task = self.work.load(principal, command.task)
         if task.owner != principal.worker or task.fence != command.fence:
-            raise StaleLease(
-                "the lease this command carries is not current",
-                fence=command.fence,
-                current_fence=task.fence if task.owner else None,
-            )
+            raise stale_lease(task, command.fence)
         presigned = self.work.store.presign_artifact_upload(
             principal.authority, command.size, command.sha256, self.presign_seconds
         )

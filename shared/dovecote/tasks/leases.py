@@ -36,6 +36,7 @@ from dovecote.tasks.model import (
     intent_digest,
     page_limit,
     silence_deadline,
+    stale_lease,
 )
 from dovecote.tasks.ports import ClaimableLayout, Commit, Expect, ReceiptTaken, TaskChanged
 from dovecote.tasks.reads import ListPage, Pages
@@ -268,12 +269,7 @@ class Leases:
         except TaskChanged as exc:
             if exc.actual is None:
                 raise NotFound("task not found", task=command.task) from None
-            current = exc.actual
-            raise StaleLease(
-                "the lease this heartbeat carries is not current",
-                fence=command.fence,
-                current_fence=current.fence if current.owner else None,
-            ) from None
+            raise stale_lease(exc.actual, command.fence, "heartbeat") from None
         return Assignment.of(task)
 
     def expire_silent_leases(self, shard: int, *, limit: int, command_id: Callable[[Task], str]) -> dict[str, int]:

@@ -11,7 +11,6 @@ from dovecote.platform.errors import (
     InvalidTransition,
     NotFound,
     RevisionConflict,
-    StaleLease,
     TaskConflict,
     TerminalTask,
 )
@@ -30,7 +29,7 @@ from dovecote.tasks.commands import (
     WorkerCommand,
 )
 from dovecote.tasks.limits import MAX_COUNTER
-from dovecote.tasks.model import Event, Message, MessageInput, Task, TaskView
+from dovecote.tasks.model import Event, Message, MessageInput, Task, TaskView, stale_lease
 from dovecote.tasks.ports import Commit, Delivery, Expect
 
 
@@ -145,11 +144,7 @@ class Lifecycle:
         if task is None:
             raise NotFound("task not found", task=command.task)
         if machine.TRANSITIONS[kind].by == "worker" and (task.owner != worker or task.fence != fence):
-            raise StaleLease(
-                "the lease this command carries is not current",
-                fence=fence,
-                current_fence=task.fence if task.owner else None,
-            )
+            raise stale_lease(task, fence)
         if task.revision != expected:
             raise RevisionConflict(
                 f"expected revision {expected}, the task is at {task.revision}", expected=expected, actual=task.revision

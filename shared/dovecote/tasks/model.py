@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from dovecote.platform import paging
+from dovecote.platform.errors import StaleLease
 from dovecote.platform.records import Receipt as Receipt  # a committed command's, as every service keeps it
 from dovecote.platform.records import canonical_digest, fields_json
 from dovecote.platform.records import intent_digest as intent_digest  # the tasks' commands bind their ids with it
@@ -165,6 +166,20 @@ class TaskView(NamedTuple):
         if self.submission:
             out["submission"] = dict(self.submission)
         return out
+
+
+def stale_lease(task: Task, fence: int, carrier: str = "command") -> StaleLease:
+    """A worker's `fence` that is not the task's current lease: `current_fence` when someone holds it.
+    When nobody does, the message says so (a worker that never held it, or whose lease ended, is told
+    to claim or acquire it, not that its lease is stale)."""
+    if not task.owner:
+        message = (
+            f"no worker holds this task's lease now (released, fenced or never granted): the {carrier}'s "
+            f"fence {fence} is not current; claim or acquire the task first"
+        )
+    else:
+        message = f"the lease this {carrier} carries is not current"
+    return StaleLease(message, fence=fence, current_fence=task.fence if task.owner else None)
 
 
 # Why a lease generation ended: its owner released it; an admin fenced it; the dispatcher fenced it
