@@ -18,7 +18,8 @@ artifact by the SDK's loop, without a second freeze.
 
 Identity: DOVECOTE_ENDPOINT + DOVECOTE_TOKEN (a worker token) when set. Against `dovecote dev`
 without DOVECOTE_TOKEN, it mints a worker token of its own (`--worker-id`, default `echo-worker`)
-with the dev admin token from `.dovecote/dev-tokens.json` (or DOVECOTE_TOKENS_FILE).
+with the dev admin token from `.dovecote/dev-tokens.json` (or DOVECOTE_TOKENS_FILE), and revokes it
+when it exits (its leases are the worker id's: the next run, with a token of its own, resumes them).
 
     make dev                                         # in one terminal
     .venv/bin/python examples/echo_worker.py         # in another
@@ -33,6 +34,8 @@ import hashlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from dovecote.client import DovecoteClient, DovecoteError
 from dovecote.client.worker import Job, Worker
@@ -75,14 +78,25 @@ def echo_with_artifact(job: Job) -> None:
     log.info("%s: completed with artifact %s", job.id, artifact)
 
 
-def worker_client(worker_id: str) -> DovecoteClient:
-    """The worker's own client: DOVECOTE_TOKEN when set, else a token minted from the dev admin."""
+@contextmanager
+def worker_client(worker_id: str) -> Iterator[DovecoteClient]:
+    """The worker's own client: DOVECOTE_TOKEN when set, else a token minted from the dev admin for
+    this run, revoked when it ends (so runs do not leave live tokens behind)."""
     if os.environ.get("DOVECOTE_TOKEN"):
-        return DovecoteClient.from_env("worker")
+        with DovecoteClient.from_env("worker") as client:
+            yield client
+        return
     with DovecoteClient.from_env("admin") as admin:
         minted = admin.create_token("dev", "worker", worker_id)
         log.info("minted a worker token for %s (token id %s)", worker_id, minted["token_id"])
-        return DovecoteClient(admin.endpoint, minted["token"], source=admin.source)
+        try:
+            with DovecoteClient(admin.endpoint, minted["token"], source=admin.source) as client:
+                yield client
+        finally:
+            try:
+                admin.revoke_token(minted["token_id"])
+            except DovecoteError as exc:
+                log.warning("could not revoke the worker token %s (%s)", minted["token_id"], exc.code)
 
 
 def main() -> int:

@@ -142,3 +142,23 @@ def test_once_keeps_a_task_that_waits_for_its_caller_and_takes_the_next(dev_runt
     # The kept task is held by the second worker (accepted), not handed to the next claim.
     held = caller.read_task(waiting)["lease"]
     assert held["state"] != "granted" and held["fence"] == 2, held
+
+
+def test_the_token_it_mints_is_revoked_when_it_exits(dev_runtime: dict[str, Any]) -> None:
+    """Minted from the dev admin for one run, the worker token does not outlive it."""
+    import re
+
+    identity = f"echo-{uuid.uuid4().hex[:8]}"
+    done = subprocess.run(
+        [sys.executable, ECHO, "--once", "--wait", "1", "--worker-id", identity],
+        env=dev_env(dev_runtime),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    minted = re.search(rf"minted a worker token for {identity} \(token id (\w+)\)", done.stdout)
+    assert minted, done.stdout
+    admin = DovecoteClient(dev_runtime["endpoint"], dev_runtime["tokens"]["admin"])
+    rows = [t for t in admin.iter_tokens() if t["token_id"] == minted.group(1)]
+    assert len(rows) == 1 and rows[0]["revoked_at"], rows
