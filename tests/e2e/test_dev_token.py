@@ -58,6 +58,11 @@ def test_a_token_of_another_authority_is_one_command(dev_runtime: dict[str, Any]
     me = whoami(dev_runtime["endpoint"], minted["token"])
     assert (me["authority"], me["role"], me["worker"]) == (authority, "worker", "w1")
 
+    # Without --authority: a token of the runtime's own authority, `dev`.
+    own = dovecote("dev", "token", "--role", "admin", "--json", "--tokens-file", tokens_file)
+    assert own.returncode == 0, own.stderr
+    assert whoami(dev_runtime["endpoint"], json.loads(own.stdout)["token"])["authority"] == "dev"
+
     # The other authority sees nothing of `dev`'s: a note written by the dev caller is not found.
     note = {"key": "iso-" + uuid.uuid4().hex[:6], "run": 1, "name": "n", "text": "mine"}
     ref = httpx.put(

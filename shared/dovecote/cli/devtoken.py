@@ -34,7 +34,9 @@ def running_tokens_file(tokens_file: Path | None) -> Path:
 
 
 def dev_token(
-    authority: Annotated[str, typer.Option(help="The authority the token acts in (any id, e.g. a second team).")],
+    authority: Annotated[
+        str, typer.Option(help="The authority the token acts in (any id, e.g. a second team; default: dev's own).")
+    ] = "dev",
     role: Annotated[str, typer.Option(help="caller, worker or admin.")] = "caller",
     worker: TokenWorker = None,
     agent: TokenAgent = None,
