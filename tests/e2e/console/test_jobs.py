@@ -263,3 +263,26 @@ def test_a_refused_token_sends_the_person_back_to_sign_in_with_the_reason(
     page.get_by_text("The API refused the token (403").wait_for()
     assert page.evaluate("sessionStorage.getItem('dovecote.console.tokens')") is None
     context.close()
+
+
+def test_the_board_headers_break_between_words_never_inside_one(
+    console_runtime: dict[str, Any], page: Any, watch: Watch
+) -> None:
+    """Long unbroken ids squeeze the board's columns at 1280 px: a header may wrap at a space, but not
+    mid-word ("Re/v", "Fenc/e")."""
+    with client(console_runtime) as agent:
+        for _ in range(2):
+            agent.create_task(unique("x" * 100), "squeeze", context=unique("c" * 100))
+        sign_in(page, console_runtime["endpoint"], console_runtime["tokens"]["caller"], view="board")
+        page.locator("[data-testid=board] tbody tr").first.wait_for()
+        lines = page.evaluate(
+            """() => [...document.querySelectorAll('[data-testid=board] thead th')].map(th => {
+                const range = document.createRange(); range.selectNodeContents(th);
+                const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+                return [th.textContent.trim(), tops.size];
+            })"""
+        )
+    assert len(lines) == 9, lines
+    broken = [(text, n) for text, n in lines if n > len(text.split())]
+    assert not broken, broken
+    watch.assert_clean()
