@@ -1,4 +1,6 @@
-"""Admin and meta routes: health, the OpenAPI document, whoami, tokens (mint, list, revoke)."""
+"""Admin and meta routes: health, the OpenAPI document, whoami, tokens (mint, list, revoke). The token
+service answers typed values (dovecote.admin.model MintedToken, a Page of TokenListing); each route's
+response model reads them."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pydantic import Field, StrictStr
 from typing_extensions import NotRequired, TypedDict
 
 import dovecote
-from dovecote.admin.model import MAX_TOKEN_DAYS
+from dovecote.admin.model import MAX_TOKEN_DAYS, MintedToken
 from dovecote.admin.service import LIST_MAX, TokenService
 from dovecote.platform.http import (
     ApiModel,
@@ -177,16 +179,7 @@ def create_token(body: Annotated[TokenBody, Body()]) -> Response[TokenOut]:
         agent=body.agent,
         expires_in_days=body.expires_in_days,
     )
-    p = record.principal
-    out = TokenOut(
-        token=token,
-        token_id=record.token_id,
-        authority=p.authority,
-        role=p.role,
-        worker=p.worker,
-        agent=p.agent,
-        expires_at=record.expires_at,
-    )
+    out = TokenOut.model_validate(MintedToken.of(token, record), from_attributes=True)
     return Response(status_code=201, content_type="application/json", body=out)
 
 
@@ -196,8 +189,7 @@ def list_tokens(
     cursor: Annotated[str | None, Query()] = None,
 ) -> TokenListOut:
     """The authority's tokens, newest first: never their secrets or hashes. Admin only."""
-    page = service().list(current_principal(app), limit, cursor)
-    return TokenListOut(items=[TokenListItem(**i) for i in page["items"]], cursor=page["cursor"])
+    return TokenListOut.model_validate(service().list(current_principal(app), limit, cursor))
 
 
 @app.delete("/v1/admin/tokens/<token_id>", tags=["admin"], responses=responses(204, None, 401, 403, 404, 429, 503))
