@@ -1,6 +1,6 @@
 """Admin and meta routes: health, the OpenAPI document, whoami, tokens (mint, list, revoke). The token
-service answers typed values (dovecote.admin.model MintedToken, a Page of TokenListing); each route's
-response model reads them."""
+service answers typed values (the minted token and its record; a Page of TokenListing), which each
+route turns into its response model."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pydantic import Field, StrictStr
 from typing_extensions import NotRequired, TypedDict
 
 import dovecote
-from dovecote.admin.model import MAX_TOKEN_DAYS, MintedToken
+from dovecote.admin.model import MAX_TOKEN_DAYS
 from dovecote.admin.service import LIST_MAX, TokenService
 from dovecote.platform.http import (
     ApiModel,
@@ -179,7 +179,16 @@ def create_token(body: Annotated[TokenBody, Body()]) -> Response[TokenOut]:
         agent=body.agent,
         expires_in_days=body.expires_in_days,
     )
-    out = TokenOut.model_validate(MintedToken.of(token, record), from_attributes=True)
+    p = record.principal
+    out = TokenOut(
+        token=token,
+        token_id=record.token_id,
+        authority=p.authority,
+        role=p.role,
+        worker=p.worker,
+        agent=p.agent,
+        expires_at=record.expires_at,
+    )
     return Response(status_code=201, content_type="application/json", body=out)
 
 

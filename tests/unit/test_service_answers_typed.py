@@ -113,8 +113,10 @@ def test_the_memory_answers_are_the_records_and_frozen_answers() -> None:
         "cancel": model.Cancellation,
         "list_memories": Page[model.Memory],
         "list_relations": Page[model.Relation],
-        "judge": model.RelationView,
+        "judge": model.Relation,
         "redrive": model.Redriven,
     }
-    for answer in (model.Submitted, model.Cancellation, model.Redriven, model.RelationView, Page):
-        assert answer.__dataclass_params__.frozen, answer  # type: ignore[attr-defined]
+    for record in (model.Write, model.Memory, model.Relation, Page):
+        assert record.__dataclass_params__.frozen, record  # type: ignore[attr-defined]
+    for answer in (model.Submitted, model.Cancellation, model.Redriven):
+        assert issubclass(answer, tuple) and answer._fields, answer  # a NamedTuple: immutable

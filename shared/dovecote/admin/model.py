@@ -106,8 +106,8 @@ class TokenListing:
 
 @dataclass(frozen=True, slots=True)
 class MintedToken:
-    """What the minter of a new token is told once: the secret and what it stands for (the API's
-    answer, `tokens bootstrap`'s document and the local runtime's dev mint alike)."""
+    """What the minter of a new token is told once: the secret and what it stands for (the document
+    `tokens bootstrap` prints and the local runtime's dev mint answers, as the API's TokenOut)."""
 
     token: str
     token_id: str

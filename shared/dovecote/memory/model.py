@@ -17,7 +17,7 @@ import json
 import re
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dovecote.platform import ids, paging
 from dovecote.platform.errors import InvalidArgument
@@ -156,8 +156,7 @@ def gate_write(given: WriteInput) -> WriteInput:
     return WriteInput(write_id, scope, content, tags)
 
 
-@dataclass(frozen=True, slots=True)
-class Submitted:
+class Submitted(NamedTuple):
     """A submit's answer, a first submit's and an exact resubmit's alike: the write is queued (what
     became of it since is the status read's to say)."""
 
@@ -166,23 +165,19 @@ class Submitted:
     status: str = "queued"
 
 
-@dataclass(frozen=True, slots=True)
-class Cancellation:
+class Cancellation(NamedTuple):
     """A cancel's answer: whether the write will never start (the service's `cancel`)."""
 
     id: str
     cancelled: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Redriven:
-    """A redrive's answer: the ids of this authority's writes moved back to the queue, in order."""
+class Redriven(NamedTuple):
+    """A redrive's answer: how many of this authority's writes went back to the queue, and their ids
+    in order."""
 
+    moved: int
     writes: tuple[str, ...]
-
-    @property
-    def moved(self) -> int:
-        return len(self.writes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,42 +335,6 @@ class Relation:
     def to_json(self) -> dict[str, Any]:
         edge = {"id": self.id, "scope": self.scope, **_edge_json(self)}
         return {**edge, **fields_json(self, ("status", "created_at"), ("judgment",))}
-
-
-@dataclass(frozen=True, slots=True)
-class RelationView:
-    """A relation as a judgment answers it: the JSON its receipt stores (`Relation.to_json`), read
-    back, so the first run and an exact retry answer alike, to the field."""
-
-    id: str
-    scope: str
-    from_id: str
-    to_id: str
-    verb: str
-    note: str
-    evidence_ids: tuple[str, ...]
-    status: str
-    created_at: str
-    judgment: Judgment | None = None
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], command_id: str) -> RelationView:
-        """`command_id` is the receipt's: the command whose judgment the stored relation holds."""
-        j = data.get("judgment")
-        judgment = Judgment(j["decision"], j["note"], j["judged_at"], command_id) if j else None
-        edge = Candidate.from_json(data)
-        return cls(
-            data["id"],
-            data["scope"],
-            edge.from_id,
-            edge.to_id,
-            edge.verb,
-            edge.note,
-            edge.evidence_ids,
-            data["status"],
-            data["created_at"],
-            judgment,
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,6 @@ from dovecote.memory.model import (
     Receipt,
     Redriven,
     Relation,
-    RelationView,
     Submitted,
     Write,
     WriteInput,
@@ -211,10 +210,10 @@ class MemoryService:
 
     # ---- judgment ---------------------------------------------------------------------------
 
-    def judge(self, principal: Principal, relation_id: str, judgment: JudgmentInput) -> RelationView:
-        """Confirm or dismiss a pending candidate. One receipt per command id: the exact retry
-        answers the same (read from the receipt, as the first run's answer is); any other judgment
-        of a judged relation is judgment_conflict."""
+    def judge(self, principal: Principal, relation_id: str, judgment: JudgmentInput) -> Relation:
+        """Confirm or dismiss a pending candidate: the relation as judged. One receipt per command
+        id: the exact retry answers the same; any other judgment of a judged relation is
+        judgment_conflict."""
         principal.require("caller", "worker")
         if not isinstance(relation_id, str) or not RELATION_ID.fullmatch(relation_id):
             raise InvalidArgument(f"relation id must match {RELATION_ID.pattern}", field="id")
@@ -228,7 +227,10 @@ class MemoryService:
                     raise IdempotencyConflict(
                         "this command id was already used for a different command", command_id=given.command_id
                     )
-                return RelationView.from_json(receipt.result["relation"], given.command_id)
+                if relation is not None:
+                    # This command judged it, and a judged relation never changes again (the commit
+                    # is conditional on `pending`; relations are never deleted): the first answer.
+                    return relation
             if relation is None:
                 raise NotFound("relation not found", id=relation_id)
             if relation.status != "pending":
@@ -241,6 +243,8 @@ class MemoryService:
                 status=given.decision,
                 judgment=Judgment(given.decision, given.note, self._now(), given.command_id),
             )
+            # The receipt keeps the answer as JSON too, as before: a function version that replays from
+            # it may still be running during a deploy.
             result = {"relation": judged.to_json()}
             try:
                 self._store.commit_judgment(
@@ -248,7 +252,7 @@ class MemoryService:
                 )
             except (ReceiptTaken, RelationChanged):
                 continue  # re-read: replay the winner's receipt, or report the judgment that won
-            return RelationView.from_json(result["relation"], given.command_id)
+            return judged
         raise JudgmentConflict("the relation kept changing; read it and retry", id=relation_id)
 
     # ---- redrive ----------------------------------------------------------------------------
@@ -273,4 +277,4 @@ class MemoryService:
             moved.append(message.id)
         for letter in others:
             self._queue.release_dead_letter(letter)
-        return Redriven(tuple(moved))
+        return Redriven(len(moved), tuple(moved))
