@@ -75,7 +75,7 @@ def _on_moto() -> Iterator[tuple[MotoResources, Any, Any]]:
 
 def round_trips() -> dict[str, int]:
     from dovecote.memory.detector import LexicalDetector
-    from dovecote.memory.model import QueueMessage
+    from dovecote.memory.model import JudgmentInput, QueueMessage, WriteInput
     from dovecote.memory.service import MemoryService
     from dovecote.memory.worker import WriteWorker
     from dovecote.platform.cursors import CursorSigner
@@ -97,21 +97,19 @@ def round_trips() -> dict[str, int]:
         def body(write_id: str) -> str:
             return QueueMessage(AUTHORITY, write_id, "s").to_body()
 
-        measure("submit", lambda: service.submit(who, {"id": "a", "scope": "s", "content": "The retry limit is 5"}))
-        measure(
-            "exact resubmit", lambda: service.submit(who, {"id": "a", "scope": "s", "content": "The retry limit is 5"})
-        )
-        service.submit(who, {"id": "b", "scope": "s", "content": "The retry limit is 7"})
+        measure("submit", lambda: service.submit(who, WriteInput("a", "s", "The retry limit is 5")))
+        measure("exact resubmit", lambda: service.submit(who, WriteInput("a", "s", "The retry limit is 5")))
+        service.submit(who, WriteInput("b", "s", "The retry limit is 7"))
         measure("applied write, empty scope", lambda: worker.handle(body("a")))
         measure("applied write, with candidates", lambda: worker.handle(body("b")))
         measure("redelivered message", lambda: worker.handle(body("b")))
         measure("status read", lambda: service.status(who, "b"))
-        service.submit(who, {"id": "c", "scope": "s", "content": "x is 1"})
+        service.submit(who, WriteInput("c", "s", "x is 1"))
         measure("cancel", lambda: service.cancel(who, "c"))
         measure("list memories (1 page)", lambda: service.list_memories(who, "s", 10, None))
-        rid = service.list_relations(who, "s", "", None, None)["items"][0]["id"]
+        rid = service.list_relations(who, "s", "", None, None).items[0].id
         measure("list relations (1 page)", lambda: service.list_relations(who, "s", "", 10, None))
-        measure("judgment", lambda: service.judge(who, rid, {"command_id": "j", "decision": "confirmed"}))
+        measure("judgment", lambda: service.judge(who, rid, JudgmentInput("j", "confirmed")))
     return out
 
 
@@ -145,7 +143,7 @@ def _seed(corpus: Corpus, n: int) -> list[Any]:
 
 
 def _detect_writes(store: Any, queue: Any, corpus: Corpus, writes: int, *, meter: Any = None) -> dict[str, Any]:
-    from dovecote.memory.model import QueueMessage
+    from dovecote.memory.model import QueueMessage, WriteInput
     from dovecote.memory.service import MemoryService
     from dovecote.memory.worker import WriteWorker
     from dovecote.platform.cursors import CursorSigner
@@ -159,7 +157,7 @@ def _detect_writes(store: Any, queue: Any, corpus: Corpus, writes: int, *, meter
     for i in range(writes):
         content, tags = corpus.memory()
         write_id = f"new-{i}-{time.monotonic_ns()}"
-        service.submit(who, {"id": write_id, "scope": "big", "content": content, "tags": list(tags)})
+        service.submit(who, WriteInput(write_id, "big", content, tuple(tags)))
         t = time.perf_counter()
         if meter is not None:
             meter.reset()
@@ -167,8 +165,9 @@ def _detect_writes(store: Any, queue: Any, corpus: Corpus, writes: int, *, meter
         applies.append(time.perf_counter() - t)
         if meter is not None:
             trips.append(meter.total)
-        status = service.status(who, write_id)
-        candidates += len(status["evidence"]["candidates"])
+        evidence = service.status(who, write_id).evidence
+        assert evidence is not None, write_id  # applied just above
+        candidates += len(evidence.candidates)
     out: dict[str, Any] = {
         "writes": writes,
         "apply": latency_ms(applies),

@@ -1,4 +1,6 @@
-"""Admin and meta routes: health, the OpenAPI document, whoami, tokens (mint, list, revoke)."""
+"""Admin and meta routes: health, the OpenAPI document, whoami, tokens (mint, list, revoke). The token
+service answers typed values (the minted token and its record; a Page of TokenListing), which each
+route turns into its response model."""
 
 from __future__ import annotations
 
@@ -196,8 +198,7 @@ def list_tokens(
     cursor: Annotated[str | None, Query()] = None,
 ) -> TokenListOut:
     """The authority's tokens, newest first: never their secrets or hashes. Admin only."""
-    page = service().list(current_principal(app), limit, cursor)
-    return TokenListOut(items=[TokenListItem(**i) for i in page["items"]], cursor=page["cursor"])
+    return TokenListOut.model_validate(service().list(current_principal(app), limit, cursor))
 
 
 @app.delete("/v1/admin/tokens/<token_id>", tags=["admin"], responses=responses(204, None, 401, 403, 404, 429, 503))

@@ -1,10 +1,11 @@
 """Memory API function: parse → call MemoryService → return a model. No rules here: the roles, the
-gates and the codes are the service's (dovecote.memory.service)."""
+gates and the codes are the service's (dovecote.memory.service). The service answers typed values;
+each route's response model reads its answer (functions/memory_api/models.py)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -50,14 +51,10 @@ def service() -> MemoryService:
     return MemoryService(store, queue, signer_factory=lambda: CursorSigner(aws.cursor_key()))
 
 
-def _body(model: Any) -> dict[str, Any]:
-    return dict(model.model_dump(exclude_none=True))
-
-
 @app.post("/v1/memory/writes", tags=["memory"], responses=responses(202, SubmitOut, *COMMAND_ERRORS))
 def submit_write(body: Annotated[SubmitIn, Body()]) -> Response[SubmitOut]:
     """Queue a memory write. An exact retry answers the same; another write under the id is 409."""
-    out = service().submit(current_principal(app), _body(body))
+    out = service().submit(current_principal(app), body.input())
     return Response(status_code=202, content_type=JSON, body=SubmitOut.model_validate(out))
 
 
@@ -111,7 +108,8 @@ def judge_relation(
     relation_id: Annotated[str, Path(json_schema_extra=RELATION)], body: Annotated[JudgmentIn, Body()]
 ) -> RelationEnvelope:
     """Confirm or dismiss a pending candidate, once. The exact retry answers the same."""
-    return RelationEnvelope.model_validate(service().judge(current_principal(app), relation_id, _body(body)))
+    judged = service().judge(current_principal(app), relation_id, body.input())
+    return RelationEnvelope.model_validate({"relation": judged})
 
 
 @app.post("/v1/memory/redrive", tags=["memory"], responses=responses(200, RedriveOut, *COMMAND_ERRORS))

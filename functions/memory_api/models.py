@@ -1,11 +1,14 @@
-"""HTTP shapes of the memory routes (docs/services/memory.md). Types only: dovecote.memory holds the rules
-(the one gate per input is dovecote.memory.model; these models refuse wrong JSON types first)."""
+"""HTTP shapes of the memory routes (docs/services/memory.md), and the HTTP edge's one serializer of
+the memory service's typed answers: each response model is read from the attributes of the record or
+answer the service returns (ApiModel: from_attributes; a relation's `from_id`/`to_id` are the wire's
+`from`/`to`). Request bodies are types only: they refuse wrong JSON types, then `input()` hands the
+service its typed input, whose rules are the one gate per input (dovecote.memory.model)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, StrictStr
+from pydantic import AliasChoices, ConfigDict, Field, StrictStr
 
 from dovecote.memory.model import (
     DECISIONS,
@@ -15,6 +18,8 @@ from dovecote.memory.model import (
     SCOPE_PATTERN,
     SUBJECT_PREFIX,
     TAG_PATTERN,
+    JudgmentInput,
+    WriteInput,
 )
 from dovecote.memory.service import RELATION_ID
 from dovecote.platform.http import ApiModel
@@ -48,11 +53,22 @@ class SubmitIn(RequestModel):
     content: StrictStr = Field(json_schema_extra=CONTENT)
     tags: list[Annotated[StrictStr, Field(json_schema_extra=TAG)]] | None = Field(default=None, json_schema_extra=TAGS)
 
+    def input(self) -> WriteInput:
+        return WriteInput(self.id, self.scope, self.content, tuple(self.tags or ()))
+
 
 class JudgmentIn(RequestModel):
     command_id: StrictStr = Field(json_schema_extra=ID)
     decision: StrictStr = Field(json_schema_extra=one_of(*DECISIONS))
     note: StrictStr | None = Field(default=None, json_schema_extra=NOTE)
+
+    def input(self) -> JudgmentInput:
+        return JudgmentInput(self.command_id, self.decision, self.note or "")
+
+
+# A relation record's names for its two ends (the wire's are `from` and `to`).
+FROM = AliasChoices("from", "from_id")
+TO = AliasChoices("to", "to_id")
 
 
 class SubmitOut(ApiModel):
@@ -65,8 +81,8 @@ class CandidateOut(ApiModel):
     model_config = ConfigDict(populate_by_name=True)
 
     id: str | None = Field(default=None, description="the stored relation's id (for a judgment)")
-    from_: str = Field(alias="from")
-    to: str
+    from_: str = Field(alias="from", validation_alias=FROM)
+    to: str = Field(validation_alias=TO)
     verb: str
     note: str
     evidence_ids: list[str]
@@ -124,8 +140,8 @@ class RelationOut(ApiModel):
 
     id: str
     scope: str
-    from_: str = Field(alias="from")
-    to: str
+    from_: str = Field(alias="from", validation_alias=FROM)
+    to: str = Field(validation_alias=TO)
     verb: str
     note: str
     evidence_ids: list[str]

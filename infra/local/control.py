@@ -26,7 +26,11 @@ import ipaddress
 import json
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dovecote.admin.model import MintedToken
 
 PATH = "/_dev/tokens"
 PREFIX = "/_dev/"
@@ -34,7 +38,7 @@ HEADER = "HTTP_X_DOVECOTE_DEV_CONTROL"  # X-Dovecote-Dev-Control
 _MAX_BODY = 16 * 1024
 log = logging.getLogger("dovecote-dev")
 
-Mint = Callable[[dict[str, Any]], dict[str, Any]]
+Mint = Callable[[dict[str, Any]], "MintedToken"]
 
 
 def _loopback(address: str) -> bool:
@@ -100,11 +104,11 @@ class LocalControl:
             return _answer(start_response, exc.status, exc.envelope())
         log.info(
             "dev token minted: authority %s, role %s, token id %s",
-            minted["authority"],
-            minted["role"],
-            minted["token_id"],
+            minted.authority,
+            minted.role,
+            minted.token_id,
         )
-        return _answer(start_response, 200, minted)
+        return _answer(start_response, 200, asdict(minted))
 
 
 def mint_any_authority(expires_in_days: int, *, admin_days: int | None = None) -> Mint:
@@ -112,8 +116,9 @@ def mint_any_authority(expires_in_days: int, *, admin_days: int | None = None) -
     runtime's own tokens table. Fields are checked by its gate; unknown fields are refused. Without
     `expires_in_days` a token lasts `expires_in_days` days, an admin token `admin_days`."""
 
-    def mint(body: dict[str, Any]) -> dict[str, Any]:
+    def mint(body: dict[str, Any]) -> MintedToken:
         from dovecote.admin.dynamo import DynamoTokenStore
+        from dovecote.admin.model import MintedToken
         from dovecote.admin.service import TokenService
         from dovecote.platform import aws
         from dovecote.platform.errors import InvalidArgument
@@ -138,6 +143,6 @@ def mint_any_authority(expires_in_days: int, *, admin_days: int | None = None) -
             agent=body.get("agent"),
             expires_in_days=days,
         )
-        return record.minted(token)
+        return MintedToken.of(token, record)
 
     return mint

@@ -18,6 +18,7 @@ from dovecote.platform.cursors import CursorSigner
 from functions.memory_worker.handler import process_batch
 from infra.local.queues import QueuePoller
 from infra.routes import MEMORY_WORKER, MEMORY_WORKER_BATCH_SIZE
+from tests.support.memory import MemoryEdge
 
 # The conformance suite: these scenarios run here once per backend (fixture `harness` below).
 from tests.unit.test_memory_service import (  # noqa: F401
@@ -47,7 +48,7 @@ def dynamo_harness(env: dict[str, Any], detector: CountingDetector | None = None
     store = DynamoMemoryStore(table=settings.memory_table, dynamodb=env["dynamodb"])
     queue = SqsMemoryQueue(queue_url=settings.memory_queue_url, dlq_url=settings.memory_dlq_url, sqs=env["sqs"])
     detector = detector or CountingDetector()
-    service = MemoryService(store, queue, CursorSigner(KEY))
+    service = MemoryEdge(MemoryService(store, queue, CursorSigner(KEY)))
     worker = WriteWorker(store, queue, detector)
     poller = QueuePoller(
         sqs=env["sqs"], queue_url=settings.memory_queue_url, function=MEMORY_WORKER, batch_size=MEMORY_WORKER_BATCH_SIZE

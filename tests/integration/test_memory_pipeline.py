@@ -31,6 +31,7 @@ from infra.local.queues import QueuePoller
 from infra.routes import MEMORY_WORKER
 from tests.conftest import CI
 from tests.support.faults import failing, heal, inject, server_error
+from tests.support.memory import MemoryEdge
 from tests.support.threads import eventually
 from tests.unit.test_memory_service import CountingDetector
 
@@ -44,7 +45,7 @@ class Pipeline:
     env: dict[str, Any]
     store: DynamoMemoryStore
     queue: SqsMemoryQueue
-    service: MemoryService
+    service: MemoryEdge  # the service as the HTTP handler drives it: the API's JSON in and out
     worker: WriteWorker
     detector: CountingDetector
     poller: QueuePoller
@@ -90,7 +91,7 @@ def pipeline(moto_env: dict[str, Any]) -> Iterator[Pipeline]:
         moto_env,
         store,
         queue,
-        MemoryService(store, queue, CursorSigner(KEY)),
+        MemoryEdge(MemoryService(store, queue, CursorSigner(KEY))),
         WriteWorker(store, queue, detector),
         detector,
         poller,

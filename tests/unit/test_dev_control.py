@@ -10,17 +10,18 @@ import pytest
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
+from dovecote.admin.model import MintedToken
 from dovecote.platform.errors import InvalidArgument
 from infra.local.control import LocalControl
 
 MINTED: list[dict[str, Any]] = []
 
 
-def mint(body: dict[str, Any]) -> dict[str, Any]:
+def mint(body: dict[str, Any]) -> MintedToken:
     if body.get("role") == "boss":
         raise InvalidArgument("role must be one of admin, caller, worker", field="role")
     MINTED.append(body)
-    return {"token": "secret-token", "token_id": "t1", "authority": body["authority"], "role": body["role"]}
+    return MintedToken("secret-token", "t1", body["authority"], body["role"], "", "", "2030-01-01T00:00:00Z")
 
 
 def gateway(_environ: dict[str, Any], start_response: Any) -> Any:

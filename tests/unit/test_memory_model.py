@@ -7,13 +7,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dovecote.memory.model import QueueMessage, WriteInput, digest, gate_write, relation_id
+from dovecote.platform.schema import validated
+from functions.memory_api.models import SubmitIn
 
 
 def test_the_gate_keeps_what_was_sent() -> None:
-    write = gate_write({"id": "w-1", "scope": "team/proj", "content": "x is 1", "tags": ["Subject:DB", "t"]})
+    body = {"id": "w-1", "scope": "team/proj", "content": "x is 1", "tags": ["Subject:DB", "t"]}
+    write = gate_write(validated(SubmitIn, body).input())
     assert write == WriteInput("w-1", "team/proj", "x is 1", ("Subject:DB", "t"))
     assert write.subject == "db"
-    assert gate_write({"id": "w", "scope": "s", "content": "c", "tags": None}).tags == ()
+    assert gate_write(validated(SubmitIn, {"id": "w", "scope": "s", "content": "c"}).input()).tags == ()
 
 
 def test_the_intent_digest_covers_scope_content_and_tags_but_not_the_id() -> None:

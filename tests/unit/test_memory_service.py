@@ -35,6 +35,7 @@ from dovecote.memory.worker import GIVE_UP_AT, WriteWorker
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import DomainError
 from dovecote.platform.principal import Principal
+from tests.support.memory import MemoryEdge
 
 KEY = b"memory-unit-key-0123456789abcdef"
 CALLER = Principal("acme", "caller")
@@ -61,7 +62,7 @@ class CountingDetector:
 
 @dataclass
 class Harness:
-    service: MemoryService
+    service: MemoryEdge  # the service as the HTTP handler drives it: the API's JSON in and out
     worker: WriteWorker
     store: MemoryStore
     queue: MemoryQueue
@@ -85,7 +86,7 @@ class Harness:
         while True:
             page = self.service.list_memories(who, scope, 3, cursor)
             items += page["items"]
-            cursor = page["cursor"]
+            cursor = page.get("cursor")  # absent on the last page, as the API answers
             if not cursor:
                 return items
 
@@ -94,7 +95,7 @@ def fake_harness(detector: CountingDetector | None = None, store: Any = None, qu
     store = store or InMemoryMemoryStore()
     queue = queue or InMemoryMemoryQueue()
     detector = detector or CountingDetector()
-    service = MemoryService(store, queue, CursorSigner(KEY))
+    service = MemoryEdge(MemoryService(store, queue, CursorSigner(KEY)))
     worker = WriteWorker(store, queue, detector)
 
     def redeliver(ids: list[str]) -> None:
@@ -307,7 +308,7 @@ def test_status_waits_for_the_evidence_with_bounded_reads() -> None:
         if clock["now"] > 3:  # the worker gets to it after three seconds
             queue.drain(worker.handle)
 
-    service = MemoryService(store, queue, CursorSigner(KEY), sleep=sleep, monotonic=lambda: clock["now"])
+    service = MemoryEdge(MemoryService(store, queue, CursorSigner(KEY), sleep=sleep, monotonic=lambda: clock["now"]))
     service.submit(CALLER, {"id": "w", "scope": "s", "content": "x is 1"})
     assert service.status(CALLER, "w")["status"] == "queued"  # no wait: no sleep
     assert clock["sleeps"] == 0
@@ -322,8 +323,10 @@ def test_status_wait_gives_up_at_the_deadline() -> None:
         clock["now"] += seconds
         clock["sleeps"] += 1
 
-    service = MemoryService(
-        InMemoryMemoryStore(), InMemoryMemoryQueue(), CursorSigner(KEY), sleep=sleep, monotonic=lambda: clock["now"]
+    service = MemoryEdge(
+        MemoryService(
+            InMemoryMemoryStore(), InMemoryMemoryQueue(), CursorSigner(KEY), sleep=sleep, monotonic=lambda: clock["now"]
+        )
     )
     service.submit(CALLER, {"id": "w", "scope": "s", "content": "x is 1"})
     assert service.status(CALLER, "w", wait=20)["status"] == "queued"
@@ -374,7 +377,7 @@ def _relations(harness: Harness, status: str = "") -> list[dict[str, Any]]:
     while True:
         page = harness.service.list_relations(CALLER, "s", status, 2, cursor)
         items += page["items"]
-        cursor = page["cursor"]
+        cursor = page.get("cursor")
         if not cursor:
             return items
 
@@ -549,7 +552,7 @@ def test_redrive_requeues_this_authoritys_failed_writes_only() -> None:
 
 def _cancel_race(trial: int) -> tuple[bool, str, list[str]]:
     store, queue = InMemoryMemoryStore(), InMemoryMemoryQueue()
-    service = MemoryService(store, queue, CursorSigner(KEY))
+    service = MemoryEdge(MemoryService(store, queue, CursorSigner(KEY)))
     worker = WriteWorker(store, queue, LexicalDetector())
     write_id = f"w{trial}"
     service.submit(CALLER, {"id": write_id, "scope": "s", "content": "x is 1"})
@@ -586,7 +589,7 @@ def test_relying_on_sqs_redrive_alone_would_sweep_the_followers_too() -> None:
     """Why the worker gives up on its own: the contrast case, a worker that never gives up."""
     store = PoisonStore()
     queue = InMemoryMemoryQueue()
-    service = MemoryService(store, queue, CursorSigner(KEY))
+    service = MemoryEdge(MemoryService(store, queue, CursorSigner(KEY)))
     stubborn = WriteWorker(store, queue, LexicalDetector(), give_up_at=10**6)
     service.submit(CALLER, {"id": "p", "scope": "s", "content": "poison"})
     service.submit(CALLER, {"id": "f", "scope": "s", "content": "follower"})

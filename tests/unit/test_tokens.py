@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dovecote.admin.memory import InMemoryTokenStore
-from dovecote.admin.model import parse_token, token_hash
+from dovecote.admin.model import TokenListing, parse_token, token_hash
 from dovecote.admin.service import TokenService
 from dovecote.platform.cursors import CursorSigner
 from dovecote.platform.errors import Forbidden, InvalidArgument, NotFound
@@ -112,22 +112,22 @@ def test_the_listing_never_holds_a_secret_or_a_hash_and_pages_newest_first(servi
         clock.now += timedelta(seconds=1)
         minted.append(service.mint(ADMIN, "acme", "worker", f"w{i}"))
     service.mint(None, "globex", "caller", None)
-    seen: list[dict[str, Any]] = []
+    seen: list[TokenListing] = []
     cursor = None
     while True:
         page = service.list(ADMIN, 2, cursor)
-        seen += page["items"]
-        cursor = page["cursor"]
+        seen += page.items
+        cursor = page.cursor
         if not cursor:
             break
-    assert [i["worker"] for i in seen] == ["w4", "w3", "w2", "w1", "w0"]
+    assert [i.worker for i in seen] == ["w4", "w3", "w2", "w1", "w0"]
     text = repr(seen)
     for token, record in minted:
         assert token not in text and record.token_hash not in text
         assert token.split("_", 2)[2] not in text
-    assert {i["minted_by"] for i in seen} == {ADMIN.token_id}
+    assert {i.minted_by for i in seen} == {ADMIN.token_id}
     with pytest.raises(InvalidArgument):
-        service.list(Principal("globex", "admin"), 2, service.list(ADMIN, 2, None)["cursor"])
+        service.list(Principal("globex", "admin"), 2, service.list(ADMIN, 2, None).cursor)
 
 
 def test_every_mint_and_revoke_is_an_audit_line_without_the_token(

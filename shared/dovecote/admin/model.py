@@ -74,32 +74,53 @@ class TokenRecord:
     def revoked(self, at: str) -> TokenRecord:
         return self if self.revoked_at else replace(self, revoked_at=at)
 
-    def listing(self) -> dict[str, str | None]:
-        """What an admin may see of a token: never its secret, never its hash."""
-        p = self.principal
-        return {
-            "token_id": self.token_id,
-            "role": p.role,
-            "worker": p.worker,
-            "agent": p.agent,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "minted_by": self.minted_by,
-            "revoked_at": self.revoked_at or None,
-        }
 
-    def minted(self, token: str) -> dict[str, str | None]:
-        """What the minter of a new token is told once: the secret and what it stands for."""
-        p = self.principal
-        return {
-            "token": token,
-            "token_id": self.token_id,
-            "authority": p.authority,
-            "role": p.role,
-            "worker": p.worker,
-            "agent": p.agent,
-            "expires_at": self.expires_at,
-        }
+@dataclass(frozen=True, slots=True)
+class TokenListing:
+    """What an admin may see of a token: never its secret, never its hash (a listing's item, and
+    the facts of its mint's audit line)."""
+
+    token_id: str
+    role: str
+    worker: str
+    agent: str
+    created_at: str
+    expires_at: str
+    minted_by: str
+    revoked_at: str | None = None
+
+    @classmethod
+    def of(cls, record: TokenRecord) -> TokenListing:
+        p = record.principal
+        return cls(
+            record.token_id,
+            p.role,
+            p.worker,
+            p.agent,
+            record.created_at,
+            record.expires_at,
+            record.minted_by,
+            record.revoked_at or None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MintedToken:
+    """What the minter of a new token is told once: the secret and what it stands for (the document
+    `tokens bootstrap` prints and the local runtime's dev mint answers, as the API's TokenOut)."""
+
+    token: str
+    token_id: str
+    authority: str
+    role: str
+    worker: str
+    agent: str
+    expires_at: str
+
+    @classmethod
+    def of(cls, token: str, record: TokenRecord) -> MintedToken:
+        p = record.principal
+        return cls(token, record.token_id, p.authority, p.role, p.worker, p.agent, record.expires_at)
 
 
 def gate_principal(authority: str, role: str, worker: str | None, agent: str | None = None) -> Principal:

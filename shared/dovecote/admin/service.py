@@ -4,12 +4,13 @@ audit sink. Every mint and revoke is an audit line: who, what, when; never the t
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, asdict, dataclass
 from typing import Any
 
 from dovecote.admin.model import (
     BOOTSTRAP,
     TOKEN_ID,
+    TokenListing,
     TokenRecord,
     expiry,
     gate_days,
@@ -22,7 +23,7 @@ from dovecote.admin.ports import TokenStore
 from dovecote.platform.clock import Clock, rfc3339, utc_now
 from dovecote.platform.cursors import CursorSigner, LazySigner
 from dovecote.platform.errors import Forbidden, InvalidArgument, NotFound
-from dovecote.platform.paging import page_limit
+from dovecote.platform.paging import Page, page_limit
 from dovecote.platform.principal import Principal
 
 Audit = Callable[[str, dict[str, Any]], None]
@@ -87,7 +88,7 @@ class TokenService:
         self.store.put(record)
         self.audit(
             "token_minted",
-            {"authority": principal.authority, **record.listing(), "revoked_at": None},
+            {"authority": principal.authority, **asdict(TokenListing.of(record)), "revoked_at": None},
         )
         return token, record
 
@@ -125,7 +126,7 @@ class TokenService:
             },
         )
 
-    def list(self, admin: Principal, limit: int | None, cursor: str | None) -> dict[str, Any]:
+    def list(self, admin: Principal, limit: int | None, cursor: str | None) -> Page[TokenListing]:
         admin.require("admin")
         if admin.role != "admin":
             raise Forbidden("only admin tokens list tokens")
@@ -142,7 +143,7 @@ class TokenService:
             next_cursor = self._signers.get().seal(
                 authority=admin.authority, scope="tokens", position={"after": position}
             )
-        return {"items": [r.listing() for r in records], "cursor": next_cursor}
+        return Page(tuple(TokenListing.of(r) for r in records), next_cursor)
 
 
 def _no_signer() -> CursorSigner:

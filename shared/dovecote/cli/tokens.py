@@ -128,10 +128,13 @@ def tokens_bootstrap(
     """Mint a token with AWS credentials instead of a bearer token: the way to the first admin token
     of an authority. Uses the standard AWS credential chain (and AWS_ENDPOINT_URL, if set). Prints
     the minted token as JSON on stdout (always: it is what scripts capture); audit lines go to stderr."""
+    from dataclasses import asdict
+
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
     from dovecote.admin.dynamo import DynamoTokenStore
+    from dovecote.admin.model import MintedToken
     from dovecote.admin.service import TokenService
     from dovecote.platform.errors import DomainError
 
@@ -168,4 +171,4 @@ def tokens_bootstrap(
         raise CliError(f"AWS {aws_code}: {exc}", EXIT_API, code="aws_error", details={"aws_code": aws_code}) from None
     except BotoCoreError as exc:
         raise CliError(f"cannot reach AWS: {exc}", EXIT_UNREACHABLE, code="unavailable") from None
-    print_json(record.minted(token))  # with or without --json: scripts capture this document
+    print_json(asdict(MintedToken.of(token, record)))  # with or without --json: scripts capture this document

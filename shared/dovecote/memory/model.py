@@ -17,7 +17,7 @@ import json
 import re
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dovecote.platform import ids, paging
 from dovecote.platform.errors import InvalidArgument
@@ -134,29 +134,18 @@ def subject_of(tags: tuple[str, ...]) -> str:
     return ""
 
 
-def gate_write(raw: Any) -> WriteInput:
-    """The one gate for a submitted memory write. Tags keep their order; duplicates are refused
-    rather than folded, so what is stored is exactly what was sent."""
-    if not isinstance(raw, dict):
-        raise InvalidArgument("the body must be an object {id, scope, content, tags?}")
-    unknown = sorted(set(raw) - {"id", "scope", "content", "tags"})
-    if unknown:
-        raise InvalidArgument(f"unknown field {unknown[0]!r}", field=unknown[0])
-    write_id = check_id(raw.get("id"), "id")
-    scope = check_scope(raw.get("scope"))
-    content = check_text(raw.get("content"), "content", limit=MAX_CONTENT_BYTES)
+def gate_write(given: WriteInput) -> WriteInput:
+    """The one gate for a submitted memory write's rules; its JSON types are the HTTP edge's (the
+    body model, functions/memory_api/models.py SubmitIn). Tags keep their order; duplicates are
+    refused rather than folded, so what is stored is exactly what was sent."""
+    write_id = check_id(given.id, "id")
+    scope = check_scope(given.scope)
+    content = check_text(given.content, "content", limit=MAX_CONTENT_BYTES)
     if not content.strip():
         raise InvalidArgument("content must not be empty", field="content")
-    tags_raw = raw.get("tags")
-    if tags_raw is None:
-        tags_raw = []
-    if not isinstance(tags_raw, list):
-        raise InvalidArgument("tags must be a list of strings", field="tags")
-    if len(tags_raw) > MAX_TAGS:
+    if len(given.tags) > MAX_TAGS:
         raise InvalidArgument(f"at most {MAX_TAGS} tags", field="tags", limit=MAX_TAGS)
-    tags: list[str] = []
-    for i, tag in enumerate(tags_raw):
-        tags.append(_check(tag, TAG_PATTERN, f"tags[{i}]"))
+    tags = tuple(_check(tag, TAG_PATTERN, f"tags[{i}]") for i, tag in enumerate(given.tags))
     if len({t.lower() for t in tags}) != len(tags):
         raise InvalidArgument("tags must be distinct (case-insensitively)", field="tags")
     subjects = [t for t in tags if t.lower().startswith(SUBJECT_PREFIX)]
@@ -164,7 +153,31 @@ def gate_write(raw: Any) -> WriteInput:
         raise InvalidArgument("at most one subject: tag", field="tags")
     if subjects and subjects[0][len(SUBJECT_PREFIX) :] == "":
         raise InvalidArgument("a subject: tag needs a key, e.g. subject:deploy-window", field="tags")
-    return WriteInput(write_id, scope, content, tuple(tags))
+    return WriteInput(write_id, scope, content, tags)
+
+
+class Submitted(NamedTuple):
+    """A submit's answer, a first submit's and an exact resubmit's alike: the write is queued (what
+    became of it since is the status read's to say)."""
+
+    id: str
+    scope: str
+    status: str = "queued"
+
+
+class Cancellation(NamedTuple):
+    """A cancel's answer: whether the write will never start (the service's `cancel`)."""
+
+    id: str
+    cancelled: bool
+
+
+class Redriven(NamedTuple):
+    """A redrive's answer: how many of this authority's writes went back to the queue, and their ids
+    in order."""
+
+    moved: int
+    writes: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,9 +281,6 @@ class Write:
     def input(self) -> WriteInput:
         return WriteInput(self.id, self.scope, self.content, self.tags)
 
-    def to_json(self) -> dict[str, Any]:
-        return fields_json(self, ("id", "scope", "status"), ("evidence",))
-
 
 @dataclass(frozen=True, slots=True)
 class Memory:
@@ -285,16 +295,6 @@ class Memory:
     @property
     def subject(self) -> str:
         return subject_of(self.tags)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "scope": self.scope,
-            "content": self.content,
-            "tags": list(self.tags),
-            "applied_at": self.applied_at,
-            "seq": self.seq,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,21 +341,18 @@ class Relation:
 class JudgmentInput:
     command_id: str
     decision: str
-    note: str
+    note: str = ""
 
 
-def gate_judgment(raw: Any) -> JudgmentInput:
-    if not isinstance(raw, dict):
-        raise InvalidArgument("the body must be an object {command_id, decision, note?}")
-    command_id = check_id(raw.get("command_id"), "command_id")
-    decision = raw.get("decision")
-    if decision not in DECISIONS:
+def gate_judgment(given: JudgmentInput) -> JudgmentInput:
+    """The one gate for a judgment's rules; its JSON types are the HTTP edge's (JudgmentIn)."""
+    command_id = check_id(given.command_id, "command_id")
+    if given.decision not in DECISIONS:
         raise InvalidArgument(f"decision must be one of {', '.join(DECISIONS)}", field="decision")
-    note = raw.get("note")
-    note = "" if note is None else check_text(note, "note", limit=MAX_NOTE_CHARS * 4)
+    note = check_text(given.note, "note", limit=MAX_NOTE_CHARS * 4)
     if len(note) > MAX_NOTE_CHARS:
         raise InvalidArgument(f"note is longer than {MAX_NOTE_CHARS} characters", field="note")
-    return JudgmentInput(command_id, decision, note)
+    return JudgmentInput(command_id, given.decision, note)
 
 
 @dataclass(frozen=True, slots=True)

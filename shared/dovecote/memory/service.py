@@ -18,17 +18,23 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from dovecote.memory import machine
 from dovecote.memory.model import (
     RELATION_STATUSES,
     WRITE_CANCELLED,
+    Cancellation,
     Evidence,
     Judgment,
+    JudgmentInput,
+    Memory,
     QueueMessage,
     Receipt,
+    Redriven,
+    Relation,
+    Submitted,
     Write,
+    WriteInput,
     check_id,
     check_scope,
     check_wait,
@@ -47,6 +53,7 @@ from dovecote.platform.errors import (
     JudgmentConflict,
     NotFound,
 )
+from dovecote.platform.paging import Page
 from dovecote.platform.principal import Principal
 from dovecote.platform.redrive import redrive_size
 
@@ -80,9 +87,9 @@ class MemoryService:
 
     # ---- submit -----------------------------------------------------------------------------
 
-    def submit(self, principal: Principal, body: Any) -> dict[str, Any]:
+    def submit(self, principal: Principal, write_input: WriteInput) -> Submitted:
         principal.require("caller", "worker")
-        given = gate_write(body)
+        given = gate_write(write_input)
         now = self._now()
         write = Write(
             principal.authority,
@@ -104,7 +111,7 @@ class MemoryService:
             self._ensure_sent(existing)
         else:
             self._send(write)
-        return {"id": given.id, "scope": given.scope, "status": "queued"}
+        return Submitted(given.id, given.scope)
 
     def _send(self, write: Write) -> None:
         self._queue.send(QueueMessage(write.authority, write.id, write.scope, write.generation))
@@ -125,7 +132,7 @@ class MemoryService:
             raise NotFound("memory write not found", id=write_id)
         return write
 
-    def status(self, principal: Principal, write_id: str, wait: int | None = None) -> dict[str, Any]:
+    def status(self, principal: Principal, write_id: str, wait: int | None = None) -> Write:
         """The write's status and evidence; with `wait`, re-read (with backoff) until the write
         settles or `wait` seconds pass."""
         principal.require("caller", "worker")
@@ -142,9 +149,9 @@ class MemoryService:
             self._sleep(min(delay, left))
             delay = min(delay * 2, POLL_MAX)
             write = self._write(principal, write_id)
-        return write.to_json()
+        return write
 
-    def cancel(self, principal: Principal, write_id: str) -> dict[str, Any]:
+    def cancel(self, principal: Principal, write_id: str) -> Cancellation:
         """The reference's Cancel: true if this cancel won the race with the worker's start, or the
         write is already cancelled and the worker has not consumed it yet; false once it started,
         finished, or its cancellation was consumed. An empty or malformed id is invalid_argument
@@ -156,11 +163,11 @@ class MemoryService:
         if write is None:
             raise NotFound("memory write not found", id=write_id)
         cancelled = won or (write.status == "cancelled" and not write.consumed)
-        return {"id": write_id, "cancelled": cancelled}
+        return Cancellation(write_id, cancelled)
 
     # ---- lists ------------------------------------------------------------------------------
 
-    def list_memories(self, principal: Principal, scope: str, limit: int | None, cursor: str | None) -> dict[str, Any]:
+    def list_memories(self, principal: Principal, scope: str, limit: int | None, cursor: str | None) -> Page[Memory]:
         principal.require("caller", "worker")
         check_scope(scope)
         size = page_limit(limit)
@@ -173,14 +180,11 @@ class MemoryService:
         items = self._store.memories(principal.authority, scope, after_seq, size + 1)
         more = len(items) > size
         items = items[:size]
-        return {
-            "items": [m.to_json() for m in items],
-            "cursor": self._seal(principal, filter_key, str(items[-1].seq)) if more and items else None,
-        }
+        return Page(tuple(items), self._seal(principal, filter_key, str(items[-1].seq)) if more and items else None)
 
     def list_relations(
         self, principal: Principal, scope: str, status: str, limit: int | None, cursor: str | None
-    ) -> dict[str, Any]:
+    ) -> Page[Relation]:
         principal.require("caller", "worker")
         check_scope(scope)
         if status and status not in RELATION_STATUSES:
@@ -191,10 +195,7 @@ class MemoryService:
         items = self._store.relations(principal.authority, scope, status, after, size + 1)
         more = len(items) > size
         items = items[:size]
-        return {
-            "items": [r.to_json() for r in items],
-            "cursor": self._seal(principal, filter_key, items[-1].position) if more and items else None,
-        }
+        return Page(tuple(items), self._seal(principal, filter_key, items[-1].position) if more and items else None)
 
     def _open(self, principal: Principal, cursor: str | None, filter_key: str) -> str | None:
         if not cursor:
@@ -209,13 +210,14 @@ class MemoryService:
 
     # ---- judgment ---------------------------------------------------------------------------
 
-    def judge(self, principal: Principal, relation_id: str, body: Any) -> dict[str, Any]:
-        """Confirm or dismiss a pending candidate. One receipt per command id: the exact retry
-        answers the same; any other judgment of a judged relation is judgment_conflict."""
+    def judge(self, principal: Principal, relation_id: str, judgment: JudgmentInput) -> Relation:
+        """Confirm or dismiss a pending candidate: the relation as judged. One receipt per command
+        id: the exact retry answers the same; any other judgment of a judged relation is
+        judgment_conflict."""
         principal.require("caller", "worker")
         if not isinstance(relation_id, str) or not RELATION_ID.fullmatch(relation_id):
             raise InvalidArgument(f"relation id must match {RELATION_ID.pattern}", field="id")
-        given = gate_judgment(body)
+        given = gate_judgment(judgment)
         command = {"relation": relation_id, "decision": given.decision, "note": given.note}
         digest = intent_digest(JUDGE, command)
         for _ in range(3):
@@ -225,7 +227,10 @@ class MemoryService:
                     raise IdempotencyConflict(
                         "this command id was already used for a different command", command_id=given.command_id
                     )
-                return dict(receipt.result)
+                if relation is not None:
+                    # This command judged it, and a judged relation never changes again (the commit
+                    # is conditional on `pending`; relations are never deleted): the first answer.
+                    return relation
             if relation is None:
                 raise NotFound("relation not found", id=relation_id)
             if relation.status != "pending":
@@ -238,6 +243,8 @@ class MemoryService:
                 status=given.decision,
                 judgment=Judgment(given.decision, given.note, self._now(), given.command_id),
             )
+            # The receipt keeps the answer as JSON too, as before: a function version that replays from
+            # it may still be running during a deploy.
             result = {"relation": judged.to_json()}
             try:
                 self._store.commit_judgment(
@@ -245,12 +252,12 @@ class MemoryService:
                 )
             except (ReceiptTaken, RelationChanged):
                 continue  # re-read: replay the winner's receipt, or report the judgment that won
-            return result
+            return judged
         raise JudgmentConflict("the relation kept changing; read it and retry", id=relation_id)
 
     # ---- redrive ----------------------------------------------------------------------------
 
-    def redrive(self, principal: Principal, limit: int | None = None) -> dict[str, Any]:
+    def redrive(self, principal: Principal, limit: int | None = None) -> Redriven:
         """Move this authority's dead letters back to the queue (admin). A failed write goes back
         to `queued` with a new generation, so its message is not dropped as a duplicate of the
         first send. Other authorities' letters are left in the dead-letter queue."""
@@ -270,4 +277,4 @@ class MemoryService:
             moved.append(message.id)
         for letter in others:
             self._queue.release_dead_letter(letter)
-        return {"moved": len(moved), "writes": moved}
+        return Redriven(len(moved), tuple(moved))
