@@ -242,7 +242,14 @@ class Reader:
         (self.work / ".dovecote" / "dev-tokens.json").symlink_to(runtime["tokens_file"])
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOVECOTE_", "XDG_"))}
         # The profiles `dovecote dev` wrote (dev, dev-worker, dev-admin) are the reader's configuration.
-        self.env = clean | {"HOME": str(self.home), "XDG_CONFIG_HOME": str(runtime["config_home"])}
+        # TMPDIR of its own: a page's `${TMPDIR:-/tmp}/s1-watch.jsonl` is not another run's (two runs
+        # of one page at once, e.g. two checkouts' tests on one machine, once removed each other's).
+        (self.home / "tmp").mkdir(exist_ok=True)
+        self.env = clean | {
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(runtime["config_home"]),
+            "TMPDIR": str(self.home / "tmp"),
+        }
         self.documents: list[Any] = []
         self.runs = 0
         self.own_files()
