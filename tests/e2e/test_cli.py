@@ -135,6 +135,9 @@ def test_tokens_create_with_the_admin_token(dev_runtime: dict[str, Any]) -> None
     assert human.returncode == 0 and b"dvc_" in human.stdout and b"shown once" in human.stderr
     denied = create_token(dev_runtime, "caller", by="caller")
     assert denied.returncode == 1 and denied.stderr.decode().startswith("error: 403 forbidden")
+    # Without --authority: the admin's own (the only one the API takes), read from whoami.
+    own = as_json(cli(dev_runtime, "tokens", "create", "--role", "caller", "--json", role="admin"))
+    assert own["authority"] == "dev" and own["token"].startswith("dvc_")
 
 
 def test_tokens_ls_and_revoke_and_the_revoked_token_is_denied(dev_runtime: dict[str, Any]) -> None:

@@ -71,14 +71,25 @@ register(
             "POST /v1/admin/tokens",
             "Mint a token with an admin token. It is shown once.",
             (
-                param("authority", Annotated[str, typer.Option(help="Authority the token acts in (the admin's own).")]),
+                param(
+                    "authority",
+                    Annotated[
+                        str | None,
+                        typer.Option(help="Authority the token acts in: the admin's own (default: read from whoami)."),
+                    ],
+                    None,
+                ),
                 param("role", Role, "caller"),
                 param("worker", TokenWorker, None),
                 param("agent", TokenAgent, None),
                 param("expires_in_days", Annotated[int | None, typer.Option(help="Lifetime in days.")], None),
             ),
             lambda c, v: c.create_token(
-                v["authority"], v["role"], v["worker"], agent=v["agent"], expires_in_days=v["expires_in_days"]
+                v["authority"] or c.whoami()["authority"],  # the only one the API accepts: one more read
+                v["role"],
+                v["worker"],
+                agent=v["agent"],
+                expires_in_days=v["expires_in_days"],
             ),
             Show(note="the token is shown once: keep it now"),
             role="admin",
