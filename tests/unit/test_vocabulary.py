@@ -1,7 +1,8 @@
 """One vocabulary (docs/reference/vocabulary.md; dovecote.client.vocabulary): every name the SDK, the CLI and
 the MCP tools use for an operation's inputs is the HTTP field of its route (from the route table and the
 OpenAPI request models), or an alias the vocabulary lists; every CLI verb is the MCP tool's verb; every
-operation named exists on each interface; and the manual's tables are the module's."""
+operation named exists on each interface; the manual's tables are the module's; and the MCP page's
+table of tools (docs/clients/mcp.md) names every tool the server registers, and no other."""
 
 from __future__ import annotations
 
@@ -185,10 +186,10 @@ def test_cli_verbs_are_the_mcp_verbs() -> None:
 
 
 @cache
-def tool_schemas() -> dict[str, dict[str, Any]]:
+def tool_schemas(worker_tools: bool = True) -> dict[str, dict[str, Any]]:
     async def run() -> dict[str, dict[str, Any]]:
         client = DovecoteClient("http://127.0.0.1:9", "dvc_token", max_attempts=1)
-        tools = await build_server(client, worker_tools=True).list_tools()
+        tools = await build_server(client, worker_tools=worker_tools).list_tools()
         return {tool.name: tool.input_schema for tool in tools}
 
     return anyio.run(run)
@@ -247,6 +248,37 @@ def test_the_manual_tables_are_the_vocabulary() -> None:
     page = (ROOT / "docs" / "reference" / "vocabulary.md").read_text()
     rows = [line for line in page.splitlines() if line.startswith("|")]
     assert rows == [line for line in render() if line.startswith("|")]
+
+
+def mcp_page_tools() -> dict[str, set[str]]:
+    """docs/clients/mcp.md's table of tools: each group (first cell) → the tool names in its second
+    cell (the backquoted snake_case words; the resources' URIs are not tools)."""
+    page = (ROOT / "docs" / "clients" / "mcp.md").read_text()
+    section = page.split("\n## The tools\n", 1)[1].split("\n## ", 1)[0]
+    groups: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) < 2 or cells[0] in ("group", "") or set(cells[0]) <= {"-"}:
+            continue
+        groups[cells[0]] = set(re.findall(r"`([a-z][a-z0-9_]*)`", cells[1]))
+    return groups
+
+
+def test_the_mcp_page_lists_every_tool() -> None:
+    """Every tool the server registers (worker tools included) is in mcp.md's table, and the table
+    names no tool the server does not serve."""
+    listed = set().union(*mcp_page_tools().values())
+    served = set(tool_schemas())
+    assert served - listed == set(), "tools the server registers that docs/clients/mcp.md does not list"
+    assert listed - served == set(), "tools docs/clients/mcp.md lists that the server does not register"
+
+
+def test_the_mcp_page_says_which_tools_need_a_worker_token() -> None:
+    """The table's worker-only row is exactly what a worker token adds to a caller's tools."""
+    groups = mcp_page_tools()
+    worker_rows = [names for group, names in groups.items() if "worker" in group]
+    assert len(worker_rows) == 1, sorted(groups)
+    assert worker_rows[0] == set(tool_schemas(True)) - set(tool_schemas(False))
 
 
 def test_the_manual_explains_every_evidence_code() -> None:
