@@ -170,3 +170,16 @@ def test_events_and_watch_show_a_failure_reason_literally(authority: Authority) 
     # --json keeps the reason as the worker wrote it.
     document = json.loads(run(env(authority), "tasks", "events", task_id, "--json").stdout)
     assert document["items"][-1]["reason"] == HOSTILE
+
+
+def test_watch_with_a_timeout_exits_3_on_a_task_that_does_not_end(authority: Authority) -> None:
+    """`tasks watch --timeout N` prints what commits and exits 3 (wait_timeout) when N runs out
+    first, as `tasks wait` does; without it, it watches until the task ends."""
+    _, _, task_id, _, _ = working(authority)
+    started = time.monotonic()
+    watched = run(env(authority), "tasks", "watch", task_id, "--timeout", "2")
+    assert watched.returncode == 3, watched.stderr.decode()
+    assert time.monotonic() - started < 30
+    assert "task_accepted" in watched.stdout.decode() and watched.stderr.decode().startswith("error: ")
+    refused = run(env(authority), "tasks", "watch", task_id, "--timeout", "-1")
+    assert refused.returncode == 2 and b"--timeout must be 0" in refused.stderr

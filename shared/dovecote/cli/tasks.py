@@ -358,10 +358,15 @@ def tasks_watch(
     as_json: Annotated[
         bool, typer.Option("--json", help="One event object a line, as the events route pages it.")
     ] = False,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds to watch in all; 0 (the default) watches until the task ends. Exit 3 then.")
+    ] = 0.0,
 ) -> None:
     """Print each event of the task as it commits (its stream, resumed by itself after a cut), and
-    exit 0 once the task has ended."""
-    for event in client().follow(task_id, after):
+    exit 0 once the task has ended (exit 3 when --timeout runs out first)."""
+    if timeout < 0:
+        raise CliError(f"--timeout must be 0 (until the task ends) or more seconds, not {timeout:g}", EXIT_USAGE)
+    for event in client().follow(task_id, after, timeout=timeout or None):
         if as_json:
             say(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
         else:
