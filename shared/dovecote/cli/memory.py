@@ -55,7 +55,9 @@ def submit(
     as_json: Json = False,
 ) -> None:
     """Queue a memory write (202 queued); with --wait, print its status and evidence once settled."""
-    if not SCOPE_PATTERN.fullmatch(scope) and SCOPE_PATTERN.fullmatch(content):
+    # Swapped when CONTENT is shaped like a scope (one word with a `/`, as team/infra) and SCOPE cannot
+    # be one; a bad scope before a one-word memory is the API's to refuse.
+    if not SCOPE_PATTERN.fullmatch(scope) and SCOPE_PATTERN.fullmatch(content) and "/" in content:
         why = "cannot be a scope (letters, digits and . _ : / -, at most 128); the order is SCOPE CONTENT"
         raise swapped("SCOPE", scope, why, "dovecote", "memory", "submit", content, scope)
     c = client()

@@ -188,8 +188,9 @@ CLIENT_ONLY: dict[str, frozenset[str]] = {
     "sdk": frozenset({"progress", "timeout", "leases", "max_reconnects"}),
     # --json, --all (every page), --output / --meta (a note's body), --role (which token),
     # `memory submit --wait` (then reads the write's status with its `wait`), and --verbose (what a
-    # caller command read: the revision it sent when --rev was omitted).
-    "cli": frozenset({"json", "all", "output", "meta", "role", "wait", "verbose"}),
+    # caller command read: the revision it sent when --rev was omitted), and `tasks watch --timeout`
+    # (how long to follow the stream: the SDK's `follow(timeout=)`).
+    "cli": frozenset({"json", "all", "output", "meta", "role", "wait", "verbose", "timeout"}),
     "mcp": frozenset(),
 }
 # CLI commands that are not one HTTP route: composed or local.
