@@ -130,3 +130,17 @@ def test_a_second_runtime_on_port_zero_names_its_files_after_the_port_it_serves(
             finally:
                 second.terminate()
                 second.wait(timeout=20)
+
+
+def test_a_second_runtime_forgets_its_port_profiles_when_it_stops(tmp_path: Path) -> None:
+    """Beside a running runtime the second writes `dev-PORT` profiles; they name a port nothing serves
+    once it stops, so the stop removes them (the first one's `dev` profiles stay)."""
+    config_home = tmp_path / "xdg"
+    with start_dev(tmp_path / "a" / ".dovecote", config_home=config_home):
+        with start_dev(tmp_path / "b" / ".dovecote", config_home=config_home) as b:
+            port = b["endpoint"].rsplit(":", 1)[1]
+            written = tomllib.loads((config_home / "dovecote" / "config.toml").read_text())["profiles"]
+            assert f"dev-{port}" in written and "dev" in written
+        left = tomllib.loads((config_home / "dovecote" / "config.toml").read_text())["profiles"]
+        assert not [name for name in left if name.startswith(f"dev-{port}")], sorted(left)
+        assert {"dev", "dev-worker", "dev-admin"} <= set(left)

@@ -84,3 +84,13 @@ def test_each_tokens_file_has_its_own_console_link(tmp_path: Path, tokens_file: 
 
     runtime = LocalRuntime(tokens_file=tmp_path / tokens_file)
     assert runtime.console_link_file == tmp_path / link
+
+
+def test_the_fallback_profiles_are_forgotten_at_the_stop_unless_rewritten(config: Path) -> None:
+    from dovecote.cli.dev import forget_profiles
+
+    write_profiles("dev", tokens(config, FIRST, "a"), live=lambda endpoint: False)
+    _, names, _ = write_profiles("dev", tokens(config, SECOND, "b"), live=lambda endpoint: endpoint == FIRST)
+    assert forget_profiles("dev-8788", FIRST) == []  # they name another endpoint now: kept
+    assert forget_profiles("dev-8788", SECOND) == names
+    assert set(load_profiles()) == {"dev", "dev-worker", "dev-admin"}

@@ -85,6 +85,18 @@ def own_tokens_file(path: Path, port: int, *, live: Callable[[str], bool] = answ
     return own, f"{path} holds the tokens of another running dovecote dev ({endpoint}), kept; this one's: {own}"
 
 
+def forget_profiles(name: str, endpoint: str) -> list[str]:
+    """At a stop, the `name-PORT` profiles this runtime wrote beside another one's (they name a port
+    nothing serves once it stops), unless something else has rewritten them since."""
+    from dovecote.client.config import remove_profiles
+
+    if load_profiles().get(name, {}).get("endpoint") != endpoint:
+        return []
+    _, removed = remove_profiles(name)
+    say(f"profiles: removed {', '.join(removed)} (they named this runtime)")
+    return removed
+
+
 def _free_port(host: str) -> int:
     import socket
 
@@ -236,6 +248,7 @@ def dev(
     # `whoami` reaches this runtime as it stands, or, when another one keeps the clone's tokens file
     # and the `dev` profiles, through the profile this one wrote (or its endpoint and token).
     whoami = ".venv/bin/dovecote whoami"
+    fallback = ""  # the `name-PORT` profiles written beside another runtime's: removed at the stop
     if moved:
         whoami = f"DOVECOTE_ENDPOINT={runtime.endpoint} DOVECOTE_TOKEN=<caller token in {tokens_file}> {whoami}"
     if write_profile:
@@ -247,6 +260,7 @@ def dev(
             say(f"profiles: {', '.join(names)} in {path} (the CLI and the MCP server work from any directory{use})")
             if moved or why:
                 whoami = f".venv/bin/dovecote --profile {names[0]} whoami"
+            fallback = names[0] if why else ""
     say(f"data: {data} (kept across restarts; --fresh starts empty)")
     say(runtime.console_line(to_terminal=sys.stdout.isatty()))
     say(f"try: {whoami}    stop: Ctrl-C")
@@ -269,3 +283,5 @@ def dev(
             time.sleep(1)
     except KeyboardInterrupt:
         runtime.stop()
+        if fallback:
+            forget_profiles(fallback, runtime.endpoint)
