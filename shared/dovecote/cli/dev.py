@@ -30,7 +30,7 @@ import typer
 from dovecote.cli.common import EXIT_UNREACHABLE, EXIT_USAGE, CliError, say
 from dovecote.cli.devtoken import dev_token
 from dovecote.cli.groups import new_app
-from dovecote.client.config import load_profiles, save_profiles
+from dovecote.client.config import load_profiles, remove_profiles, save_profiles
 
 app = new_app("Run the whole service locally.", no_args_is_help=False, invoke_without_command=True)
 ROLES = ("caller", "worker", "admin")
@@ -88,8 +88,6 @@ def own_tokens_file(path: Path, port: int, *, live: Callable[[str], bool] = answ
 def forget_profiles(name: str, endpoint: str) -> list[str]:
     """At a stop, the `name-PORT` profiles this runtime wrote beside another one's (they name a port
     nothing serves once it stops), unless something else has rewritten them since."""
-    from dovecote.client.config import remove_profiles
-
     if load_profiles().get(name, {}).get("endpoint") != endpoint:
         return []
     _, removed = remove_profiles(name)
